@@ -1,0 +1,59 @@
+"""breakeven: does speculative decoding pay off here, by how much, and up to what load?
+
+The math takes Python numbers or numpy arrays (which broadcast) and never does
+I/O.  Conventions, stated once:
+
+- ``baseline_tok_s`` is a per-sequence decode rate; ``step_ms = 1000 / baseline_tok_s``.
+- ``cycle_ms = draft_ms + verify_ms + overhead_ms`` (or measured directly).
+- ``accept_len`` (tau) is the mean tokens emitted per cycle, bonus token
+  included, so ``1 <= accept_len <= k + 1``.
+- ``speedup = accept_len * step_ms / cycle_ms``.
+
+Importing this package is cheap: it pulls in neither numpy nor pandas.
+"""
+
+from breakeven.acceptance import (
+    accept_len_from_alpha,
+    accept_len_from_per_position,
+    alpha_from_accept_len,
+)
+from breakeven.errors import BreakevenError
+from breakeven.model import (
+    baseline_tok_s_from_step,
+    breakeven_accept_len,
+    breakeven_alpha,
+    cycle_ms,
+    leviathan_speedup,
+    max_baseline_tok_s,
+    max_cycle_ms,
+    max_draft_ms,
+    max_verify_ms,
+    spec_tok_s,
+    speedup,
+    step_ms_from_baseline,
+)
+from breakeven.predict import Prediction, predict
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BreakevenError",
+    "Prediction",
+    "__version__",
+    "accept_len_from_alpha",
+    "accept_len_from_per_position",
+    "alpha_from_accept_len",
+    "baseline_tok_s_from_step",
+    "breakeven_accept_len",
+    "breakeven_alpha",
+    "cycle_ms",
+    "leviathan_speedup",
+    "max_baseline_tok_s",
+    "max_cycle_ms",
+    "max_draft_ms",
+    "max_verify_ms",
+    "predict",
+    "spec_tok_s",
+    "speedup",
+    "step_ms_from_baseline",
+]

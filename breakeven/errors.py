@@ -1,0 +1,44 @@
+"""The one exception hierarchy of breakeven.
+
+Every error caused by a user's input is a :class:`BreakevenError`, a
+``ValueError``.  Its message names the argument(s) at fault, the value given and
+what was expected.  The message is a template over the argument names, so the
+command line can say ``--verify-ms`` where the Python API says ``verify_ms`` and
+otherwise print the very same text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class BreakevenError(ValueError):
+    """Bad input to breakeven: one line naming the argument, its value and what was expected.
+
+    Parameters
+    ----------
+    template : str
+        Message with ``{0}``, ``{1}``, ... where the argument names go.  Values
+        must already be formatted into it.
+    *names : str
+        The Python argument names (``verify_ms``) the placeholders stand for.
+    """
+
+    def __init__(self, template: str, *names: str) -> None:
+        self.template = template
+        self.names = names
+        super().__init__(self.render())
+
+    def render(self, spell: Callable[[str], str] = str) -> str:
+        """The message, with each argument name passed through ``spell``."""
+        return self.template.format(*(spell(name) for name in self.names))
+
+
+def invalid_value(name: str, value: object, expected: str) -> BreakevenError:
+    """The standard message: ``name: got VALUE, expected EXPECTED``."""
+    shown = repr(value) if isinstance(value, str) else str(value)
+    return BreakevenError("{0}: got " + _escape(shown) + ", expected " + _escape(expected), name)
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")

@@ -1,0 +1,260 @@
+"""``predict``: every quantity a set of measurements determines, as one result object."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from breakeven import _xp, model
+from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
+from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
+from breakeven.errors import BreakevenError
+from breakeven.quantities import QUANTITIES
+
+ALPHA_TABLE_KS = tuple(range(1, 9))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    # The docstring is written below from breakeven.quantities, one entry per field.
+    baseline_tok_s: float | None = None
+    step_ms: float | None = None
+    verify_ms: float | None = None
+    draft_ms: float | None = None
+    overhead_ms: float | None = None
+    cycle_ms: float | None = None
+    cost_ratio: float | None = None
+    accept_len: float | None = None
+    alpha: float | None = None
+    k: int | None = None
+    speedup: float | None = None
+    spec_tok_s: float | None = None
+    target_speedup: float = 1.0
+    breakeven_accept_len: float | None = None
+    breakeven_alpha: float | None = None
+    max_cycle_ms: float | None = None
+    max_verify_ms: float | None = None
+    max_draft_ms: float | None = None
+    max_baseline_tok_s: float | None = None
+    breakeven_alpha_by_k: tuple[tuple[int, float], ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The determined quantities, for ``--json``.
+
+        A key is present only when the inputs determine it.  NaN (a solve no
+        value satisfies) becomes ``None``, which JSON prints as ``null``.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if f.name == "breakeven_alpha_by_k":
+                value = [{"k": k, "breakeven_alpha": _json_number(a)} for k, a in value]
+            else:
+                value = _json_number(value)
+            out[f.name] = value
+        return out
+
+    def _repr_html_(self) -> str:
+        from breakeven.formatting import prediction_html
+
+        return prediction_html(self)
+
+
+Prediction.__doc__ = (
+    "What a set of speculative-decoding measurements implies.\n\n"
+    "Every field is None unless the inputs determine it; a float NaN means a\n"
+    "break-even solve that no value satisfies.\n\nAttributes\n----------\n"
+    + "".join(
+        f"{f.name} : [{QUANTITIES[f.name].unit or '-'}]\n    {QUANTITIES[f.name].definition}.\n"
+        for f in fields(Prediction)
+    )
+)
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _given(**named: Any) -> list[str]:
+    return [name for name, value in named.items() if value is not None]
+
+
+def _conflict(first: str, second: str) -> BreakevenError:
+    return BreakevenError("{0} and {1} cannot be given together: give one of them", first, second)
+
+
+def _check_conflicts(**inputs: Any) -> None:
+    exclusive = [
+        ("baseline_tok_s", ("step_ms",)),
+        ("cycle_ms", ("verify_ms", "draft_ms", "overhead_ms")),
+        ("cost_ratio", ("cycle_ms", "verify_ms", "draft_ms", "overhead_ms")),
+        ("accept_len", ("alpha",)),
+        ("per_position", ("accept_len", "alpha")),
+    ]
+    for first, others in exclusive:
+        if inputs[first] is None:
+            continue
+        for other in others:
+            if inputs[other] is not None:
+                raise _conflict(first, other)
+
+
+def predict(
+    *,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    overhead_ms: float | None = None,
+    cycle_ms: float | None = None,
+    accept_len: float | None = None,
+    alpha: float | None = None,
+    k: int | None = None,
+    per_position: Sequence[float] | None = None,
+    cost_ratio: float | None = None,
+    target_speedup: float = 1.0,
+    alpha_table_ks: Iterable[int] = ALPHA_TABLE_KS,
+) -> Prediction:
+    """Every quantity the given measurements determine; missing inputs are simply left out.
+
+    Parameters
+    ----------
+    baseline_tok_s : float, optional  [tok/s]
+        Per-sequence decode rate without speculation.  Or give ``step_ms``.
+    step_ms : float, optional  [ms]
+        Baseline decode step, ``1000 / baseline_tok_s``.
+    verify_ms, draft_ms, overhead_ms : float, optional  [ms]
+        Cycle costs; ``draft_ms`` is all drafting in a cycle.  Draft and
+        overhead default to 0 when ``verify_ms`` is given.
+    cycle_ms : float, optional  [ms]
+        A measured cycle time, instead of the three costs.
+    accept_len : float, optional  [tokens/cycle]
+        Mean tokens per cycle, bonus included.  Or ``alpha`` with ``k``, or
+        ``per_position``.
+    alpha : float, optional
+        Per-token acceptance probability; needs ``k``.
+    k : int, optional
+        Draft tokens per cycle.
+    per_position : sequence of float, optional
+        Per-position acceptance rates; sets ``k`` and ``accept_len``.
+    cost_ratio : float, optional
+        Leviathan's ``c`` (draft step / target step, verify = one target step);
+        needs ``k``, excludes the measured costs.
+    target_speedup : float
+        The speedup each break-even solve aims for.
+    alpha_table_ks : iterable of int
+        The k values of ``breakeven_alpha_by_k``.
+
+    Raises
+    ------
+    BreakevenError
+        For an invalid or conflicting input, or when nothing can be computed.
+    """
+    _check_conflicts(
+        baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
+        draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
+        cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, per_position=per_position,
+    )  # fmt: skip
+    cycle_measured = cycle_ms is not None
+    xp = _xp.SCALAR
+    target = _xp.positive(xp, "target_speedup", target_speedup, "x")
+    if k is not None:
+        k = int(_xp.draft_tokens(xp, "k", k))
+
+    # Baseline.
+    if baseline_tok_s is not None:
+        step_ms = model.step_ms_from_baseline(baseline_tok_s)
+        baseline_tok_s = float(baseline_tok_s)
+    elif step_ms is not None:
+        baseline_tok_s = model.baseline_tok_s_from_step(step_ms)
+        step_ms = float(step_ms)
+
+    # Acceptance.
+    if per_position is not None:
+        accept_len = accept_len_from_per_position(per_position)
+        n = len(list(per_position))
+        if k is not None and k != n:
+            raise BreakevenError(
+                "{0}: got " + f"{k}, but {{1}} holds {n} rates: give k = {n} or leave it out",
+                "k", "per_position",
+            )  # fmt: skip
+        k = n
+    if alpha is not None:
+        if k is None:
+            raise BreakevenError("{0} needs {1}: tau(alpha, k) depends on k", "alpha", "k")
+        accept_len = accept_len_from_alpha(alpha, k)
+        alpha = float(alpha)
+    elif accept_len is not None:
+        accept_len = float(_xp.accept_len(xp, "accept_len", accept_len, k))
+        if k is not None:
+            alpha = _alpha_from_accept_len(accept_len, k)
+
+    # Cost: cycle_over_step is cycle_ms / step_ms, known without either in Leviathan's form.
+    cycle_over_step = None
+    if cost_ratio is not None:
+        if k is None:
+            raise BreakevenError("{0} needs {1}: the cycle costs k * c + 1 steps", "cost_ratio", "k")
+        cost_ratio = float(_xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps"))
+        cycle_over_step = k * cost_ratio + 1
+        if step_ms is not None:
+            verify_ms, draft_ms, overhead_ms = step_ms, k * cost_ratio * step_ms, 0.0
+            cycle_ms = cycle_over_step * step_ms
+    elif verify_ms is not None:
+        draft_ms = 0.0 if draft_ms is None else draft_ms
+        overhead_ms = 0.0 if overhead_ms is None else overhead_ms
+        cycle_ms = model.cycle_ms(verify_ms, draft_ms, overhead_ms)
+        verify_ms, draft_ms, overhead_ms = float(verify_ms), float(draft_ms), float(overhead_ms)
+    elif cycle_ms is not None:
+        cycle_ms = float(_xp.positive(xp, "cycle_ms", cycle_ms, "ms"))
+    for name, value in (("draft_ms", draft_ms), ("overhead_ms", overhead_ms)):
+        if value is not None:
+            _xp.nonnegative(xp, name, value, "ms")
+    if cycle_over_step is None and cycle_ms is not None and step_ms is not None:
+        cycle_over_step = cycle_ms / step_ms
+
+    out: dict[str, Any] = {}
+    if cycle_over_step is not None:
+        out["breakeven_accept_len"] = model.breakeven_accept_len(cycle_over_step, 1.0, target)
+        if k is not None:
+            out["breakeven_alpha"] = model.breakeven_alpha(out["breakeven_accept_len"], k)
+        out["breakeven_alpha_by_k"] = tuple(
+            (kk, model.breakeven_alpha(model.breakeven_accept_len(ratio, 1.0, target), kk))
+            for kk in alpha_table_ks
+            for ratio in [cycle_over_step if cost_ratio is None else kk * cost_ratio + 1]
+        )
+    if accept_len is not None:
+        if cycle_over_step is not None:
+            out["speedup"] = model.speedup(accept_len, 1.0, cycle_over_step)
+        if cycle_ms is not None:
+            out["spec_tok_s"] = model.spec_tok_s(accept_len, cycle_ms)
+            out["max_baseline_tok_s"] = model.max_baseline_tok_s(accept_len, cycle_ms, target)
+        if step_ms is not None:
+            out["max_cycle_ms"] = model.max_cycle_ms(accept_len, step_ms, target)
+            if not cycle_measured:
+                out["max_verify_ms"] = model.max_verify_ms(
+                    accept_len, step_ms, draft_ms or 0.0, overhead_ms or 0.0, target
+                )
+            if verify_ms is not None:
+                out["max_draft_ms"] = model.max_draft_ms(
+                    accept_len, step_ms, verify_ms, overhead_ms or 0.0, target
+                )
+
+    inputs = dict(
+        baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms, draft_ms=draft_ms,
+        overhead_ms=overhead_ms, cycle_ms=cycle_ms, cost_ratio=cost_ratio, accept_len=accept_len,
+        alpha=alpha, k=k,
+    )  # fmt: skip
+    if not out and not _given(baseline_tok_s=baseline_tok_s, cycle_ms=cycle_ms):
+        raise BreakevenError(
+            "nothing to compute: give a baseline ({0} or {1}), the cycle cost ({2} or {3}) "
+            "and the acceptance ({4}, or {5} with {6})",
+            "baseline_tok_s", "step_ms", "verify_ms", "cycle_ms", "accept_len", "alpha", "k",
+        )  # fmt: skip
+    return Prediction(**inputs, target_speedup=target, **out)
+

@@ -1,0 +1,78 @@
+"""Every quantity breakeven prints: its JSON key, label, unit and definition.
+
+One table serves the text output (labels and units), ``--help`` and the
+README's Definitions section, which a test keeps in step with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """How one printed number is named, measured and defined."""
+
+    key: str
+    """JSON key and Python attribute name."""
+    label: str
+    """Short human label for tables."""
+    unit: str
+    """Unit as printed after the value."""
+    decimals: int
+    """Decimals shown in text tables (JSON carries full precision)."""
+    definition: str
+    """Meaning and formula, in one sentence."""
+
+
+_Q = Quantity
+QUANTITIES: dict[str, Quantity] = {
+    q.key: q
+    for q in (
+        _Q("baseline_tok_s", "baseline decode rate", "tok/s", 2,
+           "per-sequence decode rate without speculation; 1000 / step_ms"),
+        _Q("step_ms", "baseline decode step", "ms", 3,
+           "time of one plain decode step of one sequence; 1000 / baseline_tok_s"),
+        _Q("verify_ms", "verify forward", "ms", 3,
+           "one target forward over the k drafted tokens plus one"),
+        _Q("draft_ms", "drafting per cycle", "ms", 3,
+           "all drafting in one cycle (k draft steps, or one head pass), not per token"),
+        _Q("overhead_ms", "other cycle overhead", "ms", 3,
+           "rejection sampling, scheduling and anything else per cycle"),
+        _Q("cycle_ms", "speculative cycle", "ms", 3,
+           "draft_ms + verify_ms + overhead_ms, or a measured cycle time"),
+        _Q("cost_ratio", "draft step cost", "target steps", 4,
+           "Leviathan's c: one draft step over one target step; then "
+           "cycle_ms / step_ms = k * c + 1"),
+        _Q("accept_len", "mean acceptance length", "tokens/cycle", 3,
+           "tau, mean tokens emitted per cycle, bonus token included; 1 <= tau <= k + 1"),
+        _Q("alpha", "per-token acceptance", "probability", 4,
+           "Leviathan's i.i.d. acceptance probability; tau = (1 - alpha^(k+1)) / (1 - alpha)"),
+        _Q("k", "draft tokens", "tokens", 0,
+           "tokens drafted per cycle (the paper's gamma)"),
+        _Q("speedup", "speedup", "x", 3,
+           "speculative over plain per-sequence decode rate; accept_len * step_ms / cycle_ms"),
+        _Q("spec_tok_s", "speculative decode rate", "tok/s", 2,
+           "per-sequence decode rate with speculation; 1000 * accept_len / cycle_ms"),
+        _Q("target_speedup", "target speedup", "x", 3,
+           "S, the speedup each break-even solve aims for (default 1: break even)"),
+        _Q("breakeven_accept_len", "break-even accept_len", "tokens/cycle", 3,
+           "accept_len at which speedup = S; S * cycle_ms / step_ms"),
+        _Q("breakeven_alpha", "break-even alpha", "probability", 4,
+           "smallest alpha with tau(alpha, k) >= breakeven_accept_len at this k; "
+           "null when even alpha = 1 is not enough"),
+        _Q("max_cycle_ms", "largest cycle", "ms", 3,
+           "largest cycle time that reaches S; accept_len * step_ms / S"),
+        _Q("max_verify_ms", "largest verify forward", "ms", 3,
+           "largest verify time that reaches S; max_cycle_ms - draft_ms - overhead_ms "
+           "(null when that is <= 0)"),
+        _Q("max_draft_ms", "largest drafting per cycle", "ms", 3,
+           "largest drafting time per cycle that reaches S; max_cycle_ms - verify_ms - "
+           "overhead_ms (null when that is < 0)"),
+        _Q("max_baseline_tok_s", "fastest baseline beaten", "tok/s", 2,
+           "fastest per-sequence baseline that speculation still beats by S; spec_tok_s / S"),
+        _Q("breakeven_alpha_by_k", "break-even alpha by k", "probability", 4,
+           "breakeven_alpha for k = 1..8, a list of {k, breakeven_alpha}; the cycle cost "
+           "is held fixed (or, with cost_ratio, is k * c + 1 target steps)"),
+    )
+}
