@@ -104,8 +104,13 @@ def namespace(*values: Any) -> Any:
     return _numpy_namespace
 
 
-def _check(xp: Any, name: str, value: Any, ok: Any, expected: str) -> None:
-    bad_value = xp.first(value, ~ok if xp is not SCALAR else not ok)
+def _check(xp: Any, name: str, given: Any, x: Any, ok: Any, expected: str) -> None:
+    """Raise naming the first value of ``x`` that is not ``ok`` (a scalar as ``given``)."""
+    if xp is SCALAR:
+        if not ok:
+            raise invalid_value(name, given, expected)
+        return
+    bad_value = xp.first(x, ~ok)
     if bad_value is not None:
         raise invalid_value(name, _plain(bad_value), expected)
 
@@ -126,21 +131,21 @@ def as_number(xp: Any, name: str, value: Any) -> Any:
 def positive(xp: Any, name: str, value: Any, unit: str) -> Any:
     """``value`` checked to be finite and > 0 (a latency, a rate)."""
     x = as_number(xp, name, value)
-    _check(xp, name, x, xp.isfinite(x) & (x > 0), f"a finite number > 0 [{unit}]")
+    _check(xp, name, value, x, xp.isfinite(x) & (x > 0), f"a finite number > 0 [{unit}]")
     return x
 
 
 def nonnegative(xp: Any, name: str, value: Any, unit: str) -> Any:
     """``value`` checked to be finite and >= 0 (a cost that may be zero)."""
     x = as_number(xp, name, value)
-    _check(xp, name, x, xp.isfinite(x) & (x >= 0), f"a finite number >= 0 [{unit}]")
+    _check(xp, name, value, x, xp.isfinite(x) & (x >= 0), f"a finite number >= 0 [{unit}]")
     return x
 
 
 def probability(xp: Any, name: str, value: Any) -> Any:
     """``value`` checked to lie in [0, 1]."""
     x = as_number(xp, name, value)
-    _check(xp, name, x, (x >= 0) & (x <= 1), "a probability in [0, 1]")
+    _check(xp, name, value, x, (x >= 0) & (x <= 1), "a probability in [0, 1]")
     return x
 
 
@@ -149,16 +154,22 @@ def draft_tokens(xp: Any, name: str, value: Any) -> Any:
     if isinstance(value, bool):
         raise invalid_value(name, value, "a whole number of draft tokens >= 1")
     x = as_number(xp, name, value)
-    shown = value if xp is SCALAR else x  # a Python int stays "0", not "0.0", in the message
-    _check(xp, name, shown, xp.isfinite(x) & (x >= 1), "a whole number of draft tokens >= 1")
-    _check(xp, name, shown, x == x // 1, "a whole number of draft tokens >= 1")
+    _check(xp, name, value, x, xp.isfinite(x) & (x >= 1), "a whole number of draft tokens >= 1")
+    _check(xp, name, value, x, x == x // 1, "a whole number of draft tokens >= 1")
     return x
 
 
 def accept_len(xp: Any, name: str, value: Any, k: Any = None, k_name: str = "k") -> Any:
     """``value`` checked to be a mean acceptance length in [1, k + 1] (bonus token included)."""
     x = as_number(xp, name, value)
-    _check(xp, name, x, xp.isfinite(x) & (x >= 1), "a mean acceptance length >= 1 [tokens/cycle]")
+    _check(
+        xp,
+        name,
+        value,
+        x,
+        xp.isfinite(x) & (x >= 1),
+        "a mean acceptance length >= 1 [tokens/cycle]",
+    )
     if k is not None:
         # Engines print tau rounded to two decimals: allow that much above k + 1.
         too_long = x > k + 1 + 0.005

@@ -105,35 +105,104 @@ _MS = "[ms]"
 
 @cli.command(
     epilog=_definitions(
-        ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha", "speedup",
-         "spec_tok_s", "breakeven_accept_len", "breakeven_alpha", "max_cycle_ms",
-         "max_verify_ms", "max_draft_ms", "max_baseline_tok_s", "breakeven_alpha_by_k"]
-    )  # fmt: skip
+        [
+            "step_ms",
+            "baseline_tok_s",
+            "cycle_ms",
+            "accept_len",
+            "alpha",
+            "speedup",
+            "spec_tok_s",
+            "breakeven_accept_len",
+            "breakeven_alpha",
+            "max_cycle_ms",
+            "max_verify_ms",
+            "max_draft_ms",
+            "max_baseline_tok_s",
+            "breakeven_alpha_by_k",
+        ]
+    )
 )
-@click.option("--baseline", "baseline_tok_s", type=float, metavar="TOK_S",
-              help="Per-sequence decode rate without speculation [tok/s].")
-@click.option("--step-ms", "step_ms", type=float, metavar="MS",
-              help=f"Baseline decode step, instead of --baseline {_MS}.")
-@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
-              help=f"One target forward over k + 1 tokens {_MS}.")
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"All drafting in one cycle, not per token (default 0) {_MS}.")
-@click.option("--overhead-ms", "overhead_ms", type=float, metavar="MS",
-              help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.")
-@click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
-              help=f"Measured cycle time, instead of the three costs above {_MS}.")
-@click.option("--accept-len", "accept_len", type=float, metavar="TAU",
-              help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].")
-@click.option("--alpha", "alpha", type=float, metavar="A",
-              help="Per-token acceptance probability (i.i.d.); needs -k.")
-@click.option("-k", "--draft-tokens", "k", type=int, metavar="K",
-              help="Draft tokens per cycle.")
-@click.option("--per-position", "per_position", callback=_per_position, metavar="A1,A2,...",
-              help="Per-position acceptance rates (as vLLM prints them); sets k and accept_len.")
-@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
-              help="Leviathan's c: draft step / target step, verify = one target step; needs -k.")
-@click.option("--target", "target_speedup", type=float, default=1.0, show_default=True,
-              metavar="S", help="Speedup the break-even solves aim for [x].")
+@click.option(
+    "--baseline",
+    "baseline_tok_s",
+    type=float,
+    metavar="TOK_S",
+    help="Per-sequence decode rate without speculation [tok/s].",
+)
+@click.option(
+    "--step-ms",
+    "step_ms",
+    type=float,
+    metavar="MS",
+    help=f"Baseline decode step, instead of --baseline {_MS}.",
+)
+@click.option(
+    "--verify-ms",
+    "verify_ms",
+    type=float,
+    metavar="MS",
+    help=f"One target forward over k + 1 tokens {_MS}.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=float,
+    metavar="MS",
+    help=f"All drafting in one cycle, not per token (default 0) {_MS}.",
+)
+@click.option(
+    "--overhead-ms",
+    "overhead_ms",
+    type=float,
+    metavar="MS",
+    help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.",
+)
+@click.option(
+    "--cycle-ms",
+    "cycle_ms",
+    type=float,
+    metavar="MS",
+    help=f"Measured cycle time, instead of the three costs above {_MS}.",
+)
+@click.option(
+    "--accept-len",
+    "accept_len",
+    type=float,
+    metavar="TAU",
+    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
+)
+@click.option(
+    "--alpha",
+    "alpha",
+    type=float,
+    metavar="A",
+    help="Per-token acceptance probability (i.i.d.); needs -k.",
+)
+@click.option("-k", "--draft-tokens", "k", type=int, metavar="K", help="Draft tokens per cycle.")
+@click.option(
+    "--per-position",
+    "per_position",
+    callback=_per_position,
+    metavar="A1,A2,...",
+    help="Per-position acceptance rates (as vLLM prints them); sets k and accept_len.",
+)
+@click.option(
+    "--cost-ratio",
+    "cost_ratio",
+    type=float,
+    metavar="C",
+    help="Leviathan's c: draft step / target step, verify = one target step; needs -k.",
+)
+@click.option(
+    "--target",
+    "target_speedup",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Speedup the break-even solves aim for [x].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def predict(as_json: bool, **inputs: Any) -> None:
     """Speedup and break-even thresholds from measured costs and acceptance.

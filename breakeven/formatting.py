@@ -13,12 +13,34 @@ if TYPE_CHECKING:
 
 # Sections of the predict table, in order, and why a field can be null.
 _SECTIONS = (
-    ("Inputs", ("baseline_tok_s", "step_ms", "verify_ms", "draft_ms", "overhead_ms",
-                "cycle_ms", "cost_ratio", "k", "accept_len", "alpha")),
+    (
+        "Inputs",
+        (
+            "baseline_tok_s",
+            "step_ms",
+            "verify_ms",
+            "draft_ms",
+            "overhead_ms",
+            "cycle_ms",
+            "cost_ratio",
+            "k",
+            "accept_len",
+            "alpha",
+        ),
+    ),
     ("With speculation", ("speedup", "spec_tok_s")),
-    ("Break-even", ("breakeven_accept_len", "breakeven_alpha", "max_cycle_ms",
-                    "max_verify_ms", "max_draft_ms", "max_baseline_tok_s")),
-)  # fmt: skip
+    (
+        "Break-even",
+        (
+            "breakeven_accept_len",
+            "breakeven_alpha",
+            "max_cycle_ms",
+            "max_verify_ms",
+            "max_draft_ms",
+            "max_baseline_tok_s",
+        ),
+    ),
+)
 _WHY_NONE = {
     "breakeven_alpha": "none: even alpha = 1 is not enough at this k",
     "max_verify_ms": "none: drafting and overhead alone exceed the budget",
@@ -44,7 +66,9 @@ def _rows(p: Prediction) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
             if value is None:
                 continue
             q = QUANTITIES[key]
-            rows.append((q.label, format_value(key, value), q.unit if _is_number(value) else "", key))
+            rows.append(
+                (q.label, format_value(key, value), q.unit if _is_number(value) else "", key)
+            )
         if rows:
             if title == "Break-even" and p.target_speedup != 1.0:
                 title = f"Target speedup {p.target_speedup:g}x"

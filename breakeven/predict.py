@@ -81,10 +81,6 @@ def _json_number(value: Any) -> Any:
     return value
 
 
-def _given(**named: Any) -> list[str]:
-    return [name for name, value in named.items() if value is not None]
-
-
 def _conflict(first: str, second: str) -> BreakevenError:
     return BreakevenError("{0} and {1} cannot be given together: give one of them", first, second)
 
@@ -157,10 +153,17 @@ def predict(
         For an invalid or conflicting input, or when nothing can be computed.
     """
     _check_conflicts(
-        baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
-        draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
-        cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, per_position=per_position,
-    )  # fmt: skip
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        draft_ms=draft_ms,
+        overhead_ms=overhead_ms,
+        cycle_ms=cycle_ms,
+        cost_ratio=cost_ratio,
+        accept_len=accept_len,
+        alpha=alpha,
+        per_position=per_position,
+    )
     cycle_measured = cycle_ms is not None
     xp = _xp.SCALAR
     target = _xp.positive(xp, "target_speedup", target_speedup, "x")
@@ -182,8 +185,9 @@ def predict(
         if k is not None and k != n:
             raise BreakevenError(
                 "{0}: got " + f"{k}, but {{1}} holds {n} rates: give k = {n} or leave it out",
-                "k", "per_position",
-            )  # fmt: skip
+                "k",
+                "per_position",
+            )
         k = n
     if alpha is not None:
         if k is None:
@@ -199,7 +203,9 @@ def predict(
     cycle_over_step = None
     if cost_ratio is not None:
         if k is None:
-            raise BreakevenError("{0} needs {1}: the cycle costs k * c + 1 steps", "cost_ratio", "k")
+            raise BreakevenError(
+                "{0} needs {1}: the cycle costs k * c + 1 steps", "cost_ratio", "k"
+            )
         cost_ratio = float(_xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps"))
         cycle_over_step = k * cost_ratio + 1
         if step_ms is not None:
@@ -246,15 +252,29 @@ def predict(
                 )
 
     inputs = dict(
-        baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms, draft_ms=draft_ms,
-        overhead_ms=overhead_ms, cycle_ms=cycle_ms, cost_ratio=cost_ratio, accept_len=accept_len,
-        alpha=alpha, k=k,
-    )  # fmt: skip
-    if not out and not _given(baseline_tok_s=baseline_tok_s, cycle_ms=cycle_ms):
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        draft_ms=draft_ms,
+        overhead_ms=overhead_ms,
+        cycle_ms=cycle_ms,
+        cost_ratio=cost_ratio,
+        accept_len=accept_len,
+        alpha=alpha,
+        k=k,
+    )
+    # Something is derived when a baseline converts, costs add up, or acceptance converts.
+    derived = out or baseline_tok_s is not None or verify_ms is not None or alpha is not None
+    if not derived:
         raise BreakevenError(
             "nothing to compute: give a baseline ({0} or {1}), the cycle cost ({2} or {3}) "
             "and the acceptance ({4}, or {5} with {6})",
-            "baseline_tok_s", "step_ms", "verify_ms", "cycle_ms", "accept_len", "alpha", "k",
-        )  # fmt: skip
+            "baseline_tok_s",
+            "step_ms",
+            "verify_ms",
+            "cycle_ms",
+            "accept_len",
+            "alpha",
+            "k",
+        )
     return Prediction(**inputs, target_speedup=target, **out)
-

@@ -1,0 +1,209 @@
+"""The command line, through click's CliRunner, and its start-up cost."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from breakeven.cli import cli
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["predict", *args])
+
+
+def test_issue_example_table():
+    result = run("--baseline", "62.9", "--verify-ms", "28.7")
+    assert result.exit_code == 0, result.output
+    assert "1.805 tokens/cycle" in result.output
+    assert "15.898 ms" in result.output
+    for k in range(1, 9):
+        assert f"\n  {k:>2}  0." in result.output  # the smallest-alpha table, k = 1..8
+
+
+def test_case_study_verdicts():
+    wins = run(
+        "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", "--accept-len", "2.1"
+    )
+    assert "Speculation pays: 1.117x" in wins.output
+    loses = run("--step-ms", "11.1", "--cycle-ms", "29.9", "--accept-len", "2.1")
+    assert "Speculation loses: 0.780x" in loses.output
+    assert "2.694" in loses.output
+
+
+def test_json_contract():
+    result = run(
+        "--baseline",
+        "62.9",
+        "--verify-ms",
+        "28.7",
+        "--draft-ms",
+        "1.2",
+        "--accept-len",
+        "2.1",
+        "-k",
+        "6",
+        "--json",
+    )
+    assert result.exit_code == 0
+    d = json.loads(result.output)
+    for key in (
+        "step_ms",
+        "baseline_tok_s",
+        "cycle_ms",
+        "breakeven_accept_len",
+        "accept_len",
+        "alpha",
+        "k",
+        "speedup",
+        "spec_tok_s",
+        "breakeven_alpha",
+        "max_verify_ms",
+        "max_draft_ms",
+        "max_baseline_tok_s",
+    ):
+        assert key in d, key
+    assert d["k"] == 6
+    assert d["speedup"] == pytest.approx(1.1166, abs=1e-4)
+
+
+def test_json_holds_only_determined_keys():
+    d = json.loads(run("--baseline", "62.9", "--verify-ms", "28.7", "--json").output)
+    assert d["breakeven_accept_len"] == pytest.approx(1.80523)
+    for absent in ("speedup", "accept_len", "alpha", "spec_tok_s", "max_verify_ms", "k"):
+        assert absent not in d
+    assert len(d["breakeven_alpha_by_k"]) == 8
+
+
+def test_leviathan_flags():
+    d = json.loads(run("--alpha", "0.8", "-k", "4", "--cost-ratio", "0.05", "--json").output)
+    assert d["speedup"] == pytest.approx(3.3616 / 1.2)
+
+
+def test_per_position_flag():
+    d = json.loads(run("--per-position", "0.983,0.949,0.915,0.881,0.712", "--json").output)
+    assert d["k"] == 5 and d["accept_len"] == pytest.approx(5.44)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--baseline", "-62.9"], "--baseline: got -62.9, expected a finite number > 0 [tok/s]"),
+        (["--baseline", "0"], "--baseline: got 0.0"),
+        (["--step-ms", "nan"], "--step-ms: got nan"),
+        (["--verify-ms", "inf"], "--verify-ms: got inf"),
+        (["--verify-ms", "-1"], "--verify-ms: got -1.0"),
+        (["--cycle-ms", "0"], "--cycle-ms: got 0.0"),
+        (
+            ["--verify-ms", "3", "--draft-ms", "-0.5"],
+            "--draft-ms: got -0.5, expected a finite number >= 0",
+        ),
+        (["--verify-ms", "3", "--overhead-ms", "nan"], "--overhead-ms: got nan"),
+        (["--alpha", "1.5", "-k", "3"], "--alpha: got 1.5, expected a probability in [0, 1]"),
+        (["--alpha", "-0.1", "-k", "3"], "--alpha: got -0.1"),
+        (["--accept-len", "0.9"], "--accept-len: got 0.9, expected a mean acceptance length >= 1"),
+        (
+            ["--accept-len", "4.5", "-k", "3"],
+            "--accept-len: got 4.5, expected at most k + 1 = 4 for -k/--draft-tokens = 3",
+        ),
+        (
+            ["--baseline", "62.9", "--step-ms", "15.9"],
+            "--baseline and --step-ms cannot be given together",
+        ),
+        (
+            ["--cycle-ms", "29.9", "--verify-ms", "28.7"],
+            "--cycle-ms and --verify-ms cannot be given together",
+        ),
+        (["--alpha", "0.5"], "--alpha needs -k/--draft-tokens"),
+        (["-k", "0", "--accept-len", "1"], "-k/--draft-tokens: got 0"),
+        (["--cost-ratio", "-1", "-k", "2"], "--cost-ratio: got -1.0"),
+        (["--target", "0", "--verify-ms", "3"], "--target: got 0.0"),
+        (["--per-position", "0.5,0.9"], "--per-position: rate at position 2 (0.9) exceeds"),
+        (["--verify-ms", "abc"], "'abc' is not a valid float"),
+        (["--verfy-ms", "3"], "No such option"),
+        ([], "nothing to compute"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, message):
+    result = CliRunner().invoke(cli, ["predict", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert result.output.startswith("Error: ")
+    assert result.output.count("\n") == 1, result.output
+    assert "Traceback" not in result.output
+
+
+def test_api_and_cli_say_the_same_thing():
+    from breakeven import BreakevenError, predict
+
+    with pytest.raises(BreakevenError) as info:
+        predict(baseline_tok_s=62.9, step_ms=15.9)
+    api = str(info.value)
+    cli_line = run("--baseline", "62.9", "--step-ms", "15.9").output.strip()
+    assert cli_line == "Error: " + api.replace("baseline_tok_s", "--baseline").replace(
+        "step_ms", "--step-ms"
+    )
+
+
+def test_help_defines_every_printed_quantity():
+    text = CliRunner().invoke(cli, ["predict", "--help"]).output
+    for key in ("breakeven_accept_len", "speedup", "spec_tok_s", "max_baseline_tok_s"):
+        assert key in text
+    assert "bonus token included" in text
+
+
+def _python(code, *args):
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def test_cli_start_up_imports_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from breakeven.cli import main\n"
+        "try:\n"
+        "    main(['predict', '--baseline', '62.9', '--verify-ms', '28.7', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = _python(code)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+def test_python_dash_m_works_like_the_command():
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "breakeven",
+            "predict",
+            "--baseline",
+            "62.9",
+            "--verify-ms",
+            "28.7",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["breakeven_accept_len"] == pytest.approx(1.80523)
+    bad = subprocess.run(
+        [sys.executable, "-m", "breakeven", "predict", "--alpha", "2", "-k", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "Error: --alpha: got 2.0, expected a probability in [0, 1]"
