@@ -10,7 +10,7 @@ from typing import Any
 from breakeven import _xp, model
 from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, invalid_value
 from breakeven.quantities import QUANTITIES
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
@@ -164,6 +164,14 @@ def predict(
         alpha=alpha,
         per_position=per_position,
     )
+    scalars = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
+                   draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
+                   accept_len=accept_len, alpha=alpha, k=k, cost_ratio=cost_ratio,
+                   target_speedup=target_speedup)  # fmt: skip
+    for name, value in scalars.items():
+        if _xp.namespace(value) is not _xp.SCALAR:
+            raise invalid_value(name, type(value).__name__, "a number (predict takes one "
+                                "case; the functions of breakeven.model take arrays)")  # fmt: skip
     cycle_measured = cycle_ms is not None
     xp = _xp.SCALAR
     target = _xp.positive(xp, "target_speedup", target_speedup, "x")
