@@ -104,15 +104,37 @@ def namespace(*values: Any) -> Any:
     return _numpy_namespace
 
 
-def _check(xp: Any, name: str, given: Any, x: Any, ok: Any, expected: str) -> None:
-    """Raise naming the first value of ``x`` that is not ``ok`` (a scalar as ``given``)."""
+def _check(
+    xp: Any,
+    name: str,
+    given: Any,
+    x: Any,
+    lower: float,
+    upper: float,
+    expected: str,
+    *,
+    open_lower: bool = False,
+    open_upper: bool = False,
+) -> None:
+    """Raise naming the first value of ``x`` outside its bounds (a scalar as ``given``).
+
+    NaN is always outside.  Arrays are checked through their min and max, two
+    fast passes, and searched element by element only when something is wrong.
+    """  # fmt: skip
+
+    def inside(lo: Any, hi: Any) -> Any:
+        above = lo > lower if open_lower else lo >= lower
+        below = hi < upper if open_upper else hi <= upper
+        return above & below
+
     if xp is SCALAR:
-        if not ok:
+        if not inside(x, x):
             raise invalid_value(name, given, expected)
         return
-    bad_value = xp.first(x, ~ok)
-    if bad_value is not None:
-        raise invalid_value(name, _plain(bad_value), expected)
+    if x.size == 0 or inside(x.min(), x.max()):
+        return
+    bad_value = xp.first(x, ~inside(x, x))
+    raise invalid_value(name, _plain(bad_value), expected)
 
 
 def _plain(x: Any) -> Any:
@@ -131,45 +153,47 @@ def as_number(xp: Any, name: str, value: Any) -> Any:
 def positive(xp: Any, name: str, value: Any, unit: str) -> Any:
     """``value`` checked to be finite and > 0 (a latency, a rate)."""
     x = as_number(xp, name, value)
-    _check(xp, name, value, x, xp.isfinite(x) & (x > 0), f"a finite number > 0 [{unit}]")
+    expected = f"a finite number > 0 [{unit}]"
+    _check(xp, name, value, x, 0.0, xp.inf, expected, open_lower=True, open_upper=True)
     return x
 
 
 def nonnegative(xp: Any, name: str, value: Any, unit: str) -> Any:
     """``value`` checked to be finite and >= 0 (a cost that may be zero)."""
     x = as_number(xp, name, value)
-    _check(xp, name, value, x, xp.isfinite(x) & (x >= 0), f"a finite number >= 0 [{unit}]")
+    expected = f"a finite number >= 0 [{unit}]"
+    _check(xp, name, value, x, 0.0, xp.inf, expected, open_upper=True)
     return x
 
 
 def probability(xp: Any, name: str, value: Any) -> Any:
     """``value`` checked to lie in [0, 1]."""
     x = as_number(xp, name, value)
-    _check(xp, name, value, x, (x >= 0) & (x <= 1), "a probability in [0, 1]")
+    _check(xp, name, value, x, 0.0, 1.0, "a probability in [0, 1]")
     return x
 
 
 def draft_tokens(xp: Any, name: str, value: Any) -> Any:
     """``value`` checked to be a whole number of draft tokens >= 1."""
+    expected = "a whole number of draft tokens >= 1"
     if isinstance(value, bool):
-        raise invalid_value(name, value, "a whole number of draft tokens >= 1")
+        raise invalid_value(name, value, expected)
     x = as_number(xp, name, value)
-    _check(xp, name, value, x, xp.isfinite(x) & (x >= 1), "a whole number of draft tokens >= 1")
-    _check(xp, name, value, x, x == x // 1, "a whole number of draft tokens >= 1")
+    _check(xp, name, value, x, 1.0, xp.inf, expected, open_upper=True)
+    fractional = x % 1 != 0
+    if xp is SCALAR:
+        if fractional:
+            raise invalid_value(name, value, expected)
+    elif xp.first(x, fractional) is not None:
+        raise invalid_value(name, _plain(xp.first(x, fractional)), expected)
     return x
 
 
 def accept_len(xp: Any, name: str, value: Any, k: Any = None, k_name: str = "k") -> Any:
     """``value`` checked to be a mean acceptance length in [1, k + 1] (bonus token included)."""
     x = as_number(xp, name, value)
-    _check(
-        xp,
-        name,
-        value,
-        x,
-        xp.isfinite(x) & (x >= 1),
-        "a mean acceptance length >= 1 [tokens/cycle]",
-    )
+    expected = "a mean acceptance length >= 1 [tokens/cycle]"
+    _check(xp, name, value, x, 1.0, xp.inf, expected, open_upper=True)
     if k is not None:
         # Engines print tau rounded to two decimals: allow that much above k + 1.
         too_long = x > k + 1 + 0.005

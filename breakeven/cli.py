@@ -89,14 +89,15 @@ def _definitions(keys: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _per_position(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+def _floats(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """A comma-separated list of numbers, e.g. 0.9,0.8,0.6."""
     if value is None:
         return None
     try:
         return [float(part) for part in value.split(",") if part.strip()]
     except ValueError:
         raise click.BadParameter(
-            f"got {value!r}, expected comma-separated rates such as 0.9,0.8,0.6"
+            f"got {value!r}, expected comma-separated numbers such as {param.metavar}"
         ) from None
 
 
@@ -183,8 +184,8 @@ _MS = "[ms]"
 @click.option(
     "--per-position",
     "per_position",
-    callback=_per_position,
-    metavar="A1,A2,...",
+    callback=_floats,
+    metavar="0.9,0.8,0.6",
     help="Per-position acceptance rates (as vLLM prints them); sets k and accept_len.",
 )
 @click.option(
@@ -221,6 +222,272 @@ def predict(as_json: bool, **inputs: Any) -> None:
         from breakeven.formatting import prediction_text
 
         click.echo(prediction_text(result), nl=False)
+
+
+def _acceptance_by_k_options(f: Any) -> Any:
+    """Acceptance at several k: --alpha, --per-position or --accept-len-by-k."""
+    f = click.option("--accept-len-by-k", "accept_len_by_k", callback=_floats,
+                     metavar="2.36,2.79,3.08",
+                     help="Measured mean acceptance length for k = 1, 2, 3, ... "
+                     "[tokens/cycle].")(f)  # fmt: skip
+    f = click.option("--per-position", "per_position", callback=_floats, metavar="0.9,0.8,0.6",
+                     help="Per-position acceptance rates; tau(k) = 1 + a_1 + ... + a_k.")(f)  # fmt: skip
+    f = click.option("--alpha", "alpha", type=float, metavar="A",
+                     help="Per-token acceptance probability (i.i.d.).")(f)  # fmt: skip
+    return f
+
+
+def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
+    """The cost model a --*-curve file describes, fitted with --fit if asked."""
+    if path is None:
+        if fit is not None:
+            raise InputError(f"--fit needs {flag}: there is no curve to fit")
+        return None
+    from breakeven.costs import TableCost
+    from breakeven.iotools import read_cost_curve
+
+    data, meta = read_cost_curve(path)
+    table = TableCost(tuple(data["tokens"]), tuple(data["ms"]), source=meta["path"])
+    return table if fit is None else table.fit(fit)
+
+
+_FIT = click.option(
+    "--fit", type=click.Choice(["linear", "knee"]), default=None,
+    help="Fit the curve (scipy least squares) and extrapolate beyond it: linear a + b*n, "
+    "or the roofline knee max(a, b*n) + c. Without it, the curve's points are interpolated.",
+)  # fmt: skip
+
+
+@cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
+@_acceptance_by_k_options
+@click.option(
+    "--cost-ratio",
+    "cost_ratio",
+    type=float,
+    metavar="C",
+    help="Leviathan's c: draft step / target step, verify = one target step.",
+)
+@click.option(
+    "--baseline",
+    "baseline_tok_s",
+    type=float,
+    metavar="TOK_S",
+    help="Per-sequence decode rate without speculation [tok/s].",
+)
+@click.option(
+    "--step-ms",
+    "step_ms",
+    type=float,
+    metavar="MS",
+    help=f"Baseline decode step, instead of --baseline {_MS}.",
+)
+@click.option(
+    "--verify-ms",
+    "verify_ms",
+    type=float,
+    metavar="MS",
+    help=f"Verify forward, the same at every k {_MS}.",
+)
+@click.option(
+    "--verify-curve",
+    "verify_curve",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Forward time against tokens per forward: columns tokens,ms. "
+    "Its 1-token time is the step unless a baseline is given.",
+)
+@_FIT
+@click.option(
+    "--draft-step-ms",
+    "draft_step_ms",
+    type=float,
+    metavar="MS",
+    help=f"One draft step; drafting costs k of them per cycle {_MS}.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=float,
+    metavar="MS",
+    help=f"Drafting per cycle that does not grow with k {_MS}.",
+)
+@click.option(
+    "--overhead-ms", "overhead_ms", type=float, metavar="MS", help=f"Other per-cycle cost {_MS}."
+)
+@click.option(
+    "--batch",
+    "batch",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Sequences decoded together (with --verify-curve).",
+)
+@click.option(
+    "--max-k", "k_max", type=int, default=16, show_default=True, help="Largest k considered."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs: Any) -> None:
+    """The number of draft tokens k with the highest speedup.
+
+    Either Leviathan's form (--alpha A --cost-ratio C) or measured costs (a
+    baseline, --verify-ms or --verify-curve, drafting, overhead) with acceptance
+    as --alpha, --per-position or --accept-len-by-k. best_k = 0 means: do not
+    speculate, no k beats plain decoding.
+
+    \b
+      breakeven optimize --alpha 0.8 --cost-ratio 0.05
+      breakeven optimize --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
+          --accept-len-by-k 1.6,1.9,2.05,2.1
+    """
+    from breakeven.optimize import optimize as run_optimize
+
+    curve = _read_curve(verify_curve, fit, "--verify-curve")
+    result = run_optimize(verify_curve=curve, **inputs)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        from breakeven.formatting import optimize_text
+
+        click.echo(optimize_text(result), nl=False)
+
+
+@cli.command(epilog=_definitions(["speedup_by_batch", "breakeven_batch", "max_batch",
+                                  "best_k_by_batch"]))  # fmt: skip
+@click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
+              required=True,
+              help="Forward time against total tokens per forward (batch x tokens per "
+              "sequence): columns tokens,ms.")  # fmt: skip
+@_FIT
+@click.option(
+    "--accept-len",
+    "accept_len",
+    type=float,
+    metavar="TAU",
+    help="Mean tokens per cycle at -k, bonus token included [tokens/cycle].",
+)
+@click.option("-k", "--draft-tokens", "k", type=int, metavar="K", help="Draft tokens per cycle.")
+@_acceptance_by_k_options
+@click.option(
+    "--max-k",
+    "k_max",
+    type=int,
+    default=16,
+    show_default=True,
+    help="Largest k considered with acceptance at several k.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=float,
+    metavar="MS",
+    help=f"Drafting per cycle, the same at every batch {_MS}.",
+)
+@click.option(
+    "--draft-step-ms",
+    "draft_step_ms",
+    type=float,
+    metavar="MS",
+    help=f"One draft step; drafting costs k of them per cycle {_MS}.",
+)
+@click.option(
+    "--overhead-ms", "overhead_ms", type=float, metavar="MS", help=f"Other per-cycle cost {_MS}."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
+    """Speedup against batch size, and the batch where speculation stops paying.
+
+    At batch B: speedup = accept_len * t(B) / (t(B * (k + 1)) + drafting + overhead),
+    with t the --cost-curve. Give -k with --accept-len, or acceptance at several
+    k (--alpha, --per-position, --accept-len-by-k) for the best k at every batch.
+
+    \b
+      breakeven batch --cost-curve data/forward_curve.csv --accept-len 2.1 -k 3
+    """
+    from breakeven.optimize import batch_sweep
+
+    curve = _read_curve(cost_curve, fit, "--cost-curve")
+    result = batch_sweep(curve, **inputs)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        from breakeven.formatting import batch_text
+
+        click.echo(batch_text(result), nl=False)
+
+
+@cli.command(epilog=_definitions(["active_experts", "routed_experts", "step_active_experts",
+                                  "forward_bytes", "step_bytes", "verify_step_ratio"]))  # fmt: skip
+@click.option(
+    "--experts",
+    "experts",
+    type=int,
+    required=True,
+    metavar="E",
+    help="Routed experts per MoE layer.",
+)
+@click.option(
+    "--top-k", "top_k", type=int, required=True, metavar="K", help="Routed experts per token."
+)
+@click.option(
+    "--tokens",
+    "tokens",
+    type=float,
+    required=True,
+    metavar="T",
+    help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.",
+)
+@click.option(
+    "--shared",
+    "shared",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="S",
+    help="Shared experts every token uses.",
+)
+@click.option(
+    "--overlap",
+    "overlap",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="F",
+    help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
+    "fewer distinct experts.",
+)
+@click.option(
+    "--dense-bytes",
+    "dense_bytes",
+    type=float,
+    metavar="BYTES",
+    help="Weights every forward reads: attention, embeddings (not the experts).",
+)
+@click.option(
+    "--expert-bytes",
+    "expert_bytes",
+    type=float,
+    metavar="BYTES",
+    help="One expert's weights, across all MoE layers.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def moe(as_json: bool, **inputs: Any) -> None:
+    """Experts a Mixture-of-Experts forward loads, and its cost against a one-token step.
+
+    Uniform top-K routing of T tokens over E experts loads
+    N(T) = E * (1 - (1 - K/E)^T) distinct experts on average.
+
+    \b
+      breakeven moe --experts 384 --top-k 8 --shared 1 --tokens 7
+    """
+    from breakeven.optimize import moe_summary
+
+    summary = moe_summary(**inputs)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, allow_nan=False))
+    else:
+        from breakeven.formatting import moe_text
+
+        click.echo(moe_text(summary), nl=False)
 
 
 def main(argv: list[str] | None = None) -> None:

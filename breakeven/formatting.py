@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from breakeven.quantities import QUANTITIES
 
 if TYPE_CHECKING:
+    from breakeven.optimize import BatchResult, OptimizeResult
     from breakeven.predict import Prediction
 
 # Sections of the predict table, in order, and why a field can be null.
@@ -97,16 +98,26 @@ def verdict(p: Prediction) -> str | None:
     return f"Speculation {word}: {p.speedup:.3f}x the baseline rate ({how})."
 
 
-def prediction_text(p: Prediction) -> str:
-    """The table ``breakeven predict`` prints: label, value, unit and JSON key per line."""
+def _kv_lines(sections: list[tuple[str, list[tuple[str, str, str, str]]]]) -> list[str]:
+    """Sections of ``label  value unit  key`` lines, values aligned."""
     lines: list[str] = []
-    sections = _rows(p)
     width = max((len(r[1]) for _, rows in sections for r in rows), default=0)
     for title, rows in sections:
         lines.append(f"{title}:")
         for label, value, unit, key in rows:
             lines.append(f"  {label:<28}{value:>{width}} {unit:<14}{key}")
         lines.append("")
+    return lines
+
+
+def _kv_row(key: str, value: Any) -> tuple[str, str, str, str]:
+    q = QUANTITIES[key]
+    return (q.label, format_value(key, value), q.unit if _is_number(value) else "", key)
+
+
+def prediction_text(p: Prediction) -> str:
+    """The table ``breakeven predict`` prints: label, value, unit and JSON key per line."""
+    lines = _kv_lines(_rows(p))
     v = verdict(p)
     if v:
         lines += [v, ""]
@@ -140,3 +151,113 @@ def prediction_html(p: Prediction) -> str:
     if v:
         out.append(f"<p>{html.escape(v)}</p>")
     return "\n".join(out)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = None) -> list[str]:
+    """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``."""
+    heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
+    cells = [[format_value(c, r[c]) for c in columns] for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(heads)]
+    out = ["  " + "  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
+    for i, row in enumerate(cells):
+        flag = " *" if i == mark else ""
+        out.append("  " + "  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) + flag)
+    return out
+
+
+def optimize_text(r: OptimizeResult) -> str:
+    """What ``breakeven optimize`` prints: the verdict, then every k considered."""
+    if r.best_k:
+        head = f"Best k: {r.best_k} draft tokens, speedup {r.speedup:.3f}x (best_k, speedup)."
+    else:
+        top = max(r.by_k, key=lambda o: o.speedup)
+        head = (f"Do not speculate: no k in 1..{r.by_k[-1].k} beats plain decoding "
+                f"(best_k = 0; the closest is {top.speedup:.3f}x at k = {top.k}).")  # fmt: skip
+    lines = [head]
+    if r.normalised:
+        lines.append("Leviathan's form: verify = 1 target step, drafting = k * c target steps.")
+        columns = ["k", "accept_len", "speedup"]
+    else:
+        lines.append(f"Plain decode step {r.step_ms:.3f} ms at batch {r.batch}.")
+        columns = ["k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]
+    if r.note:
+        lines.append(f"Note: {r.note}.")
+    lines.append("")
+    rows = [{c: getattr(o, c) for c in columns} for o in r.by_k]
+    mark = next((i for i, o in enumerate(r.by_k) if o.k == r.best_k), None)
+    lines += _table(rows, columns, mark)
+    return "\n".join(lines) + "\n"
+
+
+def _breakeven_batch_sentence(r: BatchResult) -> str:
+    b = r.breakeven_batch
+    if b is None:
+        return "Break-even batch: none; speculation never pays within the curve (breakeven_batch = null)."
+    if isinstance(b, str):
+        last = r.speedup_by_batch[-1]
+        return (f"Break-even batch: {b}; speculation still pays {last.speedup:.3f}x at batch "
+                f"{r.max_batch}, the largest the curve covers.")  # fmt: skip
+    return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
+
+
+def _sample(points: tuple[Any, ...], keep: set[int]) -> list[int]:
+    """Indices to print: all of a short sweep, else powers of two, the ends and ``keep``."""
+    if len(points) <= 40:
+        return list(range(len(points)))
+    chosen = {0, len(points) - 1}
+    chosen |= {i for i, p in enumerate(points) if p.batch & (p.batch - 1) == 0}
+    chosen |= {i for i, p in enumerate(points) if p.batch in keep}
+    return sorted(chosen)
+
+
+def batch_text(r: BatchResult) -> str:
+    """What ``breakeven batch`` prints: the break-even batch, the schedule, the sweep."""
+    lines = [_breakeven_batch_sentence(r)]
+    if r.best_k_by_batch is not None:
+        ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r.best_k_by_batch)
+        lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
+    lines.append("")
+    b = r.breakeven_batch
+    keep = {b, b + 1} if isinstance(b, int) else set()
+    shown = _sample(r.speedup_by_batch, keep)
+    if len(shown) < len(r.speedup_by_batch):
+        lines.append(f"Selected batch sizes of 1..{r.max_batch} (--json lists them all):")
+    columns = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
+    rows = [{c: getattr(r.speedup_by_batch[i], c) for c in columns} for i in shown]
+    lines += _table(rows, columns)
+    return "\n".join(lines) + "\n"
+
+
+def moe_text(summary: dict[str, float]) -> str:
+    """What ``breakeven moe`` prints."""
+    rows = [_kv_row(key, value) for key, value in summary.items()]
+    return "\n".join(_kv_lines([("Mixture-of-Experts forward", rows)])).rstrip() + "\n"
+
+
+def _html_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    heads = "".join(
+        f"<th>{html.escape(c)} [{html.escape(QUANTITIES[c].unit)}]</th>" for c in columns
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(format_value(c, r[c]))}</td>" for c in columns)
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{heads}</tr>{body}</table>"
+
+
+def optimize_html(r: OptimizeResult) -> str:
+    """The by-k table as HTML, for notebooks."""
+    head = optimize_text(r).splitlines()[0]
+    columns = ["k", "accept_len", "speedup"] if r.normalised else [
+        "k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]  # fmt: skip
+    rows = [{c: getattr(o, c) for c in columns} for o in r.by_k]
+    return f"<p>{html.escape(head)}</p>" + _html_table(rows, columns)
+
+
+def batch_html(r: BatchResult) -> str:
+    """The batch sweep as HTML, for notebooks."""
+    columns = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
+    rows = [{c: getattr(p, c) for c in columns} for p in r.speedup_by_batch]
+    return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + _html_table(rows, columns)

@@ -91,8 +91,12 @@ def speedup(accept_len: Any, step_ms: Any, cycle_ms: Any) -> Any:
     xp = _xp.namespace(accept_len, step_ms, cycle_ms)
     tau = _xp.accept_len(xp, "accept_len", accept_len)
     step = _xp.positive(xp, "step_ms", step_ms, "ms")
-    cycle = _xp.positive(xp, "cycle_ms", cycle_ms, "ms")
-    return tau * step / cycle
+    return _speedup(tau, step, _xp.positive(xp, "cycle_ms", cycle_ms, "ms"))
+
+
+def _speedup(accept_len: Any, step_ms: Any, cycle_ms: Any) -> Any:
+    """The speedup formula on checked inputs."""
+    return accept_len * step_ms / cycle_ms
 
 
 def spec_tok_s(accept_len: Any, cycle_ms: Any) -> Any:
@@ -222,4 +226,4 @@ def leviathan_speedup(alpha: Any, k: Any, cost_ratio: Any) -> Any:
     alpha = _xp.probability(xp, "alpha", alpha)
     k = _xp.draft_tokens(xp, "k", k)
     c = _xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps")
-    return speedup(_tau(xp, alpha, k), 1.0, k * c + 1)
+    return _speedup(_tau(xp, alpha, k), 1.0, k * c + 1)

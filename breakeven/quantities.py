@@ -168,5 +168,99 @@ QUANTITIES: dict[str, Quantity] = {
             "breakeven_alpha for k = 1..8, a list of {k, breakeven_alpha}; the cycle cost "
             "is held fixed (or, with cost_ratio, is k * c + 1 target steps)",
         ),
+        _Q(
+            "best_k",
+            "best k",
+            "tokens",
+            0,
+            "the k with the highest speedup; 0 means do not speculate (no k beats 1)",
+        ),
+        _Q(
+            "by_k",
+            "by k",
+            "",
+            3,
+            "one row per k considered: k, accept_len, verify_ms, draft_ms, cycle_ms, speedup",
+        ),
+        _Q(
+            "batch",
+            "batch size",
+            "sequences",
+            0,
+            "sequences decoded together; a step of the batch is t(batch)",
+        ),
+        _Q(
+            "speedup_by_batch",
+            "speedup by batch",
+            "x",
+            3,
+            "rows {batch, speedup} (and k with several k): accept_len * t(B) / "
+            "(t(B * (k + 1)) + draft_ms + overhead_ms)",
+        ),
+        _Q(
+            "breakeven_batch",
+            "break-even batch",
+            "sequences",
+            0,
+            "largest batch with speedup >= 1; null if speculation never pays, "
+            '"beyond the curve" if it still pays at max_batch',
+        ),
+        _Q(
+            "max_batch",
+            "largest batch covered",
+            "sequences",
+            0,
+            "largest batch whose verify forward the cost curve covers",
+        ),
+        _Q(
+            "best_k_by_batch",
+            "best k by batch",
+            "tokens",
+            0,
+            "ranges [first batch, last batch, k] of the best k; k = 0: do not speculate",
+        ),
+        _Q(
+            "active_experts",
+            "active experts",
+            "experts",
+            2,
+            "expected distinct experts a forward loads: routed N(t) = E * (1 - (1 - K/E)^t), "
+            "scaled by overlap, plus shared",
+        ),
+        _Q(
+            "routed_experts",
+            "routed experts",
+            "experts",
+            2,
+            "expected distinct routed experts, K + overlap * (N(t) - K)",
+        ),
+        _Q(
+            "step_active_experts",
+            "experts in a one-token step",
+            "experts",
+            2,
+            "active experts of a one-token forward: K plus shared",
+        ),
+        _Q(
+            "forward_bytes",
+            "weights read per forward",
+            "bytes",
+            0,
+            "dense_bytes + expert_bytes * active_experts",
+        ),
+        _Q(
+            "step_bytes",
+            "weights read per step",
+            "bytes",
+            0,
+            "dense_bytes + expert_bytes * step_active_experts",
+        ),
+        _Q(
+            "verify_step_ratio",
+            "verify/step cost ratio",
+            "x",
+            3,
+            "forward_bytes / step_bytes: a memory-bound verify forward over step time",
+        ),
     )
 }

@@ -1,0 +1,105 @@
+"""Forward-time curves: total tokens per forward against milliseconds, from CSV."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+# Canonical column -> the headers accepted for it (lower case).
+CURVE_COLUMNS = {
+    "tokens": ("tokens", "num_tokens", "tokens_per_forward", "batch_tokens"),
+    "ms": ("ms", "forward_ms", "latency_ms", "time_ms"),
+}
+
+
+def _error(path: str, line: int | None, message: str) -> BreakevenError:
+    where = f"{path}, line {line}" if line is not None else path
+    return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+
+
+def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
+    """Read a forward-time curve: one row per forward size.
+
+    The file is CSV with a header naming a ``tokens`` column (total tokens in
+    the forward: batch size x tokens per sequence) and an ``ms`` column (the
+    forward's time).  Other columns are ignored; lines starting with ``#`` are
+    comments (say where the numbers come from).
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        Columns ``tokens`` [tokens] and ``ms`` [ms], tokens strictly increasing.
+    metadata : dict
+        ``path``, ``comments`` (the comment lines) and ``lines`` (the file
+        line of each row).
+
+    Raises
+    ------
+    BreakevenError
+        Naming the file and line: unreadable file, missing column,
+        non-numeric or negative value, token counts that do not increase,
+        fewer than two points.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise _error(path, None, f"cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+    comments = [ln.lstrip("#").strip() for ln in lines if ln.lstrip().startswith("#")]
+    numbered = [(i, ln) for i, ln in enumerate(lines, start=1)
+                if ln.strip() and not ln.lstrip().startswith("#")]  # fmt: skip
+    if not numbered:
+        raise _error(path, None, "is empty; expected a header with columns tokens,ms")
+    header_line, header_text = numbered[0]
+    header = [h.strip().lower() for h in next(csv.reader([header_text]))]
+    index = {}
+    for canonical, aliases in CURVE_COLUMNS.items():
+        found = [i for i, h in enumerate(header) if h in aliases]
+        if not found:
+            raise _error(
+                path, header_line,
+                f"no {canonical!r} column (found: {', '.join(header) or 'none'}); "
+                "expected columns tokens,ms",
+            )  # fmt: skip
+        index[canonical] = found[0]
+
+    tokens: list[float] = []
+    ms: list[float] = []
+    rows: list[int] = []
+    for line_no, text in numbered[1:]:
+        cells = next(csv.reader([text]))
+        values = {}
+        for canonical, i in index.items():
+            cell = cells[i].strip() if i < len(cells) else ""
+            try:
+                value = float(cell)
+            except ValueError:
+                raise _error(path, line_no, f"{canonical} is {cell!r}, expected a number") from None
+            if not math.isfinite(value) or value < (1 if canonical == "tokens" else 0):
+                expected = "a token count >= 1" if canonical == "tokens" else "a time >= 0 ms"
+                raise _error(path, line_no, f"{canonical} is {cell}, expected {expected}")
+            values[canonical] = value
+        if tokens and values["tokens"] <= tokens[-1]:
+            raise _error(
+                path, line_no,
+                f"tokens {values['tokens']:g} after {tokens[-1]:g}; expected strictly "
+                "increasing token counts, one row per forward size",
+            )  # fmt: skip
+        tokens.append(values["tokens"])
+        ms.append(values["ms"])
+        rows.append(line_no)
+    if len(tokens) < 2:
+        raise _error(path, None, f"has {len(tokens)} data row(s); expected at least two points")
+
+    import pandas as pd
+
+    data = pd.DataFrame({"tokens": tokens, "ms": ms})
+    return data, {"path": path, "comments": comments, "lines": rows}

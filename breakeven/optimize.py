@@ -1,0 +1,525 @@
+"""Best k and break-even concurrency: the cost models of :mod:`breakeven.costs` meet acceptance.
+
+At batch size B, with k draft tokens per sequence and a forward-time model
+``t(tokens)``::
+
+    speedup(B, k) = accept_len(k) * t(B) / (t(B * (k + 1)) + draft(k, B) + overhead_ms)
+
+``t(B)`` is the plain decode step of the batch and ``t(B * (k + 1))`` the
+verify forward.  At B = 1 with a constant verify cost this is the cycle model
+of :mod:`breakeven.model`.  The best k is the one with the highest speedup;
+when none beats 1, the answer is k = 0: do not speculate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from breakeven import _xp
+from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
+from breakeven.costs import ConstantCost, DraftCost
+from breakeven.errors import BreakevenError
+from breakeven.model import _speedup
+from breakeven.model import step_ms_from_baseline as model_step_ms
+
+DEFAULT_K_MAX = 16
+BEYOND_THE_CURVE = "beyond the curve"
+
+
+def acceptance_by_k(
+    k_max: int = DEFAULT_K_MAX,
+    *,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+) -> tuple[float, ...]:
+    """Mean acceptance length for k = 1, 2, ... from one description of acceptance.
+
+    Exactly one of:
+
+    - ``alpha``: i.i.d. per-token acceptance, ``tau(alpha, k)`` for k up to ``k_max``;
+    - ``per_position``: rates ``a_1 >= a_2 >= ...``, ``tau(k) = 1 + a_1 + ... + a_k``
+      for k up to their number (and ``k_max``);
+    - ``accept_len_by_k``: measured tau for k = 1, 2, 3, ... (up to ``k_max``).
+
+    Returns
+    -------
+    tuple of float  [tokens/cycle]
+        Element ``k - 1`` is the accept_len at k.
+    """
+    given = [n for n, v in (("alpha", alpha), ("per_position", per_position),
+                            ("accept_len_by_k", accept_len_by_k)) if v is not None]  # fmt: skip
+    if len(given) != 1:
+        raise BreakevenError(
+            "give exactly one of {0}, {1} or {2}" + (f" (got {len(given)})" if given else ""),
+            "alpha", "per_position", "accept_len_by_k",
+        )  # fmt: skip
+    k_max = int(_xp.draft_tokens(_xp.SCALAR, "k_max", k_max))
+    if alpha is not None:
+        return tuple(accept_len_from_alpha(alpha, k) for k in range(1, k_max + 1))
+    if per_position is not None:
+        rates = list(per_position)[:k_max]
+        accept_len_from_per_position(rates)  # checks the whole sequence once
+        return tuple(1.0 + math.fsum(rates[:k]) for k in range(1, len(rates) + 1))
+    taus = list(accept_len_by_k)[:k_max]
+    if not taus:
+        raise BreakevenError(
+            "{0}: got no values, expected tau for k = 1, 2, ...", "accept_len_by_k"
+        )
+    for k, tau in enumerate(taus, start=1):
+        _xp.accept_len(_xp.SCALAR, "accept_len_by_k", tau, float(k))
+    return tuple(float(t) for t in taus)
+
+
+@dataclass(frozen=True)
+class KOption:
+    """One candidate k."""
+
+    k: int
+    """Draft tokens per cycle."""
+    accept_len: float
+    """Mean tokens per cycle, bonus included [tokens/cycle]."""
+    verify_ms: float
+    """Verify forward over batch * (k + 1) tokens [ms]."""
+    draft_ms: float
+    """Drafting per cycle [ms]."""
+    cycle_ms: float
+    """verify_ms + draft_ms + overhead_ms [ms]."""
+    speedup: float
+    """accept_len * step_ms / cycle_ms [x]."""
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """The best number of draft tokens, and the speedup at every k considered."""
+
+    best_k: int
+    """The k with the highest speedup; 0 when no k beats plain decoding (do not speculate)."""
+    speedup: float
+    """Speedup at best_k [x]; 1 when best_k is 0."""
+    by_k: tuple[KOption, ...]
+    """Every k considered, in order."""
+    step_ms: float
+    """Plain decode step at this batch [ms] (1 in Leviathan's normalised form)."""
+    batch: int
+    """Sequences decoded together."""
+    normalised: bool = False
+    """True in Leviathan's form: times are in target steps, not ms."""
+    note: str = ""
+    """Why fewer k were considered than asked, if they were."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, ...}``)."""
+        keep = ("k", "accept_len", "speedup") if self.normalised else None
+        rows = [{n: v for n, v in asdict(o).items() if keep is None or n in keep}
+                for o in self.by_k]  # fmt: skip
+        out: dict[str, Any] = {"best_k": self.best_k, "speedup": self.speedup, "by_k": rows}
+        if not self.normalised:
+            out["step_ms"] = self.step_ms
+        out["batch"] = self.batch
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    def to_frame(self) -> Any:
+        """``by_k`` as a pandas DataFrame indexed by k."""
+        import pandas as pd
+
+        return pd.DataFrame([asdict(o) for o in self.by_k]).set_index("k")
+
+    def _repr_html_(self) -> str:
+        from breakeven.formatting import optimize_html
+
+        return optimize_html(self)
+
+
+def optimize_k(
+    *,
+    verify: Any,
+    step_ms: float | None = None,
+    draft: DraftCost | None = None,
+    overhead_ms: float = 0.0,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    k_max: int = DEFAULT_K_MAX,
+    batch: int = 1,
+) -> OptimizeResult:
+    """The k in 1..k_max with the highest speedup, from measured or modelled costs.
+
+    Parameters
+    ----------
+    verify : float or cost model
+        The verify forward: a constant [ms] (the same at every k), or a model
+        ``t(tokens)`` from :mod:`breakeven.costs` priced at ``batch * (k + 1)``
+        tokens.  Only the k whose forwards the model covers are considered.
+    step_ms : float, optional  [ms]
+        Plain decode step at this batch; by default ``verify(batch)`` (needs a
+        cost model, not a constant).
+    draft : DraftCost, optional
+        Drafting per cycle; none by default.
+    overhead_ms : float  [ms]
+        Other per-cycle cost.
+    alpha, per_position, accept_len_by_k
+        Acceptance, exactly one (see :func:`acceptance_by_k`).
+    k_max : int
+        Largest k considered.
+    batch : int
+        Sequences decoded together.
+    """
+    batch = int(_xp.draft_tokens(_xp.SCALAR, "batch", batch))
+    taus = acceptance_by_k(
+        k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
+    )
+    model = ConstantCost(float(verify)) if isinstance(verify, (int, float)) else verify
+    if step_ms is None:
+        if isinstance(model, ConstantCost):
+            raise BreakevenError("{0} is needed with a constant verify cost", "step_ms")
+        step_ms = model(batch)
+    step = float(_xp.positive(_xp.SCALAR, "step_ms", step_ms, "ms"))
+    overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms, "ms"))
+    draft = draft or DraftCost("ngram")
+
+    options, note = [], ""
+    for k, tau in enumerate(taus, start=1):
+        if batch * (k + 1) > model.max_tokens:
+            tokens = batch * (k + 1)
+            note = (f"k stops at {k - 1}: at k = {k} the verify forward ({batch} x {k + 1} = "
+                    f"{tokens} tokens) is beyond the cost model's {model.max_tokens:g} tokens; "
+                    "a fitted model extrapolates")  # fmt: skip
+            break
+        verify_ms = float(model(batch * (k + 1)))
+        draft_ms = float(draft(k, batch))
+        cycle = verify_ms + draft_ms + overhead
+        options.append(KOption(k, tau, verify_ms, draft_ms, cycle, _speedup(tau, step, cycle)))
+    if not options:
+        raise BreakevenError("{0}: " + note + "; no k is left to consider", "verify")
+    best = max(options, key=lambda o: o.speedup)  # the smallest k among equals
+    if best.speedup <= 1.0:
+        return OptimizeResult(0, 1.0, tuple(options), step, batch, note=note)
+    return OptimizeResult(best.k, best.speedup, tuple(options), step, batch, note=note)
+
+
+def draft_cost(draft_ms: float | None = None, draft_step_ms: float | None = None) -> DraftCost:
+    """Drafting per cycle from the command line's numbers: ``draft_ms + k * draft_step_ms``."""
+    fixed = 0.0 if draft_ms is None else draft_ms
+    if draft_step_ms is None:
+        return DraftCost("ngram", fixed_ms=fixed)
+    return DraftCost("autoregressive", step_ms=draft_step_ms, fixed_ms=fixed)
+
+
+def optimize(
+    *,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    cost_ratio: float | None = None,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
+    verify_curve: Any = None,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    batch: int = 1,
+    k_max: int = DEFAULT_K_MAX,
+) -> OptimizeResult:
+    """Best k from the inputs ``breakeven optimize`` takes (one acceptance, one cost form).
+
+    Either Leviathan's normalised form, ``cost_ratio`` (draft step / target
+    step, verify = one target step), or measured costs: a baseline
+    (``baseline_tok_s`` or ``step_ms``, optional with ``verify_curve``), the
+    verify forward (``verify_ms``, the same at every k, or ``verify_curve``, a
+    cost model of tokens per forward), drafting (``draft_ms`` per cycle and/or
+    ``draft_step_ms`` per draft token) and ``overhead_ms``.  See
+    :func:`optimize_k`.
+    """
+    measured = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
+                    verify_curve=verify_curve, draft_ms=draft_ms, draft_step_ms=draft_step_ms,
+                    overhead_ms=overhead_ms)  # fmt: skip
+    for first, second in (("baseline_tok_s", "step_ms"), ("verify_ms", "verify_curve")):
+        if measured[first] is not None and measured[second] is not None:
+            raise BreakevenError("{0} and {1} cannot be given together: give one", first, second)
+    acceptance = dict(alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k)
+    if cost_ratio is not None:
+        clash = next((name for name, value in measured.items() if value is not None), None)
+        if clash is not None:
+            raise BreakevenError(
+                "{0} (Leviathan's normalised form) and {1} (a measured cost) cannot be "
+                "given together", "cost_ratio", clash,
+            )  # fmt: skip
+        c = float(_xp.nonnegative(_xp.SCALAR, "cost_ratio", cost_ratio, "target steps"))
+        result = optimize_k(verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c),
+                            k_max=k_max, **acceptance)  # fmt: skip
+        return OptimizeResult(result.best_k, result.speedup, result.by_k, 1.0, 1, normalised=True)
+    if baseline_tok_s is not None:
+        step_ms = model_step_ms(baseline_tok_s)
+    verify = verify_curve if verify_curve is not None else verify_ms
+    if verify is None:
+        raise BreakevenError(
+            "give the verify cost: {0}, {1}, or {2} for Leviathan's form",
+            "verify_ms", "verify_curve", "cost_ratio",
+        )  # fmt: skip
+    if verify_ms is not None:
+        _xp.positive(_xp.SCALAR, "verify_ms", verify_ms, "ms")
+        if step_ms is None:
+            raise BreakevenError("{0} needs a baseline: {1} or {2}", "verify_ms",
+                                 "baseline_tok_s", "step_ms")  # fmt: skip
+    for name, value in (("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms)):
+        if value is not None:
+            _xp.nonnegative(_xp.SCALAR, name, value, "ms")
+    return optimize_k(
+        verify=verify, step_ms=step_ms, draft=draft_cost(draft_ms, draft_step_ms),
+        overhead_ms=overhead_ms or 0.0, k_max=k_max, batch=batch, **acceptance,
+    )  # fmt: skip
+
+
+def optimize_leviathan(
+    alpha: float, cost_ratio: float, k_max: int = DEFAULT_K_MAX
+) -> OptimizeResult:
+    """Best k under Leviathan et al.'s assumptions (Theorem 3.8, Section 3.5).
+
+    Verify costs one target step; each draft step costs ``cost_ratio`` of one.
+    Times in the result are in target steps (``normalised``).
+    """
+    return optimize(alpha=alpha, cost_ratio=cost_ratio, k_max=k_max)
+
+
+def optimal_k(alpha: Any, cost_ratio: Any, k_max: int = DEFAULT_K_MAX) -> tuple[Any, Any]:
+    """Vectorised best k under Leviathan's assumptions, for sweeps and surfaces.
+
+    Parameters
+    ----------
+    alpha : numeric
+        Per-token acceptance, in [0, 1].
+    cost_ratio : numeric
+        Draft step over target step (>= 0).
+    k_max : int
+        Largest k considered.
+
+    Returns
+    -------
+    best_k : ndarray of int
+        0 where no k beats plain decoding.
+    speedup : ndarray  [x]
+        At best_k (1 where best_k is 0).
+    """
+    import numpy as np
+
+    xp = _xp.namespace(np.asarray(alpha))
+    a = _xp.probability(xp, "alpha", alpha)[..., None]
+    c = _xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps")[..., None]
+    k = np.arange(1, int(_xp.draft_tokens(_xp.SCALAR, "k_max", k_max)) + 1)
+    s = _speedup(_tau(xp, a, k), 1.0, k * c + 1)
+    i = np.argmax(s, axis=-1)
+    best = np.take_along_axis(s, i[..., None], axis=-1)[..., 0]
+    pays = best > 1
+    return np.where(pays, i + 1, 0)[()], np.where(pays, best, 1.0)[()]
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """The speedup at one batch size."""
+
+    batch: int
+    """Sequences decoded together."""
+    k: int
+    """Draft tokens per cycle used at this batch."""
+    speedup: float
+    """Speculative over plain per-sequence decode rate at this batch [x]."""
+    step_ms: float
+    """Plain decode step of the batch, t(batch) [ms]."""
+    cycle_ms: float
+    """t(batch * (k + 1)) + drafting + overhead [ms]."""
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """How speculation's gain changes with load."""
+
+    speedup_by_batch: tuple[BatchPoint, ...]
+    """Every batch size whose forwards the cost curve covers (best k at each, if several)."""
+    breakeven_batch: int | str | None
+    """Largest batch with speedup >= 1; None if speculation never pays; "beyond the curve"
+    if it still pays at the largest batch the curve covers."""
+    max_batch: int
+    """Largest batch size the curve covers."""
+    best_k_by_batch: tuple[tuple[int, int, int], ...] | None = None
+    """[first batch, last batch, best k] ranges, k = 0 for "do not speculate"; only when
+    acceptance is known for several k."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``speedup_by_batch``, ``breakeven_batch``, ``max_batch`` and ``best_k_by_batch``."""
+        several = self.best_k_by_batch is not None
+        out: dict[str, Any] = {
+            "speedup_by_batch": [
+                {"batch": p.batch, **({"k": p.k} if several else {}), "speedup": p.speedup}
+                for p in self.speedup_by_batch
+            ],
+            "breakeven_batch": self.breakeven_batch,
+            "max_batch": self.max_batch,
+        }
+        if several:
+            out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]
+        return out
+
+    def to_frame(self) -> Any:
+        """``speedup_by_batch`` as a pandas DataFrame indexed by batch."""
+        import pandas as pd
+
+        return pd.DataFrame([asdict(p) for p in self.speedup_by_batch]).set_index("batch")
+
+    def _repr_html_(self) -> str:
+        from breakeven.formatting import batch_html
+
+        return batch_html(self)
+
+
+def batch_sweep(
+    curve: Any,
+    *,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    k_max: int = DEFAULT_K_MAX,
+    draft: DraftCost | None = None,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+) -> BatchResult:
+    """Speedup against batch size, the break-even batch, and the best k at each batch.
+
+    Parameters
+    ----------
+    curve : cost model
+        Forward time against total tokens per forward, e.g. a
+        :class:`~breakeven.costs.TableCost` from a ``bench_one_batch`` run.
+    accept_len, k
+        One measured operating point (tau at k), or
+    alpha, per_position, accept_len_by_k
+        acceptance at several k (then the best k is chosen at every batch).
+    k_max : int
+        Largest k considered with several k.
+    draft : DraftCost, optional
+        Drafting per cycle as a model of k and batch; or
+    draft_ms, draft_step_ms : float, optional  [ms]
+        drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
+    overhead_ms : float  [ms]
+        Other per-cycle cost.
+    """
+    if accept_len is not None or k is not None:
+        if accept_len is None or k is None:
+            raise BreakevenError("{0} and {1} go together: tau measured at k", "accept_len", "k")
+        if alpha is not None or per_position is not None or accept_len_by_k is not None:
+            raise BreakevenError("give {0} with {1}, or acceptance at several k, not both",
+                                 "accept_len", "k")  # fmt: skip
+        k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
+        taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
+        several = False
+    else:
+        by_k = acceptance_by_k(
+            k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
+        )
+        taus = dict(enumerate(by_k, start=1))
+        several = True
+    if draft is not None and (draft_ms is not None or draft_step_ms is not None):
+        raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
+                             "draft_step_ms")  # fmt: skip
+    draft = draft or draft_cost(draft_ms, draft_step_ms)
+    overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
+
+    first_batch = max(1, math.ceil(curve.min_tokens))
+    max_batch = int(curve.max_tokens // (min(taus) + 1))
+    if max_batch < first_batch:
+        raise BreakevenError(
+            "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "
+            f"too few for one batch at k = {min(taus)}", "curve",
+        )  # fmt: skip
+    points: list[BatchPoint] = []
+    for b in range(first_batch, max_batch + 1):
+        step = float(curve(b))
+        best: BatchPoint | None = None
+        for kk, tau in taus.items():
+            if b * (kk + 1) > curve.max_tokens:
+                continue
+            cycle = float(curve(b * (kk + 1))) + float(draft(kk, b)) + overhead
+            point = BatchPoint(b, kk, _speedup(tau, step, cycle), step, cycle)
+            if best is None or point.speedup > best.speedup:
+                best = point
+        points.append(best)
+
+    paying = [p.batch for p in points if p.speedup >= 1.0]
+    breakeven: int | str | None = None
+    if paying:
+        breakeven = BEYOND_THE_CURVE if paying[-1] == max_batch else paying[-1]
+    schedule = _schedule(points) if several else None
+    return BatchResult(tuple(points), breakeven, max_batch, schedule)
+
+
+def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:
+    """[[first batch, last batch, k], ...], with k = 0 where no k beats plain decoding."""
+    ranges: list[list[int]] = []
+    for p in points:
+        k = p.k if p.speedup > 1.0 else 0
+        if ranges and ranges[-1][2] == k and ranges[-1][1] == p.batch - 1:
+            ranges[-1][1] = p.batch
+        else:
+            ranges.append([p.batch, p.batch, k])
+    return tuple(tuple(r) for r in ranges)
+
+
+def moe_summary(
+    experts: int,
+    top_k: int,
+    tokens: float,
+    shared: int = 0,
+    overlap: float = 1.0,
+    dense_bytes: float | None = None,
+    expert_bytes: float | None = None,
+) -> dict[str, float]:
+    """What a forward over ``tokens`` tokens loads on a MoE target, and what it costs against a step.
+
+    Returns ``active_experts`` (expected distinct routed experts plus shared
+    ones), ``routed_experts``, ``step_active_experts`` (a one-token forward's),
+    and, with ``dense_bytes`` and ``expert_bytes``, ``forward_bytes``,
+    ``step_bytes`` and ``verify_step_ratio = forward_bytes / step_bytes`` (a
+    memory-bound forward's time follows the bytes it reads).
+    """
+    from breakeven.costs import expected_distinct_experts
+
+    if (dense_bytes is None) != (expert_bytes is None):
+        raise BreakevenError("{0} and {1} go together", "dense_bytes", "expert_bytes")
+    routed = expected_distinct_experts(experts, top_k, tokens, 0, overlap)
+    step_routed = expected_distinct_experts(experts, top_k, 1, 0, overlap)
+    shared = float(_xp.nonnegative(_xp.SCALAR, "shared", shared, "experts"))
+    out = {"active_experts": routed + shared, "routed_experts": routed,
+           "step_active_experts": step_routed + shared}  # fmt: skip
+    if dense_bytes is not None:
+        d = float(_xp.nonnegative(_xp.SCALAR, "dense_bytes", dense_bytes, "bytes"))
+        x = float(_xp.positive(_xp.SCALAR, "expert_bytes", expert_bytes, "bytes"))
+        out["forward_bytes"] = d + x * (routed + shared)
+        out["step_bytes"] = d + x * (step_routed + shared)
+        out["verify_step_ratio"] = out["forward_bytes"] / out["step_bytes"]
+    return out
+
+
+__all__ = [
+    "BEYOND_THE_CURVE",
+    "BatchPoint",
+    "BatchResult",
+    "KOption",
+    "OptimizeResult",
+    "acceptance_by_k",
+    "batch_sweep",
+    "draft_cost",
+    "moe_summary",
+    "optimal_k",
+    "optimize",
+    "optimize_k",
+    "optimize_leviathan",
+]
