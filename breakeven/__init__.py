@@ -17,6 +17,17 @@ from breakeven.acceptance import (
     accept_len_from_per_position,
     alpha_from_accept_len,
 )
+from breakeven.costs import (
+    ConstantCost,
+    DraftCost,
+    FittedCost,
+    MoECost,
+    RooflineCost,
+    TableCost,
+    expected_distinct_experts,
+    fit_cost_curve,
+    overlap_from_measurement,
+)
 from breakeven.errors import BreakevenError
 from breakeven.model import (
     baseline_tok_s_from_step,
@@ -32,26 +43,53 @@ from breakeven.model import (
     speedup,
     step_ms_from_baseline,
 )
+from breakeven.optimize import (
+    BatchResult,
+    OptimizeResult,
+    acceptance_by_k,
+    batch_sweep,
+    moe_summary,
+    optimal_k,
+    optimize,
+    optimize_k,
+)
 from breakeven.predict import Prediction, predict
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchResult",
     "BreakevenError",
+    "ConstantCost",
+    "DraftCost",
+    "FittedCost",
+    "MoECost",
+    "OptimizeResult",
     "Prediction",
+    "RooflineCost",
+    "TableCost",
     "__version__",
     "accept_len_from_alpha",
     "accept_len_from_per_position",
+    "acceptance_by_k",
     "alpha_from_accept_len",
     "baseline_tok_s_from_step",
+    "batch_sweep",
     "breakeven_accept_len",
     "breakeven_alpha",
     "cycle_ms",
+    "expected_distinct_experts",
+    "fit_cost_curve",
     "leviathan_speedup",
     "max_baseline_tok_s",
     "max_cycle_ms",
     "max_draft_ms",
     "max_verify_ms",
+    "moe_summary",
+    "optimal_k",
+    "optimize",
+    "optimize_k",
+    "overlap_from_measurement",
     "predict",
     "spec_tok_s",
     "speedup",

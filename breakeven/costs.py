@@ -218,8 +218,8 @@ def fit_cost_curve(
     ms : sequence of float  [ms]
         Measured forward times.
     form : {'linear', 'knee'}
-        ``a + b*n``, or the roofline knee ``max(a, b*n) + c``.  Both keep
-        their coefficients >= 0.
+        ``a + b*n``, or the roofline knee ``max(a, b*n) + c``.  The slope
+        ``b`` and the level (``a``, or ``a + c``) are kept >= 0.
 
     Returns
     -------
@@ -244,18 +244,17 @@ def fit_cost_curve(
             sol = lsq_linear(design, y, bounds=(0, np.inf))
             return float(np.sum((design @ sol.x - y) ** 2)), sol.x
 
-        grid = [(solve(x)[0], x) for x in n[:-1]]
-        _, best = min(grid)
-        i = int(np.searchsorted(n, best))
-        lo, hi = float(n[max(i - 1, 0)]), float(n[min(i + 1, len(n) - 1)])
-        knee = minimize_scalar(lambda x: solve(x)[0], bounds=(lo, hi), method="bounded").x
-        if solve(best)[0] <= solve(knee)[0]:
-            knee = best
-        level, slope = solve(float(knee))[1]
+        # Profile the knee over a fine geometric grid, then refine between its neighbours.
+        grid = np.unique(np.concatenate([n, np.geomspace(n[0], n[-1], 256)]))
+        sse = [solve(float(x))[0] for x in grid]
+        i = int(np.argmin(sse))
+        lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
+        knee = float(minimize_scalar(lambda x: solve(x)[0], bounds=(lo, hi), method="bounded").x)
+        if sse[i] < solve(knee)[0]:
+            knee = float(grid[i])
+        level, slope = solve(knee)[1]
         a, b = float(slope * knee), float(slope)
-        c = float(level - a)
-        if c < 0:  # the level sits below the slope's intercept: no offset, a lower knee
-            a, c = float(level), 0.0
+        c = float(level - a)  # may be negative: the compute-bound line's intercept
     fitted = _fitted(form, n, a, b, c)
     return FittedCost(
         form, a, b, c, tuple(float(r) for r in fitted - y), min_tokens=1.0, max_tokens=math.inf
@@ -297,7 +296,8 @@ def expected_distinct_experts(
     k = _xp.positive(xp, "top_k", top_k, "experts")
     bad = xp.first(k, k > e)
     if bad is not None:
-        raise invalid_value("top_k", _xp._plain(bad), "at most the number of experts")
+        shown = top_k if xp is _xp.SCALAR else _xp._plain(bad)
+        raise invalid_value("top_k", shown, "at most the number of experts")
     t = _xp.positive(xp, "tokens", tokens, "tokens")
     s = _xp.nonnegative(xp, "shared", shared, "experts")
     f = _xp.probability(xp, "overlap", overlap)
