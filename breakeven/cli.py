@@ -392,6 +392,13 @@ def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs:
 @click.option(
     "--overhead-ms", "overhead_ms", type=float, metavar="MS", help=f"Other per-cycle cost {_MS}."
 )
+@click.option(
+    "--max-batch",
+    "max_batch",
+    type=int,
+    metavar="N",
+    help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.

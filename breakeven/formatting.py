@@ -196,7 +196,7 @@ def _breakeven_batch_sentence(r: BatchResult) -> str:
     if isinstance(b, str):
         last = r.speedup_by_batch[-1]
         return (f"Break-even batch: {b}; speculation still pays {last.speedup:.3f}x at batch "
-                f"{r.max_batch}, the largest the curve covers.")  # fmt: skip
+                f"{r.max_batch}, the largest swept.")  # fmt: skip
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 

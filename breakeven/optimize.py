@@ -27,6 +27,7 @@ from breakeven.model import step_ms_from_baseline as model_step_ms
 
 DEFAULT_K_MAX = 16
 BEYOND_THE_CURVE = "beyond the curve"
+DEFAULT_MAX_BATCH = 256  # batches swept when the cost model has no token limit
 
 
 def acceptance_by_k(
@@ -346,7 +347,7 @@ class BatchResult:
     """Largest batch with speedup >= 1; None if speculation never pays; "beyond the curve"
     if it still pays at the largest batch the curve covers."""
     max_batch: int
-    """Largest batch size the curve covers."""
+    """Largest batch size swept: the largest the curve covers, or the limit asked for."""
     best_k_by_batch: tuple[tuple[int, int, int], ...] | None = None
     """[first batch, last batch, best k] ranges, k = 0 for "do not speculate"; only when
     acceptance is known for several k."""
@@ -391,6 +392,7 @@ def batch_sweep(
     draft_ms: float | None = None,
     draft_step_ms: float | None = None,
     overhead_ms: float | None = None,
+    max_batch: int | None = None,
 ) -> BatchResult:
     """Speedup against batch size, the break-even batch, and the best k at each batch.
 
@@ -411,6 +413,9 @@ def batch_sweep(
         drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
     overhead_ms : float  [ms]
         Other per-cycle cost.
+    max_batch : int, optional
+        Largest batch to sweep; by default the largest the curve covers, or
+        :data:`DEFAULT_MAX_BATCH` for a model without a token limit (a fit).
     """
     if accept_len is not None or k is not None:
         if accept_len is None or k is None:
@@ -434,7 +439,14 @@ def batch_sweep(
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
 
     first_batch = max(1, math.ceil(curve.min_tokens))
-    max_batch = int(curve.max_tokens // (min(taus) + 1))
+    limit = curve.max_tokens
+    if max_batch is not None:
+        max_batch = int(_xp.draft_tokens(_xp.SCALAR, "max_batch", max_batch))
+    if math.isinf(limit):
+        max_batch = max_batch or DEFAULT_MAX_BATCH
+    else:
+        covered = int(limit // (min(taus) + 1))
+        max_batch = covered if max_batch is None else min(max_batch, covered)
     if max_batch < first_batch:
         raise BreakevenError(
             "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "

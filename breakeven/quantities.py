@@ -78,7 +78,7 @@ _TABLE = (
     Quantity('breakeven_batch', 'break-even batch', 'sequences', 0,
              'largest batch with speedup >= 1; null if speculation never pays, "beyond the curve" if it still pays at max_batch'),
     Quantity('max_batch', 'largest batch covered', 'sequences', 0,
-             'largest batch whose verify forward the cost curve covers'),
+             'largest batch swept: the largest whose verify forward the cost curve covers, or --max-batch'),
     Quantity('best_k_by_batch', 'best k by batch', 'tokens', 0,
              'ranges [first batch, last batch, k] of the best k; k = 0: do not speculate'),
     Quantity('active_experts', 'active experts', 'experts', 2,

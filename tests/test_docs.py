@@ -1,5 +1,6 @@
 """The README stays true: its definitions, its example output and its Quick start commands."""
 
+import json
 import re
 import shlex
 import subprocess
@@ -30,27 +31,40 @@ def test_every_quantity_is_defined_in_the_readme_with_its_unit(key):
     assert f"| {QUANTITIES[key].unit} |" in rows[0]
 
 
-def test_readme_case_study_output_is_what_predict_prints():
-    block = re.search(
-        r"```console\n\$ (breakeven predict --baseline 62\.9 --verify-ms 28\.7 --draft-ms 1\.2 .*?)\n"
-        r"(.*?)```",
-        README,
-        re.S,
-    )
-    assert block, "README lost the worked example"
-    args = shlex.split(block.group(1))[1:]
-    shown = block.group(2).replace("   ...\n", "")
-    output = CliRunner().invoke(cli, args).output
-    for line in shown.splitlines():
-        assert line in output.splitlines(), f"README shows a line predict does not print: {line!r}"
+def _console_examples():
+    """Every ``$ breakeven ...`` command in the README's console blocks, with the lines shown."""
+    examples = []
+    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, *shown = chunk.rstrip("\n").split("\n")
+            examples.append((command, [ln for ln in shown if ln.strip() != "..."]))
+    return examples
 
 
-def test_readme_error_example_is_what_predict_prints():
-    block = re.search(r"\$ (breakeven predict --accept-len 4\.5 -k 3)\n(Error: .*)\n", README)
-    assert block
-    result = CliRunner().invoke(cli, shlex.split(block.group(1))[1:])
-    assert result.exit_code == 2
-    assert result.output.strip() == block.group(2)
+EXAMPLES = _console_examples()
+
+
+def test_readme_has_console_examples():
+    assert len(EXAMPLES) >= 8
+
+
+@pytest.mark.parametrize(("command", "shown"), EXAMPLES, ids=[c for c, _ in EXAMPLES])
+def test_readme_console_examples_print_what_the_readme_shows(command, shown, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    command, _, jq = command.partition(" | jq ")
+    args = shlex.split(command)
+    assert args[0] == "breakeven"
+    result = CliRunner().invoke(cli, args[1:])
+    assert result.exit_code == (2 if shown and shown[0].startswith("Error:") else 0), result.output
+    if jq:
+        data = json.loads(result.output)
+        keys = [k.strip().lstrip(".") for k in shlex.split(jq)[0].split(",")]
+        printed = [json.dumps(data[k]) for k in keys]
+        assert printed == shown
+        return
+    printed = result.output.splitlines()
+    for line in shown:
+        assert line in printed, f"README shows a line the command does not print: {line!r}"
 
 
 def test_ci_runs_the_readme_quick_start_commands():

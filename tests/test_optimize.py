@@ -186,6 +186,13 @@ class TestBatch:
                             overhead_ms=0.2).speedup_by_batch[0]  # fmt: skip
         assert taxed.cycle_ms == pytest.approx(plain.cycle_ms + 3 * 0.5 + 0.2)
 
+    def test_a_fitted_curve_sweeps_to_max_batch(self):
+        fitted = self.curve.fit("knee")
+        assert batch_sweep(fitted, accept_len=2.5, k=3).max_batch == 256  # the default
+        r = batch_sweep(fitted, accept_len=2.5, k=3, max_batch=500)
+        assert r.max_batch == 500 and len(r.speedup_by_batch) == 500
+        assert batch_sweep(self.curve, accept_len=2.5, k=3, max_batch=10).max_batch == 10
+
     def test_bad_combinations(self):
         with pytest.raises(BreakevenError, match="accept_len and k go together"):
             batch_sweep(self.curve, accept_len=2.0)
