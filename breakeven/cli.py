@@ -101,140 +101,53 @@ def _floats(ctx: click.Context, param: click.Parameter, value: str | None) -> An
         ) from None
 
 
+# fmt: off
 _MS = "[ms]"
 
 
-@cli.command(
-    epilog=_definitions(
-        [
-            "step_ms",
-            "baseline_tok_s",
-            "cycle_ms",
-            "accept_len",
-            "alpha",
-            "speedup",
-            "spec_tok_s",
-            "breakeven_accept_len",
-            "breakeven_alpha",
-            "max_cycle_ms",
-            "max_verify_ms",
-            "max_draft_ms",
-            "max_baseline_tok_s",
-            "breakeven_alpha_by_k",
-        ]
-    )
-)
-@click.option(
-    "--baseline",
-    "baseline_tok_s",
-    type=float,
-    metavar="TOK_S",
-    help="Per-sequence decode rate without speculation [tok/s].",
-)
-@click.option(
-    "--step-ms",
-    "step_ms",
-    type=float,
-    metavar="MS",
-    help=f"Baseline decode step, instead of --baseline {_MS}.",
-)
-@click.option(
-    "--verify-ms",
-    "verify_ms",
-    type=float,
-    metavar="MS",
-    help=f"One target forward over k + 1 tokens {_MS}.",
-)
-@click.option(
-    "--draft-ms",
-    "draft_ms",
-    type=float,
-    metavar="MS",
-    help=f"All drafting in one cycle, not per token (default 0) {_MS}.",
-)
-@click.option(
-    "--overhead-ms",
-    "overhead_ms",
-    type=float,
-    metavar="MS",
-    help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.",
-)
-@click.option(
-    "--cycle-ms",
-    "cycle_ms",
-    type=float,
-    metavar="MS",
-    help=f"Measured cycle time, instead of the three costs above {_MS}.",
-)
-@click.option(
-    "--accept-len",
-    "accept_len",
-    type=float,
-    metavar="TAU",
-    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
-)
-@click.option(
-    "--alpha",
-    "alpha",
-    type=float,
-    metavar="A",
-    help="Per-token acceptance probability (i.i.d.); needs -k.",
-)
-@click.option("-k", "--draft-tokens", "k", type=int, metavar="K", help="Draft tokens per cycle.")
-@click.option(
-    "--per-position",
-    "per_position",
-    callback=_floats,
-    metavar="0.9,0.8,0.6",
-    help="Per-position acceptance rates (as vLLM prints them); sets k and accept_len.",
-)
-@click.option(
-    "--cost-ratio",
-    "cost_ratio",
-    type=float,
-    metavar="C",
-    help="Leviathan's c: draft step / target step, verify = one target step; needs -k.",
-)
-@click.option(
-    "--target",
-    "target_speedup",
-    type=float,
-    default=1.0,
-    show_default=True,
-    metavar="S",
-    help="Speedup the break-even solves aim for [x].",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def predict(as_json: bool, **inputs: Any) -> None:
-    """Speedup and break-even thresholds from measured costs and acceptance.
-
-    Prints every quantity its inputs determine. Example (the case study):
-
-    \b
-      breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
-    """
-    from breakeven.predict import predict as run_predict
-
-    result = run_predict(**inputs)
+def _emit(result: Any, as_json: bool, text: str) -> None:
+    """Print ``result`` as one JSON object, or the text of the formatter named ``text``."""
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
-    else:
-        from breakeven.formatting import prediction_text
+        data = result if isinstance(result, dict) else result.to_dict()
+        click.echo(json.dumps(data, indent=2, allow_nan=False))
+        return
+    from breakeven import formatting
 
-        click.echo(prediction_text(result), nl=False)
+    click.echo(getattr(formatting, text)(result), nl=False)
 
 
-def _acceptance_by_k_options(f: Any) -> Any:
-    """Acceptance at several k: --alpha, --per-position or --accept-len-by-k."""
-    f = click.option("--accept-len-by-k", "accept_len_by_k", callback=_floats,
-                     metavar="2.36,2.79,3.08",
-                     help="Measured mean acceptance length for k = 1, 2, 3, ... "
-                     "[tokens/cycle].")(f)  # fmt: skip
-    f = click.option("--per-position", "per_position", callback=_floats, metavar="0.9,0.8,0.6",
-                     help="Per-position acceptance rates; tau(k) = 1 + a_1 + ... + a_k.")(f)  # fmt: skip
-    f = click.option("--alpha", "alpha", type=float, metavar="A",
-                     help="Per-token acceptance probability (i.i.d.).")(f)  # fmt: skip
-    return f
+# Options that several commands share; each command's own options are written out below it.
+_json = click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON object instead of a table.")
+_baseline = click.option("--baseline", "baseline_tok_s", type=float, metavar="TOK_S",
+                         help="Per-sequence decode rate without speculation [tok/s].")
+_step = click.option("--step-ms", "step_ms", type=float, metavar="MS",
+                     help=f"Baseline decode step, instead of --baseline {_MS}.")
+_overhead = click.option("--overhead-ms", "overhead_ms", type=float, metavar="MS",
+                         help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.")
+_draft_step = click.option("--draft-step-ms", "draft_step_ms", type=float, metavar="MS",
+                           help=f"One draft step; drafting costs k of them per cycle {_MS}.")
+_k = click.option("-k", "--draft-tokens", "k", type=int, metavar="K",
+                  help="Draft tokens per cycle.")
+_accept_len = click.option("--accept-len", "accept_len", type=float, metavar="TAU",
+                           help="Mean tokens emitted per cycle, bonus token included "
+                           "[tokens/cycle].")
+_alpha = click.option("--alpha", "alpha", type=float, metavar="A",
+                      help="Per-token acceptance probability (i.i.d.).")
+_per_position = click.option("--per-position", "per_position", callback=_floats,
+                             metavar="0.9,0.8,0.6",
+                             help="Per-position acceptance rates (vLLM prints them); "
+                             "tau(k) = 1 + a_1 + ... + a_k.")
+_accept_len_by_k = click.option("--accept-len-by-k", "accept_len_by_k", callback=_floats,
+                                metavar="2.36,2.79,3.08",
+                                help="Measured mean acceptance length for k = 1, 2, 3, ... "
+                                "[tokens/cycle].")
+_max_k = click.option("--max-k", "k_max", type=int, default=16, show_default=True,
+                      help="Largest k considered.")
+_fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None,
+                    help="Fit the curve (scipy least squares) and extrapolate beyond it: "
+                    "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
+                    "the curve's points are interpolated.")
 
 
 def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
@@ -251,81 +164,65 @@ def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
     return table if fit is None else table.fit(fit)
 
 
-_FIT = click.option(
-    "--fit", type=click.Choice(["linear", "knee"]), default=None,
-    help="Fit the curve (scipy least squares) and extrapolate beyond it: linear a + b*n, "
-    "or the roofline knee max(a, b*n) + c. Without it, the curve's points are interpolated.",
-)  # fmt: skip
+_PREDICT_KEYS = ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha", "speedup",
+                 "spec_tok_s", "breakeven_accept_len", "breakeven_alpha", "max_cycle_ms",
+                 "max_verify_ms", "max_draft_ms", "max_baseline_tok_s", "breakeven_alpha_by_k"]
+
+
+@cli.command(epilog=_definitions(_PREDICT_KEYS))
+@_baseline
+@_step
+@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+              help=f"One target forward over k + 1 tokens {_MS}.")
+@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+              help=f"All drafting in one cycle, not per token (default 0) {_MS}.")
+@_overhead
+@click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
+              help=f"Measured cycle time, instead of the three costs above {_MS}.")
+@_accept_len
+@_alpha
+@_k
+@_per_position
+@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+              help="Leviathan's c: draft step / target step, verify = one target step; needs -k.")
+@click.option("--target", "target_speedup", type=float, default=1.0, show_default=True,
+              metavar="S", help="Speedup the break-even solves aim for [x].")
+@_json
+def predict(as_json: bool, **inputs: Any) -> None:
+    """Speedup and break-even thresholds from measured costs and acceptance.
+
+    Prints every quantity its inputs determine. Example (the case study):
+
+    \b
+      breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
+    """
+    from breakeven.predict import predict as run_predict
+
+    _emit(run_predict(**inputs), as_json, "prediction_text")
 
 
 @cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
-@_acceptance_by_k_options
-@click.option(
-    "--cost-ratio",
-    "cost_ratio",
-    type=float,
-    metavar="C",
-    help="Leviathan's c: draft step / target step, verify = one target step.",
-)
-@click.option(
-    "--baseline",
-    "baseline_tok_s",
-    type=float,
-    metavar="TOK_S",
-    help="Per-sequence decode rate without speculation [tok/s].",
-)
-@click.option(
-    "--step-ms",
-    "step_ms",
-    type=float,
-    metavar="MS",
-    help=f"Baseline decode step, instead of --baseline {_MS}.",
-)
-@click.option(
-    "--verify-ms",
-    "verify_ms",
-    type=float,
-    metavar="MS",
-    help=f"Verify forward, the same at every k {_MS}.",
-)
-@click.option(
-    "--verify-curve",
-    "verify_curve",
-    type=click.Path(dir_okay=False),
-    metavar="CSV",
-    help="Forward time against tokens per forward: columns tokens,ms. "
-    "Its 1-token time is the step unless a baseline is given.",
-)
-@_FIT
-@click.option(
-    "--draft-step-ms",
-    "draft_step_ms",
-    type=float,
-    metavar="MS",
-    help=f"One draft step; drafting costs k of them per cycle {_MS}.",
-)
-@click.option(
-    "--draft-ms",
-    "draft_ms",
-    type=float,
-    metavar="MS",
-    help=f"Drafting per cycle that does not grow with k {_MS}.",
-)
-@click.option(
-    "--overhead-ms", "overhead_ms", type=float, metavar="MS", help=f"Other per-cycle cost {_MS}."
-)
-@click.option(
-    "--batch",
-    "batch",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Sequences decoded together (with --verify-curve).",
-)
-@click.option(
-    "--max-k", "k_max", type=int, default=16, show_default=True, help="Largest k considered."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@_alpha
+@_per_position
+@_accept_len_by_k
+@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+              help="Leviathan's c: draft step / target step, verify = one target step.")
+@_baseline
+@_step
+@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+              help=f"Verify forward, the same at every k {_MS}.")
+@click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False), metavar="CSV",
+              help="Forward time against tokens per forward: columns tokens,ms. "
+              "Its time at `batch` tokens is the step unless a baseline is given.")
+@_fit
+@_draft_step
+@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+              help=f"Drafting per cycle that does not grow with k {_MS}.")
+@_overhead
+@click.option("--batch", "batch", type=int, default=1, show_default=True,
+              help="Sequences decoded together (with --verify-curve).")
+@_max_k
+@_json
 def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs: Any) -> None:
     """The number of draft tokens k with the highest speedup.
 
@@ -342,64 +239,30 @@ def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs:
     from breakeven.optimize import optimize as run_optimize
 
     curve = _read_curve(verify_curve, fit, "--verify-curve")
-    result = run_optimize(verify_curve=curve, **inputs)
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
-    else:
-        from breakeven.formatting import optimize_text
-
-        click.echo(optimize_text(result), nl=False)
+    _emit(run_optimize(verify_curve=curve, **inputs), as_json, "optimize_text")
 
 
-@cli.command(epilog=_definitions(["speedup_by_batch", "breakeven_batch", "max_batch",
-                                  "best_k_by_batch"]))  # fmt: skip
+_BATCH_KEYS = ["speedup_by_batch", "breakeven_batch", "max_batch", "best_k_by_batch"]
+
+
+@cli.command(epilog=_definitions(_BATCH_KEYS))
 @click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
-              required=True,
-              help="Forward time against total tokens per forward (batch x tokens per "
-              "sequence): columns tokens,ms.")  # fmt: skip
-@_FIT
-@click.option(
-    "--accept-len",
-    "accept_len",
-    type=float,
-    metavar="TAU",
-    help="Mean tokens per cycle at -k, bonus token included [tokens/cycle].",
-)
-@click.option("-k", "--draft-tokens", "k", type=int, metavar="K", help="Draft tokens per cycle.")
-@_acceptance_by_k_options
-@click.option(
-    "--max-k",
-    "k_max",
-    type=int,
-    default=16,
-    show_default=True,
-    help="Largest k considered with acceptance at several k.",
-)
-@click.option(
-    "--draft-ms",
-    "draft_ms",
-    type=float,
-    metavar="MS",
-    help=f"Drafting per cycle, the same at every batch {_MS}.",
-)
-@click.option(
-    "--draft-step-ms",
-    "draft_step_ms",
-    type=float,
-    metavar="MS",
-    help=f"One draft step; drafting costs k of them per cycle {_MS}.",
-)
-@click.option(
-    "--overhead-ms", "overhead_ms", type=float, metavar="MS", help=f"Other per-cycle cost {_MS}."
-)
-@click.option(
-    "--max-batch",
-    "max_batch",
-    type=int,
-    metavar="N",
-    help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+              required=True, help="Forward time against total tokens per forward "
+              "(batch x tokens per sequence): columns tokens,ms.")
+@_fit
+@_accept_len
+@_k
+@_alpha
+@_per_position
+@_accept_len_by_k
+@_max_k
+@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+              help=f"Drafting per cycle, the same at every batch {_MS}.")
+@_draft_step
+@_overhead
+@click.option("--max-batch", "max_batch", type=int, metavar="N",
+              help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).")
+@_json
 def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
 
@@ -408,75 +271,35 @@ def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> Non
     k (--alpha, --per-position, --accept-len-by-k) for the best k at every batch.
 
     \b
-      breakeven batch --cost-curve data/forward_curve.csv --accept-len 2.1 -k 3
+      breakeven batch --cost-curve data/llama3_8b_decode_curve.csv --accept-len 2.1 -k 3
     """
     from breakeven.optimize import batch_sweep
 
     curve = _read_curve(cost_curve, fit, "--cost-curve")
-    result = batch_sweep(curve, **inputs)
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
-    else:
-        from breakeven.formatting import batch_text
-
-        click.echo(batch_text(result), nl=False)
+    _emit(batch_sweep(curve, **inputs), as_json, "batch_text")
 
 
-@cli.command(epilog=_definitions(["active_experts", "routed_experts", "step_active_experts",
-                                  "forward_bytes", "step_bytes", "verify_step_ratio"]))  # fmt: skip
-@click.option(
-    "--experts",
-    "experts",
-    type=int,
-    required=True,
-    metavar="E",
-    help="Routed experts per MoE layer.",
-)
-@click.option(
-    "--top-k", "top_k", type=int, required=True, metavar="K", help="Routed experts per token."
-)
-@click.option(
-    "--tokens",
-    "tokens",
-    type=float,
-    required=True,
-    metavar="T",
-    help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.",
-)
-@click.option(
-    "--shared",
-    "shared",
-    type=int,
-    default=0,
-    show_default=True,
-    metavar="S",
-    help="Shared experts every token uses.",
-)
-@click.option(
-    "--overlap",
-    "overlap",
-    type=float,
-    default=1.0,
-    show_default=True,
-    metavar="F",
-    help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
-    "fewer distinct experts.",
-)
-@click.option(
-    "--dense-bytes",
-    "dense_bytes",
-    type=float,
-    metavar="BYTES",
-    help="Weights every forward reads: attention, embeddings (not the experts).",
-)
-@click.option(
-    "--expert-bytes",
-    "expert_bytes",
-    type=float,
-    metavar="BYTES",
-    help="One expert's weights, across all MoE layers.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+_MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",
+             "step_bytes", "verify_step_ratio"]
+
+
+@cli.command(epilog=_definitions(_MOE_KEYS))
+@click.option("--experts", "experts", type=int, required=True, metavar="E",
+              help="Routed experts per MoE layer.")
+@click.option("--top-k", "top_k", type=int, required=True, metavar="K",
+              help="Routed experts per token.")
+@click.option("--tokens", "tokens", type=float, required=True, metavar="T",
+              help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.")
+@click.option("--shared", "shared", type=int, default=0, show_default=True, metavar="S",
+              help="Shared experts every token uses.")
+@click.option("--overlap", "overlap", type=float, default=1.0, show_default=True, metavar="F",
+              help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
+              "fewer distinct experts.")
+@click.option("--dense-bytes", "dense_bytes", type=float, metavar="BYTES",
+              help="Weights every forward reads: attention, embeddings (not the experts).")
+@click.option("--expert-bytes", "expert_bytes", type=float, metavar="BYTES",
+              help="One expert's weights, across all MoE layers.")
+@_json
 def moe(as_json: bool, **inputs: Any) -> None:
     """Experts a Mixture-of-Experts forward loads, and its cost against a one-token step.
 
@@ -488,13 +311,10 @@ def moe(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.optimize import moe_summary
 
-    summary = moe_summary(**inputs)
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, allow_nan=False))
-    else:
-        from breakeven.formatting import moe_text
+    _emit(moe_summary(**inputs), as_json, "moe_text")
 
-        click.echo(moe_text(summary), nl=False)
+
+# fmt: on
 
 
 def main(argv: list[str] | None = None) -> None:

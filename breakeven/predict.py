@@ -86,6 +86,7 @@ def _conflict(first: str, second: str) -> BreakevenError:
 
 
 def _check_conflicts(**inputs: Any) -> None:
+    """Raise for two inputs that describe the same thing."""
     exclusive = [
         ("baseline_tok_s", ("step_ms",)),
         ("cycle_ms", ("verify_ms", "draft_ms", "overhead_ms")),
@@ -152,26 +153,15 @@ def predict(
     BreakevenError
         For an invalid or conflicting input, or when nothing can be computed.
     """
-    _check_conflicts(
-        baseline_tok_s=baseline_tok_s,
-        step_ms=step_ms,
-        verify_ms=verify_ms,
-        draft_ms=draft_ms,
-        overhead_ms=overhead_ms,
-        cycle_ms=cycle_ms,
-        cost_ratio=cost_ratio,
-        accept_len=accept_len,
-        alpha=alpha,
-        per_position=per_position,
-    )
-    scalars = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
-                   draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
-                   accept_len=accept_len, alpha=alpha, k=k, cost_ratio=cost_ratio,
-                   target_speedup=target_speedup)  # fmt: skip
-    for name, value in scalars.items():
+    given = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
+                 draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
+                 cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, k=k,
+                 target_speedup=target_speedup)  # fmt: skip
+    for name, value in given.items():
         if _xp.namespace(value) is not _xp.SCALAR:
             raise invalid_value(name, type(value).__name__, "a number (predict takes one "
                                 "case; the functions of breakeven.model take arrays)")  # fmt: skip
+    _check_conflicts(**given, per_position=per_position)
     cycle_measured = cycle_ms is not None
     xp = _xp.SCALAR
     target = _xp.positive(xp, "target_speedup", target_speedup, "x")
@@ -259,18 +249,9 @@ def predict(
                     accept_len, step_ms, verify_ms, overhead_ms or 0.0, target
                 )
 
-    inputs = dict(
-        baseline_tok_s=baseline_tok_s,
-        step_ms=step_ms,
-        verify_ms=verify_ms,
-        draft_ms=draft_ms,
-        overhead_ms=overhead_ms,
-        cycle_ms=cycle_ms,
-        cost_ratio=cost_ratio,
-        accept_len=accept_len,
-        alpha=alpha,
-        k=k,
-    )
+    resolved = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
+                    draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
+                    cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, k=k)  # fmt: skip
     # Something is derived when a baseline converts, costs add up, or acceptance converts.
     derived = out or baseline_tok_s is not None or verify_ms is not None or alpha is not None
     if not derived:
@@ -285,4 +266,4 @@ def predict(
             "alpha",
             "k",
         )
-    return Prediction(**inputs, target_speedup=target, **out)
+    return Prediction(**resolved, target_speedup=target, **out)
