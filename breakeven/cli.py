@@ -314,6 +314,65 @@ def moe(as_json: bool, **inputs: Any) -> None:
     _emit(moe_summary(**inputs), as_json, "moe_text")
 
 
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "format", type=click.Choice(
+    ["auto", "log", "bench_table", "vllm_bench_serve", "sglang_bench_serving", "sglang_bench_one_batch",
+     "prometheus"]), default="auto", show_default=True,
+    help="Read every file as this format instead of detecting it from the content.")
+@click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
+              help="A /metrics scrape taken before the run: report the change since it.")
+@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=int, metavar="K",
+              help="k, for formats that do not print it (SGLang Decode batch, early vLLM V1).")
+@click.option("--label", help="Label for every record (e.g. baseline, eagle3-k3).")
+@click.option("--run-id", "run_id", help="Run id for every record.")
+@click.option("--model", help="Target model, where the file does not name it.")
+@click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
+@click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
+@click.option("--env", "env", metavar="'K=V K=V'",
+              help="The run's environment fingerprint: NCCL_*/CUDA_* variables, server flags.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
+              help="Write the records as a measurements CSV (atomically).")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@_json
+def ingest(files: tuple[str, ...], format: str, before: str | None,
+           num_spec_tokens: int | None, out: str | None, force: bool, as_json: bool,
+           **stamp: Any) -> None:
+    """Read engine logs, benchmark results and /metrics scrapes into measurements.
+
+    Detects each file's format from its content: vLLM SpecDecoding/Speculative
+    metrics and throughput lines, SGLang Decode batch lines, vllm bench serve
+    JSON, SGLang bench_serving and bench_one_batch JSONL, Prometheus text.
+    Every acceptance figure becomes accept_len with the bonus token included.
+    A line that looks like a known format but does not parse is reported with
+    its line number (exit code 2); unrelated lines are ignored.
+
+    \b
+      breakeven ingest server.log --label eagle3-k3 --out runs.csv
+      breakeven ingest after.prom --before before.prom --json
+    """
+    from breakeven.iotools.ingest import ingest as run_ingest
+
+    result = run_ingest(list(files), format=format, before=before,
+                        num_spec_tokens=num_spec_tokens, stamp=stamp)
+    if out is not None:
+        from breakeven.iotools.measurements import write_measurements
+
+        write_measurements(result.records, out, force=force)
+    if as_json:
+        click.echo(json.dumps(result.records, indent=2, allow_nan=False))
+    elif out is None:
+        from breakeven.formatting import ingest_text
+
+        click.echo(ingest_text(result.records), nl=False)
+    else:
+        click.echo(f"Wrote {len(result.records)} records to {out}.", err=True)
+    for problem in result.problems:
+        click.echo(f"Problem: {problem}", err=True)
+    if result.problems:
+        raise InputError(f"{len(result.problems)} problem(s) reading the input; each is "
+                         "named above with its file and line")
 # fmt: on
 
 

@@ -1,0 +1,215 @@
+"""Read whatever engines and benchmark tools printed, into records of the measurement schema.
+
+The format is detected from a file's content, never its name:
+
+- JSON or JSON Lines: a benchmark result (``vllm bench serve``, SGLang
+  ``bench_serving`` or ``bench_one_batch``), told apart by its keys;
+- Prometheus text (``# TYPE vllm:...``, ``sglang:...`` samples);
+- anything else: an engine log, scanned for vLLM and SGLang metric lines.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from breakeven.iotools import bench, prometheus
+from breakeven.iotools.logs import LOG_FORMATS, Problem, scan_log
+
+LOG = "log"
+BENCH_TABLE = "bench_table"
+FORMATS = ("auto", LOG, BENCH_TABLE, *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
+MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
+
+# Keys every ingest record carries (the schema's, then the engine's own figures).
+RECORD_KEYS = (
+    "format", "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
+    "num_spec_tokens", "spec_method", "tok_s", "aggregate_tok_s", "accept_len",
+    "acceptance_rate", "step_ms", "verify_ms", "draft_ms", "cycle_ms", "env", "source",
+    "origin", "gen_tok_s", "running_reqs", "accepted_tokens", "draft_tokens", "num_drafts",
+    "per_position", "tpot_ms", "itl_ms",
+)  # fmt: skip
+
+
+@dataclass
+class IngestResult:
+    """Records read from one or more files, and the problems met on the way."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def to_frame(self) -> Any:
+        """The records as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records)
+
+
+def detect_format(path: str) -> str:
+    """'log', 'prometheus' or 'json', from the first 64 KiB of the file."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    text = head.lstrip()
+    if text[:1] in (b"{", b"["):
+        return "json"
+    if bench.TABLE_MARKER.encode() in head:
+        return BENCH_TABLE
+    if prometheus.looks_like_prometheus(head.decode("utf-8", errors="replace")):
+        return prometheus.PROMETHEUS
+    return LOG
+
+
+def _read_text(path: str, result: IngestResult) -> str | None:
+    size = os.path.getsize(path)
+    if size > MAX_DOCUMENT_BYTES:
+        result.problems.append(Problem(path, None, f"is {size >> 20} MiB; a JSON or metrics file "
+                                       f"may hold at most {MAX_DOCUMENT_BYTES >> 20} MiB"))  # fmt: skip
+        return None
+    with open(path, "rb") as f:
+        raw = f.read()
+    if b"\0" in raw:
+        line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
+        result.problems.append(Problem(path, line, "binary data (a NUL byte); expected text"))
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        result.problems.append(Problem(path, line, f"not UTF-8 text ({e.reason})"))
+        return None
+
+
+def _ingest_json(path: str, forced: str | None, result: IngestResult) -> None:
+    text = _read_text(path, result)
+    if text is None:
+        return
+    try:
+        documents = bench.parse_json_document(text)
+    except ValueError as e:
+        result.problems.append(Problem(path, None, f"not JSON or JSON Lines: {e}"))
+        return
+    for line, obj in documents:
+        fmt = forced or (bench.bench_format(obj) if isinstance(obj, dict) else None)
+        if fmt is None:
+            keys = ", ".join(sorted(obj)[:8]) if isinstance(obj, dict) else type(obj).__name__
+            result.problems.append(Problem(path, line, f"a JSON value of no known benchmark "
+                                           f"format (keys: {keys})"))  # fmt: skip
+            continue
+        try:
+            result.records.append(bench.read_result(obj, fmt, f"{path}:{line}"))
+        except bench.FormatError as e:
+            result.problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
+
+
+def ingest(
+    paths: list[str | os.PathLike[str]],
+    *,
+    format: str = "auto",
+    before: str | os.PathLike[str] | None = None,
+    num_spec_tokens: int | None = None,
+    stamp: dict[str, Any] | None = None,
+) -> IngestResult:
+    """Records from engine logs, benchmark results and metrics scrapes.
+
+    Parameters
+    ----------
+    paths : list of path
+        Files to read; each one's format is detected unless ``format`` says.
+    format : str
+        'auto' or one of :data:`FORMATS`.
+    before : path, optional
+        A Prometheus scrape taken before the run: records are the difference.
+    num_spec_tokens : int, optional
+        k, for formats that do not print it.
+    stamp : dict, optional
+        Values for every record (``label``, ``run_id``, ``model``,
+        ``hardware``, ``env``, ``spec_method``) where the file gives none.
+
+    Returns
+    -------
+    IngestResult
+        Problems name the file and line; unrelated lines are ignored.
+    """
+    result = IngestResult()
+    for p in paths:
+        path = os.fspath(p)
+        try:
+            if os.path.getsize(path) == 0:
+                result.problems.append(Problem(path, None, "is empty"))
+                continue
+            kind = detect_format(path) if format == "auto" else format
+            found_before = len(result.records)
+            if kind in ("json", *bench.BENCH_FORMATS):
+                _ingest_json(path, None if kind == "json" else kind, result)
+            elif kind == BENCH_TABLE:
+                _ingest_tables(path, result)
+            elif kind == prometheus.PROMETHEUS:
+                _ingest_prometheus(path, before, num_spec_tokens, result)
+            else:
+                scan = scan_log(path, num_spec_tokens)
+                result.records += scan.records
+                result.problems += scan.problems
+            if len(result.records) == found_before and not any(
+                q.path == path for q in result.problems
+            ):
+                result.problems.append(Problem(path, None, "holds nothing breakeven reads: no "
+                                               f"{', '.join(LOG_FORMATS)} lines, benchmark "
+                                               "results or engine metrics"))  # fmt: skip
+        except OSError as e:
+            result.problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
+    for i, record in enumerate(result.records):
+        result.records[i] = _complete(record, stamp or {})
+    return result
+
+
+def _ingest_tables(path: str, result: IngestResult) -> None:
+    text = _read_text(path, result)
+    if text is None:
+        return
+    for line, obj in bench.parse_result_tables(text):
+        fmt = bench.bench_format(obj)
+        if fmt is None:
+            result.problems.append(Problem(path, line, "a benchmark result table without "
+                                           "output throughput and TPOT rows"))  # fmt: skip
+            continue
+        try:
+            record = bench.read_result(obj, fmt, f"{path}:{line}")
+        except bench.FormatError as e:
+            result.problems.append(Problem(path, line, f"result table does not parse: {e}"))
+            continue
+        record["format"] = fmt + "_table"
+        result.records.append(record)
+
+
+def _ingest_prometheus(path: str, before: Any, k: int | None, result: IngestResult) -> None:
+    text = _read_text(path, result)
+    previous = None
+    if before is not None:
+        previous = _read_text(os.fspath(before), result)
+        if previous is None:
+            return
+    if text is None:
+        return
+    try:
+        result.records += prometheus.read_metrics(text, previous, source=path, num_spec_tokens=k)
+    except ImportError as e:
+        result.problems.append(Problem(path, None, str(e)))
+    except ValueError as e:
+        result.problems.append(Problem(path, None, f"not Prometheus text: {e}"))
+
+
+def _complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
+    """Every record key present, missing values as None, user-given metadata filled in."""
+    out = {key: record.get(key) for key in RECORD_KEYS}
+    out.update({k: v for k, v in record.items() if k not in out})
+    for key, value in stamp.items():
+        if value is not None and out.get(key) in (None, ""):
+            out[key] = value
+    for key, value in out.items():
+        if isinstance(value, float) and math.isnan(value):
+            out[key] = None
+    if out.get("num_spec_tokens") is not None:
+        out["num_spec_tokens"] = int(out["num_spec_tokens"])
+    return out

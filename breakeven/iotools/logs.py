@@ -1,0 +1,427 @@
+"""Engine logs: vLLM's spec-decode and throughput lines, SGLang's ``Decode batch`` lines.
+
+Formats (see the README's "Engine formats" and each engine's source):
+
+- vLLM V1 ``SpecDecoding metrics:`` (``vllm/v1/spec_decode/metrics.py``), per
+  logging interval, in every version seen: ``Draft acceptance rate``,
+  ``Mean acceptance length``, ``Accepted``/``Drafted`` tokens and throughput,
+  ``Per-position acceptance rate``, ``Avg Draft acceptance rate``; and the
+  early-2025 ``Speculative metrics: Draft acceptance rate: ..., Number of
+  accepted tokens: ..., Number of draft tokens: ...`` without "System efficiency".
+- vLLM V0 ``Speculative metrics:`` (``vllm/engine/metrics.py``), counters
+  cumulative since server start: emitted as per-interval differences, with
+  ``accept_len = emitted / (draft_tokens / k)``.
+- vLLM's ``Avg prompt throughput: ..., Avg generation throughput: ...`` line,
+  merged into the spec-decode record printed beside it (same timestamp).
+- SGLang's scheduler ``Decode batch`` lines, ``.`` or ``,`` after "batch", with
+  or without ``accept len``; the first window after idle is flagged, since its
+  ``gen throughput`` spans the idle time.
+
+Lines are found by a few fixed markers, scanned in large binary blocks (no
+regular expression, so no input can make matching slow), and only marked lines
+are decoded and split into ``key: value`` fields.  Lines starting with ``#``
+are comments (a fixture's note on its source), never records.  A marked line that does not
+parse is a problem reported with its line number, never silently dropped.
+Memory stays bounded: blocks of :data:`BLOCK_BYTES`, lines of at most
+:data:`MAX_LINE_BYTES`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+BLOCK_BYTES = 8 << 20
+MAX_LINE_BYTES = 1 << 20
+
+VLLM_V1 = "vllm_v1"
+VLLM_V0 = "vllm_v0"
+VLLM_THROUGHPUT = "vllm_throughput"
+SGLANG_DECODE = "sglang_decode"
+LOG_FORMATS = (VLLM_V1, VLLM_V0, VLLM_THROUGHPUT, SGLANG_DECODE)
+
+# Marker -> what a line holding it is.  Order matters only for lines holding two.
+_MARKERS = (
+    (b"SpecDecoding metrics:", VLLM_V1),
+    (b"Speculative metrics:", VLLM_V0),  # V0, or V1's first format: told apart by fields
+    (b"Avg generation throughput:", VLLM_THROUGHPUT),
+    (b"Decode batch", SGLANG_DECODE),
+    (b"Prefill batch", "sglang_prefill"),
+)
+
+
+@dataclass
+class Problem:
+    """A line or file breakeven could not read."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}, line {self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+
+class LineError(ValueError):
+    """A marked line that does not parse."""
+
+
+@dataclass
+class LogScan:
+    """What one log holds: the records, the problems, and how many lines were read."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    lines: int = 0
+    marked: int = 0
+
+
+def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int, str, bytes]]:
+    """Yield ``(line_number, kind, line_bytes)`` for every marked line of ``path``.
+
+    Problems (binary data, over-long lines) go to ``problems``; binary data
+    ends the scan of the file.
+    """
+    carry = b""
+    line_no = 1  # number of the first line in ``carry + block``
+    skipping = False  # inside an over-long line, until its newline
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(BLOCK_BYTES)
+            if not block:
+                break
+            if skipping:
+                cut = block.find(b"\n")
+                if cut < 0:
+                    continue
+                block = block[cut + 1 :]
+                line_no += 1
+                skipping = False
+            data = carry + block
+            end = data.rfind(b"\n") + 1  # complete lines end here
+            if end == 0:
+                if len(data) > MAX_LINE_BYTES:
+                    problems.append(
+                        Problem(
+                            path,
+                            line_no,
+                            f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped",
+                        )
+                    )
+                    carry, skipping = b"", True
+                else:
+                    carry = data
+                continue
+            carry = data[end:]
+            if len(carry) > MAX_LINE_BYTES:
+                problems.append(Problem(path, line_no + data.count(b"\n", 0, end),
+                                        f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"))  # fmt: skip
+                carry, skipping = b"", True
+            complete = data[:end]
+            nul = complete.find(b"\0")
+            if nul >= 0:
+                at = line_no + complete.count(b"\n", 0, nul)
+                hint = (
+                    " (UTF-16? save the log as UTF-8)"
+                    if complete[:2] in (b"\xff\xfe", b"\xfe\xff")
+                    else ""
+                )
+                problems.append(
+                    Problem(
+                        path,
+                        at,
+                        f"binary data (a NUL byte){hint}; expected a text log; stopped reading",
+                    )
+                )
+                return
+            yield from _marked_in(complete, line_no, path, problems)
+            line_no += complete.count(b"\n")
+        if carry and not skipping:
+            if b"\0" in carry:
+                problems.append(
+                    Problem(path, line_no, "binary data (a NUL byte); expected a text log")
+                )
+                return
+            yield from _marked_in(carry + b"\n", line_no, path, problems)
+
+
+def _marked_in(
+    data: bytes, first_line: int, path: str, problems: list[Problem]
+) -> Iterator[tuple[int, str, bytes]]:
+    """The marked lines of ``data`` (complete lines), in order."""
+    hits: dict[int, str] = {}
+    for marker, kind in _MARKERS:
+        pos = data.find(marker)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            hits.setdefault(start, kind)
+            nxt = data.find(b"\n", pos)
+            pos = data.find(marker, nxt + 1) if nxt >= 0 else -1
+    line_no, counted_to = first_line, 0
+    for start in sorted(hits):
+        line_no += data.count(b"\n", counted_to, start)
+        counted_to = start
+        stop = data.find(b"\n", start)
+        line = data[start:stop].rstrip(b"\r")
+        if not line.lstrip().startswith(b"#"):  # a comment, e.g. a fixture's source note
+            yield line_no, hits[start], line
+
+
+def _fields(text: str) -> dict[str, str]:
+    """``key: value, key: value`` into a dict; a piece without ': ' continues the last value."""
+    out: dict[str, str] = {}
+    last = None
+    for piece in text.split(", "):
+        key, sep, value = piece.partition(": ")
+        if sep:
+            last = key.strip().lower()
+            out[last] = value.strip()
+        elif last is not None and piece.strip():
+            out[last] += ", " + piece.strip()
+    return out
+
+
+def _number(fields: dict[str, str], key: str) -> float:
+    """The leading number of a field ('38.8%' -> 38.8, '150 tokens' -> 150); NaN if absent."""
+    text = fields.get(key)
+    if text is None:
+        return math.nan
+    head = text.split(" ", 1)[0].rstrip("%.").rstrip(",")
+    try:
+        return float(head)
+    except ValueError:
+        raise LineError(f"{key} is {text!r}, expected a number") from None
+
+
+def _rates(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise LineError(f"per-position acceptance rate is {text!r}, expected numbers") from None
+
+
+def _timestamp(prefix: str) -> str:
+    """The time a line was printed, from vLLM's or SGLang's prefix ('' if none)."""
+    if prefix.startswith("[") and "]" in prefix:  # SGLang: [2026-02-26 16:41:43 TP0]
+        parts = prefix[1 : prefix.index("]")].split()
+        return "T".join(parts[:2]) if len(parts) >= 2 and parts[0][:1].isdigit() else ""
+    words = prefix.split()  # vLLM: (APIServer pid=1) INFO 05-01 14:24:50 [metrics.py:101]
+    for i, w in enumerate(words[:-1]):
+        if w in ("INFO", "WARNING", "DEBUG") and len(words) > i + 2:
+            return f"{words[i + 1]} {words[i + 2]}"
+    return ""
+
+
+def _record(fmt: str, engine: str, path: str, line: int, stamp: str) -> dict[str, Any]:
+    return {"format": fmt, "engine": engine, "timestamp": stamp, "source": f"{path}:{line}",
+            "origin": "server"}  # fmt: skip
+
+
+class _LogReader:
+    """Turns marked lines into records, keeping the state some formats need."""
+
+    def __init__(self, path: str, num_spec_tokens: int | None) -> None:
+        self.path = path
+        self.k = num_spec_tokens
+        self.v0_last: dict[str, float] | None = None
+        self.pending: dict[str, Any] | None = (
+            None  # a vLLM throughput record awaiting its spec line
+        )
+        self.sglang_idle = True  # no decode window yet, or new requests after an empty batch
+        self.spec_lines = 0
+
+    def feed(self, line_no: int, kind: str, raw: bytes) -> list[dict[str, Any]]:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LineError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+        out: list[dict[str, Any]] = []
+        if kind == VLLM_THROUGHPUT:
+            out += self.flush()
+            self.pending = self._throughput(text, line_no)
+        elif kind in (VLLM_V1, VLLM_V0):
+            record = self._vllm_spec(kind, text, line_no)
+            self.spec_lines += 1
+            if self.pending is not None and self.pending["timestamp"] == record["timestamp"]:
+                merged = {**record, **{k: v for k, v in self.pending.items()
+                                       if k in ("gen_tok_s", "prompt_tok_s", "running_reqs",
+                                                "queue_reqs")}}  # fmt: skip
+                self.pending = None
+                record = merged
+            else:
+                out += self.flush()
+            _per_sequence(record)
+            out.append(record)
+        elif kind == SGLANG_DECODE:
+            out += self.flush()
+            out.append(self._sglang_decode(text, line_no))
+        else:  # a SGLang prefill line: new requests after an empty batch mean idle time
+            fields = _fields(text.split("Prefill batch", 1)[1].lstrip(".,"))
+            if _number(fields, "#running-req") == 0:
+                self.sglang_idle = True
+        return out
+
+    def flush(self) -> list[dict[str, Any]]:
+        if self.pending is None:
+            return []
+        record, self.pending = self.pending, None
+        _per_sequence(record)
+        return [record]
+
+    def _throughput(self, text: str, line_no: int) -> dict[str, Any]:
+        prefix, _, rest = text.partition("Avg prompt throughput:")
+        if not rest:
+            raise LineError("no 'Avg prompt throughput:' before the generation throughput")
+        fields = _fields("avg prompt throughput: " + rest.rstrip("."))
+        record = _record(VLLM_THROUGHPUT, "vllm", self.path, line_no, _timestamp(prefix))
+        record["prompt_tok_s"] = _number(fields, "avg prompt throughput")
+        record["gen_tok_s"] = _number(fields, "avg generation throughput")
+        record["running_reqs"] = _number(fields, "running")
+        record["queue_reqs"] = _number(fields, "waiting" if "waiting" in fields else "pending")
+        if math.isnan(record["gen_tok_s"]) or math.isnan(record["running_reqs"]):
+            raise LineError("expected 'Avg generation throughput' and 'Running' fields")
+        return record
+
+    def _vllm_spec(self, kind: str, text: str, line_no: int) -> dict[str, Any]:
+        marker = "SpecDecoding metrics:" if kind == VLLM_V1 else "Speculative metrics:"
+        prefix, _, rest = text.partition(marker)
+        fields = _fields(rest.strip().rstrip(",").rstrip("."))
+        stamp = _timestamp(prefix)
+        if kind == VLLM_V0 and not any(k.startswith("number of emitted") for k in fields):
+            # V1's first format: per-interval counts, and no emitted tokens.
+            return self._v1(fields, line_no, stamp, first_format=True)
+        return (
+            self._v1(fields, line_no, stamp)
+            if kind == VLLM_V1
+            else self._v0(fields, line_no, stamp)
+        )
+
+    def _v1(
+        self, fields: dict[str, str], line_no: int, stamp: str, first_format: bool = False
+    ) -> dict[str, Any]:
+        record = _record(VLLM_V1, "vllm", self.path, line_no, stamp)
+        accepted = _number(fields, "number of accepted tokens" if first_format else "accepted")
+        drafted = _number(fields, "number of draft tokens" if first_format else "drafted")
+        if math.isnan(accepted) or math.isnan(drafted):
+            raise LineError("expected accepted and drafted token counts")
+        per_position = (
+            _rates(fields["per-position acceptance rate"])
+            if "per-position acceptance rate" in fields
+            else None
+        )
+        k = len(per_position) if per_position else self.k
+        printed_tau = _number(fields, "mean acceptance length")
+        record.update(accepted_tokens=accepted, draft_tokens=drafted, num_spec_tokens=k,
+                      per_position=per_position)  # fmt: skip
+        if k:
+            drafts = drafted / k
+            record["num_drafts"] = drafts
+            record["accept_len"] = 1 + accepted / drafts if drafts > 0 else math.nan
+        else:
+            record["accept_len"] = printed_tau
+        if drafted > 0:
+            record["acceptance_rate"] = accepted / drafted
+        return record
+
+    def _v0(self, fields: dict[str, str], line_no: int, stamp: str) -> dict[str, Any]:
+        def count(name: str) -> float:
+            for key in (name, name.replace(" tokens", " tokens tokens")):
+                if key in fields:
+                    return _number(fields, key)
+            raise LineError(f"no '{name}' field")
+
+        now = {
+            "k": count("number of speculative tokens"),
+            "accepted": count("number of accepted tokens"),
+            "drafted": count("number of draft tokens"),
+            "emitted": count("number of emitted tokens"),
+        }
+        last = self.v0_last
+        restarted = last is not None and any(
+            now[c] < last[c] for c in ("accepted", "drafted", "emitted")
+        )
+        base = (
+            {"accepted": 0.0, "drafted": 0.0, "emitted": 0.0} if last is None or restarted else last
+        )
+        self.v0_last = now
+        d = {c: now[c] - base[c] for c in ("accepted", "drafted", "emitted")}
+        k = int(now["k"])
+        record = _record(VLLM_V0, "vllm", self.path, line_no, stamp)
+        record.update(num_spec_tokens=k, accepted_tokens=d["accepted"], draft_tokens=d["drafted"],
+                      emitted_tokens=d["emitted"])  # fmt: skip
+        if last is None or restarted:
+            record["note"] = "counters since server start (first line, or after a restart)"
+        if k and d["drafted"] > 0:
+            drafts = d["drafted"] / k
+            record["num_drafts"] = drafts
+            record["accept_len"] = d["emitted"] / drafts
+            record["acceptance_rate"] = (record["accept_len"] - 1) / k
+        return record
+
+    def _sglang_decode(self, text: str, line_no: int) -> dict[str, Any]:
+        prefix, _, rest = text.partition("Decode batch")
+        rest = rest.lstrip(".,").strip()
+        if rest.startswith("["):  # an iteration number: Decode batch [123],
+            rest = rest.split("]", 1)[-1].lstrip(".,").strip()
+        fields = _fields(rest.rstrip().rstrip(","))
+        record = _record(SGLANG_DECODE, "sglang", self.path, line_no, _timestamp(prefix))
+        record["running_reqs"] = _number(fields, "#running-req")
+        record["queue_reqs"] = _number(fields, "#queue-req")
+        record["gen_tok_s"] = _number(fields, "gen throughput (token/s)")
+        record["tokens_in_use"] = _number(fields, "#token")
+        if math.isnan(record["running_reqs"]) or math.isnan(record["gen_tok_s"]):
+            raise LineError("expected '#running-req' and 'gen throughput (token/s)' fields")
+        tau = _number(fields, "accept len")
+        record["accept_len"] = tau
+        record["num_spec_tokens"] = self.k if not math.isnan(tau) else None
+        if not math.isnan(tau) and self.k:
+            record["acceptance_rate"] = (tau - 1) / self.k  # "accept rate" changed meaning
+        record["first_after_idle"] = self.sglang_idle
+        self.sglang_idle = False
+        _per_sequence(record)
+        return record
+
+
+def _per_sequence(record: dict[str, Any]) -> None:
+    """Schema columns from an engine line: aggregate and per-sequence decode rates."""
+    gen, running = record.get("gen_tok_s", math.nan), record.get("running_reqs", math.nan)
+    if record.get("first_after_idle"):
+        return  # its throughput spans the idle time before it: not a decode rate
+    if not math.isnan(gen) and running and running > 0:
+        record["aggregate_tok_s"] = gen
+        record["tok_s"] = gen / running
+        record["concurrency"] = running
+
+
+def scan_log(path: str | os.PathLike[str], num_spec_tokens: int | None = None) -> LogScan:
+    """Read an engine log: one record per spec-decode or throughput line, in file order.
+
+    Parameters
+    ----------
+    path : path
+        A vLLM or SGLang server log (any mix of lines; unrelated lines are ignored).
+    num_spec_tokens : int, optional
+        k, for formats that do not print it (SGLang ``Decode batch``, vLLM's
+        early V1 formats without per-position rates).
+
+    Returns
+    -------
+    LogScan
+        Records use the measurement schema's names plus ``format``,
+        ``gen_tok_s``, ``running_reqs``, token counts and ``per_position``.
+    """
+    path = os.fspath(path)
+    scan = LogScan()
+    reader = _LogReader(path, num_spec_tokens)
+    for line_no, kind, raw in iter_marked_lines(path, scan.problems):
+        scan.marked += 1
+        try:
+            scan.records += reader.feed(line_no, kind, raw)
+        except LineError as e:
+            scan.problems.append(Problem(path, line_no, f"{kind} line does not parse: {e}"))
+    scan.records += reader.flush()
+    return scan

@@ -1,0 +1,158 @@
+"""Measurements CSVs in breakeven's schema (:mod:`breakeven.schema`): read, and write atomically."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from breakeven.errors import BreakevenError
+from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES
+
+# Columns check cannot do without.
+REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_s")
+
+
+def _error(path: str, line: int | None, message: str) -> BreakevenError:
+    where = f"{path}, line {line}" if line is not None else path
+    return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell: empty for missing (None, NaN), never 0 for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return " ".join(_cell(v) for v in value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+
+
+def measurement_columns(records: Iterable[dict[str, Any]]) -> list[str]:
+    """The schema's columns, then every other key some record holds, in first-seen order."""
+    extra: dict[str, None] = {}
+    for r in records:
+        for key in r:
+            if key not in COLUMN_NAMES:
+                extra.setdefault(key, None)
+    return list(COLUMN_NAMES) + list(extra)
+
+
+def write_measurements(
+    records: list[dict[str, Any]], path: str | os.PathLike[str], *, force: bool = False
+) -> int:
+    """Write records as a measurements CSV; returns the number of rows.
+
+    The file is written to a temporary file beside ``path`` and renamed into
+    place, so a crash never leaves half a file.  An existing file is replaced
+    only with ``force``.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not force:
+        raise BreakevenError(
+            "{0}: " + f"{path!r} exists; give --force to replace it".replace("{", "{{"), "out"
+        )
+    columns = measurement_columns(records)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for r in records:
+        writer.writerow([_cell(r.get(c)) for c in columns])
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=".csv", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(buffer.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return len(records)
+
+
+def read_measurements(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
+    """Read a measurements CSV.
+
+    Lines starting with ``#`` before the header are comments.  Columns the
+    schema names as numbers must hold numbers or be empty.
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        One row per measurement, with a ``line`` column (the file line).
+    metadata : dict
+        ``path`` and ``comments``.
+
+    Raises
+    ------
+    BreakevenError
+        Naming the file and line: unreadable or empty file, missing required
+        column, a non-numeric value in a numeric column.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise _error(path, None, f"cannot read it ({e.strerror or e})") from None
+    if not head.strip():
+        raise _error(path, None, "is empty; expected a header line naming the schema's columns")
+    if b"\0" in head:
+        raise _error(path, None, "is binary, not a CSV text file")
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            comments = []
+            header_line = 0
+            for header_line, text in enumerate(f, start=1):  # noqa: B007
+                if text.startswith("#") or not text.strip():
+                    comments.append(text.lstrip("#").strip())
+                    continue
+                header = next(csv.reader([text]))
+                break
+            else:
+                raise _error(path, None, "holds only comments; expected a header line")
+    except UnicodeDecodeError as e:
+        raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    header = [h.strip() for h in header]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise _error(path, header_line, f"no {', '.join(missing)} column(s); expected the "
+                     "measurement schema's columns (README, 'Measurement schema')")  # fmt: skip
+
+    import pandas as pd
+
+    text_columns = [c for c in header if c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text"]
+    try:
+        data = pd.read_csv(path, skiprows=header_line - 1, dtype={c: str for c in text_columns},
+                           skip_blank_lines=False, keep_default_na=False,
+                           na_values=[""], encoding="utf-8")  # fmt: skip
+    except (pd.errors.ParserError, ValueError) as e:
+        raise _error(path, None, f"does not parse as CSV ({e})") from None
+    data.columns = [str(c).strip() for c in data.columns]
+    data["line"] = range(header_line + 1, header_line + 1 + len(data))
+    data = data.dropna(how="all", subset=[c for c in data.columns if c != "line"])
+    for column in data.columns:
+        spec = ALL_COLUMNS.get(column)
+        if spec is None or spec.kind == "text" or data[column].dtype.kind in "fiu":
+            continue
+        numbers = pd.to_numeric(data[column], errors="coerce")
+        bad = numbers.isna() & data[column].notna()
+        if bad.any():
+            row = data[bad].iloc[0]
+            raise _error(path, int(row["line"]),
+                         f"{column} is {row[column]!r}, expected a number [{spec.unit}] or empty")  # fmt: skip
+        data[column] = numbers
+    for column in COLUMN_NAMES:
+        if column not in data.columns:
+            data[column] = math.nan if ALL_COLUMNS[column].kind != "text" else None
+    return data, {"path": path, "comments": comments}

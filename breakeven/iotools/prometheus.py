@@ -1,0 +1,125 @@
+"""Prometheus text exposition from an engine's ``/metrics``: one scrape, or the difference of two.
+
+vLLM V1 counters (``_total``; labels ``model_name``, ``engine``):
+``vllm:spec_decode_num_drafts``, ``vllm:spec_decode_num_draft_tokens``,
+``vllm:spec_decode_num_accepted_tokens`` and ``..._per_pos`` (label
+``position``).  Over a run, the difference of a scrape after it and one
+before it gives ``accept_len = 1 + d(accepted) / d(drafts)``.  vLLM V0 had
+``..._num_emitted_tokens_total`` (``accept_len = emitted / (draft_tokens / k)``,
+k given by the user).  SGLang's gauges ``sglang:spec_accept_length``,
+``sglang:gen_throughput`` and ``sglang:num_running_reqs`` are read as they are.
+
+The exposition format is parsed by ``prometheus_client`` (the ``metrics``
+extra: ``pip install 'breakeven[metrics]'``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+PROMETHEUS = "prometheus"
+INSTALL_HINT = "reading Prometheus text needs prometheus_client: pip install 'breakeven[metrics]'"
+
+_V1 = "vllm:spec_decode_num_"
+
+
+def looks_like_prometheus(text: str) -> bool:
+    """Whether ``text`` holds engine metrics in the Prometheus text format."""
+    for line in text.splitlines()[:200]:
+        line = line.strip()
+        if line.startswith(("# TYPE vllm:", "# HELP vllm:", "# TYPE sglang:", "# HELP sglang:")):
+            return True
+        if line.startswith(("vllm:", "sglang:")) and " " in line:
+            return True
+    return False
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name.endswith("_created"):
+                continue
+            out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
+    return out
+
+
+def read_metrics(
+    after: str, before: str | None = None, *, source: str, num_spec_tokens: int | None = None
+) -> list[dict[str, Any]]:
+    """Records from one scrape (``after``), or from the change since ``before``.
+
+    One record per (model, engine) label set that reports spec-decode or
+    SGLang metrics.  Counters are differenced when ``before`` is given;
+    gauges are read from ``after``.
+
+    Raises
+    ------
+    ValueError
+        When the text does not parse as Prometheus exposition.
+    """
+    now = _samples(after)
+    then = _samples(before) if before is not None else {}
+    groups: dict[tuple[tuple[str, str], ...], dict[str, Any]] = defaultdict(dict)
+    for (name, labels), value in now.items():
+        if not name.startswith(("vllm:spec_decode", "sglang:", "vllm:generation_tokens")):
+            continue
+        base = dict(labels)
+        position = base.pop("position", None)
+        key = tuple(sorted(base.items()))
+        delta = value - then.get((name, labels), 0.0) if name.endswith("_total") else value
+        if position is not None:
+            groups[key].setdefault("per_pos", {})[int(position)] = delta
+        else:
+            groups[key][name] = delta
+
+    records = []
+    for labels, m in groups.items():
+        record: dict[str, Any] = {"format": PROMETHEUS, "source": source, "origin": "server"}
+        label = dict(labels)
+        record["model"] = label.get("model_name")
+        drafts = m.get(_V1 + "drafts_total", math.nan)
+        drafted = m.get(_V1 + "draft_tokens_total", math.nan)
+        accepted = m.get(_V1 + "accepted_tokens_total", math.nan)
+        emitted = m.get(_V1 + "emitted_tokens_total", math.nan)
+        if not math.isnan(drafts):  # vLLM V1
+            record["engine"] = "vllm"
+            per_pos = m.get("per_pos", {})
+            k = len(per_pos) or (round(drafted / drafts) if drafts else None)
+            record.update(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
+                          num_spec_tokens=k)  # fmt: skip
+            if drafts > 0:
+                record["accept_len"] = 1 + accepted / drafts
+                record["per_position"] = [per_pos[i] / drafts for i in sorted(per_pos)] or None
+            if drafted > 0:
+                record["acceptance_rate"] = accepted / drafted
+        elif not math.isnan(emitted):  # vLLM V0
+            record["engine"] = "vllm"
+            k = num_spec_tokens
+            record.update(draft_tokens=drafted, accepted_tokens=accepted, emitted_tokens=emitted,
+                          num_spec_tokens=k)  # fmt: skip
+            if k and drafted > 0:
+                record["accept_len"] = emitted / (drafted / k)
+                record["acceptance_rate"] = (record["accept_len"] - 1) / k
+        elif "sglang:spec_accept_length" in m or "sglang:gen_throughput" in m:
+            record["engine"] = "sglang"
+            record["accept_len"] = m.get("sglang:spec_accept_length", math.nan)
+            record["gen_tok_s"] = m.get("sglang:gen_throughput", math.nan)
+            running = m.get("sglang:num_running_reqs", math.nan)
+            record["running_reqs"] = running
+            if running and running > 0 and not math.isnan(record["gen_tok_s"]):
+                record.update(aggregate_tok_s=record["gen_tok_s"], concurrency=running,
+                              tok_s=record["gen_tok_s"] / running)  # fmt: skip
+            record["num_spec_tokens"] = num_spec_tokens
+        else:
+            continue
+        if before is not None:
+            record["note"] = "difference of two scrapes"
+        records.append(record)
+    return records

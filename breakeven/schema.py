@@ -1,0 +1,73 @@
+"""The one measurement schema: what a row of a measurements CSV means.
+
+``breakeven ingest --out`` writes it, ``breakeven check`` reads it, and the
+README documents it from :data:`MEASUREMENT_COLUMNS`.  A missing value is
+empty in the CSV (NaN in pandas), never 0: a 0 is a measurement.
+
+Conventions: ``tok_s`` is the decode rate of one sequence (per-sequence),
+``aggregate_tok_s`` the rate of all running sequences together; they are
+never mixed.  ``accept_len`` includes the bonus token.  ``num_spec_tokens`` is
+k, and 0 marks a baseline run (no speculation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the measurement schema."""
+
+    name: str
+    """Column header."""
+    kind: str
+    """'text', 'number' or 'integer'."""
+    unit: str
+    """Unit of the values ('-' for text and plain counts)."""
+    definition: str
+    """What the values mean."""
+
+
+# fmt: off
+MEASUREMENT_COLUMNS: tuple[Column, ...] = (
+    Column("run_id", "text", "-", "identifies one benchmark run; repeated runs have their own ids"),
+    Column("label", "text", "-", "a human name for the run, e.g. baseline or eagle3-k3"),
+    Column("timestamp", "text", "-",
+           "when it was measured, ISO 8601 where the source gives a full date, else as printed"),
+    Column("engine", "text", "-", "vllm, sglang, trtllm, ... (lower case)"),
+    Column("model", "text", "-", "the target model"),
+    Column("hardware", "text", "-", "GPUs and interconnect, e.g. 8x RTX PRO 6000 PCIe"),
+    Column("concurrency", "number", "sequences",
+           "requests decoded together (client max concurrency, or the engine's running requests)"),
+    Column("num_spec_tokens", "integer", "tokens", "k, draft tokens per cycle; 0 marks a baseline run"),
+    Column("spec_method", "text", "-", "eagle3, mtp, ngram, draft_model, medusa, ...; empty for a baseline"),
+    Column("tok_s", "number", "tok/s", "decode rate of one sequence (per-sequence), prefill excluded"),
+    Column("aggregate_tok_s", "number", "tok/s", "decode rate of all running sequences together"),
+    Column("accept_len", "number", "tokens/cycle",
+           "mean tokens emitted per cycle, bonus token included; 1 <= accept_len <= k + 1"),
+    Column("acceptance_rate", "number", "-",
+           "fraction of drafted tokens accepted, (accept_len - 1) / k, whatever the engine printed"),
+    Column("step_ms", "number", "ms", "plain decode step of one sequence (baseline runs: 1000 / tok_s)"),
+    Column("verify_ms", "number", "ms", "one target forward over k + 1 tokens"),
+    Column("draft_ms", "number", "ms", "all drafting in one cycle"),
+    Column("cycle_ms", "number", "ms", "one speculative cycle: draft + verify + overhead"),
+    Column("env", "text", "-",
+           "key=value pairs separated by spaces: NCCL_* and CUDA_* variables, server flags, "
+           "version; the run's environment fingerprint"),
+    Column("source", "text", "-", "where the row comes from: file:line, or a citation"),
+)
+
+# Columns check reads when present; ingest writes the ones it knows.
+OPTIONAL_COLUMNS: tuple[Column, ...] = (
+    Column("origin", "text", "-",
+           "client (a benchmark tool's view) or server (the engine's own log or metrics)"),
+    Column("tpot_ms", "number", "ms", "mean time per output token after the first, per request"),
+    Column("itl_ms", "number", "ms",
+           "mean inter-token latency between streamed chunks; under speculation a chunk carries "
+           "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms"),
+)
+# fmt: on
+
+COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
+ALL_COLUMNS = {c.name: c for c in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS}
