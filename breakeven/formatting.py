@@ -271,13 +271,13 @@ def ingest_text(records: list[dict[str, Any]]) -> str:
     for r in records:
         path = str(r.get("source") or "").rsplit(":", 1)[0]
         groups.setdefault((path, r["format"]), []).append(r)
+
+    def median(rs: list[dict[str, Any]], key: str) -> float | None:
+        values = sorted(v for v in (r.get(key) for r in rs) if v is not None)
+        return values[len(values) // 2] if values else None
+
     rows = []
     for (path, fmt), rs in groups.items():
-
-        def median(key: str) -> float | None:
-            values = sorted(v for v in (r.get(key) for r in rs) if v is not None)
-            return values[len(values) // 2] if values else None
-
         ks = sorted({r["num_spec_tokens"] for r in rs if r.get("num_spec_tokens") is not None})
         rows.append({"file": path, "format": fmt, "records": len(rs),
                      "k": ",".join(map(str, ks)) or "-",
