@@ -373,6 +373,28 @@ def ingest(files: tuple[str, ...], format: str, before: str | None,
     if result.problems:
         raise InputError(f"{len(result.problems)} problem(s) reading the input; each is "
                          "named above with its file and line")
+
+@cli.command(name="check")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+              help="Relative tolerance for baseline drift, prediction mismatch and "
+              "server/client agreement.")
+@_json
+def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
+    """Measured against predicted speedups, and stale or drifting baselines.
+
+    Pairs each speculative run (num_spec_tokens > 0) with the baseline runs
+    (num_spec_tokens = 0) of the same model, hardware and concurrency, and
+    flags, with a stable code and a sentence: baseline_drift, baseline_missing,
+    stale_baseline, prediction_mismatch, accept_len_out_of_range,
+    itl_per_chunk, server_client_mismatch.
+
+    \b
+      breakeven check data/case_study.csv
+    """
+    from breakeven.check import check_file
+
+    _emit(check_file(measurements, tolerance), as_json, "check_text")
 # fmt: on
 
 

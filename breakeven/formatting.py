@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from breakeven.quantities import QUANTITIES
 
 if TYPE_CHECKING:
+    from breakeven.check import CheckResult
     from breakeven.optimize import BatchResult, OptimizeResult
     from breakeven.predict import Prediction
 
@@ -299,3 +300,69 @@ def ingest_text(records: list[dict[str, Any]]) -> str:
     lines.append(f"{len(records)} records; --json lists them, --out writes the measurements CSV. "
                  "tok_s is per sequence: the engine's generation throughput / running requests.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _num(value: Any, spec: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return format(value, spec)
+
+
+_CHECK_COLUMNS = ("model", "label", "k", "tok_s [tok/s]", "baseline [tok/s]", "measured [x]",
+                  "95% CI [x]", "verdict", "accept_len [tokens/cycle]", "predicted [x]",
+                  "residual [x]", "implied cycle [ms]", "flags")  # fmt: skip
+
+
+def _check_rows(r: CheckResult) -> list[list[str]]:
+    rows = []
+    for c in r.comparisons:
+        ci = "-" if math.isnan(c.ci_low) else f"{c.ci_low:.3f}-{c.ci_high:.3f}"
+        model = c.model if len(c.model) <= 28 else "..." + c.model[-25:]
+        rows.append([model or "-", c.label or "-", _num(c.num_spec_tokens, "g"), _num(c.tok_s, ".2f"),
+                     _num(c.baseline_tok_s, ".2f"), _num(c.measured_speedup, ".3f"), ci,
+                     c.verdict, _num(c.accept_len, ".3f"), _num(c.predicted_speedup, ".3f"),
+                     _num(c.residual, "+.3f"), _num(c.implied_cycle_ms, ".3f"),
+                     ",".join(c.flags) or "-"])  # fmt: skip
+    return rows
+
+
+def check_text(r: CheckResult) -> str:
+    """What ``breakeven check`` prints: comparisons, server cross-checks, flags."""
+    lines = ["Speculative runs against the baseline of the same model, hardware and concurrency:"]
+    rows = _check_rows(r)
+    if rows:
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_CHECK_COLUMNS)]
+        lines.append(
+            "  "
+            + "  ".join(h.ljust(w) for h, w in zip(_CHECK_COLUMNS, widths, strict=True)).rstrip()
+        )
+        for row in rows:
+            lines.append(
+                "  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+            )
+    else:
+        lines.append("  none: no row has num_spec_tokens > 0")
+    lines.append("measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
+                 "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s.")  # fmt: skip
+    if r.server_checks:
+        lines += ["", "Server log against client benchmark:"]
+        for c in r.server_checks:
+            word = "agree" if c.agree else "DISAGREE"
+            lines.append(f"  {c.run_id}: server {c.server_tok_s:.2f} tok/s, client "
+                         f"{c.client_tok_s:.2f} tok/s ({c.ratio:.3f}x): {word} within "
+                         f"{r.tolerance:.0%}")  # fmt: skip
+    lines += ["", f"Flags ({len(r.flags)}):" if r.flags else "Flags: none."]
+    for f in r.flags:
+        where = f" (lines {', '.join(map(str, f.lines))})" if f.lines else ""
+        lines.append(f"  [{f.code}] {f.message}{where}")
+    return "\n".join(lines) + "\n"
+
+
+def check_html(r: CheckResult) -> str:
+    """The check table and flags as HTML, for notebooks and reports."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in _CHECK_COLUMNS)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for row in _check_rows(r))  # fmt: skip
+    flags = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(f.message)}</li>"
+                    for f in r.flags)  # fmt: skip
+    return f"<table><tr>{head}</tr>{body}</table><ul>{flags}</ul>"

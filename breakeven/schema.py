@@ -63,6 +63,9 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
     Column("origin", "text", "-",
            "client (a benchmark tool's view) or server (the engine's own log or metrics)"),
     Column("tpot_ms", "number", "ms", "mean time per output token after the first, per request"),
+    Column("speedup", "number", "x",
+           "a speedup as its source publishes it, for rows without absolute rates; check uses it "
+           "as the measured speedup and then needs no baseline row"),
     Column("itl_ms", "number", "ms",
            "mean inter-token latency between streamed chunks; under speculation a chunk carries "
            "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms"),

@@ -42,6 +42,8 @@ def bench_format(obj: dict[str, Any]) -> str | None:
     """Which benchmark tool wrote this result object, by its keys (None if none)."""
     if "median_decode_latency" in obj or ("run_name" in obj and "batch_size" in obj):
         return SGLANG_BENCH_ONE_BATCH
+    if "spec_decode_acceptance_length" in obj:
+        return VLLM_BENCH_SERVE
     if "output_throughput" in obj and ("mean_tpot_ms" in obj or "median_tpot_ms" in obj):
         if "model_id" in obj or "spec_decode_acceptance_length" in obj or "request_goodput:" in obj:
             return VLLM_BENCH_SERVE
@@ -55,11 +57,12 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
     tpot = _num(obj, "mean_tpot_ms")
     if math.isnan(tpot):
         tpot = _num(obj, "median_tpot_ms")
-    if math.isnan(tpot) or tpot <= 0:
-        raise FormatError("no mean_tpot_ms: the per-sequence decode rate needs TPOT")
-    record["tpot_ms"] = tpot
     record["itl_ms"] = _num(obj, "mean_itl_ms")
-    record["tok_s"] = 1000.0 / tpot
+    if not math.isnan(tpot):
+        if tpot <= 0:
+            raise FormatError(f"mean_tpot_ms is {tpot:g}, expected a time > 0 ms")
+        record["tpot_ms"] = tpot
+        record["tok_s"] = 1000.0 / tpot  # per sequence: TPOT, not ITL (see the module doc)
     record["aggregate_tok_s"] = _num(obj, "output_throughput")
     record["concurrency"] = _num(obj, "max_concurrency")
 
@@ -123,6 +126,7 @@ def parse_json_document(text: str) -> list[tuple[int, Any]]:
 
 
 TABLE_MARKER = "Serving Benchmark Result"
+SPEC_SECTION = "-Speculative Decoding-"  # a section posted on its own also counts as a table
 
 # Printed result-table rows (vllm bench serve, SGLang bench_serving) -> result JSON keys.
 _TABLE_KEYS = {
@@ -153,7 +157,7 @@ def parse_result_tables(text: str) -> list[tuple[int, dict[str, Any]]]:
     current: dict[str, Any] | None = None
     for i, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        if TABLE_MARKER in stripped:
+        if TABLE_MARKER in stripped or (current is None and SPEC_SECTION in stripped):
             current = {}
             tables.append((i, current))
             continue

@@ -54,7 +54,7 @@ def detect_format(path: str) -> str:
     text = head.lstrip()
     if text[:1] in (b"{", b"["):
         return "json"
-    if bench.TABLE_MARKER.encode() in head:
+    if bench.TABLE_MARKER.encode() in head or bench.SPEC_SECTION.encode() in head:
         return BENCH_TABLE
     if prometheus.looks_like_prometheus(head.decode("utf-8", errors="replace")):
         return prometheus.PROMETHEUS
