@@ -298,7 +298,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         client = group[group["origin"] == "client"]["tok_s"]
         if len(server) and len(client):
             ratio = server.mean() / client.mean()
-            agree = abs(ratio - 1) <= tolerance
+            agree = bool(abs(ratio - 1) <= tolerance)
             server_checks.append(ServerCheck(str(run_id), float(server.mean()),
                                              float(client.mean()), float(ratio), agree))  # fmt: skip
             if not agree:

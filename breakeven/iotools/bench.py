@@ -42,13 +42,14 @@ def bench_format(obj: dict[str, Any]) -> str | None:
     """Which benchmark tool wrote this result object, by its keys (None if none)."""
     if "median_decode_latency" in obj or ("run_name" in obj and "batch_size" in obj):
         return SGLANG_BENCH_ONE_BATCH
-    if "spec_decode_acceptance_length" in obj:
+    vllm_keys = ("spec_decode_acceptance_length", "model_id", "request_goodput:", "tokenizer_id")
+    if any(key in obj for key in vllm_keys):
         return VLLM_BENCH_SERVE
-    if "output_throughput" in obj and ("mean_tpot_ms" in obj or "median_tpot_ms" in obj):
-        if "model_id" in obj or "spec_decode_acceptance_length" in obj or "request_goodput:" in obj:
-            return VLLM_BENCH_SERVE
-        if "mean_e2e_latency_ms" in obj or "accept_length" in obj or "dataset_name" in obj:
-            return SGLANG_BENCH_SERVING
+    if "output_throughput" not in obj:
+        return None
+    if any(key in obj for key in ("mean_e2e_latency_ms", "median_e2e_latency_ms", "accept_length")):
+        return SGLANG_BENCH_SERVING
+    if "mean_tpot_ms" in obj or "median_tpot_ms" in obj:
         return VLLM_BENCH_SERVE
     return None
 
@@ -57,7 +58,8 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
     tpot = _num(obj, "mean_tpot_ms")
     if math.isnan(tpot):
         tpot = _num(obj, "median_tpot_ms")
-    record["itl_ms"] = _num(obj, "mean_itl_ms")
+    itl = _num(obj, "mean_itl_ms")
+    record["itl_ms"] = _num(obj, "median_itl_ms") if math.isnan(itl) else itl
     if not math.isnan(tpot):
         if tpot <= 0:
             raise FormatError(f"mean_tpot_ms is {tpot:g}, expected a time > 0 ms")

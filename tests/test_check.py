@@ -1,0 +1,172 @@
+"""check: pairing, measured against predicted, bootstrap intervals, and every flag."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from breakeven import BreakevenError
+from breakeven.check import check, check_file, fingerprint
+from breakeven.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE_STUDY = ROOT / "data" / "case_study.csv"
+COMMON = {"model": "m", "hardware": "h", "concurrency": 1, "engine": "vllm"}
+
+
+def rows(*specs):
+    return pd.DataFrame([{**COMMON, **s} for s in specs])
+
+
+class TestCaseStudy:
+    def test_flags_the_drifting_baseline_and_compares_with_the_right_one(self):
+        result = check_file(CASE_STUDY)
+        codes = [f.code for f in result.flags]
+        assert codes == ["baseline_drift"]
+        assert "90.00 tok/s" in result.flags[0].message and "62.90 tok/s" in result.flags[0].message
+        assert "NCCL_PROTO=LL" in result.flags[0].message
+        by_label = {c.label: c for c in result.comparisons}
+        k3 = by_label["eagle3-k3"]
+        assert k3.baseline_tok_s == 62.9  # the baseline of the same environment, not 90
+        assert k3.measured_speedup == pytest.approx(75.9 / 62.9)  # the 20% win
+        k6 = by_label["eagle3-k6"]
+        assert k6.predicted_speedup == pytest.approx(2.1 * (1000 / 62.9) / 29.9)  # 1.117
+        assert k6.verdict == "not measured"
+
+    def test_server_log_agrees_with_the_client_benchmark(self):
+        (server_check,) = check_file(CASE_STUDY).server_checks
+        assert server_check.run_id == "s2-baseline" and server_check.agree
+        assert server_check.server_tok_s == pytest.approx((62.66 + 62.97 + 62.57) / 3)
+
+    def test_without_the_fresh_baseline_the_old_one_is_stale(self):
+        data = pd.read_csv(CASE_STUDY, comment="#")
+        data = data[data["run_id"] != "s2-baseline"]
+        result = check(data)
+        codes = {f.code for f in result.flags}
+        assert "stale_baseline" in codes
+        k3 = next(c for c in result.comparisons if c.label == "eagle3-k3")
+        assert k3.baseline_tok_s == 90 and k3.measured_speedup == pytest.approx(75.9 / 90)
+        assert "stale_baseline" in k3.flags
+        stale = next(f for f in result.flags if f.code == "stale_baseline")
+        assert "NCCL_PROTO=LL" in stale.message  # it says what differs
+
+    def test_cli_text_and_json(self):
+        text = CliRunner().invoke(cli, ["check", str(CASE_STUDY)])
+        assert text.exit_code == 0
+        assert "[baseline_drift]" in text.output and "eagle3-k3" in text.output
+        d = json.loads(CliRunner().invoke(cli, ["check", str(CASE_STUDY), "--json"]).output)
+        assert d["flags"][0]["code"] == "baseline_drift" and d["flags"][0]["lines"] == [9, 10]
+        assert {c["label"] for c in d["comparisons"]} == {"eagle3-k3", "eagle3-k6"}
+
+
+def test_published_results_check_without_error():
+    result = check_file(ROOT / "data" / "published.csv")
+    assert len(result.comparisons) >= 10
+    assert all(c.measured_speedup > 1 for c in result.comparisons)
+    assert not [f for f in result.flags if f.code == "accept_len_out_of_range"]
+
+
+def test_predicted_against_measured_and_mismatch():
+    data = rows(
+        {"num_spec_tokens": 0, "tok_s": 50.0},
+        {"num_spec_tokens": 3, "tok_s": 70.0, "accept_len": 2.5, "cycle_ms": 28.0, "label": "ok"},
+        {"num_spec_tokens": 4, "tok_s": 70.0, "accept_len": 2.5, "cycle_ms": 40.0, "label": "off"},
+    )
+    result = check(data)
+    ok, off = result.comparisons
+    assert ok.predicted_speedup == pytest.approx(2.5 * 20 / 28)  # 1.786
+    assert ok.measured_speedup == pytest.approx(1.4)
+    assert ok.implied_cycle_ms == pytest.approx(1000 * 2.5 / 70)
+    assert "prediction_mismatch" in ok.flags  # 1.4 vs 1.786
+    assert off.residual == pytest.approx(1.4 - 2.5 * 20 / 40)
+    data.loc[1, "cycle_ms"] = 1000 * 2.5 / 70
+    assert "prediction_mismatch" not in check(data).comparisons[0].flags
+
+
+def test_baseline_missing():
+    result = check(rows({"num_spec_tokens": 3, "tok_s": 70.0, "accept_len": 2.0}))
+    assert [f.code for f in result.flags] == ["baseline_missing"]
+
+
+def test_accept_len_out_of_range():
+    result = check(rows({"num_spec_tokens": 0, "tok_s": 50.0},
+                        {"num_spec_tokens": 2, "tok_s": 70.0, "accept_len": 3.4}))  # fmt: skip
+    flag = next(f for f in result.flags if f.code == "accept_len_out_of_range")
+    assert "above k + 1 = 3" in flag.message
+
+
+def test_itl_per_chunk_on_the_real_vllm_table():
+    # vllm bench serve on GLM-5.2 with MTP k=5 (tests/data/engines/..._selfllm_glm52_mtp5.txt):
+    # Mean TPOT 13.45 ms, Mean ITL 34.88 ms, acceptance length 2.61. Rating it from ITL undercounts.
+    data = rows({"num_spec_tokens": 0, "tok_s": 1000 / 21.7},
+                {"num_spec_tokens": 5, "tok_s": 1000 / 34.88, "itl_ms": 34.88, "tpot_ms": 13.45,
+                 "accept_len": 2.61})  # fmt: skip
+    assert "itl_per_chunk" in check(data).comparisons[0].flags
+    data.loc[1, "tok_s"] = 1000 / 13.45
+    assert "itl_per_chunk" not in check(data).comparisons[0].flags
+
+
+def test_server_client_mismatch():
+    data = rows({"num_spec_tokens": 0, "tok_s": 60.0, "run_id": "r", "origin": "client"},
+                {"num_spec_tokens": 0, "tok_s": 90.0, "run_id": "r", "origin": "server"})  # fmt: skip
+    result = check(data)
+    assert [f.code for f in result.flags] == ["server_client_mismatch"]
+    assert not result.server_checks[0].agree
+
+
+class TestRepeats:
+    def test_bootstrap_interval_and_a_clear_win(self):
+        base = [{"num_spec_tokens": 0, "tok_s": t} for t in (62.6, 63.0, 62.8, 63.1)]
+        spec = [{"num_spec_tokens": 3, "tok_s": t, "label": "k3"} for t in (75.5, 76.2, 75.9, 76.0)]
+        (c,) = check(rows(*base, *spec)).comparisons
+        assert c.runs == 4 and c.baseline_runs == 4
+        assert c.ci_low < c.measured_speedup < c.ci_high
+        assert c.ci_low > 1 and c.verdict == "faster"
+
+    def test_within_noise(self):
+        base = [{"num_spec_tokens": 0, "tok_s": t} for t in (60, 66, 58, 65)]
+        spec = [{"num_spec_tokens": 3, "tok_s": t, "label": "k3"} for t in (61, 67, 59, 63)]
+        (c,) = check(rows(*base, *spec)).comparisons
+        assert c.ci_low <= 1 <= c.ci_high and c.verdict == "within noise"
+
+    def test_single_runs_say_so(self):
+        (c,) = check(rows({"num_spec_tokens": 0, "tok_s": 60.0},
+                          {"num_spec_tokens": 3, "tok_s": 70.0})).comparisons  # fmt: skip
+        assert c.verdict == "single run"
+
+    def test_large_groups_use_the_normal_approximation(self):
+        base = [{"num_spec_tokens": 0, "tok_s": 60 + (i % 7) * 0.1} for i in range(500)]
+        spec = [{"num_spec_tokens": 3, "tok_s": 70 + (i % 5) * 0.1} for i in range(500)]
+        (c,) = check(rows(*base, *spec)).comparisons
+        assert c.ci_low < c.measured_speedup < c.ci_high and c.ci_high - c.ci_low < 0.01
+
+
+def test_fingerprint_ignores_speculation_settings():
+    a = fingerprint("tp=8 NCCL_PROTO=LL --speculative-num-draft-tokens=3 draft_model=x")
+    b = fingerprint("NCCL_PROTO=LL tp=8")
+    assert a == b == "NCCL_PROTO=LL tp=8"
+
+
+def test_bad_tolerance():
+    with pytest.raises(BreakevenError, match="tolerance: got 2"):
+        check(rows({"num_spec_tokens": 0, "tok_s": 1.0}), tolerance=2)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("model,hardware,concurrency,tok_s\nm,h,1,5\n", "line 1: no num_spec_tokens column(s)"),
+        ("model,hardware,concurrency,num_spec_tokens,tok_s\nm,h,1,0,5\nm,h,1,3,fast\n",
+         "line 3: tok_s is 'fast', expected a number [tok/s] or empty"),
+        ("# only a comment\n", "holds only comments"),
+        ("", "is empty"),
+    ],
+)  # fmt: skip
+def test_bad_csv_names_the_file_and_line(tmp_path, content, message):
+    path = tmp_path / "m.csv"
+    path.write_text(content)
+    r = CliRunner().invoke(cli, ["check", str(path)])
+    assert r.exit_code == 2 and message in r.output and str(path) in r.output
+    assert r.output.count("\n") == 1

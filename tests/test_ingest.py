@@ -1,0 +1,333 @@
+"""Reading real engine output: every fixture in tests/data/engines names its source in its header
+(logs, tables, Prometheus) or in a sibling .source.txt (JSON)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from breakeven.cli import cli
+from breakeven.iotools import logs
+from breakeven.iotools.ingest import detect_format, ingest
+
+DATA = Path(__file__).parent / "data" / "engines"
+
+
+def records(name, **kwargs):
+    result = ingest([DATA / name], **kwargs)
+    return result.records, result.problems
+
+
+class TestVllmV1:
+    def test_throughput_format_pr24127(self):
+        (r,), problems = records("vllm_v1_specdecoding_pr24127_throughput_format.txt")
+        assert not problems
+        assert r["format"] == "vllm_v1" and r["num_spec_tokens"] == 5
+        assert r["accepted_tokens"] == 262 and r["draft_tokens"] == 295 and r["num_drafts"] == 59
+        assert r["accept_len"] == pytest.approx(1 + 262 / 59)  # printed: 5.44
+        assert round(r["accept_len"], 2) == 5.44
+        assert r["per_position"] == [0.983, 0.949, 0.915, 0.881, 0.712]
+        assert r["acceptance_rate"] == pytest.approx(262 / 295)
+        assert r["timestamp"] == "09-09 11:51:35"
+
+    def test_merges_the_throughput_line_beside_it_issue19254(self):
+        rs, _ = records("vllm_v1_specdecoding_issue19254_ngram_qwen3_32b.txt")
+        first = rs[0]
+        assert first["format"] == "vllm_v1"
+        assert first["accept_len"] == pytest.approx(1 + 150 / 129)  # printed: 2.16
+        assert first["gen_tok_s"] == 267.6 and first["running_reqs"] == 337
+        assert first["aggregate_tok_s"] == 267.6
+        assert first["tok_s"] == pytest.approx(267.6 / 337)  # per sequence
+        assert first["concurrency"] == 337
+        assert rs[-1]["format"] == "vllm_throughput"  # its spec line was cut from the paste
+
+    def test_current_format_with_avg_rate_last(self):
+        (r,), problems = records("vllm_v1_specdecoding_aeon6_dflash_k15.txt")
+        assert not problems
+        assert r["num_spec_tokens"] == 15 and r["num_drafts"] == 65
+        assert r["accept_len"] == pytest.approx(1 + 89 / 65)  # printed: 2.37
+        assert sum(r["per_position"]) == pytest.approx(r["accept_len"] - 1, abs=0.01)
+
+    def test_early_formats_without_k(self):
+        rs, _ = records("vllm_v1_specdecoding_pr15902_format_change.txt")
+        spec = [r for r in rs if r["format"] == "vllm_v1"]
+        assert (
+            len(spec) == 2
+        )  # "Speculative metrics: ..., Number of accepted tokens" and "Accepted: 66 tokens"
+        assert all(r["accept_len"] is None and r["acceptance_rate"] == 1.0 for r in spec)
+        rs, _ = records("vllm_v1_specdecoding_pr15902_format_change.txt", num_spec_tokens=3)
+        spec = [r for r in rs if r["format"] == "vllm_v1"]
+        assert spec[0]["accept_len"] == pytest.approx(1 + 66 / 22)
+
+
+class TestVllmV0:
+    def test_uses_emitted_tokens_not_accepted_issue9539(self):
+        (r,), _ = records("vllm_v0_speculative_issue9539_v063.txt")
+        # accepted counts positions accepted even after a rejection: 1 + 8547 / 4437 = 2.93 is wrong.
+        assert r["accept_len"] == pytest.approx(10616 / (13311 / 3))
+        assert "since server start" in r["note"]
+
+    def test_cumulative_counters_become_per_interval_deltas_issue6768(self):
+        rs, _ = records("vllm_v0_speculative_issue6768_medusa_k16.txt")
+        spec = [r for r in rs if r["format"] == "vllm_v0"]
+        assert spec[0]["draft_tokens"] == 42272 and spec[0]["emitted_tokens"] == 2642
+        assert spec[1]["draft_tokens"] == 51056 - 42272
+        assert all(r["accept_len"] == pytest.approx(1.0) for r in spec)  # nothing accepted
+        assert spec[0]["gen_tok_s"] == 127.4  # merged from the throughput line beside it
+
+    def test_a_change_of_k_starts_new_counters_issue7301(self):
+        rs, _ = records("vllm_v0_speculative_issue7301_cumulative.txt")
+        assert [r["num_spec_tokens"] for r in rs] == [4, 5, 5]
+        assert rs[1]["draft_tokens"] == 5 and rs[2]["draft_tokens"] == 10
+        assert rs[2]["accept_len"] == pytest.approx(2 / (10 / 5))
+
+
+class TestSglang:
+    def test_decode_batch_with_accept_len_issue11948(self):
+        rs, _ = records(
+            "sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt", num_spec_tokens=3
+        )
+        assert rs[0]["first_after_idle"] is True and rs[0]["gen_tok_s"] == 0.39
+        assert rs[0]["tok_s"] is None  # a window spanning idle time is not a decode rate
+        assert rs[1]["first_after_idle"] is False and rs[1]["tok_s"] == 178.86
+        assert rs[1]["accept_len"] == 1.95
+        assert rs[1]["acceptance_rate"] == pytest.approx(0.95 / 3)  # recomputed from k, not printed
+        assert rs[1]["timestamp"] == "2025-10-22T10:27:57"
+
+    def test_comma_format_without_speculation_pr22331(self):
+        rs, problems = records("sglang_decode_batch_pr22331_no_spec_comma_format.txt")
+        assert not problems and len(rs) == 8
+        assert rs[1]["tok_s"] == pytest.approx(140.27 / 5) and rs[1]["concurrency"] == 5
+        assert all(r["accept_len"] is None for r in rs)
+
+    def test_old_format_and_idle_after_empty_prefill_issue4759(self):
+        rs, _ = records("sglang_decode_batch_issue4759_mar2025_old_format.txt")
+        assert rs[0]["accept_len"] == 2.54 and rs[0]["running_reqs"] == 32
+
+
+class TestBenchmarks:
+    def test_vllm_result_table_with_speculative_section(self):
+        rs, problems = records("vllm_bench_serve_specdecode_selfllm_glm52_mtp5.txt")
+        assert not problems
+        base, spec = rs
+        assert base["tok_s"] == pytest.approx(1000 / 21.7) and base["num_spec_tokens"] is None
+        assert spec["tok_s"] == pytest.approx(1000 / 13.45)  # TPOT, not ITL
+        assert spec["itl_ms"] == 34.88 and spec["accept_len"] == 2.61
+        assert spec["num_spec_tokens"] == 5 and spec["per_position"][0] == pytest.approx(0.6745)
+        assert spec["itl_ms"] / spec["tpot_ms"] == pytest.approx(spec["accept_len"], rel=0.02)
+
+    def test_sglang_result_table(self):
+        rs, _ = records("sglang_bench_serving_accept_length_dsv3_mi300x.txt")
+        assert rs[0]["format"] == "sglang_bench_serving_table" and rs[0]["accept_len"] == 2.61
+        assert "lifetime" in rs[0]["note"]
+        assert rs[1]["concurrency"] == 100 and rs[1]["accept_len"] is None
+
+    def test_vllm_result_json_lines_with_goodput_colon(self):
+        rs, problems = records("vllm_benchmark_serving__nerdalert_llmd_goodput_colon.jsonl")
+        assert not problems and len(rs) == 9
+        assert all(r["format"] == "vllm_bench_serve" and r["tpot_ms"] > 0 for r in rs)
+        assert rs[0]["model"] == "meta-llama/Llama-3.2-3B-Instruct"
+
+    def test_bench_one_batch_is_a_forward_time_curve(self):
+        rs, problems = records("sglang_bench_one_batch__frgossen_multi_bs.jsonl")
+        assert not problems
+        assert {r["concurrency"] for r in rs} >= {1, 8, 16}
+        assert all(r["num_spec_tokens"] == 0 for r in rs)
+        first = rs[0]
+        assert first["step_ms"] == pytest.approx(8.928528055548668)
+        assert first["tok_s"] == pytest.approx(1000 / first["step_ms"])
+
+    def test_sglang_bench_serving_old_schema_and_bare_infinity(self):
+        rs, problems = records("sglang_bench_serving__dlora_request_rate_Infinity.jsonl")
+        assert not problems and len(rs) == 2 and rs[0]["aggregate_tok_s"] > 0
+        rs, problems = records("sglang_bench_serving__datacrunch_llama33_70b_online.jsonl")
+        assert not problems and rs[0]["tok_s"] is None  # no TPOT: not guessed from ITL
+
+    def test_prefill_only_result_is_reported_not_dropped(self):
+        rs, problems = records("sglang_bench_one_batch__vikranth_prefill_only_no_decode_keys.jsonl")
+        assert rs == [] and "line 1" in str(problems[0])
+
+
+class TestPrometheus:
+    def test_sglang_scrape(self):
+        (r,), problems = records("sglang_metrics__docs_production_metrics_llama31_8b.prom")
+        assert not problems and r["engine"] == "sglang"
+        assert r["gen_tok_s"] == pytest.approx(86.50814177726902, rel=1e-6)
+
+    def test_vllm_excerpt_reads_the_counters_it_holds(self):
+        (r,), _ = records("vllm_metrics__pr41916_spec_decode_excerpt.prom")
+        assert r["num_drafts"] == 6.491797e6 and r["num_spec_tokens"] == 1
+        assert r["accept_len"] is None  # the accepted-tokens counter was cut from the paste
+
+    def test_difference_of_two_scrapes(self, tmp_path):
+        def scrape(drafts, accepted, pos0, pos1):
+            return (
+                "# TYPE vllm:spec_decode_num_drafts counter\n"
+                f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}\n'
+                "# TYPE vllm:spec_decode_num_draft_tokens counter\n"
+                f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {2 * drafts}\n'
+                "# TYPE vllm:spec_decode_num_accepted_tokens counter\n"
+                f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {accepted}\n'
+                "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="0"}} {pos0}\n'
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="m",position="1"}} {pos1}\n'
+            )
+
+        before, after = tmp_path / "before.prom", tmp_path / "after.prom"
+        before.write_text(scrape(1000, 900, 600, 300))  # the server's life before the run
+        after.write_text(scrape(1100, 1040, 680, 360))
+        (r,), _ = records(after, before=before)
+        assert r["num_drafts"] == 100 and r["num_spec_tokens"] == 2
+        assert r["accept_len"] == pytest.approx(1 + 140 / 100)
+        assert r["per_position"] == pytest.approx([0.8, 0.6])
+        (whole,) = ingest([after]).records
+        assert whole["accept_len"] == pytest.approx(1 + 1040 / 1100)
+
+
+class TestDetection:
+    @pytest.mark.parametrize(
+        ("name", "kind"),
+        [
+            ("vllm_v1_specdecoding_pr24127_throughput_format.txt", "log"),
+            ("sglang_decode_batch_pr22331_no_spec_comma_format.txt", "log"),
+            ("vllm_bench_serve_specdecode_selfllm_glm52_mtp5.txt", "bench_table"),
+            ("sglang_bench_one_batch__frgossen_multi_bs.jsonl", "json"),
+            ("sglang_metrics__docs_production_metrics_llama31_8b.prom", "prometheus"),
+        ],
+    )
+    def test_by_content_not_name(self, tmp_path, name, kind):
+        renamed = tmp_path / "whatever.dat"
+        renamed.write_bytes((DATA / name).read_bytes())
+        assert detect_format(str(renamed)) == kind
+
+
+class TestBadInput:
+    def run(self, path, *extra):
+        return CliRunner().invoke(cli, ["ingest", str(path), *extra])
+
+    def test_empty_file(self, tmp_path):
+        (tmp_path / "empty.log").write_text("")
+        r = self.run(tmp_path / "empty.log")
+        assert r.exit_code == 2 and "empty.log: is empty" in r.output
+
+    def test_binary_garbage(self, tmp_path):
+        path = tmp_path / "garbage.log"
+        path.write_bytes(b"INFO start\n" + bytes(range(256)) * 40)
+        r = self.run(path)
+        assert r.exit_code == 2 and "garbage.log, line 2: binary data" in r.output
+        assert "Traceback" not in r.output
+
+    def test_utf16_log(self, tmp_path):
+        path = tmp_path / "utf16.log"
+        text = (DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt").read_text()
+        path.write_bytes(text.encode("utf-16"))
+        r = self.run(path)
+        assert r.exit_code == 2 and "UTF-16" in r.output
+
+    def test_wrong_encoding_on_a_marked_line(self, tmp_path):
+        path = tmp_path / "latin1.log"
+        path.write_bytes(
+            "INFO caf\xe9 SpecDecoding metrics: Accepted: 1 tokens, Drafted: 2 tokens\n".encode(
+                "latin-1"
+            )
+        )
+        r = self.run(path)
+        assert r.exit_code == 2 and "latin1.log, line 1" in r.output and "not UTF-8" in r.output
+
+    def test_truncated_line_is_counted_and_the_rest_kept(self, tmp_path):
+        good = (DATA / "sglang_decode_batch_pr22331_no_spec_comma_format.txt").read_text()
+        path = tmp_path / "cut.log"
+        path.write_text(
+            good + "[2026-04-08 14:05:32 TP0] Decode batch, #running-req: 5, #token: 208"
+        )
+        r = self.run(path, "--json")
+        assert r.exit_code == 2
+        assert "cut.log, line" in r.output and "does not parse" in r.output
+        assert len(json.loads(r.stdout)) == 8  # every good line still came out
+
+    def test_a_100_mb_line(self, tmp_path):
+        path = tmp_path / "huge.log"
+        with open(path, "wb") as f:
+            f.write(b"INFO ok\n")
+            f.write(b"x" * (100 << 20))
+            f.write(b"\n[2026-04-08 14:05:21 TP0] Decode batch, #running-req: 5, #token: 20800, "
+                    b"gen throughput (token/s): 144.95, #queue-req: 0\n")  # fmt: skip
+        result = ingest([path])
+        assert len(result.records) == 1 and result.records[0]["gen_tok_s"] == 144.95
+        assert str(result.problems[0]).startswith(f"{path}, line 2: line is longer than 1 MiB")
+
+    def test_unrelated_text_is_a_clear_error(self, tmp_path):
+        path = tmp_path / "notes.txt"
+        path.write_text("nothing to see\n")
+        r = self.run(path)
+        assert r.exit_code == 2 and "holds nothing breakeven reads" in r.output
+
+    def test_parsing_uses_no_regular_expressions(self):
+        # No input can make a regular expression backtrack for seconds if there is none.
+        assert "re" not in vars(logs)
+
+
+class TestOut:
+    def test_writes_the_schema_and_refuses_to_overwrite(self, tmp_path):
+        out = tmp_path / "runs.csv"
+        src = DATA / "vllm_bench_serve_specdecode_selfllm_glm52_mtp5.txt"
+        args = [
+            "ingest",
+            str(src),
+            "--label",
+            "glm",
+            "--hardware",
+            "8x RTX PRO 6000",
+            "--out",
+            str(out),
+        ]
+        assert CliRunner().invoke(cli, args).exit_code == 0
+        header = out.read_text().splitlines()[0].split(",")
+        assert header[:3] == ["run_id", "label", "timestamp"] and "source" in header
+        before = out.read_text()
+        again = CliRunner().invoke(cli, args)
+        assert again.exit_code == 2 and "exists; give --force" in again.output
+        assert out.read_text() == before
+        assert CliRunner().invoke(cli, [*args, "--force"]).exit_code == 0
+
+    def test_missing_values_are_empty_never_zero(self, tmp_path):
+        out = tmp_path / "runs.csv"
+        CliRunner().invoke(cli, ["ingest", str(DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt"),
+                                 "--out", str(out)])  # fmt: skip
+        import csv
+
+        (row,) = list(csv.DictReader(out.open()))
+        assert row["tok_s"] == "" and row["accept_len"].startswith("5.44")
+
+    def test_a_failed_write_leaves_the_old_file_and_no_temporary(self, tmp_path, monkeypatch):
+        from breakeven.iotools import measurements
+
+        out = tmp_path / "runs.csv"
+        out.write_text("precious\n")
+
+        def boom(src, dst):
+            raise OSError("disk full")
+
+        monkeypatch.setattr(measurements.os, "replace", boom)
+        with pytest.raises(OSError):
+            measurements.write_measurements([{"tok_s": 1.0}], out, force=True)
+        assert out.read_text() == "precious\n"
+        assert [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
+
+
+def test_every_fixture_names_its_source():
+    for path in DATA.iterdir():
+        if path.suffix in (".json", ".jsonl"):
+            assert path.with_suffix(".source.txt").exists(), path.name
+        elif not path.name.endswith(".source.txt"):
+            head = path.read_text().splitlines()[:3]
+            assert any("source" in line.lower() for line in head), path.name
+
+
+def test_nan_never_leaks_into_records():
+    result = ingest(sorted(p for p in DATA.iterdir() if not p.name.endswith(".source.txt")))
+    for r in result.records:
+        for value in r.values():
+            assert not (isinstance(value, float) and math.isnan(value))
