@@ -78,3 +78,23 @@ def test_ci_runs_the_readme_quick_start_commands():
         shell = f"cd {shlex.quote(str(ROOT))}\n{extract}\nreadme_command {marker}"
         got = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True)
         assert got.stdout.startswith(expected), got.stdout
+
+
+def test_readme_documents_the_measurement_schema():
+    from breakeven.schema import MEASUREMENT_COLUMNS, OPTIONAL_COLUMNS
+
+    section = _section("Measurements in: `breakeven ingest` and `breakeven check`")
+    for column in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS:
+        assert f"| `{column.name}` | {column.unit} |" in section, column.name
+
+
+def test_readme_defines_every_number_check_prints():
+    from dataclasses import fields
+
+    from breakeven.check import FLAGS, Comparison
+
+    section = _section("Measurements in: `breakeven ingest` and `breakeven check`")
+    for f in fields(Comparison):
+        assert f"`{f.name}`" in README, f.name
+    for code in FLAGS:
+        assert f"| `{code}` |" in section, code
