@@ -150,6 +150,15 @@ _fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None
                     "the curve's points are interpolated.")
 
 
+def _json_array(records: Any) -> Any:
+    """Pass records through, printing them as one JSON array as they go (bounded memory)."""
+    click.echo("[", nl=False)
+    for i, record in enumerate(records):
+        click.echo(("," if i else "") + "\n  " + json.dumps(record, allow_nan=False), nl=False)
+        yield record
+    click.echo("\n]")
+
+
 def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
     """The cost model a --*-curve file describes, fitted with --fit if asked."""
     if path is None:
@@ -352,26 +361,30 @@ def ingest(files: tuple[str, ...], format: str, before: str | None,
       breakeven ingest server.log --label eagle3-k3 --out runs.csv
       breakeven ingest after.prom --before before.prom --json
     """
-    from breakeven.iotools.ingest import ingest as run_ingest
+    from breakeven.iotools.ingest import RECORD_KEYS, Tally, iter_ingest
 
-    result = run_ingest(list(files), format=format, before=before,
-                        num_spec_tokens=num_spec_tokens, stamp=stamp)
+    problems: list[Any] = []
+    tally = Tally()
+    records = tally.watch(iter_ingest(list(files), problems, format=format, before=before,
+                                      num_spec_tokens=num_spec_tokens, stamp=stamp))
+    if as_json:
+        records = _json_array(records)
     if out is not None:
         from breakeven.iotools.measurements import write_measurements
 
-        write_measurements(result.records, out, force=force)
-    if as_json:
-        click.echo(json.dumps(result.records, indent=2, allow_nan=False))
-    elif out is None:
+        write_measurements(records, out, force=force, columns=list(RECORD_KEYS))
+        click.echo(f"Wrote {tally.records} records to {out}.", err=True)
+    else:
+        for _ in records:
+            pass
+    if not as_json:
         from breakeven.formatting import ingest_text
 
-        click.echo(ingest_text(result.records), nl=False)
-    else:
-        click.echo(f"Wrote {len(result.records)} records to {out}.", err=True)
-    for problem in result.problems:
+        click.echo(ingest_text(tally), nl=False, err=out is not None)
+    for problem in problems:
         click.echo(f"Problem: {problem}", err=True)
-    if result.problems:
-        raise InputError(f"{len(result.problems)} problem(s) reading the input; each is "
+    if problems:
+        raise InputError(f"{len(problems)} problem(s) reading the input; each is "
                          "named above with its file and line")
 
 @cli.command(name="check")

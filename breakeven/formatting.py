@@ -264,40 +264,24 @@ def batch_html(r: BatchResult) -> str:
     return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + _html_table(rows, columns)
 
 
-def ingest_text(records: list[dict[str, Any]]) -> str:
-    """A summary of ingested records: one line per file and format."""
-    if not records:
+def ingest_text(tally: Any) -> str:
+    """A summary of ingested records (a :class:`~breakeven.iotools.ingest.Tally`)."""
+    if not tally.records:
         return "No records.\n"
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in records:
-        path = str(r.get("source") or "").rsplit(":", 1)[0]
-        groups.setdefault((path, r["format"]), []).append(r)
-
-    def median(rs: list[dict[str, Any]], key: str) -> float | None:
-        values = sorted(v for v in (r.get(key) for r in rs) if v is not None)
-        return values[len(values) // 2] if values else None
-
-    rows = []
-    for (path, fmt), rs in groups.items():
-        ks = sorted({r["num_spec_tokens"] for r in rs if r.get("num_spec_tokens") is not None})
-        rows.append({"file": path, "format": fmt, "records": len(rs),
-                     "k": ",".join(map(str, ks)) or "-",
-                     "accept_len": median(rs, "accept_len"), "tok_s": median(rs, "tok_s"),
-                     "aggregate_tok_s": median(rs, "aggregate_tok_s")})  # fmt: skip
-    heads = ["file", "format", "records", "k", "median accept_len [tokens/cycle]",
-             "median tok_s [tok/s]", "median aggregate_tok_s [tok/s]"]  # fmt: skip
-    cells = [[r["file"], r["format"], str(r["records"]), r["k"],
-              "-" if r["accept_len"] is None else f"{r['accept_len']:.3f}",
-              "-" if r["tok_s"] is None else f"{r['tok_s']:.2f}",
-              "-" if r["aggregate_tok_s"] is None else f"{r['aggregate_tok_s']:.2f}"]
-             for r in rows]  # fmt: skip
+    heads = ["file", "format", "records", "k", "mean accept_len [tokens/cycle]",
+             "mean tok_s [tok/s]", "mean aggregate_tok_s [tok/s]"]  # fmt: skip
+    cells = []
+    for (path, fmt), g in tally.groups.items():
+        tau, tok, agg = (tally.mean(g, key) for key in ("accept_len", "tok_s", "aggregate_tok_s"))
+        cells.append([path, fmt, str(g["records"]), ",".join(map(str, sorted(g["k"]))) or "-",
+                      _num(tau, ".3f"), _num(tok, ".2f"), _num(agg, ".2f")])  # fmt: skip
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
     lines += [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
     ]
     lines.append("")
-    lines.append(f"{len(records)} records; --json lists them, --out writes the measurements CSV. "
+    lines.append(f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
                  "tok_s is per sequence: the engine's generation throughput / running requests.")  # fmt: skip
     return "\n".join(lines) + "\n"
 

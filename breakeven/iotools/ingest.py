@@ -12,24 +12,27 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from breakeven.iotools import bench, prometheus
-from breakeven.iotools.logs import LOG_FORMATS, Problem, scan_log
+from breakeven.iotools.logs import LOG_FORMATS, Problem, iter_log
 
 LOG = "log"
 BENCH_TABLE = "bench_table"
 FORMATS = ("auto", LOG, BENCH_TABLE, *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
 MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
 
-# Keys every ingest record carries (the schema's, then the engine's own figures).
+# Keys every ingest record carries (the schema's, then the engine's own figures); the
+# columns of ingest --out, in this order.
 RECORD_KEYS = (
-    "format", "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
+    "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
     "num_spec_tokens", "spec_method", "tok_s", "aggregate_tok_s", "accept_len",
     "acceptance_rate", "step_ms", "verify_ms", "draft_ms", "cycle_ms", "env", "source",
-    "origin", "gen_tok_s", "running_reqs", "accepted_tokens", "draft_tokens", "num_drafts",
-    "per_position", "tpot_ms", "itl_ms",
+    "origin", "tpot_ms", "itl_ms", "format", "gen_tok_s", "prompt_tok_s", "running_reqs",
+    "queue_reqs", "tokens_in_use", "accepted_tokens", "draft_tokens", "emitted_tokens",
+    "num_drafts", "per_position", "first_after_idle", "note",
 )  # fmt: skip
 
 
@@ -103,6 +106,54 @@ def _ingest_json(path: str, forced: str | None, result: IngestResult) -> None:
             result.problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
 
 
+def iter_ingest(
+    paths: list[str | os.PathLike[str]],
+    problems: list[Problem],
+    *,
+    format: str = "auto",
+    before: str | os.PathLike[str] | None = None,
+    num_spec_tokens: int | None = None,
+    stamp: dict[str, Any] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Stream records from engine logs, benchmark results and metrics scrapes.
+
+    Logs are read in bounded memory; problems (naming file and line) are
+    appended to ``problems``.  See :func:`ingest` for the parameters.
+    """
+    stamp = stamp or {}
+    for p in paths:
+        path = os.fspath(p)
+        found = 0
+        known = len(problems)
+        try:
+            if os.path.getsize(path) == 0:
+                problems.append(Problem(path, None, "is empty"))
+                continue
+            kind = detect_format(path) if format == "auto" else format
+            if kind == LOG:
+                records: Any = iter_log(path, problems, num_spec_tokens)
+            else:
+                result = IngestResult()
+                if kind in ("json", *bench.BENCH_FORMATS):
+                    _ingest_json(path, None if kind == "json" else kind, result)
+                elif kind == BENCH_TABLE:
+                    _ingest_tables(path, result)
+                else:
+                    _ingest_prometheus(path, before, num_spec_tokens, result)
+                problems += result.problems
+                records = result.records
+            for record in records:
+                found += 1
+                yield _complete(record, stamp)
+        except OSError as e:
+            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
+            continue
+        if not found and len(problems) == known:
+            problems.append(Problem(path, None, "holds nothing breakeven reads: no "
+                                    f"{', '.join(LOG_FORMATS)} lines, benchmark "
+                                    "results or engine metrics"))  # fmt: skip
+
+
 def ingest(
     paths: list[str | os.PathLike[str]],
     *,
@@ -133,34 +184,8 @@ def ingest(
         Problems name the file and line; unrelated lines are ignored.
     """
     result = IngestResult()
-    for p in paths:
-        path = os.fspath(p)
-        try:
-            if os.path.getsize(path) == 0:
-                result.problems.append(Problem(path, None, "is empty"))
-                continue
-            kind = detect_format(path) if format == "auto" else format
-            found_before = len(result.records)
-            if kind in ("json", *bench.BENCH_FORMATS):
-                _ingest_json(path, None if kind == "json" else kind, result)
-            elif kind == BENCH_TABLE:
-                _ingest_tables(path, result)
-            elif kind == prometheus.PROMETHEUS:
-                _ingest_prometheus(path, before, num_spec_tokens, result)
-            else:
-                scan = scan_log(path, num_spec_tokens)
-                result.records += scan.records
-                result.problems += scan.problems
-            if len(result.records) == found_before and not any(
-                q.path == path for q in result.problems
-            ):
-                result.problems.append(Problem(path, None, "holds nothing breakeven reads: no "
-                                               f"{', '.join(LOG_FORMATS)} lines, benchmark "
-                                               "results or engine metrics"))  # fmt: skip
-        except OSError as e:
-            result.problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
-    for i, record in enumerate(result.records):
-        result.records[i] = _complete(record, stamp or {})
+    result.records = list(iter_ingest(paths, result.problems, format=format, before=before,
+                                      num_spec_tokens=num_spec_tokens, stamp=stamp))  # fmt: skip
     return result
 
 
@@ -200,10 +225,42 @@ def _ingest_prometheus(path: str, before: Any, k: int | None, result: IngestResu
         result.problems.append(Problem(path, None, f"not Prometheus text: {e}"))
 
 
+class Tally:
+    """Per file and format: how many records, which k, and mean acceptance and rates.
+
+    Memory grows with the number of (file, format) pairs, not with the records.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], dict[str, Any]] = {}
+        self.records = 0
+
+    def watch(self, records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Pass ``records`` through, counting them."""
+        for r in records:
+            self.records += 1
+            path = str(r.get("source") or "").rsplit(":", 1)[0]
+            g = self.groups.setdefault((path, r["format"]), {"records": 0, "k": set()})
+            g["records"] += 1
+            if r.get("num_spec_tokens") is not None:
+                g["k"].add(r["num_spec_tokens"])
+            for key in ("accept_len", "tok_s", "aggregate_tok_s"):
+                if r.get(key) is not None:
+                    g[key + "_sum"] = g.get(key + "_sum", 0.0) + r[key]
+                    g[key + "_n"] = g.get(key + "_n", 0) + 1
+            yield r
+
+    def mean(self, group: dict[str, Any], key: str) -> float | None:
+        n = group.get(key + "_n", 0)
+        return group[key + "_sum"] / n if n else None
+
+
 def _complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
     """Every record key present, missing values as None, user-given metadata filled in."""
+    unknown = set(record) - set(RECORD_KEYS)
+    if unknown:  # a reader emitted a key --out has no column for: never drop it silently
+        raise AssertionError(f"record keys without a column: {sorted(unknown)}")
     out = {key: record.get(key) for key in RECORD_KEYS}
-    out.update({k: v for k, v in record.items() if k not in out})
     for key, value in stamp.items():
         if value is not None and out.get(key) in (None, ""):
             out[key] = value

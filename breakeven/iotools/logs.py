@@ -72,12 +72,10 @@ class LineError(ValueError):
 
 @dataclass
 class LogScan:
-    """What one log holds: the records, the problems, and how many lines were read."""
+    """What one log holds: its records and the problems met reading it."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    lines: int = 0
-    marked: int = 0
 
 
 def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int, str, bytes]]:
@@ -397,31 +395,39 @@ def _per_sequence(record: dict[str, Any]) -> None:
         record["concurrency"] = running
 
 
-def scan_log(path: str | os.PathLike[str], num_spec_tokens: int | None = None) -> LogScan:
-    """Read an engine log: one record per spec-decode or throughput line, in file order.
+def iter_log(
+    path: str | os.PathLike[str], problems: list[Problem], num_spec_tokens: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Stream the records of an engine log, one per spec-decode or throughput line, in order.
 
     Parameters
     ----------
     path : path
         A vLLM or SGLang server log (any mix of lines; unrelated lines are ignored).
+    problems : list
+        Lines that start like a known format but do not parse are appended here.
     num_spec_tokens : int, optional
         k, for formats that do not print it (SGLang ``Decode batch``, vLLM's
         early V1 formats without per-position rates).
 
-    Returns
-    -------
-    LogScan
-        Records use the measurement schema's names plus ``format``,
+    Yields
+    ------
+    dict
+        Records in the measurement schema's names plus ``format``,
         ``gen_tok_s``, ``running_reqs``, token counts and ``per_position``.
     """
     path = os.fspath(path)
-    scan = LogScan()
     reader = _LogReader(path, num_spec_tokens)
-    for line_no, kind, raw in iter_marked_lines(path, scan.problems):
-        scan.marked += 1
+    for line_no, kind, raw in iter_marked_lines(path, problems):
         try:
-            scan.records += reader.feed(line_no, kind, raw)
+            yield from reader.feed(line_no, kind, raw)
         except LineError as e:
-            scan.problems.append(Problem(path, line_no, f"{kind} line does not parse: {e}"))
-    scan.records += reader.flush()
+            problems.append(Problem(path, line_no, f"{kind} line does not parse: {e}"))
+    yield from reader.flush()
+
+
+def scan_log(path: str | os.PathLike[str], num_spec_tokens: int | None = None) -> LogScan:
+    """Every record of an engine log, and its problems (see :func:`iter_log`)."""
+    scan = LogScan()
+    scan.records = list(iter_log(path, scan.problems, num_spec_tokens))
     return scan

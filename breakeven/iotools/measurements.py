@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import tempfile
@@ -46,30 +45,37 @@ def measurement_columns(records: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def write_measurements(
-    records: list[dict[str, Any]], path: str | os.PathLike[str], *, force: bool = False
+    records: Iterable[dict[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    columns: list[str] | None = None,
 ) -> int:
-    """Write records as a measurements CSV; returns the number of rows.
+    """Write records as a measurements CSV, streaming; returns the number of rows.
 
-    The file is written to a temporary file beside ``path`` and renamed into
-    place, so a crash never leaves half a file.  An existing file is replaced
-    only with ``force``.
+    Rows go to a temporary file beside ``path`` that is renamed into place at
+    the end, so a crash never leaves half a file.  An existing file is
+    replaced only with ``force``.  ``columns`` defaults to the schema's, then
+    every other key of the records (which must then be a list, not a stream).
     """
     path = os.fspath(path)
     if os.path.exists(path) and not force:
         raise BreakevenError(
             "{0}: " + f"{path!r} exists; give --force to replace it".replace("{", "{{"), "out"
         )
-    columns = measurement_columns(records)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for r in records:
-        writer.writerow([_cell(r.get(c)) for c in columns])
+    if columns is None:
+        records = list(records)
+        columns = measurement_columns(records)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=".csv", dir=directory)
+    rows = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(buffer.getvalue())
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(columns)
+            for r in records:
+                writer.writerow([_cell(r.get(c)) for c in columns])
+                rows += 1
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -77,7 +83,7 @@ def write_measurements(
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return len(records)
+    return rows
 
 
 def read_measurements(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
