@@ -10,7 +10,6 @@ The format is detected from a file's content, never its name:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -239,34 +238,41 @@ class Tally:
         """Pass ``records`` through, counting them."""
         for r in records:
             self.records += 1
-            path = str(r.get("source") or "").rsplit(":", 1)[0]
-            g = self.groups.setdefault((path, r["format"]), {"records": 0, "k": set()})
+            key = ((r["source"] or "").rpartition(":")[0], r["format"])
+            g = self.groups.get(key)
+            if g is None:
+                g = self.groups[key] = {"records": 0, "k": set(), "sum": [0.0] * 3, "n": [0] * 3}
             g["records"] += 1
-            if r.get("num_spec_tokens") is not None:
+            if r["num_spec_tokens"] is not None:
                 g["k"].add(r["num_spec_tokens"])
-            for key in ("accept_len", "tok_s", "aggregate_tok_s"):
-                if r.get(key) is not None:
-                    g[key + "_sum"] = g.get(key + "_sum", 0.0) + r[key]
-                    g[key + "_n"] = g.get(key + "_n", 0) + 1
+            for i, value in enumerate((r["accept_len"], r["tok_s"], r["aggregate_tok_s"])):
+                if value is not None:
+                    g["sum"][i] += value
+                    g["n"][i] += 1
             yield r
 
     def mean(self, group: dict[str, Any], key: str) -> float | None:
-        n = group.get(key + "_n", 0)
-        return group[key + "_sum"] / n if n else None
+        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
+        i = ("accept_len", "tok_s", "aggregate_tok_s").index(key)
+        return group["sum"][i] / group["n"][i] if group["n"][i] else None
+
+
+_RECORD_KEY_SET = frozenset(RECORD_KEYS)
 
 
 def _complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
     """Every record key present, missing values as None, user-given metadata filled in."""
-    unknown = set(record) - set(RECORD_KEYS)
-    if unknown:  # a reader emitted a key --out has no column for: never drop it silently
-        raise AssertionError(f"record keys without a column: {sorted(unknown)}")
-    out = {key: record.get(key) for key in RECORD_KEYS}
+    if not record.keys() <= _RECORD_KEY_SET:  # a reader's key --out has no column for
+        raise AssertionError(
+            f"record keys without a column: {sorted(record.keys() - _RECORD_KEY_SET)}"
+        )
+    out = dict.fromkeys(RECORD_KEYS)
+    for key, value in record.items():
+        out[key] = None if value != value else value  # NaN, the readers' "absent", is None
     for key, value in stamp.items():
-        if value is not None and out.get(key) in (None, ""):
+        if value is not None and out[key] in (None, ""):
             out[key] = value
-    for key, value in out.items():
-        if isinstance(value, float) and math.isnan(value):
-            out[key] = None
-    if out.get("num_spec_tokens") is not None:
-        out["num_spec_tokens"] = int(out["num_spec_tokens"])
+    k = out["num_spec_tokens"]
+    if k is not None and type(k) is not int:
+        out["num_spec_tokens"] = int(k)
     return out

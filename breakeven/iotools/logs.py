@@ -188,9 +188,12 @@ def _number(fields: dict[str, str], key: str) -> float:
     text = fields.get(key)
     if text is None:
         return math.nan
-    head = text.split(" ", 1)[0].rstrip("%.").rstrip(",")
     try:
-        return float(head)
+        return float(text)  # most values are bare numbers
+    except ValueError:
+        pass
+    try:
+        return float(text.split(" ", 1)[0].rstrip("%.").rstrip(","))
     except ValueError:
         raise LineError(f"{key} is {text!r}, expected a number") from None
 

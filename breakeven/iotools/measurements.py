@@ -73,8 +73,18 @@ def write_measurements(
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(columns)
+            position = {c: i for i, c in enumerate(columns)}
+            blank = [None] * len(columns)
             for r in records:
-                writer.writerow([_cell(r.get(c)) for c in columns])
+                # csv writes None as an empty cell and floats exactly; lists and bools
+                # need _cell (records from ingest hold no NaN).  Keys outside the columns are dropped here, so the callers
+                # pass complete column lists (ingest: RECORD_KEYS).
+                row = blank.copy()
+                for key, v in r.items():
+                    i = position.get(key)
+                    if i is not None and v is not None:
+                        row[i] = _cell(v) if type(v) in (list, tuple, bool) else v
+                writer.writerow(row)
                 rows += 1
             f.flush()
             os.fsync(f.fileno())

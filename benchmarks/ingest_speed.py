@@ -1,0 +1,152 @@
+"""Speed and memory of ``breakeven ingest`` on a large generated engine log, side by side with
+``grep | awk`` extracting the same fields.
+
+Target (issue 4): ingest reads a 1 GB engine log at least as fast as
+
+    grep -E 'Decode batch|SpecDecoding metrics' LOG | awk ...
+
+extracting the same fields, in bounded memory.  The log mixes SGLang scheduler
+lines (decode and prefill), vLLM spec-decode and throughput lines, and HTTP
+access lines, in proportions like a busy server's.  Both sides write the
+extracted fields to a file; peak memory (max RSS) is reported for ingest.
+
+    python benchmarks/ingest_speed.py [--mb 1024] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+AWK = r"""
+/Decode batch/ {
+  n = split($0, f, ", "); ts = substr($1, 2) " " $2; r = ""; a = ""; g = ""
+  for (i = 1; i <= n; i++) {
+    split(f[i], kv, ": ")
+    if (kv[1] ~ /#running-req$/) r = kv[2]
+    else if (kv[1] == "accept len") a = kv[2]
+    else if (kv[1] == "gen throughput (token/s)") g = kv[2]
+  }
+  print ts "," r "," a "," g; next
+}
+/SpecDecoding metrics/ {
+  n = split($0, f, ", "); m = ""; acc = ""; dr = ""
+  for (i = 1; i <= n; i++) {
+    split(f[i], kv, ": ")
+    if (kv[1] ~ /Mean acceptance length$/) m = kv[2]
+    else if (kv[1] == "Accepted") acc = kv[2]
+    else if (kv[1] == "Drafted") dr = kv[2]
+  }
+  print $2 " " $3 "," m "," acc "," dr
+}
+"""
+
+
+def generate(path: Path, megabytes: int, seed: int = 7) -> int:
+    rng = random.Random(seed)
+    target = megabytes << 20
+    written, lines, tokens = 0, 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        while written < target:
+            chunk = []
+            for _ in range(2000):
+                lines += 1
+                s, ms = divmod(lines, 60)
+                stamp = f"2026-02-26 {10 + (s // 3600) % 12:02d}:{(s // 60) % 60:02d}:{s % 60:02d}"
+                roll = rng.random()
+                if roll < 0.40:
+                    chunk.append(f'INFO:     10.0.0.{lines % 250}:{40000 + lines % 20000} - '
+                                 f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n')  # fmt: skip
+                elif roll < 0.60:
+                    chunk.append(f"[{stamp} TP0] Prefill batch, #new-seq: 1, #new-token: "
+                                 f"{rng.randint(20, 900)}, #cached-token: 0, token usage: 0.01, "
+                                 f"#running-req: {rng.randint(1, 64)}, #queue-req: 0\n")  # fmt: skip
+                elif roll < 0.90:
+                    tokens += 40
+                    chunk.append(f"[{stamp} TP0] Decode batch, #running-req: {rng.randint(1, 64)}"
+                                 f", #token: {tokens}, token usage: 0.02, accept len: "
+                                 f"{rng.uniform(1.5, 3.5):.2f}, accept rate: 0.55, cuda graph: "
+                                 f"True, gen throughput (token/s): {rng.uniform(50, 900):.2f}, "
+                                 "#queue-req: 0\n")  # fmt: skip
+                elif roll < 0.95:
+                    chunk.append(f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [loggers.py:123] Engine"
+                                 f" 000: Avg prompt throughput: {rng.uniform(0, 9000):.1f} tokens/s,"
+                                 f" Avg generation throughput: {rng.uniform(50, 900):.1f} tokens/s, "
+                                 f"Running: {rng.randint(1, 64)} reqs, Waiting: 0 reqs, GPU KV cache"
+                                 " usage: 1.2%, Prefix cache hit rate: 0.0%\n")  # fmt: skip
+                else:
+                    drafted = rng.randint(100, 5000) * 3
+                    accepted = rng.randint(0, drafted)
+                    chunk.append(f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [metrics.py:96] "
+                                 f"SpecDecoding metrics: Mean acceptance length: "
+                                 f"{1 + accepted / (drafted / 3):.2f}, Accepted throughput: 4.37 "
+                                 f"tokens/s, Drafted throughput: 4.92 tokens/s, Accepted: "
+                                 f"{accepted} tokens, Drafted: {drafted} tokens, Per-position "
+                                 "acceptance rate: 0.900, 0.700, 0.500, Avg Draft acceptance rate:"
+                                 " 70.0%\n")  # fmt: skip
+            text = "".join(chunk)
+            f.write(text)
+            written += len(text.encode())
+    return lines
+
+
+def timed(cmd: str) -> tuple[float, float]:
+    """Wall seconds and the peak RSS [MiB] of the command's processes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", cmd], check=True)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=1024, help="log size [MiB] (default 1024)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    args = parser.parse_args()
+    awk = shutil.which("mawk") or shutil.which("awk")
+    breakeven = Path(sys.executable).with_name("breakeven")
+    work = Path(tempfile.mkdtemp(prefix="breakeven-bench-"))
+    log = work / "server.log"
+    try:
+        start = time.perf_counter()
+        lines = generate(log, args.mb)
+        size = log.stat().st_size
+        print(f"generated {size / 2**20:.0f} MiB, {lines:,} lines in "
+              f"{time.perf_counter() - start:.1f} s ({work})")  # fmt: skip
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
+        (work / "fields.awk").write_text(AWK)
+        grep_cmd = (f"grep -E 'Decode batch|SpecDecoding metrics' {log} | {awk} -f "
+                    f"{work / 'fields.awk'} > {work / 'awk.csv'}")  # fmt: skip
+        ingest_cmd = f"{breakeven} ingest {log} --out {work / 'ingest.csv'} --force 2>/dev/null"
+        results = {}
+        for name, cmd in (("grep | awk", grep_cmd), ("breakeven ingest", ingest_cmd),
+                          ("grep | awk ", grep_cmd), ("breakeven ingest ", ingest_cmd)):  # fmt: skip
+            wall, _ = timed(cmd)
+            results.setdefault(name.strip(), []).append(wall)
+        _, peak = timed(ingest_cmd)
+        rows = sum(1 for _ in open(work / "ingest.csv")) - 1
+        awk_rows = sum(1 for _ in open(work / "awk.csv"))
+        g, b = min(results["grep | awk"]), min(results["breakeven ingest"])
+        print(f"grep | awk ({Path(awk).name}):  {g:6.2f} s  {size / 2**20 / g:7.1f} MiB/s  "
+              f"{awk_rows:,} rows")  # fmt: skip
+        print(f"breakeven ingest:   {b:6.2f} s  {size / 2**20 / b:7.1f} MiB/s  {rows:,} records "
+              f"(also throughput and V1 lines merged), peak RSS {peak:.0f} MiB")  # fmt: skip
+        verdict = "meets" if b <= g else "MISSES"
+        print(f"ratio ingest / grep|awk: {b / g:.2f}x ({verdict} the target of at most 1.0x)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
