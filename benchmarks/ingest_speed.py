@@ -16,7 +16,6 @@ extracted fields to a file; peak memory (max RSS) is reported for ingest.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
 import shutil
@@ -59,7 +58,7 @@ def generate(path: Path, megabytes: int, seed: int = 7) -> int:
             chunk = []
             for _ in range(2000):
                 lines += 1
-                s, ms = divmod(lines, 60)
+                s = lines // 60
                 stamp = f"2026-02-26 {10 + (s // 3600) % 12:02d}:{(s // 60) % 60:02d}:{s % 60:02d}"
                 roll = rng.random()
                 if roll < 0.40:

@@ -25,8 +25,9 @@ from breakeven.errors import BreakevenError
 
 DEFAULT_TOLERANCE = 0.05
 BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_MAX_ROWS = 200  # above this many rows a side, the normal approximation is used
+BOOTSTRAP_MAX_ROWS = 50  # above this many rows a side, the normal approximation is used
 CONFIDENCE = 0.95
+LINES_SHOWN = 20  # line numbers listed per flag or comparison
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
 
 # Stable codes, and what each means.
@@ -74,7 +75,9 @@ class Flag:
     message: str
     """What was found and what to do, in a sentence."""
     lines: tuple[int, ...] = ()
-    """Lines of the measurements file the finding is about."""
+    """Lines of the measurements file the finding is about (the first :data:`LINES_SHOWN`)."""
+    line_count: int = 0
+    """How many lines the finding is about, when more than are listed."""
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,9 @@ class Comparison:
     flags: tuple[str, ...]
     """Codes of the flags that concern this comparison."""
     lines: tuple[int, ...]
-    """Lines of the speculative rows."""
+    """Lines of the speculative rows (the first :data:`LINES_SHOWN`)."""
     baseline_lines: tuple[int, ...]
-    """Lines of the baseline rows compared with."""
+    """Lines of the baseline rows compared with (the first :data:`LINES_SHOWN`)."""
 
 
 @dataclass(frozen=True)
@@ -168,8 +171,8 @@ class CheckResult:
 
         return {
             "comparisons": [{k: clean(v) for k, v in asdict(c).items()} for c in self.comparisons],
-            "flags": [{"code": f.code, "message": f.message, "lines": list(f.lines)}
-                      for f in self.flags],
+            "flags": [{"code": f.code, "message": f.message, "lines": list(f.lines),
+                       "line_count": max(f.line_count, len(f.lines))} for f in self.flags],
             "server_checks": [asdict(c) for c in self.server_checks],
             "tolerance": self.tolerance,
         }  # fmt: skip
@@ -184,6 +187,11 @@ class CheckResult:
         from breakeven.formatting import check_html
 
         return check_html(self)
+
+
+def _lines(column: Any) -> tuple[int, ...]:
+    """The first :data:`LINES_SHOWN` file lines of some rows."""
+    return tuple(int(x) for x in column.iloc[:LINES_SHOWN])
 
 
 def _mean(values: Any) -> float:
@@ -245,7 +253,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     for column in ("model", "hardware", "spec_method", "label", "env", "run_id", "origin"):
         if column not in df.columns:
             df[column] = ""
-        df[column] = df[column].fillna("").astype(str)
+        # Categories: each distinct text is hashed once, and groupby works on integer codes.
+        df[column] = df[column].astype("category")
+        if "" not in df[column].cat.categories:
+            df[column] = df[column].cat.add_categories("")
+        df[column] = df[column].fillna("")
     for column in ("concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms",
                    "verify_ms", "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup"):  # fmt: skip
         if column not in df.columns:
@@ -254,9 +266,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     k = df["num_spec_tokens"]
     spec_signs = df["accept_len"].notna() | (df["spec_method"] != "")
     df["is_spec"] = (k > 0) | (k.isna() & spec_signs)
-    df["fingerprint"] = df["env"].map(fingerprint)
-    df["config"] = list(zip(df["model"], df["hardware"], df["concurrency"].fillna(-1.0),
-                            strict=True))  # fmt: skip
+    envs = df["env"].cat.categories
+    df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
+    df["fingerprint"] = df["fingerprint"].astype("category")
+    df["concurrency_key"] = df["concurrency"].fillna(-1.0)
+    config_columns = ["model", "hardware", "concurrency_key"]
 
     flags: list[Flag] = []
     row_flags: dict[int, set[str]] = {}
@@ -292,22 +306,25 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
     # Server log against client benchmark, within a run.
     server_checks: list[ServerCheck] = []
-    runs = df[(df["run_id"] != "") & df["tok_s"].notna()]
-    for run_id, group in runs.groupby("run_id", sort=False):
-        server = group[group["origin"] == "server"]["tok_s"]
-        client = group[group["origin"] == "client"]["tok_s"]
-        if len(server) and len(client):
-            ratio = server.mean() / client.mean()
+    runs = df[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"])]
+    means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
+    if {"server", "client"} <= set(means.columns):
+        both = means.dropna(subset=["server", "client"])
+        lines_by_run = runs[runs["run_id"].isin(both.index)].groupby("run_id", observed=True)[
+            "line"
+        ]
+        for run_id, server, client in zip(both.index, both["server"], both["client"], strict=True):
+            ratio = server / client
             agree = bool(abs(ratio - 1) <= tolerance)
-            server_checks.append(ServerCheck(str(run_id), float(server.mean()),
-                                             float(client.mean()), float(ratio), agree))  # fmt: skip
+            server_checks.append(ServerCheck(str(run_id), float(server), float(client),
+                                             float(ratio), agree))  # fmt: skip
             if not agree:
-                lines = tuple(int(x) for x in group["line"])
+                lines = _lines(lines_by_run.get_group(run_id))
                 flags.append(Flag("server_client_mismatch",
-                                  f"Run {run_id}: the server logged {server.mean():.2f} tok/s per "
-                                  f"sequence, the client measured {client.mean():.2f} "
-                                  f"({ratio:.3f}x). One of them is not measuring the same decode: "
-                                  "check prefill exclusion, concurrency and ITL vs TPOT.", lines))  # fmt: skip
+                                  f"Run {run_id}: the server logged {server:.2f} tok/s per "
+                                  f"sequence, the client measured {client:.2f} ({ratio:.3f}x). "
+                                  "One of them is not measuring the same decode: check prefill "
+                                  "exclusion, concurrency and ITL vs TPOT.", lines))  # fmt: skip
                 for line in lines:
                     row_flags.setdefault(line, set()).add("server_client_mismatch")
 
@@ -317,8 +334,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     base = base[~((base["origin"] == "server") & base["run_id"].isin(
         base.loc[base["origin"] != "server", "run_id"]) & (base["run_id"] != ""))]  # fmt: skip
     drift_configs: dict[Any, str] = {}
-    for config, group in base.groupby("config", sort=False):
-        by_env = group.groupby("fingerprint", sort=False)["tok_s"]
+    for config, group in base.groupby(config_columns, sort=False, observed=True):
+        by_env = group.groupby("fingerprint", sort=False, observed=True)["tok_s"]
         means = by_env.mean()
         spread = group["tok_s"].max() / group["tok_s"].min() - 1
         if len(means) > 1 or spread > tolerance:
@@ -330,87 +347,107 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                        f"{'; '.join(parts)}. A baseline measured in another launch is not a "
                        "baseline: re-measure it right before the speculative run, same "
                        "environment.")  # fmt: skip
-            lines = tuple(int(x) for x in group["line"])
-            flags.append(Flag("baseline_drift", message, lines))
+            flags.append(Flag("baseline_drift", message, _lines(group["line"]), len(group)))
             drift_configs[config] = message
 
     comparisons: list[Comparison] = []
-    keys = ["config", "num_spec_tokens", "spec_method", "label", "fingerprint"]
-    spec_runs = spec.assign(fingerprint=df.loc[spec.index, "fingerprint"],
-                            config=df.loc[spec.index, "config"])  # fmt: skip
+    keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
+    spec_runs = df.loc[df["is_spec"]]
+    # A client row and the server's log of the same run are one measurement: prefer the client.
     spec_runs = spec_runs[~((spec_runs["origin"] == "server") & spec_runs["run_id"].isin(
         spec_runs.loc[spec_runs["origin"] != "server", "run_id"]) & (spec_runs["run_id"] != ""))]  # fmt: skip
-    for n, ((config, k_value, method, label, fp), group) in enumerate(
-        spec_runs.groupby(keys, sort=False, dropna=False)
-    ):
-        codes: set[str] = set()
-        lines = tuple(int(x) for x in group["line"])
-        for line in lines:
-            codes |= row_flags.get(line, set())
-        candidates = base[base["config"] == config]
-        same_env = candidates[candidates["fingerprint"] == fp]
+    groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
+    stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
+                       verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
+                       published=("speedup", "mean"), n_published=("speedup", "count"))  # fmt: skip
+    # Rows of each group, in file order: positions sorted by group number.
+    number = groups.ngroup().to_numpy()
+    order = np.argsort(number, kind="stable")
+    starts = np.searchsorted(number[order], np.arange(len(stats) + 1))
+    spec_tok_all = spec_runs["tok_s"].to_numpy(dtype=float)
+    spec_line_all = spec_runs["line"].to_numpy()
+    codes_by_group: dict[int, set[str]] = {}
+    for line_number, group_number in zip(spec_line_all, number, strict=True):
+        if line_number in row_flags:
+            codes_by_group.setdefault(int(group_number), set()).update(row_flags[line_number])
+
+    base_tok_all = base["tok_s"].to_numpy(dtype=float)
+    base_step_all = base["step_ms"].to_numpy(dtype=float)
+    base_line_all = base["line"].to_numpy()
+    base_fp_all = base["fingerprint"].to_numpy()
+    by_env = base.groupby([*config_columns, "fingerprint"], sort=False, observed=True).indices
+    by_config = base.groupby(config_columns, sort=False, observed=True).indices
+    no_rows = np.array([], dtype=int)
+
+    def rows_lines(values: Any) -> tuple[int, ...]:
+        return tuple(int(x) for x in values[:LINES_SHOWN])
+
+    for g, (key, row) in enumerate(zip(stats.index, stats.itertuples(index=False), strict=True)):
+        model, hardware, conc, k_value, method, label, fp = key
+        config = (model, hardware, conc)
+        positions = order[starts[g] : starts[g + 1]]
+        lines = rows_lines(spec_line_all[positions])
+        codes = set(codes_by_group.get(g, ()))
+        candidates = by_config.get(config, no_rows)
+        same_env = by_env.get((*config, fp), no_rows)
         chosen = same_env if len(same_env) else candidates
-        published = group["speedup"].dropna().to_numpy(dtype=float)
-        own_speedup = len(published) > 0 and group["tok_s"].isna().all()
+        spec_tok = spec_tok_all[positions]
+        spec_tok = spec_tok[~np.isnan(spec_tok)]
+        own_speedup = row.n_published > 0 and len(spec_tok) == 0
         if config in drift_configs:
             codes.add("baseline_drift")
+        where = f"{label or 'A speculative run'} (line {lines[0]})"
         if own_speedup:
-            chosen = candidates.iloc[0:0]  # the source's own speedup needs no baseline row
+            chosen = no_rows  # the source's own speedup needs no baseline row
         elif not len(candidates):
             codes.add("baseline_missing")
             flags.append(Flag("baseline_missing",
-                              f"{label or 'A speculative run'} (line {lines[0]}): no baseline of "
-                              f"{config[0] or 'this model'} on {config[1] or 'this hardware'} at "
-                              f"concurrency {config[2]:g}. Measure one, in the same launch "
-                              "environment, before enabling speculation.", lines))  # fmt: skip
+                              f"{where}: no baseline of {model or 'this model'} on "
+                              f"{hardware or 'this hardware'} at concurrency {conc:g}. Measure "
+                              "one, in the same launch environment, before enabling speculation.",
+                              lines))  # fmt: skip
         elif not len(same_env):
             codes.add("stale_baseline")
-            other = chosen["fingerprint"].iloc[0]
             flags.append(Flag("stale_baseline",
-                              f"{label or 'A speculative run'} (line {lines[0]}) is compared with a "
-                              f"baseline from another environment (env differs: "
-                              f"{_env_difference(fp, other)}). Its speedup is not trustworthy: "
-                              "re-measure the baseline with the same environment.",
-                              lines + tuple(int(x) for x in chosen["line"])))  # fmt: skip
+                              f"{where} is compared with a baseline from another environment (env "
+                              f"differs: {_env_difference(fp, base_fp_all[chosen[0]])}). Its "
+                              "speedup is not trustworthy: re-measure the baseline with the same "
+                              "environment.", lines + rows_lines(base_line_all[chosen])))  # fmt: skip
 
-        spec_tok = group["tok_s"].dropna().to_numpy(dtype=float)
-        base_tok = chosen["tok_s"].to_numpy(dtype=float)
+        base_tok = base_tok_all[chosen]
         s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
         measured = s_mean / b_mean if len(spec_tok) and len(base_tok) else math.nan
-        low, high = _interval(spec_tok, base_tok, seed=n)
+        low, high = _interval(spec_tok, base_tok, seed=g)
         if own_speedup:
-            measured, low, high = _mean(published), math.nan, math.nan
-        tau = _mean(group["accept_len"].dropna())
-        cycle = _mean(group["cycle_ms"].dropna())
+            measured, low, high = float(row.published), math.nan, math.nan
+        tau, cycle = float(row.tau), float(row.cycle)
         if math.isnan(cycle):
-            verify = _mean(group["verify_ms"].dropna())
-            draft = _mean(group["draft_ms"].dropna())
-            cycle = verify + (0.0 if math.isnan(draft) else draft)
-        step = _mean(chosen["step_ms"].dropna()) if len(chosen) else math.nan
-        if math.isnan(step) and b_mean > 0:
-            step = 1000.0 / b_mean
+            cycle = float(row.verify) + (0.0 if math.isnan(row.draft) else float(row.draft))
+        steps = base_step_all[chosen]
+        steps = steps[~np.isnan(steps)]
+        step = float(steps.mean()) if len(steps) else (1000.0 / b_mean if b_mean > 0 else math.nan)
         predicted = tau * step / cycle if cycle > 0 else math.nan
         residual = measured - predicted
         if not math.isnan(residual) and abs(measured / predicted - 1) > tolerance:
             codes.add("prediction_mismatch")
             flags.append(Flag("prediction_mismatch",
-                              f"{label or 'A speculative run'} (line {lines[0]}): measured "
-                              f"{measured:.3f}x, the cycle model predicts {predicted:.3f}x from "
-                              f"accept_len {tau:.3f}, step {step:.3f} ms and cycle {cycle:.3f} ms."
-                              f" The measured run implies a {1000 * tau / s_mean:.3f} ms cycle: "
-                              "check the cycle profile and the baseline.", lines))  # fmt: skip
+                              f"{where}: measured {measured:.3f}x, the cycle model predicts "
+                              f"{predicted:.3f}x from accept_len {tau:.3f}, step {step:.3f} ms and "
+                              f"cycle {cycle:.3f} ms. The measured run implies a "
+                              f"{1000 * tau / s_mean:.3f} ms cycle: check the cycle profile and "
+                              "the baseline.", lines))  # fmt: skip
         comparisons.append(Comparison(
-            label=label, model=config[0], hardware=config[1],
-            concurrency=float(config[2]) if config[2] >= 0 else math.nan,
+            label=label, model=model, hardware=hardware,
+            concurrency=float(conc) if conc >= 0 else math.nan,
             num_spec_tokens=float(k_value), spec_method=method,
-            runs=len(published) if own_speedup else len(spec_tok),
+            runs=int(row.n_published) if own_speedup else len(spec_tok),
             baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
             measured_speedup=measured, ci_low=low, ci_high=high,
             verdict=_verdict(measured, low, high, tolerance), accept_len=tau,
             cycle_ms=cycle if cycle > 0 else math.nan, predicted_speedup=predicted,
             residual=residual, implied_cycle_ms=1000.0 * tau / s_mean if s_mean > 0 else math.nan,
             flags=tuple(sorted(codes)), lines=lines,
-            baseline_lines=tuple(int(x) for x in chosen["line"]),
+            baseline_lines=rows_lines(base_line_all[chosen]),
         ))  # fmt: skip
     order = list(FLAGS)
     flags.sort(key=lambda f: order.index(f.code))

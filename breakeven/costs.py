@@ -230,7 +230,7 @@ def fit_cost_curve(
         raise invalid_value("form", form, "one of " + ", ".join(FORMS))
     t, m = _curve_points(tokens, ms, "")
     import numpy as np
-    from scipy.optimize import lsq_linear, minimize_scalar
+    from scipy.optimize import lsq_linear
 
     n, y = np.asarray(t), np.asarray(m)
     if form == "linear":
@@ -244,14 +244,19 @@ def fit_cost_curve(
             sol = lsq_linear(design, y, bounds=(0, np.inf))
             return float(np.sum((design @ sol.x - y) ** 2)), sol.x
 
-        # Profile the knee over a fine geometric grid, then refine between its neighbours.
-        grid = np.unique(np.concatenate([n, np.geomspace(n[0], n[-1], 256)]))
-        sse = [solve(float(x))[0] for x in grid]
-        i = int(np.argmin(sse))
-        lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
-        knee = float(minimize_scalar(lambda x: solve(x)[0], bounds=(lo, hi), method="bounded").x)
-        if sse[i] < solve(knee)[0]:
-            knee = float(grid[i])
+        # The best knee lies at a data point, or inside an interval between two, where the
+        # points left of it are flat and those right of it on one line: try every such place.
+        candidates = [(solve(float(x))[0], float(x)) for x in n]
+        for j in range(len(n) - 1):
+            left, right = n <= n[j], n >= n[j + 1]
+            if right.sum() < 2:
+                continue
+            slope, intercept = np.polyfit(n[right], y[right], 1)
+            if slope > 0:
+                inside = (y[left].mean() - intercept) / slope
+                if n[j] < inside < n[j + 1]:
+                    candidates.append((solve(float(inside))[0], float(inside)))
+        knee = min(candidates)[1]
         level, slope = solve(knee)[1]
         a, b = float(slope * knee), float(slope)
         c = float(level - a)  # may be negative: the compute-bound line's intercept

@@ -337,7 +337,8 @@ def check_text(r: CheckResult) -> str:
                          f"{r.tolerance:.0%}")  # fmt: skip
     lines += ["", f"Flags ({len(r.flags)}):" if r.flags else "Flags: none."]
     for f in r.flags:
-        where = f" (lines {', '.join(map(str, f.lines))})" if f.lines else ""
+        more = f" and {f.line_count - len(f.lines)} more" if f.line_count > len(f.lines) else ""
+        where = f" (lines {', '.join(map(str, f.lines))}{more})" if f.lines else ""
         lines.append(f"  [{f.code}] {f.message}{where}")
     return "\n".join(lines) + "\n"
 

@@ -149,7 +149,7 @@ def read_measurements(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]
 
     text_columns = [c for c in header if c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text"]
     try:
-        data = pd.read_csv(path, skiprows=header_line - 1, dtype={c: str for c in text_columns},
+        data = pd.read_csv(path, skiprows=header_line - 1, dtype={c: "category" for c in text_columns},
                            skip_blank_lines=False, keep_default_na=False,
                            na_values=[""], encoding="utf-8")  # fmt: skip
     except (pd.errors.ParserError, ValueError) as e:
