@@ -408,6 +408,195 @@ def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
     from breakeven.check import check_file
 
     _emit(check_file(measurements, tolerance), as_json, "check_text")
+
+
+_out = click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
+                    metavar="FILE", help="Where to write the picture: .png, .svg or .pdf.")
+_force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
+
+
+def _predict_options(f: Any) -> Any:
+    """predict's input flags, for the commands that draw from them."""
+    for option in reversed([
+        _baseline, _step,
+        click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+                     help=f"One target forward over k + 1 tokens {_MS}."),
+        click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+                     help=f"All drafting in one cycle (default 0) {_MS}."),
+        _overhead,
+        click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
+                     help=f"Measured cycle time, instead of the costs {_MS}."),
+        _accept_len, _alpha, _k, _per_position,
+        click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+                     help="Leviathan's c: draft step / target step; needs -k."),
+    ]):
+        f = option(f)
+    return f
+
+
+def _save(ax: Any, out: str, force: bool) -> None:
+    from breakeven.plot import save
+
+    save(ax, out, force=force)
+    click.echo(f"Wrote {out}.", err=True)
+
+
+@cli.group(cls=_Group)
+def plot() -> None:
+    """Draw the pictures people decide from: surfaces with the break-even line, and more.
+
+    Every subcommand writes one PNG, SVG or PDF (by the suffix of --out) and
+    never replaces a file without --force.
+    """
+
+
+@plot.command(name="surface")
+@_predict_options
+@click.option("--alpha-k", "alpha_k", is_flag=True,
+              help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).")
+@click.option("--max-k", "k_max", type=int, default=16, show_default=True,
+              help="Largest k of the (alpha, k) surface.")
+@click.option("--label", default="measured", show_default=True,
+              help="Label of the point the inputs place on the surface.")
+@_out
+@_force
+def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
+                 **inputs: Any) -> None:
+    """Speedup surface with its break-even line; the inputs' operating point marked.
+
+    By default over (accept_len, cycle_ms / step_ms), where speculation breaks
+    even on the line accept_len = cycle / step. With --alpha-k, over (alpha, k)
+    for Leviathan's --cost-ratio or the inputs' cycle/step.
+
+    \b
+      breakeven plot surface --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
+          --accept-len 2.1 --out surface.png
+    """
+    from breakeven import plot as pictures
+
+    given = {k: v for k, v in inputs.items() if v is not None}
+    p = None
+    if given:
+        from breakeven.predict import predict as run_predict
+
+        p = run_predict(**inputs)
+    ratio = p.breakeven_accept_len / p.target_speedup if p and p.breakeven_accept_len else None
+    if alpha_k:
+        if p is None or (p.cost_ratio is None and ratio is None):
+            raise InputError("--alpha-k needs the cycle cost: --cost-ratio with -k, or a "
+                             "baseline and --verify-ms or --cycle-ms")
+        points = [(p.alpha, p.k, label)] if p.alpha is not None and p.k else []
+        ax = pictures.surface_alpha_k(cost_ratio=p.cost_ratio,
+                                      cycle_over_step=None if p.cost_ratio is not None else ratio,
+                                      k_max=k_max, points=points)
+    else:
+        points = [(p.accept_len, ratio, label)] if p and p.accept_len and ratio else []
+        x_high = max([4.0] + [1.2 * x for x, _, _ in points])
+        y_high = max([4.0] + [1.2 * y for _, y, _ in points])
+        ax = pictures.surface(accept_len=(1.0, x_high), cycle_over_step=(min(1.0, *(
+            0.8 * y for _, y, _ in points)) if points else 1.0, y_high), points=points)
+    _save(ax, out, force)
+
+
+@plot.command(name="k")
+@_alpha
+@_per_position
+@_accept_len_by_k
+@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+              help="Leviathan's c: draft step / target step, verify = one target step.")
+@_baseline
+@_step
+@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+              help=f"Verify forward, the same at every k {_MS}.")
+@click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False), metavar="CSV",
+              help="Forward time against tokens per forward: columns tokens,ms.")
+@_fit
+@_draft_step
+@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+              help=f"Drafting per cycle that does not grow with k {_MS}.")
+@_overhead
+@click.option("--batch", "batch", type=int, default=1, show_default=True,
+              help="Sequences decoded together (with --verify-curve).")
+@_max_k
+@_out
+@_force
+def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
+           **inputs: Any) -> None:
+    """Speedup against k, the best k marked (optimize's inputs)."""
+    from breakeven import plot as pictures
+    from breakeven.optimize import optimize as run_optimize
+
+    curve = _read_curve(verify_curve, fit, "--verify-curve")
+    _save(pictures.speedup_vs_k(run_optimize(verify_curve=curve, **inputs)), out, force)
+
+
+@plot.command(name="batch")
+@click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
+              required=True, help="Forward time against total tokens per forward: tokens,ms.")
+@_fit
+@_accept_len
+@_k
+@_alpha
+@_per_position
+@_accept_len_by_k
+@_max_k
+@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+              help=f"Drafting per cycle, the same at every batch {_MS}.")
+@_draft_step
+@_overhead
+@click.option("--max-batch", "max_batch", type=int, metavar="N",
+              help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).")
+@_out
+@_force
+def plot_batch(out: str, force: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
+    """Speedup against batch size, the break-even batch marked (batch's inputs)."""
+    from breakeven import plot as pictures
+    from breakeven.optimize import batch_sweep
+
+    curve = _read_curve(cost_curve, fit, "--cost-curve")
+    _save(pictures.speedup_vs_batch(batch_sweep(curve, **inputs)), out, force)
+
+
+@plot.command(name="check")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+              help="Relative tolerance: the band drawn around measured = predicted.")
+@_out
+@_force
+def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> None:
+    """Measured against predicted speedup, with y = x and the tolerance band (check's input)."""
+    from breakeven import plot as pictures
+    from breakeven.check import check_file
+
+    _save(pictures.measured_vs_predicted(check_file(measurements, tolerance)), out, force)
+
+
+@plot.command(name="sensitivity")
+@_baseline
+@_step
+@click.option("--verify-ms", "verify_ms", type=float, metavar="MS", required=True,
+              help=f"One target forward over k + 1 tokens {_MS}.")
+@click.option("--draft-ms", "draft_ms", type=float, default=0.0, metavar="MS",
+              help=f"All drafting in one cycle (default 0) {_MS}.")
+@click.option("--overhead-ms", "overhead_ms", type=float, default=0.0, metavar="MS",
+              help=f"Other per-cycle cost (default 0) {_MS}.")
+@click.option("--accept-len", "accept_len", type=float, required=True, metavar="TAU",
+              help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].")
+@click.option("--delta", type=float, default=0.10, show_default=True, metavar="F",
+              help="How far each input is moved, down and up [fraction].")
+@_out
+@_force
+def plot_sensitivity(out: str, force: bool, baseline_tok_s: float | None,
+                     step_ms: float | None, **inputs: Any) -> None:
+    """Which input, moved by ±10%, moves the speedup most (a tornado chart)."""
+    from breakeven import plot as pictures
+    from breakeven.model import step_ms_from_baseline
+    from breakeven.sensitivity import sensitivity
+
+    if (baseline_tok_s is None) == (step_ms is None):
+        raise InputError("give one of --baseline or --step-ms")
+    step = step_ms if step_ms is not None else step_ms_from_baseline(baseline_tok_s)
+    _save(pictures.tornado(sensitivity(step_ms=step, **inputs)), out, force)
 # fmt: on
 
 
