@@ -597,6 +597,25 @@ def plot_sensitivity(out: str, force: bool, baseline_tok_s: float | None,
         raise InputError("give one of --baseline or --step-ms")
     step = step_ms if step_ms is not None else step_ms_from_baseline(baseline_tok_s)
     _save(pictures.tornado(sensitivity(step_ms=step, **inputs)), out, force)
+
+
+@cli.command()
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option("--out", "out", type=click.Path(file_okay=False), required=True, metavar="DIR",
+              help="Directory to write report.html into (created if missing).")
+@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+              help="Relative tolerance, as for check.")
+@_force
+def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
+    """A self-contained HTML report of a check: table, flags and figures.
+
+    \b
+      breakeven report data/case_study.csv --out report/
+    """
+    from breakeven.report import write_report
+
+    path = write_report(measurements, out, tolerance=tolerance, force=force)
+    click.echo(f"Wrote {path}.", err=True)
 # fmt: on
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +38,9 @@ def _speedup_map(ax: Any, x: Any, y: Any, speedup: Any, levels: Sequence[float])
     """Shade speedup (centred on 1), draw iso-speedup contours and the labelled break-even line."""
     low, high = float(np.nanmin(speedup)), float(np.nanmax(speedup))
     norm = TwoSlopeNorm(vmin=min(low, 0.999), vcenter=1.0, vmax=max(high, 1.001))
-    mesh = ax.pcolormesh(x, y, speedup, cmap=SPEEDUP_CMAP, norm=norm, shading="auto")
+    mesh = ax.pcolormesh(
+        x, y, speedup, cmap=SPEEDUP_CMAP, norm=norm, shading="auto", rasterized=True
+    )  # an image inside SVG and PDF, not 10^5 polygons
     ax.figure.colorbar(mesh, ax=ax, label="speedup [x]")
     inside = [v for v in levels if low < v < high and v != 1.0]
     if inside:
@@ -246,18 +247,9 @@ def save(ax_or_figure: Any, path: str | os.PathLike[str], *, force: bool = False
     if suffix not in FORMATS:
         raise BreakevenError("{0}: got " + repr(path).replace("{", "{{") + ", expected a file "
                              "name ending in .png, .svg or .pdf", "out")  # fmt: skip
-    if os.path.exists(path) and not force:
-        raise BreakevenError("{0}: " + repr(path).replace("{", "{{") + " exists; give --force "
-                             "to replace it", "out")  # fmt: skip
+    from breakeven.iotools.atomic import atomic_path
+
     figure = getattr(ax_or_figure, "figure", ax_or_figure)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=suffix, dir=directory)
-    os.close(fd)
-    try:
+    with atomic_path(path, force=force) as tmp:
         figure.savefig(tmp, dpi=150)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path

@@ -58,6 +58,14 @@ class Prediction:
             out[f.name] = value
         return out
 
+    def to_frame(self) -> Any:
+        """The determined quantities as a pandas DataFrame: one row each, with its unit."""
+        import pandas as pd
+
+        rows = [(key, value, QUANTITIES[key].unit) for key, value in self.to_dict().items()
+                if key != "breakeven_alpha_by_k"]  # fmt: skip
+        return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
+
     def _repr_html_(self) -> str:
         from breakeven.formatting import prediction_html
 

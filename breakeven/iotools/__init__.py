@@ -5,5 +5,7 @@ is a :class:`~breakeven.BreakevenError` naming the file and the line.
 """
 
 from breakeven.iotools.curves import read_cost_curve
+from breakeven.iotools.ingest import ingest
+from breakeven.iotools.measurements import read_measurements, write_measurements
 
-__all__ = ["read_cost_curve"]
+__all__ = ["ingest", "read_cost_curve", "read_measurements", "write_measurements"]

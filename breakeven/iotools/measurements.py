@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import math
 import os
-import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 from breakeven.errors import BreakevenError
+from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES
 
 # Columns check cannot do without.
@@ -59,40 +59,31 @@ def write_measurements(
     every other key of the records (which must then be a list, not a stream).
     """
     path = os.fspath(path)
-    if os.path.exists(path) and not force:
-        raise BreakevenError(
-            "{0}: " + f"{path!r} exists; give --force to replace it".replace("{", "{{"), "out"
-        )
+    refuse_overwrite(path, force)
     if columns is None:
         records = list(records)
         columns = measurement_columns(records)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=".csv", dir=directory)
     rows = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(columns)
-            position = {c: i for i, c in enumerate(columns)}
-            blank = [None] * len(columns)
-            for r in records:
-                # csv writes None as an empty cell and floats exactly; lists and bools
-                # need _cell (records from ingest hold no NaN).  Keys outside the columns are dropped here, so the callers
-                # pass complete column lists (ingest: RECORD_KEYS).
-                row = blank.copy()
-                for key, v in r.items():
-                    i = position.get(key)
-                    if i is not None and v is not None:
-                        row[i] = _cell(v) if type(v) in (list, tuple, bool) else v
-                writer.writerow(row)
-                rows += 1
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    def write(f: Any) -> None:
+        nonlocal rows
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(columns)
+        position = {c: i for i, c in enumerate(columns)}
+        blank = [None] * len(columns)
+        for r in records:
+            # csv writes None as an empty cell and floats exactly; lists and bools need
+            # _cell (records from ingest hold no NaN).  Keys outside the columns are
+            # dropped here, so callers pass complete column lists (ingest: RECORD_KEYS).
+            row = blank.copy()
+            for key, v in r.items():
+                i = position.get(key)
+                if i is not None and v is not None:
+                    row[i] = _cell(v) if type(v) in (list, tuple, bool) else v
+            writer.writerow(row)
+            rows += 1
+
+    write_text(path, write, force=force)
     return rows
 
 

@@ -1,0 +1,62 @@
+"""Regenerate every figure in figures/ from the data in data/.
+
+    python figures/make_figures.py
+
+Writes (replacing the previous versions):
+
+- case_study_surface.png: speedup over (accept_len, cycle/step) with the case study's EAGLE-3
+  k = 6 run placed against the true 62.9 tok/s baseline and against the stale 90 tok/s one;
+- case_study_sensitivity.png: which of its inputs, moved by 10%, moves the speedup most;
+- leviathan_alpha_k.png and leviathan_k.png: Leviathan et al.'s model at c = 0.05;
+- llama3_8b_batch.png: speedup against batch on the Llama-3-8B decode curve, alpha = 0.7.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from breakeven import plot
+from breakeven.costs import TableCost
+from breakeven.iotools import read_cost_curve, read_measurements
+from breakeven.optimize import batch_sweep, optimize_leviathan
+from breakeven.sensitivity import sensitivity
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA, FIGURES = ROOT / "data", ROOT / "figures"
+
+
+def case_study() -> None:
+    data, _ = read_measurements(DATA / "case_study.csv")
+    run = data[data["label"] == "eagle3-k6"].iloc[0]
+    tuned = data[data["label"] == "baseline-nccl-tuned"]["tok_s"].iloc[0]
+    real = data[(data["label"] == "baseline") & (data["origin"] == "client")]["tok_s"].iloc[0]
+    tau, cycle = float(run["accept_len"]), float(run["cycle_ms"])
+    points = [
+        (tau, cycle / (1000 / real), f"EAGLE-3 k=6 vs the real {real:g} tok/s"),
+        (tau, cycle / (1000 / tuned), f"vs the stale {tuned:g} tok/s"),
+    ]
+    plot.save(plot.surface(points=points), FIGURES / "case_study_surface.png", force=True)
+    result = sensitivity(accept_len=tau, step_ms=1000 / real, verify_ms=float(run["verify_ms"]),
+                         draft_ms=float(run["draft_ms"]))  # fmt: skip
+    plot.save(plot.tornado(result), FIGURES / "case_study_sensitivity.png", force=True)
+
+
+def leviathan() -> None:
+    plot.save(plot.surface_alpha_k(cost_ratio=0.05), FIGURES / "leviathan_alpha_k.png", force=True)
+    plot.save(plot.speedup_vs_k(optimize_leviathan(0.8, 0.05)), FIGURES / "leviathan_k.png",
+              force=True)  # fmt: skip
+
+
+def batch() -> None:
+    data, meta = read_cost_curve(DATA / "llama3_8b_decode_curve.csv")
+    curve = TableCost(tuple(data["tokens"]), tuple(data["ms"]), source=meta["path"]).fit("linear")
+    result = batch_sweep(curve, alpha=0.7, k_max=8, max_batch=512)
+    plot.save(plot.speedup_vs_batch(result), FIGURES / "llama3_8b_batch.png", force=True)
+
+
+if __name__ == "__main__":
+    case_study()
+    leviathan()
+    batch()
+    for path in sorted(FIGURES.glob("*.png")):
+        print(path.relative_to(ROOT))

@@ -1,0 +1,174 @@
+"""What each picture says: the break-even line where the model puts it, units on the axes,
+the best-k marker at the argmax; and every plot command renders headless."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.figure import Figure
+
+from breakeven import plot
+from breakeven.check import check
+from breakeven.cli import cli
+from breakeven.costs import TableCost
+from breakeven.optimize import batch_sweep, optimal_k, optimize_leviathan
+from breakeven.sensitivity import sensitivity
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def by_gid(ax, gid):
+    artists = [a for a in [*ax.collections, *ax.lines, *ax.patches] if a.get_gid() == gid]
+    assert artists, f"no artist with gid {gid!r}"
+    return artists
+
+
+def assert_units(ax):
+    assert "[" in ax.get_xlabel() and "]" in ax.get_xlabel(), ax.get_xlabel()
+    assert "[" in ax.get_ylabel() and "]" in ax.get_ylabel(), ax.get_ylabel()
+
+
+def test_surface_breakeven_contour_lies_on_accept_len_equals_cycle_over_step():
+    ax = plot.surface(accept_len=(1, 4), cycle_over_step=(1, 4), resolution=200)
+    (line,) = by_gid(ax, "breakeven")
+    vertices = np.concatenate([p.vertices for p in line.get_paths()])
+    assert len(vertices) > 10
+    np.testing.assert_allclose(vertices[:, 0], vertices[:, 1], atol=0.02)
+    assert_units(ax)
+
+
+def test_surface_marks_the_measured_points_on_the_right_side():
+    ax = plot.surface(points=[(2.1, 1.881, "real"), (2.1, 2.694, "stale")])
+    texts = {t.get_text() for t in ax.texts}
+    assert "real\n1.12x" in texts and "stale\n0.78x" in texts
+
+
+def test_alpha_k_surface_best_k_line_is_the_argmax():
+    ax = plot.surface_alpha_k(cost_ratio=0.05, k_max=16, resolution=101)
+    (best,) = by_gid(ax, "best_k")
+    alphas, ks = best.get_data()
+    expected, _ = optimal_k(np.asarray(alphas), 0.05, k_max=16)
+    np.testing.assert_array_equal(ks, expected)
+    by_gid(ax, "breakeven")
+    assert_units(ax)
+
+
+def test_alpha_k_surface_needs_one_cost_form():
+    with pytest.raises(ValueError, match="give one of cost_ratio or cycle_over_step"):
+        plot.surface_alpha_k()
+
+
+def test_best_k_marker_is_at_the_argmax():
+    result = optimize_leviathan(0.8, 0.05)
+    ax = plot.speedup_vs_k(result)
+    (marker,) = by_gid(ax, "best_k")
+    x, y = marker.get_data()
+    top = max(result.by_k, key=lambda o: o.speedup)
+    assert (x[0], y[0]) == (top.k, top.speedup) == (8, pytest.approx(3.092, abs=5e-4))
+    assert_units(ax)
+
+
+def test_batch_plot_marks_the_breakeven_batch():
+    curve = TableCost(
+        (1, 2, 4, 8, 16, 32, 64, 128, 256), (10, 10, 10.1, 10.2, 10.4, 11, 14, 22, 38)
+    )
+    result = batch_sweep(curve, accept_len=2.5, k=3)
+    ax = plot.speedup_vs_batch(result)
+    (line,) = by_gid(ax, "breakeven")
+    assert line.get_xdata()[0] == result.breakeven_batch == 52
+    assert_units(ax)
+
+
+def test_measured_vs_predicted_draws_identity_and_points():
+    import pandas as pd
+
+    data = pd.DataFrame([
+        {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 0, "tok_s": t}
+        for t in (50, 51, 49)
+    ] + [
+        {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 3, "tok_s": t,
+         "accept_len": 2.5, "cycle_ms": 36.0, "label": "k3"} for t in (70, 69, 71)
+    ])  # fmt: skip
+    result = check(data)
+    ax = plot.measured_vs_predicted(result)
+    (identity,) = by_gid(ax, "identity")
+    x, y = identity.get_data()
+    np.testing.assert_array_equal(x, y)
+    (runs,) = [c for c in ax.containers]
+    px, py = runs.lines[0].get_data()
+    assert px[0] == pytest.approx(result.comparisons[0].predicted_speedup)
+    assert py[0] == pytest.approx(result.comparisons[0].measured_speedup)
+    assert_units(ax)
+
+
+def test_tornado_orders_by_swing():
+    result = sensitivity(accept_len=2.1, step_ms=15.898, verify_ms=28.7, draft_ms=1.2)
+    ax = plot.tornado(result)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-1].startswith(result.rows[0].name)  # the largest swing drawn on top
+    assert "[x]" in ax.get_xlabel()
+    assert result.rows[0].swing >= result.rows[-1].swing
+
+
+def test_plot_functions_draw_on_a_given_axes():
+    ax = Figure().add_subplot()
+    assert plot.speedup_vs_k(optimize_leviathan(0.7, 0.1), ax=ax) is ax
+
+
+def test_save_refuses_to_overwrite_and_checks_the_format(tmp_path):
+    ax = plot.speedup_vs_k(optimize_leviathan(0.7, 0.1))
+    out = tmp_path / "k.png"
+    plot.save(ax, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="exists; give --force"):
+        plot.save(ax, out)
+    with pytest.raises(ValueError, match=r"expected a file name ending in \.png, \.svg or \.pdf"):
+        plot.save(ax, tmp_path / "k.gif")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.png"]
+
+
+CASE = str(ROOT / "data" / "case_study.csv")
+CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
+
+
+@pytest.mark.parametrize(
+    ("args", "suffix", "magic"),
+    [
+        (["surface", "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2",
+          "--accept-len", "2.1"], ".png", b"\x89PNG"),
+        (["surface", "--alpha", "0.6", "-k", "4", "--cost-ratio", "0.05", "--alpha-k"], ".svg", b"<?xml"),
+        (["k", "--alpha", "0.8", "--cost-ratio", "0.05"], ".pdf", b"%PDF"),
+        (["batch", "--cost-curve", CURVE, "--alpha", "0.7"], ".png", b"\x89PNG"),
+        (["check", CASE], ".png", b"\x89PNG"),
+        (["sensitivity", "--baseline", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
+         ".png", b"\x89PNG"),
+    ],
+)  # fmt: skip
+def test_every_plot_command_renders(tmp_path, args, suffix, magic):
+    out = tmp_path / f"picture{suffix}"
+    result = CliRunner().invoke(cli, ["plot", *args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(magic)
+
+
+def test_plot_commands_render_headless_in_a_fresh_process(tmp_path):
+    out = tmp_path / "s.png"
+    env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": ""}
+    run = subprocess.run([sys.executable, "-m", "breakeven", "plot", "surface", "--out", str(out)],
+                         capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert out.exists()
+
+
+def test_bad_plot_input_is_one_line():
+    r = CliRunner().invoke(cli, ["plot", "surface", "--alpha-k", "--out", "x.png"])
+    assert r.exit_code == 2 and r.output.startswith("Error: --alpha-k needs")
+
+
+def test_importing_breakeven_does_not_import_matplotlib():
+    code = "import sys, breakeven; print('matplotlib' in sys.modules, 'pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"
