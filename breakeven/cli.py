@@ -616,6 +616,113 @@ def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
 
     path = write_report(measurements, out, tolerance=tolerance, force=force)
     click.echo(f"Wrote {path}.", err=True)
+
+
+class _Values(click.Option):
+    """An option that takes every value up to the next flag: ``--concurrency 1 8 32``."""
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            option = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if option is None:
+                continue
+            process = option.process
+
+            def greedy(value: Any, state: Any, process: Any = process) -> None:
+                values = [value]
+                while state.rargs and not state.rargs[0].startswith("-"):
+                    values.append(state.rargs.pop(0))
+                process(" ".join(values), state)
+
+            option.process = greedy
+
+
+def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(v) for v in value.replace(",", " ").split())
+    except ValueError:
+        raise click.BadParameter(f"got {value!r}, expected whole numbers such as 1 8 32") from None
+    bad = [v for v in levels if v < 1]
+    if not levels or bad:
+        raise click.BadParameter(f"got {value!r}, expected request counts >= 1")
+    return levels
+
+
+@cli.command()
+@click.option("--url", required=True, metavar="URL",
+              help="The server: http://host:8000, with or without a trailing /v1.")
+@click.option("--label", required=True, help="Name of this run, e.g. baseline or eagle3-k3.")
+@click.option("--model", help="Model to request (default: the first the server lists).")
+@click.option("--concurrency", cls=_Values, default="1", show_default=True, callback=_levels,
+              metavar="N [N ...]", help="Concurrency levels to measure, e.g. --concurrency 1 8 32.")
+@click.option("--max-tokens", "max_tokens", type=int, default=512, show_default=True,
+              help="Tokens per request (generated to the end: ignore_eos).")
+@click.option("--requests", type=int, metavar="N",
+              help="Requests per level (default: 4 x concurrency, at least 8).")
+@click.option("--prompts", "prompts", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Prompts, one per line or JSON Lines with a \"prompt\" key.")
+@click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
+@click.option("--api-key-env", "api_key_env", metavar="VAR",
+              help="Environment variable holding the API key (never printed or written).")
+@click.option("--num-spec-tokens", "-k", "num_spec_tokens", type=int, metavar="K",
+              help="k the server speculates with; 0 for a baseline (default: from /metrics).")
+@click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
+@click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
+@click.option("--env", "env", metavar="'K=V ...'",
+              help="More of the server's environment: flags, variables the client cannot see.")
+@click.option("--ready-timeout", "ready_timeout_s", type=float, default=120.0, show_default=True,
+              metavar="S", help="How long to wait while the server answers 503 (loading) [s].")
+@click.option("--connect-timeout", "connect_timeout_s", type=float, default=5.0, show_default=True,
+              metavar="S", help="How long a connection may take [s].")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
+              help="Append a row per request to this measurements CSV.")
+@_json
+def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str | None,
+          concurrency: tuple[int, ...], **options: Any) -> None:
+    """Measure decode rates against any OpenAI-compatible server (vLLM, SGLang, ...).
+
+    Run it right before changing the server, and again after: each row carries
+    the environment (NCCL_*/CUDA_* variables, URL, model, server version,
+    host), so check can tell a stale baseline. Per request: TTFT, decode tok/s
+    with prefill excluded, TPOT, chunks and tokens per chunk. Per level:
+    per-sequence and aggregate tok/s, and accept_len from /metrics.
+
+    \b
+      breakeven bench --url http://localhost:8000/v1 --label baseline \\
+          --concurrency 1 8 --max-tokens 512 --out runs.csv
+    """
+    import os
+
+    from breakeven.bench import DEFAULT_PROMPTS, Config, read_prompts, run_bench
+
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if api_key is None:
+            raise InputError(f"--api-key-env: the variable {api_key_env} is not set")
+    texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
+    config = Config(concurrency=concurrency, prompts=texts, api_key=api_key, **options)
+    config.check()
+    total = sum(config.requests or max(8, 4 * c) for c in concurrency)
+    if sys.stderr.isatty():  # a bar on a terminal; scripts and logs get no control characters
+        with click.progressbar(length=total, label="requests", file=sys.stderr) as bar:
+            levels, failures, rows = run_bench(config, out, lambda level, r: bar.update(1))
+    else:
+        levels, failures, rows = run_bench(config, out)
+    if as_json:
+        click.echo(json.dumps([{k: (None if isinstance(v, float) and v != v else v)
+                                for k, v in level.items()} for level in levels], indent=2))
+    else:
+        from breakeven.formatting import bench_text
+
+        click.echo(bench_text(levels, config.label), nl=False)
+    if out:
+        click.echo(f"Appended {rows} rows to {out}.", err=True)
+    for failure in failures:
+        click.echo(f"Problem: {failure}", err=True)
+    if failures:
+        raise InputError(f"{len(failures)} request(s) failed; every completed one was recorded")
 # fmt: on
 
 

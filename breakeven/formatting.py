@@ -351,3 +351,19 @@ def check_html(r: CheckResult) -> str:
     flags = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(f.message)}</li>"
                     for f in r.flags)  # fmt: skip
     return f"<table><tr>{head}</tr>{body}</table><ul>{flags}</ul>"
+
+
+def bench_text(levels: list[dict[str, Any]], label: str) -> str:
+    """What ``breakeven bench`` prints: one line per concurrency level."""
+    heads = ["concurrency", "requests", "failed", "tok_s [tok/s]", "sd [tok/s]",
+             "aggregate_tok_s [tok/s]", "accept_len [tokens/cycle]"]  # fmt: skip
+    rows = [[str(v["concurrency"]), str(v["requests"]), str(v["failed"]), _num(v["tok_s"], ".2f"),
+             _num(v["tok_s_sd"], ".2f"), _num(v["aggregate_tok_s"], ".2f"),
+             _num(v.get("accept_len"), ".3f")] for v in levels]  # fmt: skip
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    lines = [
+        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level"
+    ]
+    lines.append("  " + "  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
+    lines += ["  " + "  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,169 @@
+"""A small OpenAI-compatible streaming server on 127.0.0.1, for bench tests and benchmarks.
+
+It generates ``max_tokens`` tokens at a configured rate, ``tokens_per_chunk``
+tokens per streamed chunk (as a speculative server emits several tokens per
+cycle), keeps vLLM-style spec-decode counters on ``/metrics``, and can be told
+to misbehave: a 404 on the models route, a 503 until it is "loaded", a
+connection reset mid-stream, malformed SSE, a slow first token.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Behaviour:
+    model: str = "fake-model"
+    seconds_per_token: float = 0.005
+    tokens_per_chunk: int = 1
+    num_spec_tokens: int = 0  # > 0: count spec-decode cycles on /metrics
+    models_404: bool = False
+    loading_until: float = 0.0  # 503 on every route before this time.monotonic()
+    reset_after_chunks: int | None = None  # abort the connection mid-stream
+    reset_requests: int = 10**9  # ... for this many requests, then behave
+    malformed_sse: bool = False
+    first_token_delay: float = 0.0
+    usage_per_chunk: bool = True
+    # Counters, as the metrics endpoint reports them.
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    requests_seen: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    behaviour: Behaviour
+
+    def log_message(self, *args: object) -> None:  # keep test output clean
+        pass
+
+    def _json(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _loading(self) -> bool:
+        if time.monotonic() < self.behaviour.loading_until:
+            self._json(503, {"error": "model is loading"})
+            return True
+        return False
+
+    def do_GET(self) -> None:
+        b = self.behaviour
+        if self._loading():
+            return
+        if self.path == "/v1/models":
+            if b.models_404:
+                self._json(404, {"detail": "Not Found"})
+            else:
+                self._json(200, {"object": "list", "data": [{"id": b.model, "object": "model"}]})
+        elif self.path == "/version":
+            self._json(200, {"version": "fake-0.1"})
+        elif self.path == "/metrics":
+            with b.lock:
+                text = (
+                    "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.\n"
+                    "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+                    f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="{b.model}"}} {b.drafts}\n'
+                    "# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.\n"
+                    "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+                    f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="{b.model}"}} {b.draft_tokens}\n'
+                    "# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.\n"
+                    "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+                    f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
+                )  # fmt: skip
+            data = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:
+        b = self.behaviour
+        length = int(self.headers.get("Content-Length", 0))
+        request = json.loads(self.rfile.read(length) or b"{}")
+        if self._loading():
+            return
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
+            self._json(404, {"detail": "Not Found"})
+            return
+        if request.get("model") != b.model:
+            self._json(
+                404, {"error": {"message": f"The model `{request.get('model')}` does not exist."}}
+            )
+            return
+        with b.lock:
+            b.requests_seen += 1
+            resetting = b.reset_after_chunks is not None and b.requests_seen <= b.reset_requests
+        max_tokens = int(request.get("max_tokens", 16))
+        chat = self.path.endswith("chat/completions")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        time.sleep(b.first_token_delay)
+        sent, chunks = 0, 0
+        while sent < max_tokens:
+            if resetting and chunks == b.reset_after_chunks:
+                # An abortive close: the client sees a connection reset mid-stream.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))  # fmt: skip
+                self.connection.close()
+                return
+            m = min(b.tokens_per_chunk, max_tokens - sent)
+            time.sleep(b.seconds_per_token * m)
+            sent += m
+            chunks += 1
+            if b.num_spec_tokens:
+                with b.lock:
+                    b.drafts += 1
+                    b.draft_tokens += b.num_spec_tokens
+                    b.accepted += m - 1
+            delta = {"delta": {"content": "x" * m}} if chat else {"text": "x" * m}
+            body = {"choices": [{"index": 0, **delta, "finish_reason": None}]}
+            if b.usage_per_chunk:
+                body["usage"] = {"prompt_tokens": 5, "completion_tokens": sent,
+                                 "total_tokens": 5 + sent}  # fmt: skip
+            if b.malformed_sse and chunks == 2:
+                self.wfile.write(b"data: {this is not json\n\n")
+            else:
+                self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
+            self.wfile.flush()
+        usage = {"prompt_tokens": 5, "completion_tokens": sent, "total_tokens": 5 + sent}
+        self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+class FakeServer:
+    """Start with ``with FakeServer(Behaviour(...)) as server: server.url``."""
+
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = behaviour or Behaviour()
+        handler = type("Handler", (_Handler,), {"behaviour": self.behaviour})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,238 @@
+"""breakeven bench against a real HTTP server on 127.0.0.1 (tests/fake_server.py) that speaks the
+OpenAI streaming protocol, emits multi-token chunks like a speculating server, keeps /metrics
+counters, and misbehaves on request."""
+
+import csv
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fake_server import Behaviour, FakeServer
+
+from breakeven import BreakevenError
+from breakeven.bench import BENCH_COLUMNS, Config, run_bench, server_root
+from breakeven.cli import cli
+
+HERE = Path(__file__).resolve().parent
+
+
+def bench(*args):
+    return CliRunner().invoke(cli, ["bench", *map(str, args)])
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+def test_every_url_form_reaches_the_right_routes(suffix, tmp_path):
+    with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+        out = tmp_path / "runs.csv"
+        r = bench("--url", server.url + suffix, "--label", "t", "--max-tokens", 8,
+                  "--requests", 2, "--out", out)  # fmt: skip
+        assert r.exit_code == 0, r.output
+        assert len(rows(out)) == 2
+        chat = bench("--url", server.url + suffix, "--label", "t", "--max-tokens", 8,
+                     "--requests", 1, "--chat")  # fmt: skip
+        assert chat.exit_code == 0, chat.output
+
+
+def test_server_root():
+    assert server_root("http://h:8000") == server_root("http://h:8000/v1/") == "http://h:8000"
+    assert server_root("https://h/api/v1") == "https://h/api"
+    with pytest.raises(BreakevenError, match="url: got 'localhost:8000', expected an http"):
+        server_root("localhost:8000")
+
+
+def test_measured_rate_is_the_configured_rate(tmp_path):
+    # 10 ms per token: 100 tok/s per sequence, whatever the concurrency.
+    with FakeServer(Behaviour(seconds_per_token=0.01)) as server:
+        levels, failures, _ = run_bench(Config(url=server.url, label="t", concurrency=(1, 4),
+                                               max_tokens=40, requests=4), tmp_path / "r.csv")  # fmt: skip
+    assert not failures
+    for level in levels:
+        assert level["tok_s"] == pytest.approx(100, rel=0.10)
+    assert levels[1]["aggregate_tok_s"] > 2.5 * levels[0]["aggregate_tok_s"]
+
+
+def test_multi_token_chunks_and_accept_len_from_metrics(tmp_path):
+    # Three tokens per chunk, as a speculating server streams them; k = 4 on /metrics.
+    with FakeServer(
+        Behaviour(seconds_per_token=0.004, tokens_per_chunk=3, num_spec_tokens=4)
+    ) as server:
+        out = tmp_path / "r.csv"
+        levels, _, _ = run_bench(
+            Config(url=server.url, label="eagle", max_tokens=30, requests=3), out
+        )
+    assert levels[0]["accept_len"] == pytest.approx(3.0)
+    assert levels[0]["tok_s"] == pytest.approx(250, rel=0.10)
+    row = rows(out)[0]
+    assert float(row["tokens_per_chunk"]) == pytest.approx(3.0)
+    assert float(row["itl_ms"]) == pytest.approx(3 * float(row["tpot_ms"]), rel=0.15)
+    assert row["num_spec_tokens"] == "4" and float(row["accept_len"]) == pytest.approx(3.0)
+
+
+def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCCL_PROTO", "LL")
+    with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+        out = tmp_path / "r.csv"
+        run_bench(Config(url=server.url, label="b", max_tokens=8, requests=1, num_spec_tokens=0,
+                         env="tp=8"), out)  # fmt: skip
+    (row,) = rows(out)
+    for part in ("NCCL_PROTO=LL", f"url={server.url}", "model=fake-model", "server_version=fake-0.1",
+                 "tp=8", "host="):  # fmt: skip
+        assert part in row["env"]
+    assert row["num_spec_tokens"] == "0" and row["origin"] == "client" and row["timestamp"]
+
+
+def test_bench_rows_feed_check(tmp_path):
+    out = tmp_path / "r.csv"
+    with FakeServer(Behaviour(seconds_per_token=0.004)) as server:
+        run_bench(Config(url=server.url, label="baseline", max_tokens=20, requests=4,
+                         num_spec_tokens=0, hardware="h"), out)  # fmt: skip
+    with FakeServer(
+        Behaviour(seconds_per_token=0.002, tokens_per_chunk=2, num_spec_tokens=2)
+    ) as server:
+        run_bench(
+            Config(url=server.url, label="spec", max_tokens=20, requests=4, hardware="h"), out
+        )
+    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    import json
+
+    (comparison,) = json.loads(r.output)["comparisons"]
+    assert comparison["measured_speedup"] == pytest.approx(2.0, rel=0.15)
+    assert comparison["runs"] == 4 and comparison["baseline_runs"] == 4
+
+
+class TestReadiness:
+    def test_connection_refused(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # nothing listens once the socket closes
+        r = bench("--url", f"http://127.0.0.1:{port}", "--label", "t")
+        assert r.exit_code == 2
+        assert f"cannot reach http://127.0.0.1:{port}/v1/models" in r.output
+        assert "is the server running?" in r.output
+
+    def test_a_name_that_does_not_resolve(self):
+        start = time.monotonic()
+        r = bench("--url", "http://no-such-host.invalid:8000/v1", "--label", "t")
+        assert r.exit_code == 2 and "does not resolve" in r.output
+        assert time.monotonic() - start < 30
+
+    def test_404_prints_the_url_and_a_hint_about_a_doubled_v1(self):
+        with FakeServer(Behaviour(models_404=True)) as server:
+            r = bench("--url", server.url + "/v1", "--label", "t")
+            assert r.exit_code == 2 and f"404 Not Found for {server.url}/v1/models" in r.output
+            doubled = bench("--url", server.url + "/v1/v1", "--label", "t")
+            assert "holds /v1 twice" in doubled.output
+
+    def test_waits_while_the_model_loads(self, tmp_path):
+        with FakeServer(
+            Behaviour(seconds_per_token=0.001, loading_until=time.monotonic() + 0.5)
+        ) as server:
+            r = bench("--url", server.url, "--label", "t", "--max-tokens", 4, "--requests", 1)
+            assert r.exit_code == 0, r.output
+        with FakeServer(Behaviour(loading_until=time.monotonic() + 60)) as server:
+            r = bench("--url", server.url, "--label", "t", "--ready-timeout", 0.3)
+            assert r.exit_code == 2 and "still answers 503" in r.output
+
+    def test_wrong_model_lists_the_served_ones(self):
+        with FakeServer() as server:
+            r = bench("--url", server.url, "--label", "t", "--model", "llama")
+            assert r.exit_code == 2
+            assert "does not serve 'llama'; it serves 'fake-model'" in r.output
+
+
+class TestFaults:
+    def test_reset_mid_stream_keeps_the_completed_rows(self, tmp_path):
+        out = tmp_path / "r.csv"
+        with FakeServer(
+            Behaviour(seconds_per_token=0.001, reset_after_chunks=3, reset_requests=2)
+        ) as server:
+            r = bench("--url", server.url, "--label", "t", "--max-tokens", 10, "--requests", 5,
+                      "--out", out)  # fmt: skip
+        assert r.exit_code == 2 and "2 request(s) failed" in r.output
+        assert "mid-stream" in r.output
+        got = rows(out)
+        assert len(got) == 3 and all(float(row["tok_s"]) > 0 for row in got)
+
+    def test_malformed_sse(self):
+        with FakeServer(Behaviour(seconds_per_token=0.001, malformed_sse=True)) as server:
+            r = bench("--url", server.url, "--label", "t", "--max-tokens", 6, "--requests", 1)
+        assert r.exit_code == 2 and "malformed server-sent event" in r.output
+
+    def test_slow_start_counts_as_ttft_not_decode(self, tmp_path):
+        out = tmp_path / "r.csv"
+        with FakeServer(Behaviour(seconds_per_token=0.005, first_token_delay=0.3)) as server:
+            run_bench(Config(url=server.url, label="t", max_tokens=20, requests=1), out)
+        (row,) = rows(out)
+        assert float(row["ttft_ms"]) >= 300
+        assert float(row["tok_s"]) == pytest.approx(200, rel=0.10)
+
+    def test_an_interrupted_run_keeps_every_row_written(self, tmp_path):
+        out = tmp_path / "r.csv"
+        with FakeServer(Behaviour(seconds_per_token=0.01)) as server:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "breakeven", "bench", "--url", server.url, "--label", "t",
+                 "--max-tokens", "10", "--requests", "200", "--out", str(out)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and server.behaviour.requests_seen < 5:
+                time.sleep(0.05)
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+        got = rows(out)
+        assert 3 <= len(got) < 200  # the requests completed before Ctrl-C
+        assert all(len(row) == len(BENCH_COLUMNS) and row["tok_s"] for row in got)
+
+
+class TestBadInput:
+    def test_invalid_url(self):
+        r = bench("--url", "localhost:8000", "--label", "t")
+        assert r.exit_code == 2 and r.output.startswith("Error: --url: got 'localhost:8000'")
+
+    @pytest.mark.parametrize("levels", [["0"], ["-2"], ["1", "x"]])
+    def test_concurrency_below_one(self, levels):
+        r = bench("--url", "http://127.0.0.1:9", "--label", "t", "--concurrency", *levels)
+        assert r.exit_code == 2 and "--concurrency" in r.output
+
+    def test_missing_prompts_file(self, tmp_path):
+        r = bench("--url", "http://127.0.0.1:9", "--label", "t", "--prompts", tmp_path / "none.txt")
+        assert r.exit_code == 2 and "--prompts: cannot read" in r.output
+
+    def test_api_key_is_never_printed_or_written(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("SECRET_KEY_FOR_TEST", "sk-very-secret")
+        out = tmp_path / "r.csv"
+        with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+            r = bench("--url", server.url, "--label", "t", "--max-tokens", 4, "--requests", 1,
+                      "--api-key-env", "SECRET_KEY_FOR_TEST", "--out", out, "--json")  # fmt: skip
+        assert r.exit_code == 0
+        assert "sk-very-secret" not in r.output and "sk-very-secret" not in out.read_text()
+        missing = bench("--url", server.url, "--label", "t", "--api-key-env", "NOT_SET_ANYWHERE")
+        assert missing.exit_code == 2 and "NOT_SET_ANYWHERE is not set" in missing.output
+
+    def test_appending_to_a_csv_of_other_columns_is_refused(self, tmp_path):
+        out = tmp_path / "other.csv"
+        out.write_text("a,b\n1,2\n")
+        with FakeServer() as server:
+            r = bench("--url", server.url, "--label", "t", "--out", out)
+        assert r.exit_code == 2 and "has other columns" in r.output
+        assert out.read_text() == "a,b\n1,2\n"
+
+    def test_without_the_extra_it_says_what_to_install(self, monkeypatch):
+        monkeypatch.setitem(sys.modules, "httpx", None)
+        r = bench("--url", "http://127.0.0.1:9", "--label", "t")
+        assert r.exit_code == 2 and "pip install 'breakeven[bench]'" in r.output
+
+
+def test_fake_server_listens_on_loopback_only():
+    with FakeServer() as server:
+        assert server.httpd.server_address[0] == "127.0.0.1"
