@@ -17,6 +17,7 @@ from breakeven.acceptance import (
     accept_len_from_per_position,
     alpha_from_accept_len,
 )
+from breakeven.check import CheckResult, check, check_file
 from breakeven.costs import (
     ConstantCost,
     DraftCost,
@@ -54,12 +55,14 @@ from breakeven.optimize import (
     optimize_k,
 )
 from breakeven.predict import Prediction, predict
+from breakeven.sensitivity import Sensitivity, sensitivity
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BatchResult",
     "BreakevenError",
+    "CheckResult",
     "ConstantCost",
     "DraftCost",
     "FittedCost",
@@ -67,6 +70,7 @@ __all__ = [
     "OptimizeResult",
     "Prediction",
     "RooflineCost",
+    "Sensitivity",
     "TableCost",
     "__version__",
     "accept_len_from_alpha",
@@ -77,6 +81,8 @@ __all__ = [
     "batch_sweep",
     "breakeven_accept_len",
     "breakeven_alpha",
+    "check",
+    "check_file",
     "cycle_ms",
     "expected_distinct_experts",
     "fit_cost_curve",
@@ -91,6 +97,7 @@ __all__ = [
     "optimize_k",
     "overlap_from_measurement",
     "predict",
+    "sensitivity",
     "spec_tok_s",
     "speedup",
     "step_ms_from_baseline",

@@ -150,6 +150,66 @@ _fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None
                     "the curve's points are interpolated.")
 
 
+def _options(*decorators: Any) -> Any:
+    """Several click options as one decorator, in the order given."""
+    def apply(f: Any) -> Any:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+    return apply
+
+
+# The inputs of predict (and of plot surface, which draws from them).
+_predict_inputs = _options(
+    _baseline, _step,
+    click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+                 help=f"One target forward over k + 1 tokens {_MS}."),
+    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+                 help=f"All drafting in one cycle, not per token (default 0) {_MS}."),
+    _overhead,
+    click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
+                 help=f"Measured cycle time, instead of the three costs above {_MS}."),
+    _accept_len, _alpha, _k, _per_position,
+    click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+                 help="Leviathan's c: draft step / target step, verify = one target step; "
+                 "needs -k."),
+)
+
+# The inputs of optimize (and of plot k).
+_optimize_inputs = _options(
+    _alpha, _per_position, _accept_len_by_k,
+    click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+                 help="Leviathan's c: draft step / target step, verify = one target step."),
+    _baseline, _step,
+    click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+                 help=f"Verify forward, the same at every k {_MS}."),
+    click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False),
+                 metavar="CSV", help="Forward time against tokens per forward: columns "
+                 "tokens,ms. Its time at `batch` tokens is the step unless a baseline is given."),
+    _fit, _draft_step,
+    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+                 help=f"Drafting per cycle that does not grow with k {_MS}."),
+    _overhead,
+    click.option("--batch", "batch", type=int, default=1, show_default=True,
+                 help="Sequences decoded together (with --verify-curve)."),
+    _max_k,
+)
+
+# The inputs of batch (and of plot batch).
+_batch_inputs = _options(
+    click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
+                 required=True, help="Forward time against total tokens per forward "
+                 "(batch x tokens per sequence): columns tokens,ms."),
+    _fit, _accept_len, _k, _alpha, _per_position, _accept_len_by_k, _max_k,
+    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+                 help=f"Drafting per cycle, the same at every batch {_MS}."),
+    _draft_step, _overhead,
+    click.option("--max-batch", "max_batch", type=int, metavar="N",
+                 help="Largest batch to sweep (default: the largest the curve covers; "
+                 "256 with --fit)."),
+)
+
+
 def _json_array(records: Any) -> Any:
     """Pass records through, printing them as one JSON array as they go (bounded memory)."""
     click.echo("[", nl=False)
@@ -179,21 +239,7 @@ _PREDICT_KEYS = ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha",
 
 
 @cli.command(epilog=_definitions(_PREDICT_KEYS))
-@_baseline
-@_step
-@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
-              help=f"One target forward over k + 1 tokens {_MS}.")
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"All drafting in one cycle, not per token (default 0) {_MS}.")
-@_overhead
-@click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
-              help=f"Measured cycle time, instead of the three costs above {_MS}.")
-@_accept_len
-@_alpha
-@_k
-@_per_position
-@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
-              help="Leviathan's c: draft step / target step, verify = one target step; needs -k.")
+@_predict_inputs
 @click.option("--target", "target_speedup", type=float, default=1.0, show_default=True,
               metavar="S", help="Speedup the break-even solves aim for [x].")
 @_json
@@ -211,26 +257,7 @@ def predict(as_json: bool, **inputs: Any) -> None:
 
 
 @cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
-@_alpha
-@_per_position
-@_accept_len_by_k
-@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
-              help="Leviathan's c: draft step / target step, verify = one target step.")
-@_baseline
-@_step
-@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
-              help=f"Verify forward, the same at every k {_MS}.")
-@click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False), metavar="CSV",
-              help="Forward time against tokens per forward: columns tokens,ms. "
-              "Its time at `batch` tokens is the step unless a baseline is given.")
-@_fit
-@_draft_step
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"Drafting per cycle that does not grow with k {_MS}.")
-@_overhead
-@click.option("--batch", "batch", type=int, default=1, show_default=True,
-              help="Sequences decoded together (with --verify-curve).")
-@_max_k
+@_optimize_inputs
 @_json
 def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs: Any) -> None:
     """The number of draft tokens k with the highest speedup.
@@ -255,22 +282,7 @@ _BATCH_KEYS = ["speedup_by_batch", "breakeven_batch", "max_batch", "best_k_by_ba
 
 
 @cli.command(epilog=_definitions(_BATCH_KEYS))
-@click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
-              required=True, help="Forward time against total tokens per forward "
-              "(batch x tokens per sequence): columns tokens,ms.")
-@_fit
-@_accept_len
-@_k
-@_alpha
-@_per_position
-@_accept_len_by_k
-@_max_k
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"Drafting per cycle, the same at every batch {_MS}.")
-@_draft_step
-@_overhead
-@click.option("--max-batch", "max_batch", type=int, metavar="N",
-              help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).")
+@_batch_inputs
 @_json
 def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
@@ -415,25 +427,6 @@ _out = click.option("--out", "out", type=click.Path(dir_okay=False), required=Tr
 _force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
 
 
-def _predict_options(f: Any) -> Any:
-    """predict's input flags, for the commands that draw from them."""
-    for option in reversed([
-        _baseline, _step,
-        click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
-                     help=f"One target forward over k + 1 tokens {_MS}."),
-        click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-                     help=f"All drafting in one cycle (default 0) {_MS}."),
-        _overhead,
-        click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
-                     help=f"Measured cycle time, instead of the costs {_MS}."),
-        _accept_len, _alpha, _k, _per_position,
-        click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
-                     help="Leviathan's c: draft step / target step; needs -k."),
-    ]):
-        f = option(f)
-    return f
-
-
 def _save(ax: Any, out: str, force: bool) -> None:
     from breakeven.plot import save
 
@@ -451,7 +444,7 @@ def plot() -> None:
 
 
 @plot.command(name="surface")
-@_predict_options
+@_predict_inputs
 @click.option("--alpha-k", "alpha_k", is_flag=True,
               help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).")
 @click.option("--max-k", "k_max", type=int, default=16, show_default=True,
@@ -499,25 +492,7 @@ def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
 
 
 @plot.command(name="k")
-@_alpha
-@_per_position
-@_accept_len_by_k
-@click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
-              help="Leviathan's c: draft step / target step, verify = one target step.")
-@_baseline
-@_step
-@click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
-              help=f"Verify forward, the same at every k {_MS}.")
-@click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False), metavar="CSV",
-              help="Forward time against tokens per forward: columns tokens,ms.")
-@_fit
-@_draft_step
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"Drafting per cycle that does not grow with k {_MS}.")
-@_overhead
-@click.option("--batch", "batch", type=int, default=1, show_default=True,
-              help="Sequences decoded together (with --verify-curve).")
-@_max_k
+@_optimize_inputs
 @_out
 @_force
 def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
@@ -531,21 +506,7 @@ def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
 
 
 @plot.command(name="batch")
-@click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
-              required=True, help="Forward time against total tokens per forward: tokens,ms.")
-@_fit
-@_accept_len
-@_k
-@_alpha
-@_per_position
-@_accept_len_by_k
-@_max_k
-@click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
-              help=f"Drafting per cycle, the same at every batch {_MS}.")
-@_draft_step
-@_overhead
-@click.option("--max-batch", "max_batch", type=int, metavar="N",
-              help="Largest batch to sweep (default: the largest the curve covers; 256 with --fit).")
+@_batch_inputs
 @_out
 @_force
 def plot_batch(out: str, force: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
