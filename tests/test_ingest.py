@@ -331,3 +331,38 @@ def test_nan_never_leaks_into_records():
     for r in result.records:
         for value in r.values():
             assert not (isinstance(value, float) and math.isnan(value))
+
+
+class TestBlockBoundaries:
+    """Lines cut by the scanner's block boundaries keep their numbers and content."""
+
+    @pytest.mark.parametrize("block", [7, 64, 1000])
+    def test_line_numbers_survive_any_block_size(self, tmp_path, monkeypatch, block):
+        import random
+
+        rng = random.Random(block)
+        lines, expected = [], []
+        for i in range(1, 400):
+            if rng.random() < 0.3:
+                rate = round(rng.uniform(10, 500), 2)
+                lines.append(f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 2, "
+                             f"#token: {i}, gen throughput (token/s): {rate}, #queue-req: 0")  # fmt: skip
+                expected.append((i, rate))
+            else:
+                lines.append("x" * rng.randint(0, 90))
+        path = tmp_path / "log.txt"
+        path.write_text("\n".join(lines))  # no newline at the end: the last line still counts
+        monkeypatch.setattr(logs, "BLOCK_BYTES", block)
+        records = ingest([path]).records
+        got = [(int(r["source"].rsplit(":", 1)[1]), r["gen_tok_s"]) for r in records]
+        assert got == expected
+
+    def test_a_long_line_across_blocks(self, tmp_path, monkeypatch):
+        monkeypatch.setattr(logs, "BLOCK_BYTES", 16)
+        monkeypatch.setattr(logs, "MAX_LINE_BYTES", 150)
+        path = tmp_path / "log.txt"
+        path.write_text("y" * 200 + "\n[2026-01-01 00:00:01 TP0] Decode batch, #running-req: 1, "
+                        "gen throughput (token/s): 9.5, #queue-req: 0\n")  # fmt: skip
+        result = ingest([path])
+        assert [r["gen_tok_s"] for r in result.records] == [9.5]
+        assert "line 1: line is longer than" in str(result.problems[0])
