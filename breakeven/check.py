@@ -219,7 +219,7 @@ def _interval(spec: Any, base: Any, seed: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _verdict(speedup: float, low: float, high: float, tolerance: float) -> str:
+def _verdict(speedup: float, low: float, high: float) -> str:
     if math.isnan(speedup):
         return "not measured"
     if math.isnan(low):
@@ -443,7 +443,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             runs=int(row.n_published) if own_speedup else len(spec_tok),
             baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
             measured_speedup=measured, ci_low=low, ci_high=high,
-            verdict=_verdict(measured, low, high, tolerance), accept_len=tau,
+            verdict=_verdict(measured, low, high), accept_len=tau,
             cycle_ms=cycle if cycle > 0 else math.nan, predicted_speedup=predicted,
             residual=residual, implied_cycle_ms=1000.0 * tau / s_mean if s_mean > 0 else math.nan,
             flags=tuple(sorted(codes)), lines=lines,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 BLOCK_BYTES = 8 << 20
@@ -68,14 +68,6 @@ class Problem:
 
 class LineError(ValueError):
     """A marked line that does not parse."""
-
-
-@dataclass
-class LogScan:
-    """What one log holds: its records and the problems met reading it."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
 
 
 def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int, str, bytes]]:
@@ -427,10 +419,3 @@ def iter_log(
         except LineError as e:
             problems.append(Problem(path, line_no, f"{kind} line does not parse: {e}"))
     yield from reader.flush()
-
-
-def scan_log(path: str | os.PathLike[str], num_spec_tokens: int | None = None) -> LogScan:
-    """Every record of an engine log, and its problems (see :func:`iter_log`)."""
-    scan = LogScan()
-    scan.records = list(iter_log(path, scan.problems, num_spec_tokens))
-    return scan
