@@ -333,11 +333,14 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     # A client row and the server's log of the same run are one measurement: prefer the client.
     base = base[~((base["origin"] == "server") & base["run_id"].isin(
         base.loc[base["origin"] != "server", "run_id"]) & (base["run_id"] != ""))]  # fmt: skip
+    # Drift is between baseline runs (a run: its run_id, or its label and environment), not
+    # between the requests of one run, whose spread the confidence interval accounts for.
+    run_means = base.groupby([*config_columns, "run_id", "label", "fingerprint"], sort=False,
+                             observed=True)["tok_s"].mean().reset_index()  # fmt: skip
     drift_configs: dict[Any, str] = {}
-    for config, group in base.groupby(config_columns, sort=False, observed=True):
-        by_env = group.groupby("fingerprint", sort=False, observed=True)["tok_s"]
-        means = by_env.mean()
-        spread = group["tok_s"].max() / group["tok_s"].min() - 1
+    for config, runs_of_config in run_means.groupby(config_columns, sort=False, observed=True):
+        means = runs_of_config.groupby("fingerprint", sort=False, observed=True)["tok_s"].mean()
+        spread = runs_of_config["tok_s"].max() / runs_of_config["tok_s"].min() - 1
         if len(means) > 1 or spread > tolerance:
             parts = [f"{m:.2f} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
                      for fp, m in means.items()]  # fmt: skip
@@ -347,7 +350,9 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                        f"{'; '.join(parts)}. A baseline measured in another launch is not a "
                        "baseline: re-measure it right before the speculative run, same "
                        "environment.")  # fmt: skip
-            flags.append(Flag("baseline_drift", message, _lines(group["line"]), len(group)))
+            rows = base[(base["model"] == config[0]) & (base["hardware"] == config[1])
+                        & (base["concurrency_key"] == config[2])]  # fmt: skip
+            flags.append(Flag("baseline_drift", message, _lines(rows["line"]), len(rows)))
             drift_configs[config] = message
 
     comparisons: list[Comparison] = []

@@ -85,6 +85,16 @@ def test_predicted_against_measured_and_mismatch():
     assert "prediction_mismatch" not in check(data).comparisons[0].flags
 
 
+def test_request_to_request_spread_within_one_run_is_not_drift():
+    # bench writes a row per request: rates vary between requests of the same run.
+    base = [{"num_spec_tokens": 0, "tok_s": t, "run_id": "b1"} for t in (55, 62, 66, 58, 64)]
+    spec = [{"num_spec_tokens": 3, "tok_s": t, "run_id": "s1"} for t in (80, 84, 79)]
+    result = check(rows(*base, *spec))
+    assert not [f for f in result.flags if f.code == "baseline_drift"]
+    again = rows(*base, *[{"num_spec_tokens": 0, "tok_s": 90.0, "run_id": "b2"}])
+    assert [f.code for f in check(again).flags] == ["baseline_drift"]  # a second run disagrees
+
+
 def test_baseline_missing():
     result = check(rows({"num_spec_tokens": 3, "tok_s": 70.0, "accept_len": 2.0}))
     assert [f.code for f in result.flags] == ["baseline_missing"]
