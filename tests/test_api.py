@@ -1,0 +1,22 @@
+"""The package's top level: functions named like their modules stay functions."""
+
+import subprocess
+import sys
+
+
+def test_top_level_names_are_the_functions_even_after_their_modules_load():
+    code = (
+        "import breakeven.check, breakeven.optimize, breakeven.sensitivity, breakeven.predict\n"
+        "import breakeven as be\n"
+        "print(all(callable(f) and not hasattr(f, '__path__') and type(f).__name__ == 'function'\n"
+        "          for f in (be.check, be.optimize, be.sensitivity, be.predict)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_every_exported_name_exists():
+    import breakeven
+
+    missing = [name for name in breakeven.__all__ if not hasattr(breakeven, name)]
+    assert missing == []
