@@ -38,6 +38,26 @@ class Sensitivity:
     rows: tuple[SensitivityRow, ...]
     """One per input, largest swing first."""
 
+    def to_frame(self) -> Any:
+        """The rows as a pandas DataFrame indexed by input name."""
+        import pandas as pd
+
+        return pd.DataFrame([{"name": r.name, "value": r.value, "low_speedup": r.low_speedup,
+                              "high_speedup": r.high_speedup, "swing": r.swing}
+                             for r in self.rows]).set_index("name")  # fmt: skip
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(r.name)}</td><td>{r.value:g}</td>"
+                       f"<td>{r.low_speedup:.3f}</td><td>{r.high_speedup:.3f}</td></tr>"
+                       for r in self.rows)  # fmt: skip
+        return (
+            f"<p>Speedup {self.speedup:.3f}x; each input moved by ±{self.delta:.0%}</p>"
+            "<table><tr><th>input</th><th>value</th><th>speedup, input lower [x]</th>"
+            f"<th>speedup, input higher [x]</th></tr>{rows}</table>"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """``speedup``, ``delta`` and ``rows`` (``{name, value, low_speedup, high_speedup}``)."""
         return {"speedup": self.speedup, "delta": self.delta,

@@ -111,6 +111,8 @@ def test_tornado_orders_by_swing():
     assert labels[-1].startswith(result.rows[0].name)  # the largest swing drawn on top
     assert "[x]" in ax.get_xlabel()
     assert result.rows[0].swing >= result.rows[-1].swing
+    assert list(result.to_frame().index) == [r.name for r in result.rows]
+    assert "<table>" in result._repr_html_()
 
 
 def test_plot_functions_draw_on_a_given_axes():
