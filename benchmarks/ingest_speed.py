@@ -10,7 +10,7 @@ lines (decode and prefill), vLLM spec-decode and throughput lines, and HTTP
 access lines, in proportions like a busy server's.  Both sides write the
 extracted fields to a file; peak memory (max RSS) is reported for ingest.
 
-    python benchmarks/ingest_speed.py [--mb 1024] [--keep]
+    python benchmarks/ingest_speed.py [--mb 1024] [--mix both|sglang|vllm] [--keep]
 """
 
 from __future__ import annotations
@@ -49,8 +49,20 @@ AWK = r"""
 """
 
 
-def generate(path: Path, megabytes: int, seed: int = 7) -> int:
+# Line proportions: [access, SGLang prefill, SGLang decode, vLLM throughput, vLLM spec-decode].
+MIXES = {
+    # Both engines in one file, decode-heavy: the hardest case, and the default.
+    "both": (0.40, 0.20, 0.30, 0.05, 0.05),
+    # An SGLang server: a Decode batch line every 40 decode steps, prefill and access lines.
+    "sglang": (0.35, 0.25, 0.40, 0.0, 0.0),
+    # A vLLM server: metrics every 10 s among per-request access lines.
+    "vllm": (0.98, 0.0, 0.0, 0.01, 0.01),
+}
+
+
+def generate(path: Path, megabytes: int, mix: str = "both", seed: int = 7) -> int:
     rng = random.Random(seed)
+    bounds = [sum(MIXES[mix][: i + 1]) for i in range(5)]
     target = megabytes << 20
     written, lines, tokens = 0, 0, 0
     with open(path, "w", encoding="utf-8") as f:
@@ -61,21 +73,21 @@ def generate(path: Path, megabytes: int, seed: int = 7) -> int:
                 s = lines // 60
                 stamp = f"2026-02-26 {10 + (s // 3600) % 12:02d}:{(s // 60) % 60:02d}:{s % 60:02d}"
                 roll = rng.random()
-                if roll < 0.40:
+                if roll < bounds[0]:
                     chunk.append(f'INFO:     10.0.0.{lines % 250}:{40000 + lines % 20000} - '
                                  f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n')  # fmt: skip
-                elif roll < 0.60:
+                elif roll < bounds[1]:
                     chunk.append(f"[{stamp} TP0] Prefill batch, #new-seq: 1, #new-token: "
                                  f"{rng.randint(20, 900)}, #cached-token: 0, token usage: 0.01, "
                                  f"#running-req: {rng.randint(1, 64)}, #queue-req: 0\n")  # fmt: skip
-                elif roll < 0.90:
+                elif roll < bounds[2]:
                     tokens += 40
                     chunk.append(f"[{stamp} TP0] Decode batch, #running-req: {rng.randint(1, 64)}"
                                  f", #token: {tokens}, token usage: 0.02, accept len: "
                                  f"{rng.uniform(1.5, 3.5):.2f}, accept rate: 0.55, cuda graph: "
                                  f"True, gen throughput (token/s): {rng.uniform(50, 900):.2f}, "
                                  "#queue-req: 0\n")  # fmt: skip
-                elif roll < 0.95:
+                elif roll < bounds[3]:
                     chunk.append(f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [loggers.py:123] Engine"
                                  f" 000: Avg prompt throughput: {rng.uniform(0, 9000):.1f} tokens/s,"
                                  f" Avg generation throughput: {rng.uniform(50, 900):.1f} tokens/s, "
@@ -111,6 +123,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=1024, help="log size [MiB] (default 1024)")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
+    parser.add_argument(
+        "--mix",
+        choices=sorted(MIXES),
+        default="both",
+        help="which server's log to imitate (default: both in one file)",
+    )
     args = parser.parse_args()
     awk = shutil.which("mawk") or shutil.which("awk")
     breakeven = Path(sys.executable).with_name("breakeven")
@@ -118,9 +136,9 @@ def main() -> None:
     log = work / "server.log"
     try:
         start = time.perf_counter()
-        lines = generate(log, args.mb)
+        lines = generate(log, args.mb, args.mix)
         size = log.stat().st_size
-        print(f"generated {size / 2**20:.0f} MiB, {lines:,} lines in "
+        print(f"generated a {args.mix!r} log of {size / 2**20:.0f} MiB, {lines:,} lines in "
               f"{time.perf_counter() - start:.1f} s ({work})")  # fmt: skip
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
         (work / "fields.awk").write_text(AWK)
