@@ -41,6 +41,7 @@ VLLM_V1 = "vllm_v1"
 VLLM_V0 = "vllm_v0"
 VLLM_THROUGHPUT = "vllm_throughput"
 SGLANG_DECODE = "sglang_decode"
+SGLANG_PREFILL = "sglang_prefill"  # read only for idle time, never a record
 LOG_FORMATS = (VLLM_V1, VLLM_V0, VLLM_THROUGHPUT, SGLANG_DECODE)
 
 # Marker -> what a line holding it is.  Order matters only for lines holding two.
@@ -49,7 +50,7 @@ _MARKERS = (
     (b"Speculative metrics:", VLLM_V0),  # V0, or V1's first format: told apart by fields
     (b"Avg generation throughput:", VLLM_THROUGHPUT),
     (b"Decode batch", SGLANG_DECODE),
-    (b"Prefill batch", "sglang_prefill"),
+    (b"Prefill batch", SGLANG_PREFILL),
 )
 
 
@@ -163,9 +164,14 @@ def _marked_in(
 
 def _fields(text: str) -> dict[str, str]:
     """``key: value, key: value`` into a dict; a piece without ': ' continues the last value."""
+    pieces = text.split(", ")
+    try:  # the common case: every piece is one key and its value
+        return {k.lower(): v for k, v in (p.split(": ", 1) for p in pieces if p)}
+    except ValueError:  # a list value (per-position rates) or a stray piece: go piece by piece
+        pass
     out: dict[str, str] = {}
     last = None
-    for piece in text.split(", "):
+    for piece in pieces:
         key, sep, value = piece.partition(": ")
         if sep:
             last = key.strip().lower()
@@ -185,7 +191,7 @@ def _number(fields: dict[str, str], key: str) -> float:
     except ValueError:
         pass
     try:
-        return float(text.split(" ", 1)[0].rstrip("%.").rstrip(","))
+        return float((text.split() or [""])[0].rstrip("%.").rstrip(","))
     except ValueError:
         raise LineError(f"{key} is {text!r}, expected a number") from None
 
@@ -228,6 +234,12 @@ class _LogReader:
         self.spec_lines = 0
 
     def feed(self, line_no: int, kind: str, raw: bytes) -> list[dict[str, Any]]:
+        if kind == SGLANG_PREFILL:
+            # Only one thing matters in a prefill line: new requests after an empty batch
+            # mean the server was idle, so the next decode window spans idle time.
+            if b"#running-req: 0," in raw or raw.rstrip(b", ").endswith(b"#running-req: 0"):
+                self.sglang_idle = True
+            return []
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -252,10 +264,6 @@ class _LogReader:
         elif kind == SGLANG_DECODE:
             out += self.flush()
             out.append(self._sglang_decode(text, line_no))
-        else:  # a SGLang prefill line: new requests after an empty batch mean idle time
-            fields = _fields(text.split("Prefill batch", 1)[1].lstrip(".,"))
-            if _number(fields, "#running-req") == 0:
-                self.sglang_idle = True
         return out
 
     def flush(self) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ import csv
 import math
 import os
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any
 
 from breakeven.errors import BreakevenError
@@ -19,19 +20,6 @@ REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
     where = f"{path}, line {line}" if line is not None else path
     return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
-
-
-def _cell(value: Any) -> str:
-    """A CSV cell: empty for missing (None, NaN), never 0 for missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return " ".join(_cell(v) for v in value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return str(value)
 
 
 def measurement_columns(records: Iterable[dict[str, Any]]) -> list[str]:
@@ -69,18 +57,16 @@ def write_measurements(
         nonlocal rows
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(columns)
-        position = {c: i for i, c in enumerate(columns)}
-        blank = [None] * len(columns)
+        every = itemgetter(*columns)
         for r in records:
-            # csv writes None as an empty cell and floats exactly; lists and bools need
-            # _cell (records from ingest hold no NaN).  Keys outside the columns are
-            # dropped here, so callers pass complete column lists (ingest: RECORD_KEYS).
-            row = blank.copy()
-            for key, v in r.items():
-                i = position.get(key)
-                if i is not None and v is not None:
-                    row[i] = _cell(v) if type(v) in (list, tuple, bool) else v
-            writer.writerow(row)
+            # csv writes None as an empty cell, floats exactly, lists as JSON-style arrays
+            # and bools as True/False; records from ingest hold no NaN.  Keys outside the
+            # columns are not written, so callers pass complete column lists (ingest:
+            # RECORD_KEYS, whose records hold every key).
+            try:
+                writer.writerow(every(r))
+            except KeyError:
+                writer.writerow([r.get(c) for c in columns])
             rows += 1
 
     write_text(path, write, force=force)
