@@ -68,7 +68,7 @@ def test_multi_token_chunks_and_accept_len_from_metrics(tmp_path):
     ) as server:
         out = tmp_path / "r.csv"
         levels, _, _ = run_bench(
-            Config(url=server.url, label="eagle", max_tokens=30, requests=3), out
+            Config(url=server.url, label="eagle", max_tokens=90, requests=3), out
         )
     assert levels[0]["accept_len"] == pytest.approx(3.0)
     assert levels[0]["tok_s"] == pytest.approx(250, rel=0.10)
@@ -94,13 +94,13 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
 def test_bench_rows_feed_check(tmp_path):
     out = tmp_path / "r.csv"
     with FakeServer(Behaviour(seconds_per_token=0.004)) as server:
-        run_bench(Config(url=server.url, label="baseline", max_tokens=20, requests=4,
+        run_bench(Config(url=server.url, label="baseline", max_tokens=60, requests=4,
                          num_spec_tokens=0, hardware="h"), out)  # fmt: skip
     with FakeServer(
         Behaviour(seconds_per_token=0.002, tokens_per_chunk=2, num_spec_tokens=2)
     ) as server:
         run_bench(
-            Config(url=server.url, label="spec", max_tokens=20, requests=4, hardware="h"), out
+            Config(url=server.url, label="spec", max_tokens=60, requests=4, hardware="h"), out
         )
     r = CliRunner().invoke(cli, ["check", str(out), "--json"])
     import json
@@ -171,7 +171,7 @@ class TestFaults:
     def test_slow_start_counts_as_ttft_not_decode(self, tmp_path):
         out = tmp_path / "r.csv"
         with FakeServer(Behaviour(seconds_per_token=0.005, first_token_delay=0.3)) as server:
-            run_bench(Config(url=server.url, label="t", max_tokens=20, requests=1), out)
+            run_bench(Config(url=server.url, label="t", max_tokens=80, requests=1), out)
         (row,) = rows(out)
         assert float(row["ttft_ms"]) >= 300
         assert float(row["tok_s"]) == pytest.approx(200, rel=0.10)
@@ -183,6 +183,9 @@ class TestFaults:
                 [sys.executable, "-m", "breakeven", "bench", "--url", server.url, "--label", "t",
                  "--max-tokens", "10", "--requests", "200", "--out", str(out)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                # A shell that runs the tests in the background ignores SIGINT in its children;
+                # restore the default so Python turns Ctrl-C into KeyboardInterrupt.
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             )  # fmt: skip
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and server.behaviour.requests_seen < 5:
