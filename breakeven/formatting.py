@@ -343,14 +343,17 @@ def check_text(r: CheckResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_html(r: CheckResult) -> str:
-    """The check table and flags as HTML, for notebooks and reports."""
+def check_html(r: CheckResult, flags: bool = True) -> str:
+    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in _CHECK_COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
                    for row in _check_rows(r))  # fmt: skip
-    flags = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(f.message)}</li>"
+    table = f"<table><tr>{head}</tr>{body}</table>"
+    if not flags:
+        return table
+    items = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(f.message)}</li>"
                     for f in r.flags)  # fmt: skip
-    return f"<table><tr>{head}</tr>{body}</table><ul>{flags}</ul>"
+    return f"{table}<ul>{items}</ul>"
 
 
 def bench_text(levels: list[dict[str, Any]], label: str) -> str:

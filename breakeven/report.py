@@ -40,7 +40,10 @@ def report_html(result: Any, title: str, source: str) -> str:
     from breakeven import plot
     from breakeven.formatting import check_html
 
-    figures = [("Measured against predicted speedup", plot.measured_vs_predicted(result))]
+    figures = []
+    if any(not (math.isnan(c.measured_speedup) or math.isnan(c.predicted_speedup))
+           for c in result.comparisons):  # fmt: skip
+        figures.append(("Measured against predicted speedup", plot.measured_vs_predicted(result)))
     points = [(c.accept_len, c.cycle_ms * c.baseline_tok_s / 1000.0, c.label)
               for c in result.comparisons
               if not any(math.isnan(v) for v in (c.accept_len, c.cycle_ms, c.baseline_tok_s))]  # fmt: skip
@@ -81,10 +84,17 @@ implies, 1000 &times; accept_len / tok_s [ms]. The 95% interval comes from repea
 <h2>Flags</h2>
 {flags}
 <h2>Runs</h2>
-{check_html(result)}
+{check_html(result, flags=False)}
 {"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
 <h2>Figures</h2>
-{"".join(f"<figure>{_svg(ax)}<figcaption>{html.escape(t)}</figcaption></figure>" for t, ax in figures)}
+{
+        "".join(
+            f"<figure>{_svg(ax)}<figcaption>{html.escape(t)}</figcaption></figure>"
+            for t, ax in figures
+        )
+        or "<p>No run has both a measured and a predicted speedup, or an acceptance length and a cycle "
+        "time to place on the speedup surface.</p>"
+    }
 </body></html>
 """
 
