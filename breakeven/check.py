@@ -270,6 +270,10 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
     df["fingerprint"] = df["fingerprint"].astype("category")
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
+    # A client row and the server's log of the same run are one measurement: keep the client's.
+    server = df["origin"] == "server"
+    measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
+    echo = server & (df["run_id"] != "") & df["run_id"].isin(measured_by_client)
     config_columns = ["model", "hardware", "concurrency_key"]
 
     flags: list[Flag] = []
@@ -329,10 +333,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                     row_flags.setdefault(line, set()).add("server_client_mismatch")
 
     # Baselines: drift within each configuration.
-    base = df[~df["is_spec"] & df["tok_s"].notna()]
-    # A client row and the server's log of the same run are one measurement: prefer the client.
-    base = base[~((base["origin"] == "server") & base["run_id"].isin(
-        base.loc[base["origin"] != "server", "run_id"]) & (base["run_id"] != ""))]  # fmt: skip
+    base = df[~df["is_spec"] & df["tok_s"].notna() & ~echo]
     # Drift is between baseline runs (a run: its run_id, or its label and environment), not
     # between the requests of one run, whose spread the confidence interval accounts for.
     run_means = base.groupby([*config_columns, "run_id", "label", "fingerprint"], sort=False,
@@ -357,10 +358,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
     comparisons: list[Comparison] = []
     keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
-    spec_runs = df.loc[df["is_spec"]]
-    # A client row and the server's log of the same run are one measurement: prefer the client.
-    spec_runs = spec_runs[~((spec_runs["origin"] == "server") & spec_runs["run_id"].isin(
-        spec_runs.loc[spec_runs["origin"] != "server", "run_id"]) & (spec_runs["run_id"] != ""))]  # fmt: skip
+    spec_runs = df.loc[df["is_spec"] & ~echo]
     groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
     stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
                        verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),

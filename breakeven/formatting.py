@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from breakeven.quantities import QUANTITIES
@@ -154,16 +155,31 @@ def prediction_html(p: Prediction) -> str:
     return "\n".join(out)
 
 
+def _grid(
+    heads: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right: bool,
+    indent: str = "  ",
+    suffixes: Sequence[str] | None = None,
+) -> list[str]:
+    """Text columns as wide as their widest cell, two spaces apart; ``suffixes`` end the rows."""
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+    just = str.rjust if right else str.ljust
+
+    def line(cells: Sequence[str]) -> str:
+        return (indent + "  ".join(just(c, w) for c, w in zip(cells, widths, strict=True))).rstrip()
+
+    return [line(heads)] + [line(row) + (suffixes[i] if suffixes else "")
+                            for i, row in enumerate(rows)]  # fmt: skip
+
+
 def _table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = None) -> list[str]:
     """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``."""
     heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
     cells = [[format_value(c, r[c]) for c in columns] for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(heads)]
-    out = ["  " + "  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
-    for i, row in enumerate(cells):
-        flag = " *" if i == mark else ""
-        out.append("  " + "  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) + flag)
-    return out
+    return _grid(heads, cells, right=True, suffixes=[" *" if i == mark else ""
+                                                     for i in range(len(cells))])  # fmt: skip
 
 
 def optimize_text(r: OptimizeResult) -> str:
@@ -275,11 +291,7 @@ def ingest_text(tally: Any) -> str:
         tau, tok, agg = (tally.mean(g, key) for key in ("accept_len", "tok_s", "aggregate_tok_s"))
         cells.append([path, fmt, str(g["records"]), ",".join(map(str, sorted(g["k"]))) or "-",
                       _num(tau, ".3f"), _num(tok, ".2f"), _num(agg, ".2f")])  # fmt: skip
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
-    lines += [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    ]
+    lines = _grid(heads, cells, right=False, indent="")
     lines.append("")
     lines.append(f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
                  "tok_s is per sequence: the engine's generation throughput / running requests.")  # fmt: skip
@@ -315,15 +327,7 @@ def check_text(r: CheckResult) -> str:
     lines = ["Speculative runs against the baseline of the same model, hardware and concurrency:"]
     rows = _check_rows(r)
     if rows:
-        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_CHECK_COLUMNS)]
-        lines.append(
-            "  "
-            + "  ".join(h.ljust(w) for h, w in zip(_CHECK_COLUMNS, widths, strict=True)).rstrip()
-        )
-        for row in rows:
-            lines.append(
-                "  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-            )
+        lines += _grid(_CHECK_COLUMNS, rows, right=False)
     else:
         lines.append("  none: no row has num_spec_tokens > 0")
     lines.append("measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
@@ -363,10 +367,8 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     rows = [[str(v["concurrency"]), str(v["requests"]), str(v["failed"]), _num(v["tok_s"], ".2f"),
              _num(v["tok_s_sd"], ".2f"), _num(v["aggregate_tok_s"], ".2f"),
              _num(v.get("accept_len"), ".3f")] for v in levels]  # fmt: skip
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
     lines = [
-        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level"
+        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
+        *_grid(heads, rows, right=True),
     ]
-    lines.append("  " + "  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
-    lines += ["  " + "  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join(lines) + "\n"
