@@ -17,23 +17,12 @@ from typing import Any
 
 from breakeven.iotools import bench, prometheus
 from breakeven.iotools.logs import LOG_FORMATS, Problem, iter_log
+from breakeven.iotools.records import RECORD_KEYS, complete
 
 LOG = "log"
 BENCH_TABLE = "bench_table"
 FORMATS = ("auto", LOG, BENCH_TABLE, *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
 MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
-
-# Keys every ingest record carries (the schema's, then the engine's own figures); the
-# columns of ingest --out, in this order.
-RECORD_KEYS = (
-    "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
-    "num_spec_tokens", "spec_method", "tok_s", "aggregate_tok_s", "accept_len",
-    "acceptance_rate", "step_ms", "verify_ms", "draft_ms", "cycle_ms", "env", "source",
-    "origin", "tpot_ms", "itl_ms", "format", "gen_tok_s", "prompt_tok_s", "running_reqs",
-    "queue_reqs", "tokens_in_use", "accepted_tokens", "draft_tokens", "emitted_tokens",
-    "num_drafts", "per_position", "first_after_idle", "note",
-)  # fmt: skip
-
 
 @dataclass
 class IngestResult:
@@ -143,7 +132,7 @@ def iter_ingest(
                 records = result.records
             for record in records:
                 found += 1
-                yield _complete(record, stamp)
+                yield complete(record, stamp)
         except OSError as e:
             problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
             continue
@@ -255,24 +244,3 @@ class Tally:
         """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
         i = ("accept_len", "tok_s", "aggregate_tok_s").index(key)
         return group["sum"][i] / group["n"][i] if group["n"][i] else None
-
-
-_RECORD_KEY_SET = frozenset(RECORD_KEYS)
-
-
-def _complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
-    """Every record key present, missing values as None, user-given metadata filled in."""
-    if not record.keys() <= _RECORD_KEY_SET:  # a reader's key --out has no column for
-        raise AssertionError(
-            f"record keys without a column: {sorted(record.keys() - _RECORD_KEY_SET)}"
-        )
-    out = dict.fromkeys(RECORD_KEYS)
-    for key, value in record.items():
-        out[key] = None if value != value else value  # NaN, the readers' "absent", is None
-    for key, value in stamp.items():
-        if value is not None and out[key] in (None, ""):
-            out[key] = value
-    k = out["num_spec_tokens"]
-    if k is not None and type(k) is not int:
-        out["num_spec_tokens"] = int(k)
-    return out

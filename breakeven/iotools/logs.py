@@ -71,18 +71,22 @@ class LineError(ValueError):
     """A marked line that does not parse."""
 
 
-def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int, str, bytes]]:
-    """Yield ``(line_number, kind, line_bytes)`` for every marked line of ``path``.
+def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int, bytes] | Problem]:
+    """Yield ``(first_line_number, complete_lines)`` blocks of ``path``, and problems, in file order.
 
-    Problems (binary data, over-long lines) go to ``problems``; binary data
-    ends the scan of the file.
+    Every block ends with a newline (a last line without one gets it).  Lines
+    longer than :data:`MAX_LINE_BYTES` are skipped with a :class:`Problem`;
+    binary data (a NUL byte) yields the lines before it, then a problem, and
+    ends the file.
     """
+    block_bytes = block_bytes or BLOCK_BYTES
     carry = b""
     line_no = 1  # number of the first line in ``carry + block``
     skipping = False  # inside an over-long line, until its newline
+    too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     with open(path, "rb") as f:
         while True:
-            block = f.read(BLOCK_BYTES)
+            block = f.read(block_bytes)
             if not block:
                 break
             if skipping:
@@ -96,53 +100,54 @@ def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int,
             end = data.rfind(b"\n") + 1  # complete lines end here
             if end == 0:
                 if len(data) > MAX_LINE_BYTES:
-                    problems.append(
-                        Problem(
-                            path,
-                            line_no,
-                            f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped",
-                        )
-                    )
+                    yield Problem(path, line_no, too_long)
                     carry, skipping = b"", True
                 else:
                     carry = data
                 continue
             carry = data[end:]
-            if len(carry) > MAX_LINE_BYTES:
-                problems.append(Problem(path, line_no + data.count(b"\n", 0, end),
-                                        f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"))  # fmt: skip
-                carry, skipping = b"", True
             complete = data[:end]
             nul = complete.find(b"\0")
             if nul >= 0:
-                at = line_no + complete.count(b"\n", 0, nul)
-                hint = (
-                    " (UTF-16? save the log as UTF-8)"
-                    if complete[:2] in (b"\xff\xfe", b"\xfe\xff")
-                    else ""
-                )
-                problems.append(
-                    Problem(
-                        path,
-                        at,
-                        f"binary data (a NUL byte){hint}; expected a text log; stopped reading",
-                    )
-                )
+                yield from _binary(path, complete, nul, line_no)
                 return
-            yield from _marked_in(complete, line_no, path, problems)
+            yield line_no, complete
             line_no += complete.count(b"\n")
+            if len(carry) > MAX_LINE_BYTES:
+                yield Problem(path, line_no, too_long)
+                carry, skipping = b"", True
         if carry and not skipping:
-            if b"\0" in carry:
-                problems.append(
-                    Problem(path, line_no, "binary data (a NUL byte); expected a text log")
-                )
+            nul = carry.find(b"\0")
+            if nul >= 0:
+                yield from _binary(path, carry + b"\n", nul, line_no)
                 return
-            yield from _marked_in(carry + b"\n", line_no, path, problems)
+            yield line_no, carry + b"\n"
 
 
-def _marked_in(
-    data: bytes, first_line: int, path: str, problems: list[Problem]
-) -> Iterator[tuple[int, str, bytes]]:
+def _binary(path: str, data: bytes, nul: int, line_no: int) -> Iterator[tuple[int, bytes] | Problem]:
+    """The complete lines before the NUL byte at ``nul``, then the problem."""
+    before = data.rfind(b"\n", 0, nul) + 1
+    if before:
+        yield line_no, data[:before]
+    at = line_no + data.count(b"\n", 0, nul)
+    hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+    yield Problem(path, at, f"binary data (a NUL byte){hint}; expected a text log; stopped reading")
+
+
+def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int, str, bytes]]:
+    """Yield ``(line_number, kind, line_bytes)`` for every marked line of ``path``.
+
+    Problems (binary data, over-long lines) go to ``problems``; binary data
+    ends the scan of the file.
+    """
+    for block in iter_blocks(path):
+        if isinstance(block, Problem):
+            problems.append(block)
+        else:
+            yield from _marked_in(block[1], block[0])
+
+
+def _marked_in(data: bytes, first_line: int) -> Iterator[tuple[int, str, bytes]]:
     """The marked lines of ``data`` (complete lines), in order."""
     hits: dict[int, str] = {}
     for marker, kind in _MARKERS:
@@ -220,53 +225,100 @@ def _record(fmt: str, engine: str, path: str, line: int, stamp: str) -> dict[str
             "origin": "server"}  # fmt: skip
 
 
-class _LogReader:
-    """Turns marked lines into records, keeping the state some formats need."""
+# What a parsed line is (the first item of :meth:`LogReader.parse`'s tuple), and which
+# parts of the reader's state applying it reads.  Applying a line writes exactly the
+# parts it reads, whatever their values were: that is what lets a block of a log be
+# read without knowing the state at its start (:mod:`breakeven.iotools.logrows`).
+IDLE, THROUGHPUT, SPEC, V0_COUNTS, DECODE = "idle", "throughput", "spec", "v0", "decode"
+STATE = ("pending", "sglang_idle", "v0_last")
+READS = {
+    IDLE: (),
+    THROUGHPUT: ("pending",),
+    SPEC: ("pending",),
+    V0_COUNTS: ("pending", "v0_last"),
+    DECODE: ("pending", "sglang_idle"),
+}
+
+
+class LogReader:
+    """Turns marked lines into records, keeping the state some formats need.
+
+    Reading a line has two steps.  :meth:`parse` depends on the line alone
+    and raises :class:`LineError` if it does not parse; :meth:`apply` turns
+    the parsed line into records using (and updating) the state:
+
+    - ``pending``: a vLLM throughput record waiting for the spec-decode line
+      printed beside it (same timestamp), to be merged with it;
+    - ``sglang_idle``: no SGLang decode window yet, or new requests arrived
+      after an empty batch, so the next window spans idle time;
+    - ``v0_last``: vLLM V0's cumulative counters at its previous line.
+
+    A line that does not parse changes no state.
+    """
 
     def __init__(self, path: str, num_spec_tokens: int | None) -> None:
         self.path = path
         self.k = num_spec_tokens
+        self.pending: dict[str, Any] | None = None
+        self.sglang_idle = True
         self.v0_last: dict[str, float] | None = None
-        self.pending: dict[str, Any] | None = (
-            None  # a vLLM throughput record awaiting its spec line
-        )
-        self.sglang_idle = True  # no decode window yet, or new requests after an empty batch
-        self.spec_lines = 0
 
     def feed(self, line_no: int, kind: str, raw: bytes) -> list[dict[str, Any]]:
+        """The records a marked line completes (often one, sometimes none or two)."""
+        parsed = self.parse(line_no, kind, raw)
+        return self.apply(parsed) if parsed is not None else []
+
+    def parse(self, line_no: int, kind: str, raw: bytes) -> tuple[Any, ...] | None:
+        """A marked line as ``(what, ...)``, or None for a line that matters to no record."""
         if kind == SGLANG_PREFILL:
             # Only one thing matters in a prefill line: new requests after an empty batch
             # mean the server was idle, so the next decode window spans idle time.
             if b"#running-req: 0," in raw or raw.rstrip(b", ").endswith(b"#running-req: 0"):
-                self.sglang_idle = True
-            return []
+                return (IDLE,)
+            return None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise LineError(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-        out: list[dict[str, Any]] = []
         if kind == VLLM_THROUGHPUT:
-            out += self.flush()
-            self.pending = self._throughput(text, line_no)
-        elif kind in (VLLM_V1, VLLM_V0):
-            record = self._vllm_spec(kind, text, line_no)
-            self.spec_lines += 1
-            if self.pending is not None and self.pending["timestamp"] == record["timestamp"]:
-                merged = {**record, **{k: v for k, v in self.pending.items()
-                                       if k in ("gen_tok_s", "prompt_tok_s", "running_reqs",
-                                                "queue_reqs")}}  # fmt: skip
-                self.pending = None
-                record = merged
-            else:
-                out += self.flush()
+            return (THROUGHPUT, self._throughput(text, line_no))
+        if kind in (VLLM_V1, VLLM_V0):
+            return self._vllm_spec(kind, text, line_no)
+        return (DECODE, self._sglang_decode(text, line_no))
+
+    def apply(self, parsed: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """The records of a parsed line, given the state; updates the state.  Never
+        changes ``parsed``, so a parsed line can be applied again elsewhere."""
+        what = parsed[0]
+        if what == IDLE:
+            self.sglang_idle = True
+            return []
+        if what == THROUGHPUT:
+            out = self.flush()
+            self.pending = dict(parsed[1])
+            return out
+        if what == DECODE:
+            out = self.flush()
+            record = dict(parsed[1])
+            record["first_after_idle"] = self.sglang_idle
+            self.sglang_idle = False
             _per_sequence(record)
             out.append(record)
-        elif kind == SGLANG_DECODE:
+            return out
+        record = self._v0_delta(parsed[1], parsed[2]) if what == V0_COUNTS else dict(parsed[1])
+        out = []
+        if self.pending is not None and self.pending["timestamp"] == record["timestamp"]:
+            record.update((k, v) for k, v in self.pending.items()
+                          if k in ("gen_tok_s", "prompt_tok_s", "running_reqs", "queue_reqs"))  # fmt: skip
+            self.pending = None
+        else:
             out += self.flush()
-            out.append(self._sglang_decode(text, line_no))
+        _per_sequence(record)
+        out.append(record)
         return out
 
     def flush(self) -> list[dict[str, Any]]:
+        """The pending throughput record, if any, as a record of its own."""
         if self.pending is None:
             return []
         record, self.pending = self.pending, None
@@ -287,19 +339,17 @@ class _LogReader:
             raise LineError("expected 'Avg generation throughput' and 'Running' fields")
         return record
 
-    def _vllm_spec(self, kind: str, text: str, line_no: int) -> dict[str, Any]:
+    def _vllm_spec(self, kind: str, text: str, line_no: int) -> tuple[Any, ...]:
         marker = "SpecDecoding metrics:" if kind == VLLM_V1 else "Speculative metrics:"
         prefix, _, rest = text.partition(marker)
         fields = _fields(rest.strip().rstrip(",").rstrip("."))
         stamp = _timestamp(prefix)
         if kind == VLLM_V0 and not any(k.startswith("number of emitted") for k in fields):
             # V1's first format: per-interval counts, and no emitted tokens.
-            return self._v1(fields, line_no, stamp, first_format=True)
-        return (
-            self._v1(fields, line_no, stamp)
-            if kind == VLLM_V1
-            else self._v0(fields, line_no, stamp)
-        )
+            return (SPEC, self._v1(fields, line_no, stamp, first_format=True))
+        if kind == VLLM_V1:
+            return (SPEC, self._v1(fields, line_no, stamp))
+        return self._v0(fields, line_no, stamp)
 
     def _v1(
         self, fields: dict[str, str], line_no: int, stamp: str, first_format: bool = False
@@ -328,7 +378,7 @@ class _LogReader:
             record["acceptance_rate"] = accepted / drafted
         return record
 
-    def _v0(self, fields: dict[str, str], line_no: int, stamp: str) -> dict[str, Any]:
+    def _v0(self, fields: dict[str, str], line_no: int, stamp: str) -> tuple[Any, ...]:
         def count(name: str) -> float:
             for key in (name, name.replace(" tokens", " tokens tokens")):
                 if key in fields:
@@ -341,6 +391,10 @@ class _LogReader:
             "drafted": count("number of draft tokens"),
             "emitted": count("number of emitted tokens"),
         }
+        return (V0_COUNTS, _record(VLLM_V0, "vllm", self.path, line_no, stamp), now)
+
+    def _v0_delta(self, base_record: dict[str, Any], now: dict[str, float]) -> dict[str, Any]:
+        """A V0 line's counters as differences from the previous line's."""
         last = self.v0_last
         restarted = last is not None and any(
             now[c] < last[c] for c in ("accepted", "drafted", "emitted")
@@ -351,7 +405,7 @@ class _LogReader:
         self.v0_last = now
         d = {c: now[c] - base[c] for c in ("accepted", "drafted", "emitted")}
         k = int(now["k"])
-        record = _record(VLLM_V0, "vllm", self.path, line_no, stamp)
+        record = dict(base_record)
         record.update(num_spec_tokens=k, accepted_tokens=d["accepted"], draft_tokens=d["drafted"],
                       emitted_tokens=d["emitted"])  # fmt: skip
         if last is None or restarted:
@@ -364,6 +418,7 @@ class _LogReader:
         return record
 
     def _sglang_decode(self, text: str, line_no: int) -> dict[str, Any]:
+        """A decode line's record, but for what depends on the state (idle time)."""
         prefix, _, rest = text.partition("Decode batch")
         rest = rest.lstrip(".,").strip()
         if rest.startswith("["):  # an iteration number: Decode batch [123],
@@ -381,9 +436,6 @@ class _LogReader:
         record["num_spec_tokens"] = self.k if not math.isnan(tau) else None
         if not math.isnan(tau) and self.k:
             record["acceptance_rate"] = (tau - 1) / self.k  # "accept rate" changed meaning
-        record["first_after_idle"] = self.sglang_idle
-        self.sglang_idle = False
-        _per_sequence(record)
         return record
 
 
@@ -420,7 +472,7 @@ def iter_log(
         ``gen_tok_s``, ``running_reqs``, token counts and ``per_position``.
     """
     path = os.fspath(path)
-    reader = _LogReader(path, num_spec_tokens)
+    reader = LogReader(path, num_spec_tokens)
     for line_no, kind, raw in iter_marked_lines(path, problems):
         try:
             yield from reader.feed(line_no, kind, raw)
