@@ -17,12 +17,13 @@ from typing import Any
 
 from breakeven.iotools import bench, prometheus
 from breakeven.iotools.logs import LOG_FORMATS, Problem, iter_log
-from breakeven.iotools.records import RECORD_KEYS, complete
+from breakeven.iotools.records import RECORD_KEYS, complete  # noqa: F401  (RECORD_KEYS: re-exported)
 
 LOG = "log"
 BENCH_TABLE = "bench_table"
 FORMATS = ("auto", LOG, BENCH_TABLE, *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
 MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
+
 
 @dataclass
 class IngestResult:

@@ -124,7 +124,9 @@ def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int
             yield line_no, carry + b"\n"
 
 
-def _binary(path: str, data: bytes, nul: int, line_no: int) -> Iterator[tuple[int, bytes] | Problem]:
+def _binary(
+    path: str, data: bytes, nul: int, line_no: int
+) -> Iterator[tuple[int, bytes] | Problem]:
     """The complete lines before the NUL byte at ``nul``, then the problem."""
     before = data.rfind(b"\n", 0, nul) + 1
     if before:

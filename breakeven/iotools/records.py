@@ -46,7 +46,7 @@ def complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
 
 def csv_header() -> bytes:
     """The header line of ingest --out, UTF-8."""
-    return csv_rows([dict(zip(RECORD_KEYS, RECORD_KEYS))])
+    return csv_rows([{k: k for k in RECORD_KEYS}])
 
 
 def csv_rows(records: Iterable[dict[str, Any]]) -> bytes:
