@@ -373,22 +373,32 @@ def ingest(files: tuple[str, ...], format: str, before: str | None,
       breakeven ingest server.log --label eagle3-k3 --out runs.csv
       breakeven ingest after.prom --before before.prom --json
     """
-    from breakeven.iotools.ingest import RECORD_KEYS, Tally, iter_ingest
+    from breakeven.iotools.ingest import RECORD_KEYS, Tally, iter_ingest, iter_ingest_rows
 
     problems: list[Any] = []
     tally = Tally()
-    records = tally.watch(iter_ingest(list(files), problems, format=format, before=before,
-                                      num_spec_tokens=num_spec_tokens, stamp=stamp))
+    options = dict(format=format, before=before, num_spec_tokens=num_spec_tokens, stamp=stamp)
     if as_json:
-        records = _json_array(records)
-    if out is not None:
-        from breakeven.iotools.measurements import write_measurements
+        records = _json_array(tally.watch(iter_ingest(list(files), problems, **options)))
+        if out is not None:
+            from breakeven.iotools.measurements import write_measurements
 
-        write_measurements(records, out, force=force, columns=list(RECORD_KEYS))
-        click.echo(f"Wrote {tally.records} records to {out}.", err=True)
+            write_measurements(records, out, force=force, columns=list(RECORD_KEYS))
+        else:
+            for _ in records:
+                pass
     else:
-        for _ in records:
-            pass
+        rows = iter_ingest_rows(list(files), problems, tally, **options)
+        if out is not None:
+            from breakeven.iotools.atomic import write_bytes
+            from breakeven.iotools.records import csv_header
+
+            write_bytes(out, [csv_header()], rows, force=force)
+        else:
+            for _ in rows:
+                pass
+    if out is not None:
+        click.echo(f"Wrote {tally.records} records to {out}.", err=True)
     if not as_json:
         from breakeven.formatting import ingest_text
 

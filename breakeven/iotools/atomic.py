@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from breakeven.errors import BreakevenError
@@ -45,5 +45,15 @@ def write_text(path: str, write: Callable[[object], None], *, force: bool = Fals
     """Write a text file atomically: ``write`` gets the open file."""
     with atomic_path(path, force=force) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
         write(f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_bytes(path: str, *parts: Iterable[bytes], force: bool = False) -> None:
+    """Write the chunks of ``parts``, in order, to a file atomically, as they come."""
+    with atomic_path(path, force=force) as tmp, open(tmp, "wb") as f:
+        for chunks in parts:
+            for chunk in chunks:
+                f.write(chunk)
         f.flush()
         os.fsync(f.fileno())

@@ -17,7 +17,7 @@ from typing import Any
 
 from breakeven.iotools import bench, prometheus
 from breakeven.iotools.logs import LOG_FORMATS, Problem, iter_log
-from breakeven.iotools.records import RECORD_KEYS, complete  # noqa: F401  (RECORD_KEYS: re-exported)
+from breakeven.iotools.records import RECORD_KEYS, Tally, complete, csv_rows  # noqa: F401
 
 LOG = "log"
 BENCH_TABLE = "bench_table"
@@ -110,37 +110,100 @@ def iter_ingest(
     appended to ``problems``.  See :func:`ingest` for the parameters.
     """
     stamp = stamp or {}
-    for p in paths:
-        path = os.fspath(p)
+    for path, kind in _files(paths, format, problems):
         found = 0
         known = len(problems)
         try:
-            if os.path.getsize(path) == 0:
-                problems.append(Problem(path, None, "is empty"))
-                continue
-            kind = detect_format(path) if format == "auto" else format
             if kind == LOG:
                 records: Any = iter_log(path, problems, num_spec_tokens)
             else:
-                result = IngestResult()
-                if kind in ("json", *bench.BENCH_FORMATS):
-                    _ingest_json(path, None if kind == "json" else kind, result)
-                elif kind == BENCH_TABLE:
-                    _ingest_tables(path, result)
-                else:
-                    _ingest_prometheus(path, before, num_spec_tokens, result)
-                problems += result.problems
-                records = result.records
+                records = _document_records(path, kind, before, num_spec_tokens, problems)
             for record in records:
                 found += 1
                 yield complete(record, stamp)
         except OSError as e:
             problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
             continue
-        if not found and len(problems) == known:
-            problems.append(Problem(path, None, "holds nothing breakeven reads: no "
-                                    f"{', '.join(LOG_FORMATS)} lines, benchmark "
-                                    "results or engine metrics"))  # fmt: skip
+        _nothing_read(path, found, known, problems)
+
+
+def iter_ingest_rows(
+    paths: list[str | os.PathLike[str]],
+    problems: list[Problem],
+    tally: Tally,
+    *,
+    format: str = "auto",
+    before: str | os.PathLike[str] | None = None,
+    num_spec_tokens: int | None = None,
+    stamp: dict[str, Any] | None = None,
+    workers: int | None = None,
+) -> Iterator[bytes]:
+    """The records of :func:`iter_ingest` as measurement CSV rows (UTF-8, no header).
+
+    The same rows as writing :func:`iter_ingest`'s records with
+    :func:`~breakeven.iotools.records.csv_rows`, faster for large logs
+    (:mod:`breakeven.iotools.logrows`); ``tally`` counts the records.
+    ``workers``: processes for reading a large log (default: one per CPU).
+    """
+    from breakeven.iotools.logrows import iter_log_rows
+
+    stamp = stamp or {}
+    for path, kind in _files(paths, format, problems):
+        found = tally.records
+        known = len(problems)
+        try:
+            if kind == LOG:
+                yield from iter_log_rows(path, problems, tally, num_spec_tokens=num_spec_tokens,
+                                         stamp=stamp, workers=workers)  # fmt: skip
+            else:
+                records = _document_records(path, kind, before, num_spec_tokens, problems)
+                done = [complete(r, stamp) for r in records]
+                for r in done:
+                    tally.count(r)
+                yield csv_rows(done)
+        except OSError as e:
+            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
+            continue
+        _nothing_read(path, tally.records - found, known, problems)
+
+
+def _files(
+    paths: list[str | os.PathLike[str]], format: str, problems: list[Problem]
+) -> Iterator[tuple[str, str]]:
+    """Each readable, non-empty file and its format."""
+    for p in paths:
+        path = os.fspath(p)
+        try:
+            if os.path.getsize(path) == 0:
+                problems.append(Problem(path, None, "is empty"))
+                continue
+            kind = detect_format(path) if format == "auto" else format
+        except OSError as e:
+            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
+            continue
+        yield path, kind
+
+
+def _document_records(
+    path: str, kind: str, before: Any, k: int | None, problems: list[Problem]
+) -> list[dict[str, Any]]:
+    """The records of a benchmark result or metrics file (read whole)."""
+    result = IngestResult()
+    if kind in ("json", *bench.BENCH_FORMATS):
+        _ingest_json(path, None if kind == "json" else kind, result)
+    elif kind == BENCH_TABLE:
+        _ingest_tables(path, result)
+    else:
+        _ingest_prometheus(path, before, k, result)
+    problems += result.problems
+    return result.records
+
+
+def _nothing_read(path: str, found: int, known: int, problems: list[Problem]) -> None:
+    if not found and len(problems) == known:
+        problems.append(Problem(path, None, "holds nothing breakeven reads: no "
+                                f"{', '.join(LOG_FORMATS)} lines, benchmark "
+                                "results or engine metrics"))  # fmt: skip
 
 
 def ingest(
@@ -212,36 +275,3 @@ def _ingest_prometheus(path: str, before: Any, k: int | None, result: IngestResu
         result.problems.append(Problem(path, None, str(e)))
     except ValueError as e:
         result.problems.append(Problem(path, None, f"not Prometheus text: {e}"))
-
-
-class Tally:
-    """Per file and format: how many records, which k, and mean acceptance and rates.
-
-    Memory grows with the number of (file, format) pairs, not with the records.
-    """
-
-    def __init__(self) -> None:
-        self.groups: dict[tuple[str, str], dict[str, Any]] = {}
-        self.records = 0
-
-    def watch(self, records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """Pass ``records`` through, counting them."""
-        for r in records:
-            self.records += 1
-            key = ((r["source"] or "").rpartition(":")[0], r["format"])
-            g = self.groups.get(key)
-            if g is None:
-                g = self.groups[key] = {"records": 0, "k": set(), "sum": [0.0] * 3, "n": [0] * 3}
-            g["records"] += 1
-            if r["num_spec_tokens"] is not None:
-                g["k"].add(r["num_spec_tokens"])
-            for i, value in enumerate((r["accept_len"], r["tok_s"], r["aggregate_tok_s"])):
-                if value is not None:
-                    g["sum"][i] += value
-                    g["n"][i] += 1
-            yield r
-
-    def mean(self, group: dict[str, Any], key: str) -> float | None:
-        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
-        i = ("accept_len", "tok_s", "aggregate_tok_s").index(key)
-        return group["sum"][i] / group["n"][i] if group["n"][i] else None

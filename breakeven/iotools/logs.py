@@ -71,17 +71,21 @@ class LineError(ValueError):
     """A marked line that does not parse."""
 
 
-def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int, bytes] | Problem]:
-    """Yield ``(first_line_number, complete_lines)`` blocks of ``path``, and problems, in file order.
+def iter_blocks(
+    path: str, block_bytes: int | None = None
+) -> Iterator[tuple[int, int, bytes] | Problem]:
+    """Yield ``(first_line_number, offset, complete_lines)`` blocks of ``path``, and
+    problems, in file order.
 
-    Every block ends with a newline (a last line without one gets it).  Lines
-    longer than :data:`MAX_LINE_BYTES` are skipped with a :class:`Problem`;
-    binary data (a NUL byte) yields the lines before it, then a problem, and
-    ends the file.
+    ``offset`` is where the block starts in the file.  Every block ends with a
+    newline (a last line without one gets it).  Lines longer than
+    :data:`MAX_LINE_BYTES` are skipped with a :class:`Problem`; binary data (a
+    NUL byte) yields the lines before it, then a problem, and ends the file.
     """
     block_bytes = block_bytes or BLOCK_BYTES
     carry = b""
     line_no = 1  # number of the first line in ``carry + block``
+    read = 0  # bytes read from the file so far
     skipping = False  # inside an over-long line, until its newline
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     with open(path, "rb") as f:
@@ -89,6 +93,7 @@ def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int
             block = f.read(block_bytes)
             if not block:
                 break
+            read += len(block)
             if skipping:
                 cut = block.find(b"\n")
                 if cut < 0:
@@ -96,6 +101,7 @@ def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int
                 block = block[cut + 1 :]
                 line_no += 1
                 skipping = False
+            offset = read - len(block) - len(carry)
             data = carry + block
             end = data.rfind(b"\n") + 1  # complete lines end here
             if end == 0:
@@ -109,9 +115,9 @@ def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int
             complete = data[:end]
             nul = complete.find(b"\0")
             if nul >= 0:
-                yield from _binary(path, complete, nul, line_no)
+                yield from _binary(path, complete, nul, line_no, offset)
                 return
-            yield line_no, complete
+            yield line_no, offset, complete
             line_no += complete.count(b"\n")
             if len(carry) > MAX_LINE_BYTES:
                 yield Problem(path, line_no, too_long)
@@ -119,18 +125,18 @@ def iter_blocks(path: str, block_bytes: int | None = None) -> Iterator[tuple[int
         if carry and not skipping:
             nul = carry.find(b"\0")
             if nul >= 0:
-                yield from _binary(path, carry + b"\n", nul, line_no)
+                yield from _binary(path, carry + b"\n", nul, line_no, read - len(carry))
                 return
-            yield line_no, carry + b"\n"
+            yield line_no, read - len(carry), carry + b"\n"
 
 
 def _binary(
-    path: str, data: bytes, nul: int, line_no: int
-) -> Iterator[tuple[int, bytes] | Problem]:
+    path: str, data: bytes, nul: int, line_no: int, offset: int
+) -> Iterator[tuple[int, int, bytes] | Problem]:
     """The complete lines before the NUL byte at ``nul``, then the problem."""
     before = data.rfind(b"\n", 0, nul) + 1
     if before:
-        yield line_no, data[:before]
+        yield line_no, offset, data[:before]
     at = line_no + data.count(b"\n", 0, nul)
     hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
     yield Problem(path, at, f"binary data (a NUL byte){hint}; expected a text log; stopped reading")
@@ -146,7 +152,7 @@ def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int,
         if isinstance(block, Problem):
             problems.append(block)
         else:
-            yield from _marked_in(block[1], block[0])
+            yield from _marked_in(block[2], block[0])
 
 
 def _marked_in(data: bytes, first_line: int) -> Iterator[tuple[int, str, bytes]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -60,8 +60,68 @@ def csv_rows(records: Iterable[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def csv_cell(value: str) -> str:
-    """``value`` as one CSV cell: quoted only when it holds a comma, quote or line break."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(["", value])
-    return buf.getvalue()[1:-1]
+class Tally:
+    """Per file and format: how many records, which k, and mean acceptance and rates.
+
+    Memory grows with the number of (file, format) pairs, not with the records.
+    """
+
+    MEANS = ("accept_len", "tok_s", "aggregate_tok_s")
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], dict[str, Any]] = {}
+        self.records = 0
+
+    def watch(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """Pass complete ``records`` through, counting them."""
+        for r in records:
+            self.count(r)
+            yield r
+
+    def count(self, r: dict[str, Any]) -> None:
+        """Count one complete record."""
+        g = self._group((r["source"] or "").rpartition(":")[0], r["format"])
+        self.records += 1
+        g["records"] += 1
+        if r["num_spec_tokens"] is not None:
+            g["k"].add(r["num_spec_tokens"])
+        for i, key in enumerate(self.MEANS):
+            value = r[key]
+            if value is not None:
+                g["sum"][i] += value
+                g["n"][i] += 1
+
+    def add(self, path: str, fmt: str, records: int, k: int | None,
+            sums: tuple[float, float, float], ns: tuple[int, int, int]) -> None:  # fmt: skip
+        """Count ``records`` records at once: sums and counts of :attr:`MEANS`."""
+        g = self._group(path, fmt)
+        self.records += records
+        g["records"] += records
+        if k is not None:
+            g["k"].add(k)
+        for i in range(3):
+            g["sum"][i] += sums[i]
+            g["n"][i] += ns[i]
+
+    def merge(self, other: Tally) -> None:
+        """Add another tally's counts (of later records) to this one."""
+        for (path, fmt), o in other.groups.items():
+            g = self._group(path, fmt)
+            g["records"] += o["records"]
+            g["k"] |= o["k"]
+            for i in range(3):
+                g["sum"][i] += o["sum"][i]
+                g["n"][i] += o["n"][i]
+        self.records += other.records
+
+    def _group(self, path: str, fmt: str) -> dict[str, Any]:
+        g = self.groups.get((path, fmt))
+        if g is None:
+            g = self.groups[(path, fmt)] = {"records": 0, "k": set(), "sum": [0.0] * 3,
+                                            "n": [0] * 3}  # fmt: skip
+        return g
+
+    def mean(self, group: dict[str, Any], key: str) -> float | None:
+        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
+        i = self.MEANS.index(key)
+        return group["sum"][i] / group["n"][i] if group["n"][i] else None

@@ -1,0 +1,434 @@
+"""Engine logs straight to measurement CSV rows, fast: the engine of ``breakeven ingest --out``.
+
+The rows are exactly those of :func:`breakeven.iotools.logs.iter_log`'s
+records, completed (:func:`~breakeven.iotools.records.complete`) and written by
+:func:`~breakeven.iotools.records.csv_rows`; the tests compare the bytes.  Two
+things make it fast.
+
+**Canonical SGLang decode lines are written column-wise.**  A server's log is
+mostly ``Decode batch`` lines of one shape.  One regular expression per block
+finds those whose every value is a plain number (:data:`CANONICAL_DECODE`; no
+nested repetition, so matching is linear in the line).  It captures each number
+in the form Python's ``repr`` would print it, counts as integers of at most 15
+digits (``37`` is written ``37.0``) and decimals of at most 15 significant
+digits without trailing zeros (``2.50`` is written ``2.5``), so the printed
+text goes to the CSV without a round trip through float; only the per-sequence
+rate is computed, by one division per line.  Any other decode line, and every
+other kind of line, takes the general path.
+
+**Blocks are read in parallel.**  A block of the log is read without knowing
+the reader's state at its start (a vLLM throughput record waiting for its
+spec-decode line, SGLang idle time, vLLM V0's last counters;
+:class:`~breakeven.iotools.logs.LogReader`).  A line whose record depends on
+state the block has not yet determined is sent back parsed, with the part of
+the state the block did determine, and the parent applies it in order with the
+true state.  Applying a line writes every part of the state it reads, so after
+it the block knows that part again.  Blocks go to worker processes, a few at a
+time, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate, islice, repeat
+from operator import truediv
+from typing import Any
+
+from breakeven.iotools import logs
+from breakeven.iotools.logs import (
+    READS,
+    SGLANG_DECODE,
+    SGLANG_PREFILL,
+    STATE,
+    LineError,
+    LogReader,
+    Problem,
+    iter_blocks,
+)
+from breakeven.iotools.records import Tally, complete, csv_rows
+
+# Canonical decode lines.  The pattern starts with a literal, which the regex engine finds
+# fast; a match must also start a line (checked apart).
+# An integer count whose repr as a float is the text and ".0".
+_COUNT = rb"(0|[1-9]\d{0,14})"
+# A decimal captured as repr prints its float: no leading or trailing zeros, at most
+# 15 significant digits, at least 0.0001 (repr switches to exponents below).
+_DECIMAL = rb"((?:0|[1-9]\d{0,10})\.(?:\d{0,3}[1-9]|0))0*"
+CANONICAL_DECODE = re.compile(
+    rb"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?: [A-Z]{2}\d{1,4})*\] Decode batch[.,] "
+    rb"#running-req: ([1-9]\d{0,14}), #token: " + _COUNT + rb", "
+    rb"token usage: \d{1,6}\.\d{1,6}, "
+    rb"(?:accept len: " + _DECIMAL + rb", )?"
+    rb"(?:accept rate: \d{1,6}\.\d{1,6}, )?"
+    rb"(?:cuda graph: (?:True|False), )?"
+    rb"gen throughput \(token/s\): " + _DECIMAL + rb", "
+    rb"(?:largest-len: \d{1,15}, )?"
+    rb"#queue-req: " + _COUNT + rb"(?:, ?)?\r?$",
+    re.MULTILINE,
+)  # fmt: skip
+
+_UNKNOWN = object()  # a part of the reader's state a block has not determined
+_PHANTOM = {"pending": None, "sglang_idle": True, "v0_last": None}  # any value will do
+_IN_FLIGHT_PER_WORKER = 2  # blocks handed to each worker ahead of the parent
+
+
+def _copy(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else value
+
+
+@dataclass
+class BlockResult:
+    """What a block of the log gives: CSV bytes, parsed lines for the parent to apply
+    (with the state the block knew), and problems, in order; the state at the block's
+    end, as far as the block determined it; and its records' tally."""
+
+    segments: list[Any]
+    end_state: dict[str, Any]
+    tally: Tally
+
+
+class _Templates:
+    """CSV rows of canonical decode lines, as bytes %-templates built by the general path."""
+
+    FIELDS = ("date", "time", "running", "tok_s", "gen", "accept_len", "rate", "line",
+              "tokens", "queue")  # fmt: skip
+
+    def __init__(self, path: str, k: int | None, stamp: dict[str, Any]) -> None:
+        self.k = k
+        self.with_tau = self._template(path, stamp, tau=True)
+        self.without_tau = self._template(path, stamp, tau=False)
+
+    def _template(self, path: str, stamp: dict[str, Any], tau: bool) -> bytes:
+        mark = {name: f"~{i}~" for i, name in enumerate(self.FIELDS)}
+        record = {
+            "format": SGLANG_DECODE, "engine": "sglang", "origin": "server",
+            "timestamp": f"{mark['date']}T{mark['time']}", "source": f"{path}:{mark['line']}",
+            "running_reqs": mark["running"], "concurrency": mark["running"],
+            "queue_reqs": mark["queue"], "tokens_in_use": mark["tokens"],
+            "gen_tok_s": mark["gen"], "aggregate_tok_s": mark["gen"], "tok_s": mark["tok_s"],
+            "first_after_idle": False,
+            "accept_len": mark["accept_len"] if tau else None,
+            "num_spec_tokens": self.k if tau else None,
+            "acceptance_rate": mark["rate"] if tau and self.k else None,
+        }  # fmt: skip
+        text = csv_rows([complete(record, stamp)]).decode("utf-8").replace("%", "%%")
+        spec = {"running": "%s.0", "queue": "%s.0", "tokens": "%s.0", "tok_s": "%r",
+                "rate": "%r", "line": "%d"}  # fmt: skip
+        for name, m in mark.items():
+            text = text.replace(m, spec.get(name, "%s"))
+        return text.encode("utf-8")
+
+
+@dataclass
+class Context:
+    """What reading a block needs besides the block: the file, k, the user's stamp."""
+
+    path: str
+    num_spec_tokens: int | None
+    stamp: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        # Columns a user's text could make special ('~' marks a template's fields) turn the
+        # column-wise path off; the general path then writes every row.
+        texts = [self.path, *(str(v) for v in self.stamp.values() if v is not None)]
+        plain = not any("~" in t for t in texts)
+        self.templates = _Templates(self.path, self.num_spec_tokens, self.stamp) if plain else None
+
+
+def read_block(ctx: Context, first_line: int, data: bytes) -> BlockResult:
+    """Read one block of complete lines whose first line is number ``first_line``."""
+    return _Block(ctx, first_line, data).read()
+
+
+class _Block:
+    def __init__(self, ctx: Context, first_line: int, data: bytes) -> None:
+        self.ctx = ctx
+        self.data = data
+        self.first_line = first_line
+        self.reader = LogReader(ctx.path, ctx.num_spec_tokens)
+        for part in STATE:
+            setattr(self.reader, part, _UNKNOWN)
+        self.segments: list[Any] = []
+        self.rows: list[bytes] = []  # CSV bytes waiting to become a segment
+        self.done: list[dict[str, Any]] = []  # complete records waiting to become CSV bytes
+        self.tally = Tally()
+
+    def read(self) -> BlockResult:
+        data = self.data
+        matches: list[re.Match[bytes]] = []
+        decode_lines = data.count(b"Decode batch")
+        if self.ctx.templates is not None and decode_lines:
+            matches = [m for m in CANONICAL_DECODE.finditer(data)
+                       if not m.start() or data[m.start() - 1] == 10]  # fmt: skip
+        starts = [m.start() for m in matches]
+        events = _events(data, starts, decode_lines)
+        where = sorted(starts + [e[0] for e in events])
+        counts = map(data.count, repeat(b"\n"), [0, *where[:-1]], where)
+        numbers = islice(accumulate(counts, initial=self.first_line), 1, None)
+        line_of = dict(zip(where, numbers, strict=True))
+        i = 0
+        for start, kind in events:
+            j = bisect_left(starts, start, i)
+            if j > i:
+                self._run(matches[i:j], [line_of[s] for s in starts[i:j]])
+            i = j
+            self._event(start, kind, line_of[start])
+        if i < len(matches):
+            self._run(matches[i:], [line_of[s] for s in starts[i:]])
+        self._flush_rows()
+        end = {
+            part: _copy(v) for part in STATE if (v := getattr(self.reader, part)) is not _UNKNOWN
+        }
+        return BlockResult(self.segments, end, self.tally)
+
+    def _line(self, start: int) -> bytes:
+        return self.data[start : self.data.find(b"\n", start)].rstrip(b"\r")
+
+    def _event(self, start: int, kind: str, line_no: int) -> None:
+        line = self._line(start)
+        if line.lstrip().startswith(b"#"):  # a comment, e.g. a fixture's source note
+            return
+        try:
+            parsed = self.reader.parse(line_no, kind, line)
+        except LineError as e:
+            self._flush_rows()
+            self.segments.append(
+                Problem(self.ctx.path, line_no, f"{kind} line does not parse: {e}")
+            )
+            return
+        if parsed is not None:
+            self._apply(parsed)
+
+    def _apply(self, parsed: tuple[Any, ...]) -> None:
+        reader = self.reader
+        reads = READS[parsed[0]]
+        unknown = [part for part in reads if getattr(reader, part) is _UNKNOWN]
+        if not unknown:
+            self._records(reader.apply(parsed))
+            return
+        self._flush_rows()
+        known = {part: _copy(getattr(reader, part)) for part in reads if part not in unknown}
+        self.segments.append((parsed, known))
+        for part in unknown:
+            setattr(reader, part, _PHANTOM[part])
+        reader.apply(parsed)  # for the state it leaves; the parent writes its records
+
+    def _records(self, records: list[dict[str, Any]]) -> None:
+        for r in records:
+            r = complete(r, self.ctx.stamp)
+            self.tally.count(r)
+            self.done.append(r)
+
+    def _write_records(self) -> None:
+        if self.done:
+            self.rows.append(csv_rows(self.done))
+            self.done = []
+
+    def _flush_rows(self) -> None:
+        self._write_records()
+        if self.rows:
+            self.segments.append(b"".join(self.rows))
+            self.rows = []
+
+    def _run(self, matches: list[re.Match[bytes]], lines: list[int]) -> None:
+        """Consecutive canonical decode lines, with no other marked line between them."""
+        reader = self.reader
+        if reader.pending is not None or reader.sglang_idle is not False:
+            # The first line flushes a throughput record, or may follow idle time: it takes
+            # the general path (and after it, neither holds).
+            first = matches[0]
+            parsed = reader.parse(lines[0], SGLANG_DECODE, self._line(first.start()))
+            self._apply(parsed)
+            matches, lines = matches[1:], lines[1:]
+            if not matches:
+                return
+        t = self.ctx.templates
+        date, time, running, tokens, tau, gen, queue = zip(*(m.groups() for m in matches),
+                                                           strict=True)  # fmt: skip
+        gen_f = list(map(float, gen))
+        tok_s = list(map(truediv, gen_f, map(float, running)))
+        n = len(matches)
+        if None not in tau:
+            tau_f = list(map(float, tau))
+            if t.k:
+                rate = [(x - 1) / t.k for x in tau_f]
+                args = zip(date, time, running, tok_s, gen, tau, rate, lines, gen, running, queue,
+                           tokens, strict=True)  # fmt: skip
+            else:
+                args = zip(date, time, running, tok_s, gen, tau, lines, gen, running, queue, tokens,
+                           strict=True)  # fmt: skip
+            rows = map(t.with_tau.__mod__, args)
+            sums, ns, k = (sum(tau_f), sum(tok_s), sum(gen_f)), (n, n, n), t.k
+        elif tau.count(None) == n:
+            rows = map(t.without_tau.__mod__, zip(date, time, running, tok_s, gen, lines, gen,
+                                                  running, queue, tokens, strict=True))  # fmt: skip
+            sums, ns, k = (0.0, sum(tok_s), sum(gen_f)), (0, n, n), None
+        else:  # some lines with accept len and some without: rare enough for the general path
+            for m, line_no in zip(matches, lines, strict=True):
+                self._apply(reader.parse(line_no, SGLANG_DECODE, self._line(m.start())))
+            return
+        self._write_records()
+        self.rows.append(b"".join(rows))
+        self.tally.add(self.ctx.path, SGLANG_DECODE, n, k, sums, ns)
+
+
+def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[int, str]]:
+    """Start and kind of the marked lines of ``data`` that are not canonical decode lines.
+
+    A line's kind is that of the first of :data:`logs._MARKERS` it holds.  Prefill
+    lines matter only when they report an empty batch, so only those are looked for.
+    """
+    found: dict[int, int] = {}  # line start -> rank of the first marker found in it
+    skip: set[int] = set()
+    for rank, (marker, kind) in enumerate(logs._MARKERS):
+        if kind == SGLANG_PREFILL:
+            continue
+        if kind == SGLANG_DECODE:
+            if decode_lines == len(canonical):
+                continue  # every decode line is canonical
+            skip = set(canonical)
+        pos = data.find(marker)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            if start not in skip:
+                found.setdefault(start, rank)
+            nxt = data.find(b"\n", pos)
+            pos = data.find(marker, nxt + 1) if nxt >= 0 else -1
+    canonical_set = None
+    pos = data.find(b"#running-req: 0")  # an empty batch, in a prefill line or another
+    while pos >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        nxt = data.find(b"\n", pos)
+        if start not in found and b"Prefill batch" in data[start:nxt]:
+            if canonical_set is None:
+                canonical_set = set(canonical)
+            if start not in canonical_set:
+                found[start] = len(logs._MARKERS) - 1
+        pos = data.find(b"#running-req: 0", nxt + 1) if nxt >= 0 else -1
+    kinds = [kind for _, kind in logs._MARKERS]
+    return [(start, kinds[rank]) for start, rank in sorted(found.items())]
+
+
+def workers_for(size: int, block_bytes: int) -> int:
+    """How many worker processes a log of ``size`` bytes is worth: one per available CPU
+    (at most 4), when there are at least 4 blocks; else 1 (read in this process)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, 4) if size >= 4 * block_bytes else 1
+
+
+_CONTEXT: Context | None = None
+
+
+def _start_worker(ctx: Context) -> None:
+    global _CONTEXT
+    _CONTEXT = ctx
+
+
+def _work(first_line: int, offset: int, size: int) -> BlockResult:
+    """Read a block in a worker: from the file itself, so only its place crosses the pipe."""
+    assert _CONTEXT is not None
+    with open(_CONTEXT.path, "rb") as f:
+        f.seek(offset)
+        data = f.read(size)
+    if len(data) < size or data[-1:] != b"\n":
+        # The last line of a file without a final newline (which may have grown since):
+        # the parent read it as ending there.
+        data = data[: size - 1] + b"\n"
+    return read_block(_CONTEXT, first_line, data)
+
+
+def _block_results(ctx: Context, workers: int, block_bytes: int | None) -> Iterator[Any]:
+    """Problems and block results of ``ctx.path``, in file order."""
+    blocks = iter_blocks(ctx.path, block_bytes)
+    if workers <= 1:
+        for item in blocks:
+            yield item if isinstance(item, Problem) else read_block(ctx, item[0], item[2])
+        return
+    with multiprocessing.get_context().Pool(workers, _start_worker, (ctx,)) as pool:
+        waiting: deque[Any] = deque()
+        in_flight = 0
+        for item in blocks:
+            if isinstance(item, Problem):
+                waiting.append(item)
+                continue
+            first_line, offset, data = item
+            waiting.append(pool.apply_async(_work, (first_line, offset, len(data))))
+            in_flight += 1
+            while in_flight >= workers * _IN_FLIGHT_PER_WORKER or (
+                waiting and isinstance(waiting[0], Problem)
+            ):
+                head = waiting.popleft()
+                if not isinstance(head, Problem):
+                    head = head.get()
+                    in_flight -= 1
+                yield head
+        while waiting:
+            head = waiting.popleft()
+            yield head if isinstance(head, Problem) else head.get()
+
+
+def iter_log_rows(
+    path: str | os.PathLike[str],
+    problems: list[Problem],
+    tally: Tally,
+    *,
+    num_spec_tokens: int | None = None,
+    stamp: dict[str, Any] | None = None,
+    workers: int | None = None,
+    block_bytes: int | None = None,
+) -> Iterator[bytes]:
+    """The measurement CSV rows (UTF-8, no header) of an engine log, in order.
+
+    Parameters are those of :func:`breakeven.iotools.logs.iter_log`, and:
+
+    tally : Tally
+        Counts the records.
+    stamp : dict, optional
+        Values for every record where the log gives none (see
+        :func:`~breakeven.iotools.records.complete`).
+    workers : int, optional
+        Worker processes; 1 reads in this process.  Default: :func:`workers_for`.
+    block_bytes : int, optional
+        Size of the blocks the log is read in (default :data:`logs.BLOCK_BYTES`).
+    """
+    path = os.fspath(path)
+    ctx = Context(path, num_spec_tokens, dict(stamp or {}))
+    size = block_bytes or logs.BLOCK_BYTES
+    if workers is None:
+        workers = workers_for(os.path.getsize(path), size)
+    reader = LogReader(path, num_spec_tokens)
+    for item in _block_results(ctx, workers, block_bytes):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        for segment in item.segments:
+            if isinstance(segment, bytes):
+                yield segment
+            elif isinstance(segment, Problem):
+                problems.append(segment)
+            else:
+                parsed, known = segment
+                for part, value in known.items():
+                    setattr(reader, part, _copy(value))
+                yield from _rows(reader.apply(parsed), ctx.stamp, tally)
+        for part, value in item.end_state.items():
+            setattr(reader, part, _copy(value))
+        tally.merge(item.tally)
+    yield from _rows(reader.flush(), ctx.stamp, tally)
+
+
+def _rows(records: list[dict[str, Any]], stamp: dict[str, Any], tally: Tally) -> Iterator[bytes]:
+    if records:
+        done = [complete(r, stamp) for r in records]
+        for r in done:
+            tally.count(r)
+        yield csv_rows(done)
