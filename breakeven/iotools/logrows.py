@@ -60,22 +60,80 @@ _COUNT = rb"(0|[1-9]\d{0,14})"
 # A decimal captured as repr prints its float: no leading or trailing zeros, at most
 # 15 significant digits, at least 0.0001 (repr switches to exponents below).
 _DECIMAL = rb"((?:0|[1-9]\d{0,10})\.(?:\d{0,3}[1-9]|0))0*"
-CANONICAL_DECODE = re.compile(
-    rb"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?: [A-Z]{2}\d{1,4})*\] Decode batch[.,] "
-    rb"#running-req: ([1-9]\d{0,14}), #token: " + _COUNT + rb", "
-    rb"token usage: \d{1,6}\.\d{1,6}, "
-    rb"(?:accept len: " + _DECIMAL + rb", )?"
-    rb"(?:accept rate: \d{1,6}\.\d{1,6}, )?"
-    rb"(?:cuda graph: (?:True|False), )?"
-    rb"gen throughput \(token/s\): " + _DECIMAL + rb", "
-    rb"(?:largest-len: \d{1,15}, )?"
-    rb"#queue-req: " + _COUNT + rb"(?:, ?)?\r?$",
-    re.MULTILINE,
-)  # fmt: skip
+_RATIO = rb"\d{1,6}\.\d{1,6}"
+
+
+def _decode_pattern(line: bytes | None = None) -> bytes:
+    """The canonical decode pattern; given a canonical line, the same pattern narrowed to
+    lines of that line's shape (its tags, fields and ending), which matches faster.  Every
+    narrowed pattern matches a subset of the lines the general one does, with the same
+    groups."""
+    accept = rb"accept len: " + _DECIMAL + b", "
+    rate = rb"accept rate: " + _RATIO + b", "
+    largest = rb"largest-len: \d{1,15}, "
+    if line is None:
+        tags, sep, cuda, tail = rb"(?: [A-Z]{2}\d{1,4})*", b"[.,]", rb"(?:cuda graph: (?:True|False), )?", rb"(?:, ?)?\r?"
+        accept, rate, largest = b"(?:" + accept + b")?", b"(?:" + rate + b")?", b"(?:" + largest + b")?"
+    else:
+        tags = re.escape(line[20 : line.index(b"]")])
+        after = line.index(b"Decode batch") + 12
+        sep = re.escape(line[after : after + 1])
+        at = line.find(b"cuda graph: ")
+        cuda = re.escape(line[at:].partition(b", ")[0] + b", ") if at >= 0 else b""
+        tail = re.escape(line.rpartition(b"#queue-req: ")[2].lstrip(b"0123456789"))
+        accept = accept if b"accept len: " in line else b"(?:" + accept + b")?"  # keeps the group
+        rate = rate if b"accept rate: " in line else b""
+        largest = largest if b"largest-len: " in line else b""
+    return (
+        rb"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)" + tags + rb"\] Decode batch" + sep
+        + rb" #running-req: ([1-9]\d{0,14}), #token: " + _COUNT + rb", token usage: " + _RATIO
+        + b", " + accept + rate + cuda + rb"gen throughput \(token/s\): " + _DECIMAL + b", "
+        + largest + rb"#queue-req: " + _COUNT + tail + b"$"
+    )  # fmt: skip
+
+
+CANONICAL_DECODE = re.compile(_decode_pattern(), re.MULTILINE)
+_NARROWED: dict[bytes, re.Pattern[bytes]] = {}  # narrowed patterns by pattern text
+
+
+def _decode_matches(data: bytes, decode_lines: int) -> list[re.Match[bytes]]:
+    """The canonical decode lines of ``data``, a block holding ``decode_lines`` of them."""
+
+    def at_line_start(pattern: re.Pattern[bytes]) -> list[re.Match[bytes]]:
+        return [m for m in pattern.finditer(data) if not m.start() or data[m.start() - 1] == 10]
+
+    first = data.find(b"Decode batch")
+    start = data.rfind(b"\n", 0, first) + 1
+    line = data[start : data.find(b"\n", first)]
+    if CANONICAL_DECODE.fullmatch(line) is not None:  # try the narrowed pattern of its shape
+        text = _decode_pattern(line)
+        narrowed = _NARROWED.get(text)
+        if narrowed is None:
+            if len(_NARROWED) > 64:
+                _NARROWED.clear()
+            narrowed = _NARROWED[text] = re.compile(text, re.MULTILINE)
+        matches = at_line_start(narrowed)
+        if len(matches) == decode_lines:
+            return matches
+    return at_line_start(CANONICAL_DECODE)
+
 
 _UNKNOWN = object()  # a part of the reader's state a block has not determined
 _PHANTOM = {"pending": None, "sglang_idle": True, "v0_last": None}  # any value will do
 _IN_FLIGHT_PER_WORKER = 2  # blocks handed to each worker ahead of the parent
+
+
+class _FloatCache(dict):  # type: ignore[type-arg]
+    """float(text), remembered: for values with few distinct texts (request counts)."""
+
+    def __missing__(self, text: bytes) -> float:
+        if len(self) > 4096:
+            self.clear()
+        value = self[text] = float(text)
+        return value
+
+
+_FLOATS = _FloatCache()
 
 
 def _copy(value: Any) -> Any:
@@ -164,23 +222,24 @@ class _Block:
         matches: list[re.Match[bytes]] = []
         decode_lines = data.count(b"Decode batch")
         if self.ctx.templates is not None and decode_lines:
-            matches = [m for m in CANONICAL_DECODE.finditer(data)
-                       if not m.start() or data[m.start() - 1] == 10]  # fmt: skip
-        starts = [m.start() for m in matches]
+            matches = _decode_matches(data, decode_lines)
+        starts = list(map(re.Match.start, matches))
         events = _events(data, starts, decode_lines)
-        where = sorted(starts + [e[0] for e in events])
-        counts = map(data.count, repeat(b"\n"), [0, *where[:-1]], where)
-        numbers = islice(accumulate(counts, initial=self.first_line), 1, None)
-        line_of = dict(zip(where, numbers, strict=True))
+        count = data.count
+        counts = map(count, repeat(b"\n"), [0, *starts[:-1]], starts)
+        lines = list(islice(accumulate(counts, initial=self.first_line), 1, None))
         i = 0
         for start, kind in events:
             j = bisect_left(starts, start, i)
             if j > i:
-                self._run(matches[i:j], [line_of[s] for s in starts[i:j]])
+                self._run(matches[i:j], lines[i:j])
+            # An event's line: counted from the canonical line before it, or the block's start.
+            line_no = (lines[j - 1] + count(b"\n", starts[j - 1], start) if j else
+                       self.first_line + count(b"\n", 0, start))  # fmt: skip
             i = j
-            self._event(start, kind, line_of[start])
+            self._event(start, kind, line_no)
         if i < len(matches):
-            self._run(matches[i:], [line_of[s] for s in starts[i:]])
+            self._run(matches[i:], lines[i:])
         self._flush_rows()
         end = {
             part: _copy(v) for part in STATE if (v := getattr(self.reader, part)) is not _UNKNOWN
@@ -252,7 +311,7 @@ class _Block:
         date, time, running, tokens, tau, gen, queue = zip(*(m.groups() for m in matches),
                                                            strict=True)  # fmt: skip
         gen_f = list(map(float, gen))
-        tok_s = list(map(truediv, gen_f, map(float, running)))
+        tok_s = list(map(truediv, gen_f, map(_FLOATS.__getitem__, running)))
         n = len(matches)
         if None not in tau:
             tau_f = list(map(float, tau))
