@@ -78,56 +78,51 @@ def iter_blocks(
     problems, in file order.
 
     ``offset`` is where the block starts in the file.  Every block ends with a
-    newline (a last line without one gets it).  Lines longer than
-    :data:`MAX_LINE_BYTES` are skipped with a :class:`Problem`; binary data (a
-    NUL byte) yields the lines before it, then a problem, and ends the file.
+    newline (a last line without one gets it), and the next block starts with the
+    line after it.  A line longer than :data:`MAX_LINE_BYTES` that does not fit
+    in a block is skipped with a :class:`Problem`; binary data (a NUL byte)
+    yields the lines before it, then a problem, and ends the file.
     """
     block_bytes = block_bytes or BLOCK_BYTES
-    carry = b""
-    line_no = 1  # number of the first line in ``carry + block``
-    read = 0  # bytes read from the file so far
-    skipping = False  # inside an over-long line, until its newline
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
+    line_no, offset = 1, 0
     with open(path, "rb") as f:
         while True:
-            block = f.read(block_bytes)
-            if not block:
-                break
-            read += len(block)
-            if skipping:
-                cut = block.find(b"\n")
-                if cut < 0:
-                    continue
-                block = block[cut + 1 :]
-                line_no += 1
-                skipping = False
-            offset = read - len(block) - len(carry)
-            data = carry + block
+            f.seek(offset)
+            data = f.read(block_bytes)
+            if not data:
+                return
             end = data.rfind(b"\n") + 1  # complete lines end here
-            if end == 0:
-                if len(data) > MAX_LINE_BYTES:
-                    yield Problem(path, line_no, too_long)
-                    carry, skipping = b"", True
-                else:
-                    carry = data
+            while end == 0 and len(data) <= MAX_LINE_BYTES:  # one line longer than a block
+                more = f.read(block_bytes)
+                if not more:
+                    break
+                data += more
+                end = data.find(b"\n") + 1
+            if end == 0 and len(data) > MAX_LINE_BYTES:
+                yield Problem(path, line_no, too_long)
+                offset += len(data)  # the file is read up to here: find the line's end
+                while True:
+                    chunk = f.read(block_bytes)
+                    if not chunk:
+                        return
+                    cut = chunk.find(b"\n")
+                    if cut >= 0:
+                        offset, line_no = offset + cut + 1, line_no + 1
+                        break
+                    offset += len(chunk)
                 continue
-            carry = data[end:]
-            complete = data[:end]
+            if end == 0:  # the file's last line, without a newline
+                data += b"\n"
+                end = len(data)
+            complete = data if end == len(data) else data[:end]
             nul = complete.find(b"\0")
             if nul >= 0:
                 yield from _binary(path, complete, nul, line_no, offset)
                 return
             yield line_no, offset, complete
             line_no += complete.count(b"\n")
-            if len(carry) > MAX_LINE_BYTES:
-                yield Problem(path, line_no, too_long)
-                carry, skipping = b"", True
-        if carry and not skipping:
-            nul = carry.find(b"\0")
-            if nul >= 0:
-                yield from _binary(path, carry + b"\n", nul, line_no, read - len(carry))
-                return
-            yield line_no, read - len(carry), carry + b"\n"
+            offset += end
 
 
 def _binary(
