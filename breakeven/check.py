@@ -190,8 +190,9 @@ class CheckResult:
 
 
 def _lines(column: Any) -> tuple[int, ...]:
-    """The first :data:`LINES_SHOWN` file lines of some rows."""
-    return tuple(int(x) for x in column.iloc[:LINES_SHOWN])
+    """The first :data:`LINES_SHOWN` file lines of some rows (a Series or an array)."""
+    values = column.to_numpy() if hasattr(column, "to_numpy") else column
+    return tuple(int(x) for x in values[:LINES_SHOWN])
 
 
 def _mean(values: Any) -> float:
@@ -229,6 +230,12 @@ def _verdict(speedup: float, low: float, high: float) -> str:
     return "faster" if low > 1.0 else "slower"
 
 
+# The measurement columns check reads (others, such as source, are not needed).
+COLUMNS_USED = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin",
+                "concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms", "verify_ms",
+                "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup")  # fmt: skip
+
+
 def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """Pair speculative runs with baselines; compare measured and predicted speedups; flag.
 
@@ -251,8 +258,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     if "line" not in df.columns:
         df["line"] = np.arange(2, len(df) + 2)
     for column in ("model", "hardware", "spec_method", "label", "env", "run_id", "origin"):
-        if column not in df.columns:
-            df[column] = ""
+        if column not in df.columns:  # all empty: one category, no strings to hash
+            df[column] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [""])
         # Categories: each distinct text is hashed once, and groupby works on integer codes.
         df[column] = df[column].astype("category")
         if "" not in df[column].cat.categories:
@@ -280,7 +287,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     row_flags: dict[int, set[str]] = {}
 
     # Acceptance out of range (rows).
-    spec = df[df["is_spec"]]
+    spec = df.loc[df["is_spec"], ["accept_len", "num_spec_tokens", "line", "itl_ms", "tok_s",
+                                  "tpot_ms"]]  # fmt: skip
     tau, kk = spec["accept_len"], spec["num_spec_tokens"]
     bad = spec[(tau < 1) | (tau > kk + 1 + 0.005)]
     for _, row in bad.iterrows():
@@ -310,7 +318,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
     # Server log against client benchmark, within a run.
     server_checks: list[ServerCheck] = []
-    runs = df[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"])]
+    runs = df.loc[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
+                  ["run_id", "origin", "tok_s", "line"]]  # fmt: skip
     means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
     if {"server", "client"} <= set(means.columns):
         both = means.dropna(subset=["server", "client"])
@@ -333,11 +342,14 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                     row_flags.setdefault(line, set()).add("server_client_mismatch")
 
     # Baselines: drift within each configuration.
-    base = df[~df["is_spec"] & df["tok_s"].notna() & ~echo]
+    base = df.loc[~df["is_spec"] & df["tok_s"].notna() & ~echo,
+                  [*config_columns, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line"]]  # fmt: skip
     # Drift is between baseline runs (a run: its run_id, or its label and environment), not
     # between the requests of one run, whose spread the confidence interval accounts for.
     run_means = base.groupby([*config_columns, "run_id", "label", "fingerprint"], sort=False,
                              observed=True)["tok_s"].mean().reset_index()  # fmt: skip
+    base_line_all = base["line"].to_numpy()
+    by_config = base.groupby(config_columns, sort=False, observed=True).indices
     drift_configs: dict[Any, str] = {}
     for config, runs_of_config in run_means.groupby(config_columns, sort=False, observed=True):
         means = runs_of_config.groupby("fingerprint", sort=False, observed=True)["tok_s"].mean()
@@ -351,14 +363,15 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                        f"{'; '.join(parts)}. A baseline measured in another launch is not a "
                        "baseline: re-measure it right before the speculative run, same "
                        "environment.")  # fmt: skip
-            rows = base[(base["model"] == config[0]) & (base["hardware"] == config[1])
-                        & (base["concurrency_key"] == config[2])]  # fmt: skip
-            flags.append(Flag("baseline_drift", message, _lines(rows["line"]), len(rows)))
+            rows = np.sort(by_config[config])  # positions in base, in file order
+            flags.append(Flag("baseline_drift", message, _lines(base_line_all[rows]), len(rows)))
             drift_configs[config] = message
 
     comparisons: list[Comparison] = []
     keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
-    spec_runs = df.loc[df["is_spec"] & ~echo]
+    spec_runs = df.loc[df["is_spec"] & ~echo,
+                       [*keys, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup", "tok_s",
+                        "line"]]  # fmt: skip
     groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
     stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
                        verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
@@ -370,16 +383,14 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     spec_tok_all = spec_runs["tok_s"].to_numpy(dtype=float)
     spec_line_all = spec_runs["line"].to_numpy()
     codes_by_group: dict[int, set[str]] = {}
-    for line_number, group_number in zip(spec_line_all, number, strict=True):
-        if line_number in row_flags:
-            codes_by_group.setdefault(int(group_number), set()).update(row_flags[line_number])
+    flagged = np.flatnonzero(np.isin(spec_line_all, list(row_flags))) if row_flags else []
+    for i in flagged:
+        codes_by_group.setdefault(int(number[i]), set()).update(row_flags[int(spec_line_all[i])])
 
     base_tok_all = base["tok_s"].to_numpy(dtype=float)
     base_step_all = base["step_ms"].to_numpy(dtype=float)
-    base_line_all = base["line"].to_numpy()
     base_fp_all = base["fingerprint"].to_numpy()
     by_env = base.groupby([*config_columns, "fingerprint"], sort=False, observed=True).indices
-    by_config = base.groupby(config_columns, sort=False, observed=True).indices
     no_rows = np.array([], dtype=int)
 
     def rows_lines(values: Any) -> tuple[int, ...]:
@@ -461,7 +472,7 @@ def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """:func:`check` on a measurements CSV."""
     from breakeven.iotools.measurements import read_measurements
 
-    data, _ = read_measurements(path)
+    data, _ = read_measurements(path, columns=COLUMNS_USED)
     return check(data, tolerance)
 
 
