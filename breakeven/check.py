@@ -254,7 +254,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise BreakevenError("{0}: got " + f"{tolerance!r}, expected a fraction in (0, 1)",
                              "tolerance")  # fmt: skip
-    df = data.copy()
+    df = data.copy(deep=False)  # columns are replaced below, never changed in place
     if "line" not in df.columns:
         df["line"] = np.arange(2, len(df) + 2)
     for column in ("model", "hardware", "spec_method", "label", "env", "run_id", "origin"):
@@ -351,9 +351,18 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     base_line_all = base["line"].to_numpy()
     by_config = base.groupby(config_columns, sort=False, observed=True).indices
     drift_configs: dict[Any, str] = {}
-    for config, runs_of_config in run_means.groupby(config_columns, sort=False, observed=True):
-        means = runs_of_config.groupby("fingerprint", sort=False, observed=True)["tok_s"].mean()
-        spread = runs_of_config["tok_s"].max() / runs_of_config["tok_s"].min() - 1
+    # Per configuration: the mean of each environment's runs, and the spread of the runs.
+    env_means = run_means.groupby([*config_columns, "fingerprint"], sort=False,
+                                  observed=True)["tok_s"].mean()  # fmt: skip
+    envs_by_config: dict[Any, list[tuple[Any, float]]] = {}
+    for (*config_key, fp), m in env_means.items():
+        envs_by_config.setdefault(tuple(config_key), []).append((fp, m))
+    extremes = run_means.groupby(config_columns, sort=False, observed=True)["tok_s"].agg(
+        ["max", "min"]
+    )
+    spreads = extremes["max"] / extremes["min"] - 1
+    for config, spread in spreads.items():
+        means = dict(envs_by_config[config])
         if len(means) > 1 or spread > tolerance:
             parts = [f"{m:.2f} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
                      for fp, m in means.items()]  # fmt: skip

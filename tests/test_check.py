@@ -180,3 +180,16 @@ def test_bad_csv_names_the_file_and_line(tmp_path, content, message):
     r = CliRunner().invoke(cli, ["check", str(path)])
     assert r.exit_code == 2 and message in r.output and str(path) in r.output
     assert r.output.count("\n") == 1
+
+
+def test_check_leaves_the_callers_frame_as_it_was():
+    from breakeven.iotools.measurements import read_measurements
+
+    data, _ = read_measurements(CASE_STUDY)
+    before = data.copy(deep=True)
+    check(data)
+    pd.testing.assert_frame_equal(data, before)
+    frame = rows({"num_spec_tokens": 0, "tok_s": 50.0}, {"num_spec_tokens": 3, "tok_s": 60.0})
+    before = frame.copy(deep=True)
+    check(frame)
+    pd.testing.assert_frame_equal(frame, before)
