@@ -278,3 +278,89 @@ def test_cli_out_matches_the_json_path(tmp_path):
     assert fast.exit_code == slow.exit_code
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     assert (tmp_path / "a.csv").read_bytes().count(b"\n") > 10
+
+
+# --- vLLM lines: the whole-line patterns give what the general field splitter gives ---------
+
+V1_PIECES = st.lists(st.sampled_from([
+    "Draft acceptance rate: 38.8%", "Mean acceptance length: 2.16", "Mean acceptance length: 2.1",
+    "Accepted throughput: 4.37 tokens/s", "Drafted throughput: 4.92 tokens/s",
+    "Accepted: 150 tokens", "Drafted: 387 tokens", "Accepted: 0 tokens", "Drafted: 0 tokens",
+    "Per-position acceptance rate: 0.543, 0.357, 0.264", "Per-position acceptance rate: 0.600",
+    "Avg Draft acceptance rate: 27.6%", "accepted: 9 tokens", "Drafted: 12", "Accepted: 1e3 tokens",
+]), max_size=8)  # fmt: skip
+THROUGHPUT_PIECES = st.lists(st.sampled_from([
+    "Avg generation throughput: 25.9 tokens/s", "Running: 5 reqs", "Swapped: 0 reqs",
+    "Pending: 0 reqs", "Waiting: 633 reqs", "GPU KV cache usage: 35.1%", "Running: 7%",
+    "CPU KV cache usage: 0.0%", "Prefix cache hit rate: 0.5%", "waiting: 3 reqs",
+]), max_size=7)  # fmt: skip
+
+
+@given(pieces=V1_PIECES, end=st.sampled_from(["", ".", ",", " "]))
+def test_vllm_v1_fields_pattern_agrees_with_the_splitter(pieces, end):
+    line = ("INFO 06-06 14:20:34 [metrics.py:86] SpecDecoding metrics: " + ", ".join(pieces)
+            + end).encode()  # fmt: skip
+    assert_same_parse(logs.VLLM_V1, line)
+
+
+@given(prompt=st.sampled_from(["1239.8", "0.0", "12"]), pieces=THROUGHPUT_PIECES,
+       end=st.sampled_from(["", ".", ", "]))  # fmt: skip
+def test_vllm_throughput_fields_pattern_agrees_with_the_splitter(prompt, pieces, end):
+    line = (f"INFO 08-05 11:33:17 [loggers.py:1] Engine 000: Avg prompt throughput: {prompt} "
+            "tokens/s, " + ", ".join(pieces) + end).encode()  # fmt: skip
+    assert_same_parse(logs.VLLM_THROUGHPUT, line)
+
+
+def assert_same_parse(kind, line):
+    reader = logs.LogReader("x.log", None)
+
+    def parse():
+        try:
+            return reader.parse(7, kind, line)
+        except logs.LineError as e:
+            return str(e)
+
+    fast = parse()
+    logs.FAST_FIELDS = False
+    try:
+        general = parse()
+    finally:
+        logs.FAST_FIELDS = True
+    assert repr(fast) == repr(general)  # repr: NaN equals NaN
+
+
+def test_real_vllm_lines_take_the_patterns():
+    """The patterns are for what vLLM prints: its lines in the fixtures match them."""
+    matched = 0
+    for path in LOG_FIXTURES:
+        for line in path.read_text().splitlines():
+            if "SpecDecoding metrics: " in line and not line.startswith("#"):
+                rest = line.partition("SpecDecoding metrics:")[2].strip().rstrip(",").rstrip(".")
+                matched += logs._fast_v1_fields(rest) is not None
+            if "Avg prompt throughput:" in line and not line.startswith("#"):
+                rest = line.partition("Avg prompt throughput:")[2].rstrip(".")
+                matched += logs._fast_throughput_fields(rest) is not None
+    assert matched >= 10
+
+
+def test_no_input_makes_the_patterns_slow():
+    """Every pattern is linear in the line: long adversarial lines take milliseconds (an
+    exponential pattern would take hours); 2 s is a bound no linear pattern comes near."""
+    import time
+
+    rates = ", ".join(["0.5"] * 50_000)
+    lines = [
+        "SpecDecoding metrics: Accepted: 1 tokens, Drafted: 2 tokens, Per-position acceptance "
+        f"rate: {rates}, x",
+        " 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs"
+        + ", GPU KV cache usage: 1.0%" * 20_000
+        + ", x",
+    ]
+    decode = ("[2026-01-01 00:00:00" + " TP0" * 20_000 + "] Decode batch, #running-req: "
+              + "1" * 100_000 + "\n").encode()  # fmt: skip
+    start = time.perf_counter()
+    for line in lines:
+        logs._V1_FIELDS.fullmatch(line.partition("metrics: ")[2])
+        logs._THROUGHPUT_FIELDS.fullmatch(line)
+    list(CANONICAL_DECODE.finditer(decode * 20))
+    assert time.perf_counter() - start < 2.0

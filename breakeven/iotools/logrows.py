@@ -247,15 +247,17 @@ class _Block:
         counts = map(count, repeat(b"\n"), [0, *starts[:-1]], starts)
         lines = list(islice(accumulate(counts, initial=self.first_line), 1, None))
         i = 0
+        at, at_line = 0, self.first_line  # the last line numbered: where it starts, its number
         for start, kind in events:
             j = bisect_left(starts, start, i)
             if j > i:
                 self._run(matches[i:j], lines[i:j])
-            # An event's line: counted from the canonical line before it, or the block's start.
-            line_no = (lines[j - 1] + count(b"\n", starts[j - 1], start) if j else
-                       self.first_line + count(b"\n", 0, start))  # fmt: skip
+                if starts[j - 1] > at:
+                    at, at_line = starts[j - 1], lines[j - 1]
+            at_line += count(b"\n", at, start)
+            at = start
             i = j
-            self._event(start, kind, line_no)
+            self._event(start, kind, at_line)
         if i < len(matches):
             self._run(matches[i:], lines[i:])
         self._flush_rows()

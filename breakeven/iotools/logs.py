@@ -17,9 +17,11 @@ Formats (see the README's "Engine formats" and each engine's source):
   or without ``accept len``; the first window after idle is flagged, since its
   ``gen throughput`` spans the idle time.
 
-Lines are found by a few fixed markers, scanned in large binary blocks (no
-regular expression, so no input can make matching slow), and only marked lines
-are decoded and split into ``key: value`` fields.  Lines starting with ``#``
+Lines are found by a few fixed markers, scanned in large binary blocks, and
+only marked lines are decoded and split into ``key: value`` fields: vLLM's
+lines as current versions print them by one pattern each, matched whole
+(bounded repetition only, so matching is linear in the line and no input can
+make it slow), any other line by a general splitter.  Lines starting with ``#``
 are comments (a fixture's note on its source), never records.  A marked line that does not
 parse is a problem reported with its line number, never silently dropped.
 Memory stays bounded: blocks of :data:`BLOCK_BYTES`, lines of at most
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -189,6 +192,51 @@ def _fields(text: str) -> dict[str, str]:
     return out
 
 
+# The fields of vLLM's lines as current versions print them, matched whole by one pattern
+# each (no nested repetition): what _fields would give for the keys the records use, without
+# its general splitting.  Any other line goes to _fields.  FAST_FIELDS = False turns them
+# off (tests compare the two).
+FAST_FIELDS = True
+_RATE = r"\d{1,3}\.\d{1,6}"
+_V1_FIELDS = re.compile(
+    r"(?:Draft acceptance rate: \d{1,3}\.\d{1,3}%, )?"
+    r"(?:Mean acceptance length: (\d{1,4}\.\d{1,4}), )?"
+    r"(?:Accepted throughput: \d{1,9}\.\d{1,4} tokens/s, "
+    r"Drafted throughput: \d{1,9}\.\d{1,4} tokens/s, )?"
+    r"Accepted: (\d{1,15}) tokens, Drafted: (\d{1,15}) tokens"
+    r"(?:, Per-position acceptance rate: (" + _RATE + r"(?:, " + _RATE + r")*))?"
+    r"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?"
+)
+_THROUGHPUT_FIELDS = re.compile(
+    r" (\d{1,9}\.\d{1,4}) tokens/s, Avg generation throughput: (\d{1,9}\.\d{1,4}) tokens/s, "
+    r"Running: (\d{1,9}) reqs, (?:Swapped: \d{1,9} reqs, )?(Waiting|Pending): (\d{1,9}) reqs"
+    r"(?:, (?:GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate|External prefix cache "
+    r"hit rate|MM cache hit rate): \d{1,3}\.\d{1,3}%)*"
+)
+
+
+def _fast_v1_fields(rest: str) -> dict[str, str] | None:
+    m = _V1_FIELDS.fullmatch(rest) if FAST_FIELDS else None
+    if m is None:
+        return None
+    tau, accepted, drafted, rates = m.groups()
+    fields = {"accepted": accepted, "drafted": drafted}
+    if tau is not None:
+        fields["mean acceptance length"] = tau
+    if rates is not None:
+        fields["per-position acceptance rate"] = rates
+    return fields
+
+
+def _fast_throughput_fields(rest: str) -> dict[str, str] | None:
+    m = _THROUGHPUT_FIELDS.fullmatch(rest) if FAST_FIELDS else None
+    if m is None:
+        return None
+    prompt, gen, running, queue_key, queue = m.groups()
+    return {"avg prompt throughput": prompt, "avg generation throughput": gen, "running": running,
+            queue_key.lower(): queue}  # fmt: skip
+
+
 def _number(fields: dict[str, str], key: str) -> float:
     """The leading number of a field ('38.8%' -> 38.8, '150 tokens' -> 150); NaN if absent."""
     text = fields.get(key)
@@ -332,7 +380,8 @@ class LogReader:
         prefix, _, rest = text.partition("Avg prompt throughput:")
         if not rest:
             raise LineError("no 'Avg prompt throughput:' before the generation throughput")
-        fields = _fields("avg prompt throughput: " + rest.rstrip("."))
+        rest = rest.rstrip(".")
+        fields = _fast_throughput_fields(rest) or _fields("avg prompt throughput: " + rest)
         record = _record(VLLM_THROUGHPUT, "vllm", self.path, line_no, _timestamp(prefix))
         record["prompt_tok_s"] = _number(fields, "avg prompt throughput")
         record["gen_tok_s"] = _number(fields, "avg generation throughput")
@@ -345,7 +394,8 @@ class LogReader:
     def _vllm_spec(self, kind: str, text: str, line_no: int) -> tuple[Any, ...]:
         marker = "SpecDecoding metrics:" if kind == VLLM_V1 else "Speculative metrics:"
         prefix, _, rest = text.partition(marker)
-        fields = _fields(rest.strip().rstrip(",").rstrip("."))
+        rest = rest.strip().rstrip(",").rstrip(".")
+        fields = (_fast_v1_fields(rest) if kind == VLLM_V1 else None) or _fields(rest)
         stamp = _timestamp(prefix)
         if kind == VLLM_V0 and not any(k.startswith("number of emitted") for k in fields):
             # V1's first format: per-interval counts, and no emitted tokens.
