@@ -37,7 +37,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from operator import truediv
 from typing import Any
 
@@ -246,12 +246,13 @@ class _Block:
         count = data.count
         counts = map(count, repeat(b"\n"), [0, *starts[:-1]], starts)
         lines = list(islice(accumulate(counts, initial=self.first_line), 1, None))
+        self._columns(matches, lines)
         i = 0
         at, at_line = 0, self.first_line  # the last line numbered: where it starts, its number
         for start, kind in events:
             j = bisect_left(starts, start, i)
             if j > i:
-                self._run(matches[i:j], lines[i:j])
+                self._run(matches, lines, i, j)
                 if starts[j - 1] > at:
                     at, at_line = starts[j - 1], lines[j - 1]
             at_line += count(b"\n", at, start)
@@ -259,8 +260,9 @@ class _Block:
             i = j
             self._event(start, kind, at_line)
         if i < len(matches):
-            self._run(matches[i:], lines[i:])
+            self._run(matches, lines, i, len(matches))
         self._flush_rows()
+        self._tally_columns()
         end = {
             part: _copy(v) for part in STATE if (v := getattr(self.reader, part)) is not _UNKNOWN
         }
@@ -315,26 +317,22 @@ class _Block:
             self.segments.append(b"".join(self.rows))
             self.rows = []
 
-    def _run(self, matches: list[re.Match[bytes]], lines: list[int]) -> None:
-        """Consecutive canonical decode lines, with no other marked line between them."""
-        reader = self.reader
-        if reader.pending is not None or reader.sglang_idle is not False:
-            # The first line flushes a throughput record, or may follow idle time: it takes
-            # the general path (and after it, neither holds).
-            first = matches[0]
-            parsed = reader.parse(lines[0], SGLANG_DECODE, self._line(first.start()))
-            self._apply(parsed)
-            matches, lines = matches[1:], lines[1:]
-            if not matches:
-                return
+    def _columns(self, matches: list[re.Match[bytes]], lines: list[int]) -> None:
+        """The CSV rows of all canonical decode lines of the block, computed column-wise,
+        for :meth:`_run` to take in order; None if they mix lines with and without accept
+        len (then each takes the general path)."""
+        self.fast_rows: list[bytes] | None = None
+        self.general: list[int] = []  # canonical lines that took the general path instead
+        if not matches:
+            return
         t = self.ctx.templates
-        date, time, running, tokens, tau, gen, queue = zip(*(m.groups() for m in matches),
+        date, time, running, tokens, tau, gen, queue = zip(*map(re.Match.groups, matches),
                                                            strict=True)  # fmt: skip
         gen_f = list(map(float, gen))
         tok_s = list(map(truediv, gen_f, map(_FLOATS.__getitem__, running)))
         n = len(matches)
         if None not in tau:
-            tau_f = list(map(float, tau))
+            tau_f: list[float] | None = list(map(_FLOATS.__getitem__, tau))
             if t.k:
                 rate = [(x - 1) / t.k for x in tau_f]
                 args = zip(date, time, running, tok_s, gen, tau, rate, lines, gen, running, queue,
@@ -342,19 +340,55 @@ class _Block:
             else:
                 args = zip(date, time, running, tok_s, gen, tau, lines, gen, running, queue, tokens,
                            strict=True)  # fmt: skip
-            rows = map(t.with_tau.__mod__, args)
-            sums, ns, k = (sum(tau_f), sum(tok_s), sum(gen_f)), (n, n, n), t.k
+            self.fast_rows = list(map(t.with_tau.__mod__, args))
         elif tau.count(None) == n:
-            rows = map(t.without_tau.__mod__, zip(date, time, running, tok_s, gen, lines, gen,
-                                                  running, queue, tokens, strict=True))  # fmt: skip
+            tau_f = None
+            self.fast_rows = list(map(t.without_tau.__mod__, zip(
+                date, time, running, tok_s, gen, lines, gen, running, queue, tokens, strict=True)))  # fmt: skip
+        else:
+            return
+        self.columns = (tau_f, tok_s, gen_f)
+
+    def _tally_columns(self) -> None:
+        """Count the rows :meth:`_run` took from :meth:`_columns`."""
+        if self.fast_rows is None:
+            return
+        taken = None
+        if self.general:
+            general = set(self.general)
+            taken = [i not in general for i in range(len(self.fast_rows))]
+        tau_f, tok_s, gen_f = (c if c is None or taken is None else list(compress(c, taken))
+                               for c in self.columns)  # fmt: skip
+        n = len(tok_s)
+        if not n:
+            return
+        if tau_f is not None:
+            sums, ns, k = (sum(tau_f), sum(tok_s), sum(gen_f)), (n, n, n), self.ctx.templates.k
+        else:
             sums, ns, k = (0.0, sum(tok_s), sum(gen_f)), (0, n, n), None
-        else:  # some lines with accept len and some without: rare enough for the general path
-            for m, line_no in zip(matches, lines, strict=True):
+        self.tally.add(self.ctx.path, SGLANG_DECODE, n, k, sums, ns)
+
+    def _run(self, matches: list[re.Match[bytes]], lines: list[int], i: int, j: int) -> None:
+        """Canonical decode lines ``i`` to ``j`` of the block, with no other marked line
+        between them."""
+        reader = self.reader
+        if self.fast_rows is None:  # accept len in some lines only: rare
+            for m, line_no in zip(matches[i:j], lines[i:j], strict=True):
                 self._apply(reader.parse(line_no, SGLANG_DECODE, self._line(m.start())))
             return
+        if reader.pending is not _UNKNOWN and reader.sglang_idle is False:
+            self._records(reader.flush())  # a decode line flushes a waiting throughput record
+        else:
+            # The first line may follow idle time, or flush a record the block cannot know
+            # of: it takes the general path (and after it, neither holds).
+            parsed = reader.parse(lines[i], SGLANG_DECODE, self._line(matches[i].start()))
+            self._apply(parsed)
+            self.general.append(i)
+            i += 1
+            if i == j:
+                return
         self._write_records()
-        self.rows.append(b"".join(rows))
-        self.tally.add(self.ctx.path, SGLANG_DECODE, n, k, sums, ns)
+        self.rows.append(b"".join(self.fast_rows[i:j]))
 
 
 def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[int, str]]:
