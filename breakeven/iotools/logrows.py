@@ -428,6 +428,11 @@ def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[
     return [(start, kinds[rank]) for start, rank in sorted(found.items())]
 
 
+# Blocks handed to worker processes are smaller than those read in one process: the last
+# blocks of a file then leave a worker idle for less time.
+POOL_BLOCK_BYTES = 2 << 20
+
+
 def workers_for(size: int, block_bytes: int) -> int:
     """How many worker processes a log of ``size`` bytes is worth: one per available CPU
     (at most 4), when there are at least 4 blocks; else 1 (read in this process)."""
@@ -461,7 +466,7 @@ def _work(first_line: int, offset: int, size: int) -> BlockResult:
 
 def _block_results(ctx: Context, workers: int, block_bytes: int | None) -> Iterator[Any]:
     """Problems and block results of ``ctx.path``, in file order."""
-    blocks = iter_blocks(ctx.path, block_bytes)
+    blocks = iter_blocks(ctx.path, block_bytes or (POOL_BLOCK_BYTES if workers > 1 else None))
     if workers <= 1:
         for item in blocks:
             yield item if isinstance(item, Problem) else read_block(ctx, item[0], item[2])
@@ -511,7 +516,8 @@ def iter_log_rows(
     workers : int, optional
         Worker processes; 1 reads in this process.  Default: :func:`workers_for`.
     block_bytes : int, optional
-        Size of the blocks the log is read in (default :data:`logs.BLOCK_BYTES`).
+        Size of the blocks the log is read in (default :data:`logs.BLOCK_BYTES`, or
+        :data:`POOL_BLOCK_BYTES` with workers).
     """
     path = os.fspath(path)
     ctx = Context(path, num_spec_tokens, dict(stamp or {}))
