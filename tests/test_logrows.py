@@ -364,3 +364,18 @@ def test_no_input_makes_the_patterns_slow():
         logs._THROUGHPUT_FIELDS.fullmatch(line)
     list(CANONICAL_DECODE.finditer(decode * 20))
     assert time.perf_counter() - start < 2.0
+
+
+def test_workers_started_by_spawn_give_the_same_rows(tmp_path, monkeypatch):
+    """macOS and Windows start workers by spawning (and Python 3.14 by a fork server): the
+    workers then get everything by pickling and import breakeven themselves."""
+    import multiprocessing
+
+    path = tmp_path / "server.log"
+    path.write_text(
+        (DATA / "sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt").read_text() * 4
+    )
+    expected = by_records(path, 3, {"label": "a,b"})
+    spawn = multiprocessing.get_context("spawn")
+    monkeypatch.setattr(logrows.multiprocessing, "get_context", lambda: spawn)
+    assert by_rows(path, 3, {"label": "a,b"}, workers=2, block_bytes=300) == expected

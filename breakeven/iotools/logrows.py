@@ -134,7 +134,7 @@ _IN_FLIGHT_PER_WORKER = 2  # blocks handed to each worker ahead of the parent
 
 
 class _FloatCache(dict):  # type: ignore[type-arg]
-    """float(text), remembered: for values with few distinct texts (request counts)."""
+    """float(text), remembered: for values with few distinct texts (request counts, accept len)."""
 
     def __missing__(self, text: bytes) -> float:
         if len(self) > 4096:
