@@ -379,3 +379,18 @@ def test_workers_started_by_spawn_give_the_same_rows(tmp_path, monkeypatch):
     spawn = multiprocessing.get_context("spawn")
     monkeypatch.setattr(logrows.multiprocessing, "get_context", lambda: spawn)
     assert by_rows(path, 3, {"label": "a,b"}, workers=2, block_bytes=300) == expected
+
+
+def test_without_process_pools_the_rows_are_read_in_this_process(tmp_path, monkeypatch):
+    """Where processes cannot be pooled (no POSIX semaphores: some containers and serverless
+    runtimes), the log is read in the calling process, with the same rows."""
+
+    class NoPools:
+        def Pool(self, *args, **kwargs):
+            raise OSError(38, "Function not implemented")
+
+    path = tmp_path / "server.log"
+    path.write_text((DATA / "vllm_v0_speculative_issue7301_cumulative.txt").read_text() * 5)
+    expected = by_records(path)
+    monkeypatch.setattr(logrows.multiprocessing, "get_context", lambda: NoPools())
+    assert by_rows(path, workers=2, block_bytes=200) == expected

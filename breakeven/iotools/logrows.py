@@ -466,12 +466,18 @@ def _work(first_line: int, offset: int, size: int) -> BlockResult:
 
 def _block_results(ctx: Context, workers: int, block_bytes: int | None) -> Iterator[Any]:
     """Problems and block results of ``ctx.path``, in file order."""
-    blocks = iter_blocks(ctx.path, block_bytes or (POOL_BLOCK_BYTES if workers > 1 else None))
-    if workers <= 1:
+    pool = None
+    if workers > 1:
+        try:
+            pool = multiprocessing.get_context().Pool(workers, _start_worker, (ctx,))
+        except (OSError, ImportError):  # no process pools here (no POSIX semaphores, say)
+            pool = None  # the same rows, read in this process
+    blocks = iter_blocks(ctx.path, block_bytes or (POOL_BLOCK_BYTES if pool else None))
+    if pool is None:
         for item in blocks:
             yield item if isinstance(item, Problem) else read_block(ctx, item[0], item[2])
         return
-    with multiprocessing.get_context().Pool(workers, _start_worker, (ctx,)) as pool:
+    with pool:
         waiting: deque[Any] = deque()
         in_flight = 0
         for item in blocks:
