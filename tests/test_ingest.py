@@ -3,6 +3,7 @@
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,14 @@ class TestBadInput:
         (tmp_path / "empty.log").write_text("")
         r = self.run(tmp_path / "empty.log")
         assert r.exit_code == 2 and "empty.log: is empty" in r.output
+
+    @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+    def test_a_pipe_is_named_not_read_as_empty(self, tmp_path):
+        # e.g. breakeven ingest <(ssh host cat server.log): stat says size 0
+        fifo = tmp_path / "stream"
+        os.mkfifo(fifo)
+        r = self.run(fifo)
+        assert r.exit_code == 2 and "stream: is not a regular file (a pipe?)" in r.output
 
     def test_binary_garbage(self, tmp_path):
         path = tmp_path / "garbage.log"

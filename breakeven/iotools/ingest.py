@@ -11,6 +11,7 @@ The format is detected from a file's content, never its name:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,7 +175,15 @@ def _files(
     for p in paths:
         path = os.fspath(p)
         try:
-            if os.path.getsize(path) == 0:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
+                what = (
+                    "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe?)"
+                )
+                problems.append(Problem(path, None, f"is {what}; expected a file (save a stream "
+                                        "to a file first)"))  # fmt: skip
+                continue
+            if info.st_size == 0:
                 problems.append(Problem(path, None, "is empty"))
                 continue
             kind = detect_format(path) if format == "auto" else format
