@@ -356,10 +356,13 @@ def moe(as_json: bool, **inputs: Any) -> None:
 @click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
               help="Write the records as a measurements CSV (atomically).")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--jobs", "jobs", type=click.IntRange(min=1), metavar="N",
+              help="At most N processes read a log over 32 MiB (default 4, or one per CPU if "
+              "fewer; 1: this process only). Not used with --json.")
 @_json
 def ingest(files: tuple[str, ...], format: str, before: str | None,
-           num_spec_tokens: int | None, out: str | None, force: bool, as_json: bool,
-           **stamp: Any) -> None:
+           num_spec_tokens: int | None, out: str | None, force: bool, jobs: int | None,
+           as_json: bool, **stamp: Any) -> None:
     """Read engine logs, benchmark results and /metrics scrapes into measurements.
 
     Detects each file's format from its content: vLLM SpecDecoding/Speculative
@@ -388,7 +391,7 @@ def ingest(files: tuple[str, ...], format: str, before: str | None,
             for _ in records:
                 pass
     else:
-        rows = iter_ingest_rows(list(files), problems, tally, **options)
+        rows = iter_ingest_rows(list(files), problems, tally, max_workers=jobs or 4, **options)
         if out is not None:
             from breakeven.iotools.atomic import write_bytes
             from breakeven.iotools.records import csv_header

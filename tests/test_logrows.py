@@ -394,3 +394,14 @@ def test_without_process_pools_the_rows_are_read_in_this_process(tmp_path, monke
     expected = by_records(path)
     monkeypatch.setattr(logrows.multiprocessing, "get_context", lambda: NoPools())
     assert by_rows(path, workers=2, block_bytes=200) == expected
+
+
+def test_cli_jobs(tmp_path):
+    path = str(DATA / "sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+    runner = CliRunner()
+    one = runner.invoke(cli, ["ingest", path, "--jobs", "1", "--out", str(tmp_path / "1.csv")])
+    default = runner.invoke(cli, ["ingest", path, "--out", str(tmp_path / "d.csv")])
+    assert one.exit_code == default.exit_code == 0
+    assert (tmp_path / "1.csv").read_bytes() == (tmp_path / "d.csv").read_bytes()
+    bad = runner.invoke(cli, ["ingest", path, "--jobs", "0"])
+    assert bad.exit_code == 2 and "--jobs" in bad.output and "0 is not in the range" in bad.output

@@ -138,13 +138,15 @@ def iter_ingest_rows(
     num_spec_tokens: int | None = None,
     stamp: dict[str, Any] | None = None,
     workers: int | None = None,
+    max_workers: int = 4,
 ) -> Iterator[bytes]:
     """The records of :func:`iter_ingest` as measurement CSV rows (UTF-8, no header).
 
     The same rows as writing :func:`iter_ingest`'s records with
     :func:`~breakeven.iotools.records.csv_rows`, faster for large logs
     (:mod:`breakeven.iotools.logrows`); ``tally`` counts the records.
-    ``workers``: processes for reading a large log (default: one per CPU).
+    ``workers``: processes for reading a log (default: one per CPU, at most
+    ``max_workers``, for a log over 32 MiB).
     """
     from breakeven.iotools.logrows import iter_log_rows
 
@@ -155,7 +157,7 @@ def iter_ingest_rows(
         try:
             if kind == LOG:
                 yield from iter_log_rows(path, problems, tally, num_spec_tokens=num_spec_tokens,
-                                         stamp=stamp, workers=workers)  # fmt: skip
+                                         stamp=stamp, workers=workers, max_workers=max_workers)  # fmt: skip
             else:
                 records = _document_records(path, kind, before, num_spec_tokens, problems)
                 done = [complete(r, stamp) for r in records]

@@ -433,14 +433,14 @@ def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[
 POOL_BLOCK_BYTES = 2 << 20
 
 
-def workers_for(size: int, block_bytes: int) -> int:
+def workers_for(size: int, block_bytes: int, most: int = 4) -> int:
     """How many worker processes a log of ``size`` bytes is worth: one per available CPU
-    (at most 4), when there are at least 4 blocks; else 1 (read in this process)."""
+    (at most ``most``), when there are at least 4 blocks; else 1 (read in this process)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
-    return min(cpus, 4) if size >= 4 * block_bytes else 1
+    return max(1, min(cpus, most)) if size >= 4 * block_bytes else 1
 
 
 _CONTEXT: Context | None = None
@@ -508,6 +508,7 @@ def iter_log_rows(
     num_spec_tokens: int | None = None,
     stamp: dict[str, Any] | None = None,
     workers: int | None = None,
+    max_workers: int = 4,
     block_bytes: int | None = None,
 ) -> Iterator[bytes]:
     """The measurement CSV rows (UTF-8, no header) of an engine log, in order.
@@ -520,7 +521,8 @@ def iter_log_rows(
         Values for every record where the log gives none (see
         :func:`~breakeven.iotools.records.complete`).
     workers : int, optional
-        Worker processes; 1 reads in this process.  Default: :func:`workers_for`.
+        Worker processes; 1 reads in this process.  Default: :func:`workers_for`, with
+        at most ``max_workers``.
     block_bytes : int, optional
         Size of the blocks the log is read in (default :data:`logs.BLOCK_BYTES`, or
         :data:`POOL_BLOCK_BYTES` with workers).
@@ -529,7 +531,7 @@ def iter_log_rows(
     ctx = Context(path, num_spec_tokens, dict(stamp or {}))
     size = block_bytes or logs.BLOCK_BYTES
     if workers is None:
-        workers = workers_for(os.path.getsize(path), size)
+        workers = workers_for(os.path.getsize(path), size, max_workers)
     reader = LogReader(path, num_spec_tokens)
     for item in _block_results(ctx, workers, block_bytes):
         if isinstance(item, Problem):
