@@ -261,10 +261,17 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         if column not in df.columns:  # all empty: one category, no strings to hash
             df[column] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [""])
         # Categories: each distinct text is hashed once, and groupby works on integer codes.
-        df[column] = df[column].astype("category")
-        if "" not in df[column].cat.categories:
-            df[column] = df[column].cat.add_categories("")
-        df[column] = df[column].fillna("")
+        # A missing value is "" (one more category, made from the codes: no copy of texts).
+        values = df[column].astype("category")
+        codes = values.cat.codes.to_numpy()
+        if (codes < 0).any():
+            categories = list(values.cat.categories)
+            empty = categories.index("") if "" in categories else len(categories)
+            if empty == len(categories):
+                categories.append("")
+            codes = np.where(codes < 0, empty, codes)
+            values = pd.Series(pd.Categorical.from_codes(codes, categories), index=df.index)
+        df[column] = values
     for column in ("concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms",
                    "verify_ms", "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup"):  # fmt: skip
         if column not in df.columns:
