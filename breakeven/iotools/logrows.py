@@ -394,12 +394,12 @@ class _Block:
 def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[int, str]]:
     """Start and kind of the marked lines of ``data`` that are not canonical decode lines.
 
-    A line's kind is that of the first of :data:`logs._MARKERS` it holds.  Prefill
+    A line's kind is that of the first of :data:`logs.MARKERS` it holds.  Prefill
     lines matter only when they report an empty batch, so only those are looked for.
     """
     found: dict[int, int] = {}  # line start -> rank of the first marker found in it
     skip: set[int] = set()
-    for rank, (marker, kind) in enumerate(logs._MARKERS):
+    for rank, (marker, kind) in enumerate(logs.MARKERS):
         if kind == SGLANG_PREFILL:
             continue
         if kind == SGLANG_DECODE:
@@ -414,6 +414,8 @@ def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[
             nxt = data.find(b"\n", pos)
             pos = data.find(marker, nxt + 1) if nxt >= 0 else -1
     canonical_set = None
+    kinds = [kind for _, kind in logs.MARKERS]
+    prefill = kinds.index(SGLANG_PREFILL)
     pos = data.find(b"#running-req: 0")  # an empty batch, in a prefill line or another
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
@@ -422,9 +424,8 @@ def _events(data: bytes, canonical: list[int], decode_lines: int) -> list[tuple[
             if canonical_set is None:
                 canonical_set = set(canonical)
             if start not in canonical_set:
-                found[start] = len(logs._MARKERS) - 1
+                found[start] = prefill
         pos = data.find(b"#running-req: 0", nxt + 1) if nxt >= 0 else -1
-    kinds = [kind for _, kind in logs._MARKERS]
     return [(start, kinds[rank]) for start, rank in sorted(found.items())]
 
 

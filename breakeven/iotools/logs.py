@@ -48,7 +48,7 @@ SGLANG_PREFILL = "sglang_prefill"  # read only for idle time, never a record
 LOG_FORMATS = (VLLM_V1, VLLM_V0, VLLM_THROUGHPUT, SGLANG_DECODE)
 
 # Marker -> what a line holding it is.  Order matters only for lines holding two.
-_MARKERS = (
+MARKERS = (
     (b"SpecDecoding metrics:", VLLM_V1),
     (b"Speculative metrics:", VLLM_V0),  # V0, or V1's first format: told apart by fields
     (b"Avg generation throughput:", VLLM_THROUGHPUT),
@@ -156,7 +156,7 @@ def iter_marked_lines(path: str, problems: list[Problem]) -> Iterator[tuple[int,
 def _marked_in(data: bytes, first_line: int) -> Iterator[tuple[int, str, bytes]]:
     """The marked lines of ``data`` (complete lines), in order."""
     hits: dict[int, str] = {}
-    for marker, kind in _MARKERS:
+    for marker, kind in MARKERS:
         pos = data.find(marker)
         while pos >= 0:
             start = data.rfind(b"\n", 0, pos) + 1
