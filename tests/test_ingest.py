@@ -282,7 +282,8 @@ class TestBadInput:
 
         patterns = {name for module in (logs, logrows) for name, value in vars(module).items()
                     if isinstance(value, re.Pattern)}  # fmt: skip
-        assert patterns == {"_V1_FIELDS", "_THROUGHPUT_FIELDS", "CANONICAL_DECODE"}
+        assert patterns == {"_V1_FIELDS", "_THROUGHPUT_FIELDS", "CANONICAL_DECODE",
+                            "VLLM_THROUGHPUT_LINE", "VLLM_V1_LINE"}  # fmt: skip
 
 
 class TestOut:

@@ -128,19 +128,33 @@ def vllm_prefix(stamp):
 
 
 @st.composite
-def throughput_line(draw):
-    return (vllm_prefix(draw(STAMPS)) + f"Engine 000: Avg prompt throughput: {draw(DECIMAL)} "
-            f"tokens/s, Avg generation throughput: {draw(DECIMAL)} tokens/s, Running: "
-            f"{draw(COUNT)} reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%")  # fmt: skip
+def throughput_line(draw, stamp=None):
+    odd = draw(st.integers(0, 4)) == 4  # shrinks towards lines the templates take
+    decimal, count = (DECIMAL, COUNT) if odd else (GOOD_DECIMAL, st.integers(0, 300).map(str))
+    queue = draw(st.sampled_from(["Waiting", "Pending"]))
+    extra = draw(st.sampled_from(["", ", GPU KV cache usage: 1.2%", ", Swapped: 0 reqs"]))
+    return (vllm_prefix(stamp or draw(STAMPS)) + f"Engine 000: Avg prompt throughput: "
+            f"{draw(decimal)} tokens/s, Avg generation throughput: {draw(decimal)} tokens/s, "
+            f"Running: {draw(count)} reqs, {queue}: {draw(count)} reqs{extra}")  # fmt: skip
 
 
 @st.composite
-def v1_line(draw):
+def v1_line(draw, stamp=None):
     drafted = draw(st.integers(0, 900))
     accepted = draw(st.integers(0, max(drafted, 0)))
-    rates = draw(st.sampled_from(["", ", Per-position acceptance rate: 0.900, 0.700, 0.500"]))
-    return (vllm_prefix(draw(STAMPS)) + f"SpecDecoding metrics: Mean acceptance length: 2.10, "
-            f"Accepted: {accepted} tokens, Drafted: {drafted} tokens{rates}")  # fmt: skip
+    rates = draw(st.sampled_from(["", ", Per-position acceptance rate: 0.900, 0.700, 0.500",
+                                  ", Per-position acceptance rate: 0.6",
+                                  ", Per-position acceptance rate: 0.900, 0.700, 0.500, "
+                                  "Avg Draft acceptance rate: 70.0%"]))  # fmt: skip
+    return (vllm_prefix(stamp or draw(STAMPS)) + "SpecDecoding metrics: Mean acceptance length: "
+            f"2.10, Accepted: {accepted} tokens, Drafted: {drafted} tokens{rates}")  # fmt: skip
+
+
+@st.composite
+def vllm_interval(draw):
+    """What vLLM prints every interval: the throughput line, then the spec-decode line."""
+    stamp = draw(STAMPS)
+    return [draw(throughput_line(stamp)), draw(v1_line(stamp))]
 
 
 @st.composite
@@ -166,6 +180,7 @@ OTHER_LINES = st.sampled_from([
 DECODE_RUN = st.lists(decode_line(), min_size=1, max_size=12)
 LINES = st.one_of(DECODE_RUN, DECODE_RUN, DECODE_RUN, prefill_line().map(lambda x: [x]),
                   throughput_line().map(lambda x: [x]), v1_line().map(lambda x: [x]),
+                  vllm_interval(), vllm_interval(),
                   v0_line().map(lambda x: [x]), OTHER_LINES.map(lambda x: [x]))  # fmt: skip
 
 
@@ -358,10 +373,17 @@ def test_no_input_makes_the_patterns_slow():
     ]
     decode = ("[2026-01-01 00:00:00" + " TP0" * 20_000 + "] Decode batch, #running-req: "
               + "1" * 100_000 + "\n").encode()  # fmt: skip
+    prefix = "(APIServer pid=1) INFO 02-26 10:00:00 [loggers.py:1] "
+    whole = [(prefix + "Avg prompt throughput: 1.0 tokens/s," + lines[1].partition(",")[2]).encode(),
+             (prefix + lines[0].replace("Per-position", "Per-position") + "0" * 50_000).encode(),
+             (prefix * 10_000).encode()]  # fmt: skip
     start = time.perf_counter()
     for line in lines:
         logs._V1_FIELDS.fullmatch(line.partition("metrics: ")[2])
         logs._THROUGHPUT_FIELDS.fullmatch(line)
+    for line in whole:
+        logrows.VLLM_THROUGHPUT_LINE.fullmatch(line)
+        logrows.VLLM_V1_LINE.fullmatch(line)
     list(CANONICAL_DECODE.finditer(decode * 20))
     assert time.perf_counter() - start < 2.0
 

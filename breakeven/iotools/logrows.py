@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate, compress, islice, repeat
-from operator import truediv
+from operator import itemgetter, truediv
 from typing import Any
 
 from breakeven.iotools import logs
@@ -47,6 +47,8 @@ from breakeven.iotools.logs import (
     SGLANG_DECODE,
     SGLANG_PREFILL,
     STATE,
+    VLLM_THROUGHPUT,
+    VLLM_V1,
     LineError,
     LogReader,
     Problem,
@@ -193,6 +195,77 @@ class _Templates:
         return text.encode("utf-8")
 
 
+# vLLM's throughput and spec-decode lines as current versions print them, whole, with the
+# numbers captured as repr prints them (see _COUNT and _DECIMAL).  Other lines, and these
+# lines when the block does not know the waiting throughput record, take the general path.
+_VLLM_PREFIX = (
+    rb"(?:\(\w{1,40} pid=\d{1,9}\) )?INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]{1,60}:\d{1,6}\] "
+)
+VLLM_THROUGHPUT_LINE = re.compile(
+    _VLLM_PREFIX + rb"(?:Engine \d{1,4}: )?Avg prompt throughput: " + _DECIMAL
+    + rb" tokens/s, Avg generation throughput: " + _DECIMAL + rb" tokens/s, Running: " + _COUNT
+    + rb" reqs, (?:Swapped: \d{1,9} reqs, )?(?:Waiting|Pending): " + _COUNT + rb" reqs"
+    rb"(?:, (?:GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate|External prefix cache "
+    rb"hit rate|MM cache hit rate): \d{1,3}\.\d{1,3}%){0,8}\.?\r?"
+)  # fmt: skip
+_RATES = rb"(\d{1,3}\.\d{1,6}(?:, \d{1,3}\.\d{1,6}){0,63})"
+VLLM_V1_LINE = re.compile(
+    _VLLM_PREFIX + rb"SpecDecoding metrics: (?:Draft acceptance rate: \d{1,3}\.\d{1,3}%, )?"
+    rb"(?:Mean acceptance length: \d{1,4}\.\d{1,4}, )?"
+    rb"(?:Accepted throughput: \d{1,9}\.\d{1,4} tokens/s, "
+    rb"Drafted throughput: \d{1,9}\.\d{1,4} tokens/s, )?"
+    rb"Accepted: " + _COUNT + rb" tokens, Drafted: " + _COUNT + rb" tokens, "
+    rb"Per-position acceptance rate: " + _RATES
+    + rb"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?[,.]? ?\r?"
+)  # fmt: skip
+_MARK = r"~(\w+)~"  # a field of a template (in text breakeven writes, never in a log)
+# How the vLLM templates write each value: computed floats as repr, counts as float text.
+_VLLM_SPEC = {"tok_s": "%r", "line": "%d", "k": "%d", "drafts": "%r", "tau": "%r", "rate": "%r",
+              "running": "%s.0", "queue": "%s.0", "accepted": "%s.0", "drafted": "%s.0"}  # fmt: skip
+_K_MARK = 987654321123  # stands for k in a template
+
+
+def _template(record: dict[str, Any], stamp: dict[str, Any], spec: dict[str, str]) -> Any:
+    """A record whose values are marks (``~name~``) as a bytes %-template, built by the
+    general path, and a function from a dict of the marks' values to the template's
+    arguments, in order.  A mark's format is ``spec[name]``, ``%s`` by default."""
+    text = csv_rows([complete(record, stamp)]).decode("utf-8").replace("%", "%%")
+    text = text.replace(f",{_K_MARK},", ",~k~,")  # k must be an int to pass complete()
+    order = re.findall(_MARK, text)
+    text = re.sub(_MARK, lambda m: spec.get(m.group(1), "%s"), text)
+    return text.encode("utf-8"), itemgetter(*order)
+
+
+class _VllmRows:
+    """CSV rows of canonical vLLM throughput and spec-decode records, by template."""
+
+    def __init__(self, path: str, stamp: dict[str, Any]) -> None:
+        base = {"engine": "vllm", "origin": "server", "timestamp": "~ts~",
+                "source": f"{path}:~line~"}  # fmt: skip
+        rates = {"gen_tok_s": "~gen~", "prompt_tok_s": "~prompt~", "running_reqs": "~running~",
+                 "queue_reqs": "~queue~", "aggregate_tok_s": "~gen~", "tok_s": "~tok_s~",
+                 "concurrency": "~running~"}  # fmt: skip
+        spec = {"accepted_tokens": "~accepted~", "draft_tokens": "~drafted~",
+                "num_spec_tokens": _K_MARK, "per_position": "~per_position~",
+                "num_drafts": "~drafts~", "accept_len": "~tau~", "acceptance_rate": "~rate~"}  # fmt: skip
+        self.throughput = _template({"format": VLLM_THROUGHPUT, **base, **rates}, stamp,
+                                    _VLLM_SPEC)  # fmt: skip
+        self.spec = _template({"format": VLLM_V1, **base, **spec}, stamp, _VLLM_SPEC)
+        self.merged = _template({"format": VLLM_V1, **base, **spec, **rates}, stamp, _VLLM_SPEC)
+        self.cells: dict[bytes, tuple[bytes, int]] = {}  # per-position text -> CSV cell, k
+
+    def per_position(self, text: bytes) -> tuple[bytes, int]:
+        """The CSV cell of a per-position rate list as csv writes a list, and its length."""
+        cell = self.cells.get(text)
+        if cell is None:
+            rates = [float(x) for x in text.split(b", ")]
+            shown = str(rates).encode()
+            if len(self.cells) > 4096:
+                self.cells.clear()
+            cell = self.cells[text] = (b'"' + shown + b'"' if b"," in shown else shown, len(rates))
+        return cell
+
+
 @dataclass
 class Context:
     """What reading a block needs besides the block: the file, k, the user's stamp."""
@@ -207,6 +280,7 @@ class Context:
         texts = [self.path, *(str(v) for v in self.stamp.values() if v is not None)]
         plain = not any("~" in t for t in texts)
         self.templates = _Templates(self.path, self.num_spec_tokens, self.stamp) if plain else None
+        self.vllm = _VllmRows(self.path, self.stamp) if plain else None
 
 
 def read_block(ctx: Context, first_line: int, data: bytes) -> BlockResult:
@@ -234,6 +308,7 @@ class _Block:
         self.rows: list[bytes] = []  # CSV bytes waiting to become a segment
         self.done: list[dict[str, Any]] = []  # complete records waiting to become CSV bytes
         self.tally = Tally()
+        self.fast_pending: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def read(self) -> BlockResult:
         data = self.data
@@ -275,6 +350,9 @@ class _Block:
         line = self._line(start)
         if line.lstrip().startswith(b"#"):  # a comment, e.g. a fixture's source note
             return
+        if (kind in (VLLM_THROUGHPUT, VLLM_V1) and self.ctx.vllm is not None
+                and self.reader.pending is not _UNKNOWN and self._vllm(kind, line, line_no)):  # fmt: skip
+            return
         try:
             parsed = self.reader.parse(line_no, kind, line)
         except LineError as e:
@@ -285,6 +363,77 @@ class _Block:
             return
         if parsed is not None:
             self._apply(parsed)
+
+    def _vllm(self, kind: str, line: bytes, line_no: int) -> bool:
+        """A canonical vLLM line, by template: True if it was one (and is done)."""
+        reader, rows = self.reader, self.ctx.vllm
+        assert rows is not None
+        if kind == VLLM_THROUGHPUT:
+            m = VLLM_THROUGHPUT_LINE.fullmatch(line)
+            if m is None:
+                return False
+            stamp, prompt, gen, running, queue = m.groups()
+            self._flush_pending()
+            reader.pending = {
+                "format": VLLM_THROUGHPUT, "engine": "vllm", "timestamp": stamp.decode(),
+                "source": f"{self.ctx.path}:{line_no}", "origin": "server",
+                "prompt_tok_s": float(prompt), "gen_tok_s": float(gen),
+                "running_reqs": _FLOATS[running], "queue_reqs": _FLOATS[queue],
+            }  # fmt: skip
+            self.fast_pending = (reader.pending, {"ts": stamp, "line": line_no, "prompt": prompt,
+                                                  "gen": gen, "running": running, "queue": queue})  # fmt: skip
+            return True
+        m = VLLM_V1_LINE.fullmatch(line)
+        if m is None:
+            return False
+        stamp, accepted, drafted, rates = m.groups()
+        pending = reader.pending
+        merge = pending is not None and pending["timestamp"] == stamp.decode()
+        if (merge and not self._ours(pending)) or drafted == b"0":
+            return False  # the general path: a record it made, or no drafts
+        accepted_f, drafted_f = float(accepted), float(drafted)
+        cell, k = rows.per_position(rates)
+        drafts = drafted_f / k
+        tau = 1 + accepted_f / drafts
+        values = {"ts": stamp, "line": line_no, "accepted": accepted, "drafted": drafted, "k": k,
+                  "per_position": cell, "drafts": drafts, "tau": tau,
+                  "rate": accepted_f / drafted_f}  # fmt: skip
+        if merge:
+            assert pending is not None and self.fast_pending is not None
+            tok_s = pending["gen_tok_s"] / pending["running_reqs"]
+            values.update(self.fast_pending[1], ts=stamp, line=line_no, tok_s=tok_s)
+            reader.pending = None
+            template, sums, ns = rows.merged, (tau, tok_s, pending["gen_tok_s"]), (1, 1, 1)
+        else:
+            self._flush_pending()
+            template, sums, ns = rows.spec, (tau, 0.0, 0.0), (1, 0, 0)
+        self._write_records()
+        self.rows.append(template[0] % template[1](values))
+        self.tally.add(self.ctx.path, VLLM_V1, 1, k, sums, ns)
+        return True
+
+    def _ours(self, pending: Any) -> bool:
+        """Whether ``pending`` is a throughput record :meth:`_vllm` made, with requests
+        running (its row then comes from a template)."""
+        fast = self.fast_pending
+        return fast is not None and fast[0] is pending and fast[1]["running"] != b"0"
+
+    def _flush_pending(self) -> None:
+        """Write the waiting throughput record, if any, as a record of its own."""
+        pending = self.reader.pending
+        if pending is None:
+            return
+        if not self._ours(pending):
+            self._records(self.reader.flush())
+            return
+        assert self.fast_pending is not None and self.ctx.vllm is not None
+        tok_s = pending["gen_tok_s"] / pending["running_reqs"]
+        template = self.ctx.vllm.throughput
+        self._write_records()
+        self.rows.append(template[0] % template[1]({**self.fast_pending[1], "tok_s": tok_s}))
+        self.tally.add(self.ctx.path, VLLM_THROUGHPUT, 1, None, (0.0, tok_s, pending["gen_tok_s"]),
+                       (0, 1, 1))  # fmt: skip
+        self.reader.pending = None
 
     def _apply(self, parsed: tuple[Any, ...]) -> None:
         reader = self.reader
@@ -377,7 +526,7 @@ class _Block:
                 self._apply(reader.parse(line_no, SGLANG_DECODE, self._line(m.start())))
             return
         if reader.pending is not _UNKNOWN and reader.sglang_idle is False:
-            self._records(reader.flush())  # a decode line flushes a waiting throughput record
+            self._flush_pending()  # a decode line flushes a waiting throughput record
         else:
             # The first line may follow idle time, or flush a record the block cannot know
             # of: it takes the general path (and after it, neither holds).
