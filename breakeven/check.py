@@ -409,14 +409,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     by_env = base.groupby([*config_columns, "fingerprint"], sort=False, observed=True).indices
     no_rows = np.array([], dtype=int)
 
-    def rows_lines(values: Any) -> tuple[int, ...]:
-        return tuple(int(x) for x in values[:LINES_SHOWN])
-
     for g, (key, row) in enumerate(zip(stats.index, stats.itertuples(index=False), strict=True)):
         model, hardware, conc, k_value, method, label, fp = key
         config = (model, hardware, conc)
         positions = order[starts[g] : starts[g + 1]]
-        lines = rows_lines(spec_line_all[positions])
+        lines = _lines(spec_line_all[positions])
         codes = set(codes_by_group.get(g, ()))
         candidates = by_config.get(config, no_rows)
         same_env = by_env.get((*config, fp), no_rows)
@@ -442,7 +439,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                               f"{where} is compared with a baseline from another environment (env "
                               f"differs: {_env_difference(fp, base_fp_all[chosen[0]])}). Its "
                               "speedup is not trustworthy: re-measure the baseline with the same "
-                              "environment.", lines + rows_lines(base_line_all[chosen])))  # fmt: skip
+                              "environment.", lines + _lines(base_line_all[chosen])))  # fmt: skip
 
         base_tok = base_tok_all[chosen]
         s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
@@ -477,7 +474,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             cycle_ms=cycle if cycle > 0 else math.nan, predicted_speedup=predicted,
             residual=residual, implied_cycle_ms=1000.0 * tau / s_mean if s_mean > 0 else math.nan,
             flags=tuple(sorted(codes)), lines=lines,
-            baseline_lines=rows_lines(base_line_all[chosen]),
+            baseline_lines=_lines(base_line_all[chosen]),
         ))  # fmt: skip
     order = list(FLAGS)
     flags.sort(key=lambda f: order.index(f.code))
