@@ -163,36 +163,47 @@ class BlockResult:
     tally: Tally
 
 
-class _Templates:
-    """CSV rows of canonical decode lines, as bytes %-templates built by the general path."""
+_MARK = r"~(\w+)~"  # a field of a template (in text breakeven writes, never in a log)
+# How templates write each field: computed floats as repr, counts as float text; %s else.
+_SPEC = {"tok_s": "%r", "line": "%d", "k": "%d", "drafts": "%r", "tau": "%r", "rate": "%r",
+         "running": "%s.0", "queue": "%s.0", "tokens": "%s.0", "accepted": "%s.0",
+         "drafted": "%s.0"}  # fmt: skip
+_K_MARK = 987654321123  # stands for k in a template
 
-    FIELDS = ("date", "time", "running", "tok_s", "gen", "accept_len", "rate", "line",
-              "tokens", "queue")  # fmt: skip
+
+def _template(record: dict[str, Any], stamp: dict[str, Any]) -> tuple[bytes, tuple[str, ...]]:
+    """A record whose values are marks (``~name~``) as a bytes %-template, built by the
+    general path, and the marks' names in the order the template takes their values."""
+    text = csv_rows([complete(record, stamp)]).decode("utf-8").replace("%", "%%")
+    text = text.replace(f",{_K_MARK},", ",~k~,")  # k must be an int to pass complete()
+    order = tuple(re.findall(_MARK, text))
+    text = re.sub(_MARK, lambda m: _SPEC.get(m.group(1), "%s"), text)
+    return text.encode("utf-8"), order
+
+
+class _Templates:
+    """CSV rows of canonical decode lines, as bytes %-templates built by the general path,
+    each with the names of its fields in order."""
 
     def __init__(self, path: str, k: int | None, stamp: dict[str, Any]) -> None:
         self.k = k
         self.with_tau = self._template(path, stamp, tau=True)
         self.without_tau = self._template(path, stamp, tau=False)
 
-    def _template(self, path: str, stamp: dict[str, Any], tau: bool) -> bytes:
-        mark = {name: f"~{i}~" for i, name in enumerate(self.FIELDS)}
+    def _template(
+        self, path: str, stamp: dict[str, Any], tau: bool
+    ) -> tuple[bytes, tuple[str, ...]]:
         record = {
             "format": SGLANG_DECODE, "engine": "sglang", "origin": "server",
-            "timestamp": f"{mark['date']}T{mark['time']}", "source": f"{path}:{mark['line']}",
-            "running_reqs": mark["running"], "concurrency": mark["running"],
-            "queue_reqs": mark["queue"], "tokens_in_use": mark["tokens"],
-            "gen_tok_s": mark["gen"], "aggregate_tok_s": mark["gen"], "tok_s": mark["tok_s"],
-            "first_after_idle": False,
-            "accept_len": mark["accept_len"] if tau else None,
+            "timestamp": "~date~T~time~", "source": f"{path}:~line~",
+            "running_reqs": "~running~", "concurrency": "~running~", "queue_reqs": "~queue~",
+            "tokens_in_use": "~tokens~", "gen_tok_s": "~gen~", "aggregate_tok_s": "~gen~",
+            "tok_s": "~tok_s~", "first_after_idle": False,
+            "accept_len": "~accept_len~" if tau else None,
             "num_spec_tokens": self.k if tau else None,
-            "acceptance_rate": mark["rate"] if tau and self.k else None,
+            "acceptance_rate": "~rate~" if tau and self.k else None,
         }  # fmt: skip
-        text = csv_rows([complete(record, stamp)]).decode("utf-8").replace("%", "%%")
-        spec = {"running": "%s.0", "queue": "%s.0", "tokens": "%s.0", "tok_s": "%r",
-                "rate": "%r", "line": "%d"}  # fmt: skip
-        for name, m in mark.items():
-            text = text.replace(m, spec.get(name, "%s"))
-        return text.encode("utf-8")
+        return _template(record, stamp)
 
 
 # vLLM's throughput and spec-decode lines as current versions print them, whole, with the
@@ -218,22 +229,6 @@ VLLM_V1_LINE = re.compile(
     rb"Per-position acceptance rate: " + _RATES
     + rb"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?[,.]? ?\r?"
 )  # fmt: skip
-_MARK = r"~(\w+)~"  # a field of a template (in text breakeven writes, never in a log)
-# How the vLLM templates write each value: computed floats as repr, counts as float text.
-_VLLM_SPEC = {"tok_s": "%r", "line": "%d", "k": "%d", "drafts": "%r", "tau": "%r", "rate": "%r",
-              "running": "%s.0", "queue": "%s.0", "accepted": "%s.0", "drafted": "%s.0"}  # fmt: skip
-_K_MARK = 987654321123  # stands for k in a template
-
-
-def _template(record: dict[str, Any], stamp: dict[str, Any], spec: dict[str, str]) -> Any:
-    """A record whose values are marks (``~name~``) as a bytes %-template, built by the
-    general path, and a function from a dict of the marks' values to the template's
-    arguments, in order.  A mark's format is ``spec[name]``, ``%s`` by default."""
-    text = csv_rows([complete(record, stamp)]).decode("utf-8").replace("%", "%%")
-    text = text.replace(f",{_K_MARK},", ",~k~,")  # k must be an int to pass complete()
-    order = re.findall(_MARK, text)
-    text = re.sub(_MARK, lambda m: spec.get(m.group(1), "%s"), text)
-    return text.encode("utf-8"), itemgetter(*order)
 
 
 class _VllmRows:
@@ -248,11 +243,16 @@ class _VllmRows:
         spec = {"accepted_tokens": "~accepted~", "draft_tokens": "~drafted~",
                 "num_spec_tokens": _K_MARK, "per_position": "~per_position~",
                 "num_drafts": "~drafts~", "accept_len": "~tau~", "acceptance_rate": "~rate~"}  # fmt: skip
-        self.throughput = _template({"format": VLLM_THROUGHPUT, **base, **rates}, stamp,
-                                    _VLLM_SPEC)  # fmt: skip
-        self.spec = _template({"format": VLLM_V1, **base, **spec}, stamp, _VLLM_SPEC)
-        self.merged = _template({"format": VLLM_V1, **base, **spec, **rates}, stamp, _VLLM_SPEC)
+        self.throughput = self._template({"format": VLLM_THROUGHPUT, **base, **rates}, stamp)
+        self.spec = self._template({"format": VLLM_V1, **base, **spec}, stamp)
+        self.merged = self._template({"format": VLLM_V1, **base, **spec, **rates}, stamp)
         self.cells: dict[bytes, tuple[bytes, int]] = {}  # per-position text -> CSV cell, k
+
+    @staticmethod
+    def _template(record: dict[str, Any], stamp: dict[str, Any]) -> Any:
+        """The template, and a function from a dict of its fields' values to its arguments."""
+        template, order = _template(record, stamp)
+        return template, itemgetter(*order)
 
     def per_position(self, text: bytes) -> tuple[bytes, int]:
         """The CSV cell of a per-position rate list as csv writes a list, and its length."""
@@ -480,22 +480,21 @@ class _Block:
         gen_f = list(map(float, gen))
         tok_s = list(map(truediv, gen_f, map(_FLOATS.__getitem__, running)))
         n = len(matches)
+        columns = {"date": date, "time": time, "running": running, "tokens": tokens, "gen": gen,
+                   "queue": queue, "tok_s": tok_s, "line": lines}  # fmt: skip
         if None not in tau:
             tau_f: list[float] | None = list(map(_FLOATS.__getitem__, tau))
+            columns["accept_len"] = tau
             if t.k:
-                rate = [(x - 1) / t.k for x in tau_f]
-                args = zip(date, time, running, tok_s, gen, tau, rate, lines, gen, running, queue,
-                           tokens, strict=True)  # fmt: skip
-            else:
-                args = zip(date, time, running, tok_s, gen, tau, lines, gen, running, queue, tokens,
-                           strict=True)  # fmt: skip
-            self.fast_rows = list(map(t.with_tau.__mod__, args))
+                columns["rate"] = [(x - 1) / t.k for x in tau_f]
+            template, order = t.with_tau
         elif tau.count(None) == n:
             tau_f = None
-            self.fast_rows = list(map(t.without_tau.__mod__, zip(
-                date, time, running, tok_s, gen, lines, gen, running, queue, tokens, strict=True)))  # fmt: skip
+            template, order = t.without_tau
         else:
             return
+        self.fast_rows = list(map(template.__mod__, zip(*map(columns.__getitem__, order),
+                                                        strict=True)))  # fmt: skip
         self.columns = (tau_f, tok_s, gen_f)
 
     def _tally_columns(self) -> None:
