@@ -213,22 +213,17 @@ _VLLM_PREFIX = (
     rb"(?:\(\w{1,40} pid=\d{1,9}\) )?INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[[\w.]{1,60}:\d{1,6}\] "
 )
 VLLM_THROUGHPUT_LINE = re.compile(
-    _VLLM_PREFIX + rb"(?:Engine \d{1,4}: )?Avg prompt throughput: " + _DECIMAL
-    + rb" tokens/s, Avg generation throughput: " + _DECIMAL + rb" tokens/s, Running: " + _COUNT
-    + rb" reqs, (?:Swapped: \d{1,9} reqs, )?(?:Waiting|Pending): " + _COUNT + rb" reqs"
-    rb"(?:, (?:GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate|External prefix cache "
-    rb"hit rate|MM cache hit rate): \d{1,3}\.\d{1,3}%){0,8}\.?\r?"
-)  # fmt: skip
-_RATES = rb"(\d{1,3}\.\d{1,6}(?:, \d{1,3}\.\d{1,6}){0,63})"
+    _VLLM_PREFIX
+    + rb"(?:Engine \d{1,4}: )?Avg prompt throughput:"
+    + logs.throughput_fields_pattern(_DECIMAL.decode(), _COUNT.decode()).encode()
+    + rb"\.?\r?"
+)
 VLLM_V1_LINE = re.compile(
-    _VLLM_PREFIX + rb"SpecDecoding metrics: (?:Draft acceptance rate: \d{1,3}\.\d{1,3}%, )?"
-    rb"(?:Mean acceptance length: \d{1,4}\.\d{1,4}, )?"
-    rb"(?:Accepted throughput: \d{1,9}\.\d{1,4} tokens/s, "
-    rb"Drafted throughput: \d{1,9}\.\d{1,4} tokens/s, )?"
-    rb"Accepted: " + _COUNT + rb" tokens, Drafted: " + _COUNT + rb" tokens, "
-    rb"Per-position acceptance rate: " + _RATES
-    + rb"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?[,.]? ?\r?"
-)  # fmt: skip
+    _VLLM_PREFIX
+    + rb"SpecDecoding metrics: "
+    + logs.v1_fields_pattern(_COUNT.decode(), per_position=True).encode()
+    + rb"[,.]? ?\r?"
+)
 
 
 class _VllmRows:
@@ -372,7 +367,7 @@ class _Block:
             m = VLLM_THROUGHPUT_LINE.fullmatch(line)
             if m is None:
                 return False
-            stamp, prompt, gen, running, queue = m.groups()
+            stamp, prompt, gen, running, _, queue = m.groups()
             self._flush_pending()
             reader.pending = {
                 "format": VLLM_THROUGHPUT, "engine": "vllm", "timestamp": stamp.decode(),
@@ -386,7 +381,7 @@ class _Block:
         m = VLLM_V1_LINE.fullmatch(line)
         if m is None:
             return False
-        stamp, accepted, drafted, rates = m.groups()
+        stamp, _, accepted, drafted, rates = m.groups()
         pending = reader.pending
         merge = pending is not None and pending["timestamp"] == stamp.decode()
         if (merge and not self._ours(pending)) or drafted == b"0":

@@ -197,22 +197,40 @@ def _fields(text: str) -> dict[str, str]:
 # its general splitting.  Any other line goes to _fields.  FAST_FIELDS = False turns them
 # off (tests compare the two).
 FAST_FIELDS = True
-_RATE = r"\d{1,3}\.\d{1,6}"
-_V1_FIELDS = re.compile(
-    r"(?:Draft acceptance rate: \d{1,3}\.\d{1,3}%, )?"
-    r"(?:Mean acceptance length: (\d{1,4}\.\d{1,4}), )?"
-    r"(?:Accepted throughput: \d{1,9}\.\d{1,4} tokens/s, "
-    r"Drafted throughput: \d{1,9}\.\d{1,4} tokens/s, )?"
-    r"Accepted: (\d{1,15}) tokens, Drafted: (\d{1,15}) tokens"
-    r"(?:, Per-position acceptance rate: (" + _RATE + r"(?:, " + _RATE + r")*))?"
-    r"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?"
-)
-_THROUGHPUT_FIELDS = re.compile(
-    r" (\d{1,9}\.\d{1,4}) tokens/s, Avg generation throughput: (\d{1,9}\.\d{1,4}) tokens/s, "
-    r"Running: (\d{1,9}) reqs, (?:Swapped: \d{1,9} reqs, )?(Waiting|Pending): (\d{1,9}) reqs"
-    r"(?:, (?:GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate|External prefix cache "
-    r"hit rate|MM cache hit rate): \d{1,3}\.\d{1,3}%)*"
-)
+
+
+def v1_fields_pattern(count: str, per_position: bool) -> str:
+    """The fields of a current vLLM ``SpecDecoding metrics:`` line, after the marker.  Groups:
+    mean acceptance length, accepted and drafted (each ``count``, a group), per-position
+    rates (required if ``per_position``, else optional)."""
+    rates = r", Per-position acceptance rate: (\d{1,3}\.\d{1,6}(?:, \d{1,3}\.\d{1,6}){0,63})"
+    return (
+        r"(?:Draft acceptance rate: \d{1,3}\.\d{1,3}%, )?"
+        r"(?:Mean acceptance length: (\d{1,4}\.\d{1,4}), )?"
+        r"(?:Accepted throughput: \d{1,9}\.\d{1,4} tokens/s, "
+        r"Drafted throughput: \d{1,9}\.\d{1,4} tokens/s, )?"
+        f"Accepted: {count} tokens, Drafted: {count} tokens"
+        + (rates if per_position else f"(?:{rates})?")
+        + r"(?:, Avg Draft acceptance rate: \d{1,3}\.\d{1,3}%)?"
+    )
+
+
+def throughput_fields_pattern(decimal: str, count: str) -> str:
+    """The fields of a current vLLM throughput line, after ``Avg prompt throughput:``.
+    Groups: prompt and generation throughput (each ``decimal``, a group), running,
+    ``Waiting`` or ``Pending``, and its count (each ``count``, a group)."""
+    return (
+        f" {decimal} tokens/s, Avg generation throughput: {decimal} tokens/s, "
+        f"Running: {count} reqs, "
+        + r"(?:Swapped: \d{1,9} reqs, )?(Waiting|Pending): "
+        + f"{count} reqs"
+        r"(?:, (?:GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate|External prefix "
+        r"cache hit rate|MM cache hit rate): \d{1,3}\.\d{1,3}%){0,8}"
+    )
+
+
+_V1_FIELDS = re.compile(v1_fields_pattern(r"(\d{1,15})", per_position=False))
+_THROUGHPUT_FIELDS = re.compile(throughput_fields_pattern(r"(\d{1,9}\.\d{1,4})", r"(\d{1,9})"))
 
 
 def _fast_v1_fields(rest: str) -> dict[str, str] | None:
