@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -92,7 +92,7 @@ class Tally:
                 g["n"][i] += 1
 
     def add(self, path: str, fmt: str, records: int, k: int | None,
-            sums: tuple[float, float, float], ns: tuple[int, int, int]) -> None:  # fmt: skip
+            sums: Sequence[float], ns: Sequence[int]) -> None:  # fmt: skip
         """Count ``records`` records at once: sums and counts of :attr:`MEANS`."""
         g = self._group(path, fmt)
         self.records += records
@@ -106,13 +106,8 @@ class Tally:
     def merge(self, other: Tally) -> None:
         """Add another tally's counts (of later records) to this one."""
         for (path, fmt), o in other.groups.items():
-            g = self._group(path, fmt)
-            g["records"] += o["records"]
-            g["k"] |= o["k"]
-            for i in range(3):
-                g["sum"][i] += o["sum"][i]
-                g["n"][i] += o["n"][i]
-        self.records += other.records
+            self.add(path, fmt, o["records"], None, o["sum"], o["n"])
+            self.groups[(path, fmt)]["k"] |= o["k"]
 
     def _group(self, path: str, fmt: str) -> dict[str, Any]:
         g = self.groups.get((path, fmt))
