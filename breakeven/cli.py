@@ -336,81 +336,147 @@ def moe(as_json: bool, **inputs: Any) -> None:
 
 
 
+def _per_file(flag: str, values: tuple[Any, ...], count: int) -> list[Any]:
+    """A flag given once (for every file) or once per file, in file order."""
+    if not values:
+        return [None] * count
+    if len(values) == 1:
+        return list(values) * count
+    if len(values) == count:
+        return list(values)
+    raise InputError(f"{flag}: given {len(values)} times for {count} files; expected once "
+                     "(for every file) or once per file, in file order")
+
+
+def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]]) -> list[Any]:
+    """FILES (``LABEL=PATH`` names a file's run) with the flags given per file."""
+    import os
+
+    from breakeven.iotools.ingest import Input
+
+    flags = {"label": "--label", "run_id": "--run-id", "model": "--model",
+             "hardware": "--hardware", "spec_method": "--spec-method", "env": "--env",
+             "num_spec_tokens": "-k/--num-spec-tokens"}  # fmt: skip
+    columns = {key: _per_file(flags[key], values, len(files)) for key, values in per_file.items()}
+    inputs = []
+    for i, arg in enumerate(files):
+        path, label = arg, None
+        name, sep, rest = arg.partition("=")
+        if sep and rest and name and "/" not in name and not os.path.exists(arg):
+            label, path = name, rest
+        stamp = {key: columns[key][i] for key in columns if key != "num_spec_tokens"}
+        if label is not None:
+            stamp["label"] = label
+        inputs.append(Input(path, stamp, columns["num_spec_tokens"][i]))
+    return inputs
+
+
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, metavar="FILE|LABEL=FILE|-...")
 @click.option("--format", "format", type=click.Choice(
     ["auto", "log", "bench_table", "vllm_bench_serve", "sglang_bench_serving", "sglang_bench_one_batch",
      "prometheus"]), default="auto", show_default=True,
-    help="Read every file as this format instead of detecting it from the content.")
+    help="Read every file as this format instead of telling it from the content.")
 @click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
               help="A /metrics scrape taken before the run: report the change since it.")
-@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=int, metavar="K",
-              help="k, for formats that do not print it (SGLang Decode batch, early vLLM V1).")
-@click.option("--label", help="Label for every record (e.g. baseline, eagle3-k3).")
-@click.option("--run-id", "run_id", help="Run id for every record.")
-@click.option("--model", help="Target model, where the file does not name it.")
-@click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
-@click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
-@click.option("--env", "env", metavar="'K=V K=V'",
-              help="The run's environment fingerprint: NCCL_*/CUDA_* variables, server flags.")
+@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=int, metavar="K", multiple=True,
+              help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
+              "vLLM V1). Once for every file, or once per file.")
+@click.option("--label", multiple=True,
+              help="The run's name (e.g. baseline, eagle3-k3): once for every file, or once per "
+              "file. Replaces what a file says. FILE may also be given as LABEL=FILE.")
+@click.option("--run-id", "run_id", multiple=True, help="Run id: once, or once per file.")
+@click.option("--model", multiple=True, help="Target model: once, or once per file.")
+@click.option("--hardware", multiple=True,
+              help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe': once, or once per file.")
+@click.option("--spec-method", "spec_method", multiple=True,
+              help="eagle3, mtp, ngram, draft_model, ...: once, or once per file.")
+@click.option("--env", "env", metavar="'K=V K=V'", multiple=True,
+              help="The run's environment fingerprint (NCCL_*/CUDA_* variables, server flags): "
+              "once, or once per file.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
               help="Write the records as a measurements CSV (atomically).")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--append", is_flag=True,
+              help="Add the records to --out (created if missing), under a lock: concurrent "
+              "ingests lose nothing and write one header.")
 @click.option("--jobs", "jobs", type=click.IntRange(min=1), metavar="N",
-              help="At most N processes read a log over 32 MiB (default 4, or one per CPU if "
-              "fewer; 1: this process only). Not used with --json.")
+              help="Threads for reading text (default: one per CPU).")
 @_json
-def ingest(files: tuple[str, ...], format: str, before: str | None,
-           num_spec_tokens: int | None, out: str | None, force: bool, jobs: int | None,
-           as_json: bool, **stamp: Any) -> None:
+def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | None,
+           force: bool, append: bool, jobs: int | None, as_json: bool, **per_file: Any) -> None:
     """Read engine logs, benchmark results and /metrics scrapes into measurements.
 
-    Detects each file's format from its content: vLLM SpecDecoding/Speculative
-    metrics and throughput lines, SGLang Decode batch lines, vllm bench serve
-    JSON, SGLang bench_serving and bench_one_batch JSONL, Prometheus text.
+    FILE may be plain or compressed (gzip, bzip2, xz; told by content), or -
+    for standard input. What a file holds is told from its content: JSON
+    benchmark results (vllm bench serve, SGLang bench_serving and
+    bench_one_batch), Prometheus text, or text, scanned for vLLM, SGLang and
+    llama.cpp log lines and printed benchmark result tables, all at once.
     Every acceptance figure becomes accept_len with the bonus token included.
     A line that looks like a known format but does not parse is reported with
     its line number (exit code 2); unrelated lines are ignored.
 
     \b
-      breakeven ingest server.log --label eagle3-k3 --out runs.csv
+      breakeven ingest baseline=base.log eagle3=spec.log.gz -k 3 --out runs.csv
+      ssh host cat server.log | breakeven ingest - --label baseline --json
       breakeven ingest after.prom --before before.prom --json
     """
-    from breakeven.iotools.ingest import RECORD_KEYS, Tally, iter_ingest, iter_ingest_rows
+    if append and (out is None or force):
+        raise InputError("--append: needs --out CSV, and cannot be given with --force")
+    if jobs is not None:
+        import os
+
+        os.environ["POLARS_MAX_THREADS"] = str(jobs)  # read when polars is first imported
+    from breakeven.iotools.ingest import Tally, iter_frames, tok_s_meanings
+    from breakeven.iotools.records import csv_bytes, csv_header, to_dicts
 
     problems: list[Any] = []
     tally = Tally()
-    options = dict(format=format, before=before, num_spec_tokens=num_spec_tokens, stamp=stamp)
+    inputs = _ingest_inputs(files, per_file)
+    frames = iter_frames(inputs, problems, format=format, before=before)
+
+    def counted() -> Any:
+        for frame in frames:
+            tally.count(frame)
+            yield frame
+
+    records: list[Any] = []
     if as_json:
-        records = _json_array(tally.watch(iter_ingest(list(files), problems, **options)))
-        if out is not None:
-            from breakeven.iotools.measurements import write_measurements
-
-            write_measurements(records, out, force=force, columns=list(RECORD_KEYS))
-        else:
-            for _ in records:
-                pass
+        for frame in counted():
+            records += to_dicts(frame)
+        rows: Any = [csv_bytes(_frame(records))] if out is not None else []
     else:
-        rows = iter_ingest_rows(list(files), problems, tally, max_workers=jobs or 4, **options)
-        if out is not None:
-            from breakeven.iotools.atomic import write_bytes
-            from breakeven.iotools.records import csv_header
-
-            write_bytes(out, [csv_header()], rows, force=force)
-        else:
-            for _ in rows:
-                pass
+        rows = (csv_bytes(frame) for frame in counted())
     if out is not None:
-        click.echo(f"Wrote {tally.records} records to {out}.", err=True)
-    if not as_json:
+        from breakeven.iotools.atomic import append_bytes, write_bytes
+
+        if append:
+            append_bytes(out, csv_header(), rows)
+        else:
+            write_bytes(out, [csv_header()], rows, force=force)
+        click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.",
+                   err=True)  # fmt: skip
+    elif not as_json:
+        for _ in rows:
+            pass
+    if as_json:
+        click.echo(json.dumps(records, indent=2, allow_nan=False))
+    else:
         from breakeven.formatting import ingest_text
 
-        click.echo(ingest_text(tally), nl=False, err=out is not None)
+        click.echo(ingest_text(tally, tok_s_meanings()), nl=False, err=out is not None)
     for problem in problems:
         click.echo(f"Problem: {problem}", err=True)
     if problems:
         raise InputError(f"{len(problems)} problem(s) reading the input; each is "
                          "named above with its file and line")
+
+
+def _frame(records: list[Any]) -> Any:
+    from breakeven.iotools.records import frame_of
+
+    return frame_of(records)
+
 
 @cli.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))

@@ -280,8 +280,9 @@ def batch_html(r: BatchResult) -> str:
     return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + _html_table(rows, columns)
 
 
-def ingest_text(tally: Any) -> str:
-    """A summary of ingested records (a :class:`~breakeven.iotools.ingest.Tally`)."""
+def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
+    """A summary of ingested records (a :class:`~breakeven.iotools.records.Tally`), with what
+    ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""
     if not tally.records:
         return "No records.\n"
     heads = ["file", "format", "records", "k", "mean accept_len [tokens/cycle]",
@@ -294,7 +295,10 @@ def ingest_text(tally: Any) -> str:
     lines = _grid(heads, cells, right=False, indent="")
     lines.append("")
     lines.append(f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
-                 "tok_s is per sequence: the engine's generation throughput / running requests.")  # fmt: skip
+                 "tok_s is per sequence:")  # fmt: skip
+    meanings = tok_s_meanings or {}
+    for fmt in tally.formats():
+        lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
     return "\n".join(lines) + "\n"
 
 

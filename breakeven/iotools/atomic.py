@@ -1,8 +1,18 @@
-"""Writing files atomically, and never over an existing file without being told to."""
+"""Writing files atomically, never over an existing file without being told to, and
+appending under a lock.
+
+The no-overwrite rule is atomic: the finished file is linked into place with
+``os.link``, which fails when the target exists, so of two writers racing for
+one name exactly one wins and the other is told the file exists.  Appending
+writers (``ingest --out --append``) take an exclusive lock on the file's
+directory, then copy, append and rename: a reader never sees half a row, and
+two appenders write one header and every row.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -10,32 +20,58 @@ from contextlib import contextmanager
 from breakeven.errors import BreakevenError
 
 
+def _exists_error(path: str, name: str) -> BreakevenError:
+    shown = repr(path).replace("{", "{{").replace("}", "}}")
+    return BreakevenError("{0}: " + shown + " exists; give --force to replace it", name)
+
+
 def refuse_overwrite(path: str, force: bool, name: str = "out") -> None:
     """Raise, naming the argument ``name``, when ``path`` exists and ``force`` is not given."""
     if os.path.exists(path) and not force:
-        shown = repr(path).replace("{", "{{").replace("}", "}}")
-        raise BreakevenError("{0}: " + shown + " exists; give --force to replace it", name)
+        raise _exists_error(path, name)
 
 
-@contextmanager
-def atomic_path(path: str, *, force: bool = False, name: str = "out") -> Iterator[str]:
-    """A temporary path beside ``path``, renamed onto it when the block ends without error.
-
-    A crash or an exception leaves ``path`` as it was and removes the
-    temporary file.  The result gets the permissions a new file would get.
-    """
-    path = os.fspath(path)
-    refuse_overwrite(path, force, name)
+def _temporary(path: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     suffix = os.path.splitext(path)[1]
     fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=suffix, dir=directory)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # the permissions a new file would get
+    return tmp
+
+
+def _publish(tmp: str, path: str, force: bool, name: str) -> None:
+    """Put ``tmp`` at ``path``: replacing it with ``force``, else only if it does not exist."""
+    if force:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # fails if path exists, atomically
+    except FileExistsError:
+        raise _exists_error(path, name) from None
+    except OSError:  # a file system without hard links: the check and the rename are apart
+        refuse_overwrite(path, False, name)
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+@contextmanager
+def atomic_path(path: str, *, force: bool = False, name: str = "out") -> Iterator[str]:
+    """A temporary path beside ``path``, put in its place when the block ends without error.
+
+    A crash or an exception leaves ``path`` as it was and removes the
+    temporary file.  Without ``force`` an existing ``path`` is never replaced,
+    even by a writer that raced this one.
+    """
+    path = os.fspath(path)
+    refuse_overwrite(path, force, name)
+    tmp = _temporary(path)
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        _publish(tmp, path, force, name)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -57,3 +93,63 @@ def write_bytes(path: str, *parts: Iterable[bytes], force: bool = False) -> None
                 f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
+
+
+@contextmanager
+def directory_lock(path: str) -> Iterator[None]:
+    """An exclusive lock on the directory of ``path``, shared by every breakeven writer."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def append_bytes(path: str, header: bytes, chunks: Iterable[bytes], name: str = "out") -> None:
+    """Add ``chunks`` (CSV rows) to the CSV at ``path``, or create it with ``header``.
+
+    Under :func:`directory_lock`, the existing file is copied, the rows are
+    added to the copy, and the copy replaces it: a crash leaves the old file,
+    concurrent appenders each add all their rows, and the header is written
+    once.  An existing file must start with ``header``.
+    """
+    path = os.fspath(path)
+    with directory_lock(path):
+        exists = os.path.exists(path)
+        if exists:
+            with open(path, "rb") as f:
+                first = f.readline()
+            if first.rstrip(b"\r\n") != header.rstrip(b"\r\n"):
+                shown = repr(path).replace("{", "{{").replace("}", "}}")
+                raise BreakevenError("{0}: " + shown + " does not start with the header ingest "
+                                     "writes; --append adds rows only to a measurements CSV "
+                                     "of the same columns", name)  # fmt: skip
+        tmp = _temporary(path)
+        try:
+            if exists:
+                shutil.copyfile(path, tmp)
+            with open(tmp, "ab") as f:
+                if not exists:
+                    f.write(header)
+                elif f.tell() and _last_byte(tmp) != b"\n":
+                    f.write(b"\n")  # a file whose last row lacks its newline
+                for chunk in chunks:
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def _last_byte(path: str) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)

@@ -14,6 +14,8 @@ import json
 import math
 from typing import Any
 
+from breakeven.iotools.records import PLACEHOLDERS
+
 VLLM_BENCH_SERVE = "vllm_bench_serve"
 SGLANG_BENCH_SERVING = "sglang_bench_serving"
 SGLANG_BENCH_ONE_BATCH = "sglang_bench_one_batch"
@@ -25,17 +27,20 @@ class FormatError(ValueError):
 
 
 def _num(obj: dict[str, Any], key: str) -> float:
+    """A number of a result; NaN where it is absent or a placeholder (``not set``, ``inf``)."""
     value = obj.get(key)
     if value is None or isinstance(value, bool):
         return math.nan
     if isinstance(value, str):
+        if value.strip().lower() in PLACEHOLDERS:
+            return math.nan
         try:
-            return float(value)  # "inf" request rates are strings in vLLM's files
+            value = float(value)
         except ValueError:
             raise FormatError(f"{key} is {value!r}, expected a number") from None
     if not isinstance(value, (int, float)):
         raise FormatError(f"{key} is {value!r}, expected a number")
-    return float(value)
+    return float(value) if math.isfinite(value) else math.nan
 
 
 def bench_format(obj: dict[str, Any]) -> str | None:
@@ -73,6 +78,8 @@ def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
     """One benchmark result object as a record in the measurement schema's names."""
     if not isinstance(obj, dict):
         raise FormatError(f"expected a JSON object, got {type(obj).__name__}")
+    if "_bad_position" in obj:
+        raise FormatError(obj["_bad_position"])
     record: dict[str, Any] = {"format": fmt, "source": source, "origin": "client"}
     if fmt == SGLANG_BENCH_ONE_BATCH:
         latency_s = _num(obj, "median_decode_latency")
@@ -149,15 +156,20 @@ _TABLE_KEYS = {
 }
 
 
-def parse_result_tables(text: str) -> list[tuple[int, dict[str, Any]]]:
+def parse_result_tables(
+    text: str, first_line: int = 1
+) -> tuple[list[tuple[int, dict[str, Any]]], int | None]:
     """The printed "Serving Benchmark Result" tables in ``text``, as result-JSON-like objects.
 
-    Returns ``(line, object)`` pairs, ``line`` being the table's title line.
-    Per-position rates print as percents and become fractions.
+    Returns ``(line, object)`` pairs, ``line`` being the table's title line
+    (``text`` starting at line ``first_line``), and the title line of a last
+    table that ``text`` ends inside (no closing rule yet), or None.  Per-position
+    rates print as percents and become fractions; a placeholder (``not set``)
+    leaves its row out.
     """
     tables: list[tuple[int, dict[str, Any]]] = []
     current: dict[str, Any] | None = None
-    for i, line in enumerate(text.splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=first_line):
         stripped = line.strip()
         if TABLE_MARKER in stripped or (current is None and SPEC_SECTION in stripped):
             current = {}
@@ -172,12 +184,17 @@ def parse_result_tables(text: str) -> list[tuple[int, dict[str, Any]]]:
         if not sep or not value.strip():
             continue
         name, value = name.strip().lower(), value.strip()
+        if value.lower() in PLACEHOLDERS:
+            continue
         if name.startswith("position "):
             rates = current.setdefault("spec_decode_per_position_acceptance_rates", [])
-            rates.append(float(value) / 100.0)
+            try:
+                rates.append(float(value.rstrip("%")) / 100.0)
+            except ValueError:
+                current["_bad_position"] = f"{name} is {value!r}, expected a percent"
         elif name in _TABLE_KEYS:
             try:
                 current[_TABLE_KEYS[name]] = float(value)
             except ValueError:
                 current[_TABLE_KEYS[name]] = value
-    return tables
+    return tables, (tables[-1][0] if current is not None and tables else None)

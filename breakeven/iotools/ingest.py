@@ -1,224 +1,305 @@
 """Read whatever engines and benchmark tools printed, into records of the measurement schema.
 
-The format is detected from a file's content, never its name:
+One driver for every input (:func:`iter_frames`): it opens the file (or
+standard input, ``-``), decompresses by magic bytes, tells what it holds from
+the content (:func:`breakeven.iotools.sources.detect`) and reads it:
 
-- JSON or JSON Lines: a benchmark result (``vllm bench serve``, SGLang
-  ``bench_serving`` or ``bench_one_batch``), told apart by its keys;
-- Prometheus text (``# TYPE vllm:...``, ``sglang:...`` samples);
-- anything else: an engine log, scanned for vLLM and SGLang metric lines.
+- JSON or JSON Lines (only if the whole file parses so): benchmark results,
+  told apart by their keys (:mod:`breakeven.iotools.bench`);
+- Prometheus text of an engine's ``/metrics`` (:mod:`breakeven.iotools.prometheus`);
+- anything else is text, scanned at once for every line kind of every engine
+  (:mod:`breakeven.iotools.engines`) and for printed benchmark result tables.
+
+Records come out as polars frames of the record schema
+(:mod:`breakeven.iotools.records`); ``--json``, the Python API and ``--out``
+are views of the same frames.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from breakeven.iotools import bench, prometheus
-from breakeven.iotools.logs import LOG_FORMATS, Problem, iter_log
-from breakeven.iotools.records import RECORD_KEYS, Tally, complete, csv_rows  # noqa: F401
+from breakeven.iotools import bench, prometheus, sources
+from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped, to_dicts
+from breakeven.iotools.sources import Problem
 
-LOG = "log"
-BENCH_TABLE = "bench_table"
-FORMATS = ("auto", LOG, BENCH_TABLE, *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
-MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
+__all__ = ["FORMATS", "RECORD_KEYS", "IngestResult", "Input", "Problem", "Tally", "ingest",
+           "iter_frames", "tok_s_meanings"]  # fmt: skip
+
+TEXT = "log"
+FORMATS = ("auto", TEXT, "bench_table", *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
+
+
+@dataclass
+class Input:
+    """One file to read (``-`` for standard input) and what the user says about it."""
+
+    path: str
+    stamp: dict[str, Any] = field(default_factory=dict)
+    """Metadata for every record of the file (``label``, ``run_id``, ``model``,
+    ``hardware``, ``env``, ``spec_method``): it replaces what the file says."""
+    num_spec_tokens: int | None = None
+    """k, for lines that do not print it (and it is stamped on records that have none)."""
 
 
 @dataclass
 class IngestResult:
     """Records read from one or more files, and the problems met on the way."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    frame: Any = None
+    """The records, a polars DataFrame of the record schema."""
     problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The records as dicts (None for a missing value)."""
+        return to_dicts(self.frame) if self.frame is not None else []
 
     def to_frame(self) -> Any:
         """The records as a pandas DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame(self.records)
+        return pd.DataFrame(self.records, columns=list(RECORD_KEYS))
 
 
-def detect_format(path: str) -> str:
-    """'log', 'prometheus' or 'json', from the first 64 KiB of the file."""
-    with open(path, "rb") as f:
-        head = f.read(1 << 16)
-    text = head.lstrip()
-    if text[:1] in (b"{", b"["):
-        return "json"
-    if bench.TABLE_MARKER.encode() in head or bench.SPEC_SECTION.encode() in head:
-        return BENCH_TABLE
-    if prometheus.looks_like_prometheus(head.decode("utf-8", errors="replace")):
-        return prometheus.PROMETHEUS
-    return LOG
+def _inputs(
+    paths: Sequence[str | os.PathLike[str] | Input], stamp: dict[str, Any] | None,
+    num_spec_tokens: int | None,
+) -> list[Input]:  # fmt: skip
+    out = []
+    for p in paths:
+        item = p if isinstance(p, Input) else Input(os.fspath(p))
+        merged = {**(stamp or {}), **{k: v for k, v in item.stamp.items() if v is not None}}
+        k = item.num_spec_tokens if item.num_spec_tokens is not None else num_spec_tokens
+        out.append(Input(item.path, merged, k))
+    return out
 
 
-def _read_text(path: str, result: IngestResult) -> str | None:
-    size = os.path.getsize(path)
-    if size > MAX_DOCUMENT_BYTES:
-        result.problems.append(Problem(path, None, f"is {size >> 20} MiB; a JSON or metrics file "
-                                       f"may hold at most {MAX_DOCUMENT_BYTES >> 20} MiB"))  # fmt: skip
-        return None
-    with open(path, "rb") as f:
-        raw = f.read()
-    if b"\0" in raw:
-        line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
-        result.problems.append(Problem(path, line, "binary data (a NUL byte); expected text"))
+def iter_frames(
+    paths: Sequence[str | os.PathLike[str] | Input],
+    problems: list[Problem],
+    *,
+    format: str = "auto",
+    before: str | os.PathLike[str] | None = None,
+    num_spec_tokens: int | None = None,
+    stamp: dict[str, Any] | None = None,
+    block_bytes: int | None = None,
+) -> Iterator[Any]:
+    """Stream record frames from engine logs, benchmark results and metrics scrapes.
+
+    Text is read in bounded memory; problems (naming file and line) are
+    appended to ``problems``.  See :func:`ingest` for the parameters.
+    """
+    for item in _inputs(paths, stamp, num_spec_tokens):
+        known, found = len(problems), 0
+        for frame in _read_input(item, format, before, problems, block_bytes):
+            found += frame.height
+            yield _stamp(frame, item)
+        if not found and len(problems) == known:
+            problems.append(Problem(item.path, None, "holds nothing breakeven reads: no engine "
+                                    "log lines, benchmark results or engine metrics"))  # fmt: skip
+
+
+def _stamp(frame: Any, item: Input) -> Any:
+    import polars as pl
+
+    frame = stamped(frame, item.stamp)
+    if item.num_spec_tokens is not None:  # k where the file does not tell it
+        frame = frame.with_columns(
+            num_spec_tokens=pl.coalesce(
+                pl.col("num_spec_tokens"),
+                pl.when(pl.col("accept_len").is_not_null()).then(
+                    pl.lit(item.num_spec_tokens, pl.Int64)
+                ),
+            )
+        )
+    return frame
+
+
+def _read_input(
+    item: Input, format: str, before: Any, problems: list[Problem], block_bytes: int | None
+) -> Iterator[Any]:
+    try:
+        source = sources.open_input(item.path)
+    except sources.InputError as e:
+        problems.append(Problem(item.path, None, str(e)))
+        return
+    try:
+        kind = _kind(format, source)
+        if kind in (sources.JSON_DOCUMENT, *bench.BENCH_FORMATS):
+            data = source.read_all()
+            read = _json_records(item.path, data, None if kind == "json" else kind, problems)
+            if read is not None:
+                if read:
+                    yield frame_of(read)
+                return
+            # Not JSON after all: text that starts like it (an SGLang log, say).
+            source = sources.Input(item.path, io.BytesIO(data), data[: sources.HEAD_BYTES], None)
+            kind = sources.TEXT
+        if kind == sources.PROMETHEUS:
+            records = _prometheus_records(item, source, before, problems)
+            if records:
+                yield frame_of(records)
+            return
+        yield from _text_frames(item, source, problems, block_bytes)
+    except sources.InputError as e:
+        problems.append(Problem(item.path, None, str(e)))
+    finally:
+        source.close()
+
+
+def _kind(format: str, source: sources.Input) -> str:
+    if format == "auto":
+        return sources.detect(source.head)
+    if format in (TEXT, "bench_table"):
+        return sources.TEXT
+    if format == prometheus.PROMETHEUS:
+        return sources.PROMETHEUS
+    return format
+
+
+def _decode(path: str, data: bytes, problems: list[Problem]) -> str | None:
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        problems.append(Problem(path, line, "binary data (a NUL byte); expected text"))
         return None
     try:
-        return raw.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        result.problems.append(Problem(path, line, f"not UTF-8 text ({e.reason})"))
+        line = data.count(b"\n", 0, e.start) + 1
+        problems.append(Problem(path, line, f"not UTF-8 text ({e.reason})"))
         return None
 
 
-def _ingest_json(path: str, forced: str | None, result: IngestResult) -> None:
-    text = _read_text(path, result)
+def _json_records(
+    path: str, data: bytes, forced: str | None, problems: list[Problem]
+) -> list[dict[str, Any]] | None:
+    """The records of a JSON document or JSON Lines; None if it is neither (then it is text,
+    unless the format was forced)."""
+    text = _decode(path, data, problems)
     if text is None:
-        return
+        return []
     try:
         documents = bench.parse_json_document(text)
     except ValueError as e:
-        result.problems.append(Problem(path, None, f"not JSON or JSON Lines: {e}"))
-        return
+        if forced is None:
+            return None
+        problems.append(Problem(path, None, f"not JSON or JSON Lines: {e}"))
+        return []
+    records = []
     for line, obj in documents:
         fmt = forced or (bench.bench_format(obj) if isinstance(obj, dict) else None)
         if fmt is None:
             keys = ", ".join(sorted(obj)[:8]) if isinstance(obj, dict) else type(obj).__name__
-            result.problems.append(Problem(path, line, f"a JSON value of no known benchmark "
-                                           f"format (keys: {keys})"))  # fmt: skip
+            problems.append(Problem(path, line, f"a JSON value of no known benchmark "
+                                    f"format (keys: {keys})"))  # fmt: skip
             continue
         try:
-            result.records.append(bench.read_result(obj, fmt, f"{path}:{line}"))
+            records.append(bench.read_result(obj, fmt, f"{path}:{line}"))
         except bench.FormatError as e:
-            result.problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
+            problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
+    return records
 
 
-def iter_ingest(
-    paths: list[str | os.PathLike[str]],
-    problems: list[Problem],
-    *,
-    format: str = "auto",
-    before: str | os.PathLike[str] | None = None,
-    num_spec_tokens: int | None = None,
-    stamp: dict[str, Any] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Stream records from engine logs, benchmark results and metrics scrapes.
-
-    Logs are read in bounded memory; problems (naming file and line) are
-    appended to ``problems``.  See :func:`ingest` for the parameters.
-    """
-    stamp = stamp or {}
-    for path, kind in _files(paths, format, problems):
-        found = 0
-        known = len(problems)
-        try:
-            if kind == LOG:
-                records: Any = iter_log(path, problems, num_spec_tokens)
-            else:
-                records = _document_records(path, kind, before, num_spec_tokens, problems)
-            for record in records:
-                found += 1
-                yield complete(record, stamp)
-        except OSError as e:
-            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
-            continue
-        _nothing_read(path, found, known, problems)
-
-
-def iter_ingest_rows(
-    paths: list[str | os.PathLike[str]],
-    problems: list[Problem],
-    tally: Tally,
-    *,
-    format: str = "auto",
-    before: str | os.PathLike[str] | None = None,
-    num_spec_tokens: int | None = None,
-    stamp: dict[str, Any] | None = None,
-    workers: int | None = None,
-    max_workers: int = 4,
-) -> Iterator[bytes]:
-    """The records of :func:`iter_ingest` as measurement CSV rows (UTF-8, no header).
-
-    The same rows as writing :func:`iter_ingest`'s records with
-    :func:`~breakeven.iotools.records.csv_rows`, faster for large logs
-    (:mod:`breakeven.iotools.logrows`); ``tally`` counts the records.
-    ``workers``: processes for reading a log (default: one per CPU, at most
-    ``max_workers``, for a log over 32 MiB).
-    """
-    from breakeven.iotools.logrows import iter_log_rows
-
-    stamp = stamp or {}
-    for path, kind in _files(paths, format, problems):
-        found = tally.records
-        known = len(problems)
-        try:
-            if kind == LOG:
-                yield from iter_log_rows(path, problems, tally, num_spec_tokens=num_spec_tokens,
-                                         stamp=stamp, workers=workers, max_workers=max_workers)  # fmt: skip
-            else:
-                records = _document_records(path, kind, before, num_spec_tokens, problems)
-                done = [complete(r, stamp) for r in records]
-                for r in done:
-                    tally.count(r)
-                yield csv_rows(done)
-        except OSError as e:
-            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
-            continue
-        _nothing_read(path, tally.records - found, known, problems)
-
-
-def _files(
-    paths: list[str | os.PathLike[str]], format: str, problems: list[Problem]
-) -> Iterator[tuple[str, str]]:
-    """Each readable, non-empty file and its format."""
-    for p in paths:
-        path = os.fspath(p)
-        try:
-            info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode):
-                what = (
-                    "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a pipe?)"
-                )
-                problems.append(Problem(path, None, f"is {what}; expected a file (save a stream "
-                                        "to a file first)"))  # fmt: skip
-                continue
-            if info.st_size == 0:
-                problems.append(Problem(path, None, "is empty"))
-                continue
-            kind = detect_format(path) if format == "auto" else format
-        except OSError as e:
-            problems.append(Problem(path, None, f"cannot read it ({e.strerror or e})"))
-            continue
-        yield path, kind
-
-
-def _document_records(
-    path: str, kind: str, before: Any, k: int | None, problems: list[Problem]
+def _prometheus_records(
+    item: Input, source: sources.Input, before: Any, problems: list[Problem]
 ) -> list[dict[str, Any]]:
-    """The records of a benchmark result or metrics file (read whole)."""
-    result = IngestResult()
-    if kind in ("json", *bench.BENCH_FORMATS):
-        _ingest_json(path, None if kind == "json" else kind, result)
-    elif kind == BENCH_TABLE:
-        _ingest_tables(path, result)
-    else:
-        _ingest_prometheus(path, before, k, result)
-    problems += result.problems
-    return result.records
+    text = _decode(item.path, source.read_all(), problems)
+    previous = None
+    if before is not None:
+        try:
+            earlier = sources.open_input(os.fspath(before))
+        except sources.InputError as e:
+            problems.append(Problem(os.fspath(before), None, str(e)))
+            return []
+        try:
+            previous = _decode(os.fspath(before), earlier.read_all(), problems)
+        finally:
+            earlier.close()
+        if previous is None:
+            return []
+    if text is None:
+        return []
+    try:
+        return prometheus.read_metrics(text, previous, source=item.path,
+                                       num_spec_tokens=item.num_spec_tokens)  # fmt: skip
+    except ImportError as e:
+        problems.append(Problem(item.path, None, str(e)))
+    except ValueError as e:
+        problems.append(Problem(item.path, None, f"not Prometheus text: {e}"))
+    return []
 
 
-def _nothing_read(path: str, found: int, known: int, problems: list[Problem]) -> None:
-    if not found and len(problems) == known:
-        problems.append(Problem(path, None, "holds nothing breakeven reads: no "
-                                f"{', '.join(LOG_FORMATS)} lines, benchmark "
-                                "results or engine metrics"))  # fmt: skip
+def _text_frames(
+    item: Input, source: sources.Input, problems: list[Problem], block_bytes: int | None
+) -> Iterator[Any]:
+    from breakeven.iotools.engines import engines
+    from breakeven.iotools.lines import TextScanner
+
+    scanner = TextScanner(item.path, engines(), item.num_spec_tokens, _tables,
+                          (bench.TABLE_MARKER, bench.SPEC_SECTION))  # fmt: skip
+    for block in sources.iter_blocks(source, block_bytes):
+        if isinstance(block, Problem):
+            problems.append(block)
+            continue
+        frames, found = scanner.feed(block)
+        problems += found
+        yield from frames
+    frames, found = scanner.finish()
+    problems += found
+    yield from frames
+
+
+def _tables(
+    text: str, first_line: int, final: bool
+) -> tuple[list[dict[str, Any]], list[tuple[int, str]], int | None]:
+    """Printed benchmark result tables in ``text``: records (``_line`` their title line),
+    problems, and the title line of a table ``text`` ends inside."""
+    tables, open_at = bench.parse_result_tables(text, first_line)
+    records, problems = [], []
+    for line, obj in tables:
+        if open_at is not None and line >= open_at and not final:
+            break  # read again with the next block
+        fmt = bench.bench_format(obj)
+        if fmt is None:
+            problems.append((line, "a benchmark result table without output throughput and "
+                                   "TPOT rows"))  # fmt: skip
+            continue
+        try:
+            record = bench.read_result(obj, fmt, "")
+        except bench.FormatError as e:
+            problems.append((line, f"result table does not parse: {e}"))
+            continue
+        record.pop("source")
+        record["format"] = fmt + "_table"
+        record["_line"] = line
+        records.append(record)
+    return records, problems, open_at
+
+
+def tok_s_meanings() -> dict[str, str]:
+    """What ``tok_s`` (per sequence) is, by record format."""
+    from breakeven.iotools.engines import engines
+
+    meanings = {
+        "vllm_bench_serve": "1000 / mean TPOT of the benchmark's requests",
+        "sglang_bench_serving": "1000 / mean TPOT of the benchmark's requests",
+        "sglang_bench_one_batch": "1 / median decode latency of the batch",
+        prometheus.PROMETHEUS: "tokens predicted / seconds predicting (llama.cpp counters); "
+        "generation throughput / running requests (SGLang gauges)",
+    }
+    meanings.update({f"{fmt}_table": text for fmt, text in list(meanings.items())[:2]})
+    for engine in engines():
+        meanings.update(engine.tok_s)
+    return meanings
 
 
 def ingest(
-    paths: list[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str] | Input],
     *,
     format: str = "auto",
     before: str | os.PathLike[str] | None = None,
@@ -229,8 +310,10 @@ def ingest(
 
     Parameters
     ----------
-    paths : list of path
-        Files to read; each one's format is detected unless ``format`` says.
+    paths : list of path or Input
+        Files to read (``-``: standard input), plain or compressed (gzip,
+        bzip2, xz); each one's format is told from its content unless
+        ``format`` says.  An :class:`Input` carries metadata for one file.
     format : str
         'auto' or one of :data:`FORMATS`.
     before : path, optional
@@ -239,50 +322,17 @@ def ingest(
         k, for formats that do not print it.
     stamp : dict, optional
         Values for every record (``label``, ``run_id``, ``model``,
-        ``hardware``, ``env``, ``spec_method``) where the file gives none.
+        ``hardware``, ``env``, ``spec_method``); they replace what a file says.
 
     Returns
     -------
     IngestResult
         Problems name the file and line; unrelated lines are ignored.
     """
+    import polars as pl
+
     result = IngestResult()
-    result.records = list(iter_ingest(paths, result.problems, format=format, before=before,
-                                      num_spec_tokens=num_spec_tokens, stamp=stamp))  # fmt: skip
+    frames = list(iter_frames(paths, result.problems, format=format, before=before,
+                              num_spec_tokens=num_spec_tokens, stamp=stamp))  # fmt: skip
+    result.frame = pl.concat(frames) if frames else frame_of([])
     return result
-
-
-def _ingest_tables(path: str, result: IngestResult) -> None:
-    text = _read_text(path, result)
-    if text is None:
-        return
-    for line, obj in bench.parse_result_tables(text):
-        fmt = bench.bench_format(obj)
-        if fmt is None:
-            result.problems.append(Problem(path, line, "a benchmark result table without "
-                                           "output throughput and TPOT rows"))  # fmt: skip
-            continue
-        try:
-            record = bench.read_result(obj, fmt, f"{path}:{line}")
-        except bench.FormatError as e:
-            result.problems.append(Problem(path, line, f"result table does not parse: {e}"))
-            continue
-        record["format"] = fmt + "_table"
-        result.records.append(record)
-
-
-def _ingest_prometheus(path: str, before: Any, k: int | None, result: IngestResult) -> None:
-    text = _read_text(path, result)
-    previous = None
-    if before is not None:
-        previous = _read_text(os.fspath(before), result)
-        if previous is None:
-            return
-    if text is None:
-        return
-    try:
-        result.records += prometheus.read_metrics(text, previous, source=path, num_spec_tokens=k)
-    except ImportError as e:
-        result.problems.append(Problem(path, None, str(e)))
-    except ValueError as e:
-        result.problems.append(Problem(path, None, f"not Prometheus text: {e}"))

@@ -23,17 +23,7 @@ PROMETHEUS = "prometheus"
 INSTALL_HINT = "reading Prometheus text needs prometheus_client: pip install 'breakeven[metrics]'"
 
 _V1 = "vllm:spec_decode_num_"
-
-
-def looks_like_prometheus(text: str) -> bool:
-    """Whether ``text`` holds engine metrics in the Prometheus text format."""
-    for line in text.splitlines()[:200]:
-        line = line.strip()
-        if line.startswith(("# TYPE vllm:", "# HELP vllm:", "# TYPE sglang:", "# HELP sglang:")):
-            return True
-        if line.startswith(("vllm:", "sglang:")) and " " in line:
-            return True
-    return False
+_LLAMACPP = "llamacpp:"
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -68,7 +58,12 @@ def read_metrics(
     then = _samples(before) if before is not None else {}
     groups: dict[tuple[tuple[str, str], ...], dict[str, Any]] = defaultdict(dict)
     for (name, labels), value in now.items():
-        if not name.startswith(("vllm:spec_decode", "sglang:", "vllm:generation_tokens")):
+        if name.startswith(_LLAMACPP + "spec_decode_num_"):  # vLLM V1's names after the prefix
+            name = name.replace(_LLAMACPP, "vllm:", 1)
+            labels = (*labels, ("__engine", "llamacpp"))
+        elif name.startswith(_LLAMACPP + "tokens_predicted"):
+            labels = (*labels, ("__engine", "llamacpp"))
+        elif not name.startswith(("vllm:spec_decode", "sglang:", "vllm:generation_tokens")):
             continue
         base = dict(labels)
         position = base.pop("position", None)
@@ -84,14 +79,19 @@ def read_metrics(
         record: dict[str, Any] = {"format": PROMETHEUS, "source": source, "origin": "server"}
         label = dict(labels)
         record["model"] = label.get("model_name")
+        engine = label.get("__engine", "vllm")
         drafts = m.get(_V1 + "drafts_total", math.nan)
         drafted = m.get(_V1 + "draft_tokens_total", math.nan)
         accepted = m.get(_V1 + "accepted_tokens_total", math.nan)
         emitted = m.get(_V1 + "emitted_tokens_total", math.nan)
-        if not math.isnan(drafts):  # vLLM V1
-            record["engine"] = "vllm"
+        predicted = m.get(_LLAMACPP + "tokens_predicted_total", math.nan)
+        seconds = m.get(_LLAMACPP + "tokens_predicted_seconds_total", math.nan)
+        if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
+            record["tok_s"] = predicted / seconds
+        if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
+            record["engine"] = engine
             per_pos = m.get("per_pos", {})
-            k = len(per_pos) or (round(drafted / drafts) if drafts else None)
+            k = _k(per_pos, drafted, drafts, accepted, record)
             record.update(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
                           num_spec_tokens=k)  # fmt: skip
             if drafts > 0:
@@ -117,9 +117,29 @@ def read_metrics(
                 record.update(aggregate_tok_s=record["gen_tok_s"], concurrency=running,
                               tok_s=record["gen_tok_s"] / running)  # fmt: skip
             record["num_spec_tokens"] = num_spec_tokens
+        elif engine == "llamacpp" and "tok_s" in record:  # a server that never speculated
+            record["engine"] = "llamacpp"
         else:
             continue
         if before is not None:
-            record["note"] = "difference of two scrapes"
+            record["note"] = "; ".join(filter(None, [record.get("note"),
+                                                    "difference of two scrapes"]))  # fmt: skip
         records.append(record)
     return records
+
+
+def _k(
+    per_pos: dict[int, float], drafted: float, drafts: float, accepted: float,
+    record: dict[str, Any],
+) -> int | None:  # fmt: skip
+    """k: the number of per-position series, unless they account for fewer accepted tokens
+    than the total (a trimmed scrape, a position missing): then drafted / drafts."""
+    from_counts = round(drafted / drafts) if drafts else None
+    if not per_pos:
+        return from_counts
+    if sum(per_pos.values()) < accepted - 0.5 and from_counts is not None:
+        record["note"] = (f"the {len(per_pos)} per-position series sum to "
+                          f"{sum(per_pos.values()):g} < {accepted:g} accepted tokens (a trimmed "
+                          "scrape?): k from drafted / drafts")  # fmt: skip
+        return from_counts
+    return len(per_pos)

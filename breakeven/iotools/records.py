@@ -1,11 +1,13 @@
-"""Ingest records: the keys every record carries, and how a record becomes a CSV row."""
+"""Ingest records: the keys every record carries, their types, and how records become CSV rows.
+
+Records travel as polars frames of :func:`record_schema` (one column per
+key of :data:`RECORD_KEYS`, missing values null, never NaN); ``--json`` and
+the Python API take them as dicts (:func:`to_dicts`), ``--out`` as CSV rows
+(:func:`csv_bytes`): two views of the same rows.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
 from typing import Any
 
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
@@ -19,45 +21,110 @@ RECORD_KEYS = (
     "num_drafts", "per_position", "first_after_idle", "note",
 )  # fmt: skip
 
-# Keys the user may fill in for every record (ingest's --label, --model, ...).
-STAMP_KEYS = ("run_id", "label", "model", "hardware", "env", "spec_method")
+# Keys the user may set for every record of a file (ingest's --label, --model, ...).
+STAMP_KEYS = ("run_id", "label", "model", "hardware", "env", "spec_method", "num_spec_tokens")
+
+# Values that stand where a number would: the field is missing, nothing is wrong.
+PLACEHOLDERS = ("", "-", "--", "n/a", "na", "none", "null", "not set", "unknown", "nan", "inf",
+                "+inf", "-inf", "infinity", "-infinity")  # fmt: skip
+
+_TEXT = ("run_id", "label", "timestamp", "engine", "model", "hardware", "spec_method", "env",
+         "source", "origin", "format", "note")  # fmt: skip
+
+
+def record_schema() -> dict[str, Any]:
+    """The polars type of each record key."""
+    import polars as pl
+
+    types: dict[str, Any] = {}
+    for key in RECORD_KEYS:
+        if key in _TEXT:
+            types[key] = pl.String
+        elif key == "num_spec_tokens":
+            types[key] = pl.Int64
+        elif key == "per_position":
+            types[key] = pl.List(pl.Float64)
+        elif key == "first_after_idle":
+            types[key] = pl.Boolean
+        else:
+            types[key] = pl.Float64
+    return types
+
+
+def frame_of(records: Any) -> Any:
+    """Records (a polars frame, or a list of dicts) as a frame of exactly the record schema:
+    every key, in order, with its type; NaN becomes null (the one place it does)."""
+    import polars as pl
+
+    schema = record_schema()
+    if not isinstance(records, pl.DataFrame):
+        rows = [_plain(r) for r in records]
+        unknown = {key for r in rows for key in r} - _RECORD_KEY_SET
+        if unknown:  # a reader's key --out has no column for
+            raise AssertionError(f"record keys without a column: {sorted(unknown)}")
+        full = [{key: r.get(key) for key in RECORD_KEYS} for r in rows]
+        records = pl.DataFrame(full, schema=schema) if rows else pl.DataFrame(schema=schema)
+    columns = []
+    for key, dtype in schema.items():
+        if key in records.columns:
+            column = pl.col(key).cast(dtype, strict=False)
+            if dtype == pl.Float64:
+                column = column.fill_nan(None)
+            columns.append(column)
+        else:
+            columns.append(pl.lit(None, dtype).alias(key))
+    return records.select(columns)
+
 
 _RECORD_KEY_SET = frozenset(RECORD_KEYS)
-_row_of = itemgetter(*RECORD_KEYS)
 
 
-def complete(record: dict[str, Any], stamp: dict[str, Any]) -> dict[str, Any]:
-    """Every record key present, missing values as None, user-given metadata filled in."""
-    if not record.keys() <= _RECORD_KEY_SET:  # a reader's key --out has no column for
-        raise AssertionError(
-            f"record keys without a column: {sorted(record.keys() - _RECORD_KEY_SET)}"
-        )
-    out = dict.fromkeys(RECORD_KEYS)
+def _plain(record: dict[str, Any]) -> dict[str, Any]:
+    out = {}
     for key, value in record.items():
-        out[key] = None if value != value else value  # NaN, the readers' "absent", is None
-    for key, value in stamp.items():
-        if value is not None and out[key] in (None, ""):
-            out[key] = value
-    k = out["num_spec_tokens"]
-    if k is not None and type(k) is not int:
-        out["num_spec_tokens"] = int(k)
+        if isinstance(value, float) and value != value:
+            value = None
+        elif key == "num_spec_tokens" and value is not None:
+            value = int(value)
+        out[key] = value
     return out
+
+
+def stamped(frame: Any, stamp: dict[str, Any]) -> Any:
+    """``frame`` with the user's metadata: a given value replaces what the file said."""
+    import polars as pl
+
+    types = record_schema()
+    given = {key: pl.lit(value, types[key]) for key, value in stamp.items() if value is not None}
+    return frame.with_columns(**given) if given else frame
+
+
+def to_dicts(frame: Any) -> list[dict[str, Any]]:
+    """The records of a frame as dicts (None for missing values)."""
+    return frame.to_dicts()
+
+
+def csv_bytes(frame: Any, header: bool = False) -> bytes:
+    """A record frame as measurement CSV rows, UTF-8: missing values empty, floats
+    exactly (the shortest text that reads back as the same float), lists as
+    ``[a, b]``, booleans True/False."""
+    import polars as pl
+
+    shown = frame.with_columns(
+        per_position=pl.lit("[")
+        + pl.col("per_position").list.eval(pl.element().cast(pl.String)).list.join(", ")
+        + pl.lit("]"),
+        first_after_idle=pl.when(pl.col("first_after_idle"))
+        .then(pl.lit("True"))
+        .when(pl.col("first_after_idle").is_not_null())
+        .then(pl.lit("False")),
+    )
+    return shown.write_csv(include_header=header, line_terminator="\n").encode("utf-8")
 
 
 def csv_header() -> bytes:
     """The header line of ingest --out, UTF-8."""
-    return csv_rows([{k: k for k in RECORD_KEYS}])
-
-
-def csv_rows(records: Iterable[dict[str, Any]]) -> bytes:
-    """Complete records (see :func:`complete`) as CSV lines, UTF-8.
-
-    None is an empty cell, a float is written as ``repr`` writes it (exactly),
-    a list as ``[a, b]`` and a bool as True/False.
-    """
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(map(_row_of, records))
-    return buf.getvalue().encode("utf-8")
+    return (",".join(RECORD_KEYS) + "\n").encode("utf-8")
 
 
 class Tally:
@@ -72,42 +139,27 @@ class Tally:
         self.groups: dict[tuple[str, str], dict[str, Any]] = {}
         self.records = 0
 
-    def watch(self, records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """Pass complete ``records`` through, counting them."""
-        for r in records:
-            self.count(r)
-            yield r
+    def count(self, frame: Any) -> None:
+        """Count the records of a frame."""
+        import polars as pl
 
-    def count(self, r: dict[str, Any]) -> None:
-        """Count one complete record."""
-        g = self._group((r["source"] or "").rpartition(":")[0], r["format"])
-        self.records += 1
-        g["records"] += 1
-        if r["num_spec_tokens"] is not None:
-            g["k"].add(r["num_spec_tokens"])
-        for i, key in enumerate(self.MEANS):
-            value = r[key]
-            if value is not None:
-                g["sum"][i] += value
-                g["n"][i] += 1
-
-    def add(self, path: str, fmt: str, records: int, k: int | None,
-            sums: Sequence[float], ns: Sequence[int]) -> None:  # fmt: skip
-        """Count ``records`` records at once: sums and counts of :attr:`MEANS`."""
-        g = self._group(path, fmt)
-        self.records += records
-        g["records"] += records
-        if k is not None:
-            g["k"].add(k)
-        for i in range(3):
-            g["sum"][i] += sums[i]
-            g["n"][i] += ns[i]
-
-    def merge(self, other: Tally) -> None:
-        """Add another tally's counts (of later records) to this one."""
-        for (path, fmt), o in other.groups.items():
-            self.add(path, fmt, o["records"], None, o["sum"], o["n"])
-            self.groups[(path, fmt)]["k"] |= o["k"]
+        if not frame.height:
+            return
+        path = pl.col("source").str.replace(r":\d+$", "")
+        sums = frame.group_by(path.alias("path"), "format", maintain_order=True).agg(
+            pl.len().alias("records"),
+            pl.col("num_spec_tokens").drop_nulls().unique().alias("k"),
+            *(pl.col(m).sum().alias(f"sum_{m}") for m in self.MEANS),
+            *(pl.col(m).count().alias(f"n_{m}") for m in self.MEANS),
+        )
+        for row in sums.iter_rows(named=True):
+            g = self._group(row["path"], row["format"] or "-")
+            self.records += row["records"]
+            g["records"] += row["records"]
+            g["k"] |= set(row["k"])
+            for i, m in enumerate(self.MEANS):
+                g["sum"][i] += row[f"sum_{m}"] or 0.0
+                g["n"][i] += row[f"n_{m}"]
 
     def _group(self, path: str, fmt: str) -> dict[str, Any]:
         g = self.groups.get((path, fmt))
@@ -115,6 +167,10 @@ class Tally:
             g = self.groups[(path, fmt)] = {"records": 0, "k": set(), "sum": [0.0] * 3,
                                             "n": [0] * 3}  # fmt: skip
         return g
+
+    def formats(self) -> list[str]:
+        """The record formats seen, in first-seen order."""
+        return list(dict.fromkeys(fmt for _, fmt in self.groups))
 
     def mean(self, group: dict[str, Any], key: str) -> float | None:
         """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""

@@ -1,0 +1,115 @@
+"""llama.cpp's ``llama-server`` log: the per-request ``print_timing`` lines.
+
+Source: ``tools/server/server-context.cpp``, ``server_slot::print_timings()``:
+
+- ``eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per
+  second)``: the request's decode, prefill excluded (``prompt eval time`` is
+  the prefill).  Its tokens per second is the request's own decode rate: per
+  sequence.  It is taken as printed (recent builds divide by n - 1 tokens,
+  since the first comes from the prompt batch).
+- ``if (n_draft_total > 0)``: ``draft acceptance = %0.5f (%5d accepted / %5d
+  generated), mean len = %5.2f``; earlier ``draft acceptance rate = ...``
+  without mean len, and in mid-2026 ``mean acceptance length = ..., acceptance
+  rate per position = (...)``.  ``mean len`` is 1 + accepted / verify steps:
+  tokens per cycle, bonus token included, so it is ``accept_len``.
+
+Lines carry ``slot print_timing: id N | task M |`` (older builds printed the
+block as one call, so only its first line has it).  A draft line is one record
+with the eval line before it.  A request that drafted nothing prints no draft
+line, so a log without any draft line is a baseline (k = 0); in a log that has
+some, a request without one has k unknown.  k is not printed (it is
+``--spec-draft-n-max``): give it with ``-k``, or it comes from the number of
+per-position rates where the line lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from breakeven.iotools.lines import Engine, Field, LineKind
+
+EVAL = "llamacpp_eval"
+DRAFT = "llamacpp_draft"
+FORMAT = "llamacpp_server"
+
+_WHERE = (
+    Field("timestamp", r"(\d+\.\d\d\.\d{3}\.\d{3}) [IWED] ", "time", kind="text"),
+    Field("task", r"\| task +(-?\d+) \|", "task", kind="text"),
+)
+KINDS = (
+    LineKind(
+        EVAL, "llamacpp", "eval time =", unless="prompt eval time",
+        fields=(
+            *_WHERE,
+            Field("eval_ms", r"eval time = +([^ ]*) ms", "eval time"),
+            Field("eval_tokens", r"eval time = +[^ ]* ms / +([^ ]*) tokens", "tokens"),
+            Field("tok_s", r"([^ (]*) tokens per second", "tokens per second"),
+        ),
+        required=("eval_tokens", "tok_s"),
+    ),
+    LineKind(
+        DRAFT, "llamacpp", "draft acceptance",
+        fields=(
+            *_WHERE,
+            Field("accepted_tokens", r"\( *([^ ]*) accepted", "accepted"),
+            Field("draft_tokens", r"accepted / +([^ )]*) generated", "generated"),
+            Field("accept_len", r"mean (?:len|acceptance length) = +([^ ,]*)", "mean len"),
+            Field("per_position", r"acceptance rate per position = \(([^)]*)\)",
+                  "acceptance rate per position", kind="numbers"),
+        ),
+        required=("accepted_tokens", "draft_tokens"),
+    ),
+)  # fmt: skip
+
+_COLUMNS = {"timestamp": pl.String, "task": pl.String, "eval_ms": pl.Float64,
+            "eval_tokens": pl.Float64, "tok_s": pl.Float64, "accepted_tokens": pl.Float64,
+            "draft_tokens": pl.Float64, "accept_len": pl.Float64,
+            "per_position": pl.List(pl.Float64)}  # fmt: skip
+
+
+def sequence(
+    rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
+) -> tuple[pl.DataFrame | None, dict[str, Any]]:
+    """Records of requests.  State: the last eval line, while no line after it has told
+    whether a draft line belongs to it (``pending``)."""
+    pending = state.get("pending")
+    if rows.height:
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in _COLUMNS.items() if c not in rows.columns
+        )
+    if pending is not None:
+        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    if not rows.height:
+        return None, {}
+    kind, task = pl.col("kind"), pl.col("task")
+    same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
+    rows = rows.with_columns(
+        merge=(kind == DRAFT) & (kind.shift(1) == EVAL) & same_request
+    ).with_columns(absorbed=pl.col("merge").shift(-1, fill_value=False))
+    rows = rows.with_columns(
+        pl.when(pl.col("merge")).then(pl.col(c).shift(1)).otherwise(pl.col(c)).alias(c)
+        for c in ("tok_s", "eval_ms", "eval_tokens")
+    )
+    new_state: dict[str, Any] = {}
+    if not final and rows["kind"][-1] == EVAL:
+        new_state["pending"] = rows.tail(1).drop("merge", "absorbed")
+        rows = rows.head(-1)
+    per_position_k = pl.col("per_position").list.len()
+    draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
+    records = rows.filter(~pl.col("absorbed")).with_columns(
+        format=pl.lit(FORMAT),
+        num_spec_tokens=pl.when(kind == DRAFT).then(draft_k),
+        acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
+            pl.col("accepted_tokens") / pl.col("draft_tokens")),
+        undecided=kind == EVAL,
+    )  # fmt: skip
+    return records.drop("kind", "merge", "absorbed", "task", "eval_ms", "eval_tokens"), new_state
+
+
+ENGINE = Engine(
+    "llamacpp", KINDS, sequence, speculative_kinds=frozenset({DRAFT}),
+    baseline_note="no draft acceptance line in this log: a baseline (k = 0)",
+    tok_s={FORMAT: "the request's eval tokens per second (its decode, prefill excluded)"},
+)  # fmt: skip

@@ -1,0 +1,81 @@
+"""SGLang's scheduler log: ``Decode batch`` lines, and the prefill lines that show idle time.
+
+Source: ``python/sglang/srt/managers/scheduler_metrics_mixin.py``,
+``log_decode_stats`` (2025 ``Decode batch.``, 2026 ``Decode batch,``):
+``#running-req``, ``#token``, ``token usage``, then ``accept len`` (and, from
+late 2025, ``accept rate``) only ``if not self.spec_algorithm.is_none()``, then
+``cuda graph`` and ``gen throughput (token/s)``, ``#queue-req``.  So a decode
+line without ``accept len`` proves its server was not speculating: it is a
+baseline line (k = 0).  ``accept len`` counts the bonus token; ``accept
+rate`` changed meaning between versions and is recomputed from k.
+
+``gen throughput`` is the tokens of the interval over the wall time since the
+previous decode line, for all running requests: the per-sequence rate is
+``gen throughput / #running-req``.  After idle time (no decode line yet, or a
+prefill line reporting an empty batch, ``#running-req: 0``) the next decode
+line's interval spans the idle time: it is flagged ``first_after_idle`` and
+gets no rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from breakeven.iotools.lines import Engine, Field, LineKind
+
+DECODE = "sglang_decode"
+IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
+
+_TIMESTAMP = Field(
+    "timestamp", r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text",
+    transform=lambda e: e.str.replace(" ", "T", literal=True),
+)  # fmt: skip
+
+KINDS = (
+    LineKind(
+        DECODE, "sglang", "Decode batch",
+        fields=(
+            _TIMESTAMP,
+            Field("running_reqs", r"#running-req: ([^,]*)", "#running-req"),
+            Field("tokens_in_use", r"#token: ([^,]*)", "#token"),
+            Field("accept_len", r"accept len: ([^,]*)", "accept len"),
+            Field("gen_tok_s", r"gen throughput \(token/s\): ([^,]*)", "gen throughput (token/s)"),
+            Field("queue_reqs", r"#queue-req: ([^,]*)", "#queue-req"),
+        ),
+        required=("running_reqs", "gen_tok_s"),
+    ),
+    LineKind(IDLE, "sglang", "Prefill batch", match=r"#running-req: 0(?:,|\s*$)"),
+)  # fmt: skip
+
+
+def sequence(
+    rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
+) -> tuple[pl.DataFrame | None, dict[str, Any]]:
+    """Decode records; the state is the kind of the last decode or idle line."""
+    if not rows.height:
+        return None, state
+    previous = pl.col("kind").shift(1, fill_value=state.get("last", IDLE))
+    rows = rows.with_columns(first_after_idle=previous == IDLE)
+    state = {"last": rows["kind"][-1]}
+    decode = rows.filter(pl.col("kind") == DECODE)
+    if not decode.height:
+        return None, state
+    tau = pl.col("accept_len")
+    rate = ~pl.col("first_after_idle") & (pl.col("running_reqs") > 0)
+    records = decode.with_columns(
+        format=pl.lit(DECODE),
+        aggregate_tok_s=pl.when(rate).then(pl.col("gen_tok_s")),
+        tok_s=pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")),
+        concurrency=pl.when(rate).then(pl.col("running_reqs")),
+        num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(pl.lit(k, pl.Int64)),
+        acceptance_rate=(tau - 1) / k if k else pl.lit(None, pl.Float64),
+    )
+    return records.drop("kind"), state
+
+
+ENGINE = Engine(
+    "sglang", KINDS, sequence,
+    tok_s={DECODE: "gen throughput / #running-req (the first window after idle gets none)"},
+)  # fmt: skip

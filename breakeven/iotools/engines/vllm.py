@@ -1,0 +1,189 @@
+"""vLLM's server log: spec-decode metrics (V1 and V0) and the throughput line beside them.
+
+Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
+``vllm/v1/metrics/loggers.py`` and, for V0, ``vllm/engine/metrics.py``.
+
+- V1 ``SpecDecoding metrics:`` per logging interval (counts of the interval):
+  ``Mean acceptance length``, ``Accepted: N tokens``, ``Drafted: N tokens``,
+  ``Per-position acceptance rate: a1, a2, ...`` (one rate per draft position,
+  so k is their number).  ``accept_len = 1 + accepted / drafts`` with
+  ``drafts = drafted / k``.  Its first format (early 2025) said ``Speculative
+  metrics: Draft acceptance rate: ..., Number of accepted tokens: ..., Number
+  of draft tokens: ...``.  The line is logged only for intervals with drafts
+  (``if not self.num_drafts: return``), and never without a speculative config.
+- V0 ``Speculative metrics: ... Number of speculative tokens: k, Number of
+  accepted tokens, Number of draft tokens, Number of emitted tokens``: counters
+  cumulative since server start, so a record is the difference from the
+  previous line (a decrease is a restart); ``accept_len = emitted / (drafted /
+  k)``, since V0 counts accepted positions even after a rejection.
+- ``Avg prompt throughput: ..., Avg generation throughput: ..., Running: N
+  reqs, Waiting|Pending: N reqs``: the throughput of all running requests.  A
+  spec-decode line printed right after it with the same timestamp is one
+  record with it; the per-sequence rate is ``generation throughput /
+  running``.  A log with throughput lines and no spec-decode line at all is a
+  baseline (k = 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from breakeven.iotools.lines import Engine, Field, LineKind
+
+THROUGHPUT = "vllm_throughput"
+V1 = "vllm_v1"
+V1_FIRST = "vllm_v1_first_format"
+V0 = "vllm_v0"
+SPEC = (V1, V1_FIRST, V0)
+_THROUGHPUT_FIELDS = ("prompt_tok_s", "gen_tok_s", "running_reqs", "queue_reqs")
+
+_TIMESTAMP = Field(
+    "timestamp", r"(?:INFO|WARNING|DEBUG|ERROR) +(\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text"
+)
+_FIRST_COUNTS = (
+    Field("accepted_tokens", r"Number of accepted tokens: ([^,]*)", "Number of accepted tokens"),
+    Field("draft_tokens", r"Number of draft tokens(?: tokens)?: ([^,]*)", "Number of draft tokens"),
+)
+
+KINDS = (
+    LineKind(
+        THROUGHPUT, "vllm", "Avg generation throughput:",
+        fields=(
+            _TIMESTAMP,
+            Field("prompt_tok_s", r"Avg prompt throughput: ([^,]*?) tokens/s", "Avg prompt throughput"),
+            Field("gen_tok_s", r"Avg generation throughput: ([^,]*?) tokens/s",
+                  "Avg generation throughput"),
+            Field("running_reqs", r"Running: ([^,]*?) reqs", "Running"),
+            Field("queue_reqs", r"(?:Waiting|Pending): ([^,]*?) reqs", "Waiting"),
+        ),
+        required=("gen_tok_s", "running_reqs"),
+    ),
+    LineKind(
+        V1, "vllm", "SpecDecoding metrics:",
+        fields=(
+            _TIMESTAMP,
+            Field("printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"),
+            Field("accepted_tokens", r"Accepted: ([^,]*?) tokens", "Accepted"),
+            Field("draft_tokens", r"Drafted: ([^,]*?) tokens", "Drafted"),
+            Field("per_position", r"Per-position acceptance rate: (\d[\d.]*(?:, ?\d[\d.]*)*)",
+                  "Per-position acceptance rate", kind="numbers"),
+        ),
+        required=("accepted_tokens", "draft_tokens"),
+    ),
+    LineKind(
+        V0, "vllm", "Speculative metrics:", also="emitted tokens",
+        fields=(
+            _TIMESTAMP,
+            Field("printed_k", r"Number of speculative tokens: ([^,]*)", "Number of speculative tokens"),
+            *_FIRST_COUNTS,
+            Field("emitted_tokens", r"Number of emitted tokens(?: tokens)?: ([^,]*)",
+                  "Number of emitted tokens"),
+        ),
+        required=("printed_k", "accepted_tokens", "draft_tokens", "emitted_tokens"),
+    ),
+    LineKind(
+        V1_FIRST, "vllm", "Speculative metrics:", fields=(_TIMESTAMP, *_FIRST_COUNTS),
+        required=("accepted_tokens", "draft_tokens"),
+    ),
+)  # fmt: skip
+
+_COLUMNS = {"timestamp": pl.String, "printed_accept_len": pl.Float64, "printed_k": pl.Float64,
+            "accepted_tokens": pl.Float64, "draft_tokens": pl.Float64,
+            "emitted_tokens": pl.Float64, "per_position": pl.List(pl.Float64),
+            **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64)}  # fmt: skip
+
+
+def sequence(
+    rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
+) -> tuple[pl.DataFrame | None, dict[str, Any]]:
+    """Records of vLLM's lines.  State: the last throughput line, when no line after it has
+    told yet whether a spec-decode line merges into it (``pending``), and V0's counters at
+    its last line (``v0_last``)."""
+    pending = state.get("pending")
+    rows = rows.with_columns(
+        pl.lit(None, dtype).alias(c) for c, dtype in _COLUMNS.items() if c not in rows.columns
+    ) if rows.height else rows  # fmt: skip
+    if pending is not None:
+        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    if not rows.height:
+        return None, {}
+    kind, ts = pl.col("kind"), pl.col("timestamp")
+    rows = rows.with_columns(
+        merge=kind.is_in(SPEC) & (kind.shift(1) == THROUGHPUT) & ts.shift(1).eq_missing(ts)
+    ).with_columns(absorbed=pl.col("merge").shift(-1, fill_value=False))
+    rows = rows.with_columns(
+        pl.when(pl.col("merge")).then(pl.col(c).shift(1)).otherwise(pl.col(c)).alias(c)
+        for c in _THROUGHPUT_FIELDS
+    )
+    new_state: dict[str, Any] = {"v0_last": state.get("v0_last")}
+    if not final and rows["kind"][-1] == THROUGHPUT:  # the next block may merge into it
+        new_state["pending"] = rows.tail(1).drop("merge", "absorbed")
+        rows = rows.head(-1)
+    rows = _v0_differences(rows, new_state)
+    records = rows.filter(~pl.col("absorbed")).with_columns(_derived(k))
+    return records.drop("kind", "merge", "absorbed", "printed_accept_len", "printed_k",
+                        "restarted"), new_state  # fmt: skip
+
+
+def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
+    """V0's counters as differences from the line before (from 0 after a restart); sets
+    ``state['v0_last']`` to the counters of the last V0 line, as printed."""
+    counters = ("accepted_tokens", "draft_tokens", "emitted_tokens")
+    last = state.get("v0_last") or {}
+    is_v0 = pl.col("kind") == V0
+    previous = {c: pl.col(c).shift(1, fill_value=last.get(c)).over("kind") for c in counters}
+    restarted = previous["accepted_tokens"].is_null() | pl.any_horizontal(
+        pl.col(c) < previous[c] for c in counters
+    )
+    printed = rows.filter(is_v0).select(counters).tail(1)
+    if printed.height:
+        state["v0_last"] = printed.to_dicts()[0]
+    return rows.with_columns(restarted=is_v0 & restarted).with_columns(
+        pl.when(is_v0 & ~pl.col("restarted")).then(pl.col(c) - previous[c]).otherwise(pl.col(c))
+        .alias(c) for c in counters
+    )  # fmt: skip
+
+
+def _derived(k: int | None) -> list[pl.Expr]:
+    kind = pl.col("kind")
+    per_position_k = pl.col("per_position").list.len()
+    v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
+    row_k = pl.when(kind == V0).then(pl.col("printed_k").cast(pl.Int64)).when(
+        kind.is_in([V1, V1_FIRST])).then(v1_k)  # fmt: skip
+    drafts = pl.col("draft_tokens") / row_k
+    v1_accept_len = (
+        pl.when(row_k > 0)
+        .then(pl.when(drafts > 0).then(1 + pl.col("accepted_tokens") / drafts))
+        .otherwise(pl.col("printed_accept_len"))
+    )
+    v0_accept_len = pl.when((row_k > 0) & (pl.col("draft_tokens") > 0)).then(
+        pl.col("emitted_tokens") / drafts
+    )
+    accept_len = pl.when(kind == V0).then(v0_accept_len).otherwise(v1_accept_len)
+    rate = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
+    return [
+        pl.when(kind == THROUGHPUT).then(pl.lit(THROUGHPUT)).when(kind == V0).then(pl.lit(V0))
+        .otherwise(pl.lit(V1)).alias("format"),
+        row_k.alias("num_spec_tokens"),
+        pl.when(row_k > 0).then(drafts).alias("num_drafts"),
+        accept_len.alias("accept_len"),
+        pl.when(kind == V0).then((accept_len - 1) / row_k).when(pl.col("draft_tokens") > 0)
+        .then(pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance_rate"),
+        pl.when(pl.col("restarted")).then(
+            pl.lit("counters since server start (first line, or after a restart)")).alias("note"),
+        pl.when(rate).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
+        pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
+        pl.when(rate).then(pl.col("running_reqs")).alias("concurrency"),
+        (kind == THROUGHPUT).alias("undecided"),
+    ]  # fmt: skip
+
+
+ENGINE = Engine(
+    "vllm", KINDS, sequence, speculative_kinds=frozenset(SPEC),
+    baseline_note="no spec-decode line in this log: a baseline (k = 0)",
+    tok_s={THROUGHPUT: "Avg generation throughput / Running requests",
+           V1: "Avg generation throughput / Running requests (the throughput line beside it)",
+           V0: "Avg generation throughput / Running requests (the throughput line beside it)"},
+)  # fmt: skip

@@ -1,0 +1,315 @@
+"""Line kinds, each defined once, and the one driver that reads every text input with them.
+
+A :class:`LineKind` is what a kind of engine log line means: the literal
+marker every such line holds, its fields (a pattern whose one group is the
+value as printed) and which fields it cannot do without.  What depends on
+more than one line (vLLM's throughput line merged into the spec-decode line
+beside it, SGLang's idle time, vLLM V0's cumulative counters, llama.cpp's
+per-request pair of lines) is each engine's ``sequence`` function, in its own
+module of :mod:`breakeven.iotools.engines`.
+
+The driver (:class:`TextScanner`) reads blocks of complete lines into a
+polars frame (one row per line, numbered), keeps the lines holding a marker,
+extracts every kind's fields column-wise and hands each engine its rows in
+order.  The records it returns are polars frames in the record schema
+(:mod:`breakeven.iotools.records`): ``--json``, the Python API and ``--out``
+are views of the same rows.  polars' regular expressions (Rust's ``regex``)
+match in time linear in the line, so no input can make a pattern slow.
+
+Values as engines print them: a placeholder where a number goes (``not
+set``, ``N/A``, ``-``, ``inf``, ``nan``, empty) makes that field missing; any
+other text that is not a number is a problem naming the field, and the line's
+record is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from breakeven.iotools.records import PLACEHOLDERS, frame_of
+from breakeven.iotools.sources import Block, Problem
+
+
+@dataclass(frozen=True)
+class Field:
+    """One value of a line kind."""
+
+    name: str
+    """Its column (a record key, or a name the engine's ``sequence`` reads)."""
+    pattern: str
+    """A regular expression whose one group is the value as printed."""
+    label: str
+    """How the engine names it, for messages."""
+    kind: str = "number"
+    """'number', 'text' or 'numbers' (a comma-separated list)."""
+    transform: Callable[[pl.Expr], pl.Expr] | None = None
+    """Applied to a text value (e.g. a timestamp made ISO 8601)."""
+
+
+@dataclass(frozen=True)
+class LineKind:
+    """A kind of log line: how to find it and what it holds."""
+
+    name: str
+    """Its name, e.g. ``sglang_decode``."""
+    engine: str
+    """The engine that prints it (the module of :mod:`breakeven.iotools.engines`)."""
+    marker: str
+    """A literal every line of this kind holds."""
+    fields: tuple[Field, ...] = ()
+    required: tuple[str, ...] = ()
+    """Fields a line must have; without them it is a problem."""
+    also: str | None = None
+    """A literal the line must hold as well (kinds that share a marker)."""
+    unless: str | None = None
+    """A literal the line must not hold."""
+    match: str | None = None
+    """A pattern the line must match, else it is not of this kind (no problem)."""
+
+
+@dataclass
+class Engine:
+    """What a module of :mod:`breakeven.iotools.engines` provides for text inputs."""
+
+    name: str
+    kinds: tuple[LineKind, ...]
+    sequence: Callable[..., tuple[pl.DataFrame | None, dict[str, Any]]]
+    """``sequence(rows, state, k, final)``: records of the block's rows (in line order,
+    with ``line``, ``kind`` and the fields), and the new state.  A record whose k
+    only the rest of the file can tell has ``undecided`` True."""
+    speculative_kinds: frozenset[str] = frozenset()
+    """Kinds whose lines show the server speculated: a file without any makes its
+    ``undecided`` records baselines (k = 0)."""
+    baseline_note: str = ""
+    tok_s: dict[str, str] = field(default_factory=dict)
+    """What ``tok_s`` means, by record format (for the ingest summary)."""
+
+
+def number(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """A printed value as a number [unit of the field], and whether it is wrong.
+
+    Surrounding space, a trailing ``%`` or ``.`` are dropped; placeholders
+    (:data:`PLACEHOLDERS`) and non-finite values are missing, not wrong.
+    """
+    text = expr.str.strip_chars(" \t\r").str.strip_chars_end(".%")
+    value = text.cast(pl.Float64, strict=False)
+    value = pl.when(value.is_finite()).then(value)
+    wrong = text.is_not_null() & value.is_null() & ~text.str.to_lowercase().is_in(PLACEHOLDERS)
+    return value, wrong
+
+
+def _numbers(expr: pl.Expr) -> pl.Expr:
+    return expr.str.split(",").list.eval(
+        pl.element().str.strip_chars(" \t\r").cast(pl.Float64, strict=False)
+    )
+
+
+def parse_kind(lines: pl.DataFrame, kind: LineKind) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The fields of ``lines`` (all of this kind): the rows that parse, and the problems
+    (``line``, ``message``) of those that do not."""
+    if kind.match is not None:
+        lines = lines.filter(pl.col("text").str.contains(kind.match))
+    raw = lines.with_columns(
+        pl.col("text").str.extract(f.pattern, 1).alias(f"_raw_{f.name}") for f in kind.fields
+    )
+    columns = []
+    problem: Any = pl.when(pl.col("text").str.contains("\ufffd", literal=True)).then(
+        pl.lit("not UTF-8 text")
+    )
+    for f in kind.fields:
+        text = pl.col(f"_raw_{f.name}")
+        if f.kind == "number":
+            value, bad = number(text)
+            problem = problem.when(bad).then(
+                pl.format(
+                    "{} is '{}', expected a number", pl.lit(f.label), text.str.strip_chars(" \t\r")
+                )
+            )
+        elif f.kind == "numbers":
+            value = _numbers(text)
+        else:
+            value = f.transform(text) if f.transform is not None else text
+        columns.append(value.alias(f.name))
+    if kind.required:
+        labels = {f.name: f.label for f in kind.fields}
+        missing = pl.any_horizontal(pl.col(f"_raw_{name}").is_null() for name in kind.required)
+        needed = " and ".join(f"'{labels[name]}'" for name in kind.required)
+        problem = problem.when(missing).then(pl.lit(f"expected {needed} fields"))
+    parsed = raw.select("line", "kind", "text", *columns, problem.otherwise(None).alias("problem"))
+    bad_rows = parsed.filter(pl.col("problem").is_not_null()).select(
+        "line", (pl.lit(f"{kind.name} line does not parse: ") + pl.col("problem")).alias("message")
+    )
+    good = parsed.filter(pl.col("problem").is_null()).drop("text", "problem")
+    return good, bad_rows
+
+
+class TextScanner:
+    """Reads one text input, block by block, into record frames and problems.
+
+    Parameters
+    ----------
+    name : str
+        The input as shown in ``source`` and in problems.
+    engines : list of Engine
+    num_spec_tokens : int, optional
+        k, for lines that do not print it.
+    table_reader : callable, optional
+        ``table_reader(text, first_line, final)``: records (dicts) and problems
+        of benchmark result tables in ``text``, and the line from which an
+        unfinished table must be read again with the next block (or None).
+    table_markers : tuple of str
+        Literals that start a result table.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        engines: list[Engine],
+        num_spec_tokens: int | None = None,
+        table_reader: Callable[..., Any] | None = None,
+        table_markers: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.engines = engines
+        self.k = num_spec_tokens
+        self.kinds = [kind for e in engines for kind in e.kinds]
+        self.markers = sorted({kind.marker for kind in self.kinds} | set(table_markers))
+        self.table_markers = table_markers
+        self.table_reader = table_reader
+        self.table_carry: tuple[int, str] | None = None
+        self.state: dict[str, dict[str, Any]] = {e.name: {} for e in engines}
+        self.speculated = {e.name: False for e in engines}
+        self.held: dict[str, list[pl.DataFrame]] = {e.name: [] for e in engines}
+        self.kind_of: Any = None
+        for kind in reversed(self.kinds):
+            cond = pl.col("text").str.contains(kind.marker, literal=True)
+            if kind.also is not None:
+                cond = cond & pl.col("text").str.contains(kind.also, literal=True)
+            if kind.unless is not None:
+                cond = cond & ~pl.col("text").str.contains(kind.unless, literal=True)
+            then = pl.lit(kind.name)
+            self.kind_of = (
+                pl.when(cond).then(then)
+                if self.kind_of is None
+                else pl.when(cond).then(then).otherwise(self.kind_of)
+            )
+        self.kind_by_name = {kind.name: kind for kind in self.kinds}
+
+    def feed(self, block: Block) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """Records and problems of one block (records may come from earlier blocks)."""
+        lines = pl.read_csv(
+            block.data, has_header=False, separator="\x1f", quote_char=None,
+            new_columns=["text"], infer_schema=False, truncate_ragged_lines=True,
+            encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
+        )  # fmt: skip
+        lines = lines.with_row_index("line", offset=block.first_line).filter(
+            pl.col("text").str.contains_any(self.markers)
+            & ~pl.col("text").str.strip_chars_start().str.starts_with("#")  # a comment
+        )
+        return self._read(lines, block, final=False)
+
+    def finish(self) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """What the end of the input completes."""
+        frames, problems = self._read(None, None, final=True)
+        for engine in self.engines:
+            held = self.held[engine.name]
+            if held and not self.speculated[engine.name]:
+                baseline = pl.concat(held, how="diagonal_relaxed").with_columns(
+                    num_spec_tokens=pl.lit(0, pl.Int64), note=pl.lit(engine.baseline_note)
+                )
+                frames.append(self._complete(baseline, engine.name))
+            elif held:
+                frames += [self._complete(h, engine.name) for h in held]
+            self.held[engine.name] = []
+        return frames, problems
+
+    def _read(
+        self, lines: pl.DataFrame | None, block: Block | None, final: bool
+    ) -> tuple[list[pl.DataFrame], list[Problem]]:
+        problems: list[Problem] = []
+        frames: list[pl.DataFrame] = []
+        by_engine: dict[str, list[pl.DataFrame]] = {}
+        tables = False
+        if lines is not None and lines.height:
+            lines = lines.with_columns(self.kind_of.alias("kind"))
+            tables = bool(self.table_markers) and lines["kind"].is_null().any()
+            for name, group in lines.filter(pl.col("kind").is_not_null()).group_by(
+                "kind", maintain_order=True
+            ):
+                kind = self.kind_by_name[name[0]]
+                good, bad = parse_kind(group, kind)
+                problems += [Problem(self.name, line, message) for line, message in bad.iter_rows()]
+                by_engine.setdefault(kind.engine, []).append(good)
+        for engine in self.engines:
+            parts = by_engine.get(engine.name)
+            if parts is None and not final:
+                continue
+            rows = (
+                pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else pl.DataFrame()
+            )
+            if parts and not self.speculated[engine.name]:
+                seen = rows["kind"].is_in(list(engine.speculative_kinds)).any()
+                if seen:
+                    self.speculated[engine.name] = True
+                    frames += [self._complete(h, engine.name) for h in self.held[engine.name]]
+                    self.held[engine.name] = []
+            records, self.state[engine.name] = engine.sequence(
+                rows, self.state[engine.name], self.k, final
+            )
+            if records is None or not records.height:
+                continue
+            if "undecided" in records.columns:
+                undecided = records.filter(pl.col("undecided")).drop("undecided")
+                records = records.filter(~pl.col("undecided")).drop("undecided")
+                if undecided.height and not self.speculated[engine.name]:
+                    self.held[engine.name].append(undecided)
+                elif undecided.height:
+                    frames.append(self._complete(undecided, engine.name))
+            if records.height:
+                frames.append(self._complete(records, engine.name))
+        if self.table_reader is not None and (tables or self.table_carry):
+            frames_t, problems_t = self._tables(block, final)
+            frames += frames_t
+            problems += problems_t
+        return frames, problems
+
+    def _tables(self, block: Block | None, final: bool) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """Result tables: from the first table marker of the block (and what an unfinished
+        table of the previous block left)."""
+        assert self.table_reader is not None
+        first_line, text = self.table_carry or (None, "")
+        self.table_carry = None
+        if block is not None:
+            data = block.data
+            if first_line is None:
+                at = min((p for m in self.table_markers if (p := data.find(m.encode())) >= 0),
+                         default=-1)  # fmt: skip
+                if at < 0:
+                    return [], []
+                start = data.rfind(b"\n", 0, at) + 1
+                first_line = block.first_line + data.count(b"\n", 0, start)
+                text = data[start:].decode("utf-8", errors="replace")
+            else:
+                text += data[: 1 << 16].decode("utf-8", errors="replace")
+        if first_line is None:
+            return [], []
+        records, problems, open_at = self.table_reader(text, first_line, final)
+        if open_at is not None and not final:
+            offset = open_at - first_line
+            kept = text.split("\n")[offset:]
+            self.table_carry = (open_at, "\n".join(kept)[: 1 << 20])
+        frame = [frame_of([dict(r, source=f"{self.name}:{r.pop('_line')}") for r in records])]
+        return (frame if records else []), [Problem(self.name, ln, m) for ln, m in problems]
+
+    def _complete(self, records: pl.DataFrame, engine: str) -> pl.DataFrame:
+        """Engine records as frames of the record schema, with engine, origin and source."""
+        records = records.with_columns(
+            engine=pl.lit(engine),
+            origin=pl.lit("server"),
+            source=pl.lit(self.name + ":") + pl.col("line").cast(pl.String),
+        )
+        return frame_of(records)

@@ -1,0 +1,299 @@
+"""Opening what users pass to ingest: files, ``-`` (standard input), pipes, compressed logs.
+
+Compression is told by magic bytes, never by the name: gzip (``1f 8b``), bzip2
+(``BZh``) and xz (``fd 37 7a 58 5a 00``), decompressed by the standard library
+as a stream.  Text is read in blocks of complete lines (:func:`iter_blocks`),
+so memory stays bounded whatever the size; JSON and Prometheus documents are
+read whole, up to :data:`MAX_DOCUMENT_BYTES`.
+
+What a file holds is told from its content (:func:`detect`): JSON only if it
+parses as one JSON document or as JSON Lines, Prometheus text by its engine
+metric names, anything else is text, scanned for every line kind and table
+breakeven knows.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import os
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from queue import Empty, Queue
+from typing import IO, Any
+
+BLOCK_BYTES = 8 << 20  # text is read in blocks of about this many bytes
+MAX_LINE_BYTES = 1 << 20  # a line longer than this that does not fit in a block is skipped
+MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
+HEAD_BYTES = 1 << 16  # what detection looks at
+STDIN = "-"
+
+TEXT, JSON_DOCUMENT, PROMETHEUS = "text", "json", "prometheus"
+
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+
+
+@dataclass
+class Problem:
+    """A line or file breakeven could not read."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}, line {self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+
+class InputError(OSError):
+    """An input that cannot be opened or read (its message names no file: the caller does)."""
+
+
+class _Chain:
+    """A binary stream that gives ``head`` first, then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            if size < 0:
+                out, self.head = self.head + self.stream.read(), b""
+                return out
+            out, self.head = self.head[:size], self.head[size:]
+            if len(out) < size:
+                out += self.stream.read(size - len(out))
+            return out
+        return self.stream.read(size)
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def _read_exactly(stream: Any, size: int) -> bytes:
+    """Up to ``size`` bytes, reading again where a pipe gives less (stops at the end)."""
+    parts, got = [], 0
+    while got < size:
+        chunk = stream.read(size - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+@dataclass
+class Input:
+    """An opened input: its name as shown, the decompressed stream, and its first bytes."""
+
+    name: str
+    stream: Any
+    head: bytes
+    compression: str | None
+
+    def read_all(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+        """The whole (decompressed) content; raises InputError past ``limit`` bytes."""
+        data = _read_exactly(self.stream, limit + 1)
+        if len(data) > limit:
+            raise InputError(f"is over {limit >> 20} MiB; a JSON or metrics file may hold at "
+                             f"most {limit >> 20} MiB")  # fmt: skip
+        return data
+
+    def close(self) -> None:
+        if self.stream is not None and self.name != STDIN:
+            self.stream.close()
+
+
+def open_input(path: str) -> Input:
+    """Open ``path`` (or standard input for ``-``), decompressing by magic bytes.
+
+    Raises InputError for a directory, an empty input or one that cannot be
+    read or decompressed.
+    """
+    if path == STDIN:
+        raw: Any = sys.stdin.buffer
+    else:
+        try:
+            info = os.stat(path)
+        except OSError as e:
+            raise InputError(f"cannot read it ({e.strerror or e})") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a directory; expected a file")
+        try:
+            raw = open(path, "rb")
+        except OSError as e:
+            raise InputError(f"cannot read it ({e.strerror or e})") from None
+    try:
+        first = _read_exactly(raw, 8)
+        compression = next((name for magic, name in _MAGIC if first.startswith(magic)), None)
+        stream: Any = _Chain(first, raw)
+        if compression is not None:
+            opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+            stream = opener[compression](fileobj=stream, mode="rb")
+        head = _read_exactly(stream, HEAD_BYTES)
+    except (OSError, EOFError, lzma.LZMAError) as e:
+        if path != STDIN:
+            raw.close()
+        raise InputError(f"cannot read it ({decompression_error(e)})") from None
+    if not head:
+        if path != STDIN:
+            raw.close()
+        raise InputError("is empty" + (f" ({compression}-compressed)" if compression else ""))
+    return Input(path, _Chain(head, stream), head, compression)
+
+
+def decompression_error(e: BaseException) -> str:
+    """What went wrong reading a compressed stream, in a few words."""
+    if isinstance(e, EOFError):
+        return "the compressed data ends early: a truncated file?"
+    return getattr(e, "strerror", None) or str(e) or type(e).__name__
+
+
+def detect(head: bytes) -> str:
+    """:data:`JSON_DOCUMENT` (a candidate: the whole file must still parse),
+    :data:`PROMETHEUS` or :data:`TEXT`, from the first bytes of a file."""
+    text = head.decode("utf-8", errors="replace")
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped[:1] in ("{", "[") and _may_be_json(stripped):
+        return JSON_DOCUMENT
+    if looks_like_prometheus(text):
+        return PROMETHEUS
+    return TEXT
+
+
+def _may_be_json(text: str) -> bool:
+    """Whether ``text`` (the start of a file) can begin a JSON document or JSON Lines:
+    its first value parses, or fails only where the head was cut off."""
+    try:
+        json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError as e:
+        return e.pos >= len(text.rstrip()) - 1  # cut off by the head, not wrong
+    return True
+
+
+_PROMETHEUS_PREFIXES = ("vllm:", "sglang:", "llamacpp:")
+
+
+def looks_like_prometheus(text: str) -> bool:
+    """Whether ``text`` holds engine metrics in the Prometheus text format."""
+    for line in text.splitlines()[:200]:
+        line = line.strip()
+        for prefix in _PROMETHEUS_PREFIXES:
+            if line.startswith((f"# TYPE {prefix}", f"# HELP {prefix}")):
+                return True
+            if line.startswith(prefix) and " " in line:
+                return True
+    return False
+
+
+@dataclass
+class Block:
+    """Complete lines of a text input: the first one's number, and the bytes (each line
+    ends with a newline)."""
+
+    first_line: int
+    data: bytes
+
+
+def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block | Problem]:
+    """Blocks of complete lines, and problems, in order.
+
+    A line longer than :data:`MAX_LINE_BYTES` that does not fit in a block is
+    skipped with a problem; binary data (a NUL byte) yields the lines before
+    it, then a problem, and ends the input.  A last line without a newline gets
+    one.  Decompression is done in a thread ahead of the caller (zlib, bz2 and
+    lzma release the GIL), so it overlaps with the parsing of the last block.
+    """
+    size = block_bytes or BLOCK_BYTES
+    line_no, carry, skipping = 1, b"", False
+    too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
+    for data in _prefetched(source, size):
+        if isinstance(data, Problem):
+            yield data
+            return
+        if skipping:  # inside an over-long line: find its end
+            cut = data.find(b"\n")
+            if cut < 0:
+                continue
+            data, skipping, line_no = data[cut + 1 :], False, line_no + 1
+        buf = carry + data if carry else data
+        end = buf.rfind(b"\n") + 1
+        carry = buf[end:]
+        if end:
+            block = buf[:end] if carry else buf
+            nul = block.find(b"\0")
+            if nul >= 0:
+                yield from _binary(source.name, block, nul, line_no)
+                return
+            yield Block(line_no, block)
+            line_no += block.count(b"\n")
+        if len(carry) > MAX_LINE_BYTES:
+            yield Problem(source.name, line_no, too_long)
+            carry, skipping = b"", True
+    if carry and not skipping:
+        if b"\0" in carry:
+            yield from _binary(source.name, carry, carry.find(b"\0"), line_no)
+            return
+        yield Block(line_no, carry + b"\n")
+
+
+def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
+    """Chunks of the stream, read (and decompressed) one ahead in a thread."""
+    chunks: Queue[Any] = Queue(maxsize=2)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                chunk = _read_exactly(source.stream, size)
+                chunks.put(chunk)
+                if not chunk:
+                    return
+        except (OSError, EOFError, lzma.LZMAError) as e:
+            chunks.put(Problem(source.name, None, f"cannot read on ({decompression_error(e)}); "
+                               "the lines before were read"))  # fmt: skip
+        except BaseException as e:
+            chunks.put(e)
+
+    if source.compression is None:  # plain reads are fast: no thread needed
+        while True:
+            chunk = _read_exactly(source.stream, size)
+            if not chunk:
+                return
+            yield chunk
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = chunks.get()
+            if isinstance(item, BaseException):
+                raise item
+            if isinstance(item, Problem):
+                yield item
+                return
+            if not item:
+                return
+            yield item
+    finally:
+        stop.set()  # the reader stops after its next chunk; drain so that it is not blocked
+        try:
+            while True:
+                chunks.get_nowait()
+        except Empty:
+            pass
+
+
+def _binary(path: str, data: bytes, nul: int, line_no: int) -> Iterator[Block | Problem]:
+    """The complete lines before the NUL byte at ``nul``, then the problem."""
+    before = data.rfind(b"\n", 0, nul) + 1
+    if before:
+        yield Block(line_no, data[:before])
+    at = line_no + data.count(b"\n", 0, nul)
+    hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+    yield Problem(path, at, f"binary data (a NUL byte){hint}; expected a text log; stopped reading")
