@@ -428,39 +428,38 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
 
         os.environ["POLARS_MAX_THREADS"] = str(jobs)  # read when polars is first imported
     from breakeven.iotools.ingest import Tally, iter_frames, tok_s_meanings
-    from breakeven.iotools.records import csv_bytes, csv_header, to_dicts
+    from breakeven.iotools.records import csv_bytes, csv_header
 
     problems: list[Any] = []
     tally = Tally()
     inputs = _ingest_inputs(files, per_file)
     frames = iter_frames(inputs, problems, format=format, before=before)
 
-    def counted() -> Any:
+    out_json = _JsonArray() if as_json else None
+
+    def rows() -> Any:  # CSV rows of each frame; with --json, the frame's JSON on the way
         for frame in frames:
             tally.count(frame)
-            yield frame
+            if out_json is not None:
+                out_json.write(frame)
+            yield csv_bytes(frame)
 
-    records: list[Any] = []
-    if as_json:
-        for frame in counted():
-            records += to_dicts(frame)
-        rows: Any = [csv_bytes(_frame(records))] if out is not None else []
-    else:
-        rows = (csv_bytes(frame) for frame in counted())
     if out is not None:
         from breakeven.iotools.atomic import append_bytes, write_bytes
 
         if append:
-            append_bytes(out, csv_header(), rows)
+            append_bytes(out, csv_header(), rows())
         else:
-            write_bytes(out, [csv_header()], rows, force=force)
+            write_bytes(out, [csv_header()], rows(), force=force)
         click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.",
                    err=True)  # fmt: skip
-    elif not as_json:
-        for _ in rows:
-            pass
-    if as_json:
-        click.echo(json.dumps(records, indent=2, allow_nan=False))
+    else:
+        for frame in frames:
+            tally.count(frame)
+            if out_json is not None:
+                out_json.write(frame)
+    if out_json is not None:
+        out_json.close()
     else:
         from breakeven.formatting import ingest_text
 
@@ -472,10 +471,21 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
                          "named above with its file and line")
 
 
-def _frame(records: list[Any]) -> Any:
-    from breakeven.iotools.records import frame_of
+class _JsonArray:
+    """Record frames printed as one JSON array, a frame at a time (bounded memory)."""
 
-    return frame_of(records)
+    def __init__(self) -> None:
+        self.started = False
+
+    def write(self, frame: Any) -> None:
+        if not frame.height:
+            return
+        body = frame.write_json()[1:-1]  # the frame's array, without its brackets
+        click.echo(("," if self.started else "[") + body, nl=False)
+        self.started = True
+
+    def close(self) -> None:
+        click.echo("]" if self.started else "[]")
 
 
 @cli.command(name="check")

@@ -3,7 +3,6 @@
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -204,9 +203,12 @@ class TestDetection:
         assert sources.detect(renamed.read_bytes()[: sources.HEAD_BYTES]) == kind
 
         def without_source(path):
-            return [{**r, "source": r["source"].replace(str(path), "")} for r in ingest([path]).records]
+            return [
+                {**r, "source": r["source"].replace(str(path), "")} for r in ingest([path]).records
+            ]
 
         assert without_source(renamed) == without_source(DATA / name)
+
 
 class TestBadInput:
     def run(self, path, *extra):
