@@ -375,7 +375,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
                      for fp, m in means.items()]  # fmt: skip
             why = "their environments differ" if len(means) > 1 else "with the same environment"
             message = (f"Baselines for {config[0] or 'this model'} on {config[1] or 'this hardware'}"
-                       f" at concurrency {config[2]:g} disagree by {spread:.1%} ({why}): "
+                       f" {_at_concurrency(config[2])} disagree by {spread:.1%} ({why}): "
                        f"{'; '.join(parts)}. A baseline measured in another launch is not a "
                        "baseline: re-measure it right before the speculative run, same "
                        "environment.")  # fmt: skip
@@ -385,7 +385,10 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
     comparisons: list[Comparison] = []
     keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
-    spec_runs = df.loc[df["is_spec"] & ~echo,
+    # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
+    # compare (a decode window after idle time, say): it is not a run of its own.
+    measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
+    spec_runs = df.loc[df["is_spec"] & ~echo & measures,
                        [*keys, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup", "tok_s",
                         "line"]]  # fmt: skip
     groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
@@ -430,7 +433,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             codes.add("baseline_missing")
             flags.append(Flag("baseline_missing",
                               f"{where}: no baseline of {model or 'this model'} on "
-                              f"{hardware or 'this hardware'} at concurrency {conc:g}. Measure "
+                              f"{hardware or 'this hardware'} {_at_concurrency(conc)}. Measure "
                               "one, in the same launch environment, before enabling speculation.",
                               lines))  # fmt: skip
         elif not len(same_env):
@@ -479,6 +482,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     order = list(FLAGS)
     flags.sort(key=lambda f: order.index(f.code))
     return CheckResult(tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks))
+
+
+def _at_concurrency(value: float) -> str:
+    """'at concurrency 8', or 'at an unknown concurrency' where the rows did not say."""
+    return f"at concurrency {value:g}" if value >= 0 else "at an unknown concurrency"
 
 
 def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:

@@ -72,6 +72,14 @@ class _Chain:
             return out
         return self.stream.read(size)
 
+    def read1(self, size: int) -> bytes:
+        """At most ``size`` bytes, from one read of the stream below (a decompressor's
+        ``read1`` returns what it has, where ``read`` would drop it at a fault)."""
+        if self.head:
+            out, self.head = self.head[:size], self.head[size:]
+            return out
+        return getattr(self.stream, "read1", self.stream.read)(size)
+
     def close(self) -> None:
         self.stream.close()
 
@@ -136,8 +144,10 @@ def open_input(path: str) -> Input:
         compression = next((name for magic, name in _MAGIC if first.startswith(magic)), None)
         stream: Any = _Chain(first, raw)
         if compression is not None:
-            opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
-            stream = opener[compression](fileobj=stream, mode="rb")
+            if compression == "gzip":
+                stream = gzip.GzipFile(fileobj=stream, mode="rb")
+            else:
+                stream = (bz2.BZ2File if compression == "bzip2" else lzma.LZMAFile)(stream, "rb")
         head = _read_exactly(stream, HEAD_BYTES)
     except (OSError, EOFError, lzma.LZMAError) as e:
         if path != STDIN:
@@ -259,13 +269,24 @@ def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
     stop = threading.Event()
 
     def read() -> None:
+        parts: list[bytes] = []
         try:
             while not stop.is_set():
-                chunk = _read_exactly(source.stream, size)
+                parts, got = [], 0
+                while got < size:  # in pieces: what came before a fault is kept
+                    piece = source.stream.read1(min(size - got, 1 << 20))
+                    if not piece:
+                        break
+                    parts.append(piece)
+                    got += len(piece)
+                chunk = b"".join(parts)
+                parts = []
                 chunks.put(chunk)
                 if not chunk:
                     return
         except (OSError, EOFError, lzma.LZMAError) as e:
+            if parts:
+                chunks.put(b"".join(parts))
             chunks.put(Problem(source.name, None, f"cannot read on ({decompression_error(e)}); "
                                "the lines before were read"))  # fmt: skip
         except BaseException as e:
