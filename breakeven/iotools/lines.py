@@ -34,7 +34,9 @@ import polars as pl
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import Block, Problem
 
-PARSE_ROWS = 40_000  # marked lines parsed together (at most a block's more)
+PARSE_ROWS = 40_000
+COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
+TABLE = "_result_table"  # the kind of a result table's title line  # marked lines parsed together (at most a block's more)
 
 
 @dataclass(frozen=True)
@@ -118,18 +120,20 @@ def parse_kind(lines: pl.DataFrame, kind: LineKind) -> tuple[pl.DataFrame, pl.Da
     Most values are plain numbers: they are cast at once, and only the rows with some
     other text (a unit, a placeholder, garbage) take the slower reading of :func:`number`.
     """
-    if kind.match is not None:
-        lines = lines.filter(pl.col("text").str.contains(kind.match))
     numbers = [f for f in kind.fields if f.kind == "number"]
     raw = lines.with_columns(
         pl.col("text").str.extract(f.pattern, 1).alias(f"_raw_{f.name}") for f in kind.fields
     )
-    fast = [pl.col(f"_raw_{f.name}").cast(pl.Float64, strict=False) for f in numbers]
+    raw = raw.with_columns(
+        pl.col(f"_raw_{f.name}").cast(pl.Float64, strict=False).alias(f"_num_{f.name}")
+        for f in numbers
+    )
     raw = raw.with_columns(
         pl.any_horizontal(
             pl.lit(False),
-            *(pl.col(f"_raw_{f.name}").is_not_null() & (v.is_null() | ~v.is_finite())
-              for f, v in zip(numbers, fast, strict=True)),
+            *(pl.col(f"_raw_{f.name}").is_not_null()
+              & (pl.col(f"_num_{f.name}").is_null() | ~pl.col(f"_num_{f.name}").is_finite())
+              for f in numbers),
         ).alias("_slow")
     )  # fmt: skip
     plain = raw.filter(~pl.col("_slow"))
@@ -163,7 +167,7 @@ def _parse(raw: pl.DataFrame, kind: LineKind, careful: bool) -> pl.DataFrame:
                 )
             )
         elif f.kind == "number":
-            value = text.cast(pl.Float64, strict=False)
+            value = pl.col(f"_num_{f.name}")
         elif f.kind == "numbers":
             value = _numbers(text)
         else:
@@ -217,13 +221,20 @@ class TextScanner:
         self.state: dict[str, dict[str, Any]] = {e.name: {} for e in engines}
         self.speculated = {e.name: False for e in engines}
         self.held: dict[str, list[pl.DataFrame]] = {e.name: [] for e in engines}
+        # The kind of a marked line: the first kind it is of; a table's title, last; null for
+        # a line of no kind (a prefill line that reports no empty batch, say).
         self.kind_of: Any = None
+        if table_markers:
+            table = "|".join(map(re.escape, table_markers))
+            self.kind_of = pl.when(pl.col("text").str.contains(table)).then(pl.lit(TABLE))
         for kind in reversed(self.kinds):
             cond = pl.col("text").str.contains(kind.marker, literal=True)
             if kind.also is not None:
                 cond = cond & pl.col("text").str.contains(kind.also, literal=True)
             if kind.unless is not None:
                 cond = cond & ~pl.col("text").str.contains(kind.unless, literal=True)
+            if kind.match is not None:
+                cond = cond & pl.col("text").str.contains(kind.match)
             then = pl.lit(kind.name)
             self.kind_of = (
                 pl.when(cond).then(then)
@@ -242,25 +253,29 @@ class TextScanner:
             encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
         )  # fmt: skip
         block.lines = lines.height  # one row a line: iter_blocks need not count them
+        # One query: marked lines, less comments, with their kind.
         lines = (
-            lines.with_row_index("line", offset=block.first_line)
+            lines.lazy()
+            .with_row_index("line", offset=block.first_line)
             .filter(pl.col("text").str.contains(self.marker_pattern))
-            .filter(~pl.col("text").str.strip_chars_start().str.starts_with("#"))  # a comment
+            .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
             .with_columns(self.kind_of.alias("kind"))
+            .filter(pl.col("kind").is_not_null())
+            .collect()
         )
         frames: list[pl.DataFrame] = []
         problems: list[Problem] = []
-        if self.table_reader is not None and (
-            self.table_carry or (self.table_markers and lines["kind"].is_null().any())
-        ):
+        if self.table_reader is not None and (self.table_carry or (lines["kind"] == TABLE).any()):
             frames, problems = self._tables(block, final=False)
         # Marked lines wait until there are enough of them to parse at once: each polars
         # operation has a fixed cost, which a sparse log would pay per block.
-        # Copied out of the block's buffers (filtered strings still point into them, and
-        # would keep every waiting block in memory).
-        self.waiting.append(
-            lines.filter(pl.col("kind").is_not_null()).with_columns(pl.col("text") + pl.lit(""))
-        )
+        # Filtered strings still point into their block's buffers: a block's few lines are
+        # copied out, so that many sparse blocks can wait without keeping their buffers;
+        # dense blocks reach PARSE_ROWS soon, so at most PARSE_ROWS / COPY_BELOW of them wait.
+        waiting = lines.filter(pl.col("kind") != TABLE)
+        if waiting.height < COPY_BELOW:
+            waiting = waiting.with_columns(pl.col("text") + pl.lit(""))
+        self.waiting.append(waiting)
         self.waiting_rows += self.waiting[-1].height
         if self.waiting_rows >= PARSE_ROWS:
             more, found = self._read(final=False)
