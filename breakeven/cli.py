@@ -210,15 +210,6 @@ _batch_inputs = _options(
 )
 
 
-def _json_array(records: Any) -> Any:
-    """Pass records through, printing them as one JSON array as they go (bounded memory)."""
-    click.echo("[", nl=False)
-    for i, record in enumerate(records):
-        click.echo(("," if i else "") + "\n  " + json.dumps(record, allow_nan=False), nl=False)
-        yield record
-    click.echo("\n]")
-
-
 def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
     """The cost model a --*-curve file describes, fitted with --fit if asked."""
     if path is None:

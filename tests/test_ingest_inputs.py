@@ -353,3 +353,24 @@ def test_any_mix_of_lines_gives_the_same_records_every_way(tmp_path, monkeypatch
                 assert json.loads(cell) == value
             else:
                 assert cell == str(value)
+
+
+class TestTensorRTLLM:
+    def test_trtllm_bench_reports(self):
+        (r,) = ingest([DATA / "trtllm_bench_pr5206_qwen3_eagle3_old_ar_format.txt"]).records
+        assert r["format"] == "trtllm_bench" and r["origin"] == "client"
+        assert r["accept_len"] == 1.81 and r["tpot_ms"] == 4.688
+        assert r["tok_s"] == pytest.approx(1000 / 4.688)
+        two = ingest([DATA / "trtllm_bench_pr4168_eagle3_old_ar_bs1_bs4_excerpt.txt"]).records
+        assert [r["accept_len"] for r in two] == [2.62, 2.62]  # "[AR]" before August 2025
+        (al,) = ingest(
+            [DATA / "trtllm_bench_issue9208_qwen3_235b_eagle3_al_bs8_excerpt.txt"]
+        ).records
+        assert al["accept_len"] == 1.86 and al["num_spec_tokens"] is None
+        (k,) = ingest([DATA / "trtllm_bench_issue9208_qwen3_235b_eagle3_al_bs8_excerpt.txt"],
+                      num_spec_tokens=3).records  # fmt: skip
+        assert k["num_spec_tokens"] == 3
+
+    def test_a_report_with_neither_rate_nor_acceptance_gives_nothing(self):
+        result = ingest([DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt"])
+        assert result.records == [] and "holds nothing" in str(result.problems[0])

@@ -247,10 +247,14 @@ class TextScanner:
 
     def feed(self, block: Block) -> tuple[list[pl.DataFrame], list[Problem]]:
         """Records and problems of one block (records may come from earlier blocks)."""
+        # One column a line, split at a control character; where a line holds that
+        # character (no log line should), it becomes a space.
+        data = block.data
+        if b"\x1f" in data:
+            data = data.replace(b"\x1f", b" ")
         lines = pl.read_csv(
-            block.data, has_header=False, separator="\x1f", quote_char=None,
-            new_columns=["text"], infer_schema=False, truncate_ragged_lines=True,
-            encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
+            data, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
+            infer_schema=False, encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
         )  # fmt: skip
         block.lines = lines.height  # one row a line: iter_blocks need not count them
         # One query: marked lines, less comments, with their kind.
@@ -378,7 +382,7 @@ class TextScanner:
         """Engine records as frames of the record schema, with engine, origin and source."""
         records = records.with_columns(
             engine=pl.lit(engine),
-            origin=pl.lit("server"),
+            origin=pl.col("origin") if "origin" in records.columns else pl.lit("server"),
             source=pl.lit(self.name + ":") + pl.col("line").cast(pl.String),
         )
         return frame_of(records)

@@ -1,0 +1,91 @@
+"""TensorRT-LLM's ``trtllm-bench`` report, as printed.
+
+Source: ``tensorrt_llm/bench/dataclasses/reporting.py`` (``ReportUtility``).  The
+report prints ``Number of concurrent requests`` (REQUEST DETAILS), then the
+PERFORMANCE OVERVIEW with ``Average time-per-output-token [TPOT] (ms)`` and,
+when streaming, ``Per User Output Speed (tps/user)``, then, when it drafted,
+``= DECODING STATISTICS (<mode>)`` with ``[AL] AVERAGE: x.xx``: the mean over
+requests of output tokens / (decode iterations + 1), tokens per iteration with
+the bonus token, so it is ``accept_len``.  Reports before August 2025 print the
+same quantity as ``[AR] AVERAGE`` under "Acceptance Rate Details".
+
+A report's record ends with its acceptance line; one without (no speculation,
+or an excerpt) ends with the file.  ``tok_s`` is ``1000 / TPOT``, as for the
+other benchmarks (``Per User Output Speed`` where TPOT is not printed); ``Per
+User Output Throughput [w/ ctx]`` counts the prefill and is not read.  k is not
+printed (``max_draft_len``): give it with ``-k``.  A report without decoding
+statistics is not taken as a baseline: published reports of speculative runs
+omit the section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from breakeven.iotools.lines import Engine, Field, LineKind
+
+FORMAT = "trtllm_bench"
+CONCURRENCY, TPOT, SPEED, ACCEPT = "trtllm_concurrency", "trtllm_tpot", "trtllm_speed", "trtllm_al"
+
+KINDS = (
+    LineKind(CONCURRENCY, "trtllm", "Number of concurrent requests:",
+             fields=(Field("concurrency", r"Number of concurrent requests: *(\S*)",
+                           "Number of concurrent requests"),), required=("concurrency",)),
+    LineKind(TPOT, "trtllm", "Average time-per-output-token [TPOT] (ms):",
+             fields=(Field("tpot_ms", r"\[TPOT\] \(ms\): *(\S*)", "TPOT (ms)"),),
+             required=("tpot_ms",)),
+    LineKind(SPEED, "trtllm", "Per User Output Speed (tps/user):",
+             fields=(Field("speed", r"\(tps/user\): *(\S*)", "Per User Output Speed"),),
+             required=("speed",)),
+    LineKind(ACCEPT, "trtllm", "] AVERAGE", match=r"^\s*\[A[LR]\] AVERAGE *:",
+             fields=(Field("accept_len", r"AVERAGE *: *(\S*)", "[AL] AVERAGE"),),
+             required=("accept_len",)),
+)  # fmt: skip
+
+_COLUMNS = {"concurrency": pl.Float64, "tpot_ms": pl.Float64, "speed": pl.Float64,
+            "accept_len": pl.Float64}  # fmt: skip
+
+
+def sequence(
+    rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
+) -> tuple[pl.DataFrame | None, dict[str, Any]]:
+    """One record per report.  State: the lines of a report not yet ended (``pending``)."""
+    if rows.height:
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in _COLUMNS.items() if c not in rows.columns
+        )
+    pending = state.get("pending")
+    if pending is not None:
+        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    if not rows.height:
+        return None, {}
+    ends = (pl.col("kind") == ACCEPT).cast(pl.Int32)
+    rows = rows.with_columns(report=ends.cum_sum() - ends)  # an acceptance line ends its report
+    new_state: dict[str, Any] = {}
+    last = rows["report"][-1]
+    if not final and rows["kind"][-1] != ACCEPT:  # the rest of this report may follow
+        new_state["pending"] = rows.filter(pl.col("report") == last).drop("report")
+        rows = rows.filter(pl.col("report") != last)
+    if not rows.height:
+        return None, new_state
+    reports = rows.group_by("report", maintain_order=True).agg(
+        pl.col("line").last(), pl.col("concurrency").drop_nulls().last(),
+        pl.col("tpot_ms").drop_nulls().last(), pl.col("speed").drop_nulls().last(),
+        pl.col("accept_len").drop_nulls().last(),
+    )  # fmt: skip
+    records = reports.with_columns(
+        format=pl.lit(FORMAT),
+        origin=pl.lit("client"),
+        tok_s=pl.when(pl.col("tpot_ms") > 0).then(1000 / pl.col("tpot_ms")).otherwise("speed"),
+        num_spec_tokens=pl.when(pl.col("accept_len").is_not_null()).then(pl.lit(k, pl.Int64)),
+    )
+    records = records.filter(pl.col("tok_s").is_not_null() | pl.col("accept_len").is_not_null())
+    return records.drop("report", "speed"), new_state
+
+
+ENGINE = Engine(
+    "trtllm", KINDS, sequence,
+    tok_s={FORMAT: "1000 / the report's average TPOT (Per User Output Speed where no TPOT)"},
+)  # fmt: skip
