@@ -94,6 +94,51 @@ class Engine:
     """What ``tok_s`` means, by record format (for the ingest summary)."""
 
 
+def merge_into_previous(
+    rows: pl.DataFrame,
+    state: dict[str, Any],
+    columns: dict[str, Any],
+    first: str,
+    second: Any,
+    belongs: pl.Expr,
+    carried: tuple[str, ...],
+    final: bool,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Lines of kind ``second`` made one record with the line of kind ``first`` just before
+    them, where ``belongs`` holds (e.g. the same timestamp), for an engine's ``sequence``.
+
+    ``rows`` gets the ``columns`` it lacks (name: type), and the ``first`` line that the
+    previous block could not yet settle (``state['pending']``) in front.  A merged row
+    (``merge``) takes the ``carried`` fields of the line before it, which is left out; a
+    ``first`` line at the end of a block is held back for the next (the second return
+    value: the new ``pending``) unless ``final``.
+    """
+    if rows.height:
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in columns.items() if c not in rows.columns
+        )
+    pending = state.get("pending")
+    if pending is not None:
+        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    if not rows.height:
+        return rows, None
+    kind = pl.col("kind")
+    seconds = kind.is_in(second) if isinstance(second, (tuple, list)) else kind == second
+    rows = (
+        rows.with_columns(merge=seconds & (kind.shift(1) == first) & belongs)
+        .with_columns(absorbed=pl.col("merge").shift(-1, fill_value=False))
+        .with_columns(
+            pl.when(pl.col("merge")).then(pl.col(c).shift(1)).otherwise(pl.col(c)).alias(c)
+            for c in carried
+        )
+    )
+    held = None
+    if not final and rows["kind"][-1] == first:  # the next block may merge into it
+        held = rows.tail(1).drop("merge", "absorbed")
+        rows = rows.head(-1)
+    return rows.filter(~pl.col("absorbed")).drop("absorbed"), held
+
+
 def number(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """A printed value as a number [unit of the field], and whether it is wrong.
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind
+from breakeven.iotools.lines import Engine, Field, LineKind, merge_into_previous
 
 EVAL = "llamacpp_eval"
 DRAFT = "llamacpp_draft"
@@ -74,38 +74,24 @@ def sequence(
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
     """Records of requests.  State: the last eval line, while no line after it has told
     whether a draft line belongs to it (``pending``)."""
-    pending = state.get("pending")
-    if rows.height:
-        rows = rows.with_columns(
-            pl.lit(None, t).alias(c) for c, t in _COLUMNS.items() if c not in rows.columns
-        )
-    if pending is not None:
-        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
-    if not rows.height:
-        return None, {}
-    kind, task = pl.col("kind"), pl.col("task")
+    task = pl.col("task")
     same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
-    rows = rows.with_columns(
-        merge=(kind == DRAFT) & (kind.shift(1) == EVAL) & same_request
-    ).with_columns(absorbed=pl.col("merge").shift(-1, fill_value=False))
-    rows = rows.with_columns(
-        pl.when(pl.col("merge")).then(pl.col(c).shift(1)).otherwise(pl.col(c)).alias(c)
-        for c in ("tok_s", "eval_ms", "eval_tokens")
-    )
-    new_state: dict[str, Any] = {}
-    if not final and rows["kind"][-1] == EVAL:
-        new_state["pending"] = rows.tail(1).drop("merge", "absorbed")
-        rows = rows.head(-1)
+    rows, pending = merge_into_previous(rows, state, _COLUMNS, EVAL, DRAFT, same_request,
+                                        ("tok_s", "eval_ms", "eval_tokens"), final)  # fmt: skip
+    new_state: dict[str, Any] = {"pending": pending}
+    if not rows.height:
+        return None, new_state
+    kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
     draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
-    records = rows.filter(~pl.col("absorbed")).with_columns(
+    records = rows.with_columns(
         format=pl.lit(FORMAT),
         num_spec_tokens=pl.when(kind == DRAFT).then(draft_k),
         acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
             pl.col("accepted_tokens") / pl.col("draft_tokens")),
         undecided=kind == EVAL,
     )  # fmt: skip
-    return records.drop("kind", "merge", "absorbed", "task", "eval_ms", "eval_tokens"), new_state
+    return records.drop("kind", "merge", "task", "eval_ms", "eval_tokens"), new_state
 
 
 ENGINE = Engine(

@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind
+from breakeven.iotools.lines import Engine, Field, LineKind, merge_into_previous
 
 THROUGHPUT = "vllm_throughput"
 V1 = "vllm_v1"
@@ -101,30 +101,15 @@ def sequence(
     """Records of vLLM's lines.  State: the last throughput line, when no line after it has
     told yet whether a spec-decode line merges into it (``pending``), and V0's counters at
     its last line (``v0_last``)."""
-    pending = state.get("pending")
-    rows = rows.with_columns(
-        pl.lit(None, dtype).alias(c) for c, dtype in _COLUMNS.items() if c not in rows.columns
-    ) if rows.height else rows  # fmt: skip
-    if pending is not None:
-        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    ts = pl.col("timestamp")
+    rows, pending = merge_into_previous(rows, state, _COLUMNS, THROUGHPUT, SPEC,
+                                        ts.shift(1).eq_missing(ts), _THROUGHPUT_FIELDS, final)  # fmt: skip
+    new_state: dict[str, Any] = {"v0_last": state.get("v0_last"), "pending": pending}
     if not rows.height:
-        return None, {}
-    kind, ts = pl.col("kind"), pl.col("timestamp")
-    rows = rows.with_columns(
-        merge=kind.is_in(SPEC) & (kind.shift(1) == THROUGHPUT) & ts.shift(1).eq_missing(ts)
-    ).with_columns(absorbed=pl.col("merge").shift(-1, fill_value=False))
-    rows = rows.with_columns(
-        pl.when(pl.col("merge")).then(pl.col(c).shift(1)).otherwise(pl.col(c)).alias(c)
-        for c in _THROUGHPUT_FIELDS
-    )
-    new_state: dict[str, Any] = {"v0_last": state.get("v0_last")}
-    if not final and rows["kind"][-1] == THROUGHPUT:  # the next block may merge into it
-        new_state["pending"] = rows.tail(1).drop("merge", "absorbed")
-        rows = rows.head(-1)
+        return None, new_state
     rows = _v0_differences(rows, new_state)
-    records = rows.filter(~pl.col("absorbed")).with_columns(_derived(k))
-    return records.drop("kind", "merge", "absorbed", "printed_accept_len", "printed_k",
-                        "restarted"), new_state  # fmt: skip
+    records = rows.with_columns(_derived(k))
+    return records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted"), new_state
 
 
 def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
