@@ -224,7 +224,8 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
     one.  Decompression is done in a thread ahead of the caller (zlib, bz2 and
     lzma release the GIL), so it overlaps with the parsing of the last block.
     """
-    size = block_bytes or BLOCK_BYTES
+    # Compressed input keeps a chunk in flight besides the block: smaller blocks, same memory.
+    size = block_bytes or (max(1, BLOCK_BYTES // 2) if source.compression else BLOCK_BYTES)
     line_no, carry, skipping = 1, b"", False
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     for data in _prefetched(source, size):
@@ -265,7 +266,7 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
 
 def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
     """Chunks of the stream, read (and decompressed) one ahead in a thread."""
-    chunks: Queue[Any] = Queue(maxsize=2)
+    chunks: Queue[Any] = Queue(maxsize=1)
     stop = threading.Event()
 
     def read() -> None:
