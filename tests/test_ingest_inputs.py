@@ -374,3 +374,19 @@ class TestTensorRTLLM:
     def test_a_report_with_neither_rate_nor_acceptance_gives_nothing(self):
         result = ingest([DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt"])
         assert result.records == [] and "holds nothing" in str(result.problems[0])
+
+
+def test_llama_cpp_scrapes_are_differenced(tmp_path):
+    after = (DATA / "llamacpp_metrics__synthetic_from_source_and_reference.prom").read_text()
+    before = tmp_path / "before.prom"
+    # The same server earlier: 100 tokens in 0.6 s, 10 cycles drafting 40 tokens, 25 accepted.
+    before.write_text(after.replace("tokens_predicted_total 192", "tokens_predicted_total 100")
+                      .replace("seconds_total 1.23137", "seconds_total 0.6")
+                      .replace("draft_tokens_total 184", "draft_tokens_total 40")
+                      .replace("accepted_tokens_total 145", "accepted_tokens_total 25")
+                      .replace("drafts_total 46", "drafts_total 10"))  # fmt: skip
+    path = tmp_path / "after.prom"
+    path.write_text(after)
+    (r,) = ingest([path], before=before).records
+    assert r["num_drafts"] == 36 and r["accept_len"] == pytest.approx(1 + 120 / 36)
+    assert r["tok_s"] == pytest.approx(92 / 0.63137)

@@ -54,8 +54,22 @@ def read_metrics(
     ValueError
         When the text does not parse as Prometheus exposition.
     """
-    now = _samples(after)
-    then = _samples(before) if before is not None else {}
+    groups = _groups(_samples(after), _samples(before) if before is not None else {})
+    records = []
+    for labels, m in groups.items():
+        record = _record(dict(labels), m, source, num_spec_tokens)
+        if record is None:
+            continue
+        if before is not None:
+            record["note"] = "; ".join(filter(None, [record.get("note"),
+                                                    "difference of two scrapes"]))  # fmt: skip
+        records.append(record)
+    return records
+
+
+def _groups(now: dict[Any, float], then: dict[Any, float]) -> dict[Any, dict[str, Any]]:
+    """The engine samples by label set (less ``position``): counters as the change since
+    ``then``, gauges as they are, per-position counters under ``per_pos``."""
     groups: dict[tuple[tuple[str, str], ...], dict[str, Any]] = defaultdict(dict)
     for (name, labels), value in now.items():
         if name.startswith(_LLAMACPP + "spec_decode_num_"):  # vLLM V1's names after the prefix
@@ -68,64 +82,65 @@ def read_metrics(
         base = dict(labels)
         position = base.pop("position", None)
         key = tuple(sorted(base.items()))
-        delta = value - then.get((name, labels), 0.0) if name.endswith("_total") else value
+        original = (name.replace("vllm:", _LLAMACPP, 1), labels[:-1]) if "__engine" in base else (
+            name, labels)  # fmt: skip
+        delta = value - then.get(original, 0.0) if name.endswith("_total") else value
         if position is not None:
             groups[key].setdefault("per_pos", {})[int(position)] = delta
         else:
             groups[key][name] = delta
+    return groups
 
-    records = []
-    for labels, m in groups.items():
-        record: dict[str, Any] = {"format": PROMETHEUS, "source": source, "origin": "server"}
-        label = dict(labels)
-        record["model"] = label.get("model_name")
-        engine = label.get("__engine", "vllm")
-        drafts = m.get(_V1 + "drafts_total", math.nan)
-        drafted = m.get(_V1 + "draft_tokens_total", math.nan)
-        accepted = m.get(_V1 + "accepted_tokens_total", math.nan)
-        emitted = m.get(_V1 + "emitted_tokens_total", math.nan)
-        predicted = m.get(_LLAMACPP + "tokens_predicted_total", math.nan)
-        seconds = m.get(_LLAMACPP + "tokens_predicted_seconds_total", math.nan)
-        if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
-            record["tok_s"] = predicted / seconds
-        if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
-            record["engine"] = engine
-            per_pos = m.get("per_pos", {})
-            k = _k(per_pos, drafted, drafts, accepted, record)
-            record.update(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
-                          num_spec_tokens=k)  # fmt: skip
-            if drafts > 0:
-                record["accept_len"] = 1 + accepted / drafts
-                record["per_position"] = [per_pos[i] / drafts for i in sorted(per_pos)] or None
-            if drafted > 0:
-                record["acceptance_rate"] = accepted / drafted
-        elif not math.isnan(emitted):  # vLLM V0
-            record["engine"] = "vllm"
-            k = num_spec_tokens
-            record.update(draft_tokens=drafted, accepted_tokens=accepted, emitted_tokens=emitted,
-                          num_spec_tokens=k)  # fmt: skip
-            if k and drafted > 0:
-                record["accept_len"] = emitted / (drafted / k)
-                record["acceptance_rate"] = (record["accept_len"] - 1) / k
-        elif "sglang:spec_accept_length" in m or "sglang:gen_throughput" in m:
-            record["engine"] = "sglang"
-            record["accept_len"] = m.get("sglang:spec_accept_length", math.nan)
-            record["gen_tok_s"] = m.get("sglang:gen_throughput", math.nan)
-            running = m.get("sglang:num_running_reqs", math.nan)
-            record["running_reqs"] = running
-            if running and running > 0 and not math.isnan(record["gen_tok_s"]):
-                record.update(aggregate_tok_s=record["gen_tok_s"], concurrency=running,
-                              tok_s=record["gen_tok_s"] / running)  # fmt: skip
-            record["num_spec_tokens"] = num_spec_tokens
-        elif engine == "llamacpp" and "tok_s" in record:  # a server that never speculated
-            record["engine"] = "llamacpp"
-        else:
-            continue
-        if before is not None:
-            record["note"] = "; ".join(filter(None, [record.get("note"),
-                                                    "difference of two scrapes"]))  # fmt: skip
-        records.append(record)
-    return records
+
+def _record(
+    label: dict[str, str], m: dict[str, Any], source: str, num_spec_tokens: int | None
+) -> dict[str, Any] | None:
+    """The record of one label set's samples, or None if they hold nothing breakeven reads."""
+    record: dict[str, Any] = {"format": PROMETHEUS, "source": source, "origin": "server",
+                              "model": label.get("model_name")}  # fmt: skip
+    engine = label.get("__engine", "vllm")
+    drafts = m.get(_V1 + "drafts_total", math.nan)
+    drafted = m.get(_V1 + "draft_tokens_total", math.nan)
+    accepted = m.get(_V1 + "accepted_tokens_total", math.nan)
+    emitted = m.get(_V1 + "emitted_tokens_total", math.nan)
+    predicted = m.get(_LLAMACPP + "tokens_predicted_total", math.nan)
+    seconds = m.get(_LLAMACPP + "tokens_predicted_seconds_total", math.nan)
+    if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
+        record["tok_s"] = predicted / seconds
+    if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
+        record["engine"] = engine
+        per_pos = m.get("per_pos", {})
+        k = _k(per_pos, drafted, drafts, accepted, record)
+        record.update(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
+                      num_spec_tokens=k)  # fmt: skip
+        if drafts > 0:
+            record["accept_len"] = 1 + accepted / drafts
+            record["per_position"] = [per_pos[i] / drafts for i in sorted(per_pos)] or None
+        if drafted > 0:
+            record["acceptance_rate"] = accepted / drafted
+    elif not math.isnan(emitted):  # vLLM V0
+        record["engine"] = "vllm"
+        k = num_spec_tokens
+        record.update(draft_tokens=drafted, accepted_tokens=accepted, emitted_tokens=emitted,
+                      num_spec_tokens=k)  # fmt: skip
+        if k and drafted > 0:
+            record["accept_len"] = emitted / (drafted / k)
+            record["acceptance_rate"] = (record["accept_len"] - 1) / k
+    elif "sglang:spec_accept_length" in m or "sglang:gen_throughput" in m:
+        record["engine"] = "sglang"
+        record["accept_len"] = m.get("sglang:spec_accept_length", math.nan)
+        record["gen_tok_s"] = m.get("sglang:gen_throughput", math.nan)
+        running = m.get("sglang:num_running_reqs", math.nan)
+        record["running_reqs"] = running
+        if running and running > 0 and not math.isnan(record["gen_tok_s"]):
+            record.update(aggregate_tok_s=record["gen_tok_s"], concurrency=running,
+                          tok_s=record["gen_tok_s"] / running)  # fmt: skip
+        record["num_spec_tokens"] = num_spec_tokens
+    elif engine == "llamacpp" and "tok_s" in record:  # a server that never speculated
+        record["engine"] = "llamacpp"
+    else:
+        return None
+    return record
 
 
 def _k(
