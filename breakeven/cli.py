@@ -366,7 +366,7 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 @click.argument("files", nargs=-1, required=True, metavar="FILE|LABEL=FILE|-...")
 @click.option("--format", "format", type=click.Choice(
     ["auto", "log", "bench_table", "vllm_bench_serve", "sglang_bench_serving", "sglang_bench_one_batch",
-     "prometheus"]), default="auto", show_default=True,
+     "trtllm_iteration_stats", "prometheus"]), default="auto", show_default=True,
     help="Read every file as this format instead of telling it from the content.")
 @click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
               help="A /metrics scrape taken before the run: report the change since it.")

@@ -390,3 +390,25 @@ def test_llama_cpp_scrapes_are_differenced(tmp_path):
     (r,) = ingest([path], before=before).records
     assert r["num_drafts"] == 36 and r["accept_len"] == pytest.approx(1 + 120 / 36)
     assert r["tok_s"] == pytest.approx(92 / 0.63137)
+
+
+def test_trtllm_iteration_stats():
+    (r,) = ingest([DATA / "trtllm_iteration_stats_issue6364_trt_backend_no_spec.json"]).records
+    assert r["format"] == "trtllm_iteration_stats" and r["num_spec_tokens"] == 0  # null spec stats
+    assert r["step_ms"] == 13.021209 and r["tok_s"] == pytest.approx(1000 / 13.021209)
+    assert r["concurrency"] == 1
+
+
+def test_trtllm_iteration_with_spec_stats_follows_the_executor():
+    # No real paste with specDecodingStats values exists (see the fixture's source note): this
+    # checks the formula of py_executor._update_iter_stats on an object of that shape.
+    from breakeven.iotools import bench
+
+    obj = {"iterLatencyMS": 20.0, "timestamp": "t", "numQueuedRequests": 0,
+           "inflightBatchingStats": {"numGenRequests": 4, "numContextRequests": 0},
+           "specDecodingStats": {"numDraftTokens": 12, "numAcceptedTokens": 6,
+                                 "numRequestsWithDraftTokens": 4, "acceptanceLength": 2.5}}  # fmt: skip
+    assert bench.bench_format(obj) == bench.TRTLLM_ITERATION
+    r = bench.read_result(obj, bench.TRTLLM_ITERATION, "x:1")
+    assert r["accept_len"] == 2.5 == (6 + 4) / 4
+    assert r["tok_s"] == pytest.approx(1000 * 2.5 / 20) and r["cycle_ms"] == 20.0

@@ -19,7 +19,8 @@ from breakeven.iotools.records import PLACEHOLDERS
 VLLM_BENCH_SERVE = "vllm_bench_serve"
 SGLANG_BENCH_SERVING = "sglang_bench_serving"
 SGLANG_BENCH_ONE_BATCH = "sglang_bench_one_batch"
-BENCH_FORMATS = (VLLM_BENCH_SERVE, SGLANG_BENCH_SERVING, SGLANG_BENCH_ONE_BATCH)
+TRTLLM_ITERATION = "trtllm_iteration_stats"
+BENCH_FORMATS = (VLLM_BENCH_SERVE, SGLANG_BENCH_SERVING, SGLANG_BENCH_ONE_BATCH, TRTLLM_ITERATION)
 
 
 class FormatError(ValueError):
@@ -47,6 +48,8 @@ def bench_format(obj: dict[str, Any]) -> str | None:
     """Which benchmark tool wrote this result object, by its keys (None if none)."""
     if "median_decode_latency" in obj or ("run_name" in obj and "batch_size" in obj):
         return SGLANG_BENCH_ONE_BATCH
+    if "iterLatencyMS" in obj and ("inflightBatchingStats" in obj or "specDecodingStats" in obj):
+        return TRTLLM_ITERATION
     vllm_keys = ("spec_decode_acceptance_length", "model_id", "request_goodput:", "tokenizer_id")
     if any(key in obj for key in vllm_keys):
         return VLLM_BENCH_SERVE
@@ -90,6 +93,8 @@ def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
                       num_spec_tokens=0, step_ms=1000.0 * latency_s,
                       tok_s=1.0 / latency_s, aggregate_tok_s=_num(obj, "median_decode_throughput"))  # fmt: skip
         return record
+    if fmt == TRTLLM_ITERATION:
+        return _trtllm_iteration(obj, record)
     _client_rates(obj, record)
     if fmt == SGLANG_BENCH_SERVING:
         record.update(engine="sglang", label=obj.get("backend"))
@@ -110,6 +115,47 @@ def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
                       num_drafts=drafts, draft_tokens=drafted,
                       accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
                       per_position=per_position, num_spec_tokens=k)  # fmt: skip
+    return record
+
+
+def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """One TensorRT-LLM iteration (``trtllm-serve`` ``/metrics``, ``llm.get_stats()``).
+
+    ``specDecodingStats`` is null unless the server speculates (the executor's
+    ``_iteration_report``), so a null one is a baseline iteration.  Otherwise
+    ``acceptanceLength = (numAcceptedTokens + numRequestsWithDraftTokens) /
+    numRequestsWithDraftTokens`` (``py_executor._update_iter_stats``): tokens per
+    drafting request this iteration, bonus included.  An iteration that decodes only
+    (no context requests) gives a per-sequence rate, tokens per request over
+    ``iterLatencyMS``, when every generation request drafted (or none speculates).
+    """
+    latency = _num(obj, "iterLatencyMS")
+    batching = obj.get("inflightBatchingStats") or {}
+    if not isinstance(batching, dict):
+        raise FormatError(f"inflightBatchingStats is {batching!r}, expected an object")
+    gen, ctx = _num(batching, "numGenRequests"), _num(batching, "numContextRequests")
+    record.update(engine="trtllm", origin="server", timestamp=obj.get("timestamp"),
+                  running_reqs=gen, queue_reqs=_num(obj, "numQueuedRequests"))  # fmt: skip
+    spec = obj.get("specDecodingStats")
+    tokens = math.nan
+    if spec is None:
+        record["num_spec_tokens"] = 0
+        record["step_ms"] = latency
+        tokens = 1.0
+    elif isinstance(spec, dict):
+        drafting = _num(spec, "numRequestsWithDraftTokens")
+        record.update(accepted_tokens=_num(spec, "numAcceptedTokens"),
+                      draft_tokens=_num(spec, "numDraftTokens"))  # fmt: skip
+        if drafting > 0:
+            record.update(accept_len=_num(spec, "acceptanceLength"), num_drafts=drafting,
+                          cycle_ms=latency)  # fmt: skip
+            if drafting == gen:
+                tokens = record["accept_len"]
+    else:
+        raise FormatError(f"specDecodingStats is {spec!r}, expected an object or null")
+    if latency > 0 and gen > 0 and ctx == 0 and not math.isnan(tokens):
+        record.update(tok_s=1000.0 * tokens / latency, concurrency=gen,
+                      aggregate_tok_s=1000.0 * tokens * gen / latency)  # fmt: skip
     return record
 
 

@@ -289,6 +289,7 @@ def tok_s_meanings() -> dict[str, str]:
         "vllm_bench_serve": "1000 / mean TPOT of the benchmark's requests",
         "sglang_bench_serving": "1000 / mean TPOT of the benchmark's requests",
         "sglang_bench_one_batch": "1 / median decode latency of the batch",
+        "trtllm_iteration_stats": "tokens per request in a decode-only iteration / iterLatencyMS",
         prometheus.PROMETHEUS: "tokens predicted / seconds predicting (llama.cpp counters); "
         "generation throughput / running requests (SGLang gauges)",
     }
