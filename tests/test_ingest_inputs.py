@@ -412,3 +412,11 @@ def test_trtllm_iteration_with_spec_stats_follows_the_executor():
     r = bench.read_result(obj, bench.TRTLLM_ITERATION, "x:1")
     assert r["accept_len"] == 2.5 == (6 + 4) / 4
     assert r["tok_s"] == pytest.approx(1000 * 2.5 / 20) and r["cycle_ms"] == 20.0
+
+
+def test_bench_one_batch_as_printed():
+    rs = ingest([DATA / "sglang_bench_one_batch_pr3232_dsv3_tp8_bs1.txt"]).records
+    # the warm-up run and the benchmark run: "Decode.  median latency: 0.02719 s, ..."
+    assert [r["step_ms"] for r in rs] == pytest.approx([27.11, 27.19])
+    assert all(r["concurrency"] == 1 and r["num_spec_tokens"] == 0 for r in rs)
+    assert rs[1]["aggregate_tok_s"] == 36.78 and rs[1]["tok_s"] == pytest.approx(1 / 0.02719)

@@ -27,6 +27,7 @@ from breakeven.iotools.lines import Engine, Field, LineKind
 
 DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
+ONE_BATCH = "sglang_bench_one_batch"  # its printed summary line, as the JSONL's records
 
 _TIMESTAMP = Field(
     "timestamp", r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text",
@@ -47,6 +48,16 @@ KINDS = (
         required=("running_reqs", "gen_tok_s"),
     ),
     LineKind(IDLE, "sglang", "Prefill batch", match=r"#running-req: 0(?:,|\s*$)"),
+    # bench_one_batch prints "Decode.  median latency: 0.02711 s, median throughput: 36.88
+    # token/s" per run: the target's decode step at a batch size (throughput = batch / latency).
+    LineKind(
+        ONE_BATCH, "sglang", "Decode.  median latency:",
+        fields=(
+            Field("median_latency_s", r"median latency: *([^ ,]*) s", "median latency"),
+            Field("aggregate_tok_s", r"median throughput: *([^ ,]*) token/s", "median throughput"),
+        ),
+        required=("median_latency_s", "aggregate_tok_s"),
+    ),
 )  # fmt: skip
 
 
@@ -56,6 +67,13 @@ def sequence(
     """Decode records; the state is the kind of the last decode or idle line."""
     if not rows.height:
         return None, state
+    if "median_latency_s" in rows.columns:
+        one_batch = _one_batch(rows.filter(pl.col("kind") == ONE_BATCH))
+        rows = rows.filter(pl.col("kind") != ONE_BATCH).drop("median_latency_s",
+                                                             "aggregate_tok_s")  # fmt: skip
+        decode, state = sequence(rows, state, k, final)
+        parts = [p for p in (decode, one_batch) if p is not None and p.height]
+        return (pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else None), state
     previous = pl.col("kind").shift(1, fill_value=state.get("last", IDLE))
     rows = rows.with_columns(first_after_idle=previous == IDLE)
     state = {"last": rows["kind"][-1]}
@@ -73,6 +91,16 @@ def sequence(
         acceptance_rate=(tau - 1) / k if k else pl.lit(None, pl.Float64),
     )
     return records.drop("kind"), state
+
+
+def _one_batch(rows: pl.DataFrame) -> pl.DataFrame:
+    """bench_one_batch's printed runs: the batch is throughput x latency (tokens per step)."""
+    latency = pl.col("median_latency_s")
+    return rows.filter(latency > 0).select(
+        "line", format=pl.lit(ONE_BATCH), origin=pl.lit("client"), num_spec_tokens=pl.lit(0),
+        step_ms=1000 * latency, tok_s=1 / latency, aggregate_tok_s=pl.col("aggregate_tok_s"),
+        concurrency=(pl.col("aggregate_tok_s") * latency).round(0),
+    )  # fmt: skip
 
 
 ENGINE = Engine(
