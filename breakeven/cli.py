@@ -401,8 +401,9 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
     FILE may be plain or compressed (gzip, bzip2, xz; told by content), or -
     for standard input. What a file holds is told from its content: JSON
     benchmark results (vllm bench serve, SGLang bench_serving and
-    bench_one_batch), Prometheus text, or text, scanned for vLLM, SGLang and
-    llama.cpp log lines and printed benchmark result tables, all at once.
+    bench_one_batch, TensorRT-LLM iteration statistics), Prometheus text, or
+    text, scanned at once for vLLM, SGLang and llama.cpp log lines, printed
+    benchmark result tables and trtllm-bench reports.
     Every acceptance figure becomes accept_len with the bonus token included.
     A line that looks like a known format but does not parse is reported with
     its line number (exit code 2); unrelated lines are ignored.

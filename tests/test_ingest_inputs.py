@@ -420,3 +420,16 @@ def test_bench_one_batch_as_printed():
     assert [r["step_ms"] for r in rs] == pytest.approx([27.11, 27.19])
     assert all(r["concurrency"] == 1 and r["num_spec_tokens"] == 0 for r in rs)
     assert rs[1]["aggregate_tok_s"] == 36.78 and rs[1]["tok_s"] == pytest.approx(1 / 0.02719)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(head=st.sampled_from([b"", b"\x1f\x8b\x08", b"BZh9", b"\xfd7zXZ\x00", b"[", b"{", b"# TYPE vllm:x counter\n"]),
+       body=st.binary(max_size=300), json_flag=st.booleans())  # fmt: skip
+def test_hostile_files_get_one_clear_line_never_a_traceback(tmp_path, head, body, json_flag):
+    path = tmp_path / "hostile"
+    path.write_bytes(head + body)
+    r = CliRunner().invoke(cli, ["ingest", str(path), *(["--json"] if json_flag else [])])
+    assert r.exit_code in (0, 2), r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception

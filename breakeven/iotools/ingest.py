@@ -194,9 +194,10 @@ def _json_records(
     for line, obj in documents:
         fmt = forced or (bench.bench_format(obj) if isinstance(obj, dict) else None)
         if fmt is None:
-            keys = ", ".join(sorted(obj)[:8]) if isinstance(obj, dict) else type(obj).__name__
+            what = (f"keys: {', '.join(sorted(obj)[:8])}" if isinstance(obj, dict)
+                    else f"a {type(obj).__name__}, not an object")  # fmt: skip
             problems.append(Problem(path, line, f"a JSON value of no known benchmark "
-                                    f"format (keys: {keys})"))  # fmt: skip
+                                    f"format ({what})"))  # fmt: skip
             continue
         try:
             records.append(bench.read_result(obj, fmt, f"{path}:{line}"))
