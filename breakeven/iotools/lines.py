@@ -34,7 +34,7 @@ import polars as pl
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import Block, Problem
 
-PARSE_ROWS = 40_000
+PARSE_ROWS = 20_000
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
 TABLE = "_result_table"  # the kind of a result table's title line  # marked lines parsed together (at most a block's more)
 
