@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from breakeven.iotools import bench, prometheus, sources
-from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped, to_dicts
+from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
 from breakeven.iotools.sources import Problem
 
 __all__ = ["FORMATS", "RECORD_KEYS", "IngestResult", "Input", "Problem", "Tally", "ingest",
@@ -57,7 +57,7 @@ class IngestResult:
     @property
     def records(self) -> list[dict[str, Any]]:
         """The records as dicts (None for a missing value)."""
-        return to_dicts(self.frame) if self.frame is not None else []
+        return self.frame.to_dicts() if self.frame is not None else []
 
     def to_frame(self) -> Any:
         """The records as a pandas DataFrame."""

@@ -94,6 +94,21 @@ class Engine:
     """What ``tok_s`` means, by record format (for the ingest summary)."""
 
 
+def with_pending(
+    rows: pl.DataFrame, state: dict[str, Any], columns: dict[str, Any]
+) -> pl.DataFrame:
+    """An engine's rows with the ``columns`` they lack (name: type), after the lines the
+    previous block held back (``state['pending']``)."""
+    if rows.height:
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in columns.items() if c not in rows.columns
+        )
+    pending = state.get("pending")
+    if pending is not None:
+        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    return rows
+
+
 def merge_into_previous(
     rows: pl.DataFrame,
     state: dict[str, Any],
@@ -113,13 +128,7 @@ def merge_into_previous(
     ``first`` line at the end of a block is held back for the next (the second return
     value: the new ``pending``) unless ``final``.
     """
-    if rows.height:
-        rows = rows.with_columns(
-            pl.lit(None, t).alias(c) for c, t in columns.items() if c not in rows.columns
-        )
-    pending = state.get("pending")
-    if pending is not None:
-        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    rows = with_pending(rows, state, columns)
     if not rows.height:
         return rows, None
     kind = pl.col("kind")

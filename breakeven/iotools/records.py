@@ -2,7 +2,7 @@
 
 Records travel as polars frames of :func:`record_schema` (one column per
 key of :data:`RECORD_KEYS`, missing values null, never NaN); ``--json`` and
-the Python API take them as dicts (:func:`to_dicts`), ``--out`` as CSV rows
+the Python API take them as dicts (``DataFrame.to_dicts``), ``--out`` as CSV rows
 (:func:`csv_bytes`): two views of the same rows.
 """
 
@@ -20,9 +20,6 @@ RECORD_KEYS = (
     "queue_reqs", "tokens_in_use", "accepted_tokens", "draft_tokens", "emitted_tokens",
     "num_drafts", "per_position", "first_after_idle", "note",
 )  # fmt: skip
-
-# Keys the user may set for every record of a file (ingest's --label, --model, ...).
-STAMP_KEYS = ("run_id", "label", "model", "hardware", "env", "spec_method", "num_spec_tokens")
 
 # Values that stand where a number would: the field is missing, nothing is wrong.
 PLACEHOLDERS = ("", "-", "--", "n/a", "na", "none", "null", "not set", "unknown", "nan", "inf",
@@ -97,11 +94,6 @@ def stamped(frame: Any, stamp: dict[str, Any]) -> Any:
     types = record_schema()
     given = {key: pl.lit(value, types[key]) for key, value in stamp.items() if value is not None}
     return frame.with_columns(**given) if given else frame
-
-
-def to_dicts(frame: Any) -> list[dict[str, Any]]:
-    """The records of a frame as dicts (None for missing values)."""
-    return frame.to_dicts()
 
 
 def csv_bytes(frame: Any, header: bool = False) -> bytes:

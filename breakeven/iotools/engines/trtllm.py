@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind
+from breakeven.iotools.lines import Engine, Field, LineKind, with_pending
 
 FORMAT = "trtllm_bench"
 CONCURRENCY, TPOT, SPEED, ACCEPT = "trtllm_concurrency", "trtllm_tpot", "trtllm_speed", "trtllm_al"
@@ -52,13 +52,7 @@ def sequence(
     rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
     """One record per report.  State: the lines of a report not yet ended (``pending``)."""
-    if rows.height:
-        rows = rows.with_columns(
-            pl.lit(None, t).alias(c) for c, t in _COLUMNS.items() if c not in rows.columns
-        )
-    pending = state.get("pending")
-    if pending is not None:
-        rows = pl.concat([pending, rows], how="diagonal_relaxed") if rows.height else pending
+    rows = with_pending(rows, state, _COLUMNS)
     if not rows.height:
         return None, {}
     ends = (pl.col("kind") == ACCEPT).cast(pl.Int32)
