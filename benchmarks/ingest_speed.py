@@ -16,7 +16,9 @@ runs twice: extracting the fields ingest reads from the lines grep selects
 throughput lines and SGLang's prefill lines (for idle time), computes the
 per-sequence rates and writes the schema's 35 columns with file:line sources.
 Peak memory (max RSS of one process) is reported for ingest, which reads in one process
-(polars uses a thread per CPU).
+(polars uses a thread per CPU).  A third command calibrates: grep selecting only the lines
+ingest reads (every marker breakeven knows, ``grep -nF``, with line numbers), with no
+parsing at all.
 
     python benchmarks/ingest_speed.py [--mb 1024] [--mix both|sglang|vllm] [--gzip] [--repeat 3]
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import shutil
 import subprocess
@@ -32,6 +35,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+# The commands run in the environment the benchmark was started in: importing polars here
+# (for the markers) sets polars' allocator settings in os.environ, which would reach them.
+ENVIRONMENT = dict(os.environ)
 
 # What awk extracts from the lines grep selects.  AWK_SAME: the fields ingest reads from
 # them (decode: time, #running-req, #token, accept len, gen throughput, #queue-req;
@@ -148,6 +155,15 @@ def generate(path: Path, megabytes: int, mix: str = "both", seed: int = 7) -> in
     return lines
 
 
+def _markers() -> list[str]:
+    """The literals ingest selects lines by (every engine's line kinds and result tables)."""
+    from breakeven.iotools import bench
+    from breakeven.iotools.engines import engines
+
+    kinds = {kind.marker for engine in engines() for kind in engine.kinds}
+    return sorted(kinds | {bench.TABLE_MARKER, bench.SPEC_SECTION})
+
+
 def timed(cmd: str) -> tuple[float, float]:
     """Wall seconds, and the largest peak RSS [MiB] of one of the command's processes
     (NaN without GNU time)."""
@@ -155,7 +171,7 @@ def timed(cmd: str) -> tuple[float, float]:
     prefix = [gnu_time, "-f", "%M"] if gnu_time else []
     start = time.perf_counter()
     out = subprocess.run([*prefix, "bash", "-c", cmd], check=True, stderr=subprocess.PIPE,
-                         text=True)  # fmt: skip
+                         text=True, env=ENVIRONMENT)  # fmt: skip
     wall = time.perf_counter() - start
     peak = int(out.stderr.strip().splitlines()[-1]) / 1024 if gnu_time else math.nan
     return wall, peak
@@ -202,6 +218,14 @@ def main() -> None:
             commands[f"{cat} | grep | awk, {name} fields"] = (
                 f"{source} -E 'Decode batch|SpecDecoding metrics'{tail} | {awk} -f "
                 f"{work / f'{name}.awk'} > {work / f'{name}.csv'}")  # fmt: skip
+        # A calibration, not a target: grep doing only ingest's selection of lines (every
+        # marker breakeven knows, with line numbers), none of its parsing.
+        (work / "markers.txt").write_text("\n".join(_markers()) + "\n")
+        source = f"zcat {log} | LC_ALL=C grep" if args.gzip else "LC_ALL=C grep"
+        tail = "" if args.gzip else f" {log}"
+        commands[f"{cat} | grep -nF all markers"] = (
+            f"{source} -anF -f {work / 'markers.txt'}{tail} > {work / 'marked.txt'}"
+        )
         commands["breakeven ingest --out"] = (
             f"{breakeven} ingest {log} --out {work / 'ingest.csv'} --force 2>/dev/null"
         )
@@ -214,15 +238,21 @@ def main() -> None:
                 peaks[name] = peak
         rows = {f"{cat} | grep | awk, same fields": work / "same.csv",
                 f"{cat} | grep | awk, few fields": work / "few.csv",
+                f"{cat} | grep -nF all markers": work / "marked.txt",
                 "breakeven ingest --out": work / "ingest.csv"}  # fmt: skip
         mib = size / 2**20
         for name, walls in results.items():
             count = sum(1 for _ in open(rows[name]))
-            print(f"{name:26s} {min(walls):6.2f} s  {mib / min(walls):7.1f} MiB/s  {count:,} lines "
+            print(f"{name:31s} {min(walls):6.2f} s  {mib / min(walls):7.1f} MiB/s  {count:,} lines "
                   "out" + (f"  (records and header; peak RSS of one process {peaks[name]:.0f} MiB)"
                            if name.startswith("breakeven") else ""))  # fmt: skip
         b = min(results["breakeven ingest --out"])
         target = 1.3 if args.gzip else {"sglang": 0.8, "vllm": 3.0}.get(args.mix)
+        g = min(results[f"{cat} | grep -nF all markers"])
+        print(
+            f"ratio ingest / ({cat} | grep -nF all markers): {b / g:.2f}x (calibration: "
+            "grep selecting the lines ingest reads, no parsing)"
+        )
         for name in (f"{cat} | grep | awk, same fields", f"{cat} | grep | awk, few fields"):
             g = min(results[name])
             verdict = ("" if target is None else

@@ -415,17 +415,24 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
     """
     if append and (out is None or force):
         raise InputError("--append: needs --out CSV, and cannot be given with --force")
-    if jobs is not None:
-        import os
+    import os
 
+    if jobs is not None:
         os.environ["POLARS_MAX_THREADS"] = str(jobs)  # read when polars is first imported
+    # polars' allocator (its own jemalloc) with one arena: the threads' freed pages are
+    # reused at once, so a 1 GiB log peaks at about 230 MiB, not 280, at the same speed
+    # (benchmarks/ingest_speed.py).  Read when polars loads; a user's setting is kept.
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
     from breakeven.iotools.ingest import Tally, iter_frames, tok_s_meanings
     from breakeven.iotools.records import csv_bytes, csv_header
+    from breakeven.iotools.sources import ahead
 
     problems: list[Any] = []
     tally = Tally()
     inputs = _ingest_inputs(files, per_file)
-    frames = iter_frames(inputs, problems, format=format, before=before)
+    # Reading and parsing in a thread, ahead of the CSV or JSON written here: each side's
+    # polars work overlaps the other's.
+    frames = ahead(iter_frames(inputs, problems, format=format, before=before), depth=1)
 
     out_json = _JsonArray() if as_json else None
 

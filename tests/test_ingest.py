@@ -268,6 +268,7 @@ class TestBadInput:
         result = ingest([path])
         assert len(result.records) == 1 and result.records[0]["gen_tok_s"] == 144.95
         assert str(result.problems[0]).startswith(f"{path}, line 2: line is longer than 1 MiB")
+        assert result.records[0]["source"] == f"{path}:3"  # the skipped line still counts
 
     def test_unrelated_text_is_a_clear_error(self, tmp_path):
         path = tmp_path / "notes.txt"
@@ -373,3 +374,4 @@ class TestBlockBoundaries:
         result = ingest([path])
         assert [r["gen_tok_s"] for r in result.records] == [9.5]
         assert "line 1: line is longer than" in str(result.problems[0])
+        assert result.records[0]["source"].endswith(":2")

@@ -433,3 +433,77 @@ def test_hostile_files_get_one_clear_line_never_a_traceback(tmp_path, head, body
     r = CliRunner().invoke(cli, ["ingest", str(path), *(["--json"] if json_flag else [])])
     assert r.exit_code in (0, 2), r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+
+
+class TestReadingInThreads:
+    """Blocks are marked in threads and parsed in order; what a thread raises is raised."""
+
+    def test_mapped_keeps_the_order_and_raises_in_place(self):
+        import random
+        import time
+
+        def slow_square(x):
+            time.sleep(random.random() / 200)
+            if x == 7:
+                raise ValueError("seven")
+            return x * x
+
+        got = []
+        with pytest.raises(ValueError, match="seven"):
+            for x, y in sources.mapped(slow_square, range(20), workers=3):
+                got.append((x, y))
+        assert got == [(x, x * x) for x in range(7)]
+        assert list(sources.mapped(abs, [-2, 3], workers=1)) == [(-2, 2), (3, 3)]
+
+    def test_ahead_raises_after_the_items_before_and_stops_its_producer(self):
+        def producer(log):
+            try:
+                for i in range(1000):
+                    log.append(i)
+                    yield i
+            finally:
+                log.append("closed")
+
+        def failing():
+            yield 1
+            yield 2
+            raise OSError("disk gone")
+
+        items = []
+        with pytest.raises(OSError, match="disk gone"):
+            for i in sources.ahead(failing()):
+                items.append(i)
+        assert items == [1, 2]
+        log: list = []
+        for i in sources.ahead(producer(log), depth=1):
+            if i == 2:
+                break
+        import time
+
+        deadline = time.monotonic() + 5
+        while "closed" not in log and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "closed" in log and len(log) < 10  # it stopped, a few items ahead at most
+
+    @pytest.mark.parametrize("workers", [1, 2, 4])
+    def test_lines_are_numbered_alike_for_any_number_of_workers(self, tmp_path, monkeypatch,
+                                                                 workers):  # fmt: skip
+        import importlib
+
+        ingest_module = importlib.import_module("breakeven.iotools.ingest")
+        body = "".join(
+            f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 2, #token: {i}, "
+            f"gen throughput (token/s): {i}.5, #queue-req: 0\n"
+            if i % 3 == 0
+            else "noise\n"
+            for i in range(1, 400)
+        )
+        path = tmp_path / "log.txt"
+        path.write_text(body + "z" * 300 + "\nend\n")  # line 400 is too long
+        monkeypatch.setattr(sources, "BLOCK_BYTES", 64)
+        monkeypatch.setattr(sources, "MAX_LINE_BYTES", 200)
+        monkeypatch.setattr(ingest_module, "MARK_WORKERS", workers)
+        result = ingest([path])
+        assert [r["source"] for r in result.records] == [f"{path}:{i}" for i in range(3, 400, 3)]
+        assert len(result.problems) == 1
+        assert str(result.problems[0]).startswith(f"{path}, line 400: line is longer than")

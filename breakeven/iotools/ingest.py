@@ -31,6 +31,10 @@ __all__ = ["FORMATS", "RECORD_KEYS", "IngestResult", "Input", "Problem", "Tally"
            "iter_frames", "tok_s_meanings"]  # fmt: skip
 
 TEXT = "log"
+# Blocks of a text input marked at once, in threads: splitting a block into lines and
+# filtering them uses about one CPU, so two keep two CPUs busy; each more costs about
+# 30 MiB of memory.
+MARK_WORKERS = min(2, os.cpu_count() or 1)
 FORMATS = ("auto", TEXT, "bench_table", *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
 
 
@@ -243,11 +247,15 @@ def _text_frames(
 
     scanner = TextScanner(item.path, engines(), item.num_spec_tokens, _tables,
                           (bench.TABLE_MARKER, bench.SPEC_SECTION))  # fmt: skip
-    for block in sources.iter_blocks(source, block_bytes):
-        if isinstance(block, Problem):
-            problems.append(block)
-            continue
-        frames, found = scanner.feed(block)
+
+    def mark(block: Any) -> Any:
+        return None if isinstance(block, Problem) else scanner.mark(block)
+
+    # Blocks are marked (split into lines, filtered) in threads, two at once; each
+    # block's lines are then parsed here, in order.
+    blocks = sources.iter_blocks(source, block_bytes)
+    for block, lines in sources.mapped(mark, blocks, MARK_WORKERS):
+        frames, found = scanner.feed(block, lines)
         problems += found
         yield from frames
     frames, found = scanner.finish()

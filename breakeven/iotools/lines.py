@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
-from breakeven.iotools.sources import Block, Problem
+from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
 
 PARSE_ROWS = 20_000
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
@@ -275,32 +275,48 @@ class TextScanner:
         self.state: dict[str, dict[str, Any]] = {e.name: {} for e in engines}
         self.speculated = {e.name: False for e in engines}
         self.held: dict[str, list[pl.DataFrame]] = {e.name: [] for e in engines}
-        # The kind of a marked line: the first kind it is of; a table's title, last; null for
-        # a line of no kind (a prefill line that reports no empty batch, say).
-        self.kind_of: Any = None
-        if table_markers:
-            table = "|".join(map(re.escape, table_markers))
-            self.kind_of = pl.when(pl.col("text").str.contains(table)).then(pl.lit(TABLE))
-        for kind in reversed(self.kinds):
-            cond = pl.col("text").str.contains(kind.marker, literal=True)
+        # The kind of a marked line: told by the first marker in it (one search), then the
+        # first kind of that marker whose other conditions hold; a table's title, last; null
+        # for a line of no kind (a prefill line that reports no empty batch, say).
+        self.marker_group = f"({self.marker_pattern})"
+        plain: dict[str, str] = {}
+        checked: list[tuple[LineKind, pl.Expr]] = []
+        for kind in self.kinds:
+            conditions = []
             if kind.also is not None:
-                cond = cond & pl.col("text").str.contains(kind.also, literal=True)
+                conditions.append(pl.col("text").str.contains(kind.also, literal=True))
             if kind.unless is not None:
-                cond = cond & ~pl.col("text").str.contains(kind.unless, literal=True)
+                conditions.append(~pl.col("text").str.contains(kind.unless, literal=True))
             if kind.match is not None:
-                cond = cond & pl.col("text").str.contains(kind.match)
-            then = pl.lit(kind.name)
+                conditions.append(pl.col("text").str.contains(kind.match))
+            if kind.marker in plain:
+                continue  # an earlier kind of this marker takes every line
+            if conditions:  # before the marker's plain kind, if any: checked first
+                checked.append((kind, pl.all_horizontal(conditions)))
+            else:
+                plain[kind.marker] = kind.name
+        for marker in table_markers:
+            plain.setdefault(marker, TABLE)
+        marker = pl.col("marker")
+        self.kind_of = marker.replace_strict(plain, default=None, return_dtype=pl.String)
+        for kind, condition in reversed(checked):
             self.kind_of = (
-                pl.when(cond).then(then)
-                if self.kind_of is None
-                else pl.when(cond).then(then).otherwise(self.kind_of)
+                pl.when((marker == kind.marker) & condition)
+                .then(pl.lit(kind.name))
+                .otherwise(self.kind_of)
             )
         self.kind_by_name = {kind.name: kind for kind in self.kinds}
         self.waiting: list[pl.DataFrame] = []
         self.waiting_rows = 0
+        self.next_line = 1
+        """The number of the line after the blocks fed so far."""
 
-    def feed(self, block: Block) -> tuple[list[pl.DataFrame], list[Problem]]:
-        """Records and problems of one block (records may come from earlier blocks)."""
+    def mark(self, block: Block) -> pl.DataFrame:
+        """The marked lines of a block (``line``, ``text``, ``kind``), less comments.
+
+        It uses no state of the scanner: blocks may be marked in other threads, ahead
+        of :meth:`feed`, which numbers them in order.
+        """
         # One column a line, split at a control character; where a line holds that
         # character (no log line should), it becomes a space.
         data = block.data
@@ -310,30 +326,50 @@ class TextScanner:
             data, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
             infer_schema=False, encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
         )  # fmt: skip
-        block.lines = lines.height  # one row a line: iter_blocks need not count them
-        # One query: marked lines, less comments, with their kind.
+        block.lines = lines.height  # one row a line: the lines are counted here
+        # One query: marked lines (numbered from 0 in the block), less comments, with their kind.
         lines = (
             lines.lazy()
-            .with_row_index("line", offset=block.first_line)
+            .with_row_index("line")
             .filter(pl.col("text").str.contains(self.marker_pattern))
             .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
+            .with_columns(marker=pl.col("text").str.extract(self.marker_group, 1))
             .with_columns(self.kind_of.alias("kind"))
             .filter(pl.col("kind").is_not_null())
+            .drop("marker")
             .collect()
         )
+        # Filtered strings still point into their block's buffers: a block's few lines are
+        # copied out, so that many sparse blocks can wait to be parsed without keeping
+        # their buffers; dense blocks reach PARSE_ROWS soon, so at most
+        # PARSE_ROWS / COPY_BELOW of them wait.
+        if lines.height < COPY_BELOW:
+            lines = lines.with_columns(pl.col("text") + pl.lit(""))
+        return lines
+
+    def feed(
+        self, block: Block | Problem, lines: pl.DataFrame | None = None
+    ) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """Records and problems of the next block (records may come from earlier blocks),
+        given its marked ``lines`` where :meth:`mark` has found them; or a problem of
+        :func:`~breakeven.iotools.sources.iter_blocks`, numbered here."""
+        if isinstance(block, Problem):
+            line = self.next_line if block.line == AT_NEXT_LINE else block.line
+            return [], [Problem(block.path, line, block.message)]
+        if lines is None:
+            lines = self.mark(block)
+        assert block.lines is not None  # counted by mark
+        block.first_line = self.next_line
+        self.next_line += block.lines
+        if lines.height:
+            lines = lines.with_columns(pl.col("line") + block.first_line)
         frames: list[pl.DataFrame] = []
         problems: list[Problem] = []
         if self.table_reader is not None and (self.table_carry or (lines["kind"] == TABLE).any()):
             frames, problems = self._tables(block, final=False)
         # Marked lines wait until there are enough of them to parse at once: each polars
         # operation has a fixed cost, which a sparse log would pay per block.
-        # Filtered strings still point into their block's buffers: a block's few lines are
-        # copied out, so that many sparse blocks can wait without keeping their buffers;
-        # dense blocks reach PARSE_ROWS soon, so at most PARSE_ROWS / COPY_BELOW of them wait.
-        waiting = lines.filter(pl.col("kind") != TABLE)
-        if waiting.height < COPY_BELOW:
-            waiting = waiting.with_columns(pl.col("text") + pl.lit(""))
-        self.waiting.append(waiting)
+        self.waiting.append(lines.filter(pl.col("kind") != TABLE))
         self.waiting_rows += self.waiting[-1].height
         if self.waiting_rows >= PARSE_ROWS:
             more, found = self._read(final=False)

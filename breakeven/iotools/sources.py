@@ -22,10 +22,13 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from queue import Empty, Queue
-from typing import IO, Any
+from queue import Empty, Full, Queue
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 BLOCK_BYTES = 8 << 20  # text is read in blocks of about this many bytes
 MAX_LINE_BYTES = 1 << 20  # a line longer than this that does not fit in a block is skipped
@@ -206,27 +209,34 @@ def looks_like_prometheus(text: str) -> bool:
 
 @dataclass
 class Block:
-    """Complete lines of a text input: the first one's number, and the bytes (each line
-    ends with a newline)."""
+    """Complete lines of a text input (each line ends with a newline)."""
 
-    first_line: int
     data: bytes
+    first_line: int = 0
+    """The number of its first line: given by its reader, which numbers blocks in order."""
     lines: int | None = None
-    """Its number of lines, where the reader has counted them (else they are counted here)."""
+    """Its number of lines, where its reader has counted them."""
+
+
+AT_NEXT_LINE = -1
+"""The line of a problem :func:`iter_blocks` yields: the line after the blocks before it."""
 
 
 def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block | Problem]:
     """Blocks of complete lines, and problems, in order.
 
-    A line longer than :data:`MAX_LINE_BYTES` that does not fit in a block is
-    skipped with a problem; binary data (a NUL byte) yields the lines before
-    it, then a problem, and ends the input.  A last line without a newline gets
-    one.  Decompression is done in a thread ahead of the caller (zlib, bz2 and
-    lzma release the GIL), so it overlaps with the parsing of the last block.
+    Lines are not numbered here (counting them is the reader's, in order): a
+    problem's ``line`` is :data:`AT_NEXT_LINE`, the line after the blocks
+    yielded before it.  A line longer than :data:`MAX_LINE_BYTES` that does not
+    fit in a block is skipped with a problem, and an empty line takes its place;
+    binary data (a NUL byte) yields the lines before it, then a problem, and ends
+    the input.  A last line without a newline gets one.  Decompression is done
+    in a thread ahead of the caller (zlib, bz2 and lzma release the GIL), so it
+    overlaps with the parsing of the last block.
     """
     # Compressed input keeps a chunk in flight besides the block: smaller blocks, same memory.
     size = block_bytes or (max(1, BLOCK_BYTES // 2) if source.compression else BLOCK_BYTES)
-    line_no, carry, skipping = 1, b"", False
+    carry, skipping = b"", False
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     for data in _prefetched(source, size):
         if isinstance(data, Problem):
@@ -236,32 +246,31 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
             cut = data.find(b"\n")
             if cut < 0:
                 continue
-            data, skipping, line_no = data[cut + 1 :], False, line_no + 1
+            data, skipping = data[cut + 1 :], False
+            yield Block(b"\n")  # in the skipped line's place
         cut = data.rfind(b"\n") + 1  # the block ends after the chunk's last newline
         if cut:  # one copy at most: the carried start of a line, and the chunk up to the cut
-            end = len(carry) + cut
             whole = cut == len(data)
             block = (b"".join((carry, memoryview(data)[:cut])) if carry or not whole
                      else data)  # fmt: skip
             carry = b"" if whole else data[cut:]
-        else:
-            end, carry = 0, carry + data
-        if end:
             nul = block.find(b"\0")
             if nul >= 0:
-                yield from _binary(source.name, block, nul, line_no)
+                yield from _binary(source.name, block, nul)
                 return
-            read = Block(line_no, block)
-            yield read
-            line_no += read.lines if read.lines is not None else block.count(b"\n")
+            yield Block(block)
+        else:
+            carry += data
         if len(carry) > MAX_LINE_BYTES:
-            yield Problem(source.name, line_no, too_long)
+            yield Problem(source.name, AT_NEXT_LINE, too_long)
             carry, skipping = b"", True
-    if carry and not skipping:
+    if skipping:
+        yield Block(b"\n")
+    elif carry:
         if b"\0" in carry:
-            yield from _binary(source.name, carry, carry.find(b"\0"), line_no)
+            yield from _binary(source.name, carry, carry.find(b"\0"))
             return
-        yield Block(line_no, carry + b"\n")
+        yield Block(carry + b"\n")
 
 
 def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
@@ -321,11 +330,78 @@ def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
             pass
 
 
-def _binary(path: str, data: bytes, nul: int, line_no: int) -> Iterator[Block | Problem]:
+def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
     """The complete lines before the NUL byte at ``nul``, then the problem."""
     before = data.rfind(b"\n", 0, nul) + 1
     if before:
-        yield Block(line_no, data[:before])
-    at = line_no + data.count(b"\n", 0, nul)
+        yield Block(data[:before])
     hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
-    yield Problem(path, at, f"binary data (a NUL byte){hint}; expected a text log; stopped reading")
+    yield Problem(path, AT_NEXT_LINE,
+                  f"binary data (a NUL byte){hint}; expected a text log; stopped reading")  # fmt: skip
+
+
+def mapped(func: Callable[[T], U], items: Iterable[T], workers: int) -> Iterator[tuple[T, U]]:
+    """``(item, func(item))`` for each item, in order, with ``func`` run on up to
+    ``workers`` items at once in threads (for work that releases the GIL)."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    if workers <= 1:
+        for item in items:
+            yield item, func(item)
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="breakeven")
+    pending: deque[Any] = deque()
+    try:
+        for item in items:
+            pending.append((item, pool.submit(func, item)))
+            if len(pending) > workers:  # one waits to start: a worker never idles
+                item, future = pending.popleft()
+                yield item, future.result()
+        while pending:
+            item, future = pending.popleft()
+            yield item, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()
+        pool.shutdown(wait=False)
+
+
+def ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+    """The items of ``items``, produced in a thread up to ``depth`` ahead of the caller.
+
+    What the producer raises is raised here, in order; when the caller stops early
+    (an error, Ctrl-C), the producer stops at its next item.  Work that releases the
+    GIL (polars, reads, decompression) on both sides then runs at once.
+    """
+    queue: Queue[Any] = Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        queue.put((item, None), timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put((done, None))
+        except BaseException as e:  # handed to the caller, raised there
+            queue.put((done, e))
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = queue.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()  # the producer sees it within 0.1 s of its next item, and ends
