@@ -422,6 +422,13 @@ def test_bench_one_batch_as_printed():
     assert rs[1]["aggregate_tok_s"] == 36.78 and rs[1]["tok_s"] == pytest.approx(1 / 0.02719)
 
 
+def test_a_gzip_header_over_a_damaged_deflate_stream(tmp_path):
+    path = tmp_path / "damaged.gz"  # found by the fuzz below: zlib's error is not an OSError
+    path.write_bytes(b"\x1f\x8b\x08" + bytes(12))
+    r = CliRunner().invoke(cli, ["ingest", str(path)])
+    assert r.exit_code == 2 and "cannot read it (" in r.output and "Traceback" not in r.output
+
+
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

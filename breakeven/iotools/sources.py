@@ -22,6 +22,7 @@ import os
 import stat
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from queue import Empty, Full, Queue
@@ -39,6 +40,8 @@ STDIN = "-"
 TEXT, JSON_DOCUMENT, PROMETHEUS = "text", "json", "prometheus"
 
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+# What reading a damaged stream raises: gzip also lets zlib's own error through.
+READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
 @dataclass
@@ -152,7 +155,7 @@ def open_input(path: str) -> Input:
             else:
                 stream = (bz2.BZ2File if compression == "bzip2" else lzma.LZMAFile)(stream, "rb")
         head = _read_exactly(stream, HEAD_BYTES)
-    except (OSError, EOFError, lzma.LZMAError) as e:
+    except READ_ERRORS as e:
         if path != STDIN:
             raw.close()
         raise InputError(f"cannot read it ({decompression_error(e)})") from None
@@ -294,7 +297,7 @@ def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
                 chunks.put(chunk)
                 if not chunk:
                     return
-        except (OSError, EOFError, lzma.LZMAError) as e:
+        except READ_ERRORS as e:
             if parts:
                 chunks.put(b"".join(parts))
             chunks.put(Problem(source.name, None, f"cannot read on ({decompression_error(e)}); "
