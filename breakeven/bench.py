@@ -25,14 +25,17 @@ import csv
 import math
 import os
 import platform
+import signal
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
 from breakeven.errors import BreakevenError, invalid_value
 from breakeven.schema import COLUMN_NAMES
 
@@ -59,18 +62,25 @@ def _require_http() -> Any:
 
 
 def server_root(url: str) -> str:
-    """The server's root URL from any of ``http://host:8000``, ``.../``, ``.../v1``, ``.../v1/``.
+    """The server's root URL from any of ``http://host:8000``, ``.../``, ``.../v1``, ``.../v1/``,
+    without a user and password (requests carry those in a header).
 
     Endpoints are then ``root + "/v1/models"`` and so on: never ``/v1/v1/``.
     """
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise invalid_value("url", url, "an http:// or https:// URL with a host, such as "
+    shown = hide_url_passwords(url.strip())
+    try:
+        bare, _ = split_url(url.strip())
+        parts = urlsplit(bare)
+        host = parts.hostname
+    except ValueError:  # an unclosed IPv6 bracket, say
+        host = None
+    if host is None or parts.scheme not in ("http", "https"):
+        raise invalid_value("url", shown, "an http:// or https:// URL with a host, such as "
                             "http://localhost:8000")  # fmt: skip
     try:
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError:
-        raise invalid_value("url", url, "a port number between 0 and 65535") from None
+        raise invalid_value("url", shown, "a port number between 0 and 65535") from None
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
@@ -110,6 +120,14 @@ class RequestResult:
         return statistics.fmean(self.chunk_gaps_ms) if self.chunk_gaps_ms else math.nan
 
 
+# Bounds of what one run may ask for: beyond them a run is a typing mistake, and would hold
+# that many requests' results in memory.
+MAX_REQUESTS = 1_000_000
+MAX_CONCURRENCY = 10_000
+MAX_TOKENS = 1_000_000
+MAX_TIMEOUT_S = 86_400.0
+
+
 @dataclass
 class Config:
     """What to measure and how to label it."""
@@ -128,22 +146,38 @@ class Config:
     hardware: str | None = None
     env: str | None = None
     ready_timeout_s: float = 120.0
+    """How long the server may take to become ready (503 while loading, a stalled reply) [s]."""
     connect_timeout_s: float = 5.0
+    """How long a connection may take [s]."""
+    idle_timeout_s: float = 60.0
+    """How long a request may go without a byte from the server [s]."""
     request_timeout_s: float = 600.0
+    """How long one request may take in all [s] (a server that trickles bytes)."""
     ignore_eos: bool = True
 
     def check(self) -> None:
         server_root(self.url)
         for c in self.concurrency:
-            if not isinstance(c, int) or c < 1:
-                raise invalid_value("concurrency", c, "a whole number of requests >= 1")
-        if self.max_tokens < 2:
-            raise invalid_value("max_tokens", self.max_tokens, "at least 2 tokens, so that "
-                                "a decode rate exists")  # fmt: skip
-        if self.requests is not None and self.requests < 1:
-            raise invalid_value("requests", self.requests, "a whole number >= 1")
+            if not isinstance(c, int) or not 1 <= c <= MAX_CONCURRENCY:
+                raise invalid_value("concurrency", c, f"a whole number of requests from 1 to "
+                                    f"{MAX_CONCURRENCY:,}")  # fmt: skip
+        if not isinstance(self.max_tokens, int) or not 2 <= self.max_tokens <= MAX_TOKENS:
+            raise invalid_value("max_tokens", self.max_tokens, f"a whole number of tokens from 2 "
+                                f"(so that a decode rate exists) to {MAX_TOKENS:,}")  # fmt: skip
+        if self.requests is not None and not 1 <= self.requests <= MAX_REQUESTS:
+            raise invalid_value("requests", self.requests, f"a whole number from 1 to "
+                                f"{MAX_REQUESTS:,}")  # fmt: skip
+        for name in ("ready_timeout_s", "connect_timeout_s", "idle_timeout_s",
+                     "request_timeout_s"):  # fmt: skip
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= MAX_TIMEOUT_S):
+                raise invalid_value(name, value, f"seconds above 0 and at most {MAX_TIMEOUT_S:g}")
         if not self.prompts:
             raise BreakevenError("{0}: holds no prompts", "prompts")
+
+    def requests_at(self, concurrency: int) -> int:
+        """Requests of the level at ``concurrency``."""
+        return self.requests or max(8, 4 * concurrency)
 
 
 def environment(root: str, model: str, version: str | None) -> str:
@@ -157,30 +191,99 @@ def environment(root: str, model: str, version: str | None) -> str:
 
 
 def read_prompts(path: str) -> list[str]:
-    """Prompts from a file: one per line, or JSON Lines with a "prompt" key."""
+    """Prompts from a file: one per line, or JSON Lines with a "prompt" key (UTF-8 text; a
+    named pipe is read as a stream)."""
     import json
 
+    shown = repr(path).replace("{", "{{").replace("}", "}}")
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = [line.rstrip("\n") for line in f if line.strip()]
+        with open(path, "rb") as f:
+            data = f.read(64 << 20)
     except OSError as e:
-        raise BreakevenError("{0}: cannot read " + repr(path).replace("{", "{{") +
-                             f" ({e.strerror or e})", "prompts") from None  # fmt: skip
+        raise BreakevenError("{0}: cannot read " + shown + f" ({e.strerror or e})",
+                             "prompts") from None  # fmt: skip
+    if b"\0" in data:
+        raise BreakevenError("{0}: " + shown + " is binary data (a NUL byte); expected text, a "
+                             "prompt per line", "prompts")  # fmt: skip
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BreakevenError("{0}: " + shown + f" is not UTF-8 text (byte {e.start})",
+                             "prompts") from None  # fmt: skip
     prompts = []
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
         if line.lstrip().startswith("{"):
             try:
-                prompts.append(str(json.loads(line)["prompt"]))
+                prompt = json.loads(line)["prompt"]
             except (ValueError, KeyError, TypeError):
-                raise BreakevenError("{0}: " + f"{path}, line {i}: expected a JSON object with a "
-                                     "\"prompt\" key, or a plain line", "prompts") from None  # fmt: skip
+                prompt = None
+            if not isinstance(prompt, str):
+                raise BreakevenError("{0}: " + shown + f", line {i}: expected a JSON object with "
+                                     "a \"prompt\" string, or a plain line", "prompts")  # fmt: skip
+            prompts.append(prompt)
         else:
             prompts.append(line)
     if not prompts:
-        raise BreakevenError(
-            "{0}: " + repr(path).replace("{", "{{") + " holds no prompts", "prompts"
-        )
+        raise BreakevenError("{0}: " + shown + " holds no prompts", "prompts")
     return prompts
+
+
+def _printable(text: str, limit: int) -> str:
+    """Server text as it may be shown: control characters as spaces, at most ``limit`` long."""
+    text = "".join(c if c.isprintable() else " " for c in text[: 4 * limit])
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def _count(value: Any) -> int | None:
+    """A token count as a server may send it: a whole number, or its digits as text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+class _Malformed(Exception):
+    """A reply that breaks the protocol: the request fails with this reason."""
+
+
+def _chunk_text(chunk: Any) -> tuple[str, int | None]:
+    """The text of one streamed chunk and the usage's completion tokens (None if absent)."""
+    if not isinstance(chunk, dict):
+        raise _Malformed(f"a server-sent event that is not a JSON object: {type(chunk).__name__}")
+    usage = chunk.get("usage")
+    tokens = _count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+    choices = chunk.get("choices")
+    if choices is None:
+        return "", tokens
+    if not isinstance(choices, list):
+        raise _Malformed(f"'choices' is {type(choices).__name__}, expected a list")
+    if not choices:
+        return "", tokens
+    first = choices[0]
+    if not isinstance(first, dict):
+        raise _Malformed(f"a choice is {type(first).__name__}, expected an object")
+    text = first.get("text")
+    if not text:
+        delta = first.get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+    return (text if isinstance(text, str) else ""), tokens
+
+
+@dataclass
+class _Level:
+    """What a concurrency level has measured so far."""
+
+    concurrency: int
+    started: float
+    before: str | None
+    results: list[RequestResult] = field(default_factory=list)
+    streamed: int = 0  # tokens streamed to the level's requests so far
+    written: int = 0
 
 
 class Bench:
@@ -192,6 +295,14 @@ class Bench:
         config.check()
         self.config = config
         self.root = server_root(config.url)
+        _, auth = split_url(config.url.strip())
+        if auth is not None and config.api_key:
+            raise BreakevenError("{0}: holds a user and password, and an API key is given too: "
+                                 "a request carries one Authorization header; give one of them",
+                                 "url")  # fmt: skip
+        self.auth = auth
+        self.shown_root = shown_url(self.root, auth)
+        self.redact = Redactor(config.api_key, auth=auth)
         self.on_result = on_result or (lambda level, result: None)
         self.httpx, self.httpx_sse = _require_http()
         self.headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
@@ -199,22 +310,64 @@ class Bench:
         self.version: str | None = None
         self.engine = "openai-compatible"
         self.failures: list[str] = []
+        self.loading = False  # the last /v1/models reply was 503
         self.started = ""
         self.env = ""
 
     def _client(self) -> Any:
-        timeout = self.httpx.Timeout(self.config.request_timeout_s,
-                                     connect=self.config.connect_timeout_s)  # fmt: skip
-        limits = self.httpx.Limits(max_connections=max(self.config.concurrency) + 2)
-        return self.httpx.AsyncClient(timeout=timeout, headers=self.headers, limits=limits)
+        c = self.config
+        timeout = self.httpx.Timeout(connect=c.connect_timeout_s, read=c.idle_timeout_s,
+                                     write=c.idle_timeout_s, pool=c.request_timeout_s)  # fmt: skip
+        limits = self.httpx.Limits(max_connections=max(c.concurrency) + 2)
+        auth = self.httpx.BasicAuth(*self.auth) if self.auth else None
+        return self.httpx.AsyncClient(timeout=timeout, headers=self.headers, limits=limits,
+                                      auth=auth)  # fmt: skip
+
+    def _error(self, message: str, name: str = "url") -> BreakevenError:
+        """A readiness error: redacted, one line, naming ``name``."""
+        text = self.redact(message).replace("{", "{{").replace("}", "}}")
+        return BreakevenError("{0}: " + text, name)
+
+    def _timeout_reason(self, e: BaseException) -> str:
+        c = self.config
+        if isinstance(e, self.httpx.ConnectTimeout):
+            return f"no connection within {c.connect_timeout_s:g} s (--connect-timeout)"
+        if isinstance(e, self.httpx.PoolTimeout):
+            return f"no free connection within {c.request_timeout_s:g} s (--request-timeout)"
+        return f"the server sent nothing for {c.idle_timeout_s:g} s (--idle-timeout)"
 
     async def probe(self, client: Any) -> None:
-        """Wait until the server serves its models; say precisely what is wrong if it never does."""
-        url = self.root + "/v1/models"
-        deadline = time.monotonic() + self.config.ready_timeout_s
+        """Wait until the server serves its models; say precisely what is wrong if it never does.
+
+        The whole wait, a stalled reply included, is bounded by ``ready_timeout_s``.
+        """
+        c = self.config
+        url = self.shown_root + "/v1/models"
+        try:
+            response = await asyncio.wait_for(self._models(client), c.ready_timeout_s)
+        except asyncio.TimeoutError:
+            if self.loading:
+                raise self._error(f"{url} still answers 503 (loading) after "
+                                  f"{c.ready_timeout_s:g} s (--ready-timeout)") from None  # fmt: skip
+            raise self._error(f"{url} sent no reply within {c.ready_timeout_s:g} s "
+                              "(--ready-timeout)") from None  # fmt: skip
+        served = self._served(response, url)
+        if self.model is None:
+            if not served:
+                raise self._error(f"the server lists no models at {url}")
+            self.model = served[0]
+        elif self.model not in served:
+            listed = ", ".join(map(repr, served)) or "nothing"
+            raise self._error(f"the server does not serve {self.model!r}; it serves {listed}",
+                              "model")  # fmt: skip
+        await self._identify(client)
+
+    async def _models(self, client: Any) -> Any:
+        """The first reply of ``/v1/models`` that is not 503 (loading)."""
+        url = self.shown_root + "/v1/models"
         while True:
             try:
-                response = await client.get(url)
+                response = await client.get(self.root + "/v1/models")
             except self.httpx.ConnectError as e:
                 reason = str(e) or type(e).__name__
                 if "Name or service not known" in reason or "nodename nor servname" in reason \
@@ -222,44 +375,55 @@ class Bench:
                     why = f"the host name does not resolve ({reason})"
                 else:
                     why = f"the connection was refused or failed ({reason}): is the server running?"
-                raise BreakevenError("{0}: cannot reach " + url + ": " + why, "url") from None
-            except self.httpx.TimeoutException:
-                raise BreakevenError("{0}: " + url + " did not answer within "
-                                     f"{self.config.connect_timeout_s:g} s", "url") from None  # fmt: skip
-            if response.status_code == 503 and time.monotonic() < deadline:
-                await asyncio.sleep(min(2.0, max(0.05, deadline - time.monotonic())))
+                raise self._error(f"cannot reach {url}: {why}") from None
+            except self.httpx.TimeoutException as e:
+                raise self._error(f"{url}: {self._timeout_reason(e)}") from None
+            except self.httpx.HTTPError as e:  # a reset, a broken reply
+                raise self._error(f"{url}: the connection failed while reading the reply "
+                                  f"({type(e).__name__}: {_printable(str(e), 120)})") from None  # fmt: skip
+            self.loading = response.status_code == 503
+            if self.loading:
+                await asyncio.sleep(0.5)
                 continue
-            if response.status_code == 404:
-                hint = (" The URL holds /v1 twice: give the server root or one /v1."
-                        if "/v1/v1/" in url else
-                        " Is this an OpenAI-compatible server, and is the URL's path its root?")  # fmt: skip
-                raise BreakevenError("{0}: 404 Not Found for " + url + "." + hint, "url")
-            if response.status_code == 503:
-                raise BreakevenError("{0}: " + url + " still answers 503 (loading) after "
-                                     f"{self.config.ready_timeout_s:g} s", "url")  # fmt: skip
-            if response.status_code in (401, 403):
-                raise BreakevenError("{0}: " + f"{response.status_code} from {url}: give the "
-                                     "API key with --api-key-env", "url")  # fmt: skip
-            if response.status_code != 200:
-                raise BreakevenError("{0}: " + f"{response.status_code} from {url}", "url")
-            break
-        served = [m.get("id") for m in response.json().get("data", [])]
-        if self.model is None:
-            if not served:
-                raise BreakevenError("{0}: the server lists no models at " + url, "url")
-            self.model = served[0]
-        elif self.model not in served:
-            raise BreakevenError("{0}: " + f"the server does not serve {self.model!r}; it serves "
-                                 f"{', '.join(map(repr, served)) or 'nothing'}", "model")  # fmt: skip
+            return response
+
+    def _served(self, response: Any, url: str) -> list[str]:
+        """The model ids a ``/v1/models`` reply lists."""
+        status = response.status_code
+        if status == 404:
+            hint = (" The URL holds /v1 twice: give the server root or one /v1."
+                    if "/v1/v1/" in url else
+                    " Is this an OpenAI-compatible server, and is the URL's path its root?")  # fmt: skip
+            raise self._error(f"404 Not Found for {url}.{hint}")
+        if status in (401, 403):
+            raise self._error(f"{status} from {url}: give the API key with --api-key-env")
+        if status != 200:
+            raise self._error(f"{status} from {url}: {_printable(response.text, 200)}")
+        try:
+            body = response.json()
+        except ValueError:
+            raise self._error(f"{url} answered with a body that is not JSON "
+                              f"({_printable(response.text, 80)!r}): is this an "
+                              "OpenAI-compatible server?") from None  # fmt: skip
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise self._error(f"{url} answered JSON without a list of models under \"data\" (a "
+                              f"{type(body).__name__}): is this an OpenAI-compatible server?")  # fmt: skip
+        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+    async def _identify(self, client: Any) -> None:
+        """The engine and its version, where the server says (a few seconds at most)."""
         for path, engine in (("/version", "vllm"), ("/get_server_info", "sglang")):
             try:
-                reply = await client.get(self.root + path)
-                if reply.status_code == 200:
-                    self.version = str(reply.json().get("version"))
-                    self.engine = engine
-                    break
-            except (self.httpx.HTTPError, ValueError, AttributeError):
+                reply = await asyncio.wait_for(client.get(self.root + path),
+                                               min(5.0, self.config.request_timeout_s))  # fmt: skip
+                body = reply.json() if reply.status_code == 200 else None
+            except (self.httpx.HTTPError, ValueError, asyncio.TimeoutError):
                 continue
+            if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
+                self.version = _printable(str(body["version"]), 40).replace(" ", "_")
+                self.engine = engine
+                break
 
     def _payload(self, prompt: str) -> tuple[str, dict[str, Any]]:
         c = self.config
@@ -271,15 +435,27 @@ class Bench:
             body["ignore_eos"] = True
         if c.chat:
             body["messages"] = [{"role": "user", "content": prompt}]
-            return self.root + "/v1/chat/completions", body
+            return "/v1/chat/completions", body
         body["prompt"] = prompt
-        return self.root + "/v1/completions", body
+        return "/v1/completions", body
 
-    async def one_request(self, client: Any, prompt: str) -> RequestResult:
-        """Stream one request and time its tokens."""
+    async def one_request(
+        self, client: Any, prompt: str, level: _Level | None = None
+    ) -> RequestResult:
+        """Stream one request and time its tokens; any fault is a failed request with a reason
+        (redacted), never an exception.  ``request_timeout_s`` bounds the whole request."""
+        try:
+            return await asyncio.wait_for(self._stream(client, prompt, level),
+                                          self.config.request_timeout_s)  # fmt: skip
+        except asyncio.TimeoutError:
+            return RequestResult(False, f"the request took longer than "
+                                 f"{self.config.request_timeout_s:g} s (--request-timeout)")  # fmt: skip
+
+    async def _stream(self, client: Any, prompt: str, level: _Level | None) -> RequestResult:
         import json
 
-        url, body = self._payload(prompt)
+        path, body = self._payload(prompt)
+        url = self.shown_root + path
         start = time.perf_counter()
         first = last = None
         tokens_seen = 0
@@ -288,42 +464,45 @@ class Bench:
         gaps: list[float] = []
         done = False
         try:
-            async with self.httpx_sse.aconnect_sse(client, "POST", url, json=body) as source:
+            async with self.httpx_sse.aconnect_sse(client, "POST", self.root + path,
+                                                   json=body) as source:  # fmt: skip
                 if source.response.status_code != 200:
                     await source.response.aread()
+                    text = self.redact(source.response.text)
                     return RequestResult(False, f"HTTP {source.response.status_code} from {url}: "
-                                         f"{source.response.text[:200]}")  # fmt: skip
+                                         f"{_printable(text, 200)}")  # fmt: skip
                 async for event in source.aiter_sse():
                     if event.data.strip() == "[DONE]":
                         done = True
                         break
                     now = time.perf_counter()
                     try:
-                        chunk = json.loads(event.data)
+                        text, usage = _chunk_text(json.loads(event.data))
                     except ValueError:
-                        return RequestResult(
-                            False, f"malformed server-sent event: {event.data[:80]!r}"
-                        )
-                    usage = chunk.get("usage") or {}
-                    if usage.get("completion_tokens") is not None:
-                        usage_tokens = int(usage["completion_tokens"])
-                    choices = chunk.get("choices") or []
-                    text = ""
-                    if choices:
-                        c0 = choices[0]
-                        text = c0.get("text") or (c0.get("delta") or {}).get("content") or ""
+                        shown = _printable(self.redact(event.data), 80)
+                        return RequestResult(False, f"malformed server-sent event: {shown!r}")
+                    except _Malformed as e:
+                        return RequestResult(False, str(e))
+                    if usage is not None:
+                        usage_tokens = usage
                     if not text:
                         continue
                     chunks += 1
-                    tokens_seen = usage_tokens if usage_tokens is not None else tokens_seen + 1
+                    seen = usage_tokens if usage_tokens is not None else tokens_seen + 1
+                    if level is not None:
+                        level.streamed += max(0, seen - tokens_seen)
+                    tokens_seen = seen
                     if first is None:
                         first = now
                         first_usage = usage_tokens
                     else:
                         gaps.append(1000.0 * (now - last))
                     last = now
-        except self.httpx.HTTPError as e:
-            return RequestResult(False, f"{type(e).__name__} mid-stream: {e}")
+        except self.httpx.TimeoutException as e:
+            return RequestResult(False, self._timeout_reason(e))
+        except (self.httpx.HTTPError, self.httpx_sse.SSEError) as e:
+            reason = _printable(self.redact(str(e)), 200)
+            return RequestResult(False, f"{type(e).__name__} mid-stream: {reason}")
         if not done:
             return RequestResult(False, "the stream ended before [DONE]")
         if first is None:
@@ -337,47 +516,52 @@ class Bench:
                              chunks=chunks, chunk_gaps_ms=gaps)  # fmt: skip
 
     async def scrape(self, client: Any) -> str | None:
+        """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""
         try:
-            response = await client.get(self.root + "/metrics")
-        except self.httpx.HTTPError:
+            response = await asyncio.wait_for(client.get(self.root + "/metrics"),
+                                              min(10.0, self.config.request_timeout_s))  # fmt: skip
+        except (self.httpx.HTTPError, asyncio.TimeoutError):
             return None
         return response.text if response.status_code == 200 else None
 
     async def level(self, client: Any, concurrency: int, write: Callable[[dict], None]) -> dict:
-        """Run one concurrency level and write a row per completed request.
+        """Run one concurrency level, writing each request's row as it completes.
 
-        Rows carry the level's aggregate rate and accept_len, known only when the
-        level ends; if it is interrupted (Ctrl-C, an error), the requests completed
-        so far are written without them, so nothing measured is lost.
+        A row's level columns (aggregate_tok_s, accept_len, acceptance_rate,
+        tok_s_sd, level_requests) describe the level from its start to that
+        row's completion; the level's last row describes all of it.  So an
+        interruption (Ctrl-C, SIGTERM, a crash) loses only the requests in flight.
         """
         c = self.config
-        n = c.requests or max(8, 4 * concurrency)
-        queue: asyncio.Queue[str] = asyncio.Queue()
-        for i in range(n):
-            queue.put_nowait(c.prompts[i % len(c.prompts)])
-        before = await self.scrape(client)
-        results: list[RequestResult] = []
-        started = time.perf_counter()
+        n = c.requests_at(concurrency)
+        level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
+        queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
+
+        recording: list[asyncio.Task[None]] = []
+
+        async def record(result: RequestResult) -> None:
+            # The row is written even when the run is stopped while /metrics is read.
+            summary = _summary(level)
+            try:
+                summary.update(self._acceptance(level.before, await self.scrape(client)))
+            finally:
+                write(self._row(concurrency, level.written, result, summary))
+                level.written += 1
 
         async def worker() -> None:
-            while not queue.empty():
-                result = await self.one_request(client, queue.get_nowait())
-                results.append(result)
+            for i in queued:
+                result = await self.one_request(client, c.prompts[i % len(c.prompts)], level)
+                level.results.append(result)
                 self.on_result(concurrency, result)
                 if not result.ok:
-                    self.failures.append(f"concurrency {concurrency}: {result.error}")
+                    self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
+                elif not math.isnan(result.decode_tok_s):  # the next request starts at once
+                    recording.append(asyncio.ensure_future(record(result)))
 
-        finished = False
-        try:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-            finished = True
-        finally:
-            summary = _summary(concurrency, results, time.perf_counter() - started)
-            if finished:
-                summary.update(self._acceptance(before, await self.scrape(client)))
-            good = [r for r in results if r.ok and not math.isnan(r.decode_tok_s)]
-            for i, r in enumerate(good):
-                write(self._row(concurrency, i, r, summary))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*recording)
+        summary = _summary(level)
+        summary.update(self._acceptance(level.before, await self.scrape(client)))
         return summary
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
@@ -400,7 +584,7 @@ class Bench:
     def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:
         c = self.config
         k = c.num_spec_tokens if c.num_spec_tokens is not None else level.get("num_spec_tokens")
-        return {
+        row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "engine": self.engine, "model": self.model,
@@ -408,83 +592,168 @@ class Bench:
             "spec_method": c.spec_method, "tok_s": r.decode_tok_s,
             "aggregate_tok_s": level["aggregate_tok_s"], "accept_len": level.get("accept_len"),
             "acceptance_rate": level.get("acceptance_rate"), "env": self.env,
-            "source": f"bench {self.root} concurrency {concurrency} request {i + 1}",
+            "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",
             "origin": "client", "tpot_ms": r.tpot_ms, "itl_ms": r.itl_ms, "ttft_ms": r.ttft_ms,
             "completion_tokens": r.completion_tokens, "chunks": r.chunks,
             "tokens_per_chunk": r.completion_tokens / r.chunks if r.chunks else None,
             "tok_s_sd": level["tok_s_sd"], "level_requests": level["requests"],
         }  # fmt: skip
+        return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
     async def run(self, write: Callable[[dict], None]) -> list[dict]:
         async with self._client() as client:
             await self.probe(client)
             self.started = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            self.env = environment(self.root, self.model, self.version)
+            self.env = environment(self.shown_root, self.model, self.version)
             if self.config.env:
                 self.env += " " + self.config.env
             return [await self.level(client, c, write) for c in self.config.concurrency]
 
 
-def _summary(concurrency: int, results: list[RequestResult], wall_s: float) -> dict[str, Any]:
-    """A level's request counts, mean per-sequence rate, its spread and the aggregate rate."""
+def _summary(level: _Level) -> dict[str, Any]:
+    """A level's request counts, mean per-sequence rate, its spread, and the aggregate rate
+    (tokens streamed to all its requests since it started, over that time), so far."""
+    results = level.results
     good = [r for r in results if r.ok and not math.isnan(r.decode_tok_s)]
     rates = [r.decode_tok_s for r in good]
+    wall_s = time.perf_counter() - level.started
     return {
-        "concurrency": concurrency,
+        "concurrency": level.concurrency,
         "requests": len(results),
         "failed": len(results) - len(good),
         "tok_s": statistics.fmean(rates) if rates else math.nan,
         "tok_s_sd": statistics.stdev(rates) if len(rates) > 1 else math.nan,
-        "aggregate_tok_s": sum(r.completion_tokens for r in good) / wall_s
-        if wall_s > 0
-        else math.nan,
+        "aggregate_tok_s": level.streamed / wall_s if wall_s > 0 else math.nan,
     }
 
 
 class RowWriter:
-    """Appends rows to a measurements CSV, flushing each one: a crash keeps every row written."""
+    """Appends rows to a measurements CSV, each flushed to disk as it is written.
+
+    Every write (the header of a new file, then each row) is one append under an
+    exclusive lock on the file, so concurrent benches writing one file give one
+    header and whole rows; a crash keeps every row written.
+    """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.rows = 0
-        self.file = None
+        self.fd: int | None = None
         if path is None:
             return
-        exists = os.path.exists(path) and os.path.getsize(path) > 0
-        if exists:
-            with open(path, encoding="utf-8", newline="") as f:
-                header = next(csv.reader(line for line in f if not line.startswith("#")), [])
-            if tuple(header) != BENCH_COLUMNS:
-                raise BreakevenError("{0}: " + repr(path).replace("{", "{{") + " has other "
-                                     "columns than bench writes; append to a bench CSV or give a "
-                                     "new file", "out")  # fmt: skip
-        self.file = open(path, "a", encoding="utf-8", newline="")
-        self.writer = csv.writer(self.file, lineterminator="\n")
-        if not exists:
-            self.writer.writerow(BENCH_COLUMNS)
+        shown = repr(path).replace("{", "{{").replace("}", "}}")
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise BreakevenError("{0}: cannot write " + shown + f" ({e.strerror or e})",
+                                 "out") from None  # fmt: skip
+        try:
+            with self._locked():
+                self._check_header(path, shown)
+        except BaseException:
+            os.close(self.fd)
+            self.fd = None
+            raise
+
+    def _check_header(self, path: str, shown: str) -> None:
+        assert self.fd is not None
+        if os.fstat(self.fd).st_size == 0:
+            self._append(BENCH_COLUMNS)
+            return
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+        if b"\0" in head:
+            raise BreakevenError("{0}: " + shown + " is binary data; append to a bench CSV or "
+                                 "give a new file", "out")  # fmt: skip
+        lines = head.decode("utf-8", errors="replace").splitlines()
+        first = next((line for line in lines if not line.startswith("#")), "")
+        header = next(csv.reader([first]), [])
+        if tuple(header) != BENCH_COLUMNS:
+            raise BreakevenError("{0}: " + shown + " has other columns than bench writes; append "
+                                 "to a bench CSV or give a new file", "out")  # fmt: skip
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: appends of whole lines, without a lock
+            yield
+            return
+        assert self.fd is not None
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _append(self, values: Sequence[Any]) -> None:
+        import io
+
+        assert self.fd is not None
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(values)
+        data = buffer.getvalue().encode("utf-8")
+        while data:
+            data = data[os.write(self.fd, data) :]
+        os.fsync(self.fd)
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.rows += 1
-        if self.file is None:
+        if self.fd is None:
             return
-        self.writer.writerow(["" if (v := row.get(col)) is None or (isinstance(v, float) and
-                              math.isnan(v)) else v for col in BENCH_COLUMNS])  # fmt: skip
-        self.file.flush()
-        os.fsync(self.file.fileno())
+        values = ["" if (v := row.get(col)) is None or (isinstance(v, float) and math.isnan(v))
+                  else v for col in BENCH_COLUMNS]  # fmt: skip
+        with self._locked():
+            self._append(values)
 
     def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: the rows written are kept."""
+
+
+async def _until_terminated(run: Any) -> Any:
+    """``await run``, cancelled at its next await on SIGTERM (then :class:`Terminated`): a row
+    being written is never cut."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(run)
+    terminated = []
+
+    def on_sigterm() -> None:
+        terminated.append(True)
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+        return await task
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if terminated:
+            raise Terminated() from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def run_bench(
     config: Config, out: str | None, on_result: Callable[[int, RequestResult], None] | None = None
 ) -> tuple[list[dict], list[str], int]:
-    """Measure every concurrency level; returns (level summaries, failures, rows written)."""
+    """Measure every concurrency level; returns (level summaries, failures, rows written).
+
+    Rows are appended to ``out`` as requests complete.  SIGTERM (``timeout``,
+    ``docker stop``) is handled like Ctrl-C: the run stops at once and
+    :class:`Terminated` (a KeyboardInterrupt) is raised; every row written is kept.
+    """
     bench = Bench(config, on_result)
     writer = RowWriter(out)
     try:
-        levels = asyncio.run(bench.run(writer))
+        levels = asyncio.run(_until_terminated(bench.run(writer)))
     finally:
         writer.close()
     return levels, bench.failures, writer.rows

@@ -721,9 +721,16 @@ def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int
 @click.option("--env", "env", metavar="'K=V ...'",
               help="More of the server's environment: flags, variables the client cannot see.")
 @click.option("--ready-timeout", "ready_timeout_s", type=float, default=120.0, show_default=True,
-              metavar="S", help="How long to wait while the server answers 503 (loading) [s].")
+              metavar="S", help="How long the server may take to list its models: 503 "
+              "(loading) or a stalled reply [s].")
 @click.option("--connect-timeout", "connect_timeout_s", type=float, default=5.0, show_default=True,
               metavar="S", help="How long a connection may take [s].")
+@click.option("--idle-timeout", "idle_timeout_s", type=float, default=60.0, show_default=True,
+              metavar="S", help="How long a request may go without a byte from the server [s]; "
+              "then it fails, and the level goes on.")
+@click.option("--request-timeout", "request_timeout_s", type=float, default=600.0,
+              show_default=True, metavar="S", help="How long one request may take in all [s] "
+              "(a server that trickles bytes); then it fails, and the level goes on.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
               help="Append a row per request to this measurements CSV.")
 @_json
@@ -744,21 +751,33 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
     import os
 
     from breakeven.bench import DEFAULT_PROMPTS, Config, read_prompts, run_bench
+    from breakeven.credentials import clean_api_key
 
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if api_key is None:
             raise InputError(f"--api-key-env: the variable {api_key_env} is not set")
+        api_key, note = clean_api_key(api_key, api_key_env)
+        if note:
+            click.echo(f"Note: {note}", err=True)
     texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
     config = Config(concurrency=concurrency, prompts=texts, api_key=api_key, **options)
     config.check()
-    total = sum(config.requests or max(8, 4 * c) for c in concurrency)
-    if sys.stderr.isatty():  # a bar on a terminal; scripts and logs get no control characters
-        with click.progressbar(length=total, label="requests", file=sys.stderr) as bar:
-            levels, failures, rows = run_bench(config, out, lambda level, r: bar.update(1))
-    else:
-        levels, failures, rows = run_bench(config, out)
+    total = sum(config.requests_at(c) for c in concurrency)
+    try:
+        if sys.stderr.isatty():  # a bar on a terminal; scripts and logs get no control characters
+            with click.progressbar(length=total, label="requests", file=sys.stderr) as bar:
+                levels, failures, rows = run_bench(config, out, lambda level, r: bar.update(1))
+        else:
+            levels, failures, rows = run_bench(config, out)
+    except KeyboardInterrupt as e:
+        from breakeven.bench import Terminated
+
+        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
+        kept = f"; every completed request's row is in {out}" if out else ""
+        click.echo(f"{what}{kept}.", err=True)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
     if as_json:
         click.echo(json.dumps([{k: (None if isinstance(v, float) and v != v else v)
                                 for k, v in level.items()} for level in levels], indent=2))

@@ -31,15 +31,70 @@ def refuse_overwrite(path: str, force: bool, name: str = "out") -> None:
         raise _exists_error(path, name)
 
 
+TEMP_PREFIX = ".breakeven-"
+"""Temporary files are ``.breakeven-HOST-PID-RANDOM.tmp``, beside the file they become: a
+later writer in the same directory removes those whose process (on this host) is gone."""
+
+
+def _host() -> str:
+    import socket
+
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: str) -> list[str]:
+    """Remove the temporary files in ``directory`` left by breakeven processes of this host
+    that are gone (killed while writing); returns their names."""
+    prefix = f"{TEMP_PREFIX}{_host()}-"
+    removed = []
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_text = name[len(prefix) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+        except OSError:  # another writer removed it first, or it is not ours to remove
+            continue
+    return removed
+
+
 def _temporary(path: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
+    remove_stale_temporaries(directory)
     suffix = os.path.splitext(path)[1]
-    fd, tmp = tempfile.mkstemp(prefix=".breakeven-", suffix=suffix, dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{_host()}-{os.getpid()}-",
+                               suffix=".tmp" + suffix, dir=directory)  # fmt: skip
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # the permissions a new file would get
     return tmp
+
+
+def _fsync(path: str) -> None:
+    """Flush a written file to disk (before it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _publish(tmp: str, path: str, force: bool, name: str) -> None:
@@ -71,6 +126,7 @@ def atomic_path(path: str, *, force: bool = False, name: str = "out") -> Iterato
     tmp = _temporary(path)
     try:
         yield tmp
+        _fsync(tmp)  # whatever wrote it (savefig, say): on disk before it takes the name
         _publish(tmp, path, force, name)
     finally:
         if os.path.exists(tmp):

@@ -1,0 +1,219 @@
+"""A hostile OpenAI-compatible server on 127.0.0.1, for bench's fault tests.
+
+Each mode is one way a server, a proxy or a network has been seen to break
+the protocol.  ``models`` modes break ``GET /v1/models`` (the readiness
+probe); ``stream`` modes break a streamed completion, on every ``fault_every``-th
+request (1-based), while the others are answered well, so a test can check that
+the rows completed before a fault are kept.  Every wait is bounded (at most
+``MAX_WAIT_S``, and it ends when the server stops): no test can hang on it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_WAIT_S = 20.0
+
+MODELS_MODES = (
+    "reset",  # the connection is reset before a reply
+    "html",  # 200 with an HTML page
+    "list",  # 200 with a JSON list
+    "string",  # 200 with a JSON string
+    "bad_ids",  # models whose id is null or an integer
+    "stall",  # the request is read, nothing is ever sent
+)
+STREAM_MODES = (
+    "sse_number",  # data: 42
+    "sse_list",  # data: [1, 2]
+    "usage_strings",  # usage token counts as strings (digits, and a word)
+    "choices_not_list",  # choices is an object
+    "invalid_json",  # data: {oops
+    "no_done",  # the stream ends without [DONE]
+    "reset_mid",  # the connection is reset mid-stream
+    "stall_headers",  # the request is read, no response headers are ever sent
+    "stall_stream",  # two chunks, then nothing
+    "drip",  # a byte every 50 ms, never an event: only a whole-request timeout ends it
+    "huge_event",  # one 50 MB event, then [DONE]
+    "echo_headers",  # 500 with the request's headers (the API key among them) in the body
+)
+
+
+@dataclass
+class Hostility:
+    models: str | None = None
+    stream: str | None = None
+    fault_every: int = 1
+    model: str = "hostile-model"
+    seconds_per_token: float = 0.001
+    requests_seen: int = 0
+    faults_sent: int = 0
+    authorizations: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    hostility: Hostility
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _wait(self, seconds: float = MAX_WAIT_S) -> None:
+        self.hostility.stop.wait(min(seconds, MAX_WAIT_S))
+
+    def _reset(self) -> None:
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        h = self.hostility
+        if self.path != "/v1/models":
+            self._send(404, b'{"detail": "Not Found"}')
+            return
+        good = json.dumps({"object": "list", "data": [{"id": h.model}]}).encode()
+        mode = h.models
+        if mode is None:
+            self._send(200, good)
+        elif mode == "reset":
+            self._reset()
+        elif mode == "html":
+            self._send(200, b"<html><body><h1>Welcome to nginx!</h1></body></html>", "text/html")
+        elif mode == "list":
+            self._send(200, b'[{"id": "hostile-model"}]')
+        elif mode == "string":
+            self._send(200, b'"hostile-model"')
+        elif mode == "bad_ids":
+            self._send(200, b'{"object": "list", "data": [{"id": null}, {"id": 7}, "x"]}')
+        elif mode == "stall":
+            self._wait()
+            self._reset()
+
+    def do_POST(self) -> None:
+        h = self.hostility
+        length = int(self.headers.get("Content-Length", 0))
+        request = json.loads(self.rfile.read(length) or b"{}")
+        with h.lock:
+            h.requests_seen += 1
+            h.authorizations.append(self.headers.get("Authorization", ""))
+            fault = h.stream is not None and h.requests_seen % h.fault_every == 0
+            if fault:
+                h.faults_sent += 1
+        max_tokens = int(request.get("max_tokens", 16))
+        mode = h.stream if fault else None
+        if mode == "stall_headers":
+            self._wait()
+            self._reset()
+            return
+        if mode == "echo_headers":
+            echoed = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            self._send(500, json.dumps({"error": "upstream failed", "request": echoed}).encode())
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self._stream(mode, max_tokens)
+
+    def _event(self, data: str) -> None:
+        self.wfile.write(f"data: {data}\n\n".encode())
+        self.wfile.flush()
+
+    def _chunk(self, sent: int, text: str = "x", usage: object = None) -> None:
+        body: dict[str, object] = {"choices": [{"index": 0, "text": text}]}
+        body["usage"] = {"completion_tokens": sent} if usage is None else usage
+        self._event(json.dumps(body))
+
+    def _stream(self, mode: str | None, max_tokens: int) -> None:
+        h = self.hostility
+        for sent in range(1, max_tokens + 1):
+            time.sleep(h.seconds_per_token)
+            if sent == 3 and mode is not None:
+                if self._fault(mode, sent):
+                    return
+            self._chunk(sent)
+        if mode != "no_done":
+            self._event("[DONE]")
+
+    def _fault(self, mode: str, sent: int) -> bool:
+        """Break the stream at its third token; True if the stream ends here."""
+        if mode == "sse_number":
+            self._event("42")
+        elif mode == "sse_list":
+            self._event("[1, 2]")
+        elif mode == "usage_strings":
+            self._chunk(sent, usage={"completion_tokens": str(sent)})
+            self._chunk(sent + 1, usage={"completion_tokens": "many"})
+            return False
+        elif mode == "choices_not_list":
+            self._event(json.dumps({"choices": {"text": "x"}}))
+        elif mode == "invalid_json":
+            self._event("{oops")
+        elif mode == "no_done":
+            return False
+        elif mode == "reset_mid":
+            self._reset()
+            return True
+        elif mode == "stall_stream":
+            self._wait()
+            return True
+        elif mode == "drip":
+            deadline = time.monotonic() + MAX_WAIT_S
+            while time.monotonic() < deadline and not self.hostility.stop.is_set():
+                self.wfile.write(b":")  # an SSE comment that never ends: bytes, no event
+                self.wfile.flush()
+                time.sleep(0.05)
+            return True
+        elif mode == "huge_event":
+            self._chunk(sent, text="y" * (50 << 20))
+            return False
+        return False
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    errors: list[str]
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # The client hung up on a fault (its timeout, its reset): expected, kept, not printed
+        # (the server's thread would print into the output a test checks).
+        import sys
+
+        self.errors.append(repr(sys.exc_info()[1]))
+
+
+class HostileServer:
+    """``with HostileServer(Hostility(stream="drip")) as server: server.url``."""
+
+    def __init__(self, hostility: Hostility) -> None:
+        self.hostility = hostility
+        handler = type("Handler", (_Handler,), {"hostility": hostility})
+        self.httpd = _Server(("127.0.0.1", 0), handler)
+        self.httpd.errors = []
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> HostileServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.hostility.stop.set()  # every wait ends
+        self.httpd.shutdown()
+        self.httpd.server_close()
