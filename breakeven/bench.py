@@ -26,6 +26,7 @@ import math
 import os
 import platform
 import signal
+import stat
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -642,6 +643,14 @@ class RowWriter:
         if path is None:
             return
         shown = repr(path).replace("{", "{{").replace("}", "}}")
+        try:
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:
+            regular = True  # a new file (or one that cannot be read: said below)
+        if not regular:
+            raise BreakevenError("{0}: " + shown + " is not a regular file (a directory, a "
+                                 "named pipe, a device); expected a CSV file to append to",
+                                 "out")  # fmt: skip
         try:
             self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as e:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError
 
 DEFAULT_TOLERANCE = 0.05
@@ -44,7 +45,8 @@ FLAGS = {
 
 
 def fingerprint(env: Any) -> str:
-    """The ``env`` pairs that describe the environment, sorted; speculation settings dropped."""
+    """The ``env`` pairs that describe the environment, sorted; speculation settings dropped,
+    and a password in a URL shown as ``***`` (flags print fingerprints)."""
     if env is None or (isinstance(env, float) and math.isnan(env)):
         return ""
     pairs = []
@@ -52,7 +54,7 @@ def fingerprint(env: Any) -> str:
         key = item.split("=", 1)[0].lower().lstrip("-")
         if not any(word in key for word in _SPEC_KEY_WORDS):
             pairs.append(item)
-    return " ".join(sorted(pairs))
+    return hide_url_passwords(" ".join(sorted(pairs)))
 
 
 def _env_difference(a: str, b: str) -> str:

@@ -196,3 +196,26 @@ def test_two_benches_appending_to_one_new_file_write_one_header(tmp_path):
 def test_the_hostile_server_listens_on_loopback_only():
     with HostileServer(Hostility()) as server:
         assert server.httpd.server_address[0] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "missing_directory"])
+def test_an_out_that_cannot_take_rows_is_one_line(tmp_path, kind):
+    import os
+
+    out = tmp_path / "out.csv"
+    if kind == "fifo":
+        os.mkfifo(out)  # opening it to write would wait for a reader for ever
+    elif kind == "directory":
+        out.mkdir()
+    else:
+        out = tmp_path / "no" / "such" / "out.csv"
+    with HostileServer(Hostility()) as server:
+        r = bench("--url", server.url, "--label", "t", "--requests", 1, "--out", out, *FAST)
+    assert r.exit_code == 2 and r.output.startswith("Error: ") and r.output.count("\n") == 1
+    assert "--out" in r.output and "Traceback" not in r.output
+
+
+def test_check_shows_a_url_password_in_an_env_as_stars(tmp_path):
+    from breakeven.check import fingerprint
+
+    assert fingerprint("url=http://u:hunter2pw@h:8000 tp=8") == "tp=8 url=http://u:***@h:8000"
