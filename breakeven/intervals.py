@@ -1,0 +1,165 @@
+"""Intervals for a measured speedup that mean what they say.
+
+The unit of repetition is a *launch* (a server start, one ``bench`` invocation):
+the logging intervals or requests of one launch are correlated in time, and
+share whatever that launch got (placement, clocks, a cold cache), so they are
+not independent repeats.  Two cases:
+
+- **Within one launch** (a side has a single run): the mean rate's standard
+  error comes from *batch means*, the series cut into about n^(1/3) consecutive
+  batches, at least 4 (the method for correlated simulation output; batches of
+  about n^(2/3) values keep their means nearly independent: sqrt(n) batches
+  covered 84-91% on an AR(1) series with phi 0.8-0.95, n^(1/3) covered 93%).  The
+  interval covers the noise inside the launch only, not launch-to-launch
+  variation, and says so.
+- **Across launches** (a side has two or more runs): each run is reduced to
+  its mean, and the runs are the sample.
+
+The speedup is the ratio of mean rates, speculative over baseline; its interval
+is built on the log scale, ``log(m_s) - log(m_b)`` with the two standard errors
+combined (delta method) and Welch-Satterthwaite degrees of freedom, then
+exponentiated.  For the handful of runs a side usually has, this covers better
+than a bootstrap over runs (tests/test_intervals.py measures both).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+CONFIDENCE = 0.95
+MIN_BATCHES = 4
+"""Batches of one launch, at least."""
+MIN_VALUES = 16
+"""Values (logging intervals, requests) one launch needs for an interval of its own."""
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """One side's mean rate, its standard error and where the error comes from."""
+
+    mean: float
+    """Mean rate [tok/s]: of the launches' means, or of one launch's values."""
+    se: float
+    """Standard error of ``mean`` [tok/s] (NaN where too few values)."""
+    df: float
+    """Degrees of freedom of ``se``."""
+    launches: int
+    """Runs (launches) the side holds."""
+    method: str
+    """'batch means over N values in B batches', 'across N launches', or why there is no error."""
+
+
+@dataclass(frozen=True)
+class SpeedupInterval:
+    """A speedup (ratio of mean rates) and its interval."""
+
+    speedup: float
+    low: float
+    high: float
+    covers: str
+    """What the interval covers, in words: 'within one launch each', 'across 3 and 4 launches'."""
+    method: str
+    """How each side's error was estimated."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"speedup": self.speedup, "ci_low": self.low, "ci_high": self.high,
+                "interval_covers": self.covers, "interval_method": self.method}  # fmt: skip
+
+
+def batch_means(values: Sequence[float]) -> MeanEstimate:
+    """The mean of one launch's time-ordered values and its batch-means standard error.
+
+    The series is cut into ``b = max(4, round(n ** (1/3)))`` consecutive batches of
+    ``n // b`` values (the first ``n mod b`` values, the warm-up end, are left out of
+    the error but not of the mean); the batch means' spread gives the error with
+    ``b - 1`` degrees of freedom.
+    """
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    mean = float(x.mean()) if n else math.nan
+    if n < MIN_VALUES:
+        return MeanEstimate(mean, math.nan, math.nan, 1,
+                            f"one launch of {n} values: too few for an interval "
+                            f"(needs {MIN_VALUES})")  # fmt: skip
+    b = max(MIN_BATCHES, round(n ** (1 / 3)))
+    size = n // b
+    batches = x[n - b * size :].reshape(b, size).mean(axis=1)
+    se = float(batches.std(ddof=1) / math.sqrt(b))
+    return MeanEstimate(mean, se, b - 1.0, 1, f"batch means over {n} values in {b} batches")
+
+
+def across_launches(run_means: Sequence[float]) -> MeanEstimate:
+    """The mean of two or more launches' mean rates, and its standard error."""
+    import numpy as np
+
+    x = np.asarray(run_means, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 2:
+        raise ValueError("across_launches needs two or more launches")
+    return MeanEstimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n,
+                        f"across {n} launches")  # fmt: skip
+
+
+def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
+    """One side's estimate from its runs (each a time-ordered sequence of rates)."""
+    import numpy as np
+
+    runs = [r for r in runs if len(r)]
+    if len(runs) == 1:
+        return batch_means(runs[0])
+    if not runs:
+        return MeanEstimate(math.nan, math.nan, math.nan, 0, "no values")
+    return across_launches([float(np.mean(np.asarray(r, dtype=float))) for r in runs])
+
+
+def speedup_interval(
+    spec_runs: Sequence[Sequence[float]],
+    base_runs: Sequence[Sequence[float]],
+    confidence: float = CONFIDENCE,
+) -> SpeedupInterval:
+    """The speedup mean(spec) / mean(base) and its ``confidence`` interval.
+
+    Parameters
+    ----------
+    spec_runs, base_runs : sequence of sequences of float
+        Per-sequence decode rates [tok/s] of each launch, in time order.
+    """
+    from scipy import stats
+
+    s, b = side(spec_runs), side(base_runs)
+    ratio = s.mean / b.mean if b.mean > 0 and s.mean >= 0 else math.nan
+    covers = _covers(s.launches, b.launches)
+    method = f"speculative: {s.method}; baseline: {b.method}"
+    if not (ratio > 0) or not (s.se >= 0 and b.se >= 0):
+        return SpeedupInterval(ratio, math.nan, math.nan, covers, method)
+    rel_s, rel_b = s.se / s.mean, b.se / b.mean
+    se_log = math.hypot(rel_s, rel_b)
+    if se_log == 0:
+        return SpeedupInterval(ratio, ratio, ratio, covers, method)
+    df = se_log**4 / (rel_s**4 / s.df + rel_b**4 / b.df)  # Welch-Satterthwaite
+    t = float(stats.t.ppf((1 + confidence) / 2, df))
+    return SpeedupInterval(ratio, ratio * math.exp(-t * se_log), ratio * math.exp(t * se_log),
+                           covers, method)  # fmt: skip
+
+
+def _covers(spec_launches: int, base_launches: int) -> str:
+    if spec_launches == base_launches == 1:
+        return "within one launch each, so launch-to-launch variation is not included"
+    if spec_launches == 1 or base_launches == 1:
+        one, many = ("speculative", base_launches) if spec_launches == 1 else (
+            "baseline", spec_launches)  # fmt: skip
+        return (f"across {many} launches on one side, within one launch of the {one} run, whose "
+                "launch-to-launch variation is not included")  # fmt: skip
+    return f"across {spec_launches} and {base_launches} launches"
+
+
+ADVICE_ONE_LAUNCH = (
+    "repeat both runs in new launches (restart the server) to measure launch-to-launch variation"
+)
