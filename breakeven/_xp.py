@@ -44,6 +44,12 @@ class _ScalarNamespace:
         return math.expm1(x)
 
     @staticmethod
+    def log1p(x: float) -> float:
+        if x > -1:
+            return math.log1p(x)
+        return -math.inf if x == -1 else math.nan
+
+    @staticmethod
     def isfinite(x: float) -> bool:
         return math.isfinite(x)
 
@@ -78,6 +84,10 @@ class _NumpyNamespace:
     def log(self, x: Any) -> Any:
         with self.np.errstate(divide="ignore", invalid="ignore"):
             return self.np.log(x)
+
+    def log1p(self, x: Any) -> Any:
+        with self.np.errstate(divide="ignore", invalid="ignore"):
+            return self.np.log1p(x)
 
     def all(self, x: Any) -> bool:
         return bool(self.np.all(x))
@@ -148,6 +158,10 @@ def as_number(xp: Any, name: str, value: Any) -> Any:
         return xp.asarray(value)
     except (TypeError, ValueError):
         raise invalid_value(name, value, "a number") from None
+    except OverflowError:  # a Python int beyond a double, such as 10**400
+        raise invalid_value(
+            name, value, "a number a double holds (at most about 1.8e308)"
+        ) from None
 
 
 def positive(xp: Any, name: str, value: Any, unit: str) -> Any:
@@ -187,6 +201,18 @@ def draft_tokens(xp: Any, name: str, value: Any) -> Any:
     elif xp.first(x, fractional) is not None:
         raise invalid_value(name, _plain(xp.first(x, fractional)), expected)
     return x
+
+
+def count(name: str, value: Any, high: int, low: int = 1) -> int:
+    """``value`` checked to be a whole number from ``low`` to ``high`` (a size that bounds work:
+    the largest k tried, the largest batch swept)."""
+    expected = f"a whole number from {low} to {high}"
+    if isinstance(value, bool):
+        raise invalid_value(name, value, expected)
+    x = as_number(SCALAR, name, value)
+    if not (low <= x <= high and x % 1 == 0):
+        raise invalid_value(name, value, expected)
+    return int(x)
 
 
 def accept_len(xp: Any, name: str, value: Any, k: Any = None, k_name: str = "k") -> Any:

@@ -196,13 +196,14 @@ def read_prompts(path: str) -> list[str]:
     named pipe is read as a stream)."""
     import json
 
+    from breakeven.iotools.sources import InputError, read_whole
+
     shown = repr(path).replace("{", "{{").replace("}", "}}")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(64 << 20)
-    except OSError as e:
-        raise BreakevenError("{0}: cannot read " + shown + f" ({e.strerror or e})",
-                             "prompts") from None  # fmt: skip
+    try:  # a named pipe is read as a stream, or refused when no process writes it
+        data = read_whole(path, 64 << 20)
+    except InputError as e:
+        message = str(e).replace("{", "{{").replace("}", "}}")
+        raise BreakevenError("{0}: " + shown + ": " + message, "prompts") from None
     if b"\0" in data:
         raise BreakevenError("{0}: " + shown + " is binary data (a NUL byte); expected text, a "
                              "prompt per line", "prompts")  # fmt: skip
@@ -642,6 +643,9 @@ class RowWriter:
         self.fd: int | None = None
         if path is None:
             return
+        from breakeven.iotools.paths import check_output_path
+
+        check_output_path(path, "out")  # a missing directory, a directory, no permission
         shown = repr(path).replace("{", "{{").replace("}", "}}")
         try:
             regular = stat.S_ISREG(os.stat(path).st_mode)

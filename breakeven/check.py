@@ -23,6 +23,8 @@ from typing import Any
 
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError
+from breakeven.quantities import number_text as _n
+from breakeven.schema import bad_number_message, first_bad_number
 
 DEFAULT_TOLERANCE = 0.05
 BOOTSTRAP_RESAMPLES = 2000
@@ -279,6 +281,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         if column not in df.columns:
             df[column] = np.nan
         df[column] = pd.to_numeric(df[column], errors="coerce")
+    found = first_bad_number(df)  # read_measurements says which file; a DataFrame has none
+    if found is not None:
+        column, at, value = found
+        message = f"line {int(df['line'].iloc[at])}: {bad_number_message(column, value)}"
+        raise BreakevenError(message.replace("{", "{{").replace("}", "}}"))
     k = df["num_spec_tokens"]
     spec_signs = df["accept_len"].notna() | (df["spec_method"] != "")
     df["is_spec"] = (k > 0) | (k.isna() & spec_signs)
@@ -305,7 +312,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             "below 1" if row["accept_len"] < 1 else f"above k + 1 = {row['num_spec_tokens'] + 1:g}"
         )
         flags.append(Flag("accept_len_out_of_range",
-                          f"Line {row['line']}: accept_len {row['accept_len']:g} is {kind}; "
+                          f"Line {int(row['line'])}: accept_len {row['accept_len']:g} is {kind}; "
                           "a cycle emits 1 to k + 1 tokens (bonus included). Check that the "
                           "source counts the bonus token and that k is right.",
                           (int(row["line"]),)))  # fmt: skip
@@ -319,7 +326,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     )
     for _, row in chunky[from_itl & several].iterrows():
         flags.append(Flag("itl_per_chunk",
-                          f"Line {row['line']}: tok_s {row['tok_s']:.2f} equals 1000 / itl_ms; "
+                          f"Line {int(row['line'])}: tok_s {_n(row['tok_s'], 2)} equals 1000 / itl_ms; "
                           "under speculation a streamed chunk carries about accept_len tokens, "
                           "so this undercounts the decode rate. Use 1000 / tpot_ms.",
                           (int(row["line"]),)))  # fmt: skip
@@ -343,8 +350,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             if not agree:
                 lines = _lines(lines_by_run.get_group(run_id))
                 flags.append(Flag("server_client_mismatch",
-                                  f"Run {run_id}: the server logged {server:.2f} tok/s per "
-                                  f"sequence, the client measured {client:.2f} ({ratio:.3f}x). "
+                                  f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
+                                  f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
                                   "One of them is not measuring the same decode: check prefill "
                                   "exclusion, concurrency and ITL vs TPOT.", lines))  # fmt: skip
                 for line in lines:
@@ -373,11 +380,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     for config, spread in spreads.items():
         means = dict(envs_by_config[config])
         if len(means) > 1 or spread > tolerance:
-            parts = [f"{m:.2f} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
+            parts = [f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
                      for fp, m in means.items()]  # fmt: skip
             why = "their environments differ" if len(means) > 1 else "with the same environment"
             message = (f"Baselines for {config[0] or 'this model'} on {config[1] or 'this hardware'}"
-                       f" {_at_concurrency(config[2])} disagree by {spread:.1%} ({why}): "
+                       f" {_at_concurrency(config[2])} disagree by {_percent(spread)} ({why}): "
                        f"{'; '.join(parts)}. A baseline measured in another launch is not a "
                        "baseline: re-measure it right before the speculative run, same "
                        "environment.")  # fmt: skip
@@ -448,7 +455,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
         base_tok = base_tok_all[chosen]
         s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
-        measured = s_mean / b_mean if len(spec_tok) and len(base_tok) else math.nan
+        measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
         low, high = _interval(spec_tok, base_tok, seed=g)
         if own_speedup:
             measured, low, high = float(row.published), math.nan, math.nan
@@ -460,14 +467,15 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         step = float(steps.mean()) if len(steps) else (1000.0 / b_mean if b_mean > 0 else math.nan)
         predicted = tau * step / cycle if cycle > 0 else math.nan
         residual = measured - predicted
-        if not math.isnan(residual) and abs(measured / predicted - 1) > tolerance:
+        if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
             codes.add("prediction_mismatch")
             flags.append(Flag("prediction_mismatch",
-                              f"{where}: measured {measured:.3f}x, the cycle model predicts "
-                              f"{predicted:.3f}x from accept_len {tau:.3f}, step {step:.3f} ms and "
-                              f"cycle {cycle:.3f} ms. The measured run implies a "
-                              f"{1000 * tau / s_mean:.3f} ms cycle: check the cycle profile and "
-                              "the baseline.", lines))  # fmt: skip
+                              f"{where}: measured {_n(measured, 3)}x, the cycle model predicts "
+                              f"{_n(predicted, 3)}x from accept_len {_n(tau, 3)}, step "
+                              f"{_n(step, 3)} ms and cycle {_n(cycle, 3)} ms. "
+                              + (f"The measured run implies a {_n(1000 * tau / s_mean, 3)} ms "
+                                 "cycle: check" if s_mean > 0 else "Check")
+                              + " the cycle profile and the baseline.", lines))  # fmt: skip
         comparisons.append(Comparison(
             label=label, model=model, hardware=hardware,
             concurrency=float(conc) if conc >= 0 else math.nan,
@@ -484,6 +492,11 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     order = list(FLAGS)
     flags.sort(key=lambda f: order.index(f.code))
     return CheckResult(tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks))
+
+
+def _percent(ratio: float) -> str:
+    """A relative difference in percent; a baseline of 0 tok/s makes it unbounded."""
+    return f"{ratio:.1%}" if math.isfinite(ratio) else "an unbounded factor (a rate of 0)"
 
 
 def _at_concurrency(value: float) -> str:

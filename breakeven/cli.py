@@ -11,14 +11,15 @@ flag, the value and what was expected, with exit code 2.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
 import click
 
 from breakeven import __version__
-from breakeven.errors import BreakevenError
-from breakeven.quantities import QUANTITIES
+from breakeven.errors import BreakevenError, shorten
+from breakeven.quantities import MAX_BATCH, MAX_K, MAX_SPEC_TOKENS, QUANTITIES
 
 USAGE_ERROR = 2
 
@@ -89,26 +90,109 @@ def _definitions(keys: list[str]) -> str:
     return "\n".join(lines)
 
 
+_INFINITIES = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
+
+
+def _number(text: str, param: click.Parameter) -> float:
+    """``text`` as a float (ValueError if it is none).  A number a double cannot hold is
+    refused as typed, where float() would quietly make 1e400 inf and 1e-400 zero; typed
+    infinities and NaN go on to the checks that say what the flag expects."""
+    value = float(text)
+    typed = text.strip().lower()
+    flag = "/".join(param.opts) if param.opts else param.name
+    if math.isinf(value) and typed not in _INFINITIES:
+        raise InputError(f"{flag}: got {shorten(text.strip())}, expected a number a double "
+                         "holds (at most about 1.8e308 in size)")  # fmt: skip
+    if value == 0 and any(c in "123456789" for c in typed.partition("e")[0]):
+        raise InputError(f"{flag}: got {shorten(text.strip())}, expected 0 or a number a "
+                         "double holds (at least about 1e-308 in size)")  # fmt: skip
+    return value
+
+
+class _Float(click.ParamType):
+    """A float, taken as typed (see :func:`_number`)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float) or param is None:
+            return value
+        try:
+            return _number(str(value), param)
+        except ValueError:
+            self.fail(f"{value!r} is not a valid float.", param, ctx)
+
+
+FLOAT = _Float()
+
+
+class _Bounded(click.IntRange):
+    """A whole number in a documented range, refused in one line naming it:
+    ``--max-k: got 1000000, expected a whole number from 1 to 64``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.INT.convert(value, param, ctx)
+        if param is not None and not self.min <= number <= self.max:
+            raise InputError(f"{'/'.join(param.opts)}: got {shorten(str(number))}, expected a "
+                             f"whole number from {self.min} to {self.max}")  # fmt: skip
+        return number
+
+
 def _floats(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """A comma-separated list of numbers, e.g. 0.9,0.8,0.6."""
     if value is None:
         return None
     try:
-        return [float(part) for part in value.split(",") if part.strip()]
+        return [_number(part, param) for part in value.split(",") if part.strip()]
     except ValueError:
         raise click.BadParameter(
-            f"got {value!r}, expected comma-separated numbers such as {param.metavar}"
+            f"got {shorten(repr(value))}, expected comma-separated numbers such as {param.metavar}"
         ) from None
+
+
+def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """An --out path checked before any work: one line naming the flag if it cannot be
+    written (breakeven.iotools.paths)."""
+    if value is None:
+        return None
+    from breakeven.iotools.paths import check_output_path
+
+    directory = isinstance(param.type, click.Path) and not param.type.file_okay
+    try:
+        return check_output_path(value, directory=directory)
+    except BreakevenError as e:
+        raise InputError(e.render(lambda name: "/".join(param.opts))) from None
 
 
 # fmt: off
 _MS = "[ms]"
 
 
+def _not_finite(data: Any, where: str = "") -> str | None:
+    """The key (``by_k[3].speedup``) of the first number in ``data`` that is not finite."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else where or "the result"
+    items: Any = ()
+    if isinstance(data, dict):
+        items = ((f"{where}.{k}" if where else str(k), v) for k, v in data.items())
+    elif isinstance(data, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(data))
+    return next((bad for key, v in items if (bad := _not_finite(v, key)) is not None), None)
+
+
 def _emit(result: Any, as_json: bool, text: str) -> None:
-    """Print ``result`` as one JSON object, or the text of the formatter named ``text``."""
+    """Print ``result`` as one JSON object, or the text of the formatter named ``text``.
+
+    Output is strict JSON (and a table never shows inf): a result that overflows a double,
+    which only absurd inputs make, is refused in one line naming it (exit 2).  Quantities
+    that no value satisfies are null already.
+    """
+    data = result if isinstance(result, dict) else result.to_dict()
+    bad = _not_finite(data)
+    if bad is not None:
+        raise InputError(f"{bad} overflows: these inputs give a number beyond what a double "
+                         "holds (about 1.8e308); expected inputs of a realistic size")  # fmt: skip
     if as_json:
-        data = result if isinstance(result, dict) else result.to_dict()
         click.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     from breakeven import formatting
@@ -119,20 +203,20 @@ def _emit(result: Any, as_json: bool, text: str) -> None:
 # Options that several commands share; each command's own options are written out below it.
 _json = click.option("--json", "as_json", is_flag=True,
                      help="Print one JSON object instead of a table.")
-_baseline = click.option("--baseline", "baseline_tok_s", type=float, metavar="TOK_S",
+_baseline = click.option("--baseline", "baseline_tok_s", type=FLOAT, metavar="TOK_S",
                          help="Per-sequence decode rate without speculation [tok/s].")
-_step = click.option("--step-ms", "step_ms", type=float, metavar="MS",
+_step = click.option("--step-ms", "step_ms", type=FLOAT, metavar="MS",
                      help=f"Baseline decode step, instead of --baseline {_MS}.")
-_overhead = click.option("--overhead-ms", "overhead_ms", type=float, metavar="MS",
+_overhead = click.option("--overhead-ms", "overhead_ms", type=FLOAT, metavar="MS",
                          help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.")
-_draft_step = click.option("--draft-step-ms", "draft_step_ms", type=float, metavar="MS",
+_draft_step = click.option("--draft-step-ms", "draft_step_ms", type=FLOAT, metavar="MS",
                            help=f"One draft step; drafting costs k of them per cycle {_MS}.")
 _k = click.option("-k", "--draft-tokens", "k", type=int, metavar="K",
                   help="Draft tokens per cycle.")
-_accept_len = click.option("--accept-len", "accept_len", type=float, metavar="TAU",
+_accept_len = click.option("--accept-len", "accept_len", type=FLOAT, metavar="TAU",
                            help="Mean tokens emitted per cycle, bonus token included "
                            "[tokens/cycle].")
-_alpha = click.option("--alpha", "alpha", type=float, metavar="A",
+_alpha = click.option("--alpha", "alpha", type=FLOAT, metavar="A",
                       help="Per-token acceptance probability (i.i.d.).")
 _per_position = click.option("--per-position", "per_position", callback=_floats,
                              metavar="0.9,0.8,0.6",
@@ -142,8 +226,8 @@ _accept_len_by_k = click.option("--accept-len-by-k", "accept_len_by_k", callback
                                 metavar="2.36,2.79,3.08",
                                 help="Measured mean acceptance length for k = 1, 2, 3, ... "
                                 "[tokens/cycle].")
-_max_k = click.option("--max-k", "k_max", type=int, default=16, show_default=True,
-                      help="Largest k considered.")
+_max_k = click.option("--max-k", "k_max", type=_Bounded(1, MAX_K), default=16,
+                      show_default=True, help=f"Largest k considered (1 to {MAX_K}).")
 _fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None,
                     help="Fit the curve (scipy least squares) and extrapolate beyond it: "
                     "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
@@ -162,15 +246,15 @@ def _options(*decorators: Any) -> Any:
 # The inputs of predict (and of plot surface, which draws from them).
 _predict_inputs = _options(
     _baseline, _step,
-    click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+    click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
                  help=f"One target forward over k + 1 tokens {_MS}."),
-    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
                  help=f"All drafting in one cycle, not per token (default 0) {_MS}."),
     _overhead,
-    click.option("--cycle-ms", "cycle_ms", type=float, metavar="MS",
+    click.option("--cycle-ms", "cycle_ms", type=FLOAT, metavar="MS",
                  help=f"Measured cycle time, instead of the three costs above {_MS}."),
     _accept_len, _alpha, _k, _per_position,
-    click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+    click.option("--cost-ratio", "cost_ratio", type=FLOAT, metavar="C",
                  help="Leviathan's c: draft step / target step, verify = one target step; "
                  "needs -k."),
 )
@@ -178,16 +262,16 @@ _predict_inputs = _options(
 # The inputs of optimize (and of plot k).
 _optimize_inputs = _options(
     _alpha, _per_position, _accept_len_by_k,
-    click.option("--cost-ratio", "cost_ratio", type=float, metavar="C",
+    click.option("--cost-ratio", "cost_ratio", type=FLOAT, metavar="C",
                  help="Leviathan's c: draft step / target step, verify = one target step."),
     _baseline, _step,
-    click.option("--verify-ms", "verify_ms", type=float, metavar="MS",
+    click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
                  help=f"Verify forward, the same at every k {_MS}."),
     click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False),
                  metavar="CSV", help="Forward time against tokens per forward: columns "
                  "tokens,ms. Its time at `batch` tokens is the step unless a baseline is given."),
     _fit, _draft_step,
-    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
                  help=f"Drafting per cycle that does not grow with k {_MS}."),
     _overhead,
     click.option("--batch", "batch", type=int, default=1, show_default=True,
@@ -201,12 +285,12 @@ _batch_inputs = _options(
                  required=True, help="Forward time against total tokens per forward "
                  "(batch x tokens per sequence): columns tokens,ms."),
     _fit, _accept_len, _k, _alpha, _per_position, _accept_len_by_k, _max_k,
-    click.option("--draft-ms", "draft_ms", type=float, metavar="MS",
+    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
                  help=f"Drafting per cycle, the same at every batch {_MS}."),
     _draft_step, _overhead,
-    click.option("--max-batch", "max_batch", type=int, metavar="N",
-                 help="Largest batch to sweep (default: the largest the curve covers; "
-                 "256 with --fit)."),
+    click.option("--max-batch", "max_batch", type=_Bounded(1, MAX_BATCH), metavar="N",
+                 help=f"Largest batch to sweep, 1 to {MAX_BATCH} (default: the largest the "
+                 "curve covers; 256 with --fit)."),
 )
 
 
@@ -231,7 +315,7 @@ _PREDICT_KEYS = ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha",
 
 @cli.command(epilog=_definitions(_PREDICT_KEYS))
 @_predict_inputs
-@click.option("--target", "target_speedup", type=float, default=1.0, show_default=True,
+@click.option("--target", "target_speedup", type=FLOAT, default=1.0, show_default=True,
               metavar="S", help="Speedup the break-even solves aim for [x].")
 @_json
 def predict(as_json: bool, **inputs: Any) -> None:
@@ -300,16 +384,16 @@ _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward
               help="Routed experts per MoE layer.")
 @click.option("--top-k", "top_k", type=int, required=True, metavar="K",
               help="Routed experts per token.")
-@click.option("--tokens", "tokens", type=float, required=True, metavar="T",
+@click.option("--tokens", "tokens", type=FLOAT, required=True, metavar="T",
               help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.")
 @click.option("--shared", "shared", type=int, default=0, show_default=True, metavar="S",
               help="Shared experts every token uses.")
-@click.option("--overlap", "overlap", type=float, default=1.0, show_default=True, metavar="F",
+@click.option("--overlap", "overlap", type=FLOAT, default=1.0, show_default=True, metavar="F",
               help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
               "fewer distinct experts.")
-@click.option("--dense-bytes", "dense_bytes", type=float, metavar="BYTES",
+@click.option("--dense-bytes", "dense_bytes", type=FLOAT, metavar="BYTES",
               help="Weights every forward reads: attention, embeddings (not the experts).")
-@click.option("--expert-bytes", "expert_bytes", type=float, metavar="BYTES",
+@click.option("--expert-bytes", "expert_bytes", type=FLOAT, metavar="BYTES",
               help="One expert's weights, across all MoE layers.")
 @_json
 def moe(as_json: bool, **inputs: Any) -> None:
@@ -370,9 +454,10 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
     help="Read every file as this format instead of telling it from the content.")
 @click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
               help="A /metrics scrape taken before the run: report the change since it.")
-@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=int, metavar="K", multiple=True,
+@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=_Bounded(0, MAX_SPEC_TOKENS),
+              metavar="K", multiple=True,
               help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
-              "vLLM V1). Once for every file, or once per file.")
+              f"vLLM V1), 0 to {MAX_SPEC_TOKENS}. Once for every file, or once per file.")
 @click.option("--label", multiple=True,
               help="The run's name (e.g. baseline, eagle3-k3): once for every file, or once per "
               "file. Replaces what a file says. FILE may also be given as LABEL=FILE.")
@@ -385,7 +470,7 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 @click.option("--env", "env", metavar="'K=V K=V'", multiple=True,
               help="The run's environment fingerprint (NCCL_*/CUDA_* variables, server flags): "
               "once, or once per file.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV", callback=_writable,
               help="Write the records as a measurements CSV (atomically).")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--append", is_flag=True,
@@ -489,7 +574,7 @@ class _JsonArray:
 
 @cli.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
               help="Relative tolerance for baseline drift, prediction mismatch and "
               "server/client agreement.")
 @_json
@@ -510,8 +595,69 @@ def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
     _emit(check_file(measurements, tolerance), as_json, "check_text")
 
 
+@cli.command(name="compare")
+@click.argument("baseline", metavar="BASELINE")
+@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@click.option("--num-spec-tokens", "-k", "num_spec_tokens", type=_Bounded(0, MAX_SPEC_TOKENS),
+              multiple=True, metavar="K", help=f"k of each SPEC, 0 to {MAX_SPEC_TOKENS} (once "
+              "for all, or once per SPEC in order).")
+@click.option("--spec-method", "spec_method", multiple=True,
+              help="Drafting method of each SPEC (once, or once per SPEC).")
+@click.option("--env", "env", multiple=True, metavar="'K=V ...'",
+              help="Environment of each SPEC (once, or once per SPEC).")
+@click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
+              help="Verify forward of the speculative cycle [ms], for a prediction.")
+@click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
+              help="All drafting in the cycle [ms] (with --verify-ms).")
+@click.option("--cycle-ms", "cycle_ms", type=FLOAT, metavar="MS",
+              help="The whole speculative cycle [ms], instead of --verify-ms and --draft-ms.")
+@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
+              help="Relative tolerance, as for check.")
+@click.option("--fail-if", "fail_if", type=click.Choice(["slower", "not-faster", "flagged"]),
+              help="Exit with code 1 when this holds: a run is slower, a run is not faster "
+              "(slower, within noise or without an interval), or check flagged anything.")
+@_json
+def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tuple[int, ...],
+                    spec_method: tuple[str, ...], env: tuple[str, ...], fail_if: str | None,
+                    as_json: bool, **costs: Any) -> None:
+    """Is speculation faster here, by how much, and can the answer be trusted?
+
+    BASELINE and each SPEC are anything ingest reads (logs, plain or
+    compressed; bench JSON or tables; /metrics scrapes) or a measurements CSV;
+    FILE+FILE joins the files of one launch, FILE,FILE gives a run's separate
+    launches (server starts), and LABEL=FILE names the run (by default: the
+    file's stem). It prints a headline per run first, then the measured
+    speedup with a 95% interval whose unit of repetition is the launch (one
+    launch a side: batch means over its decode windows or requests, which
+    leave launch-to-launch variation out, and it says so), accept_len, the
+    break-even accept_len and predicted speedup for the costs given, and
+    check's flags.
+
+    Exit codes: 0; 1 when the --fail-if condition holds; 2 for bad input.
+
+    \b
+      breakeven compare baseline=base.log eagle3=spec.log -k 3 --verify-ms 28.7 --draft-ms 1.2
+      breakeven compare base.json spec.json --fail-if slower --json
+    """
+    from dataclasses import replace
+
+    from breakeven.compare import compare, parse_run
+
+    runs = [parse_run(s) for s in specs]
+    ks = _per_file("-k/--num-spec-tokens", num_spec_tokens, len(runs))
+    methods = _per_file("--spec-method", spec_method, len(runs))
+    envs = _per_file("--env", env, len(runs))
+    runs = [replace(r, num_spec_tokens=k, spec_method=m, env=e)
+            for r, k, m, e in zip(runs, ks, methods, envs, strict=True)]  # fmt: skip
+    result = compare(parse_run(baseline), runs, **costs)
+    _emit(result.to_dict(), as_json, "compare_text")
+    if result.failed(fail_if):
+        sys.exit(1)
+
+
 _out = click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
-                    metavar="FILE", help="Where to write the picture: .png, .svg or .pdf.")
+                    metavar="FILE", callback=_writable,
+                    help="Where to write the picture: .png, .svg or .pdf.")
 _force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
 
 
@@ -535,8 +681,8 @@ def plot() -> None:
 @_predict_inputs
 @click.option("--alpha-k", "alpha_k", is_flag=True,
               help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).")
-@click.option("--max-k", "k_max", type=int, default=16, show_default=True,
-              help="Largest k of the (alpha, k) surface.")
+@click.option("--max-k", "k_max", type=_Bounded(1, MAX_K), default=16, show_default=True,
+              help=f"Largest k of the (alpha, k) surface (1 to {MAX_K}).")
 @click.option("--label", default="measured", show_default=True,
               help="Label of the point the inputs place on the surface.")
 @_out
@@ -572,6 +718,15 @@ def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
                                       k_max=k_max, points=points)
     else:
         points = [(p.accept_len, ratio, label)] if p and p.accept_len and ratio else []
+        largest = pictures.LARGEST_AXIS / 1.2  # the axes reach 1.2 times the point
+        for x, y, _ in points:
+            if x > largest:
+                raise InputError(f"--accept-len: got {x!r}, too large to draw the surface to; "
+                                 f"expected at most {largest:g} tokens/cycle")  # fmt: skip
+            if y > largest:
+                raise InputError(f"the cycle is {y:g} baseline steps, too many to draw the "
+                                 f"surface to (at most {largest:g}): check the cycle's and the "
+                                 "baseline's flags")  # fmt: skip
         x_high = max([4.0] + [1.2 * x for x, _, _ in points])
         y_high = max([4.0] + [1.2 * y for _, y, _ in points])
         ax = pictures.surface(accept_len=(1.0, x_high), cycle_over_step=(min(1.0, *(
@@ -608,7 +763,7 @@ def plot_batch(out: str, force: bool, cost_curve: str, fit: str | None, **inputs
 
 @plot.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
               help="Relative tolerance: the band drawn around measured = predicted.")
 @_out
 @_force
@@ -623,15 +778,15 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> No
 @plot.command(name="sensitivity")
 @_baseline
 @_step
-@click.option("--verify-ms", "verify_ms", type=float, metavar="MS", required=True,
+@click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS", required=True,
               help=f"One target forward over k + 1 tokens {_MS}.")
-@click.option("--draft-ms", "draft_ms", type=float, default=0.0, metavar="MS",
+@click.option("--draft-ms", "draft_ms", type=FLOAT, default=0.0, metavar="MS",
               help=f"All drafting in one cycle (default 0) {_MS}.")
-@click.option("--overhead-ms", "overhead_ms", type=float, default=0.0, metavar="MS",
+@click.option("--overhead-ms", "overhead_ms", type=FLOAT, default=0.0, metavar="MS",
               help=f"Other per-cycle cost (default 0) {_MS}.")
-@click.option("--accept-len", "accept_len", type=float, required=True, metavar="TAU",
+@click.option("--accept-len", "accept_len", type=FLOAT, required=True, metavar="TAU",
               help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].")
-@click.option("--delta", type=float, default=0.10, show_default=True, metavar="F",
+@click.option("--delta", type=FLOAT, default=0.10, show_default=True, metavar="F",
               help="How far each input is moved, down and up [fraction].")
 @_out
 @_force
@@ -651,8 +806,9 @@ def plot_sensitivity(out: str, force: bool, baseline_tok_s: float | None,
 @cli.command()
 @click.argument("measurements", type=click.Path(dir_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), required=True, metavar="DIR",
+              callback=_writable,
               help="Directory to write report.html into (created if missing).")
-@click.option("--tolerance", type=float, default=0.05, show_default=True, metavar="F",
+@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
               help="Relative tolerance, as for check.")
 @_force
 def report(measurements: str, out: str, tolerance: float, force: bool) -> None:

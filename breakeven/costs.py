@@ -306,7 +306,9 @@ def expected_distinct_experts(
     t = _xp.positive(xp, "tokens", tokens, "tokens")
     s = _xp.nonnegative(xp, "shared", shared, "experts")
     f = _xp.probability(xp, "overlap", overlap)
-    uniform = -e * xp.expm1(t * xp.log(1 - k / e))  # E (1 - (1 - K/E)^t), exact at K = E
+    # E (1 - (1 - K/E)^t) = -E expm1(t log1p(-K/E)): exact for K/E below the float spacing
+    # near 1 (E = 10^17 experts), where 1 - K/E would round, and at K = E (log1p(-1) = -inf).
+    uniform = -e * xp.expm1(t * xp.log1p(-k / e))
     return k + f * (uniform - k) + s
 
 

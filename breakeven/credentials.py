@@ -17,7 +17,12 @@ from breakeven.errors import BreakevenError
 
 MASK = "***"
 # scheme://user:password@ ; the password may be empty, the user too.
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@:?#\s]*):[^/@?#\s]*@")
+# The scheme starts where a run of scheme characters starts (the lookbehind): tried at every
+# position of a long word, it would rescan the word each time, quadratic in its length.
+_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)"
+    r"(?P<user>[^/@:?#\s]*):[^/@?#\s]*@"
+)
 MIN_REDACTED = 3
 """Secrets shorter than this are not searched for in free text (they would mask ordinary
 letters); in a URL they are masked wherever they stand."""

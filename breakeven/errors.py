@@ -37,7 +37,22 @@ class BreakevenError(ValueError):
 def invalid_value(name: str, value: object, expected: str) -> BreakevenError:
     """The standard message: ``name: got VALUE, expected EXPECTED``."""
     shown = repr(value) if isinstance(value, str) else str(value)
-    return BreakevenError("{0}: got " + _escape(shown) + ", expected " + _escape(expected), name)
+    return BreakevenError(
+        "{0}: got " + _escape(shorten(shown)) + ", expected " + _escape(expected), name
+    )
+
+
+SHOWN_CHARACTERS = 60
+"""Values longer than this are shown cut, with their length, in messages."""
+
+
+def shorten(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """``text``, or its start and end around ``...`` with its length when it is longer than
+    ``limit`` (a 400-digit number, a 5000-character argument)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit // 2 - 5, 1)
+    return f"{text[:keep]}...{text[-keep:]} ({len(text)} characters)"
 
 
 def _escape(text: str) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from breakeven.quantities import QUANTITIES
+from breakeven.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
 if TYPE_CHECKING:
     from breakeven.check import CheckResult
@@ -51,13 +52,31 @@ _WHY_NONE = {
 }
 
 
+# Terminal escape sequences (CSI such as colours and screen clears, OSC such as window titles,
+# and two-byte ones), then any control character left: C0, DEL, C1 and the bidirectional
+# overrides that reorder what a terminal shows.  Each alternative scans a run once: linear.
+_CONTROL = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)"
+    r"|[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def printable(text: Any) -> str:
+    """``text`` as it may be printed: tabs and line breaks as spaces, terminal escape
+    sequences and other control characters removed (a CSV cell could clear the screen)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: " " if m.group() in "\t\n\r\x0b\x0c" else "", text)
+
+
 def format_value(key: str, value: Any) -> str:
     """``value`` with the decimals its quantity is shown with (JSON keeps full precision)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return _WHY_NONE.get(key, "none")
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{QUANTITIES[key].decimals}f}"
+    return number_text(value, QUANTITIES[key].decimals)
 
 
 def _rows(p: Prediction) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
@@ -91,13 +110,15 @@ def verdict(p: Prediction) -> str | None:
     goal = "break even" if s == 1.0 else f"reach {s:g}x"
     if p.speedup > s:
         word = "pays" if s == 1.0 else "reaches the target"
-        how = f"accept_len {p.accept_len:.3f} > {p.breakeven_accept_len:.3f} needed to {goal}"
-        return f"Speculation {word}: {p.speedup:.3f}x the baseline rate ({how})."
+        how = (f"accept_len {number_text(p.accept_len, 3)} > "
+               f"{number_text(p.breakeven_accept_len, 3)} needed to {goal}")  # fmt: skip
+        return f"Speculation {word}: {number_text(p.speedup, 3)}x the baseline rate ({how})."
     if p.speedup == s:
-        return f"Speculation breaks exactly even at {p.speedup:.3f}x."
+        return f"Speculation breaks exactly even at {number_text(p.speedup, 3)}x."
     word = "loses" if s == 1.0 else "misses the target"
-    how = f"accept_len {p.accept_len:.3f} <= {p.breakeven_accept_len:.3f} needed to {goal}"
-    return f"Speculation {word}: {p.speedup:.3f}x the baseline rate ({how})."
+    how = (f"accept_len {number_text(p.accept_len, 3)} <= "
+           f"{number_text(p.breakeven_accept_len, 3)} needed to {goal}")  # fmt: skip
+    return f"Speculation {word}: {number_text(p.speedup, 3)}x the baseline rate ({how})."
 
 
 def _kv_lines(sections: list[tuple[str, list[tuple[str, str, str, str]]]]) -> list[str]:
@@ -136,7 +157,9 @@ def _alpha_table_title(p: Prediction) -> str:
     if p.cost_ratio is not None:
         held = f"cycle = k * {p.cost_ratio:g} + 1 target steps"
     else:
-        held = f"cycle/step = {p.breakeven_accept_len / p.target_speedup:.3f} at every k"
+        held = (
+            f"cycle/step = {number_text(p.breakeven_accept_len / p.target_speedup, 3)} at every k"
+        )
     return f"Smallest per-token acceptance alpha {goal}, by k ({held}):"
 
 
@@ -185,17 +208,18 @@ def _table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = No
 def optimize_text(r: OptimizeResult) -> str:
     """What ``breakeven optimize`` prints: the verdict, then every k considered."""
     if r.best_k:
-        head = f"Best k: {r.best_k} draft tokens, speedup {r.speedup:.3f}x (best_k, speedup)."
+        head = (f"Best k: {r.best_k} draft tokens, speedup {number_text(r.speedup, 3)}x "
+                "(best_k, speedup).")  # fmt: skip
     else:
         top = max(r.by_k, key=lambda o: o.speedup)
         head = (f"Do not speculate: no k in 1..{r.by_k[-1].k} beats plain decoding "
-                f"(best_k = 0; the closest is {top.speedup:.3f}x at k = {top.k}).")  # fmt: skip
+                f"(best_k = 0; the closest is {number_text(top.speedup, 3)}x at k = {top.k}).")  # fmt: skip
     lines = [head]
     if r.normalised:
         lines.append("Leviathan's form: verify = 1 target step, drafting = k * c target steps.")
         columns = ["k", "accept_len", "speedup"]
     else:
-        lines.append(f"Plain decode step {r.step_ms:.3f} ms at batch {r.batch}.")
+        lines.append(f"Plain decode step {number_text(r.step_ms, 3)} ms at batch {r.batch}.")
         columns = ["k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]
     if r.note:
         lines.append(f"Note: {r.note}.")
@@ -212,7 +236,7 @@ def _breakeven_batch_sentence(r: BatchResult) -> str:
         return "Break-even batch: none; speculation never pays within the curve (breakeven_batch = null)."
     if isinstance(b, str):
         last = r.speedup_by_batch[-1]
-        return (f"Break-even batch: {b}; speculation still pays {last.speedup:.3f}x at batch "
+        return (f"Break-even batch: {b}; speculation still pays {number_text(last.speedup, 3)}x at batch "
                 f"{r.max_batch}, the largest swept.")  # fmt: skip
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
@@ -303,8 +327,11 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
 
 
 def _num(value: Any, spec: str) -> str:
+    """``value`` formatted by ``spec``; ``-`` when missing, exponent notation when huge."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if isinstance(value, float) and not abs(value) < LARGEST_FIXED:
+        return number_text(value, 3)
     return format(value, spec)
 
 
@@ -316,9 +343,10 @@ _CHECK_COLUMNS = ("model", "label", "k", "tok_s [tok/s]", "baseline [tok/s]", "m
 def _check_rows(r: CheckResult) -> list[list[str]]:
     rows = []
     for c in r.comparisons:
-        ci = "-" if math.isnan(c.ci_low) else f"{c.ci_low:.3f}-{c.ci_high:.3f}"
-        model = c.model if len(c.model) <= 28 else "..." + c.model[-25:]
-        rows.append([model or "-", c.label or "-", _num(c.num_spec_tokens, "g"), _num(c.tok_s, ".2f"),
+        ci = "-" if math.isnan(c.ci_low) else f"{_num(c.ci_low, '.3f')}-{_num(c.ci_high, '.3f')}"
+        model = printable(c.model)
+        model = model if len(model) <= 28 else "..." + model[-25:]
+        rows.append([model or "-", printable(c.label) or "-", _num(c.num_spec_tokens, "g"), _num(c.tok_s, ".2f"),
                      _num(c.baseline_tok_s, ".2f"), _num(c.measured_speedup, ".3f"), ci,
                      c.verdict, _num(c.accept_len, ".3f"), _num(c.predicted_speedup, ".3f"),
                      _num(c.residual, "+.3f"), _num(c.implied_cycle_ms, ".3f"),
@@ -340,14 +368,14 @@ def check_text(r: CheckResult) -> str:
         lines += ["", "Server log against client benchmark:"]
         for c in r.server_checks:
             word = "agree" if c.agree else "DISAGREE"
-            lines.append(f"  {c.run_id}: server {c.server_tok_s:.2f} tok/s, client "
-                         f"{c.client_tok_s:.2f} tok/s ({c.ratio:.3f}x): {word} within "
+            lines.append(f"  {printable(c.run_id)}: server {_num(c.server_tok_s, '.2f')} tok/s, client "
+                         f"{_num(c.client_tok_s, '.2f')} tok/s ({_num(c.ratio, '.3f')}x): {word} within "
                          f"{r.tolerance:.0%}")  # fmt: skip
     lines += ["", f"Flags ({len(r.flags)}):" if r.flags else "Flags: none."]
     for f in r.flags:
         more = f" and {f.line_count - len(f.lines)} more" if f.line_count > len(f.lines) else ""
         where = f" (lines {', '.join(map(str, f.lines))}{more})" if f.lines else ""
-        lines.append(f"  [{f.code}] {f.message}{where}")
+        lines.append(f"  [{f.code}] {printable(f.message)}{where}")
     return "\n".join(lines) + "\n"
 
 
@@ -359,7 +387,7 @@ def check_html(r: CheckResult, flags: bool = True) -> str:
     table = f"<table><tr>{head}</tr>{body}</table>"
     if not flags:
         return table
-    items = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(f.message)}</li>"
+    items = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(printable(f.message))}</li>"
                     for f in r.flags)  # fmt: skip
     return f"{table}<ul>{items}</ul>"
 
@@ -375,4 +403,40 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
         f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
         *_grid(heads, rows, right=True),
     ]
+    return "\n".join(lines) + "\n"
+
+
+_COMPARE_COLUMNS = ("run", "k", "concurrency", "tok_s [tok/s]", "baseline [tok/s]",
+                    "speedup [x]", "95% interval [x]", "verdict", "accept_len [tokens/cycle]",
+                    "break-even accept_len [tokens/cycle]", "implied cycle [ms]",
+                    "predicted [x]", "residual [x]", "flags")  # fmt: skip
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    """What ``breakeven compare`` prints, from :meth:`CompareResult.to_dict`: the headlines
+    first, then a row per speculative run, check's flags and advice."""
+    runs = result["runs"]
+    lines = [r["headline"] + "." for r in runs] or [
+        f"No speculative run could be compared with {result['baseline']}."
+    ]
+    rows = []
+    for r in runs:
+        low, high = r["ci_low"], r["ci_high"]
+        interval = "-" if low is None else f"{low:.3f}-{high:.3f}"
+        rows.append([r["label"], _num(r["num_spec_tokens"], "g"), _num(r["concurrency"], "g"),
+                     _num(r["tok_s"], ".2f"), _num(r["baseline_tok_s"], ".2f"),
+                     _num(r["measured_speedup"], ".3f"), interval, r["verdict"],
+                     _num(r["accept_len"], ".3f"), _num(r["breakeven_accept_len"], ".3f"),
+                     _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_speedup"], ".3f"),
+                     _num(r["residual"], "+.3f"), ",".join(r["flags"]) or "-"])  # fmt: skip
+    if rows:
+        lines += ["", *_grid(_COMPARE_COLUMNS, rows, right=False)]
+        lines.append("speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
+                     "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms.")  # fmt: skip
+        lines += [f"Interval of {r['label']}: {r['interval_method']}." for r in runs]
+    flags = result["flags"]
+    lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
+    lines += [f"  [{f['code']}] {f['message']}" for f in flags]
+    if result["advice"]:
+        lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
     return "\n".join(lines) + "\n"

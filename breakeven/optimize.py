@@ -24,6 +24,7 @@ from breakeven.costs import ConstantCost, DraftCost
 from breakeven.errors import BreakevenError
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
+from breakeven.quantities import MAX_BATCH, MAX_K
 
 DEFAULT_K_MAX = 16
 BEYOND_THE_CURVE = "beyond the curve"
@@ -58,7 +59,7 @@ def acceptance_by_k(
             "give exactly one of {0}, {1} or {2}" + (f" (got {len(given)})" if given else ""),
             "alpha", "per_position", "accept_len_by_k",
         )  # fmt: skip
-    k_max = int(_xp.draft_tokens(_xp.SCALAR, "k_max", k_max))
+    k_max = _xp.count("k_max", k_max, MAX_K)
     if alpha is not None:
         return tuple(accept_len_from_alpha(alpha, k) for k in range(1, k_max + 1))
     if per_position is not None:
@@ -167,7 +168,7 @@ def optimize_k(
     alpha, per_position, accept_len_by_k
         Acceptance, exactly one (see :func:`acceptance_by_k`).
     k_max : int
-        Largest k considered.
+        Largest k considered, 1 to :data:`~breakeven.quantities.MAX_K`.
     batch : int
         Sequences decoded together.
     """
@@ -299,7 +300,7 @@ def optimal_k(alpha: Any, cost_ratio: Any, k_max: int = DEFAULT_K_MAX) -> tuple[
     cost_ratio : numeric
         Draft step over target step (>= 0).
     k_max : int
-        Largest k considered.
+        Largest k considered, 1 to :data:`~breakeven.quantities.MAX_K`.
 
     Returns
     -------
@@ -313,7 +314,7 @@ def optimal_k(alpha: Any, cost_ratio: Any, k_max: int = DEFAULT_K_MAX) -> tuple[
     xp = _xp.namespace(np.asarray(alpha))
     a = _xp.probability(xp, "alpha", alpha)[..., None]
     c = _xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps")[..., None]
-    k = np.arange(1, int(_xp.draft_tokens(_xp.SCALAR, "k_max", k_max)) + 1)
+    k = np.arange(1, _xp.count("k_max", k_max, MAX_K) + 1)
     s = _speedup(_tau(xp, a, k), 1.0, k * c + 1)
     i = np.argmax(s, axis=-1)
     best = np.take_along_axis(s, i[..., None], axis=-1)[..., 0]
@@ -406,7 +407,7 @@ def batch_sweep(
     alpha, per_position, accept_len_by_k
         acceptance at several k (then the best k is chosen at every batch).
     k_max : int
-        Largest k considered with several k.
+        Largest k considered with several k, 1 to :data:`~breakeven.quantities.MAX_K`.
     draft : DraftCost, optional
         Drafting per cycle as a model of k and batch; or
     draft_ms, draft_step_ms : float, optional  [ms]
@@ -414,8 +415,9 @@ def batch_sweep(
     overhead_ms : float  [ms]
         Other per-cycle cost.
     max_batch : int, optional
-        Largest batch to sweep; by default the largest the curve covers, or
-        :data:`DEFAULT_MAX_BATCH` for a model without a token limit (a fit).
+        Largest batch to sweep, 1 to :data:`~breakeven.quantities.MAX_BATCH`; by default
+        the largest the curve covers, or :data:`DEFAULT_MAX_BATCH` for a model without a
+        token limit (a fit).
     """
     if accept_len is not None or k is not None:
         if accept_len is None or k is None:
@@ -441,7 +443,7 @@ def batch_sweep(
     first_batch = max(1, math.ceil(curve.min_tokens))
     limit = curve.max_tokens
     if max_batch is not None:
-        max_batch = int(_xp.draft_tokens(_xp.SCALAR, "max_batch", max_batch))
+        max_batch = _xp.count("max_batch", max_batch, MAX_BATCH)
     if math.isinf(limit):
         max_batch = max_batch or DEFAULT_MAX_BATCH
     else:

@@ -25,6 +25,17 @@ from breakeven.errors import BreakevenError
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)
 FORMATS = (".png", ".svg", ".pdf")
+LARGEST_AXIS = 1e6
+"""The furthest a surface's axes reach (tokens per cycle, steps per cycle): past it nothing
+can be read off the picture, and near a double's limit its cells' edges overflow."""
+
+
+def _literal(label: Any) -> str:
+    """A label drawn as given: control characters removed (as in text output) and ``$``
+    escaped, which matplotlib would otherwise parse as mathtext (``$\\frac{$`` fails)."""
+    from breakeven.formatting import printable
+
+    return printable(label).replace("$", r"\$")
 
 
 def _axes(ax: Any) -> Any:
@@ -81,6 +92,10 @@ def surface(
     """
     from breakeven.model import speedup
 
+    for name, (low, high) in (("accept_len", accept_len), ("cycle_over_step", cycle_over_step)):
+        if not (0 < low < high <= LARGEST_AXIS):
+            raise BreakevenError("{0}: got " + f"({low:g}, {high:g}), expected a range from "
+                                 f"above 0 to at most {LARGEST_AXIS:g}", name)  # fmt: skip
     ax = _axes(ax)
     tau = np.linspace(max(1.0, accept_len[0]), accept_len[1], resolution)
     ratio = np.linspace(cycle_over_step[0], cycle_over_step[1], resolution)
@@ -89,7 +104,7 @@ def surface(
     for x, y, label in points:
         ax.plot([x], [y], marker="o", color="black", markerfacecolor="yellow", zorder=5)
         s = x / y
-        ax.annotate(f"{label}\n{s:.2f}x", (x, y), xytext=(6, 6), textcoords="offset points",
+        ax.annotate(f"{_literal(label)}\n{s:.2f}x", (x, y), xytext=(6, 6), textcoords="offset points",
                     fontsize=8, zorder=6)  # fmt: skip
     ax.set_xlabel("accept_len, tokens per cycle incl. bonus [tokens/cycle]")
     ax.set_ylabel("cycle_ms / step_ms [steps per cycle]")
@@ -120,7 +135,10 @@ def surface_alpha_k(
         raise BreakevenError("give one of {0} or {1}", "cost_ratio", "cycle_over_step")
     ax = _axes(ax)
     a = np.linspace(alpha[0], alpha[1], resolution)
-    k = np.arange(1, k_max + 1)[:, None]
+    from breakeven import _xp
+    from breakeven.quantities import MAX_K
+
+    k = np.arange(1, _xp.count("k_max", k_max, MAX_K) + 1)[:, None]
     cycle = (
         k * cost_ratio + 1 if cost_ratio is not None else np.full_like(k, cycle_over_step, float)
     )
@@ -131,7 +149,7 @@ def surface_alpha_k(
     ax.plot(a[pays], best[pays], color="gold", linewidth=2, label="best k", gid="best_k")
     for x, y, label in points:
         ax.plot([x], [y], marker="o", color="black", markerfacecolor="yellow", zorder=5)
-        ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8)
+        ax.annotate(_literal(label), (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)
     ax.set_xlabel("alpha, per-token acceptance [probability]")
     ax.set_ylabel("k, draft tokens per cycle [tokens]")
@@ -207,7 +225,7 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
         err = np.where(np.isnan(low), 0.0, [y - low, high - y])
         ax.errorbar(x, y, yerr=err, fmt="o", color="tab:blue", capsize=3, gid="runs")
         for c in rows:
-            ax.annotate(c.label, (c.predicted_speedup, c.measured_speedup), xytext=(5, 3),
+            ax.annotate(_literal(c.label), (c.predicted_speedup, c.measured_speedup), xytext=(5, 3),
                         textcoords="offset points", fontsize=8)  # fmt: skip
     lo = min([0.5, *(c.predicted_speedup for c in rows), *(c.measured_speedup for c in rows)])
     hi = max([1.5, *(c.predicted_speedup for c in rows), *(c.measured_speedup for c in rows)])
@@ -248,8 +266,13 @@ def save(ax_or_figure: Any, path: str | os.PathLike[str], *, force: bool = False
         raise BreakevenError("{0}: got " + repr(path).replace("{", "{{") + ", expected a file "
                              "name ending in .png, .svg or .pdf", "out")  # fmt: skip
     from breakeven.iotools.atomic import atomic_path
+    from breakeven.iotools.paths import check_output_path, output_error
 
+    check_output_path(path)
     figure = getattr(ax_or_figure, "figure", ax_or_figure)
-    with atomic_path(path, force=force) as tmp:
-        figure.savefig(tmp, dpi=150)
+    try:
+        with atomic_path(path, force=force) as tmp:
+            figure.savefig(tmp, dpi=150)
+    except OSError as e:  # after the checks: a full disk, a directory removed meanwhile
+        raise output_error("out", path, e) from None
     return path

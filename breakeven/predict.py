@@ -44,7 +44,8 @@ class Prediction:
         """The determined quantities, for ``--json``.
 
         A key is present only when the inputs determine it.  NaN (a solve no
-        value satisfies) becomes ``None``, which JSON prints as ``null``.
+        value satisfies) becomes ``None``, which JSON prints as ``null``; an
+        infinity (an overflow of absurd inputs) is kept, for the caller to refuse.
         """
         out: dict[str, Any] = {}
         for f in fields(self):
@@ -84,8 +85,29 @@ Prediction.__doc__ = (
 
 
 def _json_number(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float) and math.isnan(value):
         return None
+    return value
+
+
+def _beyond(names: tuple[str, ...], shown: str, what: str) -> BreakevenError:
+    """Inputs whose derived cost a double cannot hold (1e308 over 0.5), named with their
+    values as given: ``got inf`` of a flag given 1e308 would mislead."""
+    return BreakevenError(
+        _listed([f"{{{i}}}" for i in range(len(names))])
+        + ": got " + shown.replace("{", "{{").replace("}", "}}") + ", " + what
+        + " beyond what a double holds; expected values of a realistic size",
+        *names,
+    )  # fmt: skip
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _finite_or_raise(value: float, names: tuple[str, ...], shown: str, what: str) -> float:
+    if not math.isfinite(value) or value == 0:
+        raise _beyond(names, shown, what)
     return value
 
 
@@ -180,9 +202,14 @@ def predict(
     if baseline_tok_s is not None:
         step_ms = model.step_ms_from_baseline(baseline_tok_s)
         baseline_tok_s = float(baseline_tok_s)
+        _finite_or_raise(
+            step_ms, ("baseline_tok_s",), repr(baseline_tok_s), "a step of 1000 / it ms"
+        )
     elif step_ms is not None:
         baseline_tok_s = model.baseline_tok_s_from_step(step_ms)
         step_ms = float(step_ms)
+        _finite_or_raise(baseline_tok_s, ("step_ms",), repr(step_ms), "a rate of 1000 / it tok/s")
+    step_name = "step_ms" if given["baseline_tok_s"] is None else "baseline_tok_s"
 
     # Acceptance.
     if per_position is not None:
@@ -213,22 +240,30 @@ def predict(
                 "{0} needs {1}: the cycle costs k * c + 1 steps", "cost_ratio", "k"
             )
         cost_ratio = float(_xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps"))
-        cycle_over_step = k * cost_ratio + 1
+        cycle_over_step = _finite_or_raise(k * cost_ratio + 1, ("cost_ratio", "k"),
+                                           f"{cost_ratio!r} and {k}", "a cycle of k * c + 1 steps")  # fmt: skip
         if step_ms is not None:
             verify_ms, draft_ms, overhead_ms = step_ms, k * cost_ratio * step_ms, 0.0
-            cycle_ms = cycle_over_step * step_ms
+            cycle_ms = _finite_or_raise(cycle_over_step * step_ms, ("cost_ratio", step_name),
+                                        f"{cost_ratio!r} and a step of {step_ms!r} ms",
+                                        "a cycle of (k * c + 1) * step_ms ms")  # fmt: skip
     elif verify_ms is not None:
         draft_ms = 0.0 if draft_ms is None else draft_ms
         overhead_ms = 0.0 if overhead_ms is None else overhead_ms
         cycle_ms = model.cycle_ms(verify_ms, draft_ms, overhead_ms)
         verify_ms, draft_ms, overhead_ms = float(verify_ms), float(draft_ms), float(overhead_ms)
+        _finite_or_raise(cycle_ms, ("verify_ms", "draft_ms", "overhead_ms"),
+                         f"{verify_ms!r} + {draft_ms!r} + {overhead_ms!r} ms", "a cycle")  # fmt: skip
     elif cycle_ms is not None:
         cycle_ms = float(_xp.positive(xp, "cycle_ms", cycle_ms, "ms"))
     for name, value in (("draft_ms", draft_ms), ("overhead_ms", overhead_ms)):
         if value is not None:
             _xp.nonnegative(xp, name, value, "ms")
     if cycle_over_step is None and cycle_ms is not None and step_ms is not None:
-        cycle_over_step = cycle_ms / step_ms
+        cycle_name = "cycle_ms" if cycle_measured else "verify_ms"
+        cycle_over_step = _finite_or_raise(cycle_ms / step_ms, (cycle_name, step_name),
+                                           f"a cycle of {cycle_ms!r} ms over a step of "
+                                           f"{step_ms!r} ms", "a ratio")  # fmt: skip
 
     out: dict[str, Any] = {}
     if cycle_over_step is not None:

@@ -96,3 +96,25 @@ _TABLE = (
 )
 # fmt: on
 QUANTITIES: dict[str, Quantity] = {q.key: q for q in _TABLE}
+
+# Bounds on the sizes a sweep may be asked for (--help and the README name them): the largest
+# k tried, and the largest batch swept.  Real drafters use k <= 20 or so and engines batch at
+# most a few thousand sequences; past these a sweep takes seconds and memory for nothing.
+MAX_K = 128
+MAX_BATCH = 4096
+MAX_SPEC_TOKENS = 4096  # k as ingest -k records it: any a server may use, within an int64
+
+LARGEST_FIXED = 1e15
+"""Numbers this large or larger are printed in exponent notation in text (never 300 digits)."""
+
+
+def number_text(value: float, decimals: int) -> str:
+    """``value`` with ``decimals`` decimals, or in exponent notation from :data:`LARGEST_FIXED`
+    on; a value that is not finite (an overflow) is ``"overflow"``, or ``"-"`` for NaN."""
+    if value != value:
+        return "-"
+    if abs(value) == float("inf"):
+        return "overflow"
+    if abs(value) >= LARGEST_FIXED:
+        return f"{value:.{max(decimals, 3)}e}"
+    return f"{value:.{decimals}f}"

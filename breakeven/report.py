@@ -13,7 +13,7 @@ import os
 from datetime import datetime, timezone
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.quantities import number_text
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem;
@@ -38,15 +38,17 @@ def _svg(ax: Any) -> str:
 def report_html(result: Any, title: str, source: str) -> str:
     """The report page for a :class:`~breakeven.check.CheckResult`."""
     from breakeven import plot
-    from breakeven.formatting import check_html
+    from breakeven.formatting import check_html, printable
 
     figures = []
     if any(not (math.isnan(c.measured_speedup) or math.isnan(c.predicted_speedup))
            for c in result.comparisons):  # fmt: skip
         figures.append(("Measured against predicted speedup", plot.measured_vs_predicted(result)))
-    points = [(c.accept_len, c.cycle_ms * c.baseline_tok_s / 1000.0, c.label)
-              for c in result.comparisons
-              if not any(math.isnan(v) for v in (c.accept_len, c.cycle_ms, c.baseline_tok_s))]  # fmt: skip
+    # Runs without a point, or one beyond what a surface can show (absurd rates), are left off.
+    largest = plot.LARGEST_AXIS / 1.2
+    points = [(x, y, c.label) for c in result.comparisons
+              for x, y in [(c.accept_len, c.cycle_ms * c.baseline_tok_s / 1000.0)]
+              if 0 < x <= largest and 0 < y <= largest]  # fmt: skip
     if points:
         x_high = max(4.0, *(1.2 * x for x, _, _ in points))
         y_high = max(4.0, *(1.2 * y for _, y, _ in points))
@@ -55,14 +57,15 @@ def report_html(result: Any, title: str, source: str) -> str:
                                      points=points)))  # fmt: skip
     flags = (
         "".join(
-            f'<p class="flag"><code>{html.escape(f.code)}</code> {html.escape(f.message)}</p>'
+            f'<p class="flag"><code>{html.escape(f.code)}</code> {html.escape(printable(f.message))}</p>'
             for f in result.flags
         )
         or "<p>No flags: baselines agree and predictions match within the tolerance.</p>"
     )
     servers = "".join(
-        f"<li>{html.escape(c.run_id)}: server {c.server_tok_s:.2f} tok/s, client "
-        f"{c.client_tok_s:.2f} tok/s ({c.ratio:.3f}x), {'agree' if c.agree else 'disagree'}</li>"
+        f"<li>{html.escape(printable(c.run_id))}: server {number_text(c.server_tok_s, 2)} tok/s, "
+        f"client {number_text(c.client_tok_s, 2)} tok/s ({number_text(c.ratio, 3)}x), "
+        f"{'agree' if c.agree else 'disagree'}</li>"
         for c in result.server_checks
     )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -71,7 +74,7 @@ def report_html(result: Any, title: str, source: str) -> str:
 <style>{_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p>Does speculative decoding pay off in these measurements? Made by <code>breakeven report</code>
-from <code>{html.escape(source)}</code> on {stamp}.</p>
+from <code>{html.escape(printable(source))}</code> on {stamp}.</p>
 <h2>How to read this</h2>
 <p>Each speculative run is compared with the baseline runs (no speculation) of the same model,
 hardware and concurrency, preferring a baseline measured in the same environment.
@@ -104,14 +107,16 @@ def write_report(measurements: str, out_dir: str, *, tolerance: float = 0.05,
     """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
     from breakeven.check import check_file
     from breakeven.iotools.atomic import refuse_overwrite, write_text
+    from breakeven.iotools.paths import check_output_path, output_error
 
+    check_output_path(out_dir, "out", directory=True)
     path = os.path.join(out_dir, "report.html")
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise BreakevenError("{0}: " + repr(out_dir).replace("{", "{{") + " is a file, "
-                             "expected a directory", "out")  # fmt: skip
     refuse_overwrite(path, force)
     result = check_file(measurements, tolerance)
     page = report_html(result, "Speculative decoding: measured against predicted", measurements)
-    os.makedirs(out_dir, exist_ok=True)
-    write_text(path, lambda f: f.write(page), force=force)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        write_text(path, lambda f: f.write(page), force=force)
+    except OSError as e:  # after the checks: a full disk, a directory removed meanwhile
+        raise output_error("out", out_dir, e) from None
     return path

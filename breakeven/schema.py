@@ -13,6 +13,7 @@ k, and 0 marks a baseline run (no speculation).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,30 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
 ALL_COLUMNS = {c.name: c for c in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS}
+
+
+def first_bad_number(data: Any) -> tuple[str, int, float] | None:
+    """The first cell, in row order, of a numeric schema column of ``data`` (a pandas
+    DataFrame, numeric columns already numbers) that is not a finite number >= 0:
+    ``(column, row position, value)``, or None.  Empty cells (NaN) are fine: every number
+    the schema holds is a count, a rate, a time, a ratio or a fraction, none of them
+    negative or infinite."""
+    import numpy as np
+
+    found: tuple[str, int, float] | None = None
+    for column in data.columns:
+        spec = ALL_COLUMNS.get(column)
+        if spec is None or spec.kind == "text" or data[column].dtype.kind not in "fiub":
+            continue
+        values = data[column].to_numpy(dtype=float)
+        bad = np.isinf(values) | (values < 0)
+        if bad.any():
+            at = int(np.argmax(bad))
+            if found is None or at < found[1]:
+                found = (column, at, float(values[at]))
+    return found
+
+
+def bad_number_message(column: str, value: float) -> str:
+    """What :func:`first_bad_number` found, in words."""
+    return f"{column} is {value:g}, expected a finite number >= 0 [{ALL_COLUMNS[column].unit}] or empty"

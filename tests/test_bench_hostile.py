@@ -219,3 +219,14 @@ def test_check_shows_a_url_password_in_an_env_as_stars(tmp_path):
     from breakeven.check import fingerprint
 
     assert fingerprint("url=http://u:hunter2pw@h:8000 tp=8") == "tp=8 url=http://u:***@h:8000"
+
+
+def test_a_prompts_pipe_that_no_process_writes_is_refused(tmp_path):
+    import os
+
+    fifo = tmp_path / "prompts"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    r = bench("--url", "http://127.0.0.1:9", "--label", "t", "--prompts", fifo)
+    assert r.exit_code == 2 and r.output.startswith("Error: --prompts: ")
+    assert time.monotonic() - start < 10

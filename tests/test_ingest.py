@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
+from breakeven.errors import BreakevenError
 from breakeven.iotools import sources
 from breakeven.iotools.ingest import ingest
 
@@ -319,7 +320,7 @@ class TestOut:
             raise OSError("disk full")
 
         monkeypatch.setattr(measurements.os, "replace", boom)
-        with pytest.raises(OSError):
+        with pytest.raises(BreakevenError, match=r"path: cannot write .*runs.csv.*: disk full"):
             measurements.write_measurements([{"tok_s": 1.0}], out, force=True)
         assert out.read_text() == "precious\n"
         assert [p.name for p in tmp_path.iterdir()] == ["runs.csv"]

@@ -7,7 +7,8 @@ import math
 import os
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, shorten
+from breakeven.iotools.sources import InputError, allow_long_cells, read_whole
 
 # Canonical column -> the headers accepted for it (lower case).
 CURVE_COLUMNS = {
@@ -19,6 +20,13 @@ CURVE_COLUMNS = {
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
     where = f"{path}, line {line}" if line is not None else path
     return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+
+
+def _cells(path: str, line: int, text: str) -> list[str]:
+    try:
+        return next(csv.reader([text]))
+    except csv.Error as e:
+        raise _error(path, line, f"does not parse as CSV ({e})") from None
 
 
 def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
@@ -46,12 +54,16 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise _error(path, None, f"cannot read it ({e.strerror or e})") from None
+        data = read_whole(path)  # a named pipe too, as a stream
+    except InputError as e:
+        raise _error(path, None, str(e)) from None
+    try:
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as e:
         raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    if b"\0" in data:
+        raise _error(path, None, "is binary, not a CSV text file")
+    allow_long_cells()
 
     comments = [ln.lstrip("#").strip() for ln in lines if ln.lstrip().startswith("#")]
     numbered = [(i, ln) for i, ln in enumerate(lines, start=1)
@@ -59,30 +71,36 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
     if not numbered:
         raise _error(path, None, "is empty; expected a header with columns tokens,ms")
     header_line, header_text = numbered[0]
-    header = [h.strip().lower() for h in next(csv.reader([header_text]))]
+    header = [h.strip().lower() for h in _cells(path, header_line, header_text)]
     index = {}
     for canonical, aliases in CURVE_COLUMNS.items():
         found = [i for i, h in enumerate(header) if h in aliases]
         if not found:
             raise _error(
                 path, header_line,
-                f"no {canonical!r} column (found: {', '.join(header) or 'none'}); "
+                f"no {canonical!r} column (found: {shorten(', '.join(header)) or 'none'}); "
                 "expected columns tokens,ms",
             )  # fmt: skip
+        if len(found) > 1:
+            first, second = (header[i] for i in found[:2])
+            raise _error(path, header_line, f"columns {found[0] + 1} ({first!r}) and "
+                         f"{found[1] + 1} ({second!r}) both name the {canonical!r} column; "
+                         "expected one each of tokens,ms")  # fmt: skip
         index[canonical] = found[0]
 
     tokens: list[float] = []
     ms: list[float] = []
     rows: list[int] = []
     for line_no, text in numbered[1:]:
-        cells = next(csv.reader([text]))
+        cells = _cells(path, line_no, text)
         values = {}
         for canonical, i in index.items():
             cell = cells[i].strip() if i < len(cells) else ""
             try:
                 value = float(cell)
             except ValueError:
-                raise _error(path, line_no, f"{canonical} is {cell!r}, expected a number") from None
+                shown = shorten(repr(cell))
+                raise _error(path, line_no, f"{canonical} is {shown}, expected a number") from None
             if not math.isfinite(value) or value < (1 if canonical == "tokens" else 0):
                 expected = "a token count >= 1" if canonical == "tokens" else "a time >= 0 ms"
                 raise _error(path, line_no, f"{canonical} is {cell}, expected {expected}")

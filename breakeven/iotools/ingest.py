@@ -64,10 +64,13 @@ class IngestResult:
         return self.frame.to_dicts() if self.frame is not None else []
 
     def to_frame(self) -> Any:
-        """The records as a pandas DataFrame."""
+        """The records as a pandas DataFrame (missing values NaN or None)."""
         import pandas as pd
 
-        return pd.DataFrame(self.records, columns=list(RECORD_KEYS))
+        if self.frame is None:
+            return pd.DataFrame(columns=list(RECORD_KEYS))
+        # Column by column through numpy: no dict per record, no pyarrow needed.
+        return pd.DataFrame({c: self.frame[c].to_numpy() for c in RECORD_KEYS})
 
 
 def _inputs(

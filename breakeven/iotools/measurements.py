@@ -9,9 +9,11 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, shorten
 from breakeven.iotools.atomic import refuse_overwrite, write_text
-from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES
+from breakeven.iotools.paths import check_output_path, output_error
+from breakeven.iotools.sources import InputError, allow_long_cells, rereadable
+from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES, bad_number_message, first_bad_number
 
 # Columns check cannot do without.
 REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_s")
@@ -20,6 +22,40 @@ REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
     where = f"{path}, line {line}" if line is not None else path
     return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+
+
+def _reason(e: BaseException) -> str:
+    """Why a file cannot be read, as its message says it."""
+    if isinstance(e, InputError):
+        return str(e)
+    return f"cannot read it ({getattr(e, 'strerror', None) or e})"
+
+
+def _head(source: Any) -> bytes:
+    """The first 64 KiB of a path or an in-memory stream."""
+    if isinstance(source, str):
+        with open(source, "rb") as f:
+            return f.read(1 << 16)
+    return source.getvalue()[: 1 << 16]
+
+
+def _text(source: Any) -> Any:
+    """A path or an in-memory stream as UTF-8 text, CSV newlines kept."""
+    import io
+
+    if isinstance(source, str):
+        return open(source, encoding="utf-8", newline="")
+    return io.TextIOWrapper(io.BytesIO(source.getvalue()), encoding="utf-8", newline="")
+
+
+def _repeated(header: list[str]) -> tuple[str, int, int] | None:
+    """The first header name given twice, with both column numbers (from 1)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, start=1):
+        if name and name in seen:
+            return name, seen[name], i
+        seen.setdefault(name, i)
+    return None
 
 
 def measurement_columns(records: Iterable[dict[str, Any]]) -> list[str]:
@@ -46,8 +82,8 @@ def write_measurements(
     replaced only with ``force``.  ``columns`` defaults to the schema's, then
     every other key of the records (which must then be a list, not a stream).
     """
-    path = os.fspath(path)
-    refuse_overwrite(path, force)
+    path = check_output_path(path, "path")
+    refuse_overwrite(path, force, "path")
     if columns is None:
         records = list(records)
         columns = measurement_columns(records)
@@ -69,7 +105,10 @@ def write_measurements(
                 writer.writerow([r.get(c) for c in columns])
             rows += 1
 
-    write_text(path, write, force=force)
+    try:
+        write_text(path, write, force=force)
+    except OSError as e:  # after the checks: a full disk, a directory removed meanwhile
+        raise output_error("path", path, e) from None
     return rows
 
 
@@ -93,21 +132,27 @@ def read_measurements(
     Raises
     ------
     BreakevenError
-        Naming the file and line: unreadable or empty file, missing required
-        column, a non-numeric value in a numeric column.
+        Naming the file and line: unreadable, empty or binary file, missing
+        required column, a column named twice in the header, a value in a
+        numeric column that is not a number, infinite or negative.
+
+    A named pipe or device is read once, as a stream (a pipe no process writes
+    is refused after :data:`~breakeven.iotools.sources.FIFO_WRITER_WAIT_S`);
+    cells may hold up to :data:`~breakeven.iotools.sources.MAX_CELL_BYTES`.
     """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError as e:
-        raise _error(path, None, f"cannot read it ({e.strerror or e})") from None
+        source = rereadable(path)  # a named pipe or device is read once, into memory
+        head = _head(source)
+    except (InputError, OSError) as e:
+        raise _error(path, None, _reason(e)) from None
     if not head.strip():
         raise _error(path, None, "is empty; expected a header line naming the schema's columns")
     if b"\0" in head:
         raise _error(path, None, "is binary, not a CSV text file")
+    allow_long_cells()
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with _text(source) as f:
             comments = []
             header_line = 0
             for header_line, text in enumerate(f, start=1):  # noqa: B007
@@ -120,7 +165,14 @@ def read_measurements(
                 raise _error(path, None, "holds only comments; expected a header line")
     except UnicodeDecodeError as e:
         raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except csv.Error as e:
+        raise _error(path, header_line, f"the header does not parse as CSV ({e})") from None
     header = [h.strip() for h in header]
+    twice = _repeated(header)
+    if twice:
+        name, first, second = twice
+        raise _error(path, header_line, f"column {name!r} appears twice in the header (columns "
+                     f"{first} and {second}); expected each column once")  # fmt: skip
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise _error(path, header_line, f"no {', '.join(missing)} column(s); expected the "
@@ -132,8 +184,10 @@ def read_measurements(
     usecols = None if wanted is None else (lambda c: c.strip() in wanted)
     text_columns = [c for c in header if (c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text")
                     and (wanted is None or c in wanted)]  # fmt: skip
+    if not isinstance(source, str):
+        source.seek(0)
     try:
-        data = pd.read_csv(path, skiprows=header_line - 1, dtype={c: "category" for c in text_columns},
+        data = pd.read_csv(source, skiprows=header_line - 1, dtype={c: "category" for c in text_columns},
                            usecols=usecols,
                            skip_blank_lines=False, keep_default_na=False,
                            na_values=[""], encoding="utf-8")  # fmt: skip
@@ -151,8 +205,13 @@ def read_measurements(
         if bad.any():
             row = data[bad].iloc[0]
             raise _error(path, int(row["line"]),
-                         f"{column} is {row[column]!r}, expected a number [{spec.unit}] or empty")  # fmt: skip
+                         f"{column} is {shorten(repr(row[column]))}, expected a number [{spec.unit}] "
+                         "or empty")  # fmt: skip
         data[column] = numbers
+    found = first_bad_number(data)
+    if found is not None:
+        column, at, value = found
+        raise _error(path, int(data["line"].iloc[at]), bad_number_message(column, value))
     for column in COLUMN_NAMES:
         if column not in data.columns:
             data[column] = math.nan if ALL_COLUMNS[column].kind != "text" else None

@@ -50,7 +50,8 @@ def record_schema() -> dict[str, Any]:
 
 def frame_of(records: Any) -> Any:
     """Records (a polars frame, or a list of dicts) as a frame of exactly the record schema:
-    every key, in order, with its type; NaN becomes null (the one place it does)."""
+    every key, in order, with its type; NaN and infinities become null (the one place they
+    do): a rate of 1000 / 1e-320 ms is no measurement, and the CSV never holds ``inf``."""
     import polars as pl
 
     schema = record_schema()
@@ -66,7 +67,7 @@ def frame_of(records: Any) -> Any:
         if key in records.columns:
             column = pl.col(key).cast(dtype, strict=False)
             if dtype == pl.Float64:
-                column = column.fill_nan(None)
+                column = pl.when(column.is_finite()).then(column)
             columns.append(column)
         else:
             columns.append(pl.lit(None, dtype).alias(key))

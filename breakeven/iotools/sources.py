@@ -36,6 +36,11 @@ MAX_LINE_BYTES = 1 << 20  # a line longer than this that does not fit in a block
 MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
 HEAD_BYTES = 1 << 16  # what detection looks at
 STDIN = "-"
+MAX_CELL_BYTES = 64 << 20
+"""The longest CSV cell read (Python's csv module stops at 128 KiB by default)."""
+FIFO_WRITER_WAIT_S = 2.0
+"""How long a named pipe is waited on for a writer before it is refused: reading a pipe
+that no process writes would otherwise wait for ever."""
 
 TEXT, JSON_DOCUMENT, PROMETHEUS = "text", "json", "prometheus"
 
@@ -133,18 +138,7 @@ def open_input(path: str) -> Input:
     if path == STDIN:
         raw: Any = getattr(sys.stdin.buffer, "raw", sys.stdin.buffer)
     else:
-        try:
-            info = os.stat(path)
-        except OSError as e:
-            raise InputError(f"cannot read it ({e.strerror or e})") from None
-        if stat.S_ISDIR(info.st_mode):
-            raise InputError("is a directory; expected a file")
-        try:
-            # Unbuffered: large reads go straight into their bytes (a buffered reader's large
-            # reads are about ten times slower).
-            raw = open(path, "rb", buffering=0)
-        except OSError as e:
-            raise InputError(f"cannot read it ({e.strerror or e})") from None
+        raw = open_file(path)
     try:
         first = _read_exactly(raw, 8)
         compression = next((name for magic, name in _MAGIC if first.startswith(magic)), None)
@@ -164,6 +158,107 @@ def open_input(path: str) -> Input:
             raw.close()
         raise InputError("is empty" + (f" ({compression}-compressed)" if compression else ""))
     return Input(path, _Chain(head, stream), head, compression)
+
+
+def open_file(path: str) -> Any:
+    """``path`` opened for reading, unbuffered (large reads go straight into their bytes; a
+    buffered reader's are about ten times slower).
+
+    A named pipe is read as a stream, from its writer to the writer's end; one that no
+    process writes within :data:`FIFO_WRITER_WAIT_S` is refused (``open`` would wait for
+    ever).  Raises InputError for a directory and for what cannot be opened.
+    """
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise InputError(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError("is a directory; expected a file")
+    try:
+        if stat.S_ISFIFO(info.st_mode):
+            return _open_fifo(path)
+        return open(path, "rb", buffering=0)
+    except InputError:
+        raise
+    except OSError as e:
+        raise InputError(f"cannot read it ({e.strerror or e})") from None
+
+
+def _open_fifo(path: str) -> Any:
+    """A named pipe, opened without waiting, then read as a stream once a writer is there.
+
+    Opened non-blocking, a pipe answers a read with EAGAIN while a writer holds it open with
+    nothing written yet, with data once it has written, and with nothing (end of file)
+    while no writer has it open: the last is waited out for FIFO_WRITER_WAIT_S.
+    """
+    import fcntl
+    import time
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    deadline = time.monotonic() + FIFO_WRITER_WAIT_S
+    first = b""
+    try:
+        while True:
+            try:
+                first = os.read(fd, 1 << 16)
+            except BlockingIOError:  # a writer, nothing written yet: a stream
+                break
+            if first:
+                break
+            if time.monotonic() >= deadline:
+                raise InputError(f"is a named pipe that no process wrote to within "
+                                 f"{FIFO_WRITER_WAIT_S:g} s; start its writer first, or pipe "
+                                 "into standard input (-)")  # fmt: skip
+            time.sleep(min(0.02, FIFO_WRITER_WAIT_S))
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    stream = os.fdopen(fd, "rb", buffering=0)
+    return _Chain(first, stream) if first else stream
+
+
+def read_whole(path: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """All of ``path`` (not decompressed), a named pipe as :func:`open_file` reads it;
+    InputError past ``limit`` bytes, for a directory and for what cannot be read."""
+    stream = open_file(path)
+    try:
+        data = _read_exactly(stream, limit + 1)
+    except OSError as e:
+        raise InputError(f"cannot read it ({e.strerror or e})") from None
+    finally:
+        stream.close()
+    if len(data) > limit:
+        raise InputError(f"is over {limit >> 20} MiB, more than breakeven reads from a pipe "
+                         "or device; save it to a file")  # fmt: skip
+    return data
+
+
+def rereadable(path: str) -> Any:
+    """``path`` itself when it is a regular file, which readers may open as often as they
+    like; else (a named pipe, a device) its whole content, read once, as a binary stream.
+
+    Raises InputError for a directory and for what cannot be opened or read.
+    """
+    import io
+
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISREG(info.st_mode):
+        return path
+    return io.BytesIO(read_whole(path))
+
+
+def allow_long_cells() -> None:
+    """Let Python's csv module read cells of up to :data:`MAX_CELL_BYTES` (by default it
+    raises ``field larger than field limit`` past 128 KiB, and a 200 KiB ``env`` cell is
+    still a measurement)."""
+    import csv
+
+    if csv.field_size_limit() < MAX_CELL_BYTES:
+        csv.field_size_limit(MAX_CELL_BYTES)
 
 
 def decompression_error(e: BaseException) -> str:

@@ -1,0 +1,449 @@
+"""``breakeven compare``: from a baseline run and speculative runs to a verdict, in one step.
+
+Each run is anything ``ingest`` reads (logs, plain or compressed; bench JSON
+or printed tables; ``/metrics`` scrapes) or a measurements CSV, or several
+files of one run joined with ``+``.  The runs are read, labelled, put side by
+side and checked (:func:`breakeven.check.check`: pairing, flags, prediction
+from the costs given); each speedup then gets an interval whose unit of
+repetition is the launch (:mod:`breakeven.intervals`), and a headline in words.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from breakeven.errors import BreakevenError
+from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, speedup_interval
+
+FAIL_IF = ("slower", "not-faster", "flagged")
+"""Conditions ``--fail-if`` gates on (exit code 1 when one holds)."""
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """One run given to compare: its name, its files, and what they may not say."""
+
+    label: str
+    paths: tuple[str, ...]
+    """Its files; the files of one launch are joined with ``+``, launches with ``,``."""
+    num_spec_tokens: int | None = None
+    spec_method: str | None = None
+    env: str | None = None
+    launches: tuple[tuple[str, ...], ...] = ()
+    """The files of each launch (default: all of ``paths``, one launch)."""
+
+
+def parse_run(text: str, name: str = "runs") -> RunInput:
+    """``[LABEL=]LAUNCH[,LAUNCH...]`` where a launch is ``PATH[+PATH...]``, its files (the
+    label is by default the first file's stem)."""
+    label, sep, rest = text.partition("=")
+    if not sep or os.path.exists(text):
+        label, rest = "", text
+    launches = tuple(files for part in rest.split(",")
+                     if (files := tuple(p for p in part.split("+") if p)))  # fmt: skip
+    paths = tuple(p for files in launches for p in files)
+    if not paths:
+        shown = repr(text).replace("{", "{{").replace("}", "}}")
+        raise BreakevenError("{0}: got " + shown + ", expected PATH, PATH+PATH or LABEL=PATH",
+                             name)  # fmt: skip
+    if not label:
+        base = os.path.basename(paths[0])
+        for suffix in (".gz", ".bz2", ".xz"):
+            base = base.removesuffix(suffix)
+        label = os.path.splitext(base)[0] or base
+    return RunInput(label, paths, launches=launches)
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """One speculative run against the baseline (at one concurrency)."""
+
+    label: str
+    """The speculative run."""
+    baseline: str
+    """The baseline run."""
+    concurrency: float
+    """Requests decoded together [sequences] (NaN where the sources do not say)."""
+    num_spec_tokens: float
+    """k [tokens]."""
+    tok_s: float
+    """Mean per-sequence decode rate with speculation [tok/s]."""
+    baseline_tok_s: float
+    """Mean per-sequence decode rate of the baseline [tok/s]."""
+    measured_speedup: float
+    """tok_s / baseline_tok_s [x]."""
+    ci_low: float
+    """Lower end of the 95% interval of measured_speedup [x]."""
+    ci_high: float
+    """Upper end [x]."""
+    interval_covers: str
+    """What the interval covers: within one launch, or across N launches."""
+    interval_method: str
+    """How each side's error was estimated (batch means, launches)."""
+    verdict: str
+    """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval'."""
+    accept_len: float
+    """Mean accept_len of the speculative rows [tokens/cycle]."""
+    breakeven_accept_len: float
+    """accept_len at which this cycle breaks even: cycle_ms / step_ms [tokens/cycle]."""
+    implied_cycle_ms: float
+    """1000 * accept_len / tok_s: the cycle the measurement implies [ms]."""
+    cycle_ms: float
+    """The cycle cost given (verify + draft, or the cycle) [ms]."""
+    predicted_speedup: float
+    """accept_len * step_ms / cycle_ms, from the costs given [x]."""
+    residual: float
+    """measured_speedup - predicted_speedup [x]."""
+    flags: tuple[str, ...]
+    """Codes of check's flags about this run."""
+    headline: str
+    """The answer in one sentence."""
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Every speculative run against the baseline, check's flags, and advice."""
+
+    baseline: str
+    runs: tuple[RunComparison, ...]
+    flags: tuple[Any, ...]
+    """check's flags (code, message, lines of the combined rows)."""
+    advice: tuple[str, ...] = ()
+    tolerance: float = 0.05
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each run's files."""
+
+    @property
+    def headlines(self) -> tuple[str, ...]:
+        return tuple(r.headline for r in self.runs)
+
+    def failed(self, condition: str | None) -> bool:
+        """Whether ``condition`` (one of :data:`FAIL_IF`) holds."""
+        if condition is None:
+            return False
+        if condition == "slower":
+            return any(r.verdict == "slower" for r in self.runs)
+        if condition == "not-faster":
+            return not self.runs or any(r.verdict != "faster" for r in self.runs)
+        if condition == "flagged":
+            return bool(self.flags)
+        raise BreakevenError("{0}: got " + repr(condition) + f", expected one of {FAIL_IF}",
+                             "fail_if")  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(value: Any) -> Any:
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            return list(value) if isinstance(value, tuple) else value
+
+        return {
+            "baseline": self.baseline,
+            "runs": [{k: clean(v) for k, v in asdict(r).items()} for r in self.runs],
+            "flags": [{"code": f.code, "message": f.message} for f in self.flags],
+            "advice": list(self.advice),
+            "tolerance": self.tolerance,
+            "sources": {k: list(v) for k, v in self.sources.items()},
+        }
+
+
+def _is_measurements_csv(path: str) -> bool:
+    """Whether ``path`` is a measurements CSV (its first line that is not a comment names the
+    schema's columns), rather than something ``ingest`` reads."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a pipe is read once, by ingest
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    for line in head.splitlines():
+        if line.startswith(b"#") or not line.strip():
+            continue
+        names = line.decode("utf-8", errors="replace").split(",")
+        return "tok_s" in names and "num_spec_tokens" in names
+    return False
+
+
+def load_run(run: RunInput, baseline: bool = False) -> Any:
+    """The rows of one run, as a pandas DataFrame in the measurement schema, labelled.
+
+    Rows without a ``run_id`` are one launch, named by the label; a baseline's rows
+    of unknown k have k = 0.
+    """
+    import pandas as pd
+
+    from breakeven.iotools.ingest import Input, ingest
+    from breakeven.iotools.measurements import read_measurements
+
+    frames = []
+    for path, launch in _launches(run):
+        if _is_measurements_csv(path):
+            # A CSV may hold several runs: the baseline takes its baseline rows, a SPEC its
+            # speculative rows (k unknown: both).
+            frame, _ = read_measurements(path)  # its line column: the file's lines
+            k = pd.to_numeric(frame["num_spec_tokens"], errors="coerce")
+            frame = frame[~(k > 0)] if baseline else frame[~(k == 0)]
+        else:
+            stamp = {"label": run.label, "spec_method": run.spec_method, "env": run.env}
+            result = ingest([Input(path, {k: v for k, v in stamp.items() if v is not None},
+                                   run.num_spec_tokens)])  # fmt: skip
+            if result.problems:
+                first = str(result.problems[0]).replace("{", "{{").replace("}", "}}")
+                more = len(result.problems) - 1
+                raise BreakevenError(first + (f" (and {more} more problems)" if more else ""))
+            frame = _columns(result.frame)
+            frame["run_id"] = _filled(frame["run_id"], launch)
+        frames.append(frame)
+    data = _concat(frames)
+    data["label"] = pd.Categorical([run.label] * len(data))
+    for column, value in (("spec_method", run.spec_method), ("env", run.env)):
+        if value is not None:
+            data[column] = pd.Categorical([value] * len(data))
+    if run.num_spec_tokens is not None:
+        data["num_spec_tokens"] = float(run.num_spec_tokens)
+    elif baseline:
+        data["num_spec_tokens"] = pd.to_numeric(data["num_spec_tokens"]).fillna(0)
+    data["run_id"] = _filled(data["run_id"], run.label)
+    measured = pd.to_numeric(data["tok_s"], errors="coerce").notna()
+    if "speedup" in data.columns:  # a published speedup
+        measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
+    if not measured.any():
+        shown = " + ".join(run.paths).replace("{", "{{").replace("}", "}}")
+        raise BreakevenError(shown + " holds no decode rate (tok_s) to compare")
+    return data
+
+
+def _columns(records: Any) -> Any:
+    """The columns compare and check read, of ingest's records (a polars frame), as a pandas
+    DataFrame; ``line``: each record's line in its file, so that flags name lines a user can
+    find.  (Converting only these keeps a 1 GiB log's records small.)"""
+    import pandas as pd
+    import polars as pl
+
+    from breakeven.check import COLUMNS_USED
+
+    line = pl.col("source").str.extract(r":(\d+)$", 1).cast(pl.Int64, strict=False)
+    picked = records.select(*(c for c in COLUMNS_USED if c in records.columns), line.alias("line"))
+    columns = {}
+    for name in picked.columns:
+        column = picked[name]
+        if column.dtype == pl.String:  # texts repeat: codes and categories, no str per row
+            categories = column.drop_nulls().unique().sort().to_list()
+            codes = column.cast(pl.Enum(categories)).to_physical()
+            physical = codes.cast(pl.Int64).fill_null(-1).to_numpy()
+            columns[name] = pd.Categorical.from_codes(physical, categories)
+        else:
+            columns[name] = column.to_numpy()
+    return pd.DataFrame(columns)
+
+
+def _filled(column: Any, value: str) -> Any:
+    """A text column with ``value`` where it is missing or empty (categories kept)."""
+    import pandas as pd
+
+    values = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    if value not in values.cat.categories:
+        values = values.cat.add_categories([value])
+    values = values.fillna(value)
+    if "" in values.cat.categories:
+        values = values.where(values != "", value)
+    return values
+
+
+def _concat(frames: list[Any]) -> Any:
+    """Frames one below the other, text columns staying categorical."""
+    import numpy as np
+    import pandas as pd
+
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True)
+    columns = list(dict.fromkeys(c for f in frames for c in f.columns))
+    frames = [f.reindex(columns=columns) for f in frames]
+    out = {}
+    for c in columns:
+        parts = [f[c] for f in frames]
+        text = [isinstance(p.dtype, pd.CategoricalDtype) or p.dtype == object
+                or pd.api.types.is_string_dtype(p.dtype) for p in parts]  # fmt: skip
+        empty = [p.isna().all() for p in parts]
+        if not any(text) or not all(t or e for t, e in zip(text, empty, strict=True)):
+            out[c] = pd.concat(parts, ignore_index=True)
+            continue
+        # Categories of every part, as str; each part's codes remapped onto them.
+        categories: list[str] = []
+        for p in parts:
+            values = p.cat.categories if isinstance(p.dtype, pd.CategoricalDtype) else \
+                p.dropna().unique()  # fmt: skip
+            categories += [str(v) for v in values]
+        dtype = pd.CategoricalDtype(list(dict.fromkeys(categories)))
+        codes = []
+        for p in parts:
+            if isinstance(p.dtype, pd.CategoricalDtype):
+                p = p.cat.rename_categories([str(v) for v in p.cat.categories])
+                codes.append(p.cat.set_categories(dtype.categories).cat.codes.to_numpy())
+            else:
+                codes.append(p.astype(object).astype(dtype).cat.codes.to_numpy())
+        out[c] = pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
+    return pd.DataFrame(out)
+
+
+def _launches(run: RunInput) -> list[tuple[str, str]]:
+    """Each file of ``run`` with the name of its launch (``LABEL``, or ``LABEL#2``...)."""
+    groups = run.launches or (run.paths,)
+    out = []
+    for i, files in enumerate(groups, start=1):
+        launch = run.label if len(groups) == 1 else f"{run.label}#{i}"
+        out += [(path, launch) for path in files]
+    return out
+
+
+def _runs(rows: Any) -> list[list[float]]:
+    """The rates of each launch (run_id) among ``rows``, in file order."""
+    import pandas as pd
+
+    rates = pd.to_numeric(rows["tok_s"], errors="coerce")
+    rows = rows.assign(_rate=rates)[rates.notna()]
+    return [list(g["_rate"]) for _, g in rows.groupby("run_id", sort=False)]
+
+
+def _verdict(low: float, high: float) -> str:
+    if math.isnan(low) or math.isnan(high):
+        return "no interval"
+    if low <= 1.0 <= high:
+        return "within noise"
+    return "faster" if low > 1.0 else "slower"
+
+
+def _headline(label: str, baseline: str, speedup: float, low: float, high: float,
+              verdict: str, covers: str, method: str, where: str) -> str:  # fmt: skip
+    interval = f"95% interval {low:.2f}-{high:.2f}; {covers}"
+    if math.isnan(speedup):
+        return f"{label}{where}: no speedup could be measured against {baseline}"
+    if verdict == "faster":
+        return f"{label} is {speedup:.2f}x faster than {baseline}{where} ({interval})"
+    if verdict == "slower":
+        return f"{label} is slower than {baseline}{where}: {speedup:.2f}x ({interval})"
+    if verdict == "within noise":
+        return (f"{label} is not measurably different from {baseline}{where}: {speedup:.2f}x "
+                f"({interval}, which holds 1)")  # fmt: skip
+    return (f"{label} measured {speedup:.2f}x against {baseline}{where} (no interval: too few "
+            f"values in a launch; see interval_method)")  # fmt: skip
+
+
+def compare(
+    baseline: RunInput,
+    specs: Sequence[RunInput],
+    *,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    cycle_ms: float | None = None,
+    tolerance: float = 0.05,
+) -> CompareResult:
+    """Each speculative run in ``specs`` against ``baseline``.
+
+    Parameters
+    ----------
+    verify_ms, draft_ms, cycle_ms : float, optional
+        The speculative cycle's costs [ms], for a predicted speedup and the
+        break-even accept_len: ``verify_ms`` (and ``draft_ms``), or ``cycle_ms``.
+    tolerance : float
+        As :func:`breakeven.check.check`'s.
+    """
+    import pandas as pd
+
+    from breakeven.check import check
+    from breakeven.model import breakeven_accept_len
+    from breakeven.model import cycle_ms as cycle_of
+
+    if cycle_ms is not None and verify_ms is not None:
+        raise BreakevenError("{0} and {1}: give one (the cycle, or its parts)", "cycle_ms",
+                             "verify_ms")  # fmt: skip
+    if draft_ms is not None and verify_ms is None:
+        raise BreakevenError("{0}: needs {1} (the cycle is verify + draft)", "draft_ms",
+                             "verify_ms")  # fmt: skip
+    labels = [baseline.label, *(s.label for s in specs)]
+    if len(set(labels)) != len(labels):
+        raise BreakevenError("{0}: two runs are named alike (" + ", ".join(labels) + "); name "
+                             "them with LABEL=PATH", "runs")  # fmt: skip
+    cycle = cycle_ms if cycle_ms is not None else (
+        cycle_of(verify_ms, draft_ms or 0.0) if verify_ms is not None else None)  # fmt: skip
+    base_rows = load_run(baseline, baseline=True)
+    spec_rows = []
+    for spec in specs:
+        rows = load_run(spec)
+        if cycle is not None:  # on the rows with a rate: a row without one is not a run
+            rows["cycle_ms"] = rows["cycle_ms"].where(pd.to_numeric(rows["tok_s"]).isna(), cycle)
+        spec_rows.append(rows)
+    _share_identity(base_rows, spec_rows)
+    data = _concat([base_rows, *spec_rows])
+    numbered = pd.to_numeric(data["line"], errors="coerce")
+    data["line"] = numbered.fillna(pd.Series(range(2, len(data) + 2))).astype(int)
+    result = check(data, tolerance)
+    runs = []
+    rated = data[pd.to_numeric(data["tok_s"], errors="coerce").notna()]
+    by_run = {key: rows for key, rows in rated.groupby(
+        [rated["label"], rated["concurrency"].fillna(-1.0)], sort=False)}  # fmt: skip
+    for c in result.comparisons:
+        if c.label not in labels[1:]:
+            continue
+        where_c = -1.0 if math.isnan(c.concurrency) else c.concurrency
+        mine = by_run.get((c.label, where_c), rated.iloc[:0])
+        theirs = by_run.get((baseline.label, where_c), rated.iloc[:0])
+        spec_runs, base_runs = _runs(mine), _runs(theirs)
+        interval = speedup_interval(spec_runs, base_runs)
+        verdict = _verdict(interval.low, interval.high)
+        step = 1000.0 / c.baseline_tok_s if c.baseline_tok_s > 0 else math.nan
+        breakeven = float(breakeven_accept_len(cycle, step)) if cycle is not None and \
+            step > 0 else math.nan  # fmt: skip
+        where = (f" at concurrency {c.concurrency:g}"
+                 if not math.isnan(c.concurrency) and _several(result, c.label) else "")  # fmt: skip
+        speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
+        runs.append(RunComparison(
+            label=c.label, baseline=baseline.label, concurrency=c.concurrency,
+            num_spec_tokens=c.num_spec_tokens, tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s,
+            measured_speedup=speedup, ci_low=interval.low, ci_high=interval.high,
+            interval_covers=interval.covers, interval_method=interval.method, verdict=verdict,
+            accept_len=c.accept_len, breakeven_accept_len=breakeven,
+            implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
+            predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
+            headline=_headline(c.label, baseline.label, speedup, interval.low, interval.high,
+                               verdict, interval.covers, interval.method, where),
+        ))  # fmt: skip
+    advice = []
+    if any("within one launch" in r.interval_covers for r in runs):
+        advice.append(ADVICE_ONE_LAUNCH.capitalize() + ".")
+    if any(r.verdict == "no interval" for r in runs):
+        advice.append(f"Record more decode windows or requests: an interval needs at least "
+                      f"{MIN_VALUES} per launch.")  # fmt: skip
+    missing = [s.label for s in specs if s.label not in {r.label for r in runs}]
+    if missing:
+        advice.append(f"No comparison for {', '.join(missing)}: see the flags (a baseline at "
+                      "the same model, hardware and concurrency is needed).")  # fmt: skip
+    return CompareResult(baseline.label, tuple(runs), result.flags, tuple(advice), tolerance,
+                         {r.label: r.paths for r in (baseline, *specs)})  # fmt: skip
+
+
+def _share_identity(base: Any, specs: list[Any]) -> None:
+    """The runs given together are of one deployment: where a side does not say its model or
+    hardware and the other says one, it is taken as that (check pairs by them)."""
+    import pandas as pd
+
+    for column in ("model", "hardware"):
+        sides = [base, *specs]
+        said = [{str(v) for v in frame[column].dropna().unique()} - {""} for frame in sides]
+        known = set().union(*said)
+        if len(known) != 1:
+            continue
+        (value,) = known
+        for frame, values in zip(sides, said, strict=True):
+            if not values:
+                frame[column] = pd.Categorical([value] * len(frame))
+
+
+def _several(result: Any, label: str) -> bool:
+    return sum(1 for c in result.comparisons if c.label == label) > 1

@@ -1,0 +1,128 @@
+"""breakeven compare: two runs to a verdict in one command, on the case study's logs and on
+simulated long logs with a known answer; --fail-if exit codes; bad input."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from breakeven.cli import cli
+from breakeven.compare import compare, parse_run
+
+HERE = Path(__file__).resolve().parent
+CASE = HERE / "data" / "case_study"
+DATA = HERE.parent / "data"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["compare", *map(str, args)])
+
+
+def sglang_log(path, rates, accept_len=None, start_minute=0):
+    """An SGLang decode log with these per-window rates (concurrency 1)."""
+    lines = []
+    for i, rate in enumerate(rates):
+        s = start_minute * 60 + i
+        spec = f"accept len: {accept_len:.2f}, accept rate: 0.40, " if accept_len else ""
+        lines.append(f"[2026-02-26 10:{s // 60 % 60:02d}:{s % 60:02d} TP0] Decode batch, "
+                     f"#running-req: 1, #token: {100 + 40 * i}, token usage: 0.00, {spec}"
+                     f"cuda graph: True, gen throughput (token/s): {rate:.2f}, #queue-req: 0")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_case_study_from_two_sglang_logs():
+    r = run(f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+            "-k", 3, "--verify-ms", 28.7, "--draft-ms", 1.2, "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["runs"]
+    assert row["measured_speedup"] == pytest.approx(75.9 / 62.9, rel=0.01)  # about 1.2x
+    assert row["num_spec_tokens"] == 3 and row["accept_len"] == pytest.approx(2.1)
+    assert row["breakeven_accept_len"] == pytest.approx(29.9 / (1000 / 62.7667), rel=1e-3)
+    # Three decode windows a side: too few for an honest interval, and it says so.
+    assert row["verdict"] == "no interval" and "too few for an interval" in row["interval_method"]
+    text = run(
+        f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}"
+    )
+    assert text.output.splitlines()[0].startswith("eagle3-k3 measured 1.21x against baseline")
+    assert "Repeat both runs in new launches" in text.output
+
+
+def test_against_the_stale_baseline_it_is_flagged(tmp_path):
+    rows = (DATA / "case_study.csv").read_text().splitlines()
+    header = next(line for line in rows if line.startswith("run_id,"))
+    stale = tmp_path / "stale.csv"
+    stale.write_text(header + "\n" + next(line for line in rows if line.startswith("s1-")) + "\n")
+    r = run(f"stale={stale}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}", "-k", 3,
+            "--env", "tp=8", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    (row,) = result["runs"]
+    assert row["measured_speedup"] == pytest.approx(75.9 / 90, rel=0.01)
+    assert "stale_baseline" in row["flags"]
+    assert any("NCCL_PROTO=LL" in f["message"] for f in result["flags"])
+
+
+def test_long_logs_give_an_interval_within_one_launch(tmp_path):
+    rng = np.random.default_rng(3)
+    base = sglang_log(tmp_path / "base.log", 60 + rng.normal(0, 1.5, 64))
+    spec = sglang_log(tmp_path / "spec.log", 72 + rng.normal(0, 2.0, 64), accept_len=2.2)
+    result = compare(parse_run(f"baseline={base}"), [parse_run(f"eagle3={spec}")])
+    (row,) = result.runs
+    assert row.verdict == "faster" and row.ci_low < 1.2 < row.ci_high
+    assert row.headline.startswith("eagle3 is 1.2")
+    assert "faster than baseline (95% interval" in row.headline
+    assert "within one launch each, so launch-to-launch variation is not included" in row.headline
+    # The first window of a log may follow idle time: it keeps no rate, 63 are left.
+    assert "batch means over 63 values in 4 batches" in row.interval_method
+
+
+def test_launches_apart_and_files_of_one_launch_joined(tmp_path):
+    rng = np.random.default_rng(4)
+
+    def launch(name, mean, accept_len=None):
+        return sglang_log(tmp_path / name, mean + rng.normal(0, 1.0, 20), accept_len)
+
+    bases = [launch(f"b{i}.log", 60 * (1 + rng.normal(0, 0.03))) for i in range(3)]
+    specs = [launch(f"s{i}.log", 72 * (1 + rng.normal(0, 0.03)), 2.2) for i in range(3)]
+    result = compare(parse_run("base=" + ",".join(map(str, bases))),
+                     [parse_run("spec=" + ",".join(map(str, specs)))])  # fmt: skip
+    (row,) = result.runs
+    assert row.interval_covers == "across 3 and 3 launches" and row.verdict == "faster"
+    assert row.ci_low < 1.2 < row.ci_high and not result.advice
+    joined = compare(parse_run("base=" + "+".join(map(str, bases))),
+                     [parse_run("spec=" + "+".join(map(str, specs)))])  # fmt: skip
+    assert joined.runs[0].interval_covers.startswith("within one launch each")
+
+
+@pytest.mark.parametrize(("condition", "code"), [("slower", 0), ("not-faster", 1),
+                                                 ("flagged", 1), (None, 0)])  # fmt: skip
+def test_fail_if_exit_codes(condition, code):
+    args = [f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+            "-k", 3, "--verify-ms", 28.7, "--draft-ms", 1.2]  # fmt: skip
+    r = run(*args, *(["--fail-if", condition] if condition else []))
+    assert r.exit_code == code, r.output  # no interval: not faster; prediction_mismatch: flagged
+
+
+def test_a_slower_run_fails_the_gate(tmp_path):
+    rng = np.random.default_rng(5)
+    base = sglang_log(tmp_path / "base.log", 60 + rng.normal(0, 1.0, 40))
+    spec = sglang_log(tmp_path / "spec.log", 50 + rng.normal(0, 1.0, 40), accept_len=1.4)
+    r = run(f"baseline={base}", f"ngram={spec}", "--fail-if", "slower")
+    assert r.exit_code == 1 and r.output.startswith("ngram is slower than baseline: 0.8")
+
+
+@pytest.mark.parametrize("args", [
+    ["missing.log", str(CASE / "sglang_eagle3_k3.log")],
+    [f"a={CASE / 'sglang_baseline.log'}", f"a={CASE / 'sglang_eagle3_k3.log'}"],
+    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "--cycle-ms", "29.9",
+     "--verify-ms", "28.7"],
+    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "-k", "3", "-k", "4"],
+    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "--verify-ms", "nan"],
+])  # fmt: skip
+def test_bad_input_is_one_line(args):
+    r = run(*args)
+    assert r.exit_code == 2 and r.output.startswith("Error: ") and r.output.count("\n") == 1
+    assert "Traceback" not in r.output
