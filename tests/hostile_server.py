@@ -180,9 +180,22 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(0.05)
             return True
         elif mode == "huge_event":
-            self._chunk(sent, text="y" * (50 << 20))
+            self.wfile.write(_huge_event(sent))
+            self.wfile.flush()
             return False
         return False
+
+
+_HUGE: dict[int, bytes] = {}
+
+
+def _huge_event(sent: int) -> bytes:
+    """One 50 MB event, built once (building it takes longer than a short idle timeout)."""
+    if sent not in _HUGE:
+        body = {"choices": [{"index": 0, "text": "y" * (50 << 20)}],
+                "usage": {"completion_tokens": sent}}  # fmt: skip
+        _HUGE[sent] = f"data: {json.dumps(body)}\n\n".encode()
+    return _HUGE[sent]
 
 
 class _Server(ThreadingHTTPServer):

@@ -28,9 +28,9 @@ STREAM_REASONS = {
     "invalid_json": "malformed server-sent event",
     "no_done": "ended before [DONE]",
     "reset_mid": "mid-stream",
-    "stall_headers": "the server sent nothing for 0.5 s (--idle-timeout)",
-    "stall_stream": "the server sent nothing for 0.5 s (--idle-timeout)",
-    "drip": "the request took longer than 1.5 s (--request-timeout)",
+    "stall_headers": "the server sent nothing for 1 s (--idle-timeout)",
+    "stall_stream": "the server sent nothing for 1 s (--idle-timeout)",
+    "drip": "the request took longer than 2.5 s (--request-timeout)",
     "huge_event": None,
     "echo_headers": "HTTP 500 from",
 }
@@ -42,7 +42,8 @@ MODELS_REASONS = {
     "bad_ids": "the server lists no models",
     "stall": "sent no reply within 1 s (--ready-timeout)",
 }
-FAST = ["--max-tokens", "8", "--idle-timeout", "0.5", "--request-timeout", "1.5",
+# Short enough that a stall ends soon, long enough that a loaded CI machine's good requests pass.
+FAST = ["--max-tokens", "8", "--idle-timeout", "1", "--request-timeout", "2.5",
         "--connect-timeout", "2"]  # fmt: skip
 
 
@@ -91,7 +92,10 @@ def test_a_fault_fails_one_request_keeps_the_others_and_no_secret_shows(tmp_path
             )
         else:
             url, env, extra = server.url.replace("://", f"://bench:{PASSWORD}@"), None, []
-        r = bench("--url", url, "--label", "t", "--requests", 4, "--out", out, *FAST, *extra,
+        # A 50 MB event takes a loaded machine a while to send and parse: a longer idle wait.
+        slow = ["--idle-timeout", 10] if mode == "huge_event" else []
+        r = bench("--url", url, "--label", "t", "--requests", 4, "--out", out, *FAST, *slow,
+                  *extra,
                   env=env)  # fmt: skip
         seen = server.hostility.authorizations
     reason = STREAM_REASONS[mode]
