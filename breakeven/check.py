@@ -23,13 +23,11 @@ from typing import Any
 
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError
+from breakeven.intervals import interval_of, side_of_launches
 from breakeven.quantities import number_text as _n
 from breakeven.schema import bad_number_message, first_bad_number
 
 DEFAULT_TOLERANCE = 0.05
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_MAX_ROWS = 50  # above this many rows a side, the normal approximation is used
-CONFIDENCE = 0.95
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
 
@@ -115,7 +113,8 @@ class Comparison:
     ci_high: float
     """Upper end of the 95% confidence interval of measured_speedup [x]."""
     verdict: str
-    """'faster', 'slower', 'within noise' (the interval holds 1) or 'single run'."""
+    """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval' (too few
+    values or launches: :mod:`breakeven.intervals`)."""
     accept_len: float
     """Mean accept_len of the speculative rows [tokens/cycle]."""
     cycle_ms: float
@@ -203,32 +202,38 @@ def _mean(values: Any) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
-def _interval(spec: Any, base: Any, seed: int) -> tuple[float, float]:
-    """95% interval of mean(spec) / mean(base): bootstrap, or the normal approximation."""
+def _launches(df: Any) -> Any:
+    """Each row's launch (an integer), the unit of repetition of an interval: its
+    ``run_id``; else the file of its ``source`` (a log's windows are one launch); else the
+    row itself (a row typed into a CSV is a run of its own)."""
     import numpy as np
+    import pandas as pd
 
-    n_s, n_b = len(spec), len(base)
-    if n_s == 0 or n_b == 0 or (n_s < 2 and n_b < 2):
-        return math.nan, math.nan
-    if max(n_s, n_b) > BOOTSTRAP_MAX_ROWS:  # delta method on a ratio of means
-        m_s, m_b = spec.mean(), base.mean()
-        var_s = spec.var(ddof=1) / n_s if n_s > 1 else 0.0
-        var_b = base.var(ddof=1) / n_b if n_b > 1 else 0.0
-        ratio = m_s / m_b
-        se = ratio * math.sqrt(var_s / m_s**2 + var_b / m_b**2)
-        return ratio - 1.96 * se, ratio + 1.96 * se
-    rng = np.random.default_rng(seed)
-    s = spec[rng.integers(0, n_s, (BOOTSTRAP_RESAMPLES, n_s))].mean(axis=1)
-    b = base[rng.integers(0, n_b, (BOOTSTRAP_RESAMPLES, n_b))].mean(axis=1)
-    low, high = np.quantile(s / b, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
-    return float(low), float(high)
+    run_id = df["run_id"].astype("category")  # categories already: a view of the codes
+    categories = run_id.cat.categories
+    codes = run_id.cat.codes.to_numpy().astype(np.int64)
+    if "" in categories:
+        codes[codes == categories.get_loc("")] = -1
+    launch = codes.copy()
+    missing = np.flatnonzero(launch < 0)
+    if len(missing):
+        offset = len(categories)
+        if "source" in df.columns:
+            sources = df["source"].to_numpy(dtype=object)[missing]
+            files = pd.Series(sources, dtype=object).str.replace(r":\d+$", "", regex=True)
+            file_codes, _ = pd.factorize(files.where(files.fillna("") != "", None))
+        else:
+            file_codes = np.full(len(missing), -1)
+        rows = offset + len(missing) + np.arange(len(missing))
+        launch[missing] = np.where(file_codes >= 0, offset + file_codes, rows)
+    return launch
 
 
 def _verdict(speedup: float, low: float, high: float) -> str:
     if math.isnan(speedup):
         return "not measured"
     if math.isnan(low):
-        return "single run"
+        return "no interval"
     if low <= 1.0 <= high:
         return "within noise"
     return "faster" if low > 1.0 else "slower"
@@ -237,7 +242,7 @@ def _verdict(speedup: float, low: float, high: float) -> str:
 # The measurement columns check reads (others, such as source, are not needed).
 COLUMNS_USED = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin",
                 "concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms", "verify_ms",
-                "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup")  # fmt: skip
+                "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup", "source")  # fmt: skip
 
 
 def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
@@ -293,6 +298,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
     df["fingerprint"] = df["fingerprint"].astype("category")
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
+    df["launch"] = _launches(df)
     # A client row and the server's log of the same run are one measurement: keep the client's.
     server = df["origin"] == "server"
     measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
@@ -359,7 +365,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
 
     # Baselines: drift within each configuration.
     base = df.loc[~df["is_spec"] & df["tok_s"].notna() & ~echo,
-                  [*config_columns, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line"]]  # fmt: skip
+                  [*config_columns, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line",
+                   "launch"]]  # fmt: skip
     # Drift is between baseline runs (a run: its run_id, or its label and environment), not
     # between the requests of one run, whose spread the confidence interval accounts for.
     run_means = base.groupby([*config_columns, "run_id", "label", "fingerprint"], sort=False,
@@ -399,7 +406,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
     spec_runs = df.loc[df["is_spec"] & ~echo & measures,
                        [*keys, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup", "tok_s",
-                        "line"]]  # fmt: skip
+                        "line", "launch"]]  # fmt: skip
     groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
     stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
                        verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
@@ -409,6 +416,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     order = np.argsort(number, kind="stable")
     starts = np.searchsorted(number[order], np.arange(len(stats) + 1))
     spec_tok_all = spec_runs["tok_s"].to_numpy(dtype=float)
+    spec_launch_all = spec_runs["launch"].to_numpy()
     spec_line_all = spec_runs["line"].to_numpy()
     codes_by_group: dict[int, set[str]] = {}
     flagged = np.flatnonzero(np.isin(spec_line_all, list(row_flags))) if row_flags else []
@@ -416,6 +424,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         codes_by_group.setdefault(int(number[i]), set()).update(row_flags[int(spec_line_all[i])])
 
     base_tok_all = base["tok_s"].to_numpy(dtype=float)
+    base_launch_all = base["launch"].to_numpy()
     base_step_all = base["step_ms"].to_numpy(dtype=float)
     base_fp_all = base["fingerprint"].to_numpy()
     by_env = base.groupby([*config_columns, "fingerprint"], sort=False, observed=True).indices
@@ -431,6 +440,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         same_env = by_env.get((*config, fp), no_rows)
         chosen = same_env if len(same_env) else candidates
         spec_tok = spec_tok_all[positions]
+        spec_side = side_of_launches(spec_tok, spec_launch_all[positions])
         spec_tok = spec_tok[~np.isnan(spec_tok)]
         own_speedup = row.n_published > 0 and len(spec_tok) == 0
         if config in drift_configs:
@@ -456,7 +466,8 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         base_tok = base_tok_all[chosen]
         s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
         measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
-        low, high = _interval(spec_tok, base_tok, seed=g)
+        interval = interval_of(spec_side, side_of_launches(base_tok, base_launch_all[chosen]))
+        low, high = interval.low, interval.high
         if own_speedup:
             measured, low, high = float(row.published), math.nan, math.nan
         tau, cycle = float(row.tau), float(row.cycle)

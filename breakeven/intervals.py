@@ -119,6 +119,22 @@ def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
     return across_launches([float(np.mean(np.asarray(r, dtype=float))) for r in runs])
 
 
+def side_of_launches(values: Any, launches: Any) -> MeanEstimate:
+    """One side's estimate from its rates and each rate's launch (any labels), in time order;
+    vectorised, for many launches."""
+    import numpy as np
+    import pandas as pd
+
+    values = np.asarray(values, dtype=float)
+    keep = np.isfinite(values)
+    values = values[keep]
+    codes, uniques = pd.factorize(np.asarray(launches)[keep])
+    if len(uniques) <= 1:
+        return batch_means(values) if len(values) else side([])
+    means = np.bincount(codes, weights=values) / np.bincount(codes)
+    return across_launches(means)
+
+
 def speedup_interval(
     spec_runs: Sequence[Sequence[float]],
     base_runs: Sequence[Sequence[float]],
@@ -131,9 +147,16 @@ def speedup_interval(
     spec_runs, base_runs : sequence of sequences of float
         Per-sequence decode rates [tok/s] of each launch, in time order.
     """
+    return interval_of(side(spec_runs), side(base_runs), confidence)
+
+
+def interval_of(
+    s: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE
+) -> SpeedupInterval:
+    """The speedup ``s.mean / b.mean`` of two sides' estimates, and its interval (log scale,
+    delta method, Welch-Satterthwaite degrees of freedom)."""
     from scipy import stats
 
-    s, b = side(spec_runs), side(base_runs)
     ratio = s.mean / b.mean if b.mean > 0 and s.mean >= 0 else math.nan
     covers = _covers(s.launches, b.launches)
     method = f"speculative: {s.method}; baseline: {b.method}"

@@ -1,6 +1,7 @@
-"""check: pairing, measured against predicted, bootstrap intervals, and every flag."""
+"""check: pairing, measured against predicted, intervals by launch, and every flag."""
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -127,7 +128,7 @@ def test_server_client_mismatch():
 
 
 class TestRepeats:
-    def test_bootstrap_interval_and_a_clear_win(self):
+    def test_rows_typed_as_runs_and_a_clear_win(self):
         base = [{"num_spec_tokens": 0, "tok_s": t} for t in (62.6, 63.0, 62.8, 63.1)]
         spec = [{"num_spec_tokens": 3, "tok_s": t, "label": "k3"} for t in (75.5, 76.2, 75.9, 76.0)]
         (c,) = check(rows(*base, *spec)).comparisons
@@ -144,7 +145,7 @@ class TestRepeats:
     def test_single_runs_say_so(self):
         (c,) = check(rows({"num_spec_tokens": 0, "tok_s": 60.0},
                           {"num_spec_tokens": 3, "tok_s": 70.0})).comparisons  # fmt: skip
-        assert c.verdict == "single run"
+        assert c.verdict == "no interval" and math.isnan(c.ci_low)
 
     def test_large_groups_use_the_normal_approximation(self):
         base = [{"num_spec_tokens": 0, "tok_s": 60 + (i % 7) * 0.1} for i in range(500)]
@@ -193,3 +194,15 @@ def test_check_leaves_the_callers_frame_as_it_was():
     before = frame.copy(deep=True)
     check(frame)
     pd.testing.assert_frame_equal(frame, before)
+
+
+def test_windows_of_one_log_are_one_launch_not_repeats():
+    # The issue's case: two decode windows of one SGLang log a side came out "faster,
+    # 1.203-1.215", as if the windows were independent launches.  They are one launch each.
+    base = [{"num_spec_tokens": 0, "tok_s": t, "source": f"base.log:{i}"}
+            for i, t in enumerate((62.7, 62.9), start=3)]  # fmt: skip
+    spec = [{"num_spec_tokens": 3, "tok_s": t, "label": "k3", "source": f"spec.log:{i}"}
+            for i, t in enumerate((75.6, 76.1), start=3)]  # fmt: skip
+    (c,) = check(rows(*base, *spec)).comparisons
+    assert c.measured_speedup == pytest.approx(75.85 / 62.8)
+    assert c.verdict == "no interval" and math.isnan(c.ci_low)
