@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
-from breakeven.errors import BreakevenError, invalid_value
+from breakeven.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.schema import COLUMN_NAMES
 
 INSTALL_HINT = "breakeven bench needs httpx and httpx-sse: pip install 'breakeven[bench]'"
@@ -198,11 +198,11 @@ def read_prompts(path: str) -> list[str]:
 
     from breakeven.iotools.sources import InputError, read_whole
 
-    shown = repr(path).replace("{", "{{").replace("}", "}}")
+    shown = escape_braces(repr(path))
     try:  # a named pipe is read as a stream, or refused when no process writes it
         data = read_whole(path, 64 << 20)
     except InputError as e:
-        message = str(e).replace("{", "{{").replace("}", "}}")
+        message = escape_braces(str(e))
         raise BreakevenError("{0}: " + shown + ": " + message, "prompts") from None
     if b"\0" in data:
         raise BreakevenError("{0}: " + shown + " is binary data (a NUL byte); expected text, a "
@@ -233,8 +233,11 @@ def read_prompts(path: str) -> list[str]:
 
 
 def _printable(text: str, limit: int) -> str:
-    """Server text as it may be shown: control characters as spaces, at most ``limit`` long."""
-    text = "".join(c if c.isprintable() else " " for c in text[: 4 * limit])
+    """Server text as it may be shown (:func:`breakeven.formatting.printable`), at most
+    ``limit`` long."""
+    from breakeven.formatting import printable
+
+    text = printable(text[: 4 * limit])
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
@@ -327,7 +330,7 @@ class Bench:
 
     def _error(self, message: str, name: str = "url") -> BreakevenError:
         """A readiness error: redacted, one line, naming ``name``."""
-        text = self.redact(message).replace("{", "{{").replace("}", "}}")
+        text = escape_braces(self.redact(message))
         return BreakevenError("{0}: " + text, name)
 
     def _timeout_reason(self, e: BaseException) -> str:
@@ -646,7 +649,7 @@ class RowWriter:
         from breakeven.iotools.paths import check_output_path
 
         check_output_path(path, "out")  # a missing directory, a directory, no permission
-        shown = repr(path).replace("{", "{{").replace("}", "}}")
+        shown = escape_braces(repr(path))
         try:
             regular = stat.S_ISREG(os.stat(path).st_mode)
         except OSError:

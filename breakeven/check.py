@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from breakeven.credentials import hide_url_passwords
-from breakeven.errors import BreakevenError
-from breakeven.intervals import interval_of, side_of_launches
+from breakeven.errors import BreakevenError, escape_braces
+from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.quantities import number_text as _n
 from breakeven.schema import bad_number_message, first_bad_number
 
@@ -161,6 +161,9 @@ class CheckResult:
     """Relative tolerance used for drift, mismatch and noise [fraction]."""
     server_checks: tuple[ServerCheck, ...] = ()
     """Runs whose server log and client benchmark were compared."""
+    intervals: tuple[SpeedupInterval, ...] = ()
+    """Each comparison's interval, with what it covers and how it was estimated (``compare``
+    prints those)."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``."""
@@ -229,16 +232,6 @@ def _launches(df: Any) -> Any:
     return launch
 
 
-def _verdict(speedup: float, low: float, high: float) -> str:
-    if math.isnan(speedup):
-        return "not measured"
-    if math.isnan(low):
-        return "no interval"
-    if low <= 1.0 <= high:
-        return "within noise"
-    return "faster" if low > 1.0 else "slower"
-
-
 # The measurement columns check reads (others, such as source, are not needed).
 COLUMNS_USED = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin",
                 "concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms", "verify_ms",
@@ -290,7 +283,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     if found is not None:
         column, at, value = found
         message = f"line {int(df['line'].iloc[at])}: {bad_number_message(column, value)}"
-        raise BreakevenError(message.replace("{", "{{").replace("}", "}}"))
+        raise BreakevenError(escape_braces(message))
     k = df["num_spec_tokens"]
     spec_signs = df["accept_len"].notna() | (df["spec_method"] != "")
     df["is_spec"] = (k > 0) | (k.isna() & spec_signs)
@@ -400,6 +393,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             drift_configs[config] = message
 
     comparisons: list[Comparison] = []
+    intervals: list[SpeedupInterval] = []
     keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
@@ -467,6 +461,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
         measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
         interval = interval_of(spec_side, side_of_launches(base_tok, base_launch_all[chosen]))
+        intervals.append(interval)
         low, high = interval.low, interval.high
         if own_speedup:
             measured, low, high = float(row.published), math.nan, math.nan
@@ -494,7 +489,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
             runs=int(row.n_published) if own_speedup else len(spec_tok),
             baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
             measured_speedup=measured, ci_low=low, ci_high=high,
-            verdict=_verdict(measured, low, high), accept_len=tau,
+            verdict=verdict(measured, low, high), accept_len=tau,
             cycle_ms=cycle if cycle > 0 else math.nan, predicted_speedup=predicted,
             residual=residual, implied_cycle_ms=1000.0 * tau / s_mean if s_mean > 0 else math.nan,
             flags=tuple(sorted(codes)), lines=lines,
@@ -502,7 +497,9 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         ))  # fmt: skip
     order = list(FLAGS)
     flags.sort(key=lambda f: order.index(f.code))
-    return CheckResult(tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks))
+    return CheckResult(
+        tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks), tuple(intervals)
+    )
 
 
 def _percent(ratio: float) -> str:

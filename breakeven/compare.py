@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from breakeven.errors import BreakevenError
-from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, speedup_interval
+from breakeven.errors import BreakevenError, escape_braces
+from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 
 FAIL_IF = ("slower", "not-faster", "flagged")
 """Conditions ``--fail-if`` gates on (exit code 1 when one holds)."""
@@ -47,7 +47,7 @@ def parse_run(text: str, name: str = "runs") -> RunInput:
                      if (files := tuple(p for p in part.split("+") if p)))  # fmt: skip
     paths = tuple(p for files in launches for p in files)
     if not paths:
-        shown = repr(text).replace("{", "{{").replace("}", "}}")
+        shown = escape_braces(repr(text))
         raise BreakevenError("{0}: got " + shown + ", expected PATH, PATH+PATH or LABEL=PATH",
                              name)  # fmt: skip
     if not label:
@@ -194,7 +194,7 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
             result = ingest([Input(path, {k: v for k, v in stamp.items() if v is not None},
                                    run.num_spec_tokens)])  # fmt: skip
             if result.problems:
-                first = str(result.problems[0]).replace("{", "{{").replace("}", "}}")
+                first = escape_braces(str(result.problems[0]))
                 more = len(result.problems) - 1
                 raise BreakevenError(first + (f" (and {more} more problems)" if more else ""))
             frame = _columns(result.frame)
@@ -214,7 +214,7 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
     if "speedup" in data.columns:  # a published speedup
         measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
     if not measured.any():
-        shown = " + ".join(run.paths).replace("{", "{{").replace("}", "}}")
+        shown = escape_braces(" + ".join(run.paths))
         raise BreakevenError(shown + " holds no decode rate (tok_s) to compare")
     return data
 
@@ -302,23 +302,6 @@ def _launches(run: RunInput) -> list[tuple[str, str]]:
     return out
 
 
-def _runs(rows: Any) -> list[list[float]]:
-    """The rates of each launch (run_id) among ``rows``, in file order."""
-    import pandas as pd
-
-    rates = pd.to_numeric(rows["tok_s"], errors="coerce")
-    rows = rows.assign(_rate=rates)[rates.notna()]
-    return [list(g["_rate"]) for _, g in rows.groupby("run_id", sort=False)]
-
-
-def _verdict(low: float, high: float) -> str:
-    if math.isnan(low) or math.isnan(high):
-        return "no interval"
-    if low <= 1.0 <= high:
-        return "within noise"
-    return "faster" if low > 1.0 else "slower"
-
-
 def _headline(label: str, baseline: str, speedup: float, low: float, high: float,
               verdict: str, covers: str, method: str, where: str) -> str:  # fmt: skip
     interval = f"95% interval {low:.2f}-{high:.2f}; {covers}"
@@ -385,34 +368,26 @@ def compare(
     data["line"] = numbered.fillna(pd.Series(range(2, len(data) + 2))).astype(int)
     result = check(data, tolerance)
     runs = []
-    rated = data[pd.to_numeric(data["tok_s"], errors="coerce").notna()]
-    by_run = {key: rows for key, rows in rated.groupby(
-        [rated["label"], rated["concurrency"].fillna(-1.0)], sort=False)}  # fmt: skip
-    for c in result.comparisons:
+    for c, interval in zip(result.comparisons, result.intervals, strict=True):
         if c.label not in labels[1:]:
             continue
-        where_c = -1.0 if math.isnan(c.concurrency) else c.concurrency
-        mine = by_run.get((c.label, where_c), rated.iloc[:0])
-        theirs = by_run.get((baseline.label, where_c), rated.iloc[:0])
-        spec_runs, base_runs = _runs(mine), _runs(theirs)
-        interval = speedup_interval(spec_runs, base_runs)
-        verdict = _verdict(interval.low, interval.high)
         step = 1000.0 / c.baseline_tok_s if c.baseline_tok_s > 0 else math.nan
         breakeven = float(breakeven_accept_len(cycle, step)) if cycle is not None and \
             step > 0 else math.nan  # fmt: skip
         where = (f" at concurrency {c.concurrency:g}"
                  if not math.isnan(c.concurrency) and _several(result, c.label) else "")  # fmt: skip
         speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
+        said = verdict(speedup, interval.low, interval.high)
         runs.append(RunComparison(
             label=c.label, baseline=baseline.label, concurrency=c.concurrency,
             num_spec_tokens=c.num_spec_tokens, tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s,
             measured_speedup=speedup, ci_low=interval.low, ci_high=interval.high,
-            interval_covers=interval.covers, interval_method=interval.method, verdict=verdict,
+            interval_covers=interval.covers, interval_method=interval.method, verdict=said,
             accept_len=c.accept_len, breakeven_accept_len=breakeven,
             implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
             predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
             headline=_headline(c.label, baseline.label, speedup, interval.low, interval.high,
-                               verdict, interval.covers, interval.method, where),
+                               said, interval.covers, interval.method, where),
         ))  # fmt: skip
     advice = []
     if any("within one launch" in r.interval_covers for r in runs):

@@ -13,7 +13,7 @@ import base64
 import re
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 
 MASK = "***"
 # scheme://user:password@ ; the password may be empty, the user too.
@@ -88,13 +88,11 @@ def clean_api_key(raw: str, variable: str) -> tuple[str, str | None]:
         note = (f"--api-key-env: the key in {variable} had white space around it (a CRLF .env "
                 "file?); it was stripped")  # fmt: skip
     if not key:
-        raise BreakevenError("{0}: the variable " + _escape(variable) + " is empty", "api_key_env")
+        raise BreakevenError(
+            "{0}: the variable " + escape_braces(variable) + " is empty", "api_key_env"
+        )
     if any(not " " <= c <= "~" for c in key):
-        raise BreakevenError("{0}: the key in " + _escape(variable) + " holds a character an "
+        raise BreakevenError("{0}: the key in " + escape_braces(variable) + " holds a character an "
                              "HTTP header cannot carry (a control character or non-ASCII "
                              "text); the key is not shown", "api_key_env")  # fmt: skip
     return key, note
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")

@@ -38,7 +38,7 @@ def invalid_value(name: str, value: object, expected: str) -> BreakevenError:
     """The standard message: ``name: got VALUE, expected EXPECTED``."""
     shown = repr(value) if isinstance(value, str) else str(value)
     return BreakevenError(
-        "{0}: got " + _escape(shorten(shown)) + ", expected " + _escape(expected), name
+        "{0}: got " + escape_braces(shorten(shown)) + ", expected " + escape_braces(expected), name
     )
 
 
@@ -55,5 +55,6 @@ def shorten(text: str, limit: int = SHOWN_CHARACTERS) -> str:
     return f"{text[:keep]}...{text[-keep:]} ({len(text)} characters)"
 
 
-def _escape(text: str) -> str:
+def escape_braces(text: str) -> str:
+    """``text`` as a literal part of a :class:`BreakevenError` template (its braces doubled)."""
     return text.replace("{", "{{").replace("}", "}}")

@@ -172,6 +172,18 @@ def interval_of(
                            covers, method)  # fmt: skip
 
 
+def verdict(speedup: float, low: float, high: float) -> str:
+    """'faster' or 'slower' when the interval excludes 1, 'within noise' when it holds 1,
+    'no interval' without one, 'not measured' without a speedup."""
+    if math.isnan(speedup):
+        return "not measured"
+    if math.isnan(low) or math.isnan(high):
+        return "no interval"
+    if low <= 1.0 <= high:
+        return "within noise"
+    return "faster" if low > 1.0 else "slower"
+
+
 def _covers(spec_launches: int, base_launches: int) -> str:
     if spec_launches == base_launches == 1:
         return "within one launch each, so launch-to-launch variation is not included"

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)
@@ -263,7 +263,7 @@ def save(ax_or_figure: Any, path: str | os.PathLike[str], *, force: bool = False
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in FORMATS:
-        raise BreakevenError("{0}: got " + repr(path).replace("{", "{{") + ", expected a file "
+        raise BreakevenError("{0}: got " + escape_braces(repr(path)) + ", expected a file "
                              "name ending in .png, .svg or .pdf", "out")  # fmt: skip
     from breakeven.iotools.atomic import atomic_path
     from breakeven.iotools.paths import check_output_path, output_error

@@ -10,7 +10,7 @@ from typing import Any
 from breakeven import _xp, model
 from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
-from breakeven.errors import BreakevenError, invalid_value
+from breakeven.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.quantities import QUANTITIES
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
@@ -95,7 +95,7 @@ def _beyond(names: tuple[str, ...], shown: str, what: str) -> BreakevenError:
     values as given: ``got inf`` of a flag given 1e308 would mislead."""
     return BreakevenError(
         _listed([f"{{{i}}}" for i in range(len(names))])
-        + ": got " + shown.replace("{", "{{").replace("}", "}}") + ", " + what
+        + ": got " + escape_braces(shown) + ", " + what
         + " beyond what a double holds; expected values of a realistic size",
         *names,
     )  # fmt: skip

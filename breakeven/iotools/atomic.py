@@ -17,11 +17,11 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 
 
 def _exists_error(path: str, name: str) -> BreakevenError:
-    shown = repr(path).replace("{", "{{").replace("}", "}}")
+    shown = escape_braces(repr(path))
     return BreakevenError("{0}: " + shown + " exists; give --force to replace it", name)
 
 
@@ -182,7 +182,7 @@ def append_bytes(path: str, header: bytes, chunks: Iterable[bytes], name: str = 
             with open(path, "rb") as f:
                 first = f.readline()
             if first.rstrip(b"\r\n") != header.rstrip(b"\r\n"):
-                shown = repr(path).replace("{", "{{").replace("}", "}}")
+                shown = escape_braces(repr(path))
                 raise BreakevenError("{0}: " + shown + " does not start with the header ingest "
                                      "writes; --append adds rows only to a measurements CSV "
                                      "of the same columns", name)  # fmt: skip

@@ -7,7 +7,7 @@ import math
 import os
 from typing import Any
 
-from breakeven.errors import BreakevenError, shorten
+from breakeven.errors import BreakevenError, escape_braces, shorten
 from breakeven.iotools.sources import InputError, allow_long_cells, read_whole
 
 # Canonical column -> the headers accepted for it (lower case).
@@ -19,7 +19,7 @@ CURVE_COLUMNS = {
 
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
     where = f"{path}, line {line}" if line is not None else path
-    return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+    return BreakevenError(escape_braces(f"{where}: {message}"))
 
 
 def _cells(path: str, line: int, text: str) -> list[str]:

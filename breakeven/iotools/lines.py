@@ -34,9 +34,9 @@ import polars as pl
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
 
-PARSE_ROWS = 20_000
+PARSE_ROWS = 20_000  # marked lines parsed together (at most a block's more)
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
-TABLE = "_result_table"  # the kind of a result table's title line  # marked lines parsed together (at most a block's more)
+TABLE = "_result_table"  # the kind of a result table's title line
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-from breakeven.errors import BreakevenError, shorten
+from breakeven.errors import BreakevenError, escape_braces, shorten
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.iotools.sources import InputError, allow_long_cells, rereadable
@@ -21,7 +21,7 @@ REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_
 
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
     where = f"{path}, line {line}" if line is not None else path
-    return BreakevenError(f"{where}: {message}".replace("{", "{{").replace("}", "}}"))
+    return BreakevenError(escape_braces(f"{where}: {message}"))
 
 
 def _reason(e: BaseException) -> str:

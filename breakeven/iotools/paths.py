@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import tempfile
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 
 
 def _refuse(name: str, path: str, why: str) -> BreakevenError:
-    shown = repr(path).replace("{", "{{").replace("}", "}}")
-    return BreakevenError("{0}: cannot write " + shown + ": " + why.replace("{", "{{")
-                          .replace("}", "}}"), name)  # fmt: skip
+    shown = escape_braces(repr(path))
+    return BreakevenError("{0}: cannot write " + shown + ": " + escape_braces(why), name)
 
 
 def _probe(directory: str) -> str | None:

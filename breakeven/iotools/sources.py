@@ -25,7 +25,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from queue import Empty, Full, Queue
+from queue import Full, Queue
 from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
@@ -372,60 +372,38 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
 
 
 def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
-    """Chunks of the stream, read (and decompressed) one ahead in a thread."""
-    chunks: Queue[Any] = Queue(maxsize=1)
-    stop = threading.Event()
-
-    def read() -> None:
-        parts: list[bytes] = []
-        try:
-            while not stop.is_set():
-                parts, got = [], 0
-                while got < size:  # in pieces: what came before a fault is kept
-                    piece = source.stream.read1(min(size - got, 1 << 20))
-                    if not piece:
-                        break
-                    parts.append(piece)
-                    got += len(piece)
-                chunk = b"".join(parts)
-                parts = []
-                chunks.put(chunk)
-                if not chunk:
-                    return
-        except READ_ERRORS as e:
-            if parts:
-                chunks.put(b"".join(parts))
-            chunks.put(Problem(source.name, None, f"cannot read on ({decompression_error(e)}); "
-                               "the lines before were read"))  # fmt: skip
-        except BaseException as e:
-            chunks.put(e)
-
+    """Chunks of the stream; compressed ones read (and decompressed) one ahead in a thread."""
     if source.compression is None:  # plain reads are fast: no thread needed
         while True:
             chunk = _read_exactly(source.stream, size)
             if not chunk:
                 return
             yield chunk
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
+    yield from ahead(_decompressed(source, size), depth=1)
+
+
+def _decompressed(source: Input, size: int) -> Iterator[bytes | Problem]:
+    """Chunks of a compressed stream; a fault ends it with a problem, after what it read."""
+    parts: list[bytes] = []
     try:
         while True:
-            item = chunks.get()
-            if isinstance(item, BaseException):
-                raise item
-            if isinstance(item, Problem):
-                yield item
+            parts, got = [], 0
+            while got < size:  # in pieces: what came before a fault is kept
+                piece = source.stream.read1(min(size - got, 1 << 20))
+                if not piece:
+                    break
+                parts.append(piece)
+                got += len(piece)
+            chunk = b"".join(parts)
+            parts = []
+            if not chunk:
                 return
-            if not item:
-                return
-            yield item
-    finally:
-        stop.set()  # the reader stops after its next chunk; drain so that it is not blocked
-        try:
-            while True:
-                chunks.get_nowait()
-        except Empty:
-            pass
+            yield chunk
+    except READ_ERRORS as e:
+        if parts:
+            yield b"".join(parts)
+        yield Problem(source.name, None, f"cannot read on ({decompression_error(e)}); the lines "
+                      "before were read")  # fmt: skip
 
 
 def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
