@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
+from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.quantities import number_text as _n
 from breakeven.schema import bad_number_message, first_bad_number
 
@@ -131,6 +132,8 @@ class Comparison:
     """Lines of the speculative rows (the first :data:`LINES_SHOWN`)."""
     baseline_lines: tuple[int, ...]
     """Lines of the baseline rows compared with (the first :data:`LINES_SHOWN`)."""
+    fingerprint: str = ""
+    """The run's environment (:func:`fingerprint`)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,24 @@ class ServerCheck:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """The baseline runs of one model, hardware, concurrency and environment."""
+
+    model: str
+    hardware: str
+    concurrency: float
+    """[sequences] (NaN where the rows do not say)."""
+    fingerprint: str
+    """The environment (:func:`fingerprint`)."""
+    labels: tuple[str, ...]
+    """The runs' labels."""
+    tok_s: float
+    """Mean per-sequence decode rate of its runs [tok/s]."""
+    runs: int
+    """Runs (a run_id, or a label and environment) averaged."""
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """Every comparison, and every flag with its sentence."""
 
@@ -164,6 +185,9 @@ class CheckResult:
     intervals: tuple[SpeedupInterval, ...] = ()
     """Each comparison's interval, with what it covers and how it was estimated (``compare``
     prints those)."""
+    baselines: tuple[Baseline, ...] = ()
+    """The baseline runs of each configuration and environment (``compare``'s report places a
+    run against each)."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``."""
@@ -180,6 +204,7 @@ class CheckResult:
             "flags": [{"code": f.code, "message": f.message, "lines": list(f.lines),
                        "line_count": max(f.line_count, len(f.lines))} for f in self.flags],
             "server_checks": [asdict(c) for c in self.server_checks],
+            "baselines": [{k: clean(v) for k, v in asdict(b).items()} for b in self.baselines],
             "tolerance": self.tolerance,
         }  # fmt: skip
 
@@ -192,7 +217,7 @@ class CheckResult:
     def _repr_html_(self) -> str:
         from breakeven.formatting import check_html
 
-        return check_html(self)
+        return check_html(self.to_dict())
 
 
 def _lines(column: Any) -> tuple[int, ...]:
@@ -236,10 +261,21 @@ def _launches(df: Any) -> Any:
 COLUMNS_USED = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin",
                 "concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms", "verify_ms",
                 "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup", "source")  # fmt: skip
+_TEXT_COLUMNS = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin")
+_NUMBER_COLUMNS = ("concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms",
+                   "verify_ms", "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup")  # fmt: skip
+CONFIG = ["model", "hardware", "concurrency_key"]
+"""What a speculative run and its baseline share: model, hardware and concurrency."""
 
 
 def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """Pair speculative runs with baselines; compare measured and predicted speedups; flag.
+
+    The steps, each a function of this module that ``compare`` reuses:
+    :func:`normalise` the columns, :func:`flag_rows` (acceptance out of range,
+    ITL for TPOT), :func:`cross_check` server log against client benchmark,
+    :func:`baselines` (and their drift), then :func:`pair` each speculative run
+    with its baseline and the model's prediction.
 
     Parameters
     ----------
@@ -250,35 +286,69 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         Relative tolerance for baseline drift, prediction mismatch and
         server/client agreement (default 0.05).
     """
-    import numpy as np
-    import pandas as pd
-
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise BreakevenError("{0}: got " + f"{tolerance!r}, expected a fraction in (0, 1)",
                              "tolerance")  # fmt: skip
+    df = normalise(data)
+    findings = _Findings()
+    flag_rows(df, findings)
+    server_checks = cross_check(df, tolerance, findings)
+    base = baselines(df, tolerance, findings)
+    comparisons, intervals = pair(df, base, tolerance, findings)
+    order = list(FLAGS)
+    flags = sorted(findings.flags, key=lambda f: order.index(f.code))
+    return CheckResult(tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks),
+                       tuple(intervals), tuple(base.summary))  # fmt: skip
+
+
+@dataclass
+class _Findings:
+    """Flags found so far, and the codes raised on each file line."""
+
+    flags: list[Flag] = field(default_factory=list)
+    by_line: dict[int, set[str]] = field(default_factory=dict)
+
+    def add(self, flag: Flag, rows: Sequence[int] = ()) -> None:
+        self.flags.append(flag)
+        for line in rows:
+            self.by_line.setdefault(int(line), set()).add(flag.code)
+
+
+def _categorical(column: Any) -> Any:
+    """A text column as categories, a missing value as "" (one more category, made from the
+    codes: each distinct text is hashed once, and groupby works on integer codes)."""
+    import numpy as np
+    import pandas as pd
+
+    values = column.astype("category")
+    codes = values.cat.codes.to_numpy()
+    if not (codes < 0).any():
+        return values
+    categories = list(values.cat.categories)
+    empty = categories.index("") if "" in categories else len(categories)
+    if empty == len(categories):
+        categories.append("")
+    codes = np.where(codes < 0, empty, codes)
+    return pd.Series(pd.Categorical.from_codes(codes, categories), index=column.index)
+
+
+def normalise(data: Any) -> Any:
+    """The rows with every column check reads: texts as categories ("" when missing), numbers
+    as floats (a bad one refused with its line), and ``line``, ``is_spec``, ``fingerprint``,
+    ``concurrency_key``, ``launch`` and ``echo`` (a server row whose run a client measured)."""
+    import numpy as np
+    import pandas as pd
+
     df = data.copy(deep=False)  # columns are replaced below, never changed in place
     if "line" not in df.columns:
         df["line"] = np.arange(2, len(df) + 2)
-    for column in ("model", "hardware", "spec_method", "label", "env", "run_id", "origin"):
+    for column in _TEXT_COLUMNS:
         if column not in df.columns:  # all empty: one category, no strings to hash
             df[column] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [""])
-        # Categories: each distinct text is hashed once, and groupby works on integer codes.
-        # A missing value is "" (one more category, made from the codes: no copy of texts).
-        values = df[column].astype("category")
-        codes = values.cat.codes.to_numpy()
-        if (codes < 0).any():
-            categories = list(values.cat.categories)
-            empty = categories.index("") if "" in categories else len(categories)
-            if empty == len(categories):
-                categories.append("")
-            codes = np.where(codes < 0, empty, codes)
-            values = pd.Series(pd.Categorical.from_codes(codes, categories), index=df.index)
-        df[column] = values
-    for column in ("concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms",
-                   "verify_ms", "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup"):  # fmt: skip
-        if column not in df.columns:
-            df[column] = np.nan
-        df[column] = pd.to_numeric(df[column], errors="coerce")
+        df[column] = _categorical(df[column])
+    for column in _NUMBER_COLUMNS:
+        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns \
+            else np.nan  # fmt: skip
     found = first_bad_number(df)  # read_measurements says which file; a DataFrame has none
     if found is not None:
         column, at, value = found
@@ -295,113 +365,138 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     # A client row and the server's log of the same run are one measurement: keep the client's.
     server = df["origin"] == "server"
     measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
-    echo = server & (df["run_id"] != "") & df["run_id"].isin(measured_by_client)
-    config_columns = ["model", "hardware", "concurrency_key"]
+    df["echo"] = server & (df["run_id"] != "") & df["run_id"].isin(measured_by_client)
+    return df
 
-    flags: list[Flag] = []
-    row_flags: dict[int, set[str]] = {}
 
-    # Acceptance out of range (rows).
+def flag_rows(df: Any, findings: _Findings) -> None:
+    """Flag speculative rows whose accept_len is outside [1, k + 1], or whose tok_s is
+    1000 / itl_ms where a chunk carries several tokens."""
     spec = df.loc[df["is_spec"], ["accept_len", "num_spec_tokens", "line", "itl_ms", "tok_s",
                                   "tpot_ms"]]  # fmt: skip
     tau, kk = spec["accept_len"], spec["num_spec_tokens"]
-    bad = spec[(tau < 1) | (tau > kk + 1 + 0.005)]
-    for _, row in bad.iterrows():
-        kind = (
-            "below 1" if row["accept_len"] < 1 else f"above k + 1 = {row['num_spec_tokens'] + 1:g}"
-        )
-        flags.append(Flag("accept_len_out_of_range",
-                          f"Line {int(row['line'])}: accept_len {row['accept_len']:g} is {kind}; "
-                          "a cycle emits 1 to k + 1 tokens (bonus included). Check that the "
-                          "source counts the bonus token and that k is right.",
-                          (int(row["line"]),)))  # fmt: skip
-        row_flags.setdefault(int(row["line"]), set()).add("accept_len_out_of_range")
-
-    # ITL used where TPOT was needed.
+    for row in spec[(tau < 1) | (tau > kk + 1 + 0.005)].itertuples(index=False):
+        line = int(row.line)
+        kind = "below 1" if row.accept_len < 1 else f"above k + 1 = {row.num_spec_tokens + 1:g}"
+        findings.add(Flag("accept_len_out_of_range",
+                          f"Line {line}: accept_len {row.accept_len:g} is {kind}; a cycle emits "
+                          "1 to k + 1 tokens (bonus included). Check that the source counts the "
+                          "bonus token and that k is right.", (line,)), (line,))  # fmt: skip
     chunky = spec[spec["itl_ms"].notna() & spec["tok_s"].notna()]
     from_itl = (chunky["tok_s"] * chunky["itl_ms"] / 1000.0 - 1).abs() <= 0.02
     several = (chunky["itl_ms"] > 1.2 * chunky["tpot_ms"]) | (
         chunky["tpot_ms"].isna() & (chunky["accept_len"] > 1.2)
     )
-    for _, row in chunky[from_itl & several].iterrows():
-        flags.append(Flag("itl_per_chunk",
-                          f"Line {int(row['line'])}: tok_s {_n(row['tok_s'], 2)} equals 1000 / itl_ms; "
-                          "under speculation a streamed chunk carries about accept_len tokens, "
-                          "so this undercounts the decode rate. Use 1000 / tpot_ms.",
-                          (int(row["line"]),)))  # fmt: skip
-        row_flags.setdefault(int(row["line"]), set()).add("itl_per_chunk")
+    for row in chunky[from_itl & several].itertuples(index=False):
+        line = int(row.line)
+        findings.add(Flag("itl_per_chunk",
+                          f"Line {line}: tok_s {_n(row.tok_s, 2)} equals 1000 / itl_ms; under "
+                          "speculation a streamed chunk carries about accept_len tokens, so this "
+                          "undercounts the decode rate. Use 1000 / tpot_ms.", (line,)),
+                     (line,))  # fmt: skip
 
-    # Server log against client benchmark, within a run.
-    server_checks: list[ServerCheck] = []
+
+def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCheck]:
+    """Each run measured both in the server's log and by a client benchmark: do they agree?"""
     runs = df.loc[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
                   ["run_id", "origin", "tok_s", "line"]]  # fmt: skip
     means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
-    if {"server", "client"} <= set(means.columns):
-        both = means.dropna(subset=["server", "client"])
-        lines_by_run = runs[runs["run_id"].isin(both.index)].groupby("run_id", observed=True)[
-            "line"
-        ]
-        for run_id, server, client in zip(both.index, both["server"], both["client"], strict=True):
-            ratio = server / client
-            agree = bool(abs(ratio - 1) <= tolerance)
-            server_checks.append(ServerCheck(str(run_id), float(server), float(client),
-                                             float(ratio), agree))  # fmt: skip
-            if not agree:
-                lines = _lines(lines_by_run.get_group(run_id))
-                flags.append(Flag("server_client_mismatch",
-                                  f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
-                                  f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
-                                  "One of them is not measuring the same decode: check prefill "
-                                  "exclusion, concurrency and ITL vs TPOT.", lines))  # fmt: skip
-                for line in lines:
-                    row_flags.setdefault(line, set()).add("server_client_mismatch")
+    if not {"server", "client"} <= set(means.columns):
+        return []
+    both = means.dropna(subset=["server", "client"])
+    lines_by_run = runs[runs["run_id"].isin(both.index)].groupby("run_id", observed=True)["line"]
+    checks = []
+    for run_id, server, client in zip(both.index, both["server"], both["client"], strict=True):
+        ratio = server / client
+        agree = bool(abs(ratio - 1) <= tolerance)
+        checks.append(ServerCheck(str(run_id), float(server), float(client), float(ratio), agree))
+        if not agree:
+            lines = _lines(lines_by_run.get_group(run_id))
+            findings.add(Flag("server_client_mismatch",
+                              f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
+                              f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
+                              "One of them is not measuring the same decode: check prefill "
+                              "exclusion, concurrency and ITL vs TPOT.", lines), lines)  # fmt: skip
+    return checks
 
-    # Baselines: drift within each configuration.
-    base = df.loc[~df["is_spec"] & df["tok_s"].notna() & ~echo,
-                  [*config_columns, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line",
+
+@dataclass
+class _Baselines:
+    """Baseline rows as arrays, indexed by configuration and by environment."""
+
+    tok_s: Any
+    launch: Any
+    step_ms: Any
+    fingerprint: Any
+    line: Any
+    by_config: dict[Any, Any]
+    by_env: dict[Any, Any]
+    drift: dict[Any, str]
+    """Configurations whose baselines disagree, with the flag's sentence."""
+    summary: list[Baseline]
+
+
+def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
+    """The baseline rows, and a ``baseline_drift`` flag where the runs of a configuration
+    disagree by more than the tolerance or ran in different environments.  Drift is between
+    runs (a run_id, or a label and environment), not between the requests of one run, whose
+    spread the interval accounts for."""
+    import numpy as np
+
+    base = df.loc[~df["is_spec"] & df["tok_s"].notna() & ~df["echo"],
+                  [*CONFIG, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line",
                    "launch"]]  # fmt: skip
-    # Drift is between baseline runs (a run: its run_id, or its label and environment), not
-    # between the requests of one run, whose spread the confidence interval accounts for.
-    run_means = base.groupby([*config_columns, "run_id", "label", "fingerprint"], sort=False,
+    run_means = base.groupby([*CONFIG, "run_id", "label", "fingerprint"], sort=False,
                              observed=True)["tok_s"].mean().reset_index()  # fmt: skip
-    base_line_all = base["line"].to_numpy()
-    by_config = base.groupby(config_columns, sort=False, observed=True).indices
-    drift_configs: dict[Any, str] = {}
-    # Per configuration: the mean of each environment's runs, and the spread of the runs.
-    env_means = run_means.groupby([*config_columns, "fingerprint"], sort=False,
-                                  observed=True)["tok_s"].mean()  # fmt: skip
-    envs_by_config: dict[Any, list[tuple[Any, float]]] = {}
-    for (*config_key, fp), m in env_means.items():
-        envs_by_config.setdefault(tuple(config_key), []).append((fp, m))
-    extremes = run_means.groupby(config_columns, sort=False, observed=True)["tok_s"].agg(
-        ["max", "min"]
-    )
-    spreads = extremes["max"] / extremes["min"] - 1
-    for config, spread in spreads.items():
-        means = dict(envs_by_config[config])
-        if len(means) > 1 or spread > tolerance:
-            parts = [f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
-                     for fp, m in means.items()]  # fmt: skip
-            why = "their environments differ" if len(means) > 1 else "with the same environment"
-            message = (f"Baselines for {config[0] or 'this model'} on {config[1] or 'this hardware'}"
-                       f" {_at_concurrency(config[2])} disagree by {_percent(spread)} ({why}): "
-                       f"{'; '.join(parts)}. A baseline measured in another launch is not a "
-                       "baseline: re-measure it right before the speculative run, same "
-                       "environment.")  # fmt: skip
-            rows = np.sort(by_config[config])  # positions in base, in file order
-            flags.append(Flag("baseline_drift", message, _lines(base_line_all[rows]), len(rows)))
-            drift_configs[config] = message
+    env_groups = run_means.groupby([*CONFIG, "fingerprint"], sort=False, observed=True)
+    summary, envs_by_config = [], {}
+    for (m, h, c, fp), g in env_groups:
+        mean = float(g["tok_s"].mean())
+        summary.append(Baseline(str(m), str(h), float(c) if c >= 0 else math.nan, str(fp),
+                                tuple(dict.fromkeys(map(str, g["label"]))), mean, len(g)))  # fmt: skip
+        envs_by_config.setdefault((m, h, c), []).append((fp, mean))
+    line = base["line"].to_numpy()
+    by_config = base.groupby(CONFIG, sort=False, observed=True).indices
+    extremes = run_means.groupby(CONFIG, sort=False, observed=True)["tok_s"].agg(["max", "min"])
+    drift = {}
+    for config, spread in (extremes["max"] / extremes["min"] - 1).items():
+        means = envs_by_config[config]
+        if len(means) == 1 and not spread > tolerance:
+            continue
+        parts = [f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
+                 for fp, m in means]  # fmt: skip
+        why = "their environments differ" if len(means) > 1 else "with the same environment"
+        drift[config] = (f"Baselines for {config[0] or 'this model'} on "
+                         f"{config[1] or 'this hardware'} {_at_concurrency(config[2])} disagree "
+                         f"by {_percent(spread)} ({why}): {'; '.join(parts)}. A baseline "
+                         "measured in another launch is not a baseline: re-measure it right "
+                         "before the speculative run, same environment.")  # fmt: skip
+        rows = np.sort(by_config[config])  # positions in base, in file order
+        findings.add(Flag("baseline_drift", drift[config], _lines(line[rows]), len(rows)))
+    return _Baselines(
+        base["tok_s"].to_numpy(dtype=float), base["launch"].to_numpy(),
+        base["step_ms"].to_numpy(dtype=float), base["fingerprint"].to_numpy(), line, by_config,
+        base.groupby([*CONFIG, "fingerprint"], sort=False, observed=True).indices, drift, summary,
+    )  # fmt: skip
 
-    comparisons: list[Comparison] = []
-    intervals: list[SpeedupInterval] = []
-    keys = [*config_columns, "num_spec_tokens", "spec_method", "label", "fingerprint"]
+
+_RUN_KEYS = [*CONFIG, "num_spec_tokens", "spec_method", "label", "fingerprint"]
+"""What makes rows repeats of one speculative run."""
+
+
+def pair(df: Any, base: _Baselines, tolerance: float,
+         findings: _Findings) -> tuple[list[Comparison], list[SpeedupInterval]]:  # fmt: skip
+    """Each speculative run (rows sharing :data:`_RUN_KEYS`) against its baseline: the same
+    configuration, in the same environment where one ran in it (else ``stale_baseline``)."""
+    import numpy as np
+
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
     measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
-    spec_runs = df.loc[df["is_spec"] & ~echo & measures,
-                       [*keys, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup", "tok_s",
-                        "line", "launch"]]  # fmt: skip
-    groups = spec_runs.groupby(keys, sort=False, dropna=False, observed=True)
+    spec = df.loc[df["is_spec"] & ~df["echo"] & measures,
+                  [*_RUN_KEYS, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup",
+                   "tok_s", "line", "launch"]]  # fmt: skip
+    groups = spec.groupby(_RUN_KEYS, sort=False, dropna=False, observed=True)
     stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
                        verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
                        published=("speedup", "mean"), n_published=("speedup", "count"))  # fmt: skip
@@ -409,97 +504,102 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     number = groups.ngroup().to_numpy()
     order = np.argsort(number, kind="stable")
     starts = np.searchsorted(number[order], np.arange(len(stats) + 1))
-    spec_tok_all = spec_runs["tok_s"].to_numpy(dtype=float)
-    spec_launch_all = spec_runs["launch"].to_numpy()
-    spec_line_all = spec_runs["line"].to_numpy()
-    codes_by_group: dict[int, set[str]] = {}
-    flagged = np.flatnonzero(np.isin(spec_line_all, list(row_flags))) if row_flags else []
-    for i in flagged:
-        codes_by_group.setdefault(int(number[i]), set()).update(row_flags[int(spec_line_all[i])])
-
-    base_tok_all = base["tok_s"].to_numpy(dtype=float)
-    base_launch_all = base["launch"].to_numpy()
-    base_step_all = base["step_ms"].to_numpy(dtype=float)
-    base_fp_all = base["fingerprint"].to_numpy()
-    by_env = base.groupby([*config_columns, "fingerprint"], sort=False, observed=True).indices
-    no_rows = np.array([], dtype=int)
-
+    tok, launch, line = (spec[c].to_numpy() for c in ("tok_s", "launch", "line"))
+    tok = tok.astype(float)
+    comparisons, intervals = [], []
     for g, (key, row) in enumerate(zip(stats.index, stats.itertuples(index=False), strict=True)):
-        model, hardware, conc, k_value, method, label, fp = key
-        config = (model, hardware, conc)
-        positions = order[starts[g] : starts[g + 1]]
-        lines = _lines(spec_line_all[positions])
-        codes = set(codes_by_group.get(g, ()))
-        candidates = by_config.get(config, no_rows)
-        same_env = by_env.get((*config, fp), no_rows)
-        chosen = same_env if len(same_env) else candidates
-        spec_tok = spec_tok_all[positions]
-        spec_side = side_of_launches(spec_tok, spec_launch_all[positions])
-        spec_tok = spec_tok[~np.isnan(spec_tok)]
-        own_speedup = row.n_published > 0 and len(spec_tok) == 0
-        if config in drift_configs:
-            codes.add("baseline_drift")
-        where = f"{label or 'A speculative run'} (line {lines[0]})"
-        if own_speedup:
-            chosen = no_rows  # the source's own speedup needs no baseline row
-        elif not len(candidates):
-            codes.add("baseline_missing")
-            flags.append(Flag("baseline_missing",
-                              f"{where}: no baseline of {model or 'this model'} on "
-                              f"{hardware or 'this hardware'} {_at_concurrency(conc)}. Measure "
-                              "one, in the same launch environment, before enabling speculation.",
-                              lines))  # fmt: skip
-        elif not len(same_env):
-            codes.add("stale_baseline")
-            flags.append(Flag("stale_baseline",
-                              f"{where} is compared with a baseline from another environment (env "
-                              f"differs: {_env_difference(fp, base_fp_all[chosen[0]])}). Its "
-                              "speedup is not trustworthy: re-measure the baseline with the same "
-                              "environment.", lines + _lines(base_line_all[chosen])))  # fmt: skip
-
-        base_tok = base_tok_all[chosen]
-        s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
-        measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
-        interval = interval_of(spec_side, side_of_launches(base_tok, base_launch_all[chosen]))
+        rows = order[starts[g] : starts[g + 1]]
+        codes = set().union(*(findings.by_line.get(int(x), ()) for x in line[rows]))
+        c, interval = _pair_one(key, row, tok[rows], launch[rows], _lines(line[rows]), codes,
+                                base, tolerance, findings)  # fmt: skip
+        comparisons.append(c)
         intervals.append(interval)
-        low, high = interval.low, interval.high
-        if own_speedup:
-            measured, low, high = float(row.published), math.nan, math.nan
-        tau, cycle = float(row.tau), float(row.cycle)
-        if math.isnan(cycle):
-            cycle = float(row.verify) + (0.0 if math.isnan(row.draft) else float(row.draft))
-        steps = base_step_all[chosen]
-        steps = steps[~np.isnan(steps)]
-        step = float(steps.mean()) if len(steps) else (1000.0 / b_mean if b_mean > 0 else math.nan)
-        predicted = tau * step / cycle if cycle > 0 else math.nan
-        residual = measured - predicted
-        if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
-            codes.add("prediction_mismatch")
-            flags.append(Flag("prediction_mismatch",
-                              f"{where}: measured {_n(measured, 3)}x, the cycle model predicts "
-                              f"{_n(predicted, 3)}x from accept_len {_n(tau, 3)}, step "
-                              f"{_n(step, 3)} ms and cycle {_n(cycle, 3)} ms. "
-                              + (f"The measured run implies a {_n(1000 * tau / s_mean, 3)} ms "
-                                 "cycle: check" if s_mean > 0 else "Check")
-                              + " the cycle profile and the baseline.", lines))  # fmt: skip
-        comparisons.append(Comparison(
-            label=label, model=model, hardware=hardware,
-            concurrency=float(conc) if conc >= 0 else math.nan,
-            num_spec_tokens=float(k_value), spec_method=method,
-            runs=int(row.n_published) if own_speedup else len(spec_tok),
-            baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
-            measured_speedup=measured, ci_low=low, ci_high=high,
-            verdict=verdict(measured, low, high), accept_len=tau,
-            cycle_ms=cycle if cycle > 0 else math.nan, predicted_speedup=predicted,
-            residual=residual, implied_cycle_ms=1000.0 * tau / s_mean if s_mean > 0 else math.nan,
-            flags=tuple(sorted(codes)), lines=lines,
-            baseline_lines=_lines(base_line_all[chosen]),
-        ))  # fmt: skip
-    order = list(FLAGS)
-    flags.sort(key=lambda f: order.index(f.code))
-    return CheckResult(
-        tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks), tuple(intervals)
-    )
+    return comparisons, intervals
+
+
+def _pick_baseline(key: tuple[Any, ...], lines: tuple[int, ...], published: bool,
+                   base: _Baselines, findings: _Findings) -> tuple[Any, set[str]]:  # fmt: skip
+    """The baseline rows a run is compared with (positions in ``base``), and the codes raised:
+    the same environment's where there are some, else all of the configuration's."""
+    import numpy as np
+
+    model, hardware, conc, _, _, label, fp = key
+    config = (model, hardware, conc)
+    none = np.array([], dtype=int)
+    codes = {"baseline_drift"} if config in base.drift else set()
+    candidates = base.by_config.get(config, none)
+    same_env = base.by_env.get((*config, fp), none)
+    where = f"{label or 'A speculative run'} (line {lines[0]})"
+    if published:
+        return none, codes  # the source's own speedup needs no baseline row
+    if not len(candidates):
+        findings.add(Flag("baseline_missing",
+                          f"{where}: no baseline of {model or 'this model'} on "
+                          f"{hardware or 'this hardware'} {_at_concurrency(conc)}. Measure one, "
+                          "in the same launch environment, before enabling speculation.", lines))  # fmt: skip
+        return none, codes | {"baseline_missing"}
+    if len(same_env):
+        return same_env, codes
+    differs = _env_difference(fp, base.fingerprint[candidates[0]])
+    findings.add(Flag("stale_baseline",
+                      f"{where} is compared with a baseline from another environment (env "
+                      f"differs: {differs}). Its speedup is not trustworthy: re-measure the "
+                      "baseline with the same environment.",
+                      lines + _lines(base.line[candidates])))  # fmt: skip
+    return candidates, codes | {"stale_baseline"}
+
+
+def _pair_one(key: tuple[Any, ...], row: Any, spec_tok: Any, spec_launch: Any,
+              lines: tuple[int, ...], codes: set[str], base: _Baselines, tolerance: float,
+              findings: _Findings) -> tuple[Comparison, SpeedupInterval]:  # fmt: skip
+    """One run against its baseline: measured speedup and interval, prediction, residual."""
+    import numpy as np
+
+    model, hardware, conc, k_value, method, label, fp = key
+    spec_side = side_of_launches(spec_tok, spec_launch)
+    spec_tok = spec_tok[~np.isnan(spec_tok)]
+    published = row.n_published > 0 and len(spec_tok) == 0
+    chosen, raised = _pick_baseline(key, lines, published, base, findings)
+    codes |= raised
+    base_tok = base.tok_s[chosen]
+    s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
+    measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
+    interval = interval_of(spec_side, side_of_launches(base_tok, base.launch[chosen]))
+    low, high = interval.low, interval.high
+    if published:
+        measured, low, high = float(row.published), math.nan, math.nan
+    tau, cycle = float(row.tau), float(row.cycle)
+    if math.isnan(cycle):
+        cycle = float(row.verify) + (0.0 if math.isnan(row.draft) else float(row.draft))
+    cycle = cycle if cycle > 0 else math.nan
+    steps = base.step_ms[chosen]
+    steps = steps[~np.isnan(steps)]
+    step = float(steps.mean()) if len(steps) else (_step_ms(b_mean) if b_mean > 0 else math.nan)
+    predicted = float(_speedup(tau, step, cycle))
+    implied = float(_implied_cycle_ms(tau, s_mean)) if s_mean > 0 else math.nan
+    residual = measured - predicted
+    if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
+        codes.add("prediction_mismatch")
+        findings.add(Flag("prediction_mismatch",
+                          f"{label or 'A speculative run'} (line {lines[0]}): measured "
+                          f"{_n(measured, 3)}x, the cycle model predicts {_n(predicted, 3)}x from "
+                          f"accept_len {_n(tau, 3)}, step {_n(step, 3)} ms and cycle "
+                          f"{_n(cycle, 3)} ms. "
+                          + (f"The measured run implies a {_n(implied, 3)} ms cycle: check"
+                             if s_mean > 0 else "Check")
+                          + " the cycle profile and the baseline.", lines))  # fmt: skip
+    comparison = Comparison(
+        label=label, model=model, hardware=hardware,
+        concurrency=float(conc) if conc >= 0 else math.nan, num_spec_tokens=float(k_value),
+        spec_method=method, runs=int(row.n_published) if published else len(spec_tok),
+        baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
+        measured_speedup=measured, ci_low=low, ci_high=high,
+        verdict=verdict(measured, low, high), accept_len=tau, cycle_ms=cycle,
+        predicted_speedup=predicted, residual=residual, implied_cycle_ms=implied,
+        flags=tuple(sorted(codes)), lines=lines, baseline_lines=_lines(base.line[chosen]),
+        fingerprint=str(fp),
+    )  # fmt: skip
+    return comparison, interval
 
 
 def _percent(ratio: float) -> str:

@@ -197,7 +197,7 @@ def _emit(result: Any, as_json: bool, text: str) -> None:
         return
     from breakeven import formatting
 
-    click.echo(getattr(formatting, text)(result), nl=False)
+    click.echo(getattr(formatting, text)(data), nl=False)
 
 
 # Options that several commands share; each command's own options are written out below it.

@@ -6,14 +6,13 @@ import html
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from breakeven.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
-if TYPE_CHECKING:
-    from breakeven.check import CheckResult
-    from breakeven.optimize import BatchResult, OptimizeResult
-    from breakeven.predict import Prediction
+# Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
+# result itself: this module imports no analysis module, and text and JSON cannot disagree.
+Row = dict[str, Any]
 
 # Sections of the predict table, in order, and why a field can be null.
 _SECTIONS = (
@@ -79,46 +78,39 @@ def format_value(key: str, value: Any) -> str:
     return number_text(value, QUANTITIES[key].decimals)
 
 
-def _rows(p: Prediction) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
+def _rows(p: Row) -> list[tuple[str, list[tuple[str, str, str, str]]]]:
+    """Sections of a prediction's rows: the keys ``to_dict`` has (None: no value satisfies)."""
     sections = []
+    target = p.get("target_speedup", 1.0)
     for title, keys in _SECTIONS:
-        rows = []
-        for key in keys:
-            value = getattr(p, key)
-            if value is None:
-                continue
-            q = QUANTITIES[key]
-            rows.append(
-                (q.label, format_value(key, value), q.unit if _is_number(value) else "", key)
-            )
+        rows = [_kv_row(key, p[key]) for key in keys if key in p]
         if rows:
-            if title == "Break-even" and p.target_speedup != 1.0:
-                title = f"Target speedup {p.target_speedup:g}x"
+            if title == "Break-even" and target != 1.0:
+                title = f"Target speedup {target:g}x"
             sections.append((title, rows))
     return sections
 
 
 def _is_number(value: Any) -> bool:
-    return not (isinstance(value, float) and math.isnan(value))
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def verdict(p: Prediction) -> str | None:
-    """One sentence: does speculation pay at these measurements?"""
-    if p.speedup is None or p.accept_len is None or p.breakeven_accept_len is None:
+def verdict(p: Row) -> str | None:
+    """One sentence: does speculation pay at these measurements (a prediction's dict)?"""
+    speedup, tau, needed = (p.get(k) for k in ("speedup", "accept_len", "breakeven_accept_len"))
+    if speedup is None or tau is None or needed is None:
         return None
-    s = p.target_speedup
+    s = p.get("target_speedup", 1.0)
     goal = "break even" if s == 1.0 else f"reach {s:g}x"
-    if p.speedup > s:
+    if speedup > s:
         word = "pays" if s == 1.0 else "reaches the target"
-        how = (f"accept_len {number_text(p.accept_len, 3)} > "
-               f"{number_text(p.breakeven_accept_len, 3)} needed to {goal}")  # fmt: skip
-        return f"Speculation {word}: {number_text(p.speedup, 3)}x the baseline rate ({how})."
-    if p.speedup == s:
-        return f"Speculation breaks exactly even at {number_text(p.speedup, 3)}x."
+        how = f"accept_len {number_text(tau, 3)} > {number_text(needed, 3)} needed to {goal}"
+        return f"Speculation {word}: {number_text(speedup, 3)}x the baseline rate ({how})."
+    if speedup == s:
+        return f"Speculation breaks exactly even at {number_text(speedup, 3)}x."
     word = "loses" if s == 1.0 else "misses the target"
-    how = (f"accept_len {number_text(p.accept_len, 3)} <= "
-           f"{number_text(p.breakeven_accept_len, 3)} needed to {goal}")  # fmt: skip
-    return f"Speculation {word}: {number_text(p.speedup, 3)}x the baseline rate ({how})."
+    how = f"accept_len {number_text(tau, 3)} <= {number_text(needed, 3)} needed to {goal}"
+    return f"Speculation {word}: {number_text(speedup, 3)}x the baseline rate ({how})."
 
 
 def _kv_lines(sections: list[tuple[str, list[tuple[str, str, str, str]]]]) -> list[str]:
@@ -138,32 +130,32 @@ def _kv_row(key: str, value: Any) -> tuple[str, str, str, str]:
     return (q.label, format_value(key, value), q.unit if _is_number(value) else "", key)
 
 
-def prediction_text(p: Prediction) -> str:
-    """The table ``breakeven predict`` prints: label, value, unit and JSON key per line."""
+def prediction_text(p: Row) -> str:
+    """The table ``breakeven predict`` prints (from ``Prediction.to_dict()``): label, value,
+    unit and JSON key per line."""
     lines = _kv_lines(_rows(p))
     v = verdict(p)
     if v:
         lines += [v, ""]
-    if p.breakeven_alpha_by_k:
+    if p.get("breakeven_alpha_by_k"):
         lines.append(_alpha_table_title(p))
         lines.append("   k  breakeven_alpha")
-        for k, a in p.breakeven_alpha_by_k:
-            lines.append(f"  {k:>2}  {format_value('breakeven_alpha', a)}")
+        for row in p["breakeven_alpha_by_k"]:
+            lines.append(f"  {row['k']:>2}  {format_value('breakeven_alpha', row['breakeven_alpha'])}")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _alpha_table_title(p: Prediction) -> str:
-    goal = "to break even" if p.target_speedup == 1.0 else f"for {p.target_speedup:g}x"
-    if p.cost_ratio is not None:
-        held = f"cycle = k * {p.cost_ratio:g} + 1 target steps"
+def _alpha_table_title(p: Row) -> str:
+    target = p.get("target_speedup", 1.0)
+    goal = "to break even" if target == 1.0 else f"for {target:g}x"
+    if p.get("cost_ratio") is not None:
+        held = f"cycle = k * {p['cost_ratio']:g} + 1 target steps"
     else:
-        held = (
-            f"cycle/step = {number_text(p.breakeven_accept_len / p.target_speedup, 3)} at every k"
-        )
+        held = f"cycle/step = {number_text(p['breakeven_accept_len'] / target, 3)} at every k"
     return f"Smallest per-token acceptance alpha {goal}, by k ({held}):"
 
 
-def prediction_html(p: Prediction) -> str:
+def prediction_html(p: Row) -> str:
     """The same table as HTML, for notebooks."""
     out = ["<table>", "<tr><th>quantity</th><th>value</th><th>unit</th><th>key</th></tr>"]
     for title, rows in _rows(p):
@@ -205,67 +197,79 @@ def _table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = No
                                                      for i in range(len(cells))])  # fmt: skip
 
 
-def optimize_text(r: OptimizeResult) -> str:
-    """What ``breakeven optimize`` prints: the verdict, then every k considered."""
-    if r.best_k:
-        head = (f"Best k: {r.best_k} draft tokens, speedup {number_text(r.speedup, 3)}x "
+def _optimize_columns(r: Row) -> list[str]:
+    """Leviathan's normalised form (no ``step_ms``) has no costs in ms."""
+    if "step_ms" not in r:
+        return ["k", "accept_len", "speedup"]
+    return ["k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]
+
+
+def _optimize_head(r: Row) -> str:
+    by_k = r["by_k"]
+    if r["best_k"]:
+        return (f"Best k: {r['best_k']} draft tokens, speedup {number_text(r['speedup'], 3)}x "
                 "(best_k, speedup).")  # fmt: skip
-    else:
-        top = max(r.by_k, key=lambda o: o.speedup)
-        head = (f"Do not speculate: no k in 1..{r.by_k[-1].k} beats plain decoding "
-                f"(best_k = 0; the closest is {number_text(top.speedup, 3)}x at k = {top.k}).")  # fmt: skip
-    lines = [head]
-    if r.normalised:
+    top = max(by_k, key=lambda o: o["speedup"])
+    return (f"Do not speculate: no k in 1..{by_k[-1]['k']} beats plain decoding (best_k = 0; the "
+            f"closest is {number_text(top['speedup'], 3)}x at k = {top['k']}).")  # fmt: skip
+
+
+def optimize_text(r: Row) -> str:
+    """What ``breakeven optimize`` prints (from ``OptimizeResult.to_dict()``): the verdict,
+    then every k considered."""
+    lines = [_optimize_head(r)]
+    columns = _optimize_columns(r)
+    if "step_ms" not in r:
         lines.append("Leviathan's form: verify = 1 target step, drafting = k * c target steps.")
-        columns = ["k", "accept_len", "speedup"]
     else:
-        lines.append(f"Plain decode step {number_text(r.step_ms, 3)} ms at batch {r.batch}.")
-        columns = ["k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]
-    if r.note:
-        lines.append(f"Note: {r.note}.")
+        lines.append(f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}.")
+    if r.get("note"):
+        lines.append(f"Note: {r['note']}.")
     lines.append("")
-    rows = [{c: getattr(o, c) for c in columns} for o in r.by_k]
-    mark = next((i for i, o in enumerate(r.by_k) if o.k == r.best_k), None)
-    lines += _table(rows, columns, mark)
+    mark = next((i for i, o in enumerate(r["by_k"]) if o["k"] == r["best_k"]), None)
+    lines += _table(r["by_k"], columns, mark)
     return "\n".join(lines) + "\n"
 
 
-def _breakeven_batch_sentence(r: BatchResult) -> str:
-    b = r.breakeven_batch
+def _breakeven_batch_sentence(r: Row) -> str:
+    b = r["breakeven_batch"]
     if b is None:
         return "Break-even batch: none; speculation never pays within the curve (breakeven_batch = null)."
     if isinstance(b, str):
-        last = r.speedup_by_batch[-1]
-        return (f"Break-even batch: {b}; speculation still pays {number_text(last.speedup, 3)}x at batch "
-                f"{r.max_batch}, the largest swept.")  # fmt: skip
+        last = r["speedup_by_batch"][-1]
+        return (f"Break-even batch: {b}; speculation still pays {number_text(last['speedup'], 3)}x "
+                f"at batch {r['max_batch']}, the largest swept.")  # fmt: skip
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 
-def _sample(points: tuple[Any, ...], keep: set[int]) -> list[int]:
+def _sample(points: list[Row], keep: set[int]) -> list[int]:
     """Indices to print: all of a short sweep, else powers of two, the ends and ``keep``."""
     if len(points) <= 40:
         return list(range(len(points)))
     chosen = {0, len(points) - 1}
-    chosen |= {i for i, p in enumerate(points) if p.batch & (p.batch - 1) == 0}
-    chosen |= {i for i, p in enumerate(points) if p.batch in keep}
+    chosen |= {i for i, p in enumerate(points) if p["batch"] & (p["batch"] - 1) == 0}
+    chosen |= {i for i, p in enumerate(points) if p["batch"] in keep}
     return sorted(chosen)
 
 
-def batch_text(r: BatchResult) -> str:
-    """What ``breakeven batch`` prints: the break-even batch, the schedule, the sweep."""
+_BATCH_COLUMNS = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
+
+
+def batch_text(r: Row) -> str:
+    """What ``breakeven batch`` prints (from ``BatchResult.to_dict()``): the break-even batch,
+    the schedule, the sweep."""
     lines = [_breakeven_batch_sentence(r)]
-    if r.best_k_by_batch is not None:
-        ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r.best_k_by_batch)
+    if r.get("best_k_by_batch") is not None:
+        ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
     lines.append("")
-    b = r.breakeven_batch
+    b = r["breakeven_batch"]
     keep = {b, b + 1} if isinstance(b, int) else set()
-    shown = _sample(r.speedup_by_batch, keep)
-    if len(shown) < len(r.speedup_by_batch):
-        lines.append(f"Selected batch sizes of 1..{r.max_batch} (--json lists them all):")
-    columns = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
-    rows = [{c: getattr(r.speedup_by_batch[i], c) for c in columns} for i in shown]
-    lines += _table(rows, columns)
+    points = r["speedup_by_batch"]
+    shown = _sample(points, keep)
+    if len(shown) < len(points):
+        lines.append(f"Selected batch sizes of 1..{r['max_batch']} (--json lists them all):")
+    lines += _table([points[i] for i in shown], _BATCH_COLUMNS)
     return "\n".join(lines) + "\n"
 
 
@@ -288,20 +292,15 @@ def _html_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return f"<table><tr>{heads}</tr>{body}</table>"
 
 
-def optimize_html(r: OptimizeResult) -> str:
+def optimize_html(r: Row) -> str:
     """The by-k table as HTML, for notebooks."""
-    head = optimize_text(r).splitlines()[0]
-    columns = ["k", "accept_len", "speedup"] if r.normalised else [
-        "k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]  # fmt: skip
-    rows = [{c: getattr(o, c) for c in columns} for o in r.by_k]
-    return f"<p>{html.escape(head)}</p>" + _html_table(rows, columns)
+    return f"<p>{html.escape(_optimize_head(r))}</p>" + _html_table(r["by_k"], _optimize_columns(r))
 
 
-def batch_html(r: BatchResult) -> str:
+def batch_html(r: Row) -> str:
     """The batch sweep as HTML, for notebooks."""
-    columns = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
-    rows = [{c: getattr(p, c) for c in columns} for p in r.speedup_by_batch]
-    return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + _html_table(rows, columns)
+    return (f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>"
+            + _html_table(r["speedup_by_batch"], _BATCH_COLUMNS))  # fmt: skip
 
 
 def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
@@ -335,60 +334,92 @@ def _num(value: Any, spec: str) -> str:
     return format(value, spec)
 
 
-_CHECK_COLUMNS = ("model", "label", "k", "tok_s [tok/s]", "baseline [tok/s]", "measured [x]",
-                  "95% CI [x]", "verdict", "accept_len [tokens/cycle]", "predicted [x]",
-                  "residual [x]", "implied cycle [ms]", "flags")  # fmt: skip
+def _k_text(value: Any) -> str:
+    """k as the whole number it is ("-" where the source did not say)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return str(int(value)) if float(value).is_integer() else _num(value, "g")
 
 
-def _check_rows(r: CheckResult) -> list[list[str]]:
+def _interval_text(low: Any, high: Any) -> str:
+    return "-" if low is None else f"{_num(low, '.3f')}-{_num(high, '.3f')}"
+
+
+def _with_hardware(heads: list[str], rows: list[list[str]], hardware: list[Any],
+                   after: int) -> tuple[list[str], list[list[str]]]:  # fmt: skip
+    """A hardware column after column ``after`` where the rows differ in hardware."""
+    if len({h or "" for h in hardware}) < 2:
+        return heads, rows
+    names = [printable(h) or "-" for h in hardware]
+    heads = [*heads[: after + 1], "hardware", *heads[after + 1 :]]
+    return heads, [[*r[: after + 1], n, *r[after + 1 :]] for r, n in zip(rows, names, strict=True)]
+
+
+_CHECK_COLUMNS = ["model", "label", "k [tokens]", "tok_s [tok/s]", "baseline [tok/s]",
+                  "measured [x]", "95% CI [x]", "verdict", "accept_len [tokens/cycle]",
+                  "predicted [x]", "residual [x]", "implied cycle [ms]", "flags"]  # fmt: skip
+
+
+def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
+    """The check table's heads and cells (model names whole; hardware where runs differ)."""
     rows = []
-    for c in r.comparisons:
-        ci = "-" if math.isnan(c.ci_low) else f"{_num(c.ci_low, '.3f')}-{_num(c.ci_high, '.3f')}"
-        model = printable(c.model)
-        model = model if len(model) <= 28 else "..." + model[-25:]
-        rows.append([model or "-", printable(c.label) or "-", _num(c.num_spec_tokens, "g"), _num(c.tok_s, ".2f"),
-                     _num(c.baseline_tok_s, ".2f"), _num(c.measured_speedup, ".3f"), ci,
-                     c.verdict, _num(c.accept_len, ".3f"), _num(c.predicted_speedup, ".3f"),
-                     _num(c.residual, "+.3f"), _num(c.implied_cycle_ms, ".3f"),
-                     ",".join(c.flags) or "-"])  # fmt: skip
-    return rows
+    for c in r["comparisons"]:
+        rows.append([printable(c["model"]) or "-", printable(c["label"]) or "-",
+                     _k_text(c["num_spec_tokens"]), _num(c["tok_s"], ".2f"),
+                     _num(c["baseline_tok_s"], ".2f"), _num(c["measured_speedup"], ".3f"),
+                     _interval_text(c["ci_low"], c["ci_high"]), c["verdict"],
+                     _num(c["accept_len"], ".3f"), _num(c["predicted_speedup"], ".3f"),
+                     _num(c["residual"], "+.3f"), _num(c["implied_cycle_ms"], ".3f"),
+                     ",".join(c["flags"]) or "-"])  # fmt: skip
+    hardware = [c["hardware"] for c in r["comparisons"]]
+    return _with_hardware(_CHECK_COLUMNS, rows, hardware, after=0)
 
 
-def check_text(r: CheckResult) -> str:
-    """What ``breakeven check`` prints: comparisons, server cross-checks, flags."""
+def _flag_where(f: Row) -> str:
+    lines, count = f["lines"], f.get("line_count", len(f["lines"]))
+    more = f" and {count - len(lines)} more" if count > len(lines) else ""
+    return f" (lines {', '.join(map(str, lines))}{more})" if lines else ""
+
+
+def check_text(r: Row) -> str:
+    """What ``breakeven check`` prints (from ``CheckResult.to_dict()``): comparisons, server
+    cross-checks, flags."""
     lines = ["Speculative runs against the baseline of the same model, hardware and concurrency:"]
-    rows = _check_rows(r)
+    heads, rows = _check_rows(r)
     if rows:
-        lines += _grid(_CHECK_COLUMNS, rows, right=False)
+        lines += _grid(heads, rows, right=False)
     else:
         lines.append("  none: no row has num_spec_tokens > 0")
     lines.append("measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
                  "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s.")  # fmt: skip
-    if r.server_checks:
+    if r["server_checks"]:
         lines += ["", "Server log against client benchmark:"]
-        for c in r.server_checks:
-            word = "agree" if c.agree else "DISAGREE"
-            lines.append(f"  {printable(c.run_id)}: server {_num(c.server_tok_s, '.2f')} tok/s, client "
-                         f"{_num(c.client_tok_s, '.2f')} tok/s ({_num(c.ratio, '.3f')}x): {word} within "
-                         f"{r.tolerance:.0%}")  # fmt: skip
-    lines += ["", f"Flags ({len(r.flags)}):" if r.flags else "Flags: none."]
-    for f in r.flags:
-        more = f" and {f.line_count - len(f.lines)} more" if f.line_count > len(f.lines) else ""
-        where = f" (lines {', '.join(map(str, f.lines))}{more})" if f.lines else ""
-        lines.append(f"  [{f.code}] {printable(f.message)}{where}")
+        for c in r["server_checks"]:
+            word = "agree" if c["agree"] else "DISAGREE"
+            lines.append(f"  {printable(c['run_id'])}: server {_num(c['server_tok_s'], '.2f')} "
+                         f"tok/s, client {_num(c['client_tok_s'], '.2f')} tok/s "
+                         f"({_num(c['ratio'], '.3f')}x): {word} within {r['tolerance']:.0%}")  # fmt: skip
+    flags = r["flags"]
+    lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
+    lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
     return "\n".join(lines) + "\n"
 
 
-def check_html(r: CheckResult, flags: bool = True) -> str:
-    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in _CHECK_COLUMNS)
+def html_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells (already text) as an HTML table; long cells wrap."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-                   for row in _check_rows(r))  # fmt: skip
-    table = f"<table><tr>{head}</tr>{body}</table>"
+                   for row in rows)  # fmt: skip
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def check_html(r: Row, flags: bool = True) -> str:
+    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports."""
+    table = html_table(*_check_rows(r))
     if not flags:
         return table
-    items = "".join(f"<li><code>{html.escape(f.code)}</code> {html.escape(printable(f.message))}</li>"
-                    for f in r.flags)  # fmt: skip
+    items = "".join(f"<li><code>{html.escape(f['code'])}</code> "
+                    f"{html.escape(printable(f['message']))}</li>" for f in r["flags"])  # fmt: skip
     return f"{table}<ul>{items}</ul>"
 
 
@@ -406,37 +437,44 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-_COMPARE_COLUMNS = ("run", "k", "concurrency", "tok_s [tok/s]", "baseline [tok/s]",
-                    "speedup [x]", "95% interval [x]", "verdict", "accept_len [tokens/cycle]",
-                    "break-even accept_len [tokens/cycle]", "implied cycle [ms]",
-                    "predicted [x]", "residual [x]", "flags")  # fmt: skip
+_COMPARE_COLUMNS = ["run", "k [tokens]", "concurrency [sequences]", "tok_s [tok/s]",
+                    "baseline [tok/s]", "speedup [x]", "95% interval [x]", "verdict",
+                    "accept_len [tokens/cycle]", "break-even accept_len [tokens/cycle]",
+                    "implied cycle [ms]", "predicted [x]", "residual [x]", "flags"]  # fmt: skip
 
 
-def compare_text(result: dict[str, Any]) -> str:
-    """What ``breakeven compare`` prints, from :meth:`CompareResult.to_dict`: the headlines
-    first, then a row per speculative run, check's flags and advice."""
-    runs = result["runs"]
-    lines = [r["headline"] + "." for r in runs] or [
-        f"No speculative run could be compared with {result['baseline']}."
-    ]
+def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
+    """The compare table's heads and cells, one row per speculative run (a hardware column
+    where the runs differ in hardware)."""
     rows = []
-    for r in runs:
-        low, high = r["ci_low"], r["ci_high"]
-        interval = "-" if low is None else f"{low:.3f}-{high:.3f}"
-        rows.append([r["label"], _num(r["num_spec_tokens"], "g"), _num(r["concurrency"], "g"),
-                     _num(r["tok_s"], ".2f"), _num(r["baseline_tok_s"], ".2f"),
-                     _num(r["measured_speedup"], ".3f"), interval, r["verdict"],
+    for r in result["runs"]:
+        rows.append([printable(r["label"]), _k_text(r["num_spec_tokens"]),
+                     _num(r["concurrency"], "g"), _num(r["tok_s"], ".2f"),
+                     _num(r["baseline_tok_s"], ".2f"), _num(r["measured_speedup"], ".3f"),
+                     _interval_text(r["ci_low"], r["ci_high"]), r["verdict"],
                      _num(r["accept_len"], ".3f"), _num(r["breakeven_accept_len"], ".3f"),
                      _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_speedup"], ".3f"),
                      _num(r["residual"], "+.3f"), ",".join(r["flags"]) or "-"])  # fmt: skip
+    hardware = [r.get("hardware") for r in result["runs"]]
+    return _with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
+
+
+def compare_text(result: Row) -> str:
+    """What ``breakeven compare`` prints, from ``CompareResult.to_dict()``: the headlines
+    first, then a row per speculative run, check's flags and advice."""
+    runs = result["runs"]
+    lines = [printable(r["headline"]) + "." for r in runs] or [
+        f"No speculative run could be compared with {printable(result['baseline'])}."
+    ]
+    heads, rows = compare_rows(result)
     if rows:
-        lines += ["", *_grid(_COMPARE_COLUMNS, rows, right=False)]
+        lines += ["", *_grid(heads, rows, right=False)]
         lines.append("speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
                      "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms.")  # fmt: skip
-        lines += [f"Interval of {r['label']}: {r['interval_method']}." for r in runs]
+        lines += [f"Interval of {printable(r['label'])}: {r['interval_method']}." for r in runs]
     flags = result["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
-    lines += [f"  [{f['code']}] {f['message']}" for f in flags]
+    lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
     return "\n".join(lines) + "\n"

@@ -42,7 +42,7 @@ def step_ms_from_baseline(baseline_tok_s: Any) -> Any:
     step_ms : numeric  [ms]
     """
     xp = _xp.namespace(baseline_tok_s)
-    return 1000.0 / _xp.positive(xp, "baseline_tok_s", baseline_tok_s, "tok/s")
+    return _step_ms(_xp.positive(xp, "baseline_tok_s", baseline_tok_s, "tok/s"))
 
 
 def baseline_tok_s_from_step(step_ms: Any) -> Any:
@@ -97,6 +97,27 @@ def speedup(accept_len: Any, step_ms: Any, cycle_ms: Any) -> Any:
 def _speedup(accept_len: Any, step_ms: Any, cycle_ms: Any) -> Any:
     """The speedup formula on checked inputs."""
     return accept_len * step_ms / cycle_ms
+
+
+def _step_ms(baseline_tok_s: Any) -> Any:
+    """The step formula, ``1000 / baseline_tok_s``, on checked inputs."""
+    return 1000.0 / baseline_tok_s
+
+
+def implied_cycle_ms(accept_len: Any, tok_s: Any) -> Any:
+    """The cycle a measured speculative rate implies, ``1000 * accept_len / tok_s`` [ms].
+
+    ``tok_s`` is the measured per-sequence decode rate with speculation [tok/s]; the inverse
+    of :func:`spec_tok_s`.
+    """
+    xp = _xp.namespace(accept_len, tok_s)
+    tau = _xp.accept_len(xp, "accept_len", accept_len)
+    return _implied_cycle_ms(tau, _xp.positive(xp, "tok_s", tok_s, "tok/s"))
+
+
+def _implied_cycle_ms(accept_len: Any, tok_s: Any) -> Any:
+    """The implied-cycle formula on checked inputs."""
+    return 1000.0 * accept_len / tok_s
 
 
 def spec_tok_s(accept_len: Any, cycle_ms: Any) -> Any:

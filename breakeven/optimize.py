@@ -135,7 +135,7 @@ class OptimizeResult:
     def _repr_html_(self) -> str:
         from breakeven.formatting import optimize_html
 
-        return optimize_html(self)
+        return optimize_html(self.to_dict())
 
 
 def optimize_k(
@@ -354,13 +354,11 @@ class BatchResult:
     acceptance is known for several k."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``speedup_by_batch``, ``breakeven_batch``, ``max_batch`` and ``best_k_by_batch``."""
+        """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
+        ``breakeven_batch``, ``max_batch`` and ``best_k_by_batch``."""
         several = self.best_k_by_batch is not None
         out: dict[str, Any] = {
-            "speedup_by_batch": [
-                {"batch": p.batch, **({"k": p.k} if several else {}), "speedup": p.speedup}
-                for p in self.speedup_by_batch
-            ],
+            "speedup_by_batch": [asdict(p) for p in self.speedup_by_batch],
             "breakeven_batch": self.breakeven_batch,
             "max_batch": self.max_batch,
         }
@@ -377,7 +375,7 @@ class BatchResult:
     def _repr_html_(self) -> str:
         from breakeven.formatting import batch_html
 
-        return batch_html(self)
+        return batch_html(self.to_dict())
 
 
 def batch_sweep(

@@ -70,7 +70,7 @@ class Prediction:
     def _repr_html_(self) -> str:
         from breakeven.formatting import prediction_html
 
-        return prediction_html(self)
+        return prediction_html(self.to_dict())
 
 
 Prediction.__doc__ = (

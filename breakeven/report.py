@@ -87,7 +87,7 @@ implies, 1000 &times; accept_len / tok_s [ms]. The 95% interval comes from repea
 <h2>Flags</h2>
 {flags}
 <h2>Runs</h2>
-{check_html(result, flags=False)}
+{check_html(result.to_dict(), flags=False)}
 {"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
 <h2>Figures</h2>
 {
