@@ -616,10 +616,14 @@ def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
 @click.option("--fail-if", "fail_if", type=click.Choice(["slower", "not-faster", "flagged"]),
               help="Exit with code 1 when this holds: a run is slower, a run is not faster "
               "(slower, within noise or without an interval), or check flagged anything.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), metavar="DIR",
+              callback=_writable, help="Also write DIR/report.html: the headline verdicts "
+              "first, coloured, then the table, flags and figures (created if missing).")
+@click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
 @_json
 def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tuple[int, ...],
                     spec_method: tuple[str, ...], env: tuple[str, ...], fail_if: str | None,
-                    as_json: bool, **costs: Any) -> None:
+                    report_dir: str | None, force: bool, as_json: bool, **costs: Any) -> None:
     """Is speculation faster here, by how much, and can the answer be trusted?
 
     BASELINE and each SPEC are anything ingest reads (logs, plain or
@@ -638,6 +642,7 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
     \b
       breakeven compare baseline=base.log eagle3=spec.log -k 3 --verify-ms 28.7 --draft-ms 1.2
       breakeven compare base.json spec.json --fail-if slower --json
+      breakeven compare base.log spec.log --report report/
     """
     from dataclasses import replace
 
@@ -649,8 +654,14 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
     envs = _per_file("--env", env, len(runs))
     runs = [replace(r, num_spec_tokens=k, spec_method=m, env=e)
             for r, k, m, e in zip(runs, ks, methods, envs, strict=True)]  # fmt: skip
+    if report_dir is not None:
+        from breakeven.report import check_report_dir, write_compare_report
+
+        check_report_dir(report_dir, force, "report")  # before the work, not after it
     result = compare(parse_run(baseline), runs, **costs)
     _emit(result.to_dict(), as_json, "compare_text")
+    if report_dir is not None:
+        click.echo(f"Wrote {write_compare_report(result, report_dir, force=force)}.", err=True)
     if result.failed(fail_if):
         sys.exit(1)
 
@@ -685,10 +696,17 @@ def plot() -> None:
               help=f"Largest k of the (alpha, k) surface (1 to {MAX_K}).")
 @click.option("--label", default="measured", show_default=True,
               help="Label of the point the inputs place on the surface.")
+@click.option("--point", "point_texts", multiple=True, metavar="LABEL:ACCEPT_LEN:CYCLE_MS",
+              help="Another run to place: its accept_len [tokens/cycle] and cycle [ms], over "
+              "the step of --baseline or --step-ms (repeat for several).")
+@click.option("--from", "from_csv", type=click.Path(dir_okay=False), metavar="CSV",
+              help="Place every speculative run of a measurements CSV, as check pairs them: "
+              "at its measured speedup, at its predicted one where it has a cycle cost, and "
+              "against each other baseline where the baselines drifted.")
 @_out
 @_force
 def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
-                 **inputs: Any) -> None:
+                 point_texts: tuple[str, ...], from_csv: str | None, **inputs: Any) -> None:
     """Speedup surface with its break-even line; the inputs' operating point marked.
 
     By default over (accept_len, cycle_ms / step_ms), where speculation breaks
@@ -727,11 +745,46 @@ def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
                 raise InputError(f"the cycle is {y:g} baseline steps, too many to draw the "
                                  f"surface to (at most {largest:g}): check the cycle's and the "
                                  "baseline's flags")  # fmt: skip
-        x_high = max([4.0] + [1.2 * x for x, _, _ in points])
-        y_high = max([4.0] + [1.2 * y for _, y, _ in points])
-        ax = pictures.surface(accept_len=(1.0, x_high), cycle_over_step=(min(1.0, *(
-            0.8 * y for _, y, _ in points)) if points else 1.0, y_high), points=points)
+        step = p.step_ms if p is not None else None
+        points += [_surface_point(text, step, largest) for text in point_texts]
+        if from_csv is not None:
+            from breakeven.check import check_file
+
+            placed = pictures.run_points(*_rows_and_baselines(check_file(from_csv)))
+            if not placed:
+                raise InputError(f"--from: {from_csv} has no speculative run with an accept_len "
+                                 "and a measured rate or a cycle cost to place")  # fmt: skip
+            points += placed
+        ax = pictures.surface_around(points)
     _save(ax, out, force)
+
+
+def _rows_and_baselines(result: Any) -> tuple[list[Any], list[Any]]:
+    data = result.to_dict()
+    return data["comparisons"], data["baselines"]
+
+
+def _surface_point(text: str, step_ms: float | None, largest: float) -> tuple[float, float, str]:
+    """``LABEL:ACCEPT_LEN:CYCLE_MS`` as a point (accept_len, cycle / step, label)."""
+    parts = text.rsplit(":", 2)
+    shown = shorten(repr(text))
+    if len(parts) != 3:
+        raise InputError(f"--point: got {shown}, expected LABEL:ACCEPT_LEN:CYCLE_MS")
+    name, tau_text, cycle_text = parts
+    try:
+        tau, cycle = float(tau_text), float(cycle_text)
+    except ValueError:
+        raise InputError(f"--point: got {shown}, expected LABEL:ACCEPT_LEN:CYCLE_MS with numbers "
+                         "for ACCEPT_LEN [tokens/cycle] and CYCLE_MS [ms]") from None  # fmt: skip
+    if not (1 <= tau <= largest and 0 < cycle < math.inf):
+        raise InputError(f"--point: got {shown}, expected ACCEPT_LEN in [1, {largest:g}] "
+                         "tokens/cycle and CYCLE_MS a finite number > 0 ms")  # fmt: skip
+    if step_ms is None:
+        raise InputError("--point: needs the baseline's step: give --baseline or --step-ms")
+    if not cycle / step_ms <= largest:
+        raise InputError(f"--point: got {shown}, a cycle of {cycle / step_ms:g} baseline steps, "
+                         f"too many to draw (at most {largest:g})")  # fmt: skip
+    return tau, cycle / step_ms, name
 
 
 @plot.command(name="k")
@@ -772,7 +825,11 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> No
     from breakeven import plot as pictures
     from breakeven.check import check_file
 
-    _save(pictures.measured_vs_predicted(check_file(measurements, tolerance)), out, force)
+    try:
+        ax = pictures.measured_vs_predicted(check_file(measurements, tolerance))
+    except pictures.NothingToDraw as e:
+        raise InputError(f"{measurements}: nothing to draw: {e}") from None
+    _save(ax, out, force)
 
 
 @plot.command(name="sensitivity")

@@ -66,6 +66,12 @@ class RunComparison:
     """The speculative run."""
     baseline: str
     """The baseline run."""
+    model: str
+    """Target model ("" where the sources do not say)."""
+    hardware: str
+    """GPUs and interconnect ("" where the sources do not say)."""
+    fingerprint: str
+    """The run's environment (:func:`breakeven.check.fingerprint`)."""
     concurrency: float
     """Requests decoded together [sequences] (NaN where the sources do not say)."""
     num_spec_tokens: float
@@ -116,6 +122,9 @@ class CompareResult:
     tolerance: float = 0.05
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each run's files."""
+    baselines: tuple[Any, ...] = ()
+    """check's baselines (:class:`breakeven.check.Baseline`): each configuration and
+    environment's baseline runs, which a report places every run against."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -147,6 +156,7 @@ class CompareResult:
             "advice": list(self.advice),
             "tolerance": self.tolerance,
             "sources": {k: list(v) for k, v in self.sources.items()},
+            "baselines": [{k: clean(v) for k, v in asdict(b).items()} for b in self.baselines],
         }
 
 
@@ -303,7 +313,18 @@ def _launches(run: RunInput) -> list[tuple[str, str]]:
 
 
 def _headline(label: str, baseline: str, speedup: float, low: float, high: float,
-              verdict: str, covers: str, method: str, where: str) -> str:  # fmt: skip
+              verdict: str, covers: str, where: str, flags: Sequence[str]) -> str:  # fmt: skip
+    """The answer in one sentence; then, when check flagged the run, what it found."""
+    from breakeven.check import FLAGS
+
+    said = _said(label, baseline, speedup, low, high, verdict, covers, where)
+    if not flags:
+        return said
+    return said + "; flagged: " + "; ".join(f"{FLAGS[c]} ({c})" for c in flags)
+
+
+def _said(label: str, baseline: str, speedup: float, low: float, high: float, verdict: str,
+          covers: str, where: str) -> str:  # fmt: skip
     interval = f"95% interval {low:.2f}-{high:.2f}; {covers}"
     if math.isnan(speedup):
         return f"{label}{where}: no speedup could be measured against {baseline}"
@@ -379,7 +400,8 @@ def compare(
         speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
         said = verdict(speedup, interval.low, interval.high)
         runs.append(RunComparison(
-            label=c.label, baseline=baseline.label, concurrency=c.concurrency,
+            label=c.label, baseline=baseline.label, model=c.model, hardware=c.hardware,
+            fingerprint=c.fingerprint, concurrency=c.concurrency,
             num_spec_tokens=c.num_spec_tokens, tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s,
             measured_speedup=speedup, ci_low=interval.low, ci_high=interval.high,
             interval_covers=interval.covers, interval_method=interval.method, verdict=said,
@@ -387,7 +409,7 @@ def compare(
             implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
             predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
             headline=_headline(c.label, baseline.label, speedup, interval.low, interval.high,
-                               said, interval.covers, interval.method, where),
+                               said, interval.covers, where, c.flags),
         ))  # fmt: skip
     advice = []
     if any("within one launch" in r.interval_covers for r in runs):
@@ -400,7 +422,7 @@ def compare(
         advice.append(f"No comparison for {', '.join(missing)}: see the flags (a baseline at "
                       "the same model, hardware and concurrency is needed).")  # fmt: skip
     return CompareResult(baseline.label, tuple(runs), result.flags, tuple(advice), tolerance,
-                         {r.label: r.paths for r in (baseline, *specs)})  # fmt: skip
+                         {r.label: r.paths for r in (baseline, *specs)}, result.baselines)  # fmt: skip
 
 
 def _share_identity(base: Any, specs: list[Any]) -> None:

@@ -370,7 +370,7 @@ def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
                      _interval_text(c["ci_low"], c["ci_high"]), c["verdict"],
                      _num(c["accept_len"], ".3f"), _num(c["predicted_speedup"], ".3f"),
                      _num(c["residual"], "+.3f"), _num(c["implied_cycle_ms"], ".3f"),
-                     ",".join(c["flags"]) or "-"])  # fmt: skip
+                     ", ".join(c["flags"]) or "-"])  # fmt: skip
     hardware = [c["hardware"] for c in r["comparisons"]]
     return _with_hardware(_CHECK_COLUMNS, rows, hardware, after=0)
 
@@ -454,7 +454,7 @@ def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
                      _interval_text(r["ci_low"], r["ci_high"]), r["verdict"],
                      _num(r["accept_len"], ".3f"), _num(r["breakeven_accept_len"], ".3f"),
                      _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_speedup"], ".3f"),
-                     _num(r["residual"], "+.3f"), ",".join(r["flags"]) or "-"])  # fmt: skip
+                     _num(r["residual"], "+.3f"), ", ".join(r["flags"]) or "-"])  # fmt: skip
     hardware = [r.get("hardware") for r in result["runs"]]
     return _with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
 

@@ -38,6 +38,70 @@ def _literal(label: Any) -> str:
     return printable(label).replace("$", r"\$")
 
 
+_POINT_STYLE = {"measured": ("yellow", "black"), "predicted": ("white", "black"),
+                "other": ("0.7", "0.3"), "given": ("yellow", "black")}  # fmt: skip
+"""Face and edge colour of each kind of point on a surface."""
+
+
+def run_points(runs: Sequence[dict[str, Any]],
+               baselines: Sequence[dict[str, Any]] = ()) -> list[tuple[float, float, str, str]]:  # fmt: skip
+    """Where each run sits on the (accept_len, cycle/step) surface, from ``check``'s
+    comparisons or ``compare``'s runs (their ``to_dict`` rows).
+
+    Each run with an accept_len and a measured rate is placed at its implied cycle over the
+    baseline's step, ``(1000 * accept_len / tok_s) / (1000 / baseline_tok_s)``, where the
+    surface reads its measured speedup (``"measured"``).  Where costs were given, also at its
+    cycle over the step (``"predicted"``).  Where its baseline drifted or was stale, also
+    against each other baseline of its model, hardware and concurrency (``"other"``), from
+    ``baselines`` (``check``'s).  A run without an accept_len has no place on the surface.
+    """
+    points = []
+    for r in runs:
+        tau, implied, base = r.get("accept_len"), r.get("implied_cycle_ms"), r.get("baseline_tok_s")
+        if not _positive(tau):
+            continue
+        label = str(r.get("label") or "run")
+        if _positive(implied) and _positive(base):
+            points.append((tau, implied * base / 1000.0, f"{label}: measured", "measured"))
+        if _positive(r.get("cycle_ms")) and _positive(base):
+            points.append((tau, r["cycle_ms"] * base / 1000.0, f"{label}: predicted", "predicted"))
+        # Against another baseline: the measured cycle, else the one given (a prediction).
+        cycle, what = (implied, "") if _positive(implied) else (r.get("cycle_ms"), "predicted ")
+        if not ({"baseline_drift", "stale_baseline"} & set(r.get("flags") or ())) or not \
+                _positive(cycle):  # fmt: skip
+            continue
+        for b in baselines:
+            same = all(b.get(key) == r.get(key) for key in ("model", "hardware"))
+            same &= _same_number(b.get("concurrency"), r.get("concurrency"))
+            if same and _positive(b.get("tok_s")) and not _same_number(b["tok_s"], base):
+                points.append((tau, cycle * b["tok_s"] / 1000.0,
+                               f"{label} {what}vs the {b['tok_s']:.1f} tok/s baseline", "other"))  # fmt: skip
+    return points
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-9)
+
+
+def surface_around(points: Sequence[tuple[Any, ...]], ax: Any = None) -> Any:
+    """:func:`surface` with axes that reach past every point (at least 1 to 4 each way)."""
+    largest = LARGEST_AXIS / 1.2
+    for x, y, *_ in points:
+        if not (0 < x <= largest and 0 < y <= largest):
+            raise BreakevenError("points: got (" + escape_braces(f"{x:g}, {y:g}") + "), "
+                                 f"expected a point within (0, {largest:g}] on each axis")  # fmt: skip
+    x_high = max([4.0] + [1.2 * p[0] for p in points])
+    y_low = min([1.0] + [0.8 * p[1] for p in points])
+    y_high = max([4.0] + [1.2 * p[1] for p in points])
+    return surface(ax, accept_len=(1.0, x_high), cycle_over_step=(y_low, y_high), points=points)
+
+
 def _axes(ax: Any) -> Any:
     if ax is not None:
         return ax
@@ -87,8 +151,10 @@ def surface(
         Grid points per axis.
     levels : sequence of float  [x]
         Iso-speedup contours to draw besides 1.
-    points : sequence of (accept_len, cycle_over_step, label)
-        Measured operating points to overlay.
+    points : sequence of (accept_len, cycle_over_step, label[, kind])
+        Operating points to overlay; ``kind`` (the point's gid) is ``"measured"`` (a
+        measured run, filled), ``"predicted"`` (from costs given, hollow), ``"other"`` (a
+        measured run against another baseline, grey) or ``"given"`` (typed in; the default).
     """
     from breakeven.model import speedup
 
@@ -101,11 +167,14 @@ def surface(
     ratio = np.linspace(cycle_over_step[0], cycle_over_step[1], resolution)
     grid = speedup(tau[None, :], 1.0, ratio[:, None])
     _speedup_map(ax, tau, ratio, grid, levels)
-    for x, y, label in points:
-        ax.plot([x], [y], marker="o", color="black", markerfacecolor="yellow", zorder=5)
-        s = x / y
-        ax.annotate(f"{_literal(label)}\n{s:.2f}x", (x, y), xytext=(6, 6), textcoords="offset points",
-                    fontsize=8, zorder=6)  # fmt: skip
+    for point in points:
+        x, y, label = point[:3]
+        kind = point[3] if len(point) > 3 else "given"
+        face, edge = _POINT_STYLE.get(kind, _POINT_STYLE["given"])
+        ax.plot([x], [y], marker="o", color=edge, markerfacecolor=face, zorder=5, gid=kind,
+                linestyle="none")  # fmt: skip
+        ax.annotate(f"{_literal(label)}\n{x / y:.2f}x", (x, y), xytext=(6, 6),
+                    textcoords="offset points", fontsize=8, zorder=6)  # fmt: skip
     ax.set_xlabel("accept_len, tokens per cycle incl. bonus [tokens/cycle]")
     ax.set_ylabel("cycle_ms / step_ms [steps per cycle]")
     ax.set_title("Speculative decoding speedup")
@@ -205,33 +274,46 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
     return ax
 
 
+class NothingToDraw(BreakevenError):
+    """A figure with nothing to show: its message says what is missing.  ``plot`` commands
+    exit 2 with it, reports leave the figure out and print the sentence."""
+
+
+def _rows_of(result: Any) -> tuple[list[dict[str, Any]], float]:
+    """``check``'s comparisons or ``compare``'s runs as plain rows, and the tolerance."""
+    data = result if isinstance(result, dict) else result.to_dict()
+    return list(data.get("comparisons", data.get("runs", []))), float(data["tolerance"])
+
+
 def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
-    """Measured against predicted speedup from a :class:`~breakeven.check.CheckResult`.
+    """Measured against predicted speedup from a :class:`~breakeven.check.CheckResult` or a
+    :class:`~breakeven.compare.CompareResult` (or either's ``to_dict()``).
 
     The line y = x, a band of the check's tolerance around it, and each run's
-    95% interval as error bars.
+    95% interval as error bars.  Raises :class:`NothingToDraw` when no run has both a
+    measured and a predicted speedup.
     """
-    ax = _axes(ax)
-    rows = [c for c in result.comparisons
-            if not (math.isnan(c.measured_speedup) or math.isnan(c.predicted_speedup))]  # fmt: skip
+    comparisons, tol = _rows_of(result)
+    rows = [c for c in comparisons
+            if _positive(c.get("measured_speedup")) and _positive(c.get("predicted_speedup"))]  # fmt: skip
     if not rows:
-        ax.text(0.5, 0.5, "no run has both a measured and a predicted speedup",
-                ha="center", va="center", transform=ax.transAxes)  # fmt: skip
-    else:
-        x = np.array([c.predicted_speedup for c in rows])
-        y = np.array([c.measured_speedup for c in rows])
-        low = np.array([c.ci_low for c in rows])
-        high = np.array([c.ci_high for c in rows])
-        err = np.where(np.isnan(low), 0.0, [y - low, high - y])
-        ax.errorbar(x, y, yerr=err, fmt="o", color="tab:blue", capsize=3, gid="runs")
-        for c in rows:
-            ax.annotate(_literal(c.label), (c.predicted_speedup, c.measured_speedup), xytext=(5, 3),
-                        textcoords="offset points", fontsize=8)  # fmt: skip
-    lo = min([0.5, *(c.predicted_speedup for c in rows), *(c.measured_speedup for c in rows)])
-    hi = max([1.5, *(c.predicted_speedup for c in rows), *(c.measured_speedup for c in rows)])
+        raise NothingToDraw("no run has both a measured and a predicted speedup: a prediction "
+                            "needs the cycle's cost (cycle_ms, or verify_ms and draft_ms, in the "
+                            "rows; --verify-ms and --draft-ms or --cycle-ms for compare)")  # fmt: skip
+    ax = _axes(ax)
+    x = np.array([c["predicted_speedup"] for c in rows])
+    y = np.array([c["measured_speedup"] for c in rows])
+    low = np.array([np.nan if c["ci_low"] is None else c["ci_low"] for c in rows], dtype=float)
+    high = np.array([np.nan if c["ci_high"] is None else c["ci_high"] for c in rows], dtype=float)
+    err = np.where(np.isnan(low), 0.0, [y - low, high - y])
+    ax.errorbar(x, y, yerr=err, fmt="o", color="tab:blue", capsize=3, gid="runs")
+    for c, px, py in zip(rows, x, y, strict=True):
+        ax.annotate(_literal(c["label"]), (px, py), xytext=(5, 3), textcoords="offset points",
+                    fontsize=8)  # fmt: skip
+    lo = min(0.5, float(x.min()), float(y.min()))
+    hi = max(1.5, float(x.max()), float(y.max()))
     line = np.array([lo * 0.9, hi * 1.1])
     ax.plot(line, line, color="black", linewidth=1, gid="identity", label="measured = predicted")
-    tol = result.tolerance
     ax.fill_between(line, line * (1 - tol), line * (1 + tol), color="0.85",
                     label=f"within {tol:.0%}")  # fmt: skip
     ax.set_xlim(line)
@@ -240,6 +322,18 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     ax.set_xlabel("predicted speedup, accept_len x step / cycle [x]")
     ax.set_ylabel("measured speedup, tok_s / baseline tok_s [x]")
     return ax
+
+
+def runs_surface(result: Any, ax: Any = None) -> Any:
+    """Every run of a check or compare placed on the speedup surface (:func:`run_points`);
+    raises :class:`NothingToDraw` when none has an accept_len and a rate."""
+    data = result if isinstance(result, dict) else result.to_dict()
+    rows, _ = _rows_of(data)
+    points = run_points(rows, data.get("baselines", ()))
+    if not points:
+        raise NothingToDraw("no run has both an accept_len and a measured rate (or a cycle "
+                            "cost) to place on the speedup surface")  # fmt: skip
+    return surface_around(points, ax)
 
 
 def tornado(result: Any, ax: Any = None) -> Any:

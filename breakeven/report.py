@@ -1,31 +1,47 @@
-"""``breakeven report``: a self-contained HTML page of a check, for planning documents.
+"""Self-contained HTML reports for planning documents: ``breakeven report`` (of a check) and
+``breakeven compare --report`` (of a comparison).
 
-The page holds the check table, every flag with its sentence, and the figures
-inline as SVG, so it can be mailed or attached without its folder.
+A page leads with the answer: a compare report's first line is each run's headline verdict,
+coloured by win, loss or within noise.  It holds the table, every flag with its sentence, and
+the figures inline as SVG, so it can be mailed or attached without its folder.  A figure with
+nothing to show is left out, with a sentence saying what is missing.  Pages are built from
+results' ``to_dict()`` rows, like every renderer.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import math
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
 from breakeven.quantities import number_text
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem;
+body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;
        color: #222; line-height: 1.45; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; }
 td:first-child, td:nth-child(2), th:first-child { text-align: left; }
+td { overflow-wrap: break-word; max-width: 18rem; }
 code { background: #f3f3f3; padding: 0 0.2rem; }
 .flag { margin: 0.4rem 0; }
+.headline { font-size: 1.25rem; font-weight: 600; margin: 0.3rem 0; padding: 0.5rem 0.8rem;
+            border-left: 0.4rem solid; }
+.win { background: #e6f4ea; border-color: #1e8e3e; }
+.loss { background: #fce8e6; border-color: #d93025; }
+.noise { background: #f1f3f4; border-color: #80868b; }
+.missing { color: #555; font-style: italic; }
 figure { display: inline-block; margin: 0 1rem 1rem 0; }
 """
+
+VERDICT_CLASS = {"faster": "win", "slower": "loss", "within noise": "noise",
+                 "no interval": "noise"}  # fmt: skip
+"""The colour class of each verdict: a win, a loss, or within noise (no interval: not known
+to be either)."""
 
 
 def _svg(ax: Any) -> str:
@@ -35,88 +51,170 @@ def _svg(ax: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def report_html(result: Any, title: str, source: str) -> str:
-    """The report page for a :class:`~breakeven.check.CheckResult`."""
-    from breakeven import plot
-    from breakeven.formatting import check_html, printable
+def _figures(drawings: list[tuple[str, Callable[[], Any]]]) -> str:
+    """Each figure inline, or, where there is nothing to show, the sentence saying what is
+    missing in its place."""
+    from breakeven.plot import NothingToDraw
 
-    figures = []
-    if any(not (math.isnan(c.measured_speedup) or math.isnan(c.predicted_speedup))
-           for c in result.comparisons):  # fmt: skip
-        figures.append(("Measured against predicted speedup", plot.measured_vs_predicted(result)))
-    # Runs without a point, or one beyond what a surface can show (absurd rates), are left off.
-    largest = plot.LARGEST_AXIS / 1.2
-    points = [(x, y, c.label) for c in result.comparisons
-              for x, y in [(c.accept_len, c.cycle_ms * c.baseline_tok_s / 1000.0)]
-              if 0 < x <= largest and 0 < y <= largest]  # fmt: skip
-    if points:
-        x_high = max(4.0, *(1.2 * x for x, _, _ in points))
-        y_high = max(4.0, *(1.2 * y for _, y, _ in points))
-        figures.append(("Where each run sits on the speedup surface",
-                        plot.surface(accept_len=(1.0, x_high), cycle_over_step=(1.0, y_high),
-                                     points=points)))  # fmt: skip
-    flags = (
-        "".join(
-            f'<p class="flag"><code>{html.escape(f.code)}</code> {html.escape(printable(f.message))}</p>'
-            for f in result.flags
-        )
-        or "<p>No flags: baselines agree and predictions match within the tolerance.</p>"
-    )
-    servers = "".join(
-        f"<li>{html.escape(printable(c.run_id))}: server {number_text(c.server_tok_s, 2)} tok/s, "
-        f"client {number_text(c.client_tok_s, 2)} tok/s ({number_text(c.ratio, 3)}x), "
-        f"{'agree' if c.agree else 'disagree'}</li>"
-        for c in result.server_checks
-    )
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = []
+    for title, draw in drawings:
+        try:
+            ax = draw()
+        except NothingToDraw as e:
+            parts.append(f'<p class="missing">{html.escape(title)}: left out, {html.escape(str(e))}.</p>')
+            continue
+        parts.append(f"<figure>{_svg(ax)}<figcaption>{html.escape(title)}</figcaption></figure>")
+    return "".join(parts)
+
+
+def _flags_html(flags: list[dict[str, Any]], none: str) -> str:
+    from breakeven.formatting import printable
+
+    return "".join(f'<p class="flag"><code>{html.escape(f["code"])}</code> '
+                   f"{html.escape(printable(f['message']))}</p>" for f in flags) or \
+        f"<p>{html.escape(none)}</p>"  # fmt: skip
+
+
+def _page(title: str, body: str) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>Does speculative decoding pay off in these measurements? Made by <code>breakeven report</code>
-from <code>{html.escape(printable(source))}</code> on {stamp}.</p>
-<h2>How to read this</h2>
-<p>Each speculative run is compared with the baseline runs (no speculation) of the same model,
-hardware and concurrency, preferring a baseline measured in the same environment.
-<b>measured</b> is the speculative per-sequence decode rate over the baseline's (tok/s over tok/s);
-above 1 speculation pays. <b>predicted</b> is what the cycle model expects from the run's mean
-acceptance length (tokens per cycle, bonus token included) and cycle time:
-accept_len &times; step_ms / cycle_ms. <b>implied cycle</b> is the cycle time the measured rate
-implies, 1000 &times; accept_len / tok_s [ms]. The 95% interval comes from repeated runs
-(bootstrap); "within noise" means it holds 1. Tolerance: {result.tolerance:.0%}.</p>
-<h2>Flags</h2>
-{flags}
-<h2>Runs</h2>
-{check_html(result.to_dict(), flags=False)}
-{"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
-<h2>Figures</h2>
-{
-        "".join(
-            f"<figure>{_svg(ax)}<figcaption>{html.escape(t)}</figcaption></figure>"
-            for t, ax in figures
-        )
-        or "<p>No run has both a measured and a predicted speedup, or an acceptance length and a cycle "
-        "time to place on the speedup surface.</p>"
-    }
+{body}
 </body></html>
 """
 
 
-def write_report(measurements: str, out_dir: str, *, tolerance: float = 0.05,
-                 force: bool = False) -> str:  # fmt: skip
-    """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
-    from breakeven.check import check_file
-    from breakeven.iotools.atomic import refuse_overwrite, write_text
-    from breakeven.iotools.paths import check_output_path, output_error
+def _made_by(command: str, sources: str) -> str:
+    from breakeven.formatting import printable
 
-    check_output_path(out_dir, "out", directory=True)
-    path = os.path.join(out_dir, "report.html")
-    refuse_overwrite(path, force)
-    result = check_file(measurements, tolerance)
-    page = report_html(result, "Speculative decoding: measured against predicted", measurements)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"<p>Made by <code>{html.escape(command)}</code> from "
+            f"{html.escape(printable(sources))} on {stamp}.</p>")  # fmt: skip
+
+
+_HOW_TO_READ = """<h2>How to read this</h2>
+<p>Each speculative run is compared with the baseline runs (no speculation) of the same model,
+hardware and concurrency, preferring a baseline measured in the same environment.
+The <b>speedup</b> is the speculative per-sequence decode rate over the baseline's (tok/s over
+tok/s); above 1 speculation pays. <b>predicted</b> is what the cycle model expects from the run's
+mean acceptance length (tokens per cycle, bonus token included) and the cycle time given:
+accept_len &times; step_ms / cycle_ms; the <b>break-even accept_len</b> is cycle_ms / step_ms.
+<b>implied cycle</b> is the cycle time the measured rate implies, 1000 &times; accept_len / tok_s
+[ms]. The 95% interval's unit of repetition is the launch (a server start, one bench run): within
+one launch it comes from batch means over the launch's decode windows or requests, which leave
+launch-to-launch variation out; across launches, from the launches' means. "within noise" means it
+holds 1. Tolerance: {tolerance:.0%}.</p>
+<p>On the speedup surface, a filled point is a measured run at its implied cycle over the
+baseline's step (where it reads its measured speedup); a hollow one is the same run at the cycle
+given (the prediction); a grey one is the run against another baseline of the same deployment,
+drawn where the baselines drifted or the one compared with ran in another environment.</p>"""
+
+
+def report_html(result: Any, title: str, source: str) -> str:
+    """The report page for a :class:`~breakeven.check.CheckResult` (or its ``to_dict()``)."""
+    from breakeven import plot
+    from breakeven.formatting import check_html, printable
+
+    data = result if isinstance(result, dict) else result.to_dict()
+    servers = "".join(
+        f"<li>{html.escape(printable(c['run_id']))}: server {number_text(c['server_tok_s'], 2)} "
+        f"tok/s, client {number_text(c['client_tok_s'], 2)} tok/s "
+        f"({number_text(c['ratio'], 3)}x), {'agree' if c['agree'] else 'disagree'}</li>"
+        for c in data["server_checks"]
+    )
+    figures = _figures([("Measured against predicted speedup",
+                         lambda: plot.measured_vs_predicted(data)),
+                        ("Where each run sits on the speedup surface",
+                         lambda: plot.runs_surface(data))])  # fmt: skip
+    body = f"""<h1>{html.escape(title)}</h1>
+<p>Does speculative decoding pay off in these measurements?</p>
+{_made_by("breakeven report", source)}
+{_HOW_TO_READ.format(tolerance=data["tolerance"])}
+<h2>Flags</h2>
+{_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
+<h2>Runs</h2>
+{check_html(data, flags=False)}
+{"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
+<h2>Figures</h2>
+{figures}"""
+    return _page(title, body)
+
+
+def compare_html(result: Any) -> str:
+    """The report page of a :class:`~breakeven.compare.CompareResult` (or its ``to_dict()``):
+    the headline verdict of each run first, coloured, then the table, flags, advice and
+    figures."""
+    from breakeven import plot
+    from breakeven.formatting import compare_rows, html_table, printable
+
+    data = result if isinstance(result, dict) else result.to_dict()
+    headlines = "".join(
+        f'<p class="headline {VERDICT_CLASS.get(r["verdict"], "noise")}">'
+        f"{html.escape(printable(r['headline']))}.</p>" for r in data["runs"]
+    ) or (f'<p class="headline noise">No speculative run could be compared with '
+          f"{html.escape(printable(data['baseline']))}: see the flags.</p>")  # fmt: skip
+    intervals = "".join(f"<li>{html.escape(printable(r['label']))}: "
+                        f"{html.escape(r['interval_method'])}</li>" for r in data["runs"])  # fmt: skip
+    advice = "".join(f"<li>{html.escape(a)}</li>" for a in data["advice"])
+    sources = "; ".join(f"{label} = {' + '.join(paths)}" for label, paths in data["sources"].items())
+    figures = _figures([("Where each run sits on the speedup surface",
+                         lambda: plot.runs_surface(data)),
+                        ("Measured against predicted speedup",
+                         lambda: plot.measured_vs_predicted(data))])  # fmt: skip
+    title = "; ".join(printable(r["headline"]) for r in data["runs"][:1]) or "breakeven compare"
+    body = f"""<header>{headlines}</header>
+{_made_by("breakeven compare", sources)}
+<h2>Runs against {html.escape(printable(data["baseline"]))}</h2>
+{html_table(*compare_rows(data)) if data["runs"] else ""}
+{"<p>How each interval was estimated:</p><ul>" + intervals + "</ul>" if intervals else ""}
+<h2>Flags</h2>
+{_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
+{"<h2>Advice</h2><ul>" + advice + "</ul>" if advice else ""}
+<h2>Figures</h2>
+{figures}
+{_HOW_TO_READ.format(tolerance=data["tolerance"])}"""
+    return _page(title, body)
+
+
+def _write_page(out_dir: str, force: bool, make: Callable[[], str]) -> str:
+    """``out_dir/report.html``, atomically, never over a file without ``force``; the page is
+    made only after the path is known to be writable."""
+    from breakeven.iotools.atomic import write_text
+    from breakeven.iotools.paths import output_error
+
+    path = check_report_dir(out_dir, force)
+    page = make()
     try:
         os.makedirs(out_dir, exist_ok=True)
         write_text(path, lambda f: f.write(page), force=force)
     except OSError as e:  # after the checks: a full disk, a directory removed meanwhile
         raise output_error("out", out_dir, e) from None
     return path
+
+
+def check_report_dir(out_dir: str, force: bool, name: str = "out") -> str:
+    """The report's path in ``out_dir``, refused (naming ``name``) when the directory cannot
+    be written or the report exists and ``force`` is not given."""
+    from breakeven.iotools.atomic import refuse_overwrite
+    from breakeven.iotools.paths import check_output_path
+
+    check_output_path(out_dir, name, directory=True)
+    path = os.path.join(out_dir, "report.html")
+    refuse_overwrite(path, force, name)
+    return path
+
+
+def write_report(measurements: str, out_dir: str, *, tolerance: float = 0.05,
+                 force: bool = False) -> str:  # fmt: skip
+    """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
+    from breakeven.check import check_file
+
+    check_report_dir(out_dir, force)
+    result = check_file(measurements, tolerance)
+    title = "Speculative decoding: measured against predicted"
+    return _write_page(out_dir, force, lambda: report_html(result, title, measurements))
+
+
+def write_compare_report(result: Any, out_dir: str, *, force: bool = False) -> str:
+    """``compare``'s report page in ``out_dir/report.html`` atomically; returns its path."""
+    return _write_page(out_dir, force, lambda: compare_html(result))

@@ -144,12 +144,13 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
         (["surface", "--alpha", "0.6", "-k", "4", "--cost-ratio", "0.05", "--alpha-k"], ".svg", b"<?xml"),
         (["k", "--alpha", "0.8", "--cost-ratio", "0.05"], ".pdf", b"%PDF"),
         (["batch", "--cost-curve", CURVE, "--alpha", "0.7"], ".png", b"\x89PNG"),
-        (["check", CASE], ".png", b"\x89PNG"),
+        (["check", "MEASURED_CSV"], ".png", b"\x89PNG"),
         (["sensitivity", "--baseline", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
          ".png", b"\x89PNG"),
     ],
 )  # fmt: skip
 def test_every_plot_command_renders(tmp_path, args, suffix, magic):
+    args = [str(_measured_csv(tmp_path)) if a == "MEASURED_CSV" else a for a in args]
     out = tmp_path / f"picture{suffix}"
     result = CliRunner().invoke(cli, ["plot", *args, "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -174,3 +175,85 @@ def test_importing_breakeven_does_not_import_matplotlib():
     code = "import sys, breakeven; print('matplotlib' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def _measured_csv(tmp_path):
+    """Runs with both a measured and a predicted speedup: a baseline and a k = 3 run with its
+    cycle cost, three repeats each."""
+    lines = ["model,hardware,concurrency,num_spec_tokens,tok_s,accept_len,cycle_ms,label"]
+    lines += [f"m,h,1,0,{t},,,base" for t in (50, 51, 49)]
+    lines += [f"m,h,1,3,{t},2.5,36,k3" for t in (70, 69, 71)]
+    path = tmp_path / "measured.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("csv", ["case_study.csv", "published.csv"])
+def test_plot_check_with_nothing_to_draw_says_what_is_missing(tmp_path, csv):
+    # Neither bundled CSV has a run with both a measured and a predicted speedup: no empty
+    # chart under y = x, but one line naming the file and what is missing, exit 2.
+    out = tmp_path / "check.png"
+    path = Path(CASE).parent / csv
+    result = CliRunner().invoke(cli, ["plot", "check", str(path), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert str(path) in line and "no run has both a measured and a predicted speedup" in line
+    assert not out.exists()
+
+
+def _points(ax, kind):
+    return [line.get_data() for line in ax.get_lines() if line.get_gid() == kind]
+
+
+def test_surface_from_runs_places_measured_predicted_and_the_other_baseline(tmp_path):
+    data = check_file_rows(tmp_path)
+    points = plot.run_points(data["comparisons"], data["baselines"])
+    kinds = {kind: (x, y) for x, y, _, kind in points}
+    # The measured point reads its measured speedup off the surface: x / y = tok_s / base.
+    x, y = kinds["measured"]
+    assert x / y == pytest.approx(70 / 50)
+    x, y = kinds["predicted"]
+    assert x / y == pytest.approx(2.5 * 20 / 36)
+    ax = plot.surface_around(points)
+    assert len(_points(ax, "measured")) == 1 and len(_points(ax, "predicted")) == 1
+
+
+def check_file_rows(tmp_path):
+    from breakeven.check import check_file
+
+    return check_file(str(_measured_csv(tmp_path))).to_dict()
+
+
+def test_surface_places_the_case_study_against_both_baselines(tmp_path):
+    # The README's figure from the command line: the k = 6 profile against the 62.9 tok/s
+    # baseline of its own environment and, since the baselines drifted, the stale 90 one.
+    out = tmp_path / "surface.svg"
+    result = CliRunner().invoke(cli, ["plot", "surface", "--from", CASE, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    from breakeven.check import check_file
+
+    data = check_file(CASE).to_dict()
+    points = {kind: (x, y, label) for x, y, label, kind in
+              plot.run_points(data["comparisons"], data["baselines"])}  # fmt: skip
+    x, y, _ = points["predicted"]
+    assert x / y == pytest.approx(2.1 * (1000 / 62.9) / 29.9, rel=1e-3)  # 1.12x, a win
+    x, y, label = points["other"]
+    assert x / y == pytest.approx(2.1 * (1000 / 90) / 29.9, rel=1e-3)  # 0.78x, a loss
+    assert "90.0 tok/s" in label and "measured" not in label
+    assert "measured" not in points  # the k = 6 run was profiled, not measured
+
+
+def test_surface_takes_several_points(tmp_path):
+    out = tmp_path / "points.png"
+    args = ["plot", "surface", "--baseline", "62.9", "--point", "real:2.1:29.9", "--point",
+            "a:b:c:2.5:30", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(b"\x89PNG")
+    for bad, says in [("x:1.5", "LABEL:ACCEPT_LEN:CYCLE_MS"), ("x:one:30", "with numbers"),
+                      ("x:0.5:30", "ACCEPT_LEN in [1"), ("x:2:inf", "CYCLE_MS a finite")]:  # fmt: skip
+        r = CliRunner().invoke(cli, ["plot", "surface", "--baseline", "62.9", "--point", bad,
+                                     "--out", str(tmp_path / "bad.png")])  # fmt: skip
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(cli, ["plot", "surface", "--point", "x:2:30", "--out", str(out)])
+    assert r.exit_code == 2 and "--baseline or --step-ms" in r.output
