@@ -533,10 +533,15 @@ def _pick_baseline(key: tuple[Any, ...], lines: tuple[int, ...], published: bool
     if published:
         return none, codes  # the source's own speedup needs no baseline row
     if not len(candidates):
+        there = sorted({f"{b.model or 'an unnamed model'} on {b.hardware or 'unnamed hardware'} "
+                        f"{_at_concurrency(-1 if math.isnan(b.concurrency) else b.concurrency)}"
+                        for b in base.summary})  # fmt: skip
         findings.add(Flag("baseline_missing",
                           f"{where}: no baseline of {model or 'this model'} on "
-                          f"{hardware or 'this hardware'} {_at_concurrency(conc)}. Measure one, "
-                          "in the same launch environment, before enabling speculation.", lines))  # fmt: skip
+                          f"{hardware or 'this hardware'} {_at_concurrency(conc)}"
+                          + (f" (the baselines are of {'; '.join(there[:3])})" if there else "")
+                          + ". Measure one, in the same launch environment, before enabling "
+                          "speculation.", lines))  # fmt: skip
         return none, codes | {"baseline_missing"}
     if len(same_env):
         return same_env, codes

@@ -657,7 +657,7 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
     if report_dir is not None:
         from breakeven.report import check_report_dir, write_compare_report
 
-        check_report_dir(report_dir, force, "report")  # before the work, not after it
+        check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result = compare(parse_run(baseline), runs, **costs)
     _emit(result.to_dict(), as_json, "compare_text")
     if report_dir is not None:

@@ -126,3 +126,104 @@ def test_bad_input_is_one_line(args):
     r = run(*args)
     assert r.exit_code == 2 and r.output.startswith("Error: ") and r.output.count("\n") == 1
     assert "Traceback" not in r.output
+
+
+def first_line(page: str) -> str:
+    """The first line of text a reader sees on a report page (what <body> shows first)."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.inside, self.skip, self.parts = False, 0, []
+
+        def handle_starttag(self, tag, attrs):
+            self.inside |= tag == "body"
+            self.skip += tag in ("style", "script", "title")
+
+        def handle_endtag(self, tag):
+            self.skip -= tag in ("style", "script", "title")
+
+        def handle_data(self, data):
+            if self.inside and not self.skip and data.strip():
+                self.parts.append(data.strip())
+
+    parser = Text()
+    parser.feed(page)
+    return parser.parts[0]
+
+
+VLLM_BASE = CASE / "vllm_bench_serve_baseline.json"
+VLLM_SPEC = CASE / "vllm_bench_serve_eagle3_k3.json"
+
+
+@pytest.mark.parametrize(("base", "spec"), [
+    (CASE / "sglang_baseline.log", CASE / "sglang_eagle3_k3.log"),
+    (VLLM_BASE, VLLM_SPEC),
+])  # fmt: skip
+def test_the_case_study_end_to_end_with_compare_only(tmp_path, base, spec):
+    # k = 3 is about 1.2x faster than the real baseline; the report's first line says so.
+    report = tmp_path / "report"
+    r = run(f"baseline={base}", f"eagle3-k3={spec}", "-k", 3, "--json", "--report", report)
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["runs"]
+    assert row["measured_speedup"] == pytest.approx(75.9 / 62.9, rel=0.01)
+    assert row["accept_len"] == pytest.approx(2.1, abs=0.01) and row["num_spec_tokens"] == 3
+    assert row["implied_cycle_ms"] == pytest.approx(1000 * 2.1 / 75.9, rel=0.01)
+    line = first_line((report / "report.html").read_text())
+    assert line.startswith("eagle3-k3 measured 1.21x against baseline") and "flagged" not in line
+    assert 'class="headline noise"' in (report / "report.html").read_text()  # no interval
+
+
+@pytest.mark.parametrize("spec", [CASE / "sglang_eagle3_k3.log", VLLM_SPEC])
+def test_against_the_stale_90_baseline_the_report_says_so_first(tmp_path, spec):
+    rows = (DATA / "case_study.csv").read_text().splitlines()
+    header = next(line for line in rows if line.startswith("run_id,"))
+    stale = tmp_path / "stale.csv"
+    row = next(line for line in rows if line.startswith("s1-"))
+    if spec.suffix == ".json":  # the same deployment, as vLLM names its model
+        row = row.replace("Kimi-K2.5 INT4", json.loads(spec.read_text())["model_id"])
+    stale.write_text(header + "\n" + row + "\n")
+    report = tmp_path / "report"
+    r = run(f"stale={stale}", f"eagle3-k3={spec}", "-k", 3, "--env", "tp=8", "--report", report)
+    assert r.exit_code == 0, r.output
+    line = first_line((report / "report.html").read_text())
+    assert line.startswith("eagle3-k3 measured 0.84x against stale")
+    assert "the baseline ran in another environment than the speculative run (stale_baseline)" in line
+    assert r.output.splitlines()[0] == line  # the terminal's first line is the page's
+
+
+def test_the_report_is_never_written_over_without_force(tmp_path):
+    report = tmp_path / "report"
+    args = [str(VLLM_BASE), str(VLLM_SPEC), "--report", report]
+    assert run(*args).exit_code == 0
+    before = (report / "report.html").read_text()
+    r = run(*args)
+    assert r.exit_code == 2 and "--report" in r.output and "--force" in r.output, r.output
+    assert (report / "report.html").read_text() == before
+    assert run(*args, "--force").exit_code == 0
+    r = run(*args[:2], "--report", tmp_path / "report" / "report.html")  # a file, not a directory
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+
+
+def test_a_report_leaves_out_a_figure_with_nothing_to_show(tmp_path):
+    # No costs given: no predicted speedup, so no measured-against-predicted figure; the page
+    # says what is missing instead of drawing an empty chart.
+    report = tmp_path / "report"
+    assert run(str(VLLM_BASE), str(VLLM_SPEC), "--report", report).exit_code == 0
+    page = (report / "report.html").read_text()
+    assert page.count("<svg") == 1  # the surface, with the run placed
+    assert "Measured against predicted speedup: left out, no run has both" in page
+
+
+def test_a_baseline_of_another_model_is_named_in_the_flag(tmp_path):
+    # The CSV's baseline is of "Kimi-K2.5 INT4"; vLLM's JSON names its model by its id: no
+    # pairing across models, and the flag says which baselines there were.
+    rows = (DATA / "case_study.csv").read_text().splitlines()
+    header = next(line for line in rows if line.startswith("run_id,"))
+    stale = tmp_path / "stale.csv"
+    stale.write_text(header + "\n" + next(line for line in rows if line.startswith("s1-")) + "\n")
+    r = run(f"stale={stale}", str(VLLM_SPEC), "--json")
+    (flag,) = json.loads(r.stdout)["flags"]
+    assert flag["code"] == "baseline_missing"
+    assert "moonshotai/Kimi-K2.5" in flag["message"] and "Kimi-K2.5 INT4 on 8x RTX" in flag["message"]
