@@ -254,7 +254,7 @@ def _launches(df: Any) -> Any:
             file_codes = np.full(len(missing), -1)
         rows = offset + len(missing) + np.arange(len(missing))
         launch[missing] = np.where(file_codes >= 0, offset + file_codes, rows)
-    return launch
+    return _first_appearance(launch)[0]  # numbered in file order: a launch's rows run together
 
 
 # The measurement columns check reads (others, such as source, are not needed).
@@ -434,6 +434,15 @@ class _Baselines:
     drift: dict[Any, str]
     """Configurations whose baselines disagree, with the flag's sentence."""
     summary: list[Baseline]
+    sides: dict[Any, Any] = field(default_factory=dict)
+
+    def side(self, rows: Any) -> Any:
+        """The interval side of these baseline rows (many runs share a configuration's rows:
+        each set is estimated once)."""
+        key = rows.tobytes()
+        if key not in self.sides:
+            self.sides[key] = side_of_launches(self.tok_s[rows], self.launch[rows])
+        return self.sides[key]
 
 
 def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
@@ -443,45 +452,153 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     spread the interval accounts for."""
     import numpy as np
 
-    base = df.loc[~df["is_spec"] & df["tok_s"].notna() & ~df["echo"],
-                  [*CONFIG, "run_id", "label", "fingerprint", "tok_s", "step_ms", "line",
-                   "launch"]]  # fmt: skip
-    run_means = base.groupby([*CONFIG, "run_id", "label", "fingerprint"], sort=False,
-                             observed=True)["tok_s"].mean().reset_index()  # fmt: skip
-    env_groups = run_means.groupby([*CONFIG, "fingerprint"], sort=False, observed=True)
+    rows = np.flatnonzero((~df["is_spec"] & df["tok_s"].notna() & ~df["echo"]).to_numpy())
+    tok = df["tok_s"].to_numpy(dtype=float)[rows]
+    line = df["line"].to_numpy()[rows]
+    run, run_first = _group_numbers(df, rows, [*CONFIG, "run_id", "label", "fingerprint"])
+    run_mean = _group_means(run, tok, len(run_first))[0]
+    config, config_first = _group_numbers(df, rows, CONFIG)
+    env, env_first = _group_numbers(df, rows, [*CONFIG, "fingerprint"])
+    run_env, run_config = env[run_first], config[run_first]
+    env_mean, env_runs = _group_means(run_env, run_mean, len(env_first))
+    config_keys = list(zip(*(_values_at(df[c], rows[config_first]) for c in CONFIG), strict=True))
+    env_fp = _values_at(df["fingerprint"], rows[env_first])
+    run_label = _values_at(df["label"], rows[run_first])
     summary, envs_by_config = [], {}
-    for (m, h, c, fp), g in env_groups:
-        mean = float(g["tok_s"].mean())
-        summary.append(Baseline(str(m), str(h), float(c) if c >= 0 else math.nan, str(fp),
-                                tuple(dict.fromkeys(map(str, g["label"]))), mean, len(g)))  # fmt: skip
-        envs_by_config.setdefault((m, h, c), []).append((fp, mean))
-    line = base["line"].to_numpy()
-    by_config = base.groupby(CONFIG, sort=False, observed=True).indices
-    extremes = run_means.groupby(CONFIG, sort=False, observed=True)["tok_s"].agg(["max", "min"])
+    for e, first in enumerate(env_first):
+        m, h, c = config_keys[config[first]]
+        labels = tuple(dict.fromkeys(map(str, run_label[run_env == e])))
+        summary.append(Baseline(str(m), str(h), float(c) if c >= 0 else math.nan, str(env_fp[e]),
+                                labels, float(env_mean[e]), int(env_runs[e])))  # fmt: skip
+        envs_by_config.setdefault((m, h, c), []).append((env_fp[e], float(env_mean[e])))
+    by_config = _positions(config, config_keys)
+    by_env = _positions(
+        env, [(*config_keys[config[f]], env_fp[e]) for e, f in enumerate(env_first)]
+    )
+    high = np.full(len(config_first), -np.inf)
+    low = np.full(len(config_first), np.inf)
+    np.maximum.at(high, run_config, run_mean)
+    np.minimum.at(low, run_config, run_mean)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a rate of 0: unbounded, or 0 / 0
+        spreads = high / low - 1
     drift = {}
-    for config, spread in (extremes["max"] / extremes["min"] - 1).items():
-        means = envs_by_config[config]
+    for key, spread in zip(config_keys, spreads, strict=True):
+        means = envs_by_config[key]
         if len(means) == 1 and not spread > tolerance:
             continue
         parts = [f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
                  for fp, m in means]  # fmt: skip
         why = "their environments differ" if len(means) > 1 else "with the same environment"
-        drift[config] = (f"Baselines for {config[0] or 'this model'} on "
-                         f"{config[1] or 'this hardware'} {_at_concurrency(config[2])} disagree "
-                         f"by {_percent(spread)} ({why}): {'; '.join(parts)}. A baseline "
-                         "measured in another launch is not a baseline: re-measure it right "
-                         "before the speculative run, same environment.")  # fmt: skip
-        rows = np.sort(by_config[config])  # positions in base, in file order
-        findings.add(Flag("baseline_drift", drift[config], _lines(line[rows]), len(rows)))
+        drift[key] = (f"Baselines for {key[0] or 'this model'} on {key[1] or 'this hardware'} "
+                      f"{_at_concurrency(key[2])} disagree by {_percent(spread)} ({why}): "
+                      f"{'; '.join(parts)}. A baseline measured in another launch is not a "
+                      "baseline: re-measure it right before the speculative run, same "
+                      "environment.")  # fmt: skip
+        at = by_config[key]  # positions in the baseline rows, in file order
+        findings.add(Flag("baseline_drift", drift[key], _lines(line[at]), len(at)))
     return _Baselines(
-        base["tok_s"].to_numpy(dtype=float), base["launch"].to_numpy(),
-        base["step_ms"].to_numpy(dtype=float), base["fingerprint"].to_numpy(), line, by_config,
-        base.groupby([*CONFIG, "fingerprint"], sort=False, observed=True).indices, drift, summary,
+        tok, df["launch"].to_numpy()[rows], df["step_ms"].to_numpy(dtype=float)[rows],
+        _values_at(df["fingerprint"], rows), line, by_config, by_env, drift, summary,
     )  # fmt: skip
+
+
+def _values_at(column: Any, positions: Any) -> Any:
+    """A column's values at some positions, as a numpy array; a categorical column's texts
+    are looked up from its codes (its ``to_numpy()`` would build a string per row)."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = np.asarray(column.cat.categories, dtype=object)
+        return categories[column.cat.codes.to_numpy()[positions]]
+    return column.to_numpy()[positions]
+
+
+def _stable_order(number: Any, groups: int) -> Any:
+    """Positions sorted by group number, in file order within a group (a radix sort, when the
+    numbers fit 16 bits)."""
+    import numpy as np
+
+    small = number.astype(np.int16) if groups < (1 << 15) else number
+    return np.argsort(small, kind="stable")
+
+
+def _positions(number: Any, keys: Sequence[Any]) -> dict[Any, Any]:
+    """The positions (in file order) of each group's rows, by the group's key."""
+    import numpy as np
+
+    order = _stable_order(number, len(keys))
+    starts = np.searchsorted(number[order], np.arange(len(keys) + 1))
+    return {key: order[starts[g] : starts[g + 1]] for g, key in enumerate(keys)}
 
 
 _RUN_KEYS = [*CONFIG, "num_spec_tokens", "spec_method", "label", "fingerprint"]
 """What makes rows repeats of one speculative run."""
+
+
+def _group_numbers(df: Any, rows: Any, keys: Sequence[str]) -> tuple[Any, Any]:
+    """Each of ``rows`` (positions in ``df``) numbered by its group of equal ``keys``, groups
+    in order of first appearance; and each group's first row.  One integer per row from the
+    columns' codes, then one sort: a groupby of seven columns costs several times more."""
+    import numpy as np
+    import pandas as pd
+
+    combined = np.zeros(len(rows), dtype=np.int64)
+    span = 1
+    for key in keys:
+        column = df[key]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            codes, size = (
+                column.cat.codes.to_numpy()[rows].astype(np.int64),
+                len(column.cat.categories),
+            )
+        else:  # a number: NaN is a value of its own here, as in groupby(dropna=False)
+            codes, uniques = pd.factorize(column.to_numpy()[rows], use_na_sentinel=False)
+            size = len(uniques)
+        size = max(size, 1)
+        if span > (1 << 62) // size:  # too many combinations for one integer: pandas groups
+            frame = df.iloc[rows][list(keys)]
+            number = frame.groupby(list(keys), sort=False, dropna=False, observed=True).ngroup()
+            return _first_appearance(number.to_numpy())
+        combined = combined * size + codes
+        span *= size
+    return _first_appearance(combined)
+
+
+def _first_appearance(values: Any) -> tuple[Any, Any]:
+    """``values`` numbered 0, 1, ... in order of first appearance (a hash, no sort), and the
+    position of each number's first appearance."""
+    import numpy as np
+    import pandas as pd
+
+    number, _ = pd.factorize(values)
+    if not len(number):
+        return number, number
+    seen = np.maximum.accumulate(number)
+    return number, np.flatnonzero(np.concatenate(([True], number[1:] > seen[:-1])))
+
+
+def _group_means(number: Any, values: Any, groups: int) -> tuple[Any, Any]:
+    """Each group's mean of ``values`` over its values that are not NaN, and their count."""
+    import numpy as np
+
+    ok = ~np.isnan(values)
+    count = np.bincount(number[ok], minlength=groups)
+    total = np.bincount(number[ok], weights=values[ok], minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
+
+
+@dataclass(frozen=True)
+class _RunStats:
+    """One speculative run's means over its rows."""
+
+    tau: float
+    cycle: float
+    verify: float
+    draft: float
+    published: float
+    n_published: int
 
 
 def pair(df: Any, base: _Baselines, tolerance: float,
@@ -493,25 +610,31 @@ def pair(df: Any, base: _Baselines, tolerance: float,
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
     measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
-    spec = df.loc[df["is_spec"] & ~df["echo"] & measures,
-                  [*_RUN_KEYS, "accept_len", "cycle_ms", "verify_ms", "draft_ms", "speedup",
-                   "tok_s", "line", "launch"]]  # fmt: skip
-    groups = spec.groupby(_RUN_KEYS, sort=False, dropna=False, observed=True)
-    stats = groups.agg(tau=("accept_len", "mean"), cycle=("cycle_ms", "mean"),
-                       verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
-                       published=("speedup", "mean"), n_published=("speedup", "count"))  # fmt: skip
-    # Rows of each group, in file order: positions sorted by group number.
-    number = groups.ngroup().to_numpy()
-    order = np.argsort(number, kind="stable")
-    starts = np.searchsorted(number[order], np.arange(len(stats) + 1))
-    tok, launch, line = (spec[c].to_numpy() for c in ("tok_s", "launch", "line"))
-    tok = tok.astype(float)
+    rows = np.flatnonzero((df["is_spec"] & ~df["echo"] & measures).to_numpy())
+    number, first = _group_numbers(df, rows, _RUN_KEYS)
+    n = len(first)
+    means = {name: _group_means(number, df[column].to_numpy(dtype=float)[rows], n)
+             for name, column in (("tau", "accept_len"), ("cycle", "cycle_ms"),
+                                  ("verify", "verify_ms"), ("draft", "draft_ms"),
+                                  ("published", "speedup"))}  # fmt: skip
+    order = _stable_order(number, n)  # rows of each group, in file order
+    starts = np.searchsorted(number[order], np.arange(n + 1))
+    tok = df["tok_s"].to_numpy(dtype=float)[rows]
+    launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
+    codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
+    if findings.by_line:
+        for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
+            codes_by_group.setdefault(int(number[i]), set()).update(findings.by_line[int(line[i])])
+    key_columns = [_values_at(df[k], rows[first]) for k in _RUN_KEYS]
     comparisons, intervals = [], []
-    for g, (key, row) in enumerate(zip(stats.index, stats.itertuples(index=False), strict=True)):
-        rows = order[starts[g] : starts[g + 1]]
-        codes = set().union(*(findings.by_line.get(int(x), ()) for x in line[rows]))
-        c, interval = _pair_one(key, row, tok[rows], launch[rows], _lines(line[rows]), codes,
-                                base, tolerance, findings)  # fmt: skip
+    for g in range(n):
+        key = tuple(column[g] for column in key_columns)
+        stats = _RunStats(*(float(means[m][0][g]) for m in ("tau", "cycle", "verify", "draft",
+                                                             "published")),
+                          int(means["published"][1][g]))  # fmt: skip
+        at = order[starts[g] : starts[g + 1]]
+        c, interval = _pair_one(key, stats, tok[at], launch[at], _lines(line[at]),
+                                set(codes_by_group.get(g, ())), base, tolerance, findings)  # fmt: skip
         comparisons.append(c)
         intervals.append(interval)
     return comparisons, intervals
@@ -569,7 +692,7 @@ def _pair_one(key: tuple[Any, ...], row: Any, spec_tok: Any, spec_launch: Any,
     base_tok = base.tok_s[chosen]
     s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
     measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
-    interval = interval_of(spec_side, side_of_launches(base_tok, base.launch[chosen]))
+    interval = interval_of(spec_side, base.side(chosen))
     low, high = interval.low, interval.high
     if published:
         measured, low, high = float(row.published), math.nan, math.nan

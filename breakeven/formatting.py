@@ -141,7 +141,9 @@ def prediction_text(p: Row) -> str:
         lines.append(_alpha_table_title(p))
         lines.append("   k  breakeven_alpha")
         for row in p["breakeven_alpha_by_k"]:
-            lines.append(f"  {row['k']:>2}  {format_value('breakeven_alpha', row['breakeven_alpha'])}")
+            lines.append(
+                f"  {row['k']:>2}  {format_value('breakeven_alpha', row['breakeven_alpha'])}"
+            )
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -61,7 +61,9 @@ def _figures(drawings: list[tuple[str, Callable[[], Any]]]) -> str:
         try:
             ax = draw()
         except NothingToDraw as e:
-            parts.append(f'<p class="missing">{html.escape(title)}: left out, {html.escape(str(e))}.</p>')
+            parts.append(
+                f'<p class="missing">{html.escape(title)}: left out, {html.escape(str(e))}.</p>'
+            )
             continue
         parts.append(f"<figure>{_svg(ax)}<figcaption>{html.escape(title)}</figcaption></figure>")
     return "".join(parts)
@@ -156,7 +158,9 @@ def compare_html(result: Any) -> str:
     intervals = "".join(f"<li>{html.escape(printable(r['label']))}: "
                         f"{html.escape(r['interval_method'])}</li>" for r in data["runs"])  # fmt: skip
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in data["advice"])
-    sources = "; ".join(f"{label} = {' + '.join(paths)}" for label, paths in data["sources"].items())
+    sources = "; ".join(
+        f"{label} = {' + '.join(paths)}" for label, paths in data["sources"].items()
+    )
     figures = _figures([("Where each run sits on the speedup surface",
                          lambda: plot.runs_surface(data)),
                         ("Measured against predicted speedup",

@@ -85,8 +85,13 @@ def test_batch_single_k(curve):
         invoke("batch", "--cost-curve", curve, "--accept-len", 2.5, "-k", 3, "--json").output
     )
     assert d["breakeven_batch"] == 52 and d["max_batch"] == 64
-    assert d["speedup_by_batch"][0] == {"batch": 1, "k": 3, "speedup": pytest.approx(2.5 * 10 / 10.1),
-                                        "step_ms": 10.0, "cycle_ms": pytest.approx(10.1)}
+    assert d["speedup_by_batch"][0] == {
+        "batch": 1,
+        "k": 3,
+        "speedup": pytest.approx(2.5 * 10 / 10.1),
+        "step_ms": 10.0,
+        "cycle_ms": pytest.approx(10.1),
+    }
     assert "best_k_by_batch" not in d
 
 

@@ -189,7 +189,9 @@ def test_against_the_stale_90_baseline_the_report_says_so_first(tmp_path, spec):
     assert r.exit_code == 0, r.output
     line = first_line((report / "report.html").read_text())
     assert line.startswith("eagle3-k3 measured 0.84x against stale")
-    assert "the baseline ran in another environment than the speculative run (stale_baseline)" in line
+    assert (
+        "the baseline ran in another environment than the speculative run (stale_baseline)" in line
+    )
     assert r.output.splitlines()[0] == line  # the terminal's first line is the page's
 
 
@@ -226,4 +228,6 @@ def test_a_baseline_of_another_model_is_named_in_the_flag(tmp_path):
     r = run(f"stale={stale}", str(VLLM_SPEC), "--json")
     (flag,) = json.loads(r.stdout)["flags"]
     assert flag["code"] == "baseline_missing"
-    assert "moonshotai/Kimi-K2.5" in flag["message"] and "Kimi-K2.5 INT4 on 8x RTX" in flag["message"]
+    assert (
+        "moonshotai/Kimi-K2.5" in flag["message"] and "Kimi-K2.5 INT4 on 8x RTX" in flag["message"]
+    )

@@ -228,7 +228,9 @@ class TestCells:
         data, _ = read_measurements(path)
         assert data["env"].iloc[1] == long_env
         assert invoke("check", path).exit_code == 0
-        assert invoke("plot", "check", path, "--out", tmp_path / "c.png").exit_code == 0
+        drawn = invoke("plot", "check", path, "--out", tmp_path / "c.png")  # no cycle cost given
+        assert drawn.exit_code == 2 and "nothing to draw" in drawn.output, drawn.output
+        assert invoke("plot", "surface", "--from", path, "--out", tmp_path / "s.png").exit_code == 0
         assert invoke("report", path, "--out", tmp_path / "r").exit_code == 0
         wide_header = measurements(tmp_path, BASE, header=HEADER + ",n" + "o" * (200 << 10),
                                    name="wide.csv")  # fmt: skip

@@ -332,7 +332,16 @@ def test_any_mix_of_lines_gives_the_same_records_every_way(tmp_path, monkeypatch
         packed = tmp_path / "mix.log.gz"
         packed.write_bytes(gzip.compress(text.encode()))
         compressed = ingest([packed])
-    assert _view(cut) == _view(reference) == _view(compressed)
+    # The same records, each engine's in line order.  Across engines the order may differ:
+    # an engine that holds its rows until the end (SGLang's baseline, known only once no line
+    # speculated) hands them over after the others, sooner or later with the batch size.
+    views = [_view(r) for r in (cut, reference, compressed)]
+    for view in views:
+        for fmt in {r["format"] for r in view}:
+            numbers = [int(r["line"]) for r in view if r["format"] == fmt]
+            assert numbers == sorted(numbers)
+    key = lambda r: (int(r["line"]), r["format"])  # noqa: E731
+    assert sorted(views[0], key=key) == sorted(views[1], key=key) == sorted(views[2], key=key)
     assert [str(p) for p in cut.problems] == [str(p) for p in reference.problems]
     # The CSV view holds the same values as the records.
     from breakeven.iotools.records import csv_bytes

@@ -58,7 +58,7 @@ def test_the_report_renders_its_headline_first_and_its_figures(tmp_path):
     url = page.as_uri()
 
     dom = chromium("--dump-dom", url, tmp_path=tmp_path).stdout
-    body = dom[dom.index("<body"):]
+    body = dom[dom.index("<body") :]
     headline = "eagle3-k3 is 1.21x faster than baseline"
     assert body.index(headline) < body.index("<h2") < body.index("<svg")
     assert body.count("<svg") == 2  # the surface and measured against predicted

@@ -106,6 +106,8 @@ def iter_frames(
         for frame in _read_input(item, format, before, problems, block_bytes):
             found += frame.height
             yield _stamp(frame, item)
+        # A file's problems in line order (each line kind is parsed in batches of its own).
+        problems[known:] = sorted(problems[known:], key=lambda p: (p.line is not None, p.line or 0))
         if not found and len(problems) == known:
             problems.append(Problem(item.path, None, "holds nothing breakeven reads: no engine "
                                     "log lines, benchmark results or engine metrics"))  # fmt: skip

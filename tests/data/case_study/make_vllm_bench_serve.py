@@ -33,47 +33,79 @@ def result(label: str, tok_s: float, accept_len: float | None, seed: int) -> dic
     ttfts = 0.120 + rng.normal(0, 0.004, REQUESTS)
     latencies = ttfts + tpot_s * (OUTPUT_LEN - 1)
     per_chunk = accept_len or 1.0
-    chunks = int(round((OUTPUT_LEN - 1) / per_chunk))
+    chunks = round((OUTPUT_LEN - 1) / per_chunk)
     itls = [list(np.full(chunks, t * (OUTPUT_LEN - 1) / chunks)) for t in tpot_s]
     starts = np.cumsum(np.r_[0.0, latencies[:-1]])
     duration = float(latencies.sum())
     out = {
-        "date": "20260226-170210", "endpoint_type": "openai-chat", "backend": "openai-chat",
-        "label": label, "model_id": "moonshotai/Kimi-K2.5", "tokenizer_id": "moonshotai/Kimi-K2.5",
-        "num_prompts": REQUESTS, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 1,
-        "duration": duration, "completed": REQUESTS, "failed": 0,
-        "total_input_tokens": REQUESTS * INPUT_LEN, "total_output_tokens": REQUESTS * OUTPUT_LEN,
-        "request_throughput": REQUESTS / duration, "request_goodput": None,
+        "date": "20260226-170210",
+        "endpoint_type": "openai-chat",
+        "backend": "openai-chat",
+        "label": label,
+        "model_id": "moonshotai/Kimi-K2.5",
+        "tokenizer_id": "moonshotai/Kimi-K2.5",
+        "num_prompts": REQUESTS,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": 1,
+        "duration": duration,
+        "completed": REQUESTS,
+        "failed": 0,
+        "total_input_tokens": REQUESTS * INPUT_LEN,
+        "total_output_tokens": REQUESTS * OUTPUT_LEN,
+        "request_throughput": REQUESTS / duration,
+        "request_goodput": None,
         "output_throughput": REQUESTS * OUTPUT_LEN / duration,
         "total_token_throughput": REQUESTS * (INPUT_LEN + OUTPUT_LEN) / duration,
-        "input_lens": [INPUT_LEN] * REQUESTS, "output_lens": [OUTPUT_LEN] * REQUESTS,
-        "ttfts": list(ttfts), "itls": itls, "latencies": list(latencies),
-        "start_times": list(starts), "queue_times": [0.0] * REQUESTS,
-        "generated_texts": [""] * REQUESTS, "errors": [""] * REQUESTS,
+        "input_lens": [INPUT_LEN] * REQUESTS,
+        "output_lens": [OUTPUT_LEN] * REQUESTS,
+        "ttfts": list(ttfts),
+        "itls": itls,
+        "latencies": list(latencies),
+        "start_times": list(starts),
+        "queue_times": [0.0] * REQUESTS,
+        "generated_texts": [""] * REQUESTS,
+        "errors": [""] * REQUESTS,
         "max_output_tokens_per_s": float(per_chunk / tpot_s.min()),
-        "max_concurrent_requests": 1, "rtfx": 0.0,
+        "max_concurrent_requests": 1,
+        "rtfx": 0.0,
     }
     if accept_len is not None:
         per_position = [605, 322, 146]  # accepted at each of the 3 draft positions
         accepted = sum(per_position)
-        drafts = int(round(accepted / (accept_len - 1)))
-        out.update({
-            "spec_decode_acceptance_rate": 100.0 * accepted / (3 * drafts),
-            "spec_decode_acceptance_length": 1 + accepted / drafts,
-            "spec_decode_num_drafts": drafts, "spec_decode_draft_tokens": 3 * drafts,
-            "spec_decode_accepted_tokens": accepted,
-            "spec_decode_per_position_acceptance_rates": [a / drafts for a in per_position],
-        })
-    for name, values in (("ttft", ttfts), ("tpot", tpot_s), ("itl", np.concatenate(itls)),
-                         ("e2el", latencies)):
+        drafts = round(accepted / (accept_len - 1))
+        out.update(
+            {
+                "spec_decode_acceptance_rate": 100.0 * accepted / (3 * drafts),
+                "spec_decode_acceptance_length": 1 + accepted / drafts,
+                "spec_decode_num_drafts": drafts,
+                "spec_decode_draft_tokens": 3 * drafts,
+                "spec_decode_accepted_tokens": accepted,
+                "spec_decode_per_position_acceptance_rates": [a / drafts for a in per_position],
+            }
+        )
+    for name, values in (
+        ("ttft", ttfts),
+        ("tpot", tpot_s),
+        ("itl", np.concatenate(itls)),
+        ("e2el", latencies),
+    ):
         ms = np.asarray(values) * 1000
-        out.update({f"mean_{name}_ms": float(ms.mean()), f"median_{name}_ms": float(np.median(ms)),
-                    f"std_{name}_ms": float(ms.std()), f"p99_{name}_ms": float(np.percentile(ms, 99))})
+        out.update(
+            {
+                f"mean_{name}_ms": float(ms.mean()),
+                f"median_{name}_ms": float(np.median(ms)),
+                f"std_{name}_ms": float(ms.std()),
+                f"p99_{name}_ms": float(np.percentile(ms, 99)),
+            }
+        )
     return out
 
 
 if __name__ == "__main__":
-    for name, args in (("vllm_bench_serve_baseline.json", ("baseline", 62.9, None, 1)),
-                       ("vllm_bench_serve_eagle3_k3.json", ("eagle3-k3", 75.9, 2.1, 2))):
+    for name, args in (
+        ("vllm_bench_serve_baseline.json", ("baseline", 62.9, None, 1)),
+        ("vllm_bench_serve_eagle3_k3.json", ("eagle3-k3", 75.9, 2.1, 2)),
+    ):
         (HERE / name).write_text(json.dumps(result(*args), indent=2) + "\n")
         print(HERE / name)
