@@ -372,32 +372,39 @@ def normalise(data: Any) -> Any:
 def flag_rows(df: Any, findings: _Findings) -> None:
     """Flag speculative rows whose accept_len is outside [1, k + 1], or whose tok_s is
     1000 / itl_ms where a chunk carries several tokens."""
-    spec = df.loc[df["is_spec"], ["accept_len", "num_spec_tokens", "line", "itl_ms", "tok_s",
-                                  "tpot_ms"]]  # fmt: skip
-    tau, kk = spec["accept_len"], spec["num_spec_tokens"]
-    for row in spec[(tau < 1) | (tau > kk + 1 + 0.005)].itertuples(index=False):
-        line = int(row.line)
-        kind = "below 1" if row.accept_len < 1 else f"above k + 1 = {row.num_spec_tokens + 1:g}"
+    import numpy as np
+
+    spec = df["is_spec"].to_numpy()
+    tau, k, line = (df[c].to_numpy() for c in ("accept_len", "num_spec_tokens", "line"))
+    with np.errstate(invalid="ignore"):
+        out_of_range = spec & ((tau < 1) | (tau > k + 1 + 0.005))
+    for i in np.flatnonzero(out_of_range):
+        at = int(line[i])
+        kind = "below 1" if tau[i] < 1 else f"above k + 1 = {k[i] + 1:g}"
         findings.add(Flag("accept_len_out_of_range",
-                          f"Line {line}: accept_len {row.accept_len:g} is {kind}; a cycle emits "
-                          "1 to k + 1 tokens (bonus included). Check that the source counts the "
-                          "bonus token and that k is right.", (line,)), (line,))  # fmt: skip
-    chunky = spec[spec["itl_ms"].notna() & spec["tok_s"].notna()]
-    from_itl = (chunky["tok_s"] * chunky["itl_ms"] / 1000.0 - 1).abs() <= 0.02
-    several = (chunky["itl_ms"] > 1.2 * chunky["tpot_ms"]) | (
-        chunky["tpot_ms"].isna() & (chunky["accept_len"] > 1.2)
-    )
-    for row in chunky[from_itl & several].itertuples(index=False):
-        line = int(row.line)
+                          f"Line {at}: accept_len {tau[i]:g} is {kind}; a cycle emits 1 to k + 1 "
+                          "tokens (bonus included). Check that the source counts the bonus token "
+                          "and that k is right.", (at,)), (at,))  # fmt: skip
+    itl, tok, tpot = (df[c].to_numpy() for c in ("itl_ms", "tok_s", "tpot_ms"))
+    chunky = np.flatnonzero(spec & ~np.isnan(itl) & ~np.isnan(tok))  # few rows have an ITL
+    from_itl = np.abs(tok[chunky] * itl[chunky] / 1000.0 - 1) <= 0.02
+    with np.errstate(invalid="ignore"):
+        several = (itl[chunky] > 1.2 * tpot[chunky]) | (np.isnan(tpot[chunky]) &
+                                                        (tau[chunky] > 1.2))  # fmt: skip
+    for i in chunky[from_itl & several]:
+        at = int(line[i])
         findings.add(Flag("itl_per_chunk",
-                          f"Line {line}: tok_s {_n(row.tok_s, 2)} equals 1000 / itl_ms; under "
+                          f"Line {at}: tok_s {_n(tok[i], 2)} equals 1000 / itl_ms; under "
                           "speculation a streamed chunk carries about accept_len tokens, so this "
-                          "undercounts the decode rate. Use 1000 / tpot_ms.", (line,)),
-                     (line,))  # fmt: skip
+                          "undercounts the decode rate. Use 1000 / tpot_ms.", (at,)), (at,))  # fmt: skip
 
 
 def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCheck]:
     """Each run measured both in the server's log and by a client benchmark: do they agree?"""
+    origins = df["origin"]
+    present = set(origins.cat.categories[origins.cat.codes.unique()])
+    if not {"server", "client"} <= present:  # one view only: nothing to cross-check
+        return []
     runs = df.loc[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
                   ["run_id", "origin", "tok_s", "line"]]  # fmt: skip
     means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
@@ -510,7 +517,11 @@ def _values_at(column: Any, positions: Any) -> Any:
 
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = np.asarray(column.cat.categories, dtype=object)
-        return categories[column.cat.codes.to_numpy()[positions]]
+        codes = column.cat.codes.to_numpy()[positions]
+        values = categories[codes]
+        if (codes < 0).any():  # a missing value (NaN k): NaN, as the column held it
+            values[codes < 0] = math.nan
+        return values
     return column.to_numpy()[positions]
 
 
@@ -548,21 +559,36 @@ def _group_numbers(df: Any, rows: Any, keys: Sequence[str]) -> tuple[Any, Any]:
     for key in keys:
         column = df[key]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            codes, size = (
-                column.cat.codes.to_numpy()[rows].astype(np.int64),
-                len(column.cat.categories),
-            )
+            codes = column.cat.codes.to_numpy()[rows].astype(np.int64) + 1  # NaN: -1 -> 0
+            size = len(column.cat.categories) + 1
         else:  # a number: NaN is a value of its own here, as in groupby(dropna=False)
             codes, uniques = pd.factorize(column.to_numpy()[rows], use_na_sentinel=False)
             size = len(uniques)
-        size = max(size, 1)
+        if size <= 1:  # one value: it separates nothing
+            continue
         if span > (1 << 62) // size:  # too many combinations for one integer: pandas groups
             frame = df.iloc[rows][list(keys)]
             number = frame.groupby(list(keys), sort=False, dropna=False, observed=True).ngroup()
             return _first_appearance(number.to_numpy())
         combined = combined * size + codes
         span *= size
+    if span <= (1 << 20):  # few combinations: first appearances without hashing
+        return _first_appearance_small(combined, span)
     return _first_appearance(combined)
+
+
+def _first_appearance_small(values: Any, span: int) -> tuple[Any, Any]:
+    """:func:`_first_appearance` of integers in ``[0, span)``: each value's first position by
+    one scatter (the reversed positions written last win), then ranks."""
+    import numpy as np
+
+    first = np.full(span, -1, dtype=np.int64)
+    first[values[::-1]] = np.arange(len(values) - 1, -1, -1)
+    present = np.flatnonzero(first >= 0)
+    present = present[np.argsort(first[present], kind="stable")]
+    rank = np.empty(span, dtype=np.int64)
+    rank[present] = np.arange(len(present))
+    return rank[values], first[present]
 
 
 def _first_appearance(values: Any) -> tuple[Any, Any]:

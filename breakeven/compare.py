@@ -187,9 +187,11 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
     of unknown k have k = 0.
     """
     import pandas as pd
+    import polars as pl
 
-    from breakeven.iotools.ingest import Input, ingest
+    from breakeven.iotools.ingest import Input, iter_frames
     from breakeven.iotools.measurements import read_measurements
+    from breakeven.iotools.records import frame_of
 
     frames = []
     for path, launch in _launches(run):
@@ -201,13 +203,17 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
             frame = frame[~(k > 0)] if baseline else frame[~(k == 0)]
         else:
             stamp = {"label": run.label, "spec_method": run.spec_method, "env": run.env}
-            result = ingest([Input(path, {k: v for k, v in stamp.items() if v is not None},
-                                   run.num_spec_tokens)])  # fmt: skip
-            if result.problems:
-                first = escape_braces(str(result.problems[0]))
-                more = len(result.problems) - 1
+            problems: list[Any] = []
+            read = Input(path, {k: v for k, v in stamp.items() if v is not None},
+                         run.num_spec_tokens)  # fmt: skip
+            # Each frame narrowed to what check reads as it comes: a 1 GiB log's records
+            # are never held whole.
+            narrow = [_narrow(f) for f in iter_frames([read], problems)]
+            if problems:
+                first = escape_braces(str(problems[0]))
+                more = len(problems) - 1
                 raise BreakevenError(first + (f" (and {more} more problems)" if more else ""))
-            frame = _columns(result.frame)
+            frame = _columns(pl.concat(narrow) if narrow else _narrow(frame_of([])))
             frame["run_id"] = _filled(frame["run_id"], launch)
         frames.append(frame)
     data = _concat(frames)
@@ -229,17 +235,29 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
     return data
 
 
-def _columns(records: Any) -> Any:
-    """The columns compare and check read, of ingest's records (a polars frame), as a pandas
-    DataFrame; ``line``: each record's line in its file, so that flags name lines a user can
-    find.  (Converting only these keeps a 1 GiB log's records small.)"""
-    import pandas as pd
+def _narrow(records: Any) -> Any:
+    """Of ingest's records (a polars frame), the columns check reads, and ``line``: each
+    record's line in its file, so that flags name lines a user can find.  Not ``source``: a
+    text per record, and every row of a run here has the run_id check's launches come from."""
     import polars as pl
 
     from breakeven.check import COLUMNS_USED
 
     line = pl.col("source").str.extract(r":(\d+)$", 1).cast(pl.Int64, strict=False)
-    picked = records.select(*(c for c in COLUMNS_USED if c in records.columns), line.alias("line"))
+    # Number columns no record fills are left out (check reads a missing column as empty): a
+    # log fills a handful, and each column kept is copied twice more on the way to check.
+    empty = {c for c, n in zip(records.columns, records.null_count().row(0), strict=True)
+             if n == records.height and records[c].dtype != pl.String} - {"tok_s",
+                                                                           "num_spec_tokens"}  # fmt: skip
+    wanted = [c for c in COLUMNS_USED if c in records.columns and c not in empty | {"source"}]
+    return records.select(*wanted, line.alias("line"))
+
+
+def _columns(picked: Any) -> Any:
+    """Narrowed records (:func:`_narrow`) as a pandas DataFrame, texts as categoricals."""
+    import pandas as pd
+    import polars as pl
+
     columns = {}
     for name in picked.columns:
         column = picked[name]
@@ -250,7 +268,7 @@ def _columns(records: Any) -> Any:
             columns[name] = pd.Categorical.from_codes(physical, categories)
         else:
             columns[name] = column.to_numpy()
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)  # no consolidation: one block per column
 
 
 def _filled(column: Any, value: str) -> Any:
@@ -299,7 +317,7 @@ def _concat(frames: list[Any]) -> Any:
             else:
                 codes.append(p.astype(object).astype(dtype).cat.codes.to_numpy())
         out[c] = pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, copy=False)  # no consolidation: one block per column
 
 
 def _launches(run: RunInput) -> list[tuple[str, str]]:
@@ -358,10 +376,25 @@ def compare(
     tolerance : float
         As :func:`breakeven.check.check`'s.
     """
-    import pandas as pd
-
     from breakeven.check import check
-    from breakeven.model import breakeven_accept_len
+
+    cycle = _cycle_given(verify_ms, draft_ms, cycle_ms)
+    labels = [baseline.label, *(s.label for s in specs)]
+    if len(set(labels)) != len(labels):
+        raise BreakevenError("{0}: two runs are named alike (" + ", ".join(labels) + "); name "
+                             "them with LABEL=PATH", "runs")  # fmt: skip
+    result = check(_rows(baseline, specs, cycle), tolerance)
+    runs = [_run(c, interval, baseline.label, cycle, _several(result, c.label))
+            for c, interval in zip(result.comparisons, result.intervals, strict=True)
+            if c.label in labels[1:]]  # fmt: skip
+    return CompareResult(baseline.label, tuple(runs), result.flags, _advice(runs, specs),
+                         tolerance, {r.label: r.paths for r in (baseline, *specs)},
+                         result.baselines)  # fmt: skip
+
+
+def _cycle_given(verify_ms: float | None, draft_ms: float | None,
+                 cycle_ms: float | None) -> float | None:  # fmt: skip
+    """The cycle the costs given make [ms] (None: no costs given)."""
     from breakeven.model import cycle_ms as cycle_of
 
     if cycle_ms is not None and verify_ms is not None:
@@ -370,47 +403,59 @@ def compare(
     if draft_ms is not None and verify_ms is None:
         raise BreakevenError("{0}: needs {1} (the cycle is verify + draft)", "draft_ms",
                              "verify_ms")  # fmt: skip
-    labels = [baseline.label, *(s.label for s in specs)]
-    if len(set(labels)) != len(labels):
-        raise BreakevenError("{0}: two runs are named alike (" + ", ".join(labels) + "); name "
-                             "them with LABEL=PATH", "runs")  # fmt: skip
-    cycle = cycle_ms if cycle_ms is not None else (
-        cycle_of(verify_ms, draft_ms or 0.0) if verify_ms is not None else None)  # fmt: skip
+    if cycle_ms is not None:
+        return cycle_ms
+    return float(cycle_of(verify_ms, draft_ms or 0.0)) if verify_ms is not None else None
+
+
+def _rows(baseline: RunInput, specs: Sequence[RunInput], cycle: float | None) -> Any:
+    """Every run's rows, one below the other, for check: the cycle given on each speculative
+    row with a rate, and a line number on every row."""
+    import pandas as pd
+
     base_rows = load_run(baseline, baseline=True)
     spec_rows = []
     for spec in specs:
         rows = load_run(spec)
         if cycle is not None:  # on the rows with a rate: a row without one is not a run
-            rows["cycle_ms"] = rows["cycle_ms"].where(pd.to_numeric(rows["tok_s"]).isna(), cycle)
+            given = rows["cycle_ms"] if "cycle_ms" in rows.columns else math.nan
+            rows["cycle_ms"] = pd.Series(given, index=rows.index, dtype=float).where(
+                pd.to_numeric(rows["tok_s"]).isna(), cycle
+            )
         spec_rows.append(rows)
     _share_identity(base_rows, spec_rows)
     data = _concat([base_rows, *spec_rows])
     numbered = pd.to_numeric(data["line"], errors="coerce")
     data["line"] = numbered.fillna(pd.Series(range(2, len(data) + 2))).astype(int)
-    result = check(data, tolerance)
-    runs = []
-    for c, interval in zip(result.comparisons, result.intervals, strict=True):
-        if c.label not in labels[1:]:
-            continue
-        step = 1000.0 / c.baseline_tok_s if c.baseline_tok_s > 0 else math.nan
-        breakeven = float(breakeven_accept_len(cycle, step)) if cycle is not None and \
-            step > 0 else math.nan  # fmt: skip
-        where = (f" at concurrency {c.concurrency:g}"
-                 if not math.isnan(c.concurrency) and _several(result, c.label) else "")  # fmt: skip
-        speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
-        said = verdict(speedup, interval.low, interval.high)
-        runs.append(RunComparison(
-            label=c.label, baseline=baseline.label, model=c.model, hardware=c.hardware,
-            fingerprint=c.fingerprint, concurrency=c.concurrency,
-            num_spec_tokens=c.num_spec_tokens, tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s,
-            measured_speedup=speedup, ci_low=interval.low, ci_high=interval.high,
-            interval_covers=interval.covers, interval_method=interval.method, verdict=said,
-            accept_len=c.accept_len, breakeven_accept_len=breakeven,
-            implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
-            predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
-            headline=_headline(c.label, baseline.label, speedup, interval.low, interval.high,
-                               said, interval.covers, where, c.flags),
-        ))  # fmt: skip
+    return data
+
+
+def _run(c: Any, interval: Any, baseline: str, cycle: float | None,
+         several: bool) -> RunComparison:  # fmt: skip
+    """One of check's comparisons as compare's row, with its headline."""
+    from breakeven.model import _step_ms, breakeven_accept_len
+
+    step = float(_step_ms(c.baseline_tok_s)) if c.baseline_tok_s > 0 else math.nan
+    breakeven = float(breakeven_accept_len(cycle, step)) if cycle is not None and step > 0 \
+        else math.nan  # fmt: skip
+    where = f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) \
+        else ""  # fmt: skip
+    speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
+    said = verdict(speedup, interval.low, interval.high)
+    return RunComparison(
+        label=c.label, baseline=baseline, model=c.model, hardware=c.hardware,
+        fingerprint=c.fingerprint, concurrency=c.concurrency, num_spec_tokens=c.num_spec_tokens,
+        tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s, measured_speedup=speedup,
+        ci_low=interval.low, ci_high=interval.high, interval_covers=interval.covers,
+        interval_method=interval.method, verdict=said, accept_len=c.accept_len,
+        breakeven_accept_len=breakeven, implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
+        predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
+        headline=_headline(c.label, baseline, speedup, interval.low, interval.high, said,
+                           interval.covers, where, c.flags),
+    )  # fmt: skip
+
+
+def _advice(runs: list[RunComparison], specs: Sequence[RunInput]) -> tuple[str, ...]:
     advice = []
     if any("within one launch" in r.interval_covers for r in runs):
         advice.append(ADVICE_ONE_LAUNCH.capitalize() + ".")
@@ -421,8 +466,7 @@ def compare(
     if missing:
         advice.append(f"No comparison for {', '.join(missing)}: see the flags (a baseline at "
                       "the same model, hardware and concurrency is needed).")  # fmt: skip
-    return CompareResult(baseline.label, tuple(runs), result.flags, tuple(advice), tolerance,
-                         {r.label: r.paths for r in (baseline, *specs)}, result.baselines)  # fmt: skip
+    return tuple(advice)
 
 
 def _share_identity(base: Any, specs: list[Any]) -> None:
