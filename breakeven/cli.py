@@ -595,6 +595,75 @@ def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
     _emit(check_file(measurements, tolerance), as_json, "check_text")
 
 
+def _k_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+    """``1-8``, ``2,3,5`` or a mix (``1-3,6``): whole numbers of draft tokens."""
+    if value is None:
+        return ()
+    out: list[int] = []
+    for part in value.split(","):
+        first, sep, last = part.strip().partition("-")
+        try:
+            low, high = int(first), int(last if sep else first)
+        except ValueError:
+            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
+                             "values such as 1-8 or 2,3,5") from None  # fmt: skip
+        if not (1 <= low <= high <= MAX_SPEC_TOKENS):
+            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
+                             f"from 1 to {MAX_SPEC_TOKENS}, each range low-high")  # fmt: skip
+        out += range(low, high + 1)
+    return tuple(sorted(set(out)))
+
+
+@cli.command(name="fit")
+@click.argument("runs", type=click.Path(dir_okay=False), metavar="RUNS.csv")
+@click.option("--draft-cost", "draft_cost", type=click.Choice(["per-token", "per-cycle"]),
+              default="per-token", show_default=True,
+              help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
+              "or one pass per cycle (MTP or Medusa heads).")
+@click.option("--predict-k", "predict_k", callback=_k_list, metavar="K-K",
+              help="Also predict these k (1-8, 2,3,5): accept_len from the alpha fitted to the "
+              "runs, marked predicted.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="FIT.json",
+              callback=_writable, help="Also write the fit as JSON (what --json prints).")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@_json
+def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], out: str | None,
+                force: bool, as_json: bool) -> None:
+    """The cycle's costs, fitted from measured runs; the speedup of k not run.
+
+    RUNS.csv is a measurements CSV (ingest --out, bench --out). Each speculative
+    run's implied cycle, 1000 * accept_len / tok_s (tok_s, else 1000 / tpot_ms),
+    is fitted as verify_base_ms + verify_per_token_ms * k + draft(k) +
+    overhead_ms, every coefficient >= 0 [ms], per model, hardware, concurrency
+    and drafting method; each group's baseline (k = 0) gives the step. Terms
+    the runs cannot tell apart are merged, and said. held_out_speedup is each
+    k predicted by the fit without its runs.
+
+    \b
+      breakeven fit runs.csv --predict-k 1-8
+      breakeven fit runs.csv --out fit.json --json
+    """
+    from breakeven.fit import fit_file
+
+    if out is not None:
+        from breakeven.iotools.atomic import refuse_overwrite
+
+        refuse_overwrite(out, force)
+    result = fit_file(runs, draft_cost=draft_cost, predict_k=predict_k)
+    data = result.to_dict()
+    if out is not None:
+        from breakeven.iotools.atomic import write_text
+        from breakeven.iotools.paths import output_error
+
+        try:
+            write_text(out, lambda f: f.write(json.dumps(data, indent=2, allow_nan=False) + "\n"),
+                       force=force)  # fmt: skip
+        except OSError as e:
+            raise output_error("out", out, e) from None
+        click.echo(f"Wrote {out}.", err=True)
+    _emit(data, as_json, "fit_text")
+
+
 @cli.command(name="compare")
 @click.argument("baseline", metavar="BASELINE")
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")

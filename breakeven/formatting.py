@@ -480,3 +480,46 @@ def compare_text(result: Row) -> str:
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
     return "\n".join(lines) + "\n"
+
+
+_FIT_COLUMNS = ["k [tokens]", "accept_len [tokens/cycle]", "runs", "implied cycle [ms]",
+                "fitted cycle [ms]", "measured [x]", "predicted [x]", "held out [x]"]  # fmt: skip
+
+
+def fit_text(result: Row) -> str:
+    """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: per group, the fitted
+    coefficients with their units, what was merged, and the by-k table."""
+    from_units = {"verify_base_ms": "ms per cycle", "verify_per_token_ms": "ms per draft token",
+                  "draft_per_token_ms": "ms per draft token", "draft_per_cycle_ms": "ms per cycle",
+                  "overhead_ms": "ms per cycle"}  # fmt: skip
+    lines: list[str] = [*(f"Note: {n}." for n in result["notes"])]
+    for g in result["groups"]:
+        where = ", ".join(x for x in (printable(g["model"]), printable(g["hardware"]),
+                                      printable(g["spec_method"])) if x)  # fmt: skip
+        at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+        lines += [f"{where or 'runs'}{at}: step {_num(g['step_ms'], '.3f')} ms, "
+                  f"draft cost {result['draft_cost']}, residual RMS "
+                  f"{_num(g['residual_rms_ms'], '.3f')} ms"]  # fmt: skip
+        merged = {m.split(" + ")[0]: m for m in g["merged"]}
+        for name, value in g["coefficients"].items():
+            if any(name in m.split(" + ")[1:] for m in g["merged"]):
+                continue  # its value is in the merged term's first
+            lines.append(f"  {merged.get(name, name):<45} {_num(value, '.4f'):>10} "
+                         f"{from_units.get(name, 'ms')}")
+        rows = [[str(r["k"]), _num(r["accept_len"], ".3f") + (" (predicted)" if
+                 r["accept_len_predicted"] else ""), str(r["runs"]),
+                 _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_cycle_ms"], ".3f"),
+                 _num(r["measured_speedup"], ".3f"), _num(r["predicted_speedup"], ".3f"),
+                 _num(r["held_out_speedup"], ".3f")] for r in g["by_k"]]  # fmt: skip
+        lines += _grid(_FIT_COLUMNS, rows, right=True)
+        error = g["held_out_max_rel_error"]
+        best = (f"best k {g['best_k']}: {_num(g['best_speedup'], '.3f')}x predicted"
+                if g["best_k"] is not None else "no best k: no speedup known")  # fmt: skip
+        lines.append(f"  {best}; held-out error at most "
+                     f"{'-' if error is None else format(error, '.1%')}; accept_len of a k not "
+                     f"run: the fitted alpha {_num(g['alpha'], '.4f')}, positions i.i.d.")  # fmt: skip
+        lines += [f"  Note: {n}." for n in g["notes"]]
+        lines.append("")
+    lines.append("implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
+                 "fitted cycle; held out = the same from the fit without that k's runs.")  # fmt: skip
+    return "\n".join(lines) + "\n"

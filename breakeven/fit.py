@@ -1,0 +1,419 @@
+"""``breakeven fit``: the cycle's costs calibrated from measured runs, and what they predict.
+
+Users rarely know ``verify_ms`` and ``draft_ms``; they have runs.  Each speculative run
+with an ``accept_len`` and a decode rate implies its cycle, ``1000 * accept_len / tok_s``
+(:func:`breakeven.model.implied_cycle_ms`), and the cycle model says what it is made of::
+
+    cycle(k) = verify(k) + draft(k) + overhead
+    verify(k) = verify_base_ms + verify_per_token_ms * k
+    draft(k)  = draft_per_token_ms * k        (a drafter that runs once per draft token)
+              = draft_per_cycle_ms            (a single-pass drafter: --draft-cost per-cycle)
+
+The coefficients are fitted by non-negative least squares (``scipy.optimize.nnls``) over
+every run's implied cycle, and over measured ``verify_ms``, ``draft_ms`` and ``cycle_ms``
+where rows have them (profiles).  Terms the data cannot tell apart are merged, and the fit
+says which: from implied cycles alone, the base of the verify and the overhead are one
+constant, and the verify's and the draft's per-token costs are one slope.  With runs at one
+k only, the fit is that k's cycle and cannot extrapolate in k.
+
+Rows are grouped by model, hardware, concurrency and drafting method (two drafters have two
+cost curves).  Each group needs a baseline (``num_spec_tokens = 0``) for its step; runs at
+the same k are averaged.  Each k's ``held_out_speedup`` is the fit without that k's runs:
+how well the fit predicts a k it has not seen.  Acceptance for a k not run comes from the
+per-token acceptance alpha fitted to the runs' accept_len (i.i.d. positions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+DRAFT_COSTS = ("per-token", "per-cycle")
+"""How drafting grows with k: one draft step per token, or one pass per cycle."""
+
+COEFFICIENTS = {
+    "verify_base_ms": "ms per cycle",
+    "verify_per_token_ms": "ms per draft token",
+    "draft_per_token_ms": "ms per draft token",
+    "draft_per_cycle_ms": "ms per cycle",
+    "overhead_ms": "ms per cycle",
+}
+"""Each coefficient of the cycle model and its unit."""
+
+_GROUP = ["model", "hardware", "concurrency", "spec_method"]
+COLUMNS_USED = ("model", "hardware", "concurrency", "spec_method", "num_spec_tokens",
+                "accept_len", "tok_s", "tpot_ms", "step_ms", "verify_ms", "draft_ms",
+                "cycle_ms", "label")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class KRow:
+    """One k of a group: its runs (averaged), or a k to predict."""
+
+    k: int
+    """Draft tokens per cycle [tokens]."""
+    accept_len: float
+    """Mean accept_len [tokens/cycle]; predicted from alpha where ``accept_len_predicted``."""
+    accept_len_predicted: bool
+    """Whether accept_len is the fitted alpha's (no run at this k had one)."""
+    runs: int
+    """Rows with a rate averaged at this k (0: a configuration to predict)."""
+    implied_cycle_ms: float
+    """1000 * accept_len / tok_s of the runs [ms] (NaN without a rate)."""
+    predicted_cycle_ms: float
+    """The fitted cycle at this k [ms]."""
+    measured_speedup: float
+    """tok_s / baseline tok_s [x] (NaN without a rate)."""
+    predicted_speedup: float
+    """accept_len * step_ms / predicted_cycle_ms, from the fit on every k [x]."""
+    held_out_speedup: float
+    """The same from the fit without this k's runs [x] (NaN where it has no rate, or too few
+    other k remain)."""
+
+
+@dataclass(frozen=True)
+class GroupFit:
+    """The fitted cycle of one model, hardware, concurrency and drafting method."""
+
+    model: str
+    hardware: str
+    concurrency: float
+    """[sequences] (NaN where the rows do not say)."""
+    spec_method: str
+    step_ms: float
+    """The baseline's decode step, 1000 / mean baseline tok_s (or its step_ms) [ms]."""
+    coefficients: dict[str, float]
+    """Each fitted coefficient [ms, see :data:`COEFFICIENTS`]; a merged one holds the sum."""
+    merged: tuple[str, ...]
+    """Terms the data could not tell apart, as ``a + b`` (their sum is in the first)."""
+    residual_rms_ms: float
+    """Root mean square of the fit's residuals over every equation [ms]."""
+    by_k: tuple[KRow, ...]
+    held_out_max_rel_error: float
+    """Largest |held_out_speedup / measured_speedup - 1| [fraction] (NaN: none held out)."""
+    best_k: int | None
+    """The k of the highest predicted speedup among ``by_k`` (None: no speedup known)."""
+    best_speedup: float
+    """Its predicted speedup [x]."""
+    alpha: float
+    """Per-token acceptance fitted to the runs' accept_len (i.i.d.) [probability]."""
+    notes: tuple[str, ...] = ()
+
+    def cycle_ms(self, k: Any) -> Any:
+        """The fitted cycle at ``k`` draft tokens [ms]."""
+        return _cycle(self.coefficients, k)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fit per group, and how drafting was assumed to grow with k."""
+
+    groups: tuple[GroupFit, ...]
+    draft_cost: str
+    """'per-token' or 'per-cycle' (:data:`DRAFT_COSTS`)."""
+    acceptance: str = "alpha (i.i.d.)"
+    """How accept_len is predicted for a k not run."""
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(value: Any) -> Any:
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [clean(v) for v in value]
+            return value
+
+        return clean({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
+                      "source": self.source, "notes": list(self.notes),
+                      "groups": [asdict(g) for g in self.groups]})  # fmt: skip
+
+    def to_frame(self) -> Any:
+        """Every group's by-k rows as one pandas DataFrame."""
+        import pandas as pd
+
+        rows = [{"model": g.model, "hardware": g.hardware, "concurrency": g.concurrency,
+                 "spec_method": g.spec_method, **asdict(r)} for g in self.groups for r in g.by_k]  # fmt: skip
+        return pd.DataFrame(rows)
+
+
+def _cycle(coefficients: dict[str, float], k: Any) -> Any:
+    c = coefficients
+    return (c.get("verify_base_ms", 0.0) + c.get("overhead_ms", 0.0)
+            + c.get("draft_per_cycle_ms", 0.0)
+            + (c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)) * k)  # fmt: skip
+
+
+def _names(draft_cost: str) -> list[str]:
+    draft = "draft_per_token_ms" if draft_cost == "per-token" else "draft_per_cycle_ms"
+    return ["verify_base_ms", "verify_per_token_ms", draft, "overhead_ms"]
+
+
+def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
+    """The design matrix over (verify_base, verify_per_token, draft, overhead) and the
+    right-hand sides [ms]: per row ``(k, cycle, verify, draft, profiled)``, one equation for
+    each cost that is known."""
+    import numpy as np
+
+    per_token = draft_cost == "per-token"
+    a, b = [], []
+    for k, cycle, verify, draft, _ in rows:
+        d = k if per_token else 1.0
+        for value, coefficients in ((cycle, [1.0, k, d, 1.0]), (verify, [1.0, k, 0.0, 0.0]),
+                                    (draft, [0.0, 0.0, d, 0.0])):  # fmt: skip
+            if math.isfinite(value):
+                a.append(coefficients)
+                b.append(value)
+    return np.array(a, dtype=float).reshape(-1, 4), np.array(b, dtype=float)
+
+
+def _merge(a: Any, names: list[str]) -> tuple[list[list[int]], tuple[str, ...]]:
+    """Columns the equations cannot tell apart, grouped (each group is fitted as one term):
+    two columns merge when one is a multiple of the other on every equation; a column that
+    is zero everywhere is dropped."""
+    import numpy as np
+
+    groups: list[list[int]] = []
+    for j in range(a.shape[1]):
+        column = a[:, j]
+        if not column.any():
+            continue
+        for g in groups:
+            other = a[:, g[0]]
+            if np.linalg.matrix_rank(np.column_stack([other, column])) < 2:
+                g.append(j)
+                break
+        else:
+            groups.append([j])
+    merged = tuple(" + ".join(names[j] for j in g) for g in groups if len(g) > 1)
+    return groups, merged
+
+
+def _solve(a: Any, b: Any, groups: list[list[int]]) -> tuple[Any, float]:
+    """Non-negative least squares over the merged columns: the full coefficient vector (a
+    merged group's value in its first column) and the residual RMS [ms]."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    x = np.zeros(a.shape[1])
+    if not len(b):
+        return x, math.nan
+    reduced = np.column_stack([a[:, g[0]] for g in groups])
+    solution, norm = nnls(reduced, b)
+    for g, value in zip(groups, solution, strict=True):
+        x[g[0]] = value
+    return x, float(norm / math.sqrt(len(b)))
+
+
+def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
+    """The i.i.d. per-token acceptance that best gives the runs' accept_len (least squares)."""
+    import numpy as np
+    from scipy.optimize import minimize_scalar
+
+    from breakeven.acceptance import _tau
+
+    k = np.asarray(ks, dtype=float)
+    tau = np.asarray(taus, dtype=float)
+    if not len(k):
+        return math.nan
+    result = minimize_scalar(lambda x: float(np.sum((_tau(np, x, k) - tau) ** 2)),
+                             bounds=(0.0, 1.0), method="bounded",
+                             options={"xatol": 1e-10})  # fmt: skip
+    return float(result.x)
+
+
+def _prepared(data: Any) -> Any:
+    """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms."""
+    import pandas as pd
+
+    df = data.copy(deep=False)
+    for column in ("model", "hardware", "spec_method", "label"):
+        df[column] = df[column].astype(object).where(df[column].notna(), "") \
+            if column in df.columns else ""  # fmt: skip
+    for column in ("concurrency", "num_spec_tokens", "accept_len", "tok_s", "tpot_ms", "step_ms",
+                   "verify_ms", "draft_ms", "cycle_ms"):  # fmt: skip
+        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns \
+            else math.nan  # fmt: skip
+    rate = df["tok_s"].where(df["tok_s"] > 0)
+    df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
+    df["concurrency"] = df["concurrency"].fillna(-1.0)
+    return df
+
+
+def _mean(values: Any) -> float:
+    values = values[values.notna()]
+    return float(values.mean()) if len(values) else math.nan
+
+
+def _by_k(spec: Any) -> list[dict[str, Any]]:
+    """One entry per k: the runs' mean accept_len and rate, and profiled costs."""
+    out = []
+    for k, rows in spec.groupby("num_spec_tokens", sort=True):
+        rated = rows[rows["rate"].notna()]
+        tau = _mean(rows["accept_len"])
+        rate = _mean(rated["rate"])
+        out.append({"k": int(k), "accept_len": tau, "rate": rate, "runs": len(rated),
+                    "implied": 1000.0 * tau / rate if rate > 0 and tau >= 1 else math.nan,
+                    "cycle": _mean(rows["cycle_ms"]), "verify": _mean(rows["verify_ms"]),
+                    "draft": _mean(rows["draft_ms"])})  # fmt: skip
+    return out
+
+
+def _fitted(entries: list[dict[str, Any]], draft_cost: str, skip: int | None = None
+            ) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:  # fmt: skip
+    """Coefficients from the k entries (less entry ``skip``'s run), the merged terms, the
+    residual RMS, and the only k the fit can speak for (None: any k)."""
+    names = _names(draft_cost)
+    rows = []
+    for i, e in enumerate(entries):
+        implied = e["implied"] if i != skip else math.nan
+        rows.append((e["k"], implied, math.nan, math.nan, False))
+        if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
+            rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
+    a, b = _equations(rows, draft_cost)
+    groups, merged = _merge(a, names)
+    x, rms = _solve(a, b, groups)
+    coefficients = {name: float(x[j]) for j, name in enumerate(names)}
+    ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
+    constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
+    mixed = any(set(g) & constant and set(g) - constant for g in groups)
+    only = ks if len(ks) <= 1 or mixed else None  # no slope to extrapolate with
+    return coefficients, merged, rms, only
+
+
+def _predicted(coefficients: dict[str, float], only: set[int] | None, k: int) -> float:
+    if only is not None and k not in only:
+        return math.nan  # runs at one k only: the fit cannot extrapolate in k
+    return float(_cycle(coefficients, k))
+
+
+def _speedup(tau: float, step: float, cycle: float) -> float:
+    from breakeven.model import _speedup as formula
+
+    if not (tau >= 1 and step > 0 and cycle > 0):
+        return math.nan
+    return float(formula(tau, step, cycle))
+
+
+def fit_group(key: tuple[Any, ...], spec: Any, step: float, draft_cost: str,
+              predict_k: Sequence[int] = ()) -> GroupFit:  # fmt: skip
+    """One group's fit: coefficients, by-k rows with held-out predictions, best k."""
+    model, hardware, concurrency, method = key
+    entries = _by_k(spec)
+    notes = []
+    coefficients, merged, rms, only = _fitted(entries, draft_cost)
+    if only is not None:
+        shown = ", ".join(map(str, sorted(only))) or "none"
+        notes.append(f"runs at one k only ({shown}): the fit is that k's cycle and cannot "
+                     "extrapolate in k")  # fmt: skip
+    if not step > 0:
+        notes.append("no baseline of this model, hardware and concurrency: no speedups")
+    unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
+    if unrated:
+        notes.append(f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
+                     "accept_len: no implied cycle")  # fmt: skip
+    with_tau = [e for e in entries if e["accept_len"] >= 1]
+    alpha = _fit_alpha([e["k"] for e in with_tau], [e["accept_len"] for e in with_tau])
+    rows = []
+    for i, e in enumerate(entries):
+        held_out = math.nan
+        if math.isfinite(e["implied"]):
+            others = _fitted(entries, draft_cost, skip=i)
+            held_out = _speedup(e["accept_len"], step, _predicted(others[0], others[3], e["k"]))
+        rows.append(_k_row(e, coefficients, only, step, held_out))
+    known = {e["k"] for e in entries}
+    for k in sorted(set(predict_k) - known):
+        rows.append(_predicted_row(k, alpha, coefficients, only, step))
+    rows.sort(key=lambda r: r.k)
+    errors = [abs(r.held_out_speedup / r.measured_speedup - 1) for r in rows
+              if math.isfinite(r.held_out_speedup) and math.isfinite(r.measured_speedup)]  # fmt: skip
+    ranked = [r for r in rows if math.isfinite(r.predicted_speedup)]
+    best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
+    return GroupFit(
+        model=model, hardware=hardware, concurrency=concurrency if concurrency >= 0 else math.nan,
+        spec_method=method, step_ms=step, coefficients=coefficients, merged=merged,
+        residual_rms_ms=rms, by_k=tuple(rows),
+        held_out_max_rel_error=max(errors) if errors else math.nan,
+        best_k=best.k if best else None, best_speedup=best.predicted_speedup if best else math.nan,
+        alpha=alpha, notes=tuple(notes),
+    )  # fmt: skip
+
+
+def _k_row(e: dict[str, Any], coefficients: dict[str, float], only: set[int] | None,
+           step: float, held_out: float) -> KRow:  # fmt: skip
+    cycle = _predicted(coefficients, only, e["k"])
+    measured = e["rate"] * step / 1000.0 if e["rate"] > 0 and step > 0 else math.nan
+    return KRow(k=e["k"], accept_len=e["accept_len"], accept_len_predicted=False, runs=e["runs"],
+                implied_cycle_ms=e["implied"], predicted_cycle_ms=cycle,
+                measured_speedup=measured,
+                predicted_speedup=_speedup(e["accept_len"], step, cycle),
+                held_out_speedup=held_out)  # fmt: skip
+
+
+def _predicted_row(k: int, alpha: float, coefficients: dict[str, float],
+                   only: set[int] | None, step: float) -> KRow:  # fmt: skip
+    import numpy as np
+
+    from breakeven.acceptance import _tau
+
+    tau = float(_tau(np, alpha, k)) if math.isfinite(alpha) else math.nan
+    cycle = _predicted(coefficients, only, k)
+    return KRow(k=k, accept_len=tau, accept_len_predicted=True, runs=0,
+                implied_cycle_ms=math.nan, predicted_cycle_ms=cycle, measured_speedup=math.nan,
+                predicted_speedup=_speedup(tau, step, cycle), held_out_speedup=math.nan)  # fmt: skip
+
+
+def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = (),
+        source: str = "") -> FitResult:  # fmt: skip
+    """Fit the cycle's costs of each group of runs (see the module's description).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Rows in the measurement schema (``read_measurements``, ``ingest``, ``bench``).
+    draft_cost : str
+        'per-token' (a drafter run once per draft token) or 'per-cycle' (one pass).
+    predict_k : sequence of int
+        k values to add to each group's table, with accept_len from the fitted alpha.
+    """
+    from breakeven.quantities import MAX_SPEC_TOKENS
+
+    if draft_cost not in DRAFT_COSTS:
+        raise BreakevenError("{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}",
+                             "draft_cost")  # fmt: skip
+    bad = [k for k in predict_k if not (isinstance(k, int) and 1 <= k <= MAX_SPEC_TOKENS)]
+    if bad:
+        raise BreakevenError("{0}: got " + repr(bad[0]) + f", expected whole numbers of draft "
+                             f"tokens from 1 to {MAX_SPEC_TOKENS}", "predict_k")  # fmt: skip
+    df = _prepared(data)
+    k = df["num_spec_tokens"]
+    spec_rows = df[(k > 0) & (k == k.round())]
+    base = df[k == 0]
+    groups = []
+    for key, spec in spec_rows.groupby(_GROUP, sort=False, dropna=False):
+        config = base[(base["model"] == key[0]) & (base["hardware"] == key[1])
+                      & (base["concurrency"] == key[2])]  # fmt: skip
+        steps = config["step_ms"][config["step_ms"] > 0]
+        rate = _mean(config["rate"])
+        step = float(steps.mean()) if len(steps) else (1000.0 / rate if rate > 0 else math.nan)
+        groups.append(fit_group(key, spec, step, draft_cost, predict_k))
+    notes = () if groups else ("no speculative rows (num_spec_tokens > 0): nothing to fit",)
+    return FitResult(tuple(groups), draft_cost, source=source, notes=notes)
+
+
+def fit_file(path: str, **options: Any) -> FitResult:
+    """:func:`fit` on a measurements CSV."""
+    from breakeven.iotools.measurements import read_measurements
+
+    data, _ = read_measurements(path, columns=COLUMNS_USED)
+    return fit(data, source=str(path), **options)
+
+
+__all__: Sequence[str] = ("COEFFICIENTS", "DRAFT_COSTS", "FitResult", "GroupFit", "KRow", "fit",
+                          "fit_file", "fit_group")  # fmt: skip

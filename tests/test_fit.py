@@ -1,0 +1,166 @@
+"""breakeven fit: costs calibrated from runs, checked on published measurements (vLLM issue
+20780's EAGLE sweep), on runs simulated from known coefficients, and at the command line."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from breakeven.cli import cli
+from breakeven.fit import fit, fit_file
+from breakeven.iotools.measurements import read_measurements
+
+HERE = Path(__file__).resolve().parent
+ISSUE_20780 = HERE / "data" / "published" / "vllm_issue20780_llama31_8b_eagle_bs1.csv"
+VANILLA_TPOT = 7.07
+
+
+def published():
+    data, _ = read_measurements(ISSUE_20780)
+    return data
+
+
+def group(result, method):
+    (g,) = [g for g in result.groups if g.spec_method == method]
+    return g
+
+
+def measured(data, method):
+    rows = data[data["spec_method"] == method]
+    return {int(k): (tau, VANILLA_TPOT / tpot)
+            for k, tau, tpot in zip(rows["num_spec_tokens"], rows["accept_len"], rows["tpot_ms"])}  # fmt: skip
+
+
+def test_eagle1_fitted_on_k2_and_k7_predicts_k3_to_k6_within_2_percent():
+    data = published()
+    ends = data[data["num_spec_tokens"].isin([0, 2, 7])]
+    g = group(fit(ends), "eagle")
+    for k, (tau, speedup) in measured(data, "eagle").items():
+        predicted = tau * g.step_ms / g.cycle_ms(k)
+        assert predicted == pytest.approx(speedup, rel=0.02), k
+    assert g.merged == ("verify_base_ms + overhead_ms", "verify_per_token_ms + draft_per_token_ms")
+
+
+def test_leave_one_out_over_all_six_and_the_best_k():
+    data = published()
+    result = fit(data)
+    e1, e3 = group(result, "eagle"), group(result, "eagle3")
+    assert e1.held_out_max_rel_error < 0.02  # measured: 1.2%
+    assert e3.held_out_max_rel_error < 0.04  # measured: 3.6% (EAGLE-3's cycle bends at K = 5)
+    for g, method in ((e1, "eagle"), (e3, "eagle3")):
+        truth = measured(data, method)
+        assert g.best_k == max(truth, key=lambda k: truth[k][1])  # 3 for EAGLE-1, 4 for EAGLE-3
+        assert g.step_ms == pytest.approx(VANILLA_TPOT)
+        assert all(v >= 0 for v in g.coefficients.values())
+
+
+def test_the_fixture_as_published_without_our_header(tmp_path):
+    bare = tmp_path / "bare.csv"
+    bare.write_text("".join(line + "\n" for line in ISSUE_20780.read_text().splitlines()
+                            if not line.startswith("#")))  # fmt: skip
+    assert fit_file(str(bare)).to_dict()["groups"] == fit_file(str(ISSUE_20780)).to_dict()["groups"]
+
+
+def simulated(rng, coefficients, ks, noise_ms, profiles=False, step=10.0, alpha=0.7):
+    """Runs from known coefficients: each k's cycle with Gaussian noise, its accept_len from
+    alpha, its rate 1000 * accept_len / cycle; profiles add measured verify and draft."""
+    vb, vt, dt, o = coefficients
+    rows = [{"num_spec_tokens": 0, "tok_s": 1000.0 / step, "model": "m"}]
+    for k in ks:
+        tau = (1 - alpha ** (k + 1)) / (1 - alpha)
+        for _ in range(3):
+            cycle = vb + vt * k + dt * k + o + rng.normal(0, noise_ms)
+            row = {"num_spec_tokens": k, "accept_len": tau, "tok_s": 1000.0 * tau / cycle,
+                   "model": "m", "spec_method": "eagle"}  # fmt: skip
+            if profiles:
+                row["verify_ms"] = vb + vt * k + rng.normal(0, noise_ms)
+                row["draft_ms"] = dt * k + rng.normal(0, noise_ms)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_runs_simulated_from_known_costs_give_them_back():
+    rng = np.random.default_rng(4)
+    truth = (8.0, 0.9, 0.4, 1.5)
+    # Rates alone: the sums are what the runs can tell, within the noise.
+    (g,) = fit(simulated(rng, truth, range(1, 9), 0.05)).groups
+    c = g.coefficients
+    assert c["verify_base_ms"] + c["overhead_ms"] == pytest.approx(8.0 + 1.5, abs=0.1)
+    assert c["verify_per_token_ms"] + c["draft_per_token_ms"] == pytest.approx(0.9 + 0.4, abs=0.02)
+    # With profiled verify and draft times every term separates.
+    (g,) = fit(simulated(rng, truth, range(1, 9), 0.05, profiles=True)).groups
+    assert g.merged == ()
+    for name, value in zip(("verify_base_ms", "verify_per_token_ms", "draft_per_token_ms",
+                            "overhead_ms"), truth, strict=True):  # fmt: skip
+        assert g.coefficients[name] == pytest.approx(value, abs=0.1), name
+    # Each k's three runs are averaged first: residuals of means, about 0.05 / sqrt(3) ms.
+    assert g.residual_rms_ms == pytest.approx(0.05 / np.sqrt(3), rel=0.5)
+
+
+def test_runs_at_one_k_cannot_extrapolate_and_say_so():
+    rng = np.random.default_rng(5)
+    (g,) = fit(simulated(rng, (8.0, 0.9, 0.4, 1.5), [3], 0.0), predict_k=[1, 5]).groups
+    assert any("one k only (3)" in n for n in g.notes)
+    by_k = {r.k: r for r in g.by_k}
+    assert by_k[3].predicted_cycle_ms == pytest.approx(8.0 + 1.3 * 3 + 1.5)
+    assert np.isnan(by_k[5].predicted_cycle_ms) and by_k[5].accept_len_predicted
+    assert g.best_k == 3
+
+
+def test_a_single_pass_drafter_merges_its_draft_into_the_constant():
+    rng = np.random.default_rng(6)
+    (g,) = fit(simulated(rng, (8.0, 0.9, 0.0, 1.5), range(1, 6), 0.01),
+               draft_cost="per-cycle").groups  # fmt: skip
+    assert "verify_base_ms + draft_per_cycle_ms + overhead_ms" in g.merged
+    assert g.coefficients["verify_per_token_ms"] == pytest.approx(0.9, abs=0.01)
+
+
+def test_predicted_k_take_accept_len_from_the_fitted_alpha():
+    rng = np.random.default_rng(7)
+    (g,) = fit(simulated(rng, (8.0, 0.9, 0.4, 1.5), [2, 4, 6], 0.0, alpha=0.65),
+               predict_k=range(1, 9)).groups  # fmt: skip
+    assert g.alpha == pytest.approx(0.65, abs=1e-6)
+    row = {r.k: r for r in g.by_k}[8]
+    assert row.accept_len_predicted and row.accept_len == pytest.approx((1 - 0.65**9) / 0.35)
+
+
+@settings(max_examples=40, deadline=None)
+@given(vb=st.floats(0.5, 50), slope=st.floats(0.0, 5.0), ks=st.lists(st.integers(1, 16),
+       min_size=2, max_size=6, unique=True))  # fmt: skip
+def test_exact_runs_are_fitted_exactly_and_nothing_is_negative(vb, slope, ks):
+    rng = np.random.default_rng(0)
+    (g,) = fit(simulated(rng, (vb, slope, 0.0, 0.0), ks, 0.0)).groups
+    assert all(v >= 0 for v in g.coefficients.values())
+    for k in ks:
+        assert g.cycle_ms(k) == pytest.approx(vb + slope * k, rel=1e-6, abs=1e-9)
+    assert g.held_out_max_rel_error < 1e-6 or len(ks) == 2
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["fit", *map(str, args)])
+
+
+def test_cli_text_json_and_out(tmp_path):
+    r = run(ISSUE_20780, "--predict-k", "1-8")
+    assert r.exit_code == 0, r.output
+    assert "best k 3: 1.634x predicted" in r.output and "(predicted)" in r.output
+    out = tmp_path / "fit.json"
+    r = run(ISSUE_20780, "--json", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == json.loads(out.read_text())
+    before = out.read_text()
+    r = run(ISSUE_20780, "--out", out)
+    assert r.exit_code == 2 and "--force" in r.output and out.read_text() == before
+    assert run(ISSUE_20780, "--out", out, "--force").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [["--predict-k", "0-3"], ["--predict-k", "x"],
+                                  ["--predict-k", "5-2"], ["--draft-cost", "both"]])  # fmt: skip
+def test_bad_input_is_one_line(args):
+    r = run(ISSUE_20780, *args)
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "Traceback" not in r.output, r.output
