@@ -313,12 +313,51 @@ _PREDICT_KEYS = ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha",
                  "max_verify_ms", "max_draft_ms", "max_baseline_tok_s", "breakeven_alpha_by_k"]
 
 
+_fit_file = _options(
+    click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
+                 help="The cycle's costs from breakeven fit --out, instead of --verify-ms, "
+                 "--draft-ms and --overhead-ms; its step and alpha unless given."),
+    click.option("--fit-group", "fit_group", type=_Bounded(1, 10**6), metavar="N",
+                 help="Which group of --fit-file (1 = the first), when it holds several."),
+)
+
+
+def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | None,
+              form: str) -> dict[str, Any]:  # fmt: skip
+    """``inputs`` with a fit file's costs (and its step and alpha where none is given)."""
+    if fit_file is None:
+        if fit_group is not None:
+            raise InputError("--fit-group needs --fit-file")
+        return inputs
+    from breakeven.fit import fitted_costs, read_fit
+
+    clash = [n for n in ("verify_ms", "verify_curve", "draft_ms", "draft_step_ms", "overhead_ms",
+                         "cycle_ms", "cost_ratio") if inputs.get(n) is not None]  # fmt: skip
+    if clash:
+        raise InputError(f"--fit-file and {_flag_of(clash[0])} cannot be given together: the "
+                         "fit holds the cycle's costs")  # fmt: skip
+    group = read_fit(fit_file, fit_group)
+    out = dict(inputs)
+    out.update(fitted_costs(group, form, inputs.get("k")))
+    if inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None:
+        out["step_ms"] = group.get("step_ms")
+    acceptance = ("accept_len", "alpha", "per_position", "accept_len_by_k")
+    if all(inputs.get(n) is None for n in acceptance) and group.get("alpha") is not None:
+        out["alpha"] = group["alpha"]
+    return out
+
+
+def _flag_of(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 @cli.command(epilog=_definitions(_PREDICT_KEYS))
 @_predict_inputs
+@_fit_file
 @click.option("--target", "target_speedup", type=FLOAT, default=1.0, show_default=True,
               metavar="S", help="Speedup the break-even solves aim for [x].")
 @_json
-def predict(as_json: bool, **inputs: Any) -> None:
+def predict(as_json: bool, fit_file: str | None, fit_group: int | None, **inputs: Any) -> None:
     """Speedup and break-even thresholds from measured costs and acceptance.
 
     Prints every quantity its inputs determine. Example (the case study):
@@ -328,13 +367,16 @@ def predict(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.predict import predict as run_predict
 
+    inputs = _with_fit(inputs, fit_file, fit_group, "predict")
     _emit(run_predict(**inputs), as_json, "prediction_text")
 
 
 @cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
 @_optimize_inputs
+@_fit_file
 @_json
-def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs: Any) -> None:
+def optimize(as_json: bool, verify_curve: str | None, fit: str | None, fit_file: str | None,
+             fit_group: int | None, **inputs: Any) -> None:
     """The number of draft tokens k with the highest speedup.
 
     Either Leviathan's form (--alpha A --cost-ratio C) or measured costs (a
@@ -349,7 +391,9 @@ def optimize(as_json: bool, verify_curve: str | None, fit: str | None, **inputs:
     """
     from breakeven.optimize import optimize as run_optimize
 
-    curve = _read_curve(verify_curve, fit, "--verify-curve")
+    inputs = _with_fit({**inputs, "verify_curve": verify_curve}, fit_file, fit_group,
+                       "optimize")  # fmt: skip
+    curve = _read_curve(inputs.pop("verify_curve"), fit, "--verify-curve")
     _emit(run_optimize(verify_curve=curve, **inputs), as_json, "optimize_text")
 
 

@@ -177,8 +177,6 @@ def _merge(a: Any, names: list[str]) -> tuple[list[list[int]], tuple[str, ...]]:
     """Columns the equations cannot tell apart, grouped (each group is fitted as one term):
     two columns merge when one is a multiple of the other on every equation; a column that
     is zero everywhere is dropped."""
-    import numpy as np
-
     groups: list[list[int]] = []
     for j in range(a.shape[1]):
         column = a[:, j]
@@ -186,7 +184,9 @@ def _merge(a: Any, names: list[str]) -> tuple[list[list[int]], tuple[str, ...]]:
             continue
         for g in groups:
             other = a[:, g[0]]
-            if np.linalg.matrix_rank(np.column_stack([other, column])) < 2:
+            # Proportional columns: Cauchy-Schwarz holds with equality.
+            dot, norms = float(other @ column), float(other @ other) * float(column @ column)
+            if dot * dot >= norms * (1 - 1e-12):
                 g.append(j)
                 break
         else:
@@ -246,23 +246,22 @@ def _prepared(data: Any) -> Any:
     return df
 
 
-def _mean(values: Any) -> float:
-    values = values[values.notna()]
-    return float(values.mean()) if len(values) else math.nan
+def _per_k(spec: Any) -> Any:
+    """One row per group and k: the runs' mean accept_len and rate (over rows that have
+    them), how many rows have a rate, and the profiled costs' means."""
+    table = spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False).agg(
+        accept_len=("accept_len", "mean"), rate=("rate", "mean"), runs=("rate", "count"),
+        cycle=("cycle_ms", "mean"), verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
+    ).reset_index()  # fmt: skip
+    tau, rate = table["accept_len"], table["rate"]
+    table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))
+    return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
 
 
-def _by_k(spec: Any) -> list[dict[str, Any]]:
-    """One entry per k: the runs' mean accept_len and rate, and profiled costs."""
-    out = []
-    for k, rows in spec.groupby("num_spec_tokens", sort=True):
-        rated = rows[rows["rate"].notna()]
-        tau = _mean(rows["accept_len"])
-        rate = _mean(rated["rate"])
-        out.append({"k": int(k), "accept_len": tau, "rate": rate, "runs": len(rated),
-                    "implied": 1000.0 * tau / rate if rate > 0 and tau >= 1 else math.nan,
-                    "cycle": _mean(rows["cycle_ms"]), "verify": _mean(rows["verify_ms"]),
-                    "draft": _mean(rows["draft_ms"])})  # fmt: skip
-    return out
+def _entries(rows: Any) -> list[dict[str, Any]]:
+    keys = ("k", "accept_len", "rate", "runs", "implied", "cycle", "verify", "draft")
+    return [{**dict(zip(keys, values, strict=True)), "k": int(values[0]), "runs": int(values[3])}
+            for values in rows[list(keys)].itertuples(index=False, name=None)]  # fmt: skip
 
 
 def _fitted(entries: list[dict[str, Any]], draft_cost: str, skip: int | None = None
@@ -301,11 +300,11 @@ def _speedup(tau: float, step: float, cycle: float) -> float:
     return float(formula(tau, step, cycle))
 
 
-def fit_group(key: tuple[Any, ...], spec: Any, step: float, draft_cost: str,
-              predict_k: Sequence[int] = ()) -> GroupFit:  # fmt: skip
-    """One group's fit: coefficients, by-k rows with held-out predictions, best k."""
+def fit_group(key: tuple[Any, ...], entries: list[dict[str, Any]], step: float,
+              draft_cost: str, predict_k: Sequence[int] = ()) -> GroupFit:  # fmt: skip
+    """One group's fit from its per-k entries: coefficients, by-k rows with held-out
+    predictions, best k."""
     model, hardware, concurrency, method = key
-    entries = _by_k(spec)
     notes = []
     coefficients, merged, rms, only = _fitted(entries, draft_cost)
     if only is not None:
@@ -393,16 +392,15 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
                              f"tokens from 1 to {MAX_SPEC_TOKENS}", "predict_k")  # fmt: skip
     df = _prepared(data)
     k = df["num_spec_tokens"]
-    spec_rows = df[(k > 0) & (k == k.round())]
+    per_k = _per_k(df[(k > 0) & (k == k.round())])
     base = df[k == 0]
+    steps = base[base["step_ms"] > 0].groupby(_GROUP[:3])["step_ms"].mean().to_dict()
+    rates = base[base["rate"] > 0].groupby(_GROUP[:3])["rate"].mean().to_dict()
     groups = []
-    for key, spec in spec_rows.groupby(_GROUP, sort=False, dropna=False):
-        config = base[(base["model"] == key[0]) & (base["hardware"] == key[1])
-                      & (base["concurrency"] == key[2])]  # fmt: skip
-        steps = config["step_ms"][config["step_ms"] > 0]
-        rate = _mean(config["rate"])
-        step = float(steps.mean()) if len(steps) else (1000.0 / rate if rate > 0 else math.nan)
-        groups.append(fit_group(key, spec, step, draft_cost, predict_k))
+    for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
+        config = tuple(key[:3])
+        step = steps.get(config, 1000.0 / rates[config] if config in rates else math.nan)
+        groups.append(fit_group(key, _entries(rows), float(step), draft_cost, predict_k))
     notes = () if groups else ("no speculative rows (num_spec_tokens > 0): nothing to fit",)
     return FitResult(tuple(groups), draft_cost, source=source, notes=notes)
 
@@ -415,5 +413,67 @@ def fit_file(path: str, **options: Any) -> FitResult:
     return fit(data, source=str(path), **options)
 
 
+def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
+    """One group of a fit file (``fit --out``): the only one, or number ``group`` (from 1, in
+    the file's order)."""
+    import json
+
+    from breakeven.errors import escape_braces
+    from breakeven.iotools.sources import read_whole
+
+    shown = escape_braces(repr(str(path)))
+    try:
+        data = json.loads(read_whole(path))
+    except (OSError, ValueError) as e:
+        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
+                             "fit_file") from None  # fmt: skip
+    groups = data.get("groups") if isinstance(data, dict) else None
+    if not isinstance(groups, list) or not groups or not all(
+            isinstance(g, dict) and isinstance(g.get("coefficients"), dict) for g in groups):  # fmt: skip
+        raise BreakevenError("{0}: " + shown + " is not a fit (breakeven fit --out): expected "
+                             "an object with a list of groups, each with coefficients",
+                             "fit_file")  # fmt: skip
+    if group is None and len(groups) > 1:
+        listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
+        raise BreakevenError("{0}: " + shown + f" holds {len(groups)} groups ({escape_braces(listed)});"
+                             " choose one with {1}", "fit_file", "fit_group")  # fmt: skip
+    index = 1 if group is None else group
+    if not 1 <= index <= len(groups):
+        raise BreakevenError("{0}: got " + str(index) + f", expected 1 to {len(groups)}",
+                             "fit_group")  # fmt: skip
+    chosen = groups[index - 1]
+    for name, value in chosen["coefficients"].items():
+        if name not in COEFFICIENTS or not (
+            isinstance(value, (int, float)) and 0 <= value < math.inf
+        ):
+            raise BreakevenError("{0}: " + shown + " has " + escape_braces(repr(name)) + " = "
+                                 + escape_braces(repr(value)) + "; expected the coefficients "
+                                 "of breakeven fit, each a finite number >= 0 [ms]",
+                                 "fit_file")  # fmt: skip
+    return chosen
+
+
+def _group_name(g: dict[str, Any]) -> str:
+    parts = [str(g.get(key) or "") for key in ("model", "hardware", "spec_method")]
+    return " ".join(p for p in parts if p) or "unnamed"
+
+
+def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict[str, float]:
+    """A fit group's cycle as the cost inputs of ``predict`` (``form='predict'``: verify,
+    draft and overhead at ``k``) or ``optimize`` (``form='optimize'``: a verify that does not
+    grow with k, drafting per draft token and per cycle, overhead).  Either gives the fitted
+    cycle at every k: the verify's per-token cost is counted with drafting's for optimize."""
+    c = {name: float(group["coefficients"].get(name, 0.0)) for name in COEFFICIENTS}
+    if form == "predict":
+        if k is None:
+            raise BreakevenError("{0} needs {1}: the fitted cycle depends on k", "fit_file", "k")
+        return {"verify_ms": c["verify_base_ms"] + c["verify_per_token_ms"] * k,
+                "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
+                "overhead_ms": c["overhead_ms"]}  # fmt: skip
+    return {"verify_ms": c["verify_base_ms"],
+            "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
+            "draft_ms": c["draft_per_cycle_ms"], "overhead_ms": c["overhead_ms"]}  # fmt: skip
+
+
 __all__: Sequence[str] = ("COEFFICIENTS", "DRAFT_COSTS", "FitResult", "GroupFit", "KRow", "fit",
-                          "fit_file", "fit_group")  # fmt: skip
+                          "fit_file", "fit_group", "fitted_costs", "read_fit")  # fmt: skip

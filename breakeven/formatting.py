@@ -504,8 +504,10 @@ def fit_text(result: Row) -> str:
         for name, value in g["coefficients"].items():
             if any(name in m.split(" + ")[1:] for m in g["merged"]):
                 continue  # its value is in the merged term's first
-            lines.append(f"  {merged.get(name, name):<45} {_num(value, '.4f'):>10} "
-                         f"{from_units.get(name, 'ms')}")
+            lines.append(
+                f"  {merged.get(name, name):<45} {_num(value, '.4f'):>10} "
+                f"{from_units.get(name, 'ms')}"
+            )
         rows = [[str(r["k"]), _num(r["accept_len"], ".3f") + (" (predicted)" if
                  r["accept_len_predicted"] else ""), str(r["runs"]),
                  _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_cycle_ms"], ".3f"),

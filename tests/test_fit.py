@@ -33,7 +33,8 @@ def group(result, method):
 def measured(data, method):
     rows = data[data["spec_method"] == method]
     return {int(k): (tau, VANILLA_TPOT / tpot)
-            for k, tau, tpot in zip(rows["num_spec_tokens"], rows["accept_len"], rows["tpot_ms"])}  # fmt: skip
+            for k, tau, tpot in zip(rows["num_spec_tokens"], rows["accept_len"], rows["tpot_ms"],
+                                   strict=True)}  # fmt: skip
 
 
 def test_eagle1_fitted_on_k2_and_k7_predicts_k3_to_k6_within_2_percent():
@@ -164,3 +165,50 @@ def test_cli_text_json_and_out(tmp_path):
 def test_bad_input_is_one_line(args):
     r = run(ISSUE_20780, *args)
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "Traceback" not in r.output, r.output
+
+
+_CELL = st.one_of(st.none(), st.floats(0, 1e6), st.sampled_from([0.0, 1.0, 1e-300, 2.5]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "num_spec_tokens": st.one_of(st.none(), st.integers(0, 8), st.floats(0, 8)),
+    "accept_len": _CELL, "tok_s": _CELL, "tpot_ms": _CELL, "verify_ms": _CELL,
+    "draft_ms": _CELL, "cycle_ms": _CELL, "step_ms": _CELL,
+    "model": st.sampled_from(["a", "b", None]), "spec_method": st.sampled_from(["", "eagle"]),
+    "concurrency": st.one_of(st.none(), st.sampled_from([1.0, 8.0])),
+}), max_size=30), st.sampled_from(["per-token", "per-cycle"]))  # fmt: skip
+def test_any_rows_give_a_fit_or_nothing_never_an_error(rows, draft_cost):
+    result = fit(pd.DataFrame(rows), draft_cost=draft_cost, predict_k=[1, 4])
+    data = result.to_dict()
+    json.dumps(data, allow_nan=False)  # strict JSON: no NaN or infinity left
+    for g in result.groups:
+        assert all(v >= 0 for v in g.coefficients.values())
+        assert g.best_k is None or g.best_speedup > 0
+
+
+def test_predict_and_optimize_take_a_fit_file(tmp_path):
+    out = tmp_path / "fit.json"
+    assert run(ISSUE_20780, "--out", out).exit_code == 0
+    invoke = lambda *a: CliRunner().invoke(cli, [*map(str, a)])  # noqa: E731
+    # Several groups: the file says which there are, and --fit-group picks one.
+    r = invoke("predict", "--fit-file", out, "-k", 3, "--accept-len", 2.29)
+    assert r.exit_code == 2 and "1 = meta-llama/Llama-3.1-8B-Instruct eagle;" in r.output
+    r = invoke("predict", "--fit-file", out, "--fit-group", 1, "-k", 3, "--accept-len", 2.29,
+               "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    g = group(fit(published()), "eagle")
+    assert json.loads(r.stdout)["speedup"] == pytest.approx(2.29 * 7.07 / g.cycle_ms(3))
+    r = invoke("optimize", "--fit-file", out, "--fit-group", 1, "--json")
+    assert r.exit_code == 0, r.output
+    by_k = {row["k"]: row for row in json.loads(r.stdout)["by_k"]}
+    for k in (1, 4, 8):  # the fitted cycle at every k, acceptance from the fitted alpha
+        assert by_k[k]["cycle_ms"] == pytest.approx(g.cycle_ms(k))
+    r = invoke("optimize", "--fit-file", out, "--fit-group", 1, "--verify-ms", 9)
+    assert r.exit_code == 2 and "cannot be given together" in r.output
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"groups": [{"coefficients": {"verify_base_ms": -1}}]}')
+    r = invoke("predict", "--fit-file", bad, "-k", 3, "--accept-len", 2)
+    assert (
+        r.exit_code == 2 and r.output.count("\n") == 1 and "expected the coefficients" in r.output
+    )

@@ -95,6 +95,7 @@ GOOD = {
     "overlap": ["0.5"], "dense_bytes": ["1e9"], "expert_bytes": ["4e7"], "tolerance": ["0.2"],
     "delta": ["0.1"], "label": ["eagle3"], "num_spec_tokens": ["3", "0"], "run_id": ["r1"],
     "jobs": ["2"], "requests": ["2"], "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
+    "predict_k": ["1-8", "2,3,5"],
 }  # fmt: skip
 _PREDICT = [
     "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
@@ -132,6 +133,8 @@ VALID = {
                    "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
                    "<in:case_study> <in:case_study> --fail-if slower"],
     ("bench",): ["--label b --requests 2 --max-tokens 8"],
+    ("fit",): ["<in:case_study>", "<in:published> --predict-k 1-8",
+               "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json"],
 }  # fmt: skip
 BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--ready-timeout", "0.2"]
 
