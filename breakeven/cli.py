@@ -222,10 +222,30 @@ _per_position = click.option("--per-position", "per_position", callback=_floats,
                              metavar="0.9,0.8,0.6",
                              help="Per-position acceptance rates (vLLM prints them); "
                              "tau(k) = 1 + a_1 + ... + a_k.")
-_accept_len_by_k = click.option("--accept-len-by-k", "accept_len_by_k", callback=_floats,
+def _accept_lens(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``2.36,2.79,3.08`` (k = 1, 2, 3, ...) or ``2:1.64,3:1.72,5:1.80`` (the k measured)."""
+    if value is None or ":" not in value:
+        return _floats(ctx, param, value)
+    out: dict[int, float] = {}
+    for part in (p for p in value.split(",") if p.strip()):
+        k_text, sep, tau_text = part.partition(":")
+        try:
+            k = int(k_text)
+            out[k] = _number(tau_text, param)
+        except ValueError:
+            raise click.BadParameter(f"got {shorten(repr(value))}, expected K:TAU pairs such "
+                                     "as 2:1.64,3:1.72 or values for k = 1, 2, ...") from None  # fmt: skip
+        if not sep or k < 1:
+            raise click.BadParameter(f"got {shorten(repr(value))}, expected K:TAU pairs with "
+                                     "whole k >= 1, such as 2:1.64,3:1.72")  # fmt: skip
+    return out
+
+
+_accept_len_by_k = click.option("--accept-len-by-k", "accept_len_by_k", callback=_accept_lens,
                                 metavar="2.36,2.79,3.08",
-                                help="Measured mean acceptance length for k = 1, 2, 3, ... "
-                                "[tokens/cycle].")
+                                help="Measured mean acceptance length [tokens/cycle] for "
+                                "k = 1, 2, 3, ..., or for the k given as K:TAU "
+                                "(2:1.64,3:1.72,5:1.80).")
 _max_k = click.option("--max-k", "k_max", type=_Bounded(1, MAX_K), default=16,
                       show_default=True, help=f"Largest k considered (1 to {MAX_K}).")
 _fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None,

@@ -163,6 +163,9 @@ class FittedCost:
     - ``knee``: ``max(a, b * n) + c``, a roofline: flat (memory-bound) at
       ``a + c`` up to the knee ``n = a / b``, then rising ``b`` ms per token
       (compute-bound).
+
+    A model fitted to measured points keeps them: between them it interpolates the
+    measurements, and only beyond them does the form extrapolate, from the nearest point.
     """
 
     form: str
@@ -177,6 +180,9 @@ class FittedCost:
     """Fitted minus measured time at each point [ms]."""
     min_tokens: float = 1.0
     max_tokens: float = math.inf
+    points: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
+    """The measured (tokens, ms) the model was fitted to: inside their range it interpolates
+    them, and extrapolates with the fitted form only beyond it (from the nearest point)."""
 
     @property
     def rms_residual_ms(self) -> float:
@@ -196,7 +202,19 @@ class FittedCost:
 
     def __call__(self, tokens: Any) -> Any:
         t = _tokens(self, tokens)
-        return _fitted(self.form, t, self.a, self.b, self.c)
+        measured_tokens, measured_ms = self.points
+        if not measured_tokens:
+            return _fitted(self.form, t, self.a, self.b, self.c)
+        import numpy as np
+
+        x = np.asarray(t, dtype=float)
+        first, last = measured_tokens[0], measured_tokens[-1]
+        shape = _fitted(self.form, x, self.a, self.b, self.c)
+        below = measured_ms[0] + shape - _fitted(self.form, first, self.a, self.b, self.c)
+        above = measured_ms[-1] + shape - _fitted(self.form, last, self.a, self.b, self.c)
+        inside = np.interp(x, measured_tokens, measured_ms)
+        out = np.where(x < first, below, np.where(x > last, above, inside))
+        return float(out) if isinstance(t, float) else out
 
 
 def _fitted(form: str, n: Any, a: float, b: float, c: float) -> Any:
@@ -262,7 +280,14 @@ def fit_cost_curve(
         c = float(level - a)  # may be negative: the compute-bound line's intercept
     fitted = _fitted(form, n, a, b, c)
     return FittedCost(
-        form, a, b, c, tuple(float(r) for r in fitted - y), min_tokens=1.0, max_tokens=math.inf
+        form,
+        a,
+        b,
+        c,
+        tuple(float(r) for r in fitted - y),
+        min_tokens=1.0,
+        max_tokens=math.inf,
+        points=(tuple(float(x) for x in n), tuple(float(x) for x in y)),
     )
 
 

@@ -14,7 +14,7 @@ when none beats 1, the answer is k = 0: do not speculate.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,7 +45,8 @@ def acceptance_by_k(
     - ``alpha``: i.i.d. per-token acceptance, ``tau(alpha, k)`` for k up to ``k_max``;
     - ``per_position``: rates ``a_1 >= a_2 >= ...``, ``tau(k) = 1 + a_1 + ... + a_k``
       for k up to their number (and ``k_max``);
-    - ``accept_len_by_k``: measured tau for k = 1, 2, 3, ... (up to ``k_max``).
+    - ``accept_len_by_k``: measured tau for k = 1, 2, 3, ... (up to ``k_max``), or a mapping
+      ``{k: tau}`` of the k measured (the others are NaN, and not considered).
 
     Returns
     -------
@@ -66,13 +67,24 @@ def acceptance_by_k(
         rates = list(per_position)[:k_max]
         accept_len_from_per_position(rates)  # checks the whole sequence once
         return tuple(1.0 + math.fsum(rates[:k]) for k in range(1, len(rates) + 1))
-    taus = list(accept_len_by_k)[:k_max]
+    if isinstance(accept_len_by_k, Mapping):  # explicit k: {2: 1.64, 3: 1.72, 5: 1.80}
+        given = {}
+        for k, tau in accept_len_by_k.items():
+            k = int(_xp.draft_tokens(_xp.SCALAR, "accept_len_by_k", k))
+            if k <= k_max:
+                given[k] = tau
+        taus = [given.get(k, math.nan) for k in range(1, max(given, default=0) + 1)]
+    else:
+        taus = list(accept_len_by_k)[:k_max]
     if not taus:
         raise BreakevenError(
-            "{0}: got no values, expected tau for k = 1, 2, ...", "accept_len_by_k"
-        )
+            "{0}: got no values, expected tau for k = 1, 2, ... (or K:TAU pairs)", "accept_len_by_k"
+        )  # fmt: skip
     for k, tau in enumerate(taus, start=1):
-        _xp.accept_len(_xp.SCALAR, "accept_len_by_k", tau, float(k))
+        if not (
+            isinstance(tau, float) and math.isnan(tau) and isinstance(accept_len_by_k, Mapping)
+        ):
+            _xp.accept_len(_xp.SCALAR, "accept_len_by_k", tau, float(k))
     return tuple(float(t) for t in taus)
 
 
@@ -185,8 +197,13 @@ def optimize_k(
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms, "ms"))
     draft = draft or DraftCost("ngram")
 
-    options, note = [], ""
+    options, note, below = [], "", []
     for k, tau in enumerate(taus, start=1):
+        if math.isnan(tau):
+            continue  # a k without a measured accept_len
+        if batch * (k + 1) < getattr(model, "min_tokens", 0):
+            below.append(k)  # the curve starts above this forward: skipped, with a note
+            continue
         if batch * (k + 1) > model.max_tokens:
             tokens = batch * (k + 1)
             note = (f"k stops at {k - 1}: at k = {k} the verify forward ({batch} x {k + 1} = "
@@ -197,9 +214,21 @@ def optimize_k(
         draft_ms = float(draft(k, batch))
         cycle = verify_ms + draft_ms + overhead
         options.append(KOption(k, tau, verify_ms, draft_ms, cycle, _speedup(tau, step, cycle)))
+    if below:
+        shown = f"{below[0]}" if len(below) == 1 else f"{below[0]} to {below[-1]}"
+        skipped = (f"k = {shown} skipped: their verify forwards ({batch} x (k + 1) tokens) are "
+                   f"below the cost model's first point, {model.min_tokens:g} tokens")  # fmt: skip
+        note = f"{skipped}; {note}" if note else skipped
     if not options:
         raise BreakevenError("{0}: " + note + "; no k is left to consider", "verify")
     best = max(options, key=lambda o: o.speedup)  # the smallest k among equals
+    if not note and best.speedup > 1.0 and best.k == options[-1].k:
+        if alpha is not None and best.k < MAX_K:
+            note = (f"best k is the largest considered (k_max = {best.k}): the optimum may lie "
+                    "beyond it; raise --max-k (k_max)")  # fmt: skip
+        elif alpha is None:
+            note = (f"best k is the largest with an accept_len (k = {best.k}): a larger k may "
+                    "be faster; measure one")  # fmt: skip
     if best.speedup <= 1.0:
         return OptimizeResult(0, 1.0, tuple(options), step, batch, note=note)
     return OptimizeResult(best.k, best.speedup, tuple(options), step, batch, note=note)
@@ -256,7 +285,8 @@ def optimize(
         c = float(_xp.nonnegative(_xp.SCALAR, "cost_ratio", cost_ratio, "target steps"))
         result = optimize_k(verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c),
                             k_max=k_max, **acceptance)  # fmt: skip
-        return OptimizeResult(result.best_k, result.speedup, result.by_k, 1.0, 1, normalised=True)
+        return OptimizeResult(result.best_k, result.speedup, result.by_k, 1.0, 1,
+                              normalised=True, note=result.note)  # fmt: skip
     if baseline_tok_s is not None:
         step_ms = model_step_ms(baseline_tok_s)
     verify = verify_curve if verify_curve is not None else verify_ms
@@ -430,7 +460,7 @@ def batch_sweep(
         by_k = acceptance_by_k(
             k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
         )
-        taus = dict(enumerate(by_k, start=1))
+        taus = {k: t for k, t in enumerate(by_k, start=1) if not math.isnan(t)}
         several = True
     if draft is not None and (draft_ms is not None or draft_step_ms is not None):
         raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",

@@ -15,6 +15,7 @@ from breakeven.costs import (
     MoECost,
     RooflineCost,
     TableCost,
+    _fitted,
     expected_distinct_experts,
     fit_cost_curve,
     overlap_from_measurement,
@@ -133,7 +134,9 @@ class TestFits:
         ms = np.array([10, 10, 10.1, 10.2, 10.4, 11, 14, 22, 38])
         fitted = fit_cost_curve(n, ms, "knee")
         assert len(fitted.residuals_ms) == len(n)
-        np.testing.assert_allclose(fitted(n) - ms, fitted.residuals_ms)
+        form = _fitted("knee", n, fitted.a, fitted.b, fitted.c)
+        np.testing.assert_allclose(form - ms, fitted.residuals_ms)
+        np.testing.assert_allclose(fitted(n), ms)  # the measured points are kept
         assert fitted.rms_residual_ms < 0.5
         assert fitted.rms_residual_ms < fit_cost_curve(n, ms, "linear").rms_residual_ms
 
@@ -207,3 +210,14 @@ def test_constant_cost_ignores_tokens_but_checks_them():
     assert c(7) == 28.7
     with pytest.raises(BreakevenError, match="tokens: got 0"):
         c(0)
+
+
+def test_a_fit_keeps_the_measured_points_and_extrapolates_beyond_them():
+    # Issue 13: --fit linear replaced a measured 4.495 ms at batch 1 with the line's 4.017 ms.
+    n = np.array([1.0, 2, 8, 64])
+    ms = np.array([4.495, 4.6, 5.1, 9.0])
+    fitted = fit_cost_curve(n, ms, "linear")
+    assert fitted(1.0) == 4.495 and fitted(5.0) == pytest.approx(np.interp(5, n, ms))
+    # Beyond the points: the fitted slope, from the last point (no jump at the edge).
+    assert fitted(128.0) == pytest.approx(9.0 + fitted.b * 64)
+    assert fitted(np.array([64.0, 65.0]))[1] - 9.0 == pytest.approx(fitted.b)

@@ -190,10 +190,14 @@ def _input_files(root: Path) -> dict[str, str]:
     fifo = root / "fifo.csv"
     os.mkfifo(fifo)  # no writer, ever: a command must refuse it or read it to its end
     (root / "a_directory").mkdir()
+    # Copies of the bundled files: a fuzzed --out with --force may replace any file it names.
+    for name in ("case_study.csv", "published.csv", "llama3_8b_decode_curve.csv"):
+        shutil.copy(DATA / name, root / name)
+    shutil.copy(DATA / "case_study.csv", root / "existing.csv")
     return {
         **paths,
-        "case_study": str(DATA / "case_study.csv"), "published": str(DATA / "published.csv"),
-        "curve": str(DATA / "llama3_8b_decode_curve.csv"),
+        "case_study": str(root / "case_study.csv"), "published": str(root / "published.csv"),
+        "curve": str(root / "llama3_8b_decode_curve.csv"),
         "sglang_log": str(ROOT / "tests" / "data" / "case_study" / "sglang_eagle3_k3.log"),
         "sglang_baseline": str(ROOT / "tests" / "data" / "case_study" / "sglang_baseline.log"),
         "json_infinity": str(ENGINES / "sglang_bench_serving__dlora_request_rate_Infinity.jsonl"),
@@ -209,12 +213,12 @@ def _output_paths(fresh: Path, root: Path) -> dict[str, str]:
         "fresh.pdf": str(fresh / "out.pdf"), "fresh.csv": str(fresh / "out.csv"),
         "fresh_dir": str(fresh / "report"), "fresh_no_suffix": str(fresh / "out"),
         "missing_dir": str(fresh / "no" / "such" / "dir" / "out.png"),
-        "directory": str(root / "a_directory"), "existing": str(DATA / "case_study.csv"),
+        "directory": str(root / "a_directory"), "existing": str(root / "existing.csv"),
         "empty_string": "", "proc": "/proc/x.png", "proc_dir": "/proc/x",
         # Root writes through chmod 0o500, so run as root this is a fresh place like any other;
         # the other unwritable places above still are unwritable.
         "unwritable": str(root / "read_only" / "out.png"),
-        "under_a_file": str(DATA / "case_study.csv" / "out.png"),
+        "under_a_file": str(root / "existing.csv" / "out.png"),
     }  # fmt: skip
 
 
@@ -224,8 +228,11 @@ def places(tmp_path_factory):
     inputs = _input_files(root)
     (root / "read_only").mkdir()
     (root / "read_only").chmod(0o500)
+    bundled = {p: p.read_bytes() for p in DATA.iterdir() if p.is_file()}
     yield root, inputs
     (root / "read_only").chmod(0o700)
+    # The fuzz works on copies: the repository's bundled data is never written.
+    assert {p: p.read_bytes() for p in bundled} == bundled
 
 
 def _kind(param: click.Parameter) -> str:

@@ -1,15 +1,18 @@
 """Best k, Leviathan's optimum, and break-even concurrency."""
 
 import itertools
+import json
 import math
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import breakeven as be
 from breakeven import BreakevenError
+from breakeven.cli import cli
 from breakeven.costs import DraftCost, FittedCost, TableCost
 from breakeven.optimize import (
     BEYOND_THE_CURVE,
@@ -209,3 +212,33 @@ def test_moe_summary():
     )
     with pytest.raises(BreakevenError, match="dense_bytes and expert_bytes go together"):
         moe_summary(384, 8, 7, dense_bytes=1e9)
+
+
+def test_best_k_at_the_largest_k_tried_says_so():
+    # Issue 13: at alpha = 0.9 and c = 0.01 the default stops at 16; the optimum is 24.
+    capped = optimize(alpha=0.9, cost_ratio=0.01)
+    assert capped.best_k == 16 and "raise --max-k" in capped.note
+    wide = optimize(alpha=0.9, cost_ratio=0.01, k_max=64)
+    assert wide.best_k == 24 and wide.note == ""
+    measured = optimize(baseline_tok_s=141.44, verify_ms=7.7, draft_step_ms=0.1,
+                        accept_len_by_k=[1.8, 2.4, 2.9])  # fmt: skip
+    assert measured.best_k == 3 and "largest with an accept_len" in measured.note
+
+
+def test_accept_len_at_explicit_k():
+    result = optimize(baseline_tok_s=141.44, verify_ms=7.7, draft_step_ms=0.74,
+                      accept_len_by_k={2: 2.1, 3: 2.29, 5: 2.43})  # fmt: skip
+    assert [o.k for o in result.by_k] == [2, 3, 5] and result.best_k == 3
+    r = CliRunner().invoke(cli, ["optimize", "--baseline", "141.44", "--verify-ms", "7.7",
+                                 "--draft-step-ms", "0.74", "--accept-len-by-k",
+                                 "2:2.1,3:2.29,5:2.43", "--json"])  # fmt: skip
+    assert r.exit_code == 0 and [o["k"] for o in json.loads(r.stdout)["by_k"]] == [2, 3, 5]
+    bad = CliRunner().invoke(cli, ["optimize", "--baseline", "100", "--verify-ms", "7",
+                                   "--accept-len-by-k", "2:2.1,0:1.5"])  # fmt: skip
+    assert bad.exit_code == 2 and "K:TAU" in bad.output
+
+
+def test_a_verify_curve_skips_the_k_below_its_first_point():
+    curve = TableCost((16, 64, 256), (10, 12, 20))
+    result = optimize(verify_curve=curve, alpha=0.7, draft_step_ms=0.2, baseline_tok_s=100)
+    assert result.by_k[0].k == 15 and "k = 1 to 14 skipped" in result.note
