@@ -212,3 +212,13 @@ def test_predict_and_optimize_take_a_fit_file(tmp_path):
     assert (
         r.exit_code == 2 and r.output.count("\n") == 1 and "expected the coefficients" in r.output
     )
+
+
+def test_rows_without_k_are_left_out_and_said():
+    rng = np.random.default_rng(8)
+    data = simulated(rng, (8.0, 0.9, 0.4, 1.5), [2, 4], 0.0)
+    data.loc[len(data)] = {"num_spec_tokens": np.nan, "accept_len": 2.0, "tok_s": 100.0,
+                           "model": "m", "spec_method": "eagle"}  # fmt: skip
+    result = fit(data)
+    assert any("1 rows with an accept_len but no num_spec_tokens" in n for n in result.notes)
+    assert [r.k for r in result.groups[0].by_k] == [2, 4]
