@@ -197,20 +197,35 @@ def optimize_k(
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms, "ms"))
     draft = draft or DraftCost("ngram")
 
+    options, note = _k_options(taus, model, batch, step, draft, overhead)
+    if not options:
+        raise BreakevenError("{0}: " + note + "; no k is left to consider", "verify")
+    best = max(options, key=lambda o: o.speedup)  # the smallest k among equals
+    if not note and best.speedup > 1.0 and best.k == options[-1].k:
+        note = _largest_k_note(best.k, alpha is not None)
+    if best.speedup <= 1.0:
+        return OptimizeResult(0, 1.0, tuple(options), step, batch, note=note)
+    return OptimizeResult(best.k, best.speedup, tuple(options), step, batch, note=note)
+
+
+def _k_options(taus: Sequence[float], model: Any, batch: int, step: float, draft: DraftCost,
+               overhead: float) -> tuple[list[KOption], str]:  # fmt: skip
+    """Every k with an accept_len whose verify forward the cost model covers, and a note on
+    the k left out (below the model's first point, or past its last)."""
     options, note, below = [], "", []
     for k, tau in enumerate(taus, start=1):
         if math.isnan(tau):
             continue  # a k without a measured accept_len
-        if batch * (k + 1) < getattr(model, "min_tokens", 0):
+        tokens = batch * (k + 1)
+        if tokens < getattr(model, "min_tokens", 0):
             below.append(k)  # the curve starts above this forward: skipped, with a note
             continue
-        if batch * (k + 1) > model.max_tokens:
-            tokens = batch * (k + 1)
+        if tokens > model.max_tokens:
             note = (f"k stops at {k - 1}: at k = {k} the verify forward ({batch} x {k + 1} = "
                     f"{tokens} tokens) is beyond the cost model's {model.max_tokens:g} tokens; "
                     "a fitted model extrapolates")  # fmt: skip
             break
-        verify_ms = float(model(batch * (k + 1)))
+        verify_ms = float(model(tokens))
         draft_ms = float(draft(k, batch))
         cycle = verify_ms + draft_ms + overhead
         options.append(KOption(k, tau, verify_ms, draft_ms, cycle, _speedup(tau, step, cycle)))
@@ -219,19 +234,18 @@ def optimize_k(
         skipped = (f"k = {shown} skipped: their verify forwards ({batch} x (k + 1) tokens) are "
                    f"below the cost model's first point, {model.min_tokens:g} tokens")  # fmt: skip
         note = f"{skipped}; {note}" if note else skipped
-    if not options:
-        raise BreakevenError("{0}: " + note + "; no k is left to consider", "verify")
-    best = max(options, key=lambda o: o.speedup)  # the smallest k among equals
-    if not note and best.speedup > 1.0 and best.k == options[-1].k:
-        if alpha is not None and best.k < MAX_K:
-            note = (f"best k is the largest considered (k_max = {best.k}): the optimum may lie "
-                    "beyond it; raise --max-k (k_max)")  # fmt: skip
-        elif alpha is None:
-            note = (f"best k is the largest with an accept_len (k = {best.k}): a larger k may "
-                    "be faster; measure one")  # fmt: skip
-    if best.speedup <= 1.0:
-        return OptimizeResult(0, 1.0, tuple(options), step, batch, note=note)
-    return OptimizeResult(best.k, best.speedup, tuple(options), step, batch, note=note)
+    return options, note
+
+
+def _largest_k_note(k: int, from_alpha: bool) -> str:
+    """Why a best k at the largest k tried may not be the best."""
+    if from_alpha:
+        if k >= MAX_K:
+            return ""
+        return (f"best k is the largest considered (k_max = {k}): the optimum may lie beyond "
+                "it; raise --max-k (k_max)")  # fmt: skip
+    return (f"best k is the largest with an accept_len (k = {k}): a larger k may be faster; "
+            "measure one")  # fmt: skip
 
 
 def draft_cost(draft_ms: float | None = None, draft_step_ms: float | None = None) -> DraftCost:
