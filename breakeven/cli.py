@@ -302,8 +302,13 @@ _optimize_inputs = _options(
 # The inputs of batch (and of plot batch).
 _batch_inputs = _options(
     click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
-                 required=True, help="Forward time against total tokens per forward "
+                 help="Forward time against total tokens per forward "
                  "(batch x tokens per sequence): columns tokens,ms."),
+    click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
+                 help="Instead of --cost-curve: the forward surface t(B, q) and the draft's "
+                 "cost that breakeven fit --out fitted across batch sizes."),
+    click.option("--fit-surface", "fit_surface", type=_Bounded(1, 10**6), metavar="N",
+                 help="Which surface of --fit-file (1 = the first), when it holds several."),
     _fit, _accept_len, _k, _alpha, _per_position, _accept_len_by_k, _max_k,
     click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
                  help=f"Drafting per cycle, the same at every batch {_MS}."),
@@ -423,20 +428,44 @@ _BATCH_KEYS = ["speedup_by_batch", "breakeven_batch", "max_batch", "best_k_by_ba
 @cli.command(epilog=_definitions(_BATCH_KEYS))
 @_batch_inputs
 @_json
-def batch(as_json: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
+def batch(as_json: bool, cost_curve: str | None, fit: str | None, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
 
     At batch B: speedup = accept_len * t(B) / (t(B * (k + 1)) + drafting + overhead),
-    with t the --cost-curve. Give -k with --accept-len, or acceptance at several
-    k (--alpha, --per-position, --accept-len-by-k) for the best k at every batch.
+    with t the --cost-curve; or, with --fit-file, accept_len * t(B, 1) / (t(B, k + 1)
+    + draft(B, k) + overhead) on the surface breakeven fit fitted across batch
+    sizes. Give -k with --accept-len, or acceptance at several k (--alpha,
+    --per-position, --accept-len-by-k) for the best k at every batch.
 
     \b
       breakeven batch --cost-curve data/llama3_8b_decode_curve.csv --accept-len 2.1 -k 3
     """
     from breakeven.optimize import batch_sweep
 
-    curve = _read_curve(cost_curve, fit, "--cost-curve")
+    curve, inputs = _batch_curve(cost_curve, fit, inputs)
     _emit(batch_sweep(curve, **inputs), as_json, "batch_text")
+
+
+def _batch_curve(cost_curve: str | None, fit: str | None,
+                 inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """The cost model batch sweeps: a --cost-curve (t of total tokens), or a fitted surface
+    t(B, q) from --fit-file, whose draft cost is used unless drafting is given."""
+    inputs = dict(inputs)
+    fit_file, index = inputs.pop("fit_file", None), inputs.pop("fit_surface", None)
+    if fit_file is None:
+        if index is not None:
+            raise InputError("--fit-surface needs --fit-file")
+        if cost_curve is None:
+            raise InputError("give --cost-curve CSV, or --fit-file FIT.json (breakeven fit --out)")
+        return _read_curve(cost_curve, fit, "--cost-curve"), inputs
+    if cost_curve is not None or fit is not None:
+        raise InputError("--fit-file and --cost-curve (or --fit) cannot be given together")
+    from breakeven.surface import SurfaceCost, read_surface
+
+    curve = SurfaceCost(read_surface(fit_file, index))
+    if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:
+        inputs["draft"] = curve.draft
+    return curve, inputs
 
 
 _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",
@@ -687,12 +716,20 @@ def _k_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 @click.option("--predict-k", "predict_k", callback=_k_list, metavar="K-K",
               help="Also predict these k (1-8, 2,3,5): accept_len from the alpha fitted to the "
               "runs, marked predicted.")
+@click.option("--experts", "experts", type=_Bounded(1, 100_000), metavar="E",
+              help="A Mixture-of-Experts model's routed experts per layer, for the forward "
+              "surface across batch sizes (with --top-k).")
+@click.option("--top-k", "top_k", type=_Bounded(1, 100_000), metavar="K",
+              help="Routed experts per token (with --experts).")
+@click.option("--shared", "shared", type=_Bounded(0, 100_000), default=0, metavar="S",
+              help="Shared experts, always active (default 0).")
 @click.option("--out", "out", type=click.Path(dir_okay=False), metavar="FIT.json",
               callback=_writable, help="Also write the fit as JSON (what --json prints).")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @_json
-def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], out: str | None,
-                force: bool, as_json: bool) -> None:
+def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts: int | None,
+                top_k: int | None, shared: int, out: str | None, force: bool,
+                as_json: bool) -> None:
     """The cycle's costs, fitted from measured runs; the speedup of k not run.
 
     RUNS.csv is a measurements CSV (ingest --out, bench --out). Each speculative
@@ -701,19 +738,28 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], out: str
     overhead_ms, every coefficient >= 0 [ms], per model, hardware, concurrency
     and drafting method; each group's baseline (k = 0) gives the step. Terms
     the runs cannot tell apart are merged, and said. held_out_speedup is each
-    k predicted by the fit without its runs.
+    k predicted by the fit without its runs. Where baselines ran at two or
+    more concurrencies, the forward surface t(B, q) (weights, routed experts
+    with --experts/--top-k, KV per sequence, compute per token) and the
+    draft's cost are fitted across them too; batch --fit-file sweeps it.
 
     \b
       breakeven fit runs.csv --predict-k 1-8
       breakeven fit runs.csv --out fit.json --json
     """
     from breakeven.fit import fit_file
+    from breakeven.surface import MoE
 
+    if (experts is None) != (top_k is None):
+        raise InputError("--experts and --top-k go together: the model's expert routing")
+    if experts is not None and top_k > experts:
+        raise InputError(f"--top-k: got {top_k}, expected at most --experts ({experts})")
     if out is not None:
         from breakeven.iotools.atomic import refuse_overwrite
 
         refuse_overwrite(out, force)
-    result = fit_file(runs, draft_cost=draft_cost, predict_k=predict_k)
+    moe = MoE(experts, top_k, shared) if experts is not None else None
+    result = fit_file(runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe)
     data = result.to_dict()
     if out is not None:
         from breakeven.iotools.atomic import write_text
@@ -938,12 +984,13 @@ def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
 @_batch_inputs
 @_out
 @_force
-def plot_batch(out: str, force: bool, cost_curve: str, fit: str | None, **inputs: Any) -> None:
+def plot_batch(out: str, force: bool, cost_curve: str | None, fit: str | None,
+               **inputs: Any) -> None:
     """Speedup against batch size, the break-even batch marked (batch's inputs)."""
     from breakeven import plot as pictures
     from breakeven.optimize import batch_sweep
 
-    curve = _read_curve(cost_curve, fit, "--cost-curve")
+    curve, inputs = _batch_curve(cost_curve, fit, inputs)
     _save(pictures.speedup_vs_batch(batch_sweep(curve, **inputs)), out, force)
 
 

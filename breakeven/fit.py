@@ -47,7 +47,7 @@ COEFFICIENTS = {
 _GROUP = ["model", "hardware", "concurrency", "spec_method"]
 COLUMNS_USED = ("model", "hardware", "concurrency", "spec_method", "num_spec_tokens",
                 "accept_len", "tok_s", "tpot_ms", "step_ms", "verify_ms", "draft_ms",
-                "cycle_ms", "label")  # fmt: skip
+                "cycle_ms", "label", "spec_topk", "verify_tokens")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,10 @@ class FitResult:
     """How accept_len is predicted for a k not run."""
     source: str = ""
     notes: tuple[str, ...] = field(default=())
+    surfaces: tuple[Any, ...] = ()
+    """Across batch sizes, per model, hardware and method: the forward surface t(B, q) and
+    the draft's cost (:class:`breakeven.surface.BatchSurface`), where the baselines ran at
+    two or more batch sizes."""
 
     def to_dict(self) -> dict[str, Any]:
         def clean(value: Any) -> Any:
@@ -132,7 +136,8 @@ class FitResult:
 
         return clean({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
                       "source": self.source, "notes": list(self.notes),
-                      "groups": [asdict(g) for g in self.groups]})  # fmt: skip
+                      "groups": [asdict(g) for g in self.groups],
+                      "surfaces": [asdict(x) for x in self.surfaces]})  # fmt: skip
 
     def to_frame(self) -> Any:
         """Every group's by-k rows as one pandas DataFrame."""
@@ -237,7 +242,7 @@ def _prepared(data: Any) -> Any:
         df[column] = df[column].astype(object).where(df[column].notna(), "") \
             if column in df.columns else ""  # fmt: skip
     for column in ("concurrency", "num_spec_tokens", "accept_len", "tok_s", "tpot_ms", "step_ms",
-                   "verify_ms", "draft_ms", "cycle_ms"):  # fmt: skip
+                   "verify_ms", "draft_ms", "cycle_ms", "spec_topk", "verify_tokens"):  # fmt: skip
         df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns \
             else math.nan  # fmt: skip
     rate = df["tok_s"].where(df["tok_s"] > 0)
@@ -368,8 +373,36 @@ def _predicted_row(k: int, alpha: float, coefficients: dict[str, float],
                 predicted_speedup=_speedup(tau, step, cycle), held_out_speedup=math.nan)  # fmt: skip
 
 
+def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
+    """A forward surface per model, hardware and method whose baselines ran at two or more
+    batch sizes (:mod:`breakeven.surface`)."""
+    from breakeven.surface import fit_surface
+
+    k = df["num_spec_tokens"]
+    known = (df["rate"] > 0) & (df["concurrency"] > 0)
+    base = df[known & (k == 0)]
+    spec = df[known & (k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
+    spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
+    spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
+    out = []
+    for (model, hardware, method), runs in spec.groupby(["model", "hardware", "spec_method"],
+                                                         sort=False):  # fmt: skip
+        own = base[(base["model"] == model) & (base["hardware"] == hardware)]
+        steps = [{"batch": int(c), "step": 1000.0 / float(g["rate"].mean())}
+                 for c, g in own.groupby("concurrency")]  # fmt: skip
+        if len(steps) < 2:
+            continue  # one batch size: the per-k fit above says all the runs can
+        keys = ["concurrency", "num_spec_tokens", "spec_topk", "verify_tokens"]
+        configs = [{"batch": int(c), "steps": int(s), "topk": int(t), "verify_tokens": int(n),
+                    "accept_len": float(g["accept_len"].mean()),
+                    "cycle": 1000.0 * float(g["accept_len"].mean()) / float(g["rate"].mean())}
+                   for (c, s, t, n), g in runs.groupby(keys, sort=False)]  # fmt: skip
+        out.append(fit_surface((model, hardware, method), steps, configs, moe))
+    return tuple(out)
+
+
 def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = (),
-        source: str = "") -> FitResult:  # fmt: skip
+        source: str = "", moe: Any = None) -> FitResult:  # fmt: skip
     """Fit the cycle's costs of each group of runs (see the module's description).
 
     Parameters
@@ -380,6 +413,8 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
         'per-token' (a drafter run once per draft token) or 'per-cycle' (one pass).
     predict_k : sequence of int
         k values to add to each group's table, with accept_len from the fitted alpha.
+    moe : breakeven.surface.MoE, optional
+        The model's expert routing, for the forward surface across batch sizes.
     """
     from breakeven.quantities import MAX_SPEC_TOKENS
 
@@ -392,7 +427,8 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
                              f"tokens from 1 to {MAX_SPEC_TOKENS}", "predict_k")  # fmt: skip
     df = _prepared(data)
     k = df["num_spec_tokens"]
-    per_k = _per_k(df[(k > 0) & (k == k.round())])
+    chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
+    per_k = _per_k(df[(k > 0) & (k == k.round()) & chain])
     base = df[k == 0]
     steps = base[base["step_ms"] > 0].groupby(_GROUP[:3])["step_ms"].mean().to_dict()
     rates = base[base["rate"] > 0].groupby(_GROUP[:3])["rate"].mean().to_dict()
@@ -406,10 +442,15 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
     if unknown:
         notes.append(f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
                      "give k (ingest -k K)")  # fmt: skip
+    trees = int(((k > 0) & ~chain).sum())
+    if trees:
+        notes.append(f"{trees} rows of tree drafts (spec_topk > 1) are fitted across batch sizes "
+                     "only, where baselines ran at two or more")  # fmt: skip
     odd = int(((k > 0) & (k != k.round())).sum())
     if odd:
         notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
-    return FitResult(tuple(groups), draft_cost, source=source, notes=tuple(notes))
+    return FitResult(tuple(groups), draft_cost, source=source, notes=tuple(notes),
+                     surfaces=_surfaces(df, moe))  # fmt: skip
 
 
 def fit_file(path: str, **options: Any) -> FitResult:

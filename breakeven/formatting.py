@@ -522,6 +522,43 @@ def fit_text(result: Row) -> str:
                      f"run: the fitted alpha {_num(g['alpha'], '.4f')}, positions i.i.d.")  # fmt: skip
         lines += [f"  Note: {n}." for n in g["notes"]]
         lines.append("")
+    for surface in result.get("surfaces", []):
+        lines += _surface_lines(surface)
     lines.append("implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
                  "fitted cycle; held out = the same from the fit without that k's runs.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+_SURFACE_UNITS = {"weights_ms": "ms per forward", "expert_ms": "ms per routed expert loaded",
+                  "kv_ms": "ms per sequence", "compute_ms": "ms per token",
+                  "draft_step_ms": "ms per draft step", "draft_token_ms": "ms per draft token",
+                  "spec_seq_ms": "ms per sequence per cycle"}  # fmt: skip
+_SURFACE_COLUMNS = ["batch [sequences]", "steps", "topk", "verify tokens", "accept_len [tokens/cycle]",
+                    "measured [x]", "predicted [x]", "held out [x]"]  # fmt: skip
+
+
+def _surface_lines(x: Row) -> list[str]:
+    """A forward surface t(B, q) of ``fit``: its coefficients and each run it was fitted on."""
+    where = ", ".join(v for v in (printable(x["model"]), printable(x["hardware"]),
+                                  printable(x["spec_method"])) if v)  # fmt: skip
+    moe = x.get("moe")
+    routing = (f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"
+               if moe else "dense (no --experts)")  # fmt: skip
+    batches = ", ".join(str(b) for b in x["batches"])
+    lines = [f"{where or 'runs'} across batch sizes {batches}: t(B, q) = weights + experts(B*q) "
+             f"+ kv*B + compute*B*q, cycle = t(B, verify tokens) + steps*(step + token*B*topk) "
+             f"+ spec_seq*B; {routing}; relative "
+             f"residual RMS {_num(x['residual_rms'], '.1%')}"]  # fmt: skip
+    for name, value in x["coefficients"].items():
+        lines.append(f"  {name:<45} {_num(value, '.4f'):>10} {_SURFACE_UNITS[name]}")
+    lines += [f"  merged: {m}" for m in x["merged"]]
+    rows = [[str(p["batch"]), str(p["steps"]), str(p["topk"]), str(p["verify_tokens"]),
+             _num(p["accept_len"], ".3f"), _num(p["measured_speedup"], ".3f"),
+             _num(p["predicted_speedup"], ".3f"), _num(p["held_out_speedup"], ".3f")]
+            for p in x["points"]]  # fmt: skip
+    if rows:
+        lines += _grid(_SURFACE_COLUMNS, rows, right=True)
+    error = x["held_out_max_rel_error"]
+    lines.append(f"  held-out error at most {'-' if error is None else format(error, '.1%')}.")
+    lines += [f"  Note: {n}." for n in x["notes"]]
+    return [*lines, ""]

@@ -422,6 +422,14 @@ class BatchResult:
         return batch_html(self.to_dict())
 
 
+def _verify_ms(curve: Any, batch: int, q: int) -> Any:
+    """The verify forward of ``batch`` sequences with ``q`` tokens each: from a surface
+    t(B, q) where the cost model is one (:mod:`breakeven.surface`), else priced as a forward
+    over ``batch * q`` tokens, the curve's stated assumption."""
+    forward = getattr(curve, "forward_ms", None)
+    return forward(batch, q) if forward is not None else curve(batch * q)
+
+
 def batch_sweep(
     curve: Any,
     *,
@@ -503,7 +511,7 @@ def batch_sweep(
         for kk, tau in taus.items():
             if b * (kk + 1) > curve.max_tokens:
                 continue
-            cycle = float(curve(b * (kk + 1))) + float(draft(kk, b)) + overhead
+            cycle = float(_verify_ms(curve, b, kk + 1)) + float(draft(kk, b)) + overhead
             point = BatchPoint(b, kk, _speedup(tau, step, cycle), step, cycle)
             if best is None or point.speedup > best.speedup:
                 best = point

@@ -67,6 +67,13 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
     Column("speedup", "number", "x",
            "a speedup as its source publishes it, for rows without absolute rates; check uses it "
            "as the measured speedup and then needs no baseline row"),
+    Column("spec_topk", "integer", "branches",
+           "a tree draft's branching: candidates kept at each draft step (SGLang's "
+           "--speculative-eagle-topk); 1 or empty for a chain; num_spec_tokens is then the "
+           "tree's depth in draft steps, so accept_len <= num_spec_tokens + 1"),
+    Column("verify_tokens", "integer", "tokens",
+           "tokens per sequence in the verify forward (SGLang's --speculative-num-draft-tokens); "
+           "num_spec_tokens + 1 for a chain"),
     Column("itl_ms", "number", "ms",
            "mean inter-token latency between streamed chunks; under speculation a chunk carries "
            "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms"),

@@ -1,0 +1,274 @@
+"""Batch is not tokens: the forward-time surface t(B, q), fitted across batch sizes.
+
+``t(B, q)`` is one forward over B sequences with q new tokens each: q = 1 for a decode, the
+verify's tokens per sequence for a verify.  Pricing a verify as a decode of ``B * q``
+sequences (``batch --cost-curve``) counts the KV cache ``q`` times over: what a forward
+reads splits three ways, and the surface keeps them apart::
+
+    t(B, q) = weights_ms + expert_ms * E(B * q) + kv_ms * B + compute_ms * B * q
+
+- ``weights_ms``: what is read once per forward whatever B and q (the dense weights);
+- ``expert_ms * E(B * q)``: for a Mixture-of-Experts model, the routed experts the B * q
+  tokens load, ``E`` the expected distinct experts (:func:`breakeven.costs.expected_distinct_experts`);
+- ``kv_ms * B``: the KV cache, read per sequence, not per token;
+- ``compute_ms * B * q``: what grows with the tokens.
+
+The terms add rather than take a roofline ``max``: linear in its coefficients, the sum is
+fitted by non-negative least squares however few points are compute-bound, and it is the
+roofline's own value wherever one term dominates.  A cycle adds its drafting,
+``steps * (draft_step_ms + draft_token_ms * B * topk)`` (each draft step a forward of the draft
+model over the B sequences' topk branches; a chain: topk = 1, steps = k), and
+``spec_seq_ms * B``, what speculation costs per sequence per cycle beyond its forwards
+(sampling, tree building, scheduling): on both public sweeps below, a cycle grows with B by more
+than its verify forward and drafting explain.
+
+A run's cycle is ``1000 * accept_len / tok_s`` and a baseline's step ``1000 / tok_s``
+(per-sequence rates); the fit takes every baseline and speculative run of a model, hardware
+and drafting method across batch sizes, each equation weighted by its measured time
+(relative residuals).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+TERMS = (
+    "weights_ms",
+    "expert_ms",
+    "kv_ms",
+    "compute_ms",
+    "draft_step_ms",
+    "draft_token_ms",
+    "spec_seq_ms",
+)
+"""The surface's coefficients, in the order of its design matrix."""
+UNITS = {"weights_ms": "ms per forward", "expert_ms": "ms per routed expert loaded",
+         "kv_ms": "ms per sequence", "compute_ms": "ms per token",
+         "draft_step_ms": "ms per draft step", "draft_token_ms": "ms per draft token",
+         "spec_seq_ms": "ms per sequence per cycle"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Routing of a Mixture-of-Experts model: routed experts per layer, per token, shared."""
+
+    experts: int
+    top_k: int
+    shared: int = 0
+
+    def loaded(self, tokens: Any) -> Any:
+        from breakeven.costs import expected_distinct_experts
+
+        return expected_distinct_experts(self.experts, self.top_k, tokens, self.shared)
+
+
+@dataclass(frozen=True)
+class SurfacePoint:
+    """One speculative configuration at one batch size, measured and predicted."""
+
+    batch: int
+    """Sequences decoded together [sequences]."""
+    steps: int
+    """Draft steps per cycle (k for a chain) [steps]."""
+    topk: int
+    """Branches per draft step (1 for a chain) [branches]."""
+    verify_tokens: int
+    """Tokens per sequence in the verify forward [tokens]."""
+    accept_len: float
+    """[tokens/cycle]"""
+    measured_speedup: float
+    """Speculative over baseline per-sequence rate at this batch [x]."""
+    predicted_speedup: float
+    """accept_len * step / fitted cycle, the fit on every run [x]."""
+    held_out_speedup: float
+    """The same from the fit without this run [x]."""
+
+
+@dataclass(frozen=True)
+class BatchSurface:
+    """t(B, q) and the draft's cost of one model, hardware and drafting method."""
+
+    model: str
+    hardware: str
+    spec_method: str
+    coefficients: dict[str, float]
+    """Each of :data:`TERMS` [see :data:`UNITS`]; a merged one holds the merged sum."""
+    merged: tuple[str, ...]
+    """Terms the runs could not tell apart, as ``a + b``."""
+    moe: MoE | None
+    residual_rms: float
+    """Root mean square of the relative residuals [fraction]."""
+    points: tuple[SurfacePoint, ...]
+    held_out_max_rel_error: float
+    """Largest |held_out_speedup / measured_speedup - 1| [fraction]."""
+    batches: tuple[int, ...]
+    """The batch sizes of the baseline runs [sequences]."""
+    notes: tuple[str, ...] = ()
+
+    def forward_ms(self, batch: Any, q: Any) -> Any:
+        """t(B, q) [ms]."""
+        c = self.coefficients
+        experts = self.moe.loaded(batch * q) if self.moe else 0.0
+        return (c["weights_ms"] + c["expert_ms"] * experts + c["kv_ms"] * batch
+                + c["compute_ms"] * batch * q)  # fmt: skip
+
+    def draft_ms(self, batch: Any, steps: Any, topk: Any = 1) -> Any:
+        """One cycle's drafting, and speculation's own cost per sequence [ms]."""
+        c = self.coefficients
+        return steps * (c["draft_step_ms"] + c["draft_token_ms"] * batch * topk) + c.get(
+            "spec_seq_ms", 0.0) * batch  # fmt: skip
+
+    def cycle_ms(self, batch: Any, steps: Any, topk: Any = 1, verify_tokens: Any = None) -> Any:
+        """One cycle at batch B: the verify forward and the drafting [ms]."""
+        q = steps + 1 if verify_tokens is None else verify_tokens
+        return self.forward_ms(batch, q) + self.draft_ms(batch, steps, topk)
+
+
+@dataclass(frozen=True)
+class SurfaceCost:
+    """A fitted surface as the cost model ``batch`` sweeps: ``t(tokens)`` is a decode of
+    that many sequences, ``forward_ms(B, q)`` a verify, and ``draft`` its drafting (a chain:
+    k steps)."""
+
+    surface: BatchSurface
+    min_tokens: float = 1.0
+    max_tokens: float = math.inf
+
+    def __call__(self, tokens: Any) -> Any:
+        return self.surface.forward_ms(tokens, 1)
+
+    def forward_ms(self, batch: Any, q: Any) -> Any:
+        return self.surface.forward_ms(batch, q)
+
+    def draft(self, k: Any, batch: Any = 1) -> Any:
+        return self.surface.draft_ms(batch, k, 1)
+
+
+def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> list[float]:
+    experts = float(moe.loaded(batch * q)) if moe else 0.0
+    speculative = 1.0 if steps > 0 else 0.0
+    return [1.0, experts, batch, batch * q, steps, steps * batch * topk, speculative * batch]
+
+
+def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[str, ...], float]:
+    """Non-negative least squares on relative residuals, proportional columns merged."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from breakeven.fit import _merge
+
+    a = np.array(rows, dtype=float).reshape(-1, len(TERMS))
+    b = np.array(targets, dtype=float)
+    a, b = a / b[:, None], np.ones_like(b)  # each equation relative to its measured time
+    groups, merged = _merge(a, list(TERMS))
+    x = np.zeros(len(TERMS))
+    if not groups:
+        return x, merged, math.nan
+    # A term in the span of those before it (TERMS' order) cannot be told apart from them:
+    # chains alone make compute = kv + draft per token + speculation per sequence.
+    kept: list[list[int]] = []
+    for g in groups:
+        trial = np.column_stack([a[:, h[0]] / np.abs(a[:, h[0]]).max() for h in [*kept, g]])
+        if np.linalg.matrix_rank(trial, tol=1e-9 * max(trial.shape)) == len(kept) + 1:
+            kept.append(g)
+        else:
+            merged += (" + ".join(TERMS[j] for j in g) + ": not separable from the terms "
+                       "before it by these runs, taken as 0",)  # fmt: skip
+    groups = kept
+    reduced = np.column_stack([a[:, g[0]] for g in groups])
+    scale = np.abs(reduced).max(axis=0)
+    scale[scale == 0] = 1.0
+    solution, norm = nnls(reduced / scale, b)
+    for g, value in zip(groups, solution / scale, strict=True):
+        x[g[0]] = value
+    return x, merged, float(norm / math.sqrt(len(b)))
+
+
+def fit_surface(key: tuple[str, str, str], base: Any, spec: Any,
+                moe: MoE | None = None) -> BatchSurface:  # fmt: skip
+    """The surface of one model, hardware and method from its baseline rows (``batch``,
+    ``step``) and speculative rows (``batch``, ``steps``, ``topk``, ``verify_tokens``,
+    ``accept_len``, ``cycle``) as lists of dicts; see the module's description."""
+    runs = [r for r in spec if math.isfinite(r["cycle"])]
+    equations = [(_row(moe, b["batch"], 1, 0, 0), b["step"]) for b in base]
+    equations += [(_row(moe, r["batch"], r["verify_tokens"], r["steps"], r["topk"]), r["cycle"])
+                  for r in runs]  # fmt: skip
+    if not equations:
+        raise BreakevenError("{0}: no run with a rate to fit", "runs")
+    x, merged, rms = _solve([e[0] for e in equations], [e[1] for e in equations])
+    steps_at = {b["batch"]: b["step"] for b in base}
+    surface = BatchSurface(key[0], key[1], key[2], dict(zip(TERMS, map(float, x), strict=True)),
+                           merged, moe, rms, (), math.nan, tuple(sorted(steps_at)))  # fmt: skip
+    points = []
+    for i, r in enumerate(runs):
+        others = [e for j, e in enumerate(equations) if j != len(base) + i]
+        held, _, _ = _solve([e[0] for e in others], [e[1] for e in others])
+        held_surface = BatchSurface(*key, dict(zip(TERMS, map(float, held), strict=True)),
+                                    (), moe, math.nan, (), math.nan, ())  # fmt: skip
+        step = steps_at.get(r["batch"], float(surface.forward_ms(r["batch"], 1)))
+        args = (r["batch"], r["steps"], r["topk"], r["verify_tokens"])
+        points.append(SurfacePoint(
+            r["batch"], r["steps"], r["topk"], r["verify_tokens"], r["accept_len"],
+            r["accept_len"] * step / r["cycle"],
+            r["accept_len"] * step / float(surface.cycle_ms(*args)),
+            r["accept_len"] * step / float(held_surface.cycle_ms(*args)),
+        ))  # fmt: skip
+    errors = [abs(p.held_out_speedup / p.measured_speedup - 1) for p in points]
+    notes = []
+    if len({b["batch"] for b in base}) < 2:
+        notes.append("baselines at one batch size: the KV and weight terms are not separated")
+    if not runs:
+        notes.append("no speculative run: the draft's cost and the verify's tokens are unknown")
+    return BatchSurface(key[0], key[1], key[2], surface.coefficients, merged, moe, rms,
+                        tuple(points), max(errors) if errors else math.nan, surface.batches,
+                        tuple(notes))  # fmt: skip
+
+
+def read_surface(path: str, index: int | None = None) -> BatchSurface:
+    """One forward surface of a fit file (``fit --out``): the only one, or number ``index``
+    (from 1, in the file's order)."""
+    import json
+
+    from breakeven.errors import escape_braces
+    from breakeven.iotools.sources import read_whole
+
+    shown = escape_braces(repr(str(path)))
+    try:
+        data = json.loads(read_whole(path))
+    except (OSError, ValueError) as e:
+        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
+                             "fit_file") from None  # fmt: skip
+    surfaces = data.get("surfaces") if isinstance(data, dict) else None
+    if not isinstance(surfaces, list) or not surfaces:
+        raise BreakevenError("{0}: " + shown + " holds no forward surface: fit runs whose "
+                             "baselines ran at two or more batch sizes", "fit_file")  # fmt: skip
+    if index is None and len(surfaces) > 1:
+        raise BreakevenError("{0}: " + shown + f" holds {len(surfaces)} surfaces; choose one "
+                             "with {1}", "fit_file", "fit_surface")  # fmt: skip
+    i = 1 if index is None else index
+    if not 1 <= i <= len(surfaces):
+        raise BreakevenError("{0}: got " + str(i) + f", expected 1 to {len(surfaces)}",
+                             "fit_surface")  # fmt: skip
+    x = surfaces[i - 1]
+    try:
+        coefficients = {name: float(x["coefficients"][name]) for name in TERMS}
+        moe = MoE(int(x["moe"]["experts"]), int(x["moe"]["top_k"]),
+                  int(x["moe"].get("shared", 0))) if x.get("moe") else None  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        raise BreakevenError("{0}: " + shown + " has a surface without the coefficients of "
+                             "breakeven fit", "fit_file") from None  # fmt: skip
+    if not all(0 <= v < math.inf for v in coefficients.values()):
+        raise BreakevenError("{0}: " + shown + " has a coefficient that is not a finite number "
+                             ">= 0 [ms]", "fit_file")  # fmt: skip
+    return BatchSurface(str(x.get("model", "")), str(x.get("hardware", "")),
+                        str(x.get("spec_method", "")), coefficients, (), moe, math.nan, (),
+                        math.nan, tuple(x.get("batches", ())))  # fmt: skip
+
+
+__all__: Sequence[str] = ("TERMS", "UNITS", "BatchSurface", "MoE", "SurfaceCost", "SurfacePoint",
+                          "fit_surface", "read_surface")  # fmt: skip

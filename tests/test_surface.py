@@ -1,0 +1,152 @@
+"""Batch is not tokens: the forward surface t(B, q) fitted across batch sizes, on runs
+simulated from a known surface and on two public Qwen3-30B-A3B batch sweeps with EAGLE-3
+tree drafts (Tencent/AngelSlim#163, sgl-project/SpecForge#339)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from breakeven.cli import cli
+from breakeven.costs import TableCost
+from breakeven.fit import fit
+from breakeven.iotools.measurements import read_measurements
+from breakeven.surface import TERMS, BatchSurface, MoE
+
+PUBLISHED = Path(__file__).resolve().parent / "data" / "published"
+ANGELSLIM = PUBLISHED / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"
+SPECFORGE = PUBLISHED / "specforge_issue339_qwen3_30b_a3b_eagle3_batch.csv"
+QWEN3_MOE = MoE(experts=128, top_k=8)  # Qwen3-30B-A3B: 128 routed experts, 8 per token
+
+
+def speedup_errors(surface, data):
+    """Per speculative row: (batch, steps, topk, verify tokens) and predicted / measured - 1,
+    each against the measured baseline at its batch size."""
+    steps = {
+        int(r.concurrency): 1000 / r.tok_s for r in data[data["num_spec_tokens"] == 0].itertuples()
+    }
+    out = {}
+    for r in data[data["num_spec_tokens"] > 0].itertuples():
+        measured = r.accept_len * steps[int(r.concurrency)] / (1000 * r.accept_len / r.tok_s)
+        cycle = float(
+            surface.cycle_ms(r.concurrency, r.num_spec_tokens, r.spec_topk, r.verify_tokens)
+        )
+        predicted = r.accept_len * steps[int(r.concurrency)] / cycle
+        key = (int(r.concurrency), int(r.num_spec_tokens), int(r.spec_topk), int(r.verify_tokens))
+        out[key] = predicted / measured - 1
+    return out
+
+
+def test_a_known_surface_is_recovered_and_kv_is_read_per_sequence():
+    truth = BatchSurface("m", "h", "eagle", dict(zip(TERMS, (5.0, 0.0, 0.4, 0.02, 0.8, 0.01, 0.3),
+                                                        strict=True)), (), None, 0.0, (), 0.0, ())  # fmt: skip
+    rows = [{"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": 0,
+             "tok_s": 1000 / float(truth.forward_ms(b, 1))} for b in (1, 2, 4, 8, 16, 32, 64)]  # fmt: skip
+    for b in (1, 8, 32):
+        for k in (2, 4):
+            cycle = float(truth.cycle_ms(b, k))
+            rows.append({"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": k,
+                         "spec_method": "eagle", "accept_len": 2.5, "tok_s": 2500 / cycle})  # fmt: skip
+    (chains,) = fit(pd.DataFrame(rows)).surfaces
+    # Chains alone (topk 1, k + 1 verify tokens): compute per token is kv per sequence plus
+    # drafting per token plus speculation per sequence, so those are not told apart (and
+    # said), yet every chain's cycle is predicted exactly.
+    assert any(m.startswith("draft_token_ms") and "not separable" in m for m in chains.merged)
+    for b, k in ((2, 3), (64, 6), (128, 1)):
+        assert float(chains.cycle_ms(b, k)) == pytest.approx(float(truth.cycle_ms(b, k)), rel=1e-6)
+    # Trees (topk > 1, verify tokens apart from k + 1) separate every term.
+    for b in (1, 8, 32):
+        for k, topk, n in ((2, 2, 4), (3, 4, 8), (4, 1, 5)):
+            cycle = float(truth.cycle_ms(b, k, topk, n))
+            rows.append({"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": k,
+                         "spec_method": "eagle", "spec_topk": topk, "verify_tokens": n,
+                         "accept_len": 2.5, "tok_s": 2500 / cycle})  # fmt: skip
+    (surface,) = fit(pd.DataFrame(rows)).surfaces
+    assert surface.merged == ()
+    for name, value in truth.coefficients.items():
+        assert surface.coefficients[name] == pytest.approx(value, rel=1e-6, abs=1e-9), name
+    # A verify of 64 sequences x 5 tokens reads the KV cache of 64 sequences: far cheaper than
+    # a decode of 320 sequences, which is what a tokens,ms curve prices it as.
+    verify = float(truth.forward_ms(64, 5))
+    as_tokens = float(truth.forward_ms(64 * 5, 1))
+    assert float(surface.forward_ms(64, 5)) == pytest.approx(verify, rel=0.02)
+    assert as_tokens > 3 * verify
+
+
+def test_angelslim_sweep_fitted_at_two_batch_sizes_predicts_the_others_within_15_percent():
+    # The same tree (4 steps, topk 4, 16 verify tokens) at batch 1, 4, 8, 32 and 64: fitted
+    # on the baselines and the runs at batch 1 and 8, it predicts 4, 32 and 64.
+    data, _ = read_measurements(ANGELSLIM)
+    tree = data[(data["num_spec_tokens"] == 0) | (data["verify_tokens"] == 16)]
+    train = tree[(tree["num_spec_tokens"] == 0) | tree["concurrency"].isin([1, 8])]
+    (surface,) = fit(train, moe=QWEN3_MOE).surfaces
+    errors = speedup_errors(surface, tree)
+    for batch in (4, 32, 64):
+        assert abs(errors[(batch, 4, 4, 16)]) < 0.15, (batch, errors)  # -4%, +12%, -13%
+    # Priced as a decode of B x 16 sequences on the baselines' tokens,ms line (the draft's
+    # cost taken from batch 1), the same runs are off by far more.
+    steps = tree[tree["num_spec_tokens"] == 0]
+    line = TableCost(tuple(steps["concurrency"]), tuple(1000 / steps["tok_s"])).fit("linear")
+    run = {int(r.concurrency): r for r in tree[tree["num_spec_tokens"] > 0].itertuples()}
+    draft = 1000 * run[1].accept_len / run[1].tok_s - float(line(16))
+    old = {b: (1000 * run[b].accept_len / run[b].tok_s) / (float(line(b * 16)) + draft) - 1
+           for b in (4, 32, 64)}  # fmt: skip
+    assert max(abs(e) for e in old.values()) > 2 * max(abs(errors[(b, 4, 4, 16)]) for b in old)
+
+
+def test_angelslim_all_runs_within_15_percent_and_moe_routing_counts():
+    data, _ = read_measurements(ANGELSLIM)
+    (moe,) = fit(data, moe=QWEN3_MOE).surfaces
+    assert max(abs(e) for e in speedup_errors(moe, data).values()) < 0.15  # at most 14%
+    assert moe.moe == QWEN3_MOE and moe.coefficients["expert_ms"] > 0
+
+
+def test_specforge_sweep_at_batch_4_within_15_percent():
+    data, _ = read_measurements(SPECFORGE)
+    (surface,) = fit(data, moe=QWEN3_MOE).surfaces
+    errors = speedup_errors(surface, data)
+    assert abs(errors[(4, 3, 1, 4)]) < 0.15 and abs(errors[(4, 3, 3, 8)]) < 0.15  # -11%, +9%
+    # At batch 1 its trees disagree among themselves: topk 3 with 4 verify tokens ran faster
+    # (207.62 tok/s) than topk 1 with the same steps and verify tokens (159.78), which no cost
+    # that grows with topk can follow; those two runs are where the fit is furthest off.
+    rate = {k: r.tok_s for k, r in zip(errors, data[data["num_spec_tokens"] > 0].itertuples(),
+                                       strict=True)}  # fmt: skip
+    assert rate[(1, 3, 3, 4)] > rate[(1, 3, 1, 4)]
+    worst = sorted(errors, key=lambda k: -abs(errors[k]))[:2]
+    assert set(worst) == {(1, 3, 1, 4), (1, 3, 3, 8)}
+
+
+def test_batch_sweeps_a_fitted_surface(tmp_path):
+    out = tmp_path / "fit.json"
+    r = CliRunner().invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8",
+                                 "--out", str(out)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "across batch sizes 1, 4, 8, 32, 64" in r.output and "spec_seq_ms" in r.output
+    r = CliRunner().invoke(cli, ["batch", "--fit-file", str(out), "--accept-len", "2.55", "-k", "4",
+                                 "--max-batch", "64", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
+    point = json.loads(r.stdout)["speedup_by_batch"][31]  # batch 32
+    assert point["batch"] == 32
+    assert point["cycle_ms"] == pytest.approx(float(surface.cycle_ms(32, 4)))
+    assert point["step_ms"] == pytest.approx(float(surface.forward_ms(32, 1)))
+    for args in (["--experts", "128"], ["--experts", "8", "--top-k", "9"]):
+        bad = CliRunner().invoke(cli, ["fit", str(ANGELSLIM), *args])
+        assert bad.exit_code == 2 and bad.output.count("\n") == 1, bad.output
+    both = CliRunner().invoke(cli, ["batch", "--fit-file", str(out), "--cost-curve", str(out),
+                                    "--accept-len", "2", "-k", "3"])  # fmt: skip
+    assert both.exit_code == 2 and "cannot be given together" in both.output
+    none = CliRunner().invoke(cli, ["batch", "--accept-len", "2", "-k", "3"])
+    assert none.exit_code == 2 and "--cost-curve" in none.output
+
+
+def test_the_fixtures_as_published_without_our_header(tmp_path):
+    for path in (ANGELSLIM, SPECFORGE):
+        bare = tmp_path / path.name
+        bare.write_text("".join(line + "\n" for line in path.read_text().splitlines()
+                                if not line.startswith("#")))  # fmt: skip
+        a = fit(read_measurements(bare)[0], moe=QWEN3_MOE).to_dict()
+        b = fit(read_measurements(path)[0], moe=QWEN3_MOE).to_dict()
+        assert a["surfaces"] == b["surfaces"]
