@@ -437,7 +437,9 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
         config = tuple(key[:3])
         step = steps.get(config, 1000.0 / rates[config] if config in rates else math.nan)
         groups.append(fit_group(key, _entries(rows), float(step), draft_cost, predict_k))
-    notes = [] if groups else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
+    surfaces = _surfaces(df, moe)
+    notes = [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing "
+                                           "to fit"]  # fmt: skip
     unknown = int((k.isna() & df["accept_len"].notna()).sum())
     if unknown:
         notes.append(f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
@@ -450,7 +452,7 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
     if odd:
         notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
     return FitResult(tuple(groups), draft_cost, source=source, notes=tuple(notes),
-                     surfaces=_surfaces(df, moe))  # fmt: skip
+                     surfaces=surfaces)
 
 
 def fit_file(path: str, **options: Any) -> FitResult:
