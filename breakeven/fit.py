@@ -451,8 +451,9 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
     odd = int(((k > 0) & (k != k.round())).sum())
     if odd:
         notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
-    return FitResult(tuple(groups), draft_cost, source=source, notes=tuple(notes),
-                     surfaces=surfaces)
+    return FitResult(
+        tuple(groups), draft_cost, source=source, notes=tuple(notes), surfaces=surfaces
+    )
 
 
 def fit_file(path: str, **options: Any) -> FitResult:
@@ -466,17 +467,10 @@ def fit_file(path: str, **options: Any) -> FitResult:
 def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
     """One group of a fit file (``fit --out``): the only one, or number ``group`` (from 1, in
     the file's order)."""
-    import json
-
     from breakeven.errors import escape_braces
-    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(str(path)))
-    try:
-        data = json.loads(read_whole(path))
-    except (OSError, ValueError) as e:
-        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
-                             "fit_file") from None  # fmt: skip
+    data = load_fit_json(path)
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, list) or not groups or not all(
             isinstance(g, dict) and isinstance(g.get("coefficients"), dict) for g in groups):  # fmt: skip
@@ -501,6 +495,26 @@ def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
                                  "of breakeven fit, each a finite number >= 0 [ms]",
                                  "fit_file")  # fmt: skip
     return chosen
+
+
+def load_fit_json(path: str) -> Any:
+    """A fit file's JSON, refused in one line naming ``fit_file`` (unreadable, not JSON)."""
+    import json
+
+    from breakeven.errors import escape_braces
+    from breakeven.iotools.sources import read_whole
+
+    shown = escape_braces(repr(str(path)))
+    try:
+        text = read_whole(path)
+    except (OSError, ValueError) as e:
+        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
+                             "fit_file") from None  # fmt: skip
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise BreakevenError("{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
+                             "expected a fit file, as breakeven fit --out writes", "fit_file") from None  # fmt: skip
 
 
 def _group_name(g: dict[str, Any]) -> str:

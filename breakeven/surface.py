@@ -232,17 +232,11 @@ def fit_surface(key: tuple[str, str, str], base: Any, spec: Any,
 def read_surface(path: str, index: int | None = None) -> BatchSurface:
     """One forward surface of a fit file (``fit --out``): the only one, or number ``index``
     (from 1, in the file's order)."""
-    import json
-
     from breakeven.errors import escape_braces
-    from breakeven.iotools.sources import read_whole
+    from breakeven.fit import load_fit_json
 
     shown = escape_braces(repr(str(path)))
-    try:
-        data = json.loads(read_whole(path))
-    except (OSError, ValueError) as e:
-        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
-                             "fit_file") from None  # fmt: skip
+    data = load_fit_json(path)
     surfaces = data.get("surfaces") if isinstance(data, dict) else None
     if not isinstance(surfaces, list) or not surfaces:
         raise BreakevenError("{0}: " + shown + " holds no forward surface: fit runs whose "
