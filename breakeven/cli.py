@@ -313,6 +313,12 @@ _batch_inputs = _options(
     click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
                  help=f"Drafting per cycle, the same at every batch {_MS}."),
     _draft_step, _overhead,
+    click.option("--topk", "topk", type=_Bounded(1, MAX_SPEC_TOKENS), default=1,
+                 show_default=True, metavar="T", help="A tree draft at the one operating "
+                 "point: branches per draft step (-k is then its steps, accept_len <= k + 1)."),
+    click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
+                 metavar="N", help="Tokens per sequence in the verify forward (a tree's "
+                 "num_draft_tokens; default k + 1)."),
     click.option("--max-batch", "max_batch", type=_Bounded(1, MAX_BATCH), metavar="N",
                  help=f"Largest batch to sweep, 1 to {MAX_BATCH} (default: the largest the "
                  "curve covers; 256 with --fit)."),

@@ -422,6 +422,17 @@ class BatchResult:
         return batch_html(self.to_dict())
 
 
+@dataclass(frozen=True)
+class _PerCycle:
+    """Drafting given per cycle, the same whatever a tree's branches."""
+
+    draft: Any
+    takes_topk = True
+
+    def __call__(self, k: Any, batch: Any = 1, topk: Any = 1) -> Any:
+        return self.draft(k, batch)
+
+
 def _verify_ms(curve: Any, batch: int, q: int) -> Any:
     """The verify forward of ``batch`` sequences with ``q`` tokens each: from a surface
     t(B, q) where the cost model is one (:mod:`breakeven.surface`), else priced as a forward
@@ -444,6 +455,8 @@ def batch_sweep(
     draft_step_ms: float | None = None,
     overhead_ms: float | None = None,
     max_batch: int | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
 ) -> BatchResult:
     """Speedup against batch size, the break-even batch, and the best k at each batch.
 
@@ -464,6 +477,10 @@ def batch_sweep(
         drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
     overhead_ms : float  [ms]
         Other per-cycle cost.
+    topk, verify_tokens : int, optional
+        A tree draft at the one operating point (``k`` its steps): branches per draft step,
+        and tokens per sequence in the verify forward (default ``k + 1``).  Its drafting
+        needs a fitted surface (:mod:`breakeven.surface`), or ``draft_ms`` per cycle.
     max_batch : int, optional
         Largest batch to sweep, 1 to :data:`~breakeven.quantities.MAX_BATCH`; by default
         the largest the curve covers, or :data:`DEFAULT_MAX_BATCH` for a model without a
@@ -478,6 +495,16 @@ def batch_sweep(
         k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
         taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
         several = False
+        topk = int(_xp.draft_tokens(_xp.SCALAR, "topk", topk))
+        if verify_tokens is not None:
+            verify_tokens = int(_xp.draft_tokens(_xp.SCALAR, "verify_tokens", verify_tokens))
+            if verify_tokens < k + 1:
+                raise BreakevenError("{0}: got " + str(verify_tokens) + f", expected at least "
+                                     f"k + 1 = {k + 1} (the tree's path and the bonus token)",
+                                     "verify_tokens")  # fmt: skip
+    elif topk != 1 or verify_tokens is not None:
+        raise BreakevenError("{0} and {1} describe one tree: give them with {2} and {3}",
+                             "topk", "verify_tokens", "accept_len", "k")  # fmt: skip
     else:
         by_k = acceptance_by_k(
             k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
@@ -488,6 +515,13 @@ def batch_sweep(
         raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
                              "draft_step_ms")  # fmt: skip
     draft = draft or draft_cost(draft_ms, draft_step_ms)
+    if topk != 1 and not getattr(draft, "takes_topk", False):
+        if draft_step_ms is not None or not isinstance(draft, DraftCost):
+            raise BreakevenError("{0}: a tree's drafting grows with its branches; give its "
+                                 "drafting per cycle ({1}), or a surface fitted with trees "
+                                 "(breakeven fit)", "topk", "draft_ms")  # fmt: skip
+        per_cycle = draft
+        draft = _PerCycle(per_cycle)
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
 
     first_batch = max(1, math.ceil(curve.min_tokens))
@@ -497,7 +531,7 @@ def batch_sweep(
     if math.isinf(limit):
         max_batch = max_batch or DEFAULT_MAX_BATCH
     else:
-        covered = int(limit // (min(taus) + 1))
+        covered = int(limit // (verify_tokens or min(taus) + 1))
         max_batch = covered if max_batch is None else min(max_batch, covered)
     if max_batch < first_batch:
         raise BreakevenError(
@@ -509,9 +543,11 @@ def batch_sweep(
         step = float(curve(b))
         best: BatchPoint | None = None
         for kk, tau in taus.items():
-            if b * (kk + 1) > curve.max_tokens:
+            if b * (verify_tokens or kk + 1) > curve.max_tokens:
                 continue
-            cycle = float(_verify_ms(curve, b, kk + 1)) + float(draft(kk, b)) + overhead
+            q = verify_tokens or kk + 1
+            drafting = draft(kk, b, topk) if topk != 1 else draft(kk, b)
+            cycle = float(_verify_ms(curve, b, q)) + float(drafting) + overhead
             point = BatchPoint(b, kk, _speedup(tau, step, cycle), step, cycle)
             if best is None or point.speedup > best.speedup:
                 best = point

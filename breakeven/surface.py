@@ -145,8 +145,19 @@ class SurfaceCost:
     def forward_ms(self, batch: Any, q: Any) -> Any:
         return self.surface.forward_ms(batch, q)
 
-    def draft(self, k: Any, batch: Any = 1) -> Any:
-        return self.surface.draft_ms(batch, k, 1)
+    @property
+    def draft(self) -> _SurfaceDraft:
+        """The fitted drafting, as ``batch`` calls it: ``draft(k, batch[, topk])``."""
+        return _SurfaceDraft(self.surface)
+
+
+@dataclass(frozen=True)
+class _SurfaceDraft:
+    surface: BatchSurface
+    takes_topk = True
+
+    def __call__(self, k: Any, batch: Any = 1, topk: Any = 1) -> Any:
+        return self.surface.draft_ms(batch, k, topk)
 
 
 def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> list[float]:

@@ -150,3 +150,26 @@ def test_the_fixtures_as_published_without_our_header(tmp_path):
         a = fit(read_measurements(bare)[0], moe=QWEN3_MOE).to_dict()
         b = fit(read_measurements(path)[0], moe=QWEN3_MOE).to_dict()
         assert a["surfaces"] == b["surfaces"]
+
+
+def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
+    out = tmp_path / "fit.json"
+    assert CliRunner().invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8",
+                                    "--out", str(out)]).exit_code == 0  # fmt: skip
+    args = ["batch", "--fit-file", str(out), "--accept-len", "2.553", "-k", "4", "--topk", "4",
+            "--verify-tokens", "16", "--max-batch", "64", "--json"]  # fmt: skip
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
+    by_batch = {p["batch"]: p for p in json.loads(r.stdout)["speedup_by_batch"]}
+    for b in (1, 4, 8, 32, 64):  # the tree the runs measured, at the batch sizes they ran
+        assert by_batch[b]["cycle_ms"] == pytest.approx(float(surface.cycle_ms(b, 4, 4, 16)))
+    curve = ["batch", "--cost-curve", str(PUBLISHED.parent.parent.parent / "data" /
+                                           "llama3_8b_decode_curve.csv")]  # fmt: skip
+    for extra, says in ((["--accept-len", "2.5", "-k", "4", "--topk", "4", "--draft-step-ms", "1"],
+                         "drafting per cycle"),
+                        (["--alpha", "0.7", "--topk", "4"], "describe one tree"),
+                        (["--accept-len", "2.5", "-k", "4", "--verify-tokens", "3"],
+                         "at least k + 1 = 5")):  # fmt: skip
+        bad = CliRunner().invoke(cli, [*curve, *extra])
+        assert bad.exit_code == 2 and says in bad.output, bad.output
