@@ -58,7 +58,10 @@ class _Group(click.Group):
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except click.ClickException as e:
-            message = e.format_message()
+            from breakeven.formatting import printable
+
+            # One line whatever a message quotes (a name with a line break, an escape).
+            message = printable(e.format_message())
             if isinstance(e, click.UsageError) and e.ctx is not None:
                 message += f" (see '{e.ctx.command_path} --help')"
             click.echo(f"Error: {message}", err=True)
@@ -1156,7 +1159,8 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if api_key is None:
-            raise InputError(f"--api-key-env: the variable {api_key_env} is not set")
+            shown = api_key_env if api_key_env.isidentifier() else shorten(repr(api_key_env))
+            raise InputError(f"--api-key-env: the variable {shown} is not set")
         api_key, note = clean_api_key(api_key, api_key_env)
         if note:
             click.echo(f"Note: {note}", err=True)

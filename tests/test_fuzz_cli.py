@@ -116,7 +116,8 @@ _BATCH = [
 # Invocations that work: the fuzz starts from one and changes a few of its arguments, so that a
 # hostile value is often the only thing wrong (random flags mostly just conflict).
 VALID = {
-    ("predict",): _PREDICT, ("optimize",): _OPTIMIZE, ("batch",): _BATCH,
+    ("predict",): [*_PREDICT, "--fit-file <in:fit_json> -k 3 --accept-len 2.2"],
+    ("optimize",): [*_OPTIMIZE, "--fit-file <in:fit_json>"],
     ("moe",): ["--experts 384 --top-k 8 --shared 1 --tokens 7",
                "--experts 384 --top-k 8 --tokens 7 --dense-bytes 1e9 --expert-bytes 4e7"],
     ("ingest",): ["<in:sglang_log>", "<in:sglang_log> --label x -k 3 --out <out:fresh.csv>",
@@ -133,6 +134,7 @@ VALID = {
                    "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
                    "<in:case_study> <in:case_study> --fail-if slower"],
     ("bench",): ["--label b --requests 2 --max-tokens 8"],
+    ("batch",): [*_BATCH, "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16"],
     ("fit",): ["<in:case_study>", "<in:published> --predict-k 1-8",
                "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json"],
 }  # fmt: skip
@@ -140,7 +142,7 @@ BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--rea
 
 # Inputs: good files, and every kind of file that is not what a command expects.
 INPUTS = ["case_study", "published", "curve", "sglang_log", "sglang_baseline", "prometheus",
-          "json_infinity", "missing", "directory",
+          "json_infinity", "missing", "directory", "fit_json",
           "empty", "binary", "fifo", "long_cell", "long_cell_curve", "inf_cells", "negative_cells",
           "duplicate_header", "escapes", "inf_curve", "empty_string", "proc"]  # fmt: skip
 # Outputs: a fresh place, and every place that cannot be written.
@@ -194,6 +196,17 @@ def _input_files(root: Path) -> dict[str, str]:
     for name in ("case_study.csv", "published.csv", "llama3_8b_decode_curve.csv"):
         shutil.copy(DATA / name, root / name)
     shutil.copy(DATA / "case_study.csv", root / "existing.csv")
+    # A fit file with groups and a surface (fit --out of the AngelSlim sweep and 20780's).
+    from breakeven.fit import fit_file
+    from breakeven.surface import MoE
+
+    published = ROOT / "tests" / "data" / "published"
+    fitted = fit_file(str(published / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"),
+                      moe=MoE(128, 8)).to_dict()  # fmt: skip
+    fitted["groups"] = fit_file(
+        str(published / "vllm_issue20780_llama31_8b_eagle_bs1.csv")
+    ).to_dict()["groups"][:1]
+    (root / "fit.json").write_text(json.dumps(fitted))
     return {
         **paths,
         "case_study": str(root / "case_study.csv"), "published": str(root / "published.csv"),
@@ -203,6 +216,7 @@ def _input_files(root: Path) -> dict[str, str]:
         "json_infinity": str(ENGINES / "sglang_bench_serving__dlora_request_rate_Infinity.jsonl"),
         "prometheus": str(ENGINES / "vllm_metrics__pr41916_spec_decode_excerpt.prom"),
         "missing": str(root / "missing.csv"), "directory": str(root / "a_directory"),
+        "fit_json": str(root / "fit.json"),
         "binary": str(binary), "fifo": str(fifo), "empty_string": "", "proc": "/proc/x",
     }  # fmt: skip
 
