@@ -533,7 +533,8 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 
     flags = {"label": "--label", "run_id": "--run-id", "model": "--model",
              "hardware": "--hardware", "spec_method": "--spec-method", "env": "--env",
-             "num_spec_tokens": "-k/--num-spec-tokens"}  # fmt: skip
+             "num_spec_tokens": "-k/--num-spec-tokens", "spec_topk": "--topk",
+             "verify_tokens": "--verify-tokens"}  # fmt: skip
     columns = {key: _per_file(flags[key], values, len(files)) for key, values in per_file.items()}
     inputs = []
     for i, arg in enumerate(files):
@@ -560,6 +561,12 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
               metavar="K", multiple=True,
               help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
               f"vLLM V1), 0 to {MAX_SPEC_TOKENS}. Once for every file, or once per file.")
+@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
+              multiple=True, help="A tree draft's branches per step (SGLang's "
+              "--speculative-eagle-topk; -k is then its steps): once, or once per file.")
+@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
+              metavar="N", multiple=True, help="A tree's tokens per sequence in the verify "
+              "forward (SGLang's --speculative-num-draft-tokens): once, or once per file.")
 @click.option("--label", multiple=True,
               help="The run's name (e.g. baseline, eagle3-k3): once for every file, or once per "
               "file. Replaces what a file says. FILE may also be given as LABEL=FILE.")

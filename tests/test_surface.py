@@ -173,3 +173,17 @@ def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
                          "at least k + 1 = 5")):  # fmt: skip
         bad = CliRunner().invoke(cli, [*curve, *extra])
         assert bad.exit_code == 2 and says in bad.output, bad.output
+
+
+def test_ingest_stamps_a_tree_where_the_log_does_not_say(tmp_path):
+    log = PUBLISHED.parent / "case_study" / "sglang_eagle3_k3.log"
+    out = tmp_path / "tree.csv"
+    r = CliRunner().invoke(cli, ["ingest", str(log), "-k", "4", "--topk", "4", "--verify-tokens",
+                                 "16", "--out", str(out)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    data, _ = read_measurements(out)
+    assert set(data["spec_topk"]) == {4} and set(data["verify_tokens"]) == {16}
+    assert set(data["num_spec_tokens"]) == {4}
+    bad = CliRunner().invoke(cli, ["ingest", str(log), str(log), "--topk", "1", "--topk", "2",
+                                   "--topk", "3"])  # fmt: skip
+    assert bad.exit_code == 2 and "--topk: given 3 times for 2 files" in bad.output

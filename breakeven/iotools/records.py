@@ -14,7 +14,8 @@ from typing import Any
 # columns of ingest --out, in this order.
 RECORD_KEYS = (
     "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
-    "num_spec_tokens", "spec_method", "tok_s", "aggregate_tok_s", "accept_len",
+    "num_spec_tokens", "spec_method", "spec_topk", "verify_tokens", "tok_s", "aggregate_tok_s",
+    "accept_len",
     "acceptance_rate", "step_ms", "verify_ms", "draft_ms", "cycle_ms", "env", "source",
     "origin", "tpot_ms", "itl_ms", "format", "gen_tok_s", "prompt_tok_s", "running_reqs",
     "queue_reqs", "tokens_in_use", "accepted_tokens", "draft_tokens", "emitted_tokens",
@@ -37,7 +38,7 @@ def record_schema() -> dict[str, Any]:
     for key in RECORD_KEYS:
         if key in _TEXT:
             types[key] = pl.String
-        elif key == "num_spec_tokens":
+        elif key in ("num_spec_tokens", "spec_topk", "verify_tokens"):
             types[key] = pl.Int64
         elif key == "per_position":
             types[key] = pl.List(pl.Float64)
