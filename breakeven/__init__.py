@@ -35,6 +35,7 @@ from breakeven.model import (
     breakeven_accept_len,
     breakeven_alpha,
     cycle_ms,
+    implied_cycle_ms,
     leviathan_speedup,
     max_baseline_tok_s,
     max_cycle_ms,
@@ -59,13 +60,32 @@ from breakeven.sensitivity import Sensitivity, sensitivity
 
 __version__ = "0.1.0"
 
+# Imported when first used, so that the command line starts fast (benchmarks/cli_startup.py).
+_LAZY = {"CompareResult": "breakeven.compare", "compare": "breakeven.compare",
+         "parse_run": "breakeven.compare", "FitResult": "breakeven.fit", "fit": "breakeven.fit",
+         "fit_file": "breakeven.fit", "BatchSurface": "breakeven.surface",
+         "MoE": "breakeven.surface", "fit_surface": "breakeven.surface"}  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'breakeven' has no attribute {name!r}")
+
+
 __all__ = [
     "BatchResult",
+    "BatchSurface",
     "BreakevenError",
     "CheckResult",
+    "CompareResult",
     "ConstantCost",
     "DraftCost",
+    "FitResult",
     "FittedCost",
+    "MoE",
     "MoECost",
     "OptimizeResult",
     "Prediction",
@@ -83,9 +103,14 @@ __all__ = [
     "breakeven_alpha",
     "check",
     "check_file",
+    "compare",
     "cycle_ms",
     "expected_distinct_experts",
+    "fit",
     "fit_cost_curve",
+    "fit_file",
+    "fit_surface",
+    "implied_cycle_ms",
     "leviathan_speedup",
     "max_baseline_tok_s",
     "max_cycle_ms",
@@ -96,6 +121,7 @@ __all__ = [
     "optimize",
     "optimize_k",
     "overlap_from_measurement",
+    "parse_run",
     "predict",
     "sensitivity",
     "spec_tok_s",
