@@ -214,18 +214,20 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
                 more = len(problems) - 1
                 raise BreakevenError(first + (f" (and {more} more problems)" if more else ""))
             frame = _columns(pl.concat(narrow) if narrow else _narrow(frame_of([])))
-            frame["run_id"] = _filled(frame["run_id"], launch)
+            frame["run_id"] = _filled(frame["run_id"], launch) if "run_id" in frame.columns \
+                else _constant(launch, len(frame))  # fmt: skip
         frames.append(frame)
     data = _concat(frames)
-    data["label"] = pd.Categorical([run.label] * len(data))
+    data["label"] = _constant(run.label, len(data))
     for column, value in (("spec_method", run.spec_method), ("env", run.env)):
         if value is not None:
-            data[column] = pd.Categorical([value] * len(data))
+            data[column] = _constant(value, len(data))
     if run.num_spec_tokens is not None:
         data["num_spec_tokens"] = float(run.num_spec_tokens)
     elif baseline:
         data["num_spec_tokens"] = pd.to_numeric(data["num_spec_tokens"]).fillna(0)
-    data["run_id"] = _filled(data["run_id"], run.label)
+    data["run_id"] = _filled(data["run_id"], run.label) if "run_id" in data.columns else \
+        _constant(run.label, len(data))  # fmt: skip
     measured = pd.to_numeric(data["tok_s"], errors="coerce").notna()
     if "speedup" in data.columns:  # a published speedup
         measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
@@ -244,11 +246,10 @@ def _narrow(records: Any) -> Any:
     from breakeven.check import COLUMNS_USED
 
     line = pl.col("source").str.extract(r":(\d+)$", 1).cast(pl.Int64, strict=False)
-    # Number columns no record fills are left out (check reads a missing column as empty): a
-    # log fills a handful, and each column kept is copied twice more on the way to check.
+    # Columns no record fills are left out (check reads a missing column as empty): a log
+    # fills a handful, and each column kept is converted and copied on the way to check.
     empty = {c for c, n in zip(records.columns, records.null_count().row(0), strict=True)
-             if n == records.height and records[c].dtype != pl.String} - {"tok_s",
-                                                                           "num_spec_tokens"}  # fmt: skip
+             if n == records.height} - {"tok_s", "num_spec_tokens"}  # fmt: skip
     wanted = [c for c in COLUMNS_USED if c in records.columns and c not in empty | {"source"}]
     return records.select(*wanted, line.alias("line"))
 
@@ -271,6 +272,14 @@ def _columns(picked: Any) -> Any:
     return pd.DataFrame(columns, copy=False)  # no consolidation: one block per column
 
 
+def _constant(value: str, rows: int) -> Any:
+    """A categorical column holding ``value`` on every row, from codes (no list of texts)."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [value])
+
+
 def _filled(column: Any, value: str) -> Any:
     """A text column with ``value`` where it is missing or empty (categories kept)."""
     import pandas as pd
@@ -285,39 +294,70 @@ def _filled(column: Any, value: str) -> Any:
 
 
 def _concat(frames: list[Any]) -> Any:
-    """Frames one below the other, text columns staying categorical."""
+    """Frames one below the other, text columns staying categorical.  Each column is joined
+    once, from its parts' arrays (a column a frame lacks is empty there): no frame is copied
+    whole first."""
     import numpy as np
     import pandas as pd
 
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
     columns = list(dict.fromkeys(c for f in frames for c in f.columns))
-    frames = [f.reindex(columns=columns) for f in frames]
     out = {}
     for c in columns:
-        parts = [f[c] for f in frames]
-        text = [isinstance(p.dtype, pd.CategoricalDtype) or p.dtype == object
-                or pd.api.types.is_string_dtype(p.dtype) for p in parts]  # fmt: skip
-        empty = [p.isna().all() for p in parts]
-        if not any(text) or not all(t or e for t, e in zip(text, empty, strict=True)):
-            out[c] = pd.concat(parts, ignore_index=True)
+        parts = [f[c] if c in f.columns else None for f in frames]
+        if all(p is None or _is_text(p) for p in parts) and any(p is not None for p in parts):
+            out[c] = _join_text(parts, [len(f) for f in frames])
             continue
-        # Categories of every part, as str; each part's codes remapped onto them.
-        categories: list[str] = []
-        for p in parts:
-            values = p.cat.categories if isinstance(p.dtype, pd.CategoricalDtype) else \
-                p.dropna().unique()  # fmt: skip
-            categories += [str(v) for v in values]
-        dtype = pd.CategoricalDtype(list(dict.fromkeys(categories)))
-        codes = []
-        for p in parts:
-            if isinstance(p.dtype, pd.CategoricalDtype):
-                p = p.cat.rename_categories([str(v) for v in p.cat.categories])
-                codes.append(p.cat.set_categories(dtype.categories).cat.codes.to_numpy())
+        arrays = []
+        for p, f in zip(parts, frames, strict=True):
+            if p is None:
+                arrays.append(np.full(len(f), np.nan))
+            elif _is_text(p):  # text where the other parts hold numbers: as a column of objects
+                arrays.append(p.astype(object).to_numpy())
             else:
-                codes.append(p.astype(object).astype(dtype).cat.codes.to_numpy())
-        out[c] = pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
+                arrays.append(p.to_numpy())
+        kinds = {a.dtype.kind for a in arrays}
+        joined = np.concatenate(arrays if kinds <= set("iuf") or len(kinds) == 1 else
+                                [a.astype(object) for a in arrays])  # fmt: skip
+        out[c] = joined
     return pd.DataFrame(out, copy=False)  # no consolidation: one block per column
+
+
+def _is_text(column: Any) -> bool:
+    import pandas as pd
+
+    return isinstance(column.dtype, pd.CategoricalDtype) or column.dtype == object or \
+        pd.api.types.is_string_dtype(column.dtype)  # fmt: skip
+
+
+def _join_text(parts: list[Any], rows: list[int]) -> Any:
+    """Text parts as one categorical: every part's categories, as str, each part's codes
+    remapped onto them (a missing part: missing values)."""
+    import numpy as np
+    import pandas as pd
+
+    categories: list[str] = []
+    for p in parts:
+        if p is None:
+            continue
+        values = (
+            p.cat.categories if isinstance(p.dtype, pd.CategoricalDtype) else p.dropna().unique()
+        )
+        categories += [str(v) for v in values]
+    dtype = pd.CategoricalDtype(list(dict.fromkeys(categories)))
+    codes = []
+    for p, n in zip(parts, rows, strict=True):
+        if p is None:
+            codes.append(np.full(n, -1, dtype=np.int64))
+        elif isinstance(p.dtype, pd.CategoricalDtype):
+            if not all(isinstance(v, str) for v in p.cat.categories):
+                p = p.cat.rename_categories([str(v) for v in p.cat.categories])
+            recoded = pd.Categorical(p).set_categories(dtype.categories)
+            codes.append(np.asarray(recoded.codes, dtype=np.int64))
+        else:
+            codes.append(np.asarray(p.astype(object).astype(dtype).cat.codes, dtype=np.int64))
+    return pd.Categorical.from_codes(np.concatenate(codes), dtype=dtype)
 
 
 def _launches(run: RunInput) -> list[tuple[str, str]]:
@@ -472,18 +512,17 @@ def _advice(runs: list[RunComparison], specs: Sequence[RunInput]) -> tuple[str, 
 def _share_identity(base: Any, specs: list[Any]) -> None:
     """The runs given together are of one deployment: where a side does not say its model or
     hardware and the other says one, it is taken as that (check pairs by them)."""
-    import pandas as pd
-
     for column in ("model", "hardware"):
         sides = [base, *specs]
-        said = [{str(v) for v in frame[column].dropna().unique()} - {""} for frame in sides]
+        said = [{str(v) for v in frame[column].dropna().unique()} - {""}
+                if column in frame.columns else set() for frame in sides]  # fmt: skip
         known = set().union(*said)
         if len(known) != 1:
             continue
         (value,) = known
         for frame, values in zip(sides, said, strict=True):
             if not values:
-                frame[column] = pd.Categorical([value] * len(frame))
+                frame[column] = _constant(value, len(frame))
 
 
 def _several(result: Any, label: str) -> bool:
