@@ -363,13 +363,14 @@ def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | Non
         if fit_group is not None:
             raise InputError("--fit-group needs --fit-file")
         return inputs
-    from breakeven.fit import fitted_costs, read_fit
+    from breakeven.fit import fitted_costs
+    from breakeven.iotools.fitfile import read_fit
 
     clash = [n for n in ("verify_ms", "verify_curve", "draft_ms", "draft_step_ms", "overhead_ms",
                          "cycle_ms", "cost_ratio") if inputs.get(n) is not None]  # fmt: skip
     if clash:
-        raise InputError(f"--fit-file and {_flag_of(clash[0])} cannot be given together: the "
-                         "fit holds the cycle's costs")  # fmt: skip
+        raise BreakevenError("{0} and {1} cannot be given together: the fit holds the cycle's "
+                             "costs", "fit_file", clash[0])  # fmt: skip
     group = read_fit(fit_file, fit_group)
     out = dict(inputs)
     out.update(fitted_costs(group, form, inputs.get("k")))
@@ -379,10 +380,6 @@ def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | Non
     if all(inputs.get(n) is None for n in acceptance) and group.get("alpha") is not None:
         out["alpha"] = group["alpha"]
     return out
-
-
-def _flag_of(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 @cli.command(epilog=_definitions(_PREDICT_KEYS))
@@ -469,7 +466,8 @@ def _batch_curve(cost_curve: str | None, fit: str | None,
         return _read_curve(cost_curve, fit, "--cost-curve"), inputs
     if cost_curve is not None or fit is not None:
         raise InputError("--fit-file and --cost-curve (or --fit) cannot be given together")
-    from breakeven.surface import SurfaceCost, read_surface
+    from breakeven.iotools.fitfile import read_surface
+    from breakeven.surface import SurfaceCost
 
     curve = SurfaceCost(read_surface(fit_file, index))
     if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:

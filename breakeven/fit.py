@@ -178,44 +178,6 @@ def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
     return np.array(a, dtype=float).reshape(-1, 4), np.array(b, dtype=float)
 
 
-def _merge(a: Any, names: list[str]) -> tuple[list[list[int]], tuple[str, ...]]:
-    """Columns the equations cannot tell apart, grouped (each group is fitted as one term):
-    two columns merge when one is a multiple of the other on every equation; a column that
-    is zero everywhere is dropped."""
-    groups: list[list[int]] = []
-    for j in range(a.shape[1]):
-        column = a[:, j]
-        if not column.any():
-            continue
-        for g in groups:
-            other = a[:, g[0]]
-            # Proportional columns: Cauchy-Schwarz holds with equality.
-            dot, norms = float(other @ column), float(other @ other) * float(column @ column)
-            if dot * dot >= norms * (1 - 1e-12):
-                g.append(j)
-                break
-        else:
-            groups.append([j])
-    merged = tuple(" + ".join(names[j] for j in g) for g in groups if len(g) > 1)
-    return groups, merged
-
-
-def _solve(a: Any, b: Any, groups: list[list[int]]) -> tuple[Any, float]:
-    """Non-negative least squares over the merged columns: the full coefficient vector (a
-    merged group's value in its first column) and the residual RMS [ms]."""
-    import numpy as np
-    from scipy.optimize import nnls
-
-    x = np.zeros(a.shape[1])
-    if not len(b):
-        return x, math.nan
-    reduced = np.column_stack([a[:, g[0]] for g in groups])
-    solution, norm = nnls(reduced, b)
-    for g, value in zip(groups, solution, strict=True):
-        x[g[0]] = value
-    return x, float(norm / math.sqrt(len(b)))
-
-
 def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
     """The i.i.d. per-token acceptance that best gives the runs' accept_len (least squares)."""
     import numpy as np
@@ -281,8 +243,10 @@ def _fitted(entries: list[dict[str, Any]], draft_cost: str, skip: int | None = N
         if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
             rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
     a, b = _equations(rows, draft_cost)
-    groups, merged = _merge(a, names)
-    x, rms = _solve(a, b, groups)
+    from breakeven._lsq import proportional_groups, solve_groups
+
+    groups, merged = proportional_groups(a, names)
+    x, rms = solve_groups(a, b, groups)
     coefficients = {name: float(x[j]) for j, name in enumerate(names)}
     ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
     constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
@@ -464,64 +428,6 @@ def fit_file(path: str, **options: Any) -> FitResult:
     return fit(data, source=str(path), **options)
 
 
-def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
-    """One group of a fit file (``fit --out``): the only one, or number ``group`` (from 1, in
-    the file's order)."""
-    from breakeven.errors import escape_braces
-
-    shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
-    groups = data.get("groups") if isinstance(data, dict) else None
-    if not isinstance(groups, list) or not groups or not all(
-            isinstance(g, dict) and isinstance(g.get("coefficients"), dict) for g in groups):  # fmt: skip
-        raise BreakevenError("{0}: " + shown + " is not a fit (breakeven fit --out): expected "
-                             "an object with a list of groups, each with coefficients",
-                             "fit_file")  # fmt: skip
-    if group is None and len(groups) > 1:
-        listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
-        raise BreakevenError("{0}: " + shown + f" holds {len(groups)} groups ({escape_braces(listed)});"
-                             " choose one with {1}", "fit_file", "fit_group")  # fmt: skip
-    index = 1 if group is None else group
-    if not 1 <= index <= len(groups):
-        raise BreakevenError("{0}: got " + str(index) + f", expected 1 to {len(groups)}",
-                             "fit_group")  # fmt: skip
-    chosen = groups[index - 1]
-    for name, value in chosen["coefficients"].items():
-        if name not in COEFFICIENTS or not (
-            isinstance(value, (int, float)) and 0 <= value < math.inf
-        ):
-            raise BreakevenError("{0}: " + shown + " has " + escape_braces(repr(name)) + " = "
-                                 + escape_braces(repr(value)) + "; expected the coefficients "
-                                 "of breakeven fit, each a finite number >= 0 [ms]",
-                                 "fit_file")  # fmt: skip
-    return chosen
-
-
-def load_fit_json(path: str) -> Any:
-    """A fit file's JSON, refused in one line naming ``fit_file`` (unreadable, not JSON)."""
-    import json
-
-    from breakeven.errors import escape_braces
-    from breakeven.iotools.sources import read_whole
-
-    shown = escape_braces(repr(str(path)))
-    try:
-        text = read_whole(path)
-    except (OSError, ValueError) as e:
-        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
-                             "fit_file") from None  # fmt: skip
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise BreakevenError("{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
-                             "expected a fit file, as breakeven fit --out writes", "fit_file") from None  # fmt: skip
-
-
-def _group_name(g: dict[str, Any]) -> str:
-    parts = [str(g.get(key) or "") for key in ("model", "hardware", "spec_method")]
-    return " ".join(p for p in parts if p) or "unnamed"
-
-
 def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict[str, float]:
     """A fit group's cycle as the cost inputs of ``predict`` (``form='predict'``: verify,
     draft and overhead at ``k``) or ``optimize`` (``form='optimize'``: a verify that does not
@@ -540,4 +446,4 @@ def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict
 
 
 __all__: Sequence[str] = ("COEFFICIENTS", "DRAFT_COSTS", "FitResult", "GroupFit", "KRow", "fit",
-                          "fit_file", "fit_group", "fitted_costs", "read_fit")  # fmt: skip
+                          "fit_file", "fit_group", "fitted_costs")  # fmt: skip

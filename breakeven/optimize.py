@@ -422,6 +422,31 @@ class BatchResult:
         return batch_html(self.to_dict())
 
 
+def _tree(k: int, topk: Any, verify_tokens: Any) -> tuple[int, int | None]:
+    """A tree's branches and verify tokens, checked: at least k + 1 verify tokens."""
+    topk = int(_xp.draft_tokens(_xp.SCALAR, "topk", topk))
+    if verify_tokens is None:
+        return topk, None
+    verify_tokens = int(_xp.draft_tokens(_xp.SCALAR, "verify_tokens", verify_tokens))
+    if verify_tokens < k + 1:
+        raise BreakevenError("{0}: got " + str(verify_tokens) + f", expected at least "
+                             f"k + 1 = {k + 1} (the tree's path and the bonus token)",
+                             "verify_tokens")  # fmt: skip
+    return topk, verify_tokens
+
+
+def _tree_draft(draft: Any, topk: int, draft_step_ms: float | None) -> Any:
+    """Drafting as the sweep calls it for a tree of ``topk`` branches: a model that takes
+    the branches (a fitted surface's), or drafting per cycle, which they do not change."""
+    if topk == 1 or getattr(draft, "takes_topk", False):
+        return draft
+    if draft_step_ms is not None or not isinstance(draft, DraftCost):
+        raise BreakevenError("{0}: a tree's drafting grows with its branches; give its "
+                             "drafting per cycle ({1}), or a surface fitted with trees "
+                             "(breakeven fit)", "topk", "draft_ms")  # fmt: skip
+    return _PerCycle(draft)
+
+
 @dataclass(frozen=True)
 class _PerCycle:
     """Drafting given per cycle, the same whatever a tree's branches."""
@@ -495,13 +520,7 @@ def batch_sweep(
         k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
         taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
         several = False
-        topk = int(_xp.draft_tokens(_xp.SCALAR, "topk", topk))
-        if verify_tokens is not None:
-            verify_tokens = int(_xp.draft_tokens(_xp.SCALAR, "verify_tokens", verify_tokens))
-            if verify_tokens < k + 1:
-                raise BreakevenError("{0}: got " + str(verify_tokens) + f", expected at least "
-                                     f"k + 1 = {k + 1} (the tree's path and the bonus token)",
-                                     "verify_tokens")  # fmt: skip
+        topk, verify_tokens = _tree(k, topk, verify_tokens)
     elif topk != 1 or verify_tokens is not None:
         raise BreakevenError("{0} and {1} describe one tree: give them with {2} and {3}",
                              "topk", "verify_tokens", "accept_len", "k")  # fmt: skip
@@ -514,14 +533,7 @@ def batch_sweep(
     if draft is not None and (draft_ms is not None or draft_step_ms is not None):
         raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
                              "draft_step_ms")  # fmt: skip
-    draft = draft or draft_cost(draft_ms, draft_step_ms)
-    if topk != 1 and not getattr(draft, "takes_topk", False):
-        if draft_step_ms is not None or not isinstance(draft, DraftCost):
-            raise BreakevenError("{0}: a tree's drafting grows with its branches; give its "
-                                 "drafting per cycle ({1}), or a surface fitted with trees "
-                                 "(breakeven fit)", "topk", "draft_ms")  # fmt: skip
-        per_cycle = draft
-        draft = _PerCycle(per_cycle)
+    draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
 
     first_batch = max(1, math.ceil(curve.min_tokens))

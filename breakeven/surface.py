@@ -169,35 +169,18 @@ def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> 
 def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[str, ...], float]:
     """Non-negative least squares on relative residuals, proportional columns merged."""
     import numpy as np
-    from scipy.optimize import nnls
 
-    from breakeven.fit import _merge
+    from breakeven._lsq import independent_groups, proportional_groups, solve_groups
 
     a = np.array(rows, dtype=float).reshape(-1, len(TERMS))
     b = np.array(targets, dtype=float)
     a, b = a / b[:, None], np.ones_like(b)  # each equation relative to its measured time
-    groups, merged = _merge(a, list(TERMS))
-    x = np.zeros(len(TERMS))
-    if not groups:
-        return x, merged, math.nan
+    groups, merged = proportional_groups(a, TERMS)
     # A term in the span of those before it (TERMS' order) cannot be told apart from them:
     # chains alone make compute = kv + draft per token + speculation per sequence.
-    kept: list[list[int]] = []
-    for g in groups:
-        trial = np.column_stack([a[:, h[0]] / np.abs(a[:, h[0]]).max() for h in [*kept, g]])
-        if np.linalg.matrix_rank(trial, tol=1e-9 * max(trial.shape)) == len(kept) + 1:
-            kept.append(g)
-        else:
-            merged += (" + ".join(TERMS[j] for j in g) + ": not separable from the terms "
-                       "before it by these runs, taken as 0",)  # fmt: skip
-    groups = kept
-    reduced = np.column_stack([a[:, g[0]] for g in groups])
-    scale = np.abs(reduced).max(axis=0)
-    scale[scale == 0] = 1.0
-    solution, norm = nnls(reduced / scale, b)
-    for g, value in zip(groups, solution / scale, strict=True):
-        x[g[0]] = value
-    return x, merged, float(norm / math.sqrt(len(b)))
+    groups, dropped = independent_groups(a, groups, TERMS)
+    x, rms = solve_groups(a, b, groups, scaled=True)
+    return x, merged + dropped, rms
 
 
 def fit_surface(key: tuple[str, str, str], base: Any, spec: Any,
@@ -240,40 +223,5 @@ def fit_surface(key: tuple[str, str, str], base: Any, spec: Any,
                         tuple(notes))  # fmt: skip
 
 
-def read_surface(path: str, index: int | None = None) -> BatchSurface:
-    """One forward surface of a fit file (``fit --out``): the only one, or number ``index``
-    (from 1, in the file's order)."""
-    from breakeven.errors import escape_braces
-    from breakeven.fit import load_fit_json
-
-    shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
-    surfaces = data.get("surfaces") if isinstance(data, dict) else None
-    if not isinstance(surfaces, list) or not surfaces:
-        raise BreakevenError("{0}: " + shown + " holds no forward surface: fit runs whose "
-                             "baselines ran at two or more batch sizes", "fit_file")  # fmt: skip
-    if index is None and len(surfaces) > 1:
-        raise BreakevenError("{0}: " + shown + f" holds {len(surfaces)} surfaces; choose one "
-                             "with {1}", "fit_file", "fit_surface")  # fmt: skip
-    i = 1 if index is None else index
-    if not 1 <= i <= len(surfaces):
-        raise BreakevenError("{0}: got " + str(i) + f", expected 1 to {len(surfaces)}",
-                             "fit_surface")  # fmt: skip
-    x = surfaces[i - 1]
-    try:
-        coefficients = {name: float(x["coefficients"][name]) for name in TERMS}
-        moe = MoE(int(x["moe"]["experts"]), int(x["moe"]["top_k"]),
-                  int(x["moe"].get("shared", 0))) if x.get("moe") else None  # fmt: skip
-    except (KeyError, TypeError, ValueError):
-        raise BreakevenError("{0}: " + shown + " has a surface without the coefficients of "
-                             "breakeven fit", "fit_file") from None  # fmt: skip
-    if not all(0 <= v < math.inf for v in coefficients.values()):
-        raise BreakevenError("{0}: " + shown + " has a coefficient that is not a finite number "
-                             ">= 0 [ms]", "fit_file")  # fmt: skip
-    return BatchSurface(str(x.get("model", "")), str(x.get("hardware", "")),
-                        str(x.get("spec_method", "")), coefficients, (), moe, math.nan, (),
-                        math.nan, tuple(x.get("batches", ())))  # fmt: skip
-
-
 __all__: Sequence[str] = ("TERMS", "UNITS", "BatchSurface", "MoE", "SurfaceCost", "SurfacePoint",
-                          "fit_surface", "read_surface")  # fmt: skip
+                          "fit_surface")  # fmt: skip
