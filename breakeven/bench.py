@@ -143,6 +143,10 @@ class Config:
     chat: bool = False
     api_key: str | None = field(default=None, repr=False)  # never printed, never written
     num_spec_tokens: int | None = None
+    spec_topk: int | None = None
+    """A tree draft's branches per step [branches], stamped on every row."""
+    verify_tokens: int | None = None
+    """A tree's tokens per sequence in the verify forward [tokens], stamped on every row."""
     spec_method: str | None = None
     hardware: str | None = None
     env: str | None = None
@@ -594,7 +598,8 @@ class Bench:
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "engine": self.engine, "model": self.model,
             "hardware": c.hardware, "concurrency": concurrency, "num_spec_tokens": k,
-            "spec_method": c.spec_method, "tok_s": r.decode_tok_s,
+            "spec_method": c.spec_method, "spec_topk": c.spec_topk,
+            "verify_tokens": c.verify_tokens, "tok_s": r.decode_tok_s,
             "aggregate_tok_s": level["aggregate_tok_s"], "accept_len": level.get("accept_len"),
             "acceptance_rate": level.get("acceptance_rate"), "env": self.env,
             "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",

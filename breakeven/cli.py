@@ -214,8 +214,8 @@ _overhead = click.option("--overhead-ms", "overhead_ms", type=FLOAT, metavar="MS
                          help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.")
 _draft_step = click.option("--draft-step-ms", "draft_step_ms", type=FLOAT, metavar="MS",
                            help=f"One draft step; drafting costs k of them per cycle {_MS}.")
-_k = click.option("-k", "--draft-tokens", "k", type=int, metavar="K",
-                  help="Draft tokens per cycle.")
+_k = click.option("-k", "--draft-tokens", "--steps", "k", type=int, metavar="K",
+                  help="Draft tokens per cycle (a tree's steps).")
 _accept_len = click.option("--accept-len", "accept_len", type=FLOAT, metavar="TAU",
                            help="Mean tokens emitted per cycle, bonus token included "
                            "[tokens/cycle].")
@@ -402,12 +402,67 @@ def predict(as_json: bool, fit_file: str | None, fit_group: int | None, **inputs
     _emit(run_predict(**inputs), as_json, "prediction_text")
 
 
+_tree_options = _options(
+    click.option("--tree", "tree", is_flag=True, help="Search tree drafts (SGLang's "
+                 "--speculative-num-steps, --speculative-eagle-topk, "
+                 "--speculative-num-draft-tokens) instead of k: with --fit-file (a forward "
+                 "surface and a tree acceptance), or --verify-curve and --alpha."),
+    click.option("--rank-decay", "rank_decay", type=FLOAT, metavar="R",
+                 help="With --tree and --alpha: each further candidate's chance of being the "
+                 "target's token over the one before (default 1 - alpha, independent)."),
+    click.option("--max-steps", "max_steps", type=_Bounded(1, 64), default=8, show_default=True,
+                 metavar="S", help="With --tree: the most draft steps searched."),
+    click.option("--max-topk", "max_topk", type=_Bounded(1, 64), default=8, show_default=True,
+                 metavar="T", help="With --tree: the most branches per step searched."),
+    click.option("--max-verify-tokens", "max_verify_tokens", type=_Bounded(2, 4096), default=64,
+                 show_default=True, metavar="N",
+                 help="With --tree: the most tokens per sequence in the verify forward."),
+)
+
+
+def _optimize_tree(inputs: dict[str, Any], tree: dict[str, Any], verify_curve: str | None,
+                   fit: str | None, fit_file: str | None, fit_group: int | None) -> Any:  # fmt: skip
+    """``optimize --tree``: the search over (steps, topk, verify tokens)."""
+    from breakeven.optimize import optimize_tree
+
+    clash = [n for n in ("per_position", "accept_len_by_k", "cost_ratio", "verify_ms")
+             if inputs.get(n) is not None]  # fmt: skip
+    if clash:
+        raise BreakevenError("{0} cannot be given with {1}: a tree's acceptance is alpha and "
+                             "rank_decay, its verify grows with the tokens verified", clash[0],
+                             "tree")  # fmt: skip
+    acceptance = surface = None
+    if fit_file is not None:
+        if verify_curve is not None:
+            raise BreakevenError("{0} and {1} cannot be given together: the fit holds the "
+                                 "cycle's costs", "fit_file", "verify_curve")  # fmt: skip
+        from breakeven.iotools.fitfile import read_surface, read_tree
+
+        if inputs.get("alpha") is None and tree["rank_decay"] is None:
+            acceptance = read_tree(fit_file, fit_group)
+        surface = read_surface(fit_file, fit_group if acceptance is None else None,
+                               like=acceptance, flag="fit_group")  # fmt: skip
+    elif fit_group is not None:
+        raise InputError("--fit-group needs --fit-file")
+    curve = _read_curve(verify_curve, fit, "--verify-curve")
+    return optimize_tree(acceptance=acceptance, alpha=inputs.get("alpha"),
+                         rank_decay=tree["rank_decay"], surface=surface, verify_curve=curve,
+                         baseline_tok_s=inputs.get("baseline_tok_s"),
+                         step_ms=inputs.get("step_ms"), draft_ms=inputs.get("draft_ms"),
+                         draft_step_ms=inputs.get("draft_step_ms"),
+                         overhead_ms=inputs.get("overhead_ms"), batch=inputs.get("batch", 1),
+                         max_steps=tree["max_steps"], max_topk=tree["max_topk"],
+                         max_verify_tokens=tree["max_verify_tokens"])  # fmt: skip
+
+
 @cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
 @_optimize_inputs
 @_fit_file
+@_tree_options
 @_json
 def optimize(as_json: bool, verify_curve: str | None, fit: str | None, fit_file: str | None,
-             fit_group: int | None, **inputs: Any) -> None:
+             fit_group: int | None, tree: bool, rank_decay: float | None, max_steps: int,
+             max_topk: int, max_verify_tokens: int, **inputs: Any) -> None:
     """The number of draft tokens k with the highest speedup.
 
     Either Leviathan's form (--alpha A --cost-ratio C) or measured costs (a
@@ -422,6 +477,14 @@ def optimize(as_json: bool, verify_curve: str | None, fit: str | None, fit_file:
     """
     from breakeven.optimize import optimize as run_optimize
 
+    tree_inputs = {"rank_decay": rank_decay, "max_steps": max_steps, "max_topk": max_topk,
+                   "max_verify_tokens": max_verify_tokens}  # fmt: skip
+    if tree:
+        result = _optimize_tree(inputs, tree_inputs, verify_curve, fit, fit_file, fit_group)
+        _emit(result.to_dict(), as_json, "tree_search_text")
+        return
+    if rank_decay is not None:
+        raise InputError("--rank-decay needs --tree: it is the acceptance of a tree's branches")
     inputs = _with_fit({**inputs, "verify_curve": verify_curve}, fit_file, fit_group,
                        "optimize")  # fmt: skip
     curve = _read_curve(inputs.pop("verify_curve"), fit, "--verify-curve")
@@ -531,7 +594,7 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 
     flags = {"label": "--label", "run_id": "--run-id", "model": "--model",
              "hardware": "--hardware", "spec_method": "--spec-method", "env": "--env",
-             "num_spec_tokens": "-k/--num-spec-tokens", "spec_topk": "--topk",
+             "num_spec_tokens": "-k/--num-spec-tokens/--steps", "spec_topk": "--topk",
              "verify_tokens": "--verify-tokens"}  # fmt: skip
     columns = {key: _per_file(flags[key], values, len(files)) for key, values in per_file.items()}
     inputs = []
@@ -555,8 +618,8 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
     help="Read every file as this format instead of telling it from the content.")
 @click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
               help="A /metrics scrape taken before the run: report the change since it.")
-@click.option("-k", "--num-spec-tokens", "num_spec_tokens", type=_Bounded(0, MAX_SPEC_TOKENS),
-              metavar="K", multiple=True,
+@click.option("-k", "--num-spec-tokens", "--steps", "num_spec_tokens",
+              type=_Bounded(0, MAX_SPEC_TOKENS), metavar="K", multiple=True,
               help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
               f"vLLM V1), 0 to {MAX_SPEC_TOKENS}. Once for every file, or once per file.")
 @click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
@@ -791,9 +854,16 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts:
 @cli.command(name="compare")
 @click.argument("baseline", metavar="BASELINE")
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
-@click.option("--num-spec-tokens", "-k", "num_spec_tokens", type=_Bounded(0, MAX_SPEC_TOKENS),
-              multiple=True, metavar="K", help=f"k of each SPEC, 0 to {MAX_SPEC_TOKENS} (once "
-              "for all, or once per SPEC in order).")
+@click.option("--num-spec-tokens", "-k", "--steps", "num_spec_tokens",
+              type=_Bounded(0, MAX_SPEC_TOKENS), multiple=True, metavar="K",
+              help=f"k of each SPEC (a tree's steps), 0 to {MAX_SPEC_TOKENS} (once for all, or "
+              "once per SPEC in order).")
+@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
+              multiple=True, help="A tree draft's branches per step, of each SPEC (once, or "
+              "once per SPEC).")
+@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
+              metavar="N", multiple=True, help="A tree's tokens per sequence in the verify "
+              "forward, of each SPEC (once, or once per SPEC).")
 @click.option("--spec-method", "spec_method", multiple=True,
               help="Drafting method of each SPEC (once, or once per SPEC).")
 @click.option("--env", "env", multiple=True, metavar="'K=V ...'",
@@ -815,6 +885,7 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts:
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
 @_json
 def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tuple[int, ...],
+                    spec_topk: tuple[int, ...], verify_tokens: tuple[int, ...],
                     spec_method: tuple[str, ...], env: tuple[str, ...], fail_if: str | None,
                     report_dir: str | None, force: bool, as_json: bool, **costs: Any) -> None:
     """Is speculation faster here, by how much, and can the answer be trusted?
@@ -842,11 +913,13 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
     from breakeven.compare import compare, parse_run
 
     runs = [parse_run(s) for s in specs]
-    ks = _per_file("-k/--num-spec-tokens", num_spec_tokens, len(runs))
+    ks = _per_file("-k/--num-spec-tokens/--steps", num_spec_tokens, len(runs))
     methods = _per_file("--spec-method", spec_method, len(runs))
     envs = _per_file("--env", env, len(runs))
-    runs = [replace(r, num_spec_tokens=k, spec_method=m, env=e)
-            for r, k, m, e in zip(runs, ks, methods, envs, strict=True)]  # fmt: skip
+    topks = _per_file("--topk", spec_topk, len(runs))
+    verifies = _per_file("--verify-tokens", verify_tokens, len(runs))
+    runs = [replace(r, num_spec_tokens=k, spec_method=m, env=e, spec_topk=t, verify_tokens=n)
+            for r, k, m, e, t, n in zip(runs, ks, methods, envs, topks, verifies, strict=True)]  # fmt: skip
     if report_dir is not None:
         from breakeven.report import check_report_dir, write_compare_report
 
@@ -1121,8 +1194,14 @@ def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
 @click.option("--api-key-env", "api_key_env", metavar="VAR",
               help="Environment variable holding the API key (never printed or written).")
-@click.option("--num-spec-tokens", "-k", "num_spec_tokens", type=int, metavar="K",
-              help="k the server speculates with; 0 for a baseline (default: from /metrics).")
+@click.option("--num-spec-tokens", "-k", "--steps", "num_spec_tokens", type=int, metavar="K",
+              help="k the server speculates with (a tree's steps); 0 for a baseline (default: "
+              "from /metrics).")
+@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
+              help="A tree draft's branches per step (SGLang's --speculative-eagle-topk).")
+@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
+              metavar="N", help="A tree's tokens per sequence in the verify forward (SGLang's "
+              "--speculative-num-draft-tokens).")
 @click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
 @click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
 @click.option("--env", "env", metavar="'K=V ...'",

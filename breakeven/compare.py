@@ -34,6 +34,10 @@ class RunInput:
     spec_method: str | None = None
     env: str | None = None
     launches: tuple[tuple[str, ...], ...] = ()
+    spec_topk: int | None = None
+    """A tree draft's branches per step (None: what the files say)."""
+    verify_tokens: int | None = None
+    """A tree's tokens per sequence in the verify forward (None: what the files say)."""
     """The files of each launch (default: all of ``paths``, one launch)."""
 
 
@@ -202,7 +206,8 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
             k = pd.to_numeric(frame["num_spec_tokens"], errors="coerce")
             frame = frame[~(k > 0)] if baseline else frame[~(k == 0)]
         else:
-            stamp = {"label": run.label, "spec_method": run.spec_method, "env": run.env}
+            stamp = {"label": run.label, "spec_method": run.spec_method, "env": run.env,
+                     "spec_topk": run.spec_topk, "verify_tokens": run.verify_tokens}  # fmt: skip
             problems: list[Any] = []
             read = Input(path, {k: v for k, v in stamp.items() if v is not None},
                          run.num_spec_tokens)  # fmt: skip
@@ -222,6 +227,9 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
     for column, value in (("spec_method", run.spec_method), ("env", run.env)):
         if value is not None:
             data[column] = _constant(value, len(data))
+    for column, value in (("spec_topk", run.spec_topk), ("verify_tokens", run.verify_tokens)):
+        if value is not None:
+            data[column] = float(value)
     if run.num_spec_tokens is not None:
         data["num_spec_tokens"] = float(run.num_spec_tokens)
     elif baseline:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from breakeven.errors import BreakevenError
@@ -123,6 +123,10 @@ class FitResult:
     """Across batch sizes, per model, hardware and method: the forward surface t(B, q) and
     the draft's cost (:class:`breakeven.surface.BatchSurface`), where the baselines ran at
     two or more batch sizes."""
+    trees: tuple[Any, ...] = ()
+    """Per model, hardware and method with a tree draft among its runs (spec_topk > 1): the
+    tree acceptance fitted to every configuration's accept_len
+    (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
 
     def to_dict(self) -> dict[str, Any]:
         def clean(value: Any) -> Any:
@@ -137,7 +141,8 @@ class FitResult:
         return clean({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
                       "source": self.source, "notes": list(self.notes),
                       "groups": [asdict(g) for g in self.groups],
-                      "surfaces": [asdict(x) for x in self.surfaces]})  # fmt: skip
+                      "surfaces": [asdict(x) for x in self.surfaces],
+                      "trees": [asdict(x) for x in self.trees]})  # fmt: skip
 
     def to_frame(self) -> Any:
         """Every group's by-k rows as one pandas DataFrame."""
@@ -300,8 +305,9 @@ def fit_group(key: tuple[Any, ...], entries: list[dict[str, Any]], step: float,
         rows.append(_predicted_row(k, alpha, coefficients, only, step))
     rows.sort(key=lambda r: r.k)
     errors = [abs(r.held_out_speedup / r.measured_speedup - 1) for r in rows
-              if math.isfinite(r.held_out_speedup) and math.isfinite(r.measured_speedup)]  # fmt: skip
-    ranked = [r for r in rows if math.isfinite(r.predicted_speedup)]
+              if math.isfinite(r.held_out_speedup) and 0 < r.measured_speedup < math.inf]  # fmt: skip
+    # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
+    ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
     best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
     return GroupFit(
         model=model, hardware=hardware, concurrency=concurrency if concurrency >= 0 else math.nan,
@@ -365,6 +371,44 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _trees(df: Any) -> tuple[Any, ...]:
+    """Tree acceptance per model, hardware and method that ran a tree (spec_topk > 1), fitted
+    to the mean accept_len of each configuration over every batch size
+    (:func:`breakeven.tree.fit_tree_acceptance`)."""
+    from breakeven.tree import check_tree, fit_tree_acceptance
+
+    k = df["num_spec_tokens"]
+    spec = df[(k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
+    spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
+    spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
+    out = []
+    for (model, hardware, method), runs in spec.groupby(["model", "hardware", "spec_method"],
+                                                         sort=False):  # fmt: skip
+        if not (runs["spec_topk"] > 1).any():
+            continue
+        configs, odd = [], 0
+        for (s, t, n), g in runs.groupby(["num_spec_tokens", "spec_topk", "verify_tokens"]):
+            tau = float(g["accept_len"].mean())
+            try:
+                check_tree(s, t, n)
+            except BreakevenError:
+                odd += len(g)
+                continue
+            if tau > s + 1:
+                odd += len(g)
+                continue
+            configs.append((int(s), int(t), int(n), tau, len(g)))
+        if not configs:
+            continue
+        tree = fit_tree_acceptance(configs, model=model, hardware=hardware, spec_method=method)
+        if odd:
+            tree = replace(tree, notes=(f"{odd} rows are left out: a tree the engine cannot run "
+                                        "(verify tokens beyond the nodes drafted), or an "
+                                        "accept_len above steps + 1",))  # fmt: skip
+        out.append(tree)
+    return tuple(out)
+
+
 def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = (),
         source: str = "", moe: Any = None) -> FitResult:  # fmt: skip
     """Fit the cycle's costs of each group of runs (see the module's description).
@@ -402,21 +446,28 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
         step = steps.get(config, 1000.0 / rates[config] if config in rates else math.nan)
         groups.append(fit_group(key, _entries(rows), float(step), draft_cost, predict_k))
     surfaces = _surfaces(df, moe)
+    trees = _trees(df)
     notes = [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing "
                                            "to fit"]  # fmt: skip
     unknown = int((k.isna() & df["accept_len"].notna()).sum())
     if unknown:
         notes.append(f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
                      "give k (ingest -k K)")  # fmt: skip
-    trees = int(((k > 0) & ~chain).sum())
-    if trees:
-        notes.append(f"{trees} rows of tree drafts (spec_topk > 1) are fitted across batch sizes "
-                     "only, where baselines ran at two or more")  # fmt: skip
+    tree_rows = int(((k > 0) & ~chain).sum())
+    if tree_rows:
+        notes.append(f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
+                     "across batch sizes only, where baselines ran at two or more; their "
+                     "acceptance in the tree section")  # fmt: skip
     odd = int(((k > 0) & (k != k.round())).sum())
     if odd:
         notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
     return FitResult(
-        tuple(groups), draft_cost, source=source, notes=tuple(notes), surfaces=surfaces
+        tuple(groups),
+        draft_cost,
+        source=source,
+        notes=tuple(notes),
+        surfaces=surfaces,
+        trees=trees,
     )
 
 

@@ -233,6 +233,45 @@ def optimize_text(r: Row) -> str:
     return "\n".join(lines) + "\n"
 
 
+_TREE_SEARCH_COLUMNS = ["steps", "topk", "verify tokens", "accept_len [tokens/cycle]",
+                        "cycle [ms]", "speedup [x]"]  # fmt: skip
+
+
+def _tree_option(o: Row) -> str:
+    return (f"steps {o['steps']}, topk {o['topk']}, verify tokens {o['verify_tokens']}: "
+            f"accept_len {number_text(o['accept_len'], 3)} (modelled), cycle "
+            f"{number_text(o['cycle_ms'], 3)} ms, {number_text(o['speedup'], 3)}x")  # fmt: skip
+
+
+def tree_search_text(r: Row) -> str:
+    """What ``breakeven optimize --tree`` prints (from ``TreeSearch.to_dict()``): the best tree,
+    the best chain, the SGLang flags, and the best trees searched."""
+    best, chain = r["best_tree"], r["best_chain"]
+    lines = [f"Best tree: {_tree_option(best)}."]
+    if chain is not None:
+        gain = r["gain_over_chain"]
+        lines.append(f"Best chain (topk 1, k = steps): {_tree_option(chain)}; the tree "
+                     f"{'gains' if gain >= 0 else 'loses'} {abs(gain):.1%} over it.")  # fmt: skip
+    if best["speedup"] <= 1:
+        lines.append("No tree beats plain decoding here: do not speculate.")
+    lines.append(f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
+                 f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}")  # fmt: skip
+    a = r["acceptance"]
+    lines.append(f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}; "
+                 f"acceptance alpha {number_text(a['alpha'], 4)}, rank_decay "
+                 f"{number_text(a['rank_decay'], 4)} ({a['basis']}); {r['searched']} trees "
+                 f"searched (steps <= {r['bounds']['max_steps']}, topk <= "
+                 f"{r['bounds']['max_topk']}, verify tokens <= "
+                 f"{r['bounds']['max_verify_tokens']}).")  # fmt: skip
+    lines += [f"Note: {n}." for n in r["notes"]]
+    lines.append("")
+    rows = [[str(o["steps"]), str(o["topk"]), str(o["verify_tokens"]),
+             number_text(o["accept_len"], 3), number_text(o["cycle_ms"], 3),
+             number_text(o["speedup"], 3)] for o in r["top"]]  # fmt: skip
+    lines += _grid(_TREE_SEARCH_COLUMNS, rows, right=True, indent="")
+    return "\n".join(lines) + "\n"
+
+
 def _breakeven_batch_sentence(r: Row) -> str:
     b = r["breakeven_batch"]
     if b is None:
@@ -524,6 +563,8 @@ def fit_text(result: Row) -> str:
         lines.append("")
     for surface in result.get("surfaces", []):
         lines += _surface_lines(surface)
+    for tree in result.get("trees", []):
+        lines += _tree_lines(tree)
     lines.append("implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
                  "fitted cycle; held out = the same from the fit without that k's runs.")  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -535,6 +576,29 @@ _SURFACE_UNITS = {"weights_ms": "ms per forward", "expert_ms": "ms per routed ex
                   "spec_seq_ms": "ms per sequence per cycle"}  # fmt: skip
 _SURFACE_COLUMNS = ["batch [sequences]", "steps", "topk", "verify tokens", "accept_len [tokens/cycle]",
                     "measured [x]", "predicted [x]", "held out [x]"]  # fmt: skip
+
+
+_TREE_COLUMNS = ["steps", "topk", "verify tokens", "runs", "accept_len [tokens/cycle]",
+                 "predicted [tokens/cycle]", "held out [tokens/cycle]"]  # fmt: skip
+
+
+def _tree_lines(x: Row) -> list[str]:
+    """A tree acceptance of ``fit``: alpha, rank_decay, and each configuration it was fitted
+    on, measured, predicted and held out."""
+    where = ", ".join(v for v in (printable(x["model"]), printable(x["hardware"]),
+                                  printable(x["spec_method"])) if v)  # fmt: skip
+    lines = [f"{where or 'runs'}, tree acceptance: the target's token is the draft's rank-r "
+             f"candidate with chance alpha x rank_decay^(r-1); alpha {_num(x['alpha'], '.4f')}, "
+             f"rank_decay {_num(x['rank_decay'], '.4f')} ({x['basis']})"]  # fmt: skip
+    rows = [[str(r["steps"]), str(r["topk"]), str(r["verify_tokens"]), str(r["runs"]),
+             _num(r["accept_len"], ".3f"), _num(r["predicted_accept_len"], ".3f"),
+             _num(r["held_out_accept_len"], ".3f")] for r in x["runs"]]  # fmt: skip
+    lines += _grid(_TREE_COLUMNS, rows, right=True)
+    error = x["held_out_max_rel_error"]
+    lines.append(f"  held-out error at most {'-' if error is None else format(error, '.1%')}; "
+                 "optimize --tree --fit-file searches trees with it.")  # fmt: skip
+    lines += [f"  Note: {n}." for n in x.get("notes", [])]
+    return [*lines, ""]
 
 
 def _surface_lines(x: Row) -> list[str]:

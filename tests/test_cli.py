@@ -107,7 +107,7 @@ def test_per_position_flag():
         (["--accept-len", "0.9"], "--accept-len: got 0.9, expected a mean acceptance length >= 1"),
         (
             ["--accept-len", "4.5", "-k", "3"],
-            "--accept-len: got 4.5, expected at most k + 1 = 4 for -k/--draft-tokens = 3",
+            "--accept-len: got 4.5, expected at most k + 1 = 4 for -k/--draft-tokens/--steps = 3",
         ),
         (
             ["--baseline", "62.9", "--step-ms", "15.9"],
@@ -117,8 +117,8 @@ def test_per_position_flag():
             ["--cycle-ms", "29.9", "--verify-ms", "28.7"],
             "--cycle-ms and --verify-ms cannot be given together",
         ),
-        (["--alpha", "0.5"], "--alpha needs -k/--draft-tokens"),
-        (["-k", "0", "--accept-len", "1"], "-k/--draft-tokens: got 0"),
+        (["--alpha", "0.5"], "--alpha needs -k/--draft-tokens/--steps"),
+        (["-k", "0", "--accept-len", "1"], "-k/--draft-tokens/--steps: got 0"),
         (["--cost-ratio", "-1", "-k", "2"], "--cost-ratio: got -1.0"),
         (["--target", "0", "--verify-ms", "3"], "--target: got 0.0"),
         (["--per-position", "0.5,0.9"], "--per-position: rate at position 2 (0.9) exceeds"),

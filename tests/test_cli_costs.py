@@ -186,4 +186,4 @@ def test_bad_input_is_one_line_exit_2(args, message):
 
 def test_batch_needs_acceptance(curve):
     r = invoke("batch", "--cost-curve", curve, "--accept-len", 2)
-    assert r.exit_code == 2 and "--accept-len and -k/--draft-tokens go together" in r.output
+    assert r.exit_code == 2 and "--accept-len and -k/--draft-tokens/--steps go together" in r.output

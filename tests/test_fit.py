@@ -187,6 +187,22 @@ def test_any_rows_give_a_fit_or_nothing_never_an_error(rows, draft_cost):
         assert g.best_k is None or g.best_speedup > 0
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "num_spec_tokens": st.one_of(st.none(), st.integers(0, 8), st.sampled_from([3.5, 5000.0])),
+    "spec_topk": st.one_of(st.none(), st.integers(1, 10), st.sampled_from([0.0, 2.5, 1e9])),
+    "verify_tokens": st.one_of(st.none(), st.integers(1, 70), st.sampled_from([0.0, 1e9])),
+    "accept_len": _CELL, "tok_s": _CELL, "concurrency": st.sampled_from([1.0, 4.0, None]),
+    "model": st.sampled_from(["a", "b"]),
+}), max_size=30))  # fmt: skip
+def test_any_tree_rows_give_a_fit_or_nothing_never_an_error(rows):
+    result = fit(pd.DataFrame(rows))
+    json.dumps(result.to_dict(), allow_nan=False)
+    for tree in result.trees:
+        assert 0 <= tree.alpha <= 1 and 0 <= tree.rank_decay <= 1 - tree.alpha + 1e-9
+        assert all(1 <= r.predicted_accept_len <= r.steps + 1 for r in tree.runs)
+
+
 def test_predict_and_optimize_take_a_fit_file(tmp_path):
     out = tmp_path / "fit.json"
     assert run(ISSUE_20780, "--out", out).exit_code == 0

@@ -95,7 +95,8 @@ GOOD = {
     "overlap": ["0.5"], "dense_bytes": ["1e9"], "expert_bytes": ["4e7"], "tolerance": ["0.2"],
     "delta": ["0.1"], "label": ["eagle3"], "num_spec_tokens": ["3", "0"], "run_id": ["r1"],
     "jobs": ["2"], "requests": ["2"], "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
-    "predict_k": ["1-8", "2,3,5"],
+    "predict_k": ["1-8", "2,3,5"], "rank_decay": ["0.2"], "max_steps": ["4"],
+    "max_topk": ["3"], "max_verify_tokens": ["12"], "spec_topk": ["4"], "verify_tokens": ["16"],
 }  # fmt: skip
 _PREDICT = [
     "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
@@ -117,7 +118,10 @@ _BATCH = [
 # hostile value is often the only thing wrong (random flags mostly just conflict).
 VALID = {
     ("predict",): [*_PREDICT, "--fit-file <in:fit_json> -k 3 --accept-len 2.2"],
-    ("optimize",): [*_OPTIMIZE, "--fit-file <in:fit_json>"],
+    ("optimize",): [*_OPTIMIZE, "--fit-file <in:fit_json>", "--tree --fit-file <in:fit_json>",
+                    "--tree --verify-curve <in:curve> --alpha 0.7 --rank-decay 0.2 "
+                    "--draft-step-ms 0.2 --batch 2 --max-steps 4 --max-topk 4 "
+                    "--max-verify-tokens 16"],
     ("moe",): ["--experts 384 --top-k 8 --shared 1 --tokens 7",
                "--experts 384 --top-k 8 --tokens 7 --dense-bytes 1e9 --expert-bytes 4e7"],
     ("ingest",): ["<in:sglang_log>", "<in:sglang_log> --label x -k 3 --out <out:fresh.csv>",

@@ -366,7 +366,7 @@ class TestNumbers:
               10**6], "--max-batch: got 1000000, expected a whole number from 1 to 4096"),
             (["plot", "surface", "--alpha-k", "--cost-ratio", 0.05, "-k", 3, "--max-k", 10**6,
               "--out", "/tmp/never.png"], "--max-k: got 1000000, expected a whole number"),
-            (["ingest", LOG, "-k", 10**20], "-k/--num-spec-tokens: got 100000000000000000000"),
+            (["ingest", LOG, "-k", 10**20], "-k/--num-spec-tokens/--steps: got 100000000000000000000"),
         ],
     )  # fmt: skip
     def test_sizes_are_bounded_and_the_bound_is_named(self, args, message):

@@ -376,3 +376,75 @@ class TestBlockBoundaries:
         assert [r["gen_tok_s"] for r in result.records] == [9.5]
         assert "line 1: line is longer than" in str(result.problems[0])
         assert result.records[0]["source"].endswith(":2")
+
+
+class TestLaunchLines:
+    """The server's own launch line says how it drafts, and what it serves."""
+
+    def test_vllm_engine_config_gives_method_and_served_model_p2pbench(self):
+        rs, problems = records("vllm_engine_config__p2pbench_qwen36_mtp3_v0230.txt")
+        assert not problems and len(rs) == 5
+        assert {r["spec_method"] for r in rs} == {"mtp"}
+        assert {r["model"] for r in rs} == {"p2p_on-c1"}  # served_model_name, not the path
+        assert {r["num_spec_tokens"] for r in rs} == {3}
+        assert rs[1]["accept_len"] == pytest.approx(1 + 228 / (666 / 3))
+
+    def test_a_flag_replaces_what_the_launch_line_says(self):
+        rs, _ = records("vllm_engine_config__p2pbench_qwen36_mtp3_v0230.txt",
+                        stamp={"model": "Qwen3.6-27B", "spec_method": "mtp-3"})  # fmt: skip
+        assert {(r["model"], r["spec_method"]) for r in rs} == {("Qwen3.6-27B", "mtp-3")}
+
+    # The launch lines below are CONSTRUCTED in the shape SGLang's launch_server logs them
+    # (``server_args=ServerArgs(...)``, the dataclass's repr, fields named as in
+    # python/sglang/srt/server_args.py), shortened to the fields read: no real speculative
+    # log with the whole line was found (issue pastes cut it).  The decode lines after them
+    # are the real ones of issue 11948 and issue 2271.
+    LAUNCH = (
+        "[2025-10-22 10:27:40] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', "
+        "tokenizer_path='Qwen/Qwen3-8B', served_model_name='Qwen/Qwen3-8B', "
+        "speculative_algorithm='EAGLE3', speculative_draft_model_path='AngelSlim/x', "
+        "speculative_num_steps=5, speculative_eagle_topk=4, "
+        "speculative_num_draft_tokens=16, speculative_accept_threshold_single=1.0)\n"
+    )
+    RESTART = (
+        "[2025-10-22 10:29:40] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', "
+        "served_model_name='Qwen/Qwen3-8B', speculative_algorithm=None, "
+        "speculative_num_steps=None, speculative_eagle_topk=None, "
+        "speculative_num_draft_tokens=None)\n"
+    )
+
+    def _log(self, tmp_path, *parts):
+        path = tmp_path / "server.log"
+        path.write_text("".join(parts))
+        return path
+
+    def _decode(self, name):
+        text = (DATA / name).read_text()
+        return "".join(line for line in text.splitlines(keepends=True)
+                       if "Decode batch" in line)  # fmt: skip
+
+    def test_sglang_server_args_give_the_tree_and_a_restart_without_it(self, tmp_path):
+        spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+        base = self._decode("sglang_decode_batch_issue2271_no_spec_2024.txt")
+        result = ingest([self._log(tmp_path, self.LAUNCH, spec, self.RESTART, base)])
+        rs = result.records
+        assert not result.problems
+        trees = [r for r in rs if r["accept_len"] is not None]
+        assert trees and all((r["num_spec_tokens"], r["spec_topk"], r["verify_tokens"],
+                              r["spec_method"], r["model"]) == (5, 4, 16, "eagle3",
+                                                                "Qwen/Qwen3-8B") for r in trees)  # fmt: skip
+        assert trees[1]["acceptance_rate"] == pytest.approx(0.95 / 5)
+        after = [r for r in rs if r["accept_len"] is None]
+        assert after and all(r["num_spec_tokens"] == 0 and r["spec_topk"] is None
+                             and r["spec_method"] is None for r in after)  # fmt: skip
+
+    def test_sglang_k_flag_wins_and_blocks_carry_the_launch(self, tmp_path, monkeypatch):
+        spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+        path = self._log(tmp_path, self.LAUNCH, spec)
+        given = ingest([path], num_spec_tokens=3).records
+        assert {r["num_spec_tokens"] for r in given} == {3}
+        assert {r["spec_topk"] for r in given} == {4}
+        # Blocks of one line each: the launch line's values reach every later block.
+        monkeypatch.setattr(sources, "BLOCK_BYTES", 64)
+        small = ingest([path], num_spec_tokens=3).records
+        assert [r["verify_tokens"] for r in small] == [r["verify_tokens"] for r in given]

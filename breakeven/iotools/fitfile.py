@@ -73,9 +73,16 @@ def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
     return chosen
 
 
-def read_surface(path: str, index: int | None = None) -> Any:
+def _same(x: Any, like: Any) -> bool:
+    return isinstance(x, dict) and all(str(x.get(key, "")) == str(getattr(like, key, ""))
+                                       for key in ("model", "hardware", "spec_method"))  # fmt: skip
+
+
+def read_surface(path: str, index: int | None = None, like: Any = None,
+                 flag: str = "fit_surface") -> Any:  # fmt: skip
     """One forward surface of a fit file (a :class:`breakeven.surface.BatchSurface`): the
-    only one, or number ``index`` (from 1, in the file's order)."""
+    only one, number ``index`` (from 1, in the file's order, picked with ``flag``), or the
+    one of the same model, hardware and method as ``like`` (a tree acceptance)."""
     from breakeven.surface import TERMS, BatchSurface, MoE
 
     shown = escape_braces(repr(str(path)))
@@ -84,7 +91,13 @@ def read_surface(path: str, index: int | None = None) -> Any:
     if not isinstance(surfaces, list) or not surfaces:
         raise BreakevenError("{0}: " + shown + " holds no forward surface: fit runs whose "
                              "baselines ran at two or more batch sizes", "fit_file")  # fmt: skip
-    x = _pick(surfaces, index, shown, "surfaces", "fit_surface")
+    if like is not None:
+        surfaces = [x for x in surfaces if _same(x, like)]
+        if not surfaces:
+            raise BreakevenError("{0}: " + shown + " holds no forward surface of "
+                                 + escape_braces(_group_name(vars(like))) + ": its baselines "
+                                 "ran at one batch size", "fit_file")  # fmt: skip
+    x = _pick(surfaces, index, shown, "surfaces", flag)
     try:
         coefficients = {name: float(x["coefficients"][name]) for name in TERMS}
         moe = MoE(int(x["moe"]["experts"]), int(x["moe"]["top_k"]),
@@ -98,3 +111,32 @@ def read_surface(path: str, index: int | None = None) -> Any:
     return BatchSurface(str(x.get("model", "")), str(x.get("hardware", "")),
                         str(x.get("spec_method", "")), coefficients, (), moe, math.nan, (),
                         math.nan, tuple(x.get("batches", ())))  # fmt: skip
+
+
+def read_tree(path: str, index: int | None = None) -> Any:
+    """One tree acceptance of a fit file (a :class:`breakeven.tree.TreeAcceptance`): the only
+    one, or number ``index`` (from 1, in the file's order; the ``--fit-group`` of
+    ``optimize --tree``)."""
+    from breakeven.tree import TreeAcceptance
+
+    shown = escape_braces(repr(str(path)))
+    data = load_fit_json(path)
+    trees = data.get("trees") if isinstance(data, dict) else None
+    if not isinstance(trees, list) or not trees:
+        raise BreakevenError("{0}: " + shown + " holds no tree acceptance: fit runs with a tree "
+                             "draft among them (spec_topk > 1), or give --alpha and "
+                             "--rank-decay", "fit_file")  # fmt: skip
+    listed = "; ".join(f"{i} = {_group_name(t) if isinstance(t, dict) else '?'}"
+                       for i, t in enumerate(trees, start=1))  # fmt: skip
+    x = _pick(trees, index, shown, "tree acceptances", "fit_group", listed)
+    try:
+        alpha, decay = float(x["alpha"]), float(x["rank_decay"])
+    except (KeyError, TypeError, ValueError):
+        raise BreakevenError("{0}: " + shown + " has a tree acceptance without alpha and "
+                             "rank_decay", "fit_file") from None  # fmt: skip
+    if not (0 <= alpha <= 1 and 0 <= decay <= 1 - alpha + 1e-9):
+        raise BreakevenError("{0}: " + shown + " has a tree acceptance with alpha outside [0, "
+                             "1] or rank_decay outside [0, 1 - alpha]", "fit_file")  # fmt: skip
+    return TreeAcceptance(alpha, decay, str(x.get("basis", "")), model=str(x.get("model", "")),
+                          hardware=str(x.get("hardware", "")),
+                          spec_method=str(x.get("spec_method", "")))  # fmt: skip

@@ -109,6 +109,32 @@ def with_pending(
     return rows
 
 
+def carry_launch(rows: pl.DataFrame, state: dict[str, Any], kind: str,
+                 columns: dict[str, Any]) -> pl.DataFrame:  # fmt: skip
+    """An engine's rows without its launch lines (``kind``: the server's configuration, as
+    SGLang's ``server_args=`` line prints it), each row with the ``columns`` (name: type) of
+    the last launch line before it, in this block or an earlier one (``state['launch']``,
+    updated here).  A second launch line (a restart) starts a new configuration."""
+    last = state.get("launch") or {}
+    launches = rows.filter(pl.col("kind") == kind) if rows.height else rows
+    if not launches.height and not last:
+        return rows
+    rows = rows.with_columns(pl.lit(None, t).alias(c) for c, t in columns.items()
+                             if c not in rows.columns)  # fmt: skip
+    launches = rows.filter(pl.col("kind") == kind)
+    # Each row's configuration is that of the launch lines before it (0: the earlier blocks').
+    configs = pl.concat([
+        pl.DataFrame([{c: last.get(c) for c in columns}], schema=columns),
+        launches.select(pl.col(c).cast(t) for c, t in columns.items()),
+    ]).with_row_index("_launch", 0).with_columns(pl.col("_launch").cast(pl.UInt32))  # fmt: skip
+    launch = (pl.col("kind") == kind).cum_sum().cast(pl.UInt32).alias("_launch")
+    rows = rows.drop(list(columns)).with_columns(launch).join(configs, on="_launch", how="left",
+                                                               maintain_order="left")  # fmt: skip
+    if launches.height:
+        state["launch"] = configs.drop("_launch").tail(1).to_dicts()[0]
+    return rows.filter(pl.col("kind") != kind).drop("_launch")
+
+
 def merge_into_previous(
     rows: pl.DataFrame,
     state: dict[str, Any],

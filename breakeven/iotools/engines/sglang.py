@@ -15,6 +15,14 @@ previous decode line, for all running requests: the per-sequence rate is
 prefill line reporting an empty batch, ``#running-req: 0``) the next decode
 line's interval spans the idle time: it is flagged ``first_after_idle`` and
 gets no rate.
+
+The launch line, ``server_args=ServerArgs(...)`` (``launch_server`` logs the
+dataclass after its own adjustments, e.g. ``speculative_num_draft_tokens`` set
+to steps + 1 when topk is 1), says how the server drafts: the decode records
+after it take ``speculative_num_steps`` as k (unless ``-k`` is given),
+``speculative_eagle_topk`` as ``spec_topk``, ``speculative_num_draft_tokens`` as
+``verify_tokens``, ``speculative_algorithm`` (lower case) as ``spec_method``
+and ``served_model_name`` as the model.
 """
 
 from __future__ import annotations
@@ -23,11 +31,15 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind
+from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch
 
 DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
 ONE_BATCH = "sglang_bench_one_batch"  # its printed summary line, as the JSONL's records
+LAUNCH = "sglang_server_args"
+_LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String,
+                   "launch_steps": pl.Float64, "launch_topk": pl.Float64,
+                   "launch_verify_tokens": pl.Float64}  # fmt: skip
 
 _TIMESTAMP = Field(
     "timestamp", r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text",
@@ -48,6 +60,18 @@ KINDS = (
         required=("running_reqs", "gen_tok_s"),
     ),
     LineKind(IDLE, "sglang", "Prefill batch", match=r"#running-req: 0(?:,|\s*$)"),
+    LineKind(
+        LAUNCH, "sglang", "server_args=ServerArgs(",
+        fields=(
+            Field("launch_model", r"\bserved_model_name='([^']*)'", "served_model_name", kind="text"),
+            Field("launch_method", r"\bspeculative_algorithm='([^']*)'", "speculative_algorithm",
+                  kind="text", transform=lambda e: e.str.to_lowercase()),
+            Field("launch_steps", r"\bspeculative_num_steps=([^,)]*)", "speculative_num_steps"),
+            Field("launch_topk", r"\bspeculative_eagle_topk=([^,)]*)", "speculative_eagle_topk"),
+            Field("launch_verify_tokens", r"\bspeculative_num_draft_tokens=([^,)]*)",
+                  "speculative_num_draft_tokens"),
+        ),
+    ),
     # bench_one_batch prints "Decode.  median latency: 0.02711 s, median throughput: 36.88
     # token/s" per run: the target's decode step at a batch size (throughput = batch / latency).
     LineKind(
@@ -74,22 +98,41 @@ def sequence(
         decode, state = sequence(rows, state, k, final)
         parts = [p for p in (decode, one_batch) if p is not None and p.height]
         return (pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else None), state
+    state = dict(state)
+    rows = carry_launch(rows, state, LAUNCH, _LAUNCH_COLUMNS)
+    if not rows.height:
+        return None, state
     previous = pl.col("kind").shift(1, fill_value=state.get("last", IDLE))
     rows = rows.with_columns(first_after_idle=previous == IDLE)
-    state = {"last": rows["kind"][-1]}
+    state["last"] = rows["kind"][-1]
     decode = rows.filter(pl.col("kind") == DECODE)
     if not decode.height:
         return None, state
     tau = pl.col("accept_len")
     rate = ~pl.col("first_after_idle") & (pl.col("running_reqs") > 0)
+    launched = "launch_steps" in decode.columns
+    steps = pl.lit(k, pl.Int64)
+    if launched:
+        steps = pl.coalesce(steps, pl.col("launch_steps").cast(pl.Int64, strict=False))
+    spec = tau.is_not_null()
     records = decode.with_columns(
         format=pl.lit(DECODE),
         aggregate_tok_s=pl.when(rate).then(pl.col("gen_tok_s")),
         tok_s=pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")),
         concurrency=pl.when(rate).then(pl.col("running_reqs")),
-        num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(pl.lit(k, pl.Int64)),
-        acceptance_rate=(tau - 1) / k if k else pl.lit(None, pl.Float64),
-    )
+        num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(steps),
+    ).with_columns(
+        acceptance_rate=pl.when(pl.col("num_spec_tokens") > 0)
+        .then((tau - 1) / pl.col("num_spec_tokens")),
+    )  # fmt: skip
+    if launched:
+        records = records.with_columns(
+            model=pl.col("launch_model"),
+            spec_method=pl.when(spec).then(pl.col("launch_method")),
+            spec_topk=pl.when(spec).then(pl.col("launch_topk").cast(pl.Int64, strict=False)),
+            verify_tokens=pl.when(spec).then(
+                pl.col("launch_verify_tokens").cast(pl.Int64, strict=False)),
+        ).drop(list(_LAUNCH_COLUMNS))  # fmt: skip
     return records.drop("kind"), state
 
 

@@ -22,6 +22,12 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   record with it; the per-sequence rate is ``generation throughput /
   running``.  A log with throughput lines and no spec-decode line at all is a
   baseline (k = 0).
+- The engine's launch line, ``Initializing a V1 LLM engine (vX) with config:
+  model=..., speculative_config=SpeculativeConfig(method='eagle3', model=...,
+  num_spec_tokens=3), ..., served_model_name=...`` (``vllm/v1/engine/core.py``,
+  the config's ``__str__`` in ``vllm/config/``): the records after it take the
+  method as ``spec_method``, the served model name as the model, and
+  ``num_spec_tokens`` as k where a line does not tell it.
 """
 
 from __future__ import annotations
@@ -30,13 +36,16 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind, merge_into_previous
+from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch, merge_into_previous
 
 THROUGHPUT = "vllm_throughput"
 V1 = "vllm_v1"
 V1_FIRST = "vllm_v1_first_format"
 V0 = "vllm_v0"
 SPEC = (V1, V1_FIRST, V0)
+LAUNCH = "vllm_engine_config"
+_LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String,
+                   "launch_k": pl.Float64}  # fmt: skip
 _THROUGHPUT_FIELDS = ("prompt_tok_s", "gen_tok_s", "running_reqs", "queue_reqs")
 
 _TIMESTAMP = Field(
@@ -87,6 +96,17 @@ KINDS = (
         V1_FIRST, "vllm", "Speculative metrics:", fields=(_TIMESTAMP, *_FIRST_COUNTS),
         required=("accepted_tokens", "draft_tokens"),
     ),
+    LineKind(
+        LAUNCH, "vllm", " LLM engine (v", also="with config:",
+        fields=(
+            Field("launch_model", r"\bserved_model_name=([^,]*)", "served_model_name",
+                  kind="text"),
+            Field("launch_method", r"SpeculativeConfig\(method='([^']*)'", "speculative method",
+                  kind="text", transform=lambda e: e.str.to_lowercase()),
+            Field("launch_k", r"SpeculativeConfig\([^)]*\bnum_spec_tokens=([^,)]*)",
+                  "num_spec_tokens"),
+        ),
+    ),
 )  # fmt: skip
 
 _COLUMNS = {"timestamp": pl.String, "printed_accept_len": pl.Float64, "printed_k": pl.Float64,
@@ -101,14 +121,23 @@ def sequence(
     """Records of vLLM's lines.  State: the last throughput line, when no line after it has
     told yet whether a spec-decode line merges into it (``pending``), and V0's counters at
     its last line (``v0_last``)."""
+    launch = {"launch": state.get("launch")}
+    rows = carry_launch(rows, launch, LAUNCH, _LAUNCH_COLUMNS)
     ts = pl.col("timestamp")
     rows, pending = merge_into_previous(rows, state, _COLUMNS, THROUGHPUT, SPEC,
                                         ts.shift(1).eq_missing(ts), _THROUGHPUT_FIELDS, final)  # fmt: skip
-    new_state: dict[str, Any] = {"v0_last": state.get("v0_last"), "pending": pending}
+    new_state: dict[str, Any] = {"v0_last": state.get("v0_last"), "pending": pending,
+                                 "launch": launch.get("launch")}  # fmt: skip
     if not rows.height:
         return None, new_state
     rows = _v0_differences(rows, new_state)
-    records = rows.with_columns(_derived(k))
+    launched = "launch_k" in rows.columns
+    records = rows.with_columns(_derived(k, launched))
+    if launched:
+        spec = pl.col("kind").is_in(SPEC)
+        records = records.with_columns(
+            model=pl.col("launch_model"), spec_method=pl.when(spec).then(pl.col("launch_method")),
+        ).drop(list(_LAUNCH_COLUMNS))  # fmt: skip
     return records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted"), new_state
 
 
@@ -131,10 +160,13 @@ def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
     )  # fmt: skip
 
 
-def _derived(k: int | None) -> list[pl.Expr]:
+def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
-    v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
+    given = pl.lit(k, pl.Int64)
+    if launched:
+        given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
+    v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(given)
     row_k = pl.when(kind == V0).then(pl.col("printed_k").cast(pl.Int64)).when(
         kind.is_in([V1, V1_FIRST])).then(v1_k)  # fmt: skip
     drafts = pl.col("draft_tokens") / row_k
