@@ -356,6 +356,29 @@ def _tree_costs(surface: Any, verify_curve: Any, batch: int, draft_step_ms: floa
     return cycle, float(verify_curve(batch))
 
 
+def _tree_acceptance(acceptance: Any, alpha: float | None, rank_decay: float | None
+                     ) -> tuple[Any, list[str]]:  # fmt: skip
+    """The tree acceptance given (a fit's), or made of ``alpha`` and ``rank_decay``; and the
+    notes it needs."""
+    from breakeven.tree import TreeAcceptance, check_acceptance
+
+    if acceptance is not None:
+        if alpha is not None or rank_decay is not None:
+            raise BreakevenError("{0} holds the tree acceptance: {1} cannot be given with it",
+                                 "fit_file", "alpha" if alpha is not None else "rank_decay")  # fmt: skip
+        return acceptance, []
+    if alpha is None:
+        raise BreakevenError("{0} needs the acceptance of trees: {1} (with {2}), or a fit "
+                             "file of runs with a tree", "tree", "alpha", "rank_decay")  # fmt: skip
+    a = float(_xp.probability(_xp.SCALAR, "alpha", alpha))
+    if rank_decay is None:
+        note = ("rank_decay = 1 - alpha (independent candidates), assumed: measured trees "
+                "accept less than that; fit runs of a tree for a measured one")  # fmt: skip
+        return TreeAcceptance(a, 1.0 - a, "alpha given; rank_decay = 1 - alpha, assumed"), [note]
+    check_acceptance(a, rank_decay)
+    return TreeAcceptance(a, float(rank_decay), "alpha and rank_decay given"), []
+
+
 def optimize_tree(
     *,
     acceptance: Any = None,
@@ -383,27 +406,9 @@ def optimize_tree(
     tree's branches is then priced as drafting one (say so).  The step is the baseline's,
     else the cost model's at ``batch``.  See :func:`breakeven.tree.search_trees`.
     """
-    from breakeven.tree import TreeAcceptance, search_trees
+    from breakeven.tree import search_trees
 
-    notes = []
-    if acceptance is None:
-        if alpha is None:
-            raise BreakevenError("{0} needs the acceptance of trees: {1} (with {2}), or a fit "
-                                 "file of runs with a tree", "tree", "alpha", "rank_decay")  # fmt: skip
-        a = float(_xp.probability(_xp.SCALAR, "alpha", alpha))
-        if rank_decay is None:
-            notes.append("rank_decay = 1 - alpha (independent candidates), assumed: measured "
-                         "trees accept less than that; fit runs of a tree for a measured one")  # fmt: skip
-            decay, basis = 1.0 - a, "alpha given; rank_decay = 1 - alpha, assumed"
-        else:
-            from breakeven.tree import check_acceptance
-
-            check_acceptance(a, rank_decay)
-            decay, basis = float(rank_decay), "alpha and rank_decay given"
-        acceptance = TreeAcceptance(a, decay, basis)
-    elif alpha is not None or rank_decay is not None:
-        raise BreakevenError("{0} holds the tree acceptance: {1} cannot be given with it",
-                             "fit_file", "alpha" if alpha is not None else "rank_decay")  # fmt: skip
+    acceptance, notes = _tree_acceptance(acceptance, alpha, rank_decay)
     if baseline_tok_s is not None and step_ms is not None:
         raise BreakevenError("{0} and {1} cannot be given together: give one", "baseline_tok_s",
                              "step_ms")  # fmt: skip

@@ -275,14 +275,8 @@ class TreeSearch:
                 "top": [asdict(o) for o in self.options[:top]], "notes": list(self.notes)}  # fmt: skip
 
 
-def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
-                 max_steps: int = 8, max_topk: int = 8, max_verify_tokens: int = 64
-                 ) -> TreeSearch:  # fmt: skip
-    """Every tree with ``steps <= max_steps``, ``topk <= max_topk`` and ``verify_tokens <=
-    max_verify_tokens`` that the engine can run (a chain's verify_tokens is steps + 1; a
-    tree verifies at most the nodes it drafts), priced with ``cycle_ms(steps, topk,
-    verify_tokens)`` [ms] against the plain decode step ``step_ms`` [ms].  A tree whose
-    ``cycle_ms`` is None (beyond the cost model) is left out, and counted in the notes."""
+def _check_search(step_ms: Any, max_steps: Any, max_topk: Any, max_verify_tokens: Any) -> None:
+    """A :class:`BreakevenError` naming the first of the search's inputs out of range."""
     for name, value, high in (("max_steps", max_steps, 64), ("max_topk", max_topk, MAX_TREE_TOPK),
                               ("max_verify_tokens", max_verify_tokens, 4096)):  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
@@ -294,6 +288,28 @@ def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
     if max_verify_tokens < 2:
         raise BreakevenError("{0}: got 1, expected at least 2: a verify takes the last token "
                              "and one drafted", "max_verify_tokens")  # fmt: skip
+
+
+def _bound_notes(best: TreeOption, bounds: dict[str, int]) -> list[str]:
+    """Where the best tree sits on a bound of the search: say so."""
+    notes = []
+    for name in ("steps", "topk", "verify_tokens"):
+        bound = bounds[f"max_{name}"]
+        if getattr(best, name) == bound and bound > 1:
+            notes.append(f"the best tree's {name} is the largest searched ({bound}): raise "
+                         f"--max-{name.replace('_', '-')} to look further")  # fmt: skip
+    return notes
+
+
+def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
+                 max_steps: int = 8, max_topk: int = 8, max_verify_tokens: int = 64
+                 ) -> TreeSearch:  # fmt: skip
+    """Every tree with ``steps <= max_steps``, ``topk <= max_topk`` and ``verify_tokens <=
+    max_verify_tokens`` that the engine can run (a chain's verify_tokens is steps + 1; a
+    tree verifies at most the nodes it drafts), priced with ``cycle_ms(steps, topk,
+    verify_tokens)`` [ms] against the plain decode step ``step_ms`` [ms].  A tree whose
+    ``cycle_ms`` is None (beyond the cost model) is left out, and counted in the notes."""
+    _check_search(step_ms, max_steps, max_topk, max_verify_tokens)
     options, skipped = [], 0
     for s in range(1, max_steps + 1):
         for t in range(1, max_topk + 1):
@@ -331,17 +347,12 @@ def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
             distinct.append(o)
     options = distinct
     chains = [o for o in options if o.topk == 1]
+    bounds = {"max_steps": max_steps, "max_topk": max_topk, "max_verify_tokens": max_verify_tokens}
     notes = [f"{skipped} trees verify more tokens than the cost model covers: left out"] \
         if skipped else []  # fmt: skip
-    best = options[0]
-    for name, value, bound in (("steps", best.steps, max_steps), ("topk", best.topk, max_topk),
-                               ("verify_tokens", best.verify_tokens, max_verify_tokens)):  # fmt: skip
-        if value == bound and bound > 1:
-            notes.append(f"the best tree's {name} is the largest searched ({bound}): raise "
-                         f"--max-{name.replace('_', '-')} to look further")  # fmt: skip
+    notes += _bound_notes(options[0], bounds)
     return TreeSearch(float(step_ms), tuple(options), chains[0] if chains else None, acceptance,
-                      {"max_steps": max_steps, "max_topk": max_topk,
-                       "max_verify_tokens": max_verify_tokens}, tuple(notes))  # fmt: skip
+                      bounds, tuple(notes))  # fmt: skip
 
 
 __all__: Sequence[str] = ("MAX_TREE_TOPK", "TreeAcceptance", "TreeOption", "TreeRun", "TreeSearch",
