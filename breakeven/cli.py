@@ -538,6 +538,132 @@ def _batch_curve(cost_curve: str | None, fit: str | None,
     return curve, inputs
 
 
+def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``1,2,4,8,16``: whole batch sizes >= 1, as a sorted tuple."""
+    if value is None:
+        return None
+    out = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= MAX_BATCH:
+            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(part))}, expected "
+                             f"batch sizes from 1 to {MAX_BATCH} such as 1,2,4,8,16")  # fmt: skip
+        out.append(int(part))
+    if not out:
+        raise InputError(f"{'/'.join(param.opts)}: got no batch size, expected such as 1,2,4,8")
+    return tuple(sorted(set(out)))
+
+
+def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """A JSON object given on the command line."""
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+    except (ValueError, RecursionError) as e:
+        raise InputError(f"{'/'.join(param.opts)}: is not JSON ({shorten(str(e))}); expected "
+                         "an object such as '{\"method\": \"eagle3\"}'") from None  # fmt: skip
+    if not isinstance(data, dict):
+        raise InputError(f"{'/'.join(param.opts)}: got {shorten(value)}, expected a JSON object")
+    return data
+
+
+_SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_batch"]
+
+
+@cli.command(epilog=_definitions(_SCHEDULE_KEYS))
+@_batch_inputs
+@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
+              required=True, help="vllm: Dynamic SD's num_speculative_tokens_per_batch_size; "
+              "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size.")
+@click.option("--min-gain", "min_gain", type=FLOAT, default=0.02, show_default=True,
+              metavar="F", help="Merge neighbouring ranges while a merge gives up less than "
+              "this share of their throughput [fraction]; 0 keeps every change of k.")
+@click.option("--load", "load", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Time at each batch size: a batch,share CSV, or a server log or "
+              "measurements CSV (its running requests). Default: every batch swept alike.")
+@click.option("--max-num-seqs", "max_num_seqs", type=_Bounded(1, MAX_BATCH), metavar="N",
+              help="The server's max_num_seqs: where vLLM's last range ends (default: the "
+              "largest batch swept).")
+@click.option("--cuda-graph-sizes", "graph_sizes", callback=_sizes, metavar="1,2,4,8",
+              help="The server's CUDA-graph batch sizes (SGLang's --cuda-graph-bs): SGLang "
+              "rounds a batch up to one of them, so the ranges are made of whole buckets.")
+@click.option("--method", "method", metavar="M", help="The speculative method for the "
+              "config (eagle3, mtp, ...; SGLang: EAGLE or EAGLE3).")
+@click.option("--base-config", "base_config", callback=_json_object, metavar="JSON",
+              help="The speculative config the server runs (its method, draft model): the "
+              "schedule's keys join it.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="FILE",
+              callback=_writable, help="Also write the engine's config as JSON (SGLang: the "
+              "--speculative-adaptive-config file).")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@_json
+def schedule(as_json: bool, cost_curve: str | None, fit: str | None, engine: str,
+             min_gain: float, load: str | None, max_num_seqs: int | None,
+             graph_sizes: tuple[int, ...] | None, method: str | None,
+             base_config: dict[str, Any] | None, out: str | None, force: bool,
+             **inputs: Any) -> None:  # fmt: skip
+    """The engine config that turns speculation up, down and off with load.
+
+    From batch's inputs (a --cost-curve or a --fit-file surface, acceptance at
+    several k, drafting), the best k at every batch size; neighbouring ranges
+    merged while a merge costs less than --min-gain of their throughput;
+    the gain over the best fixed k, weighted by the time at each batch
+    (--load); and the configuration to paste, following the engine's rules.
+
+    \b
+      breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\
+          --accept-len-by-k 2:2.36,3:2.79,4:3.08 --draft-step-ms 0.98 --engine vllm
+    """
+    from breakeven.schedule import schedule_report
+
+    if out is not None:
+        from breakeven.iotools.atomic import refuse_overwrite
+
+        refuse_overwrite(out, force)
+    curve, inputs, acceptance_note = _schedule_inputs(cost_curve, fit, inputs)
+    profile, source = (None, "uniform")
+    if load is not None:
+        from breakeven.iotools.load import read_load
+
+        profile, meta = read_load(load)
+        source = f"{meta['path']} ({meta['shape']})"
+    data = schedule_report(curve, engine=engine, min_gain=min_gain, load=profile,
+                           load_source=source, graph_sizes=graph_sizes, method=method,
+                           base_config=base_config, max_num_seqs=max_num_seqs,
+                           config_path=out, **inputs)  # fmt: skip
+    if acceptance_note:
+        data["notes"].insert(0, acceptance_note)
+    if out is not None and data["config"] is not None:
+        from breakeven.iotools.atomic import write_text
+        from breakeven.iotools.paths import output_error
+
+        try:
+            write_text(out, lambda f: f.write(json.dumps(data["config"], indent=2) + "\n"),
+                       force=force)  # fmt: skip
+        except OSError as e:
+            raise output_error("out", out, e) from None
+        click.echo(f"Wrote {out}.", err=True)
+    _emit(data, as_json, "schedule_text")
+
+
+def _schedule_inputs(cost_curve: str | None, fit: str | None,
+                     inputs: dict[str, Any]) -> tuple[Any, dict[str, Any], str]:  # fmt: skip
+    """batch's cost model, and acceptance from the fit file where none is given."""
+    fit_file = inputs.get("fit_file")
+    curve, inputs = _batch_curve(cost_curve, fit, inputs)
+    acceptance = ("accept_len", "alpha", "per_position", "accept_len_by_k")
+    note = ""
+    if fit_file is not None and all(inputs.get(n) is None for n in acceptance):
+        from breakeven.iotools.fitfile import fitted_alpha
+
+        inputs["alpha"], where = fitted_alpha(fit_file, curve.surface)
+        note = f"acceptance: alpha {inputs['alpha']:.4f} ({where}), positions i.i.d."
+    return curve, inputs, note
+
+
 _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",
              "step_bytes", "verify_step_ratio"]
 
@@ -1079,6 +1205,37 @@ def plot_batch(out: str, force: bool, cost_curve: str | None, fit: str | None,
 
     curve, inputs = _batch_curve(cost_curve, fit, inputs)
     _save(pictures.speedup_vs_batch(batch_sweep(curve, **inputs)), out, force)
+
+
+@plot.command(name="schedule")
+@_batch_inputs
+@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
+              default="vllm", show_default=True, help="Whose schedule to draw (as schedule).")
+@click.option("--min-gain", "min_gain", type=FLOAT, default=0.02, show_default=True,
+              metavar="F", help="As schedule's --min-gain [fraction].")
+@click.option("--load", "load", type=click.Path(dir_okay=False), metavar="FILE",
+              help="As schedule's --load.")
+@click.option("--cuda-graph-sizes", "graph_sizes", callback=_sizes, metavar="1,2,4,8",
+              help="As schedule's --cuda-graph-sizes.")
+@_out
+@_force
+def plot_schedule(out: str, force: bool, cost_curve: str | None, fit: str | None, engine: str,
+                  min_gain: float, load: str | None, graph_sizes: tuple[int, ...] | None,
+                  **inputs: Any) -> None:  # fmt: skip
+    """Speedup against batch for each k, the schedule over them and the break-even batch."""
+    from breakeven import plot as pictures
+    from breakeven.schedule import plan
+
+    curve, inputs, _ = _schedule_inputs(cost_curve, fit, inputs)
+    profile, source = None, "uniform"
+    if load is not None:
+        from breakeven.iotools.load import read_load
+
+        profile, meta = read_load(load)
+        source = meta["path"]
+    grid, result = plan(curve, engine=engine, min_gain=min_gain, load=profile,
+                        load_source=source, graph_sizes=graph_sizes, **inputs)  # fmt: skip
+    _save(pictures.schedule(grid, result), out, force)
 
 
 @plot.command(name="check")

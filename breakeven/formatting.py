@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -269,6 +270,51 @@ def tree_search_text(r: Row) -> str:
              number_text(o["accept_len"], 3), number_text(o["cycle_ms"], 3),
              number_text(o["speedup"], 3)] for o in r["top"]]  # fmt: skip
     lines += _grid(_TREE_SEARCH_COLUMNS, rows, right=True, indent="")
+    return "\n".join(lines) + "\n"
+
+
+_ENGINE_NAMES = {"vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",
+                 "sglang": "SGLang (--speculative-adaptive-config)",
+                 "vllm-legacy": "older vLLM (disable_by_batch_size)"}  # fmt: skip
+_SCHEDULE_COLUMNS = ["batch [sequences]", "k [tokens]", "speedup [x]", "best fixed k [x]",
+                     "gain [%]", "time share [%]"]  # fmt: skip
+
+
+def _loss(x: float) -> str:
+    return f"{x:.2%}" if x >= 5e-5 else "less than 0.01%"
+
+
+def schedule_text(r: Row) -> str:
+    """What ``breakeven schedule`` prints (``schedule_report``'s dict): the ranges, what the
+    schedule gains over the best fixed k and gives up by merging, and the config to paste."""
+    count = len(r["ranges"])
+    how = ""
+    if r["engine"] == "vllm-legacy":
+        how = (f", the best of one k up to a batch and none from it on (the best k by batch "
+               f"makes {r['unmerged_ranges']} ranges; this gives up {_loss(r['merge_loss'])} "
+               "of their throughput)")  # fmt: skip
+    elif r["unmerged_ranges"] > count:
+        how = (f", merged from {r['unmerged_ranges']} ranges of the best k at --min-gain "
+               f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput")  # fmt: skip
+    lines = [f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
+             f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."]  # fmt: skip
+    rows = [[f"{x['first']}-{x['last']}", str(x["k"]), number_text(x["speedup"], 3),
+             number_text(x["best_fixed_speedup"], 3), f"{100 * x['gain']:+.1f}",
+             f"{100 * x['share']:.1f}"] for x in r["ranges"]]  # fmt: skip
+    lines += _grid(_SCHEDULE_COLUMNS, rows, right=True)
+    lines.append(f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
+                 f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "
+                 f"{number_text(r['best_fixed_speedup'], 3)}x: {r['gain']:+.2%}; no "
+                 "speculation is 1.")  # fmt: skip
+    b = r["breakeven_batch"]
+    lines.append("Break-even batch: " + ("none: no k beats plain decoding at any batch." if b is None
+                 else f"{b}; some k beats plain decoding up to it." if isinstance(b, int)
+                 else f"{b}; some k still beats plain decoding at batch {r['max_batch']}."))  # fmt: skip
+    lines += [f"Note: {n}." for n in r["notes"]]
+    if r["flags"]:
+        lines += ["", "Launch with:", f"  {r['flags']}"]
+    if r.get("config_path") and r["config"] is not None:
+        lines += [f"with {r['config_path']} holding:", "  " + json.dumps(r["config"])]
     return "\n".join(lines) + "\n"
 
 

@@ -575,7 +575,77 @@ def _verify_ms(curve: Any, batch: int, q: int) -> Any:
     return forward(batch, q) if forward is not None else curve(batch * q)
 
 
-def batch_sweep(
+@dataclass(frozen=True)
+class SpeedupGrid:
+    """The speedup at every batch size swept and every k whose acceptance is known."""
+
+    batches: tuple[int, ...]
+    """[sequences]"""
+    ks: tuple[int, ...]
+    """Draft tokens per cycle [tokens], ascending."""
+    step_ms: tuple[float, ...]
+    """Plain decode step at each batch, t(batch) [ms]."""
+    cycle_ms: tuple[tuple[float, ...], ...]
+    """``cycle_ms[i][j]``: the cycle at ``batches[i]`` and ``ks[j]`` [ms] (NaN: the verify is
+    beyond the cost model)."""
+    speedup: tuple[tuple[float, ...], ...]
+    """``speedup[i][j]`` [x] (NaN where the cycle is)."""
+    several: bool
+    """Acceptance at several k (else the one measured operating point)."""
+    max_batch: int
+
+    def best(self, i: int) -> BatchPoint:
+        """The best k at ``batches[i]`` (the first k of the highest speedup)."""
+        j = max((j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])),
+                key=lambda j: self.speedup[i][j])  # fmt: skip
+        return BatchPoint(self.batches[i], self.ks[j], self.speedup[i][j], self.step_ms[i],
+                          self.cycle_ms[i][j])  # fmt: skip
+
+
+def _acceptances(accept_len: Any, k: Any, alpha: Any, per_position: Any, accept_len_by_k: Any,
+                 k_max: int, topk: int, verify_tokens: Any
+                 ) -> tuple[dict[int, float], bool, int, int | None]:  # fmt: skip
+    """accept_len by k (one measured point, or several), whether several, and the tree."""
+    if accept_len is not None or k is not None:
+        if accept_len is None or k is None:
+            raise BreakevenError("{0} and {1} go together: tau measured at k", "accept_len", "k")
+        if alpha is not None or per_position is not None or accept_len_by_k is not None:
+            raise BreakevenError("give {0} with {1}, or acceptance at several k, not both",
+                                 "accept_len", "k")  # fmt: skip
+        k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
+        taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
+        topk, verify_tokens = _tree(k, topk, verify_tokens)
+        return taus, False, topk, verify_tokens
+    if topk != 1 or verify_tokens is not None:
+        raise BreakevenError("{0} and {1} describe one tree: give them with {2} and {3}",
+                             "topk", "verify_tokens", "accept_len", "k")  # fmt: skip
+    by_k = acceptance_by_k(
+        k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
+    )
+    return {k: t for k, t in enumerate(by_k, start=1) if not math.isnan(t)}, True, 1, None
+
+
+def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
+    """The batch sizes a sweep covers: from the curve's first to ``max_batch`` (by default,
+    the largest whose verify of ``q_min`` tokens per sequence the curve covers)."""
+    first_batch = max(1, math.ceil(curve.min_tokens))
+    limit = curve.max_tokens
+    if max_batch is not None:
+        max_batch = _xp.count("max_batch", max_batch, MAX_BATCH)
+    if math.isinf(limit):
+        max_batch = max_batch or DEFAULT_MAX_BATCH
+    else:
+        covered = int(limit // q_min)
+        max_batch = covered if max_batch is None else min(max_batch, covered)
+    if max_batch < first_batch:
+        raise BreakevenError(
+            "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "
+            f"too few for one batch at k = {q_min - 1}", "curve",
+        )  # fmt: skip
+    return range(first_batch, max_batch + 1)
+
+
+def speedup_grid(
     curve: Any,
     *,
     accept_len: float | None = None,
@@ -591,7 +661,40 @@ def batch_sweep(
     max_batch: int | None = None,
     topk: int = 1,
     verify_tokens: int | None = None,
-) -> BatchResult:
+) -> SpeedupGrid:
+    """The speedup at every batch and k of a sweep (see :func:`batch_sweep`, which takes the
+    same parameters and keeps the best k at each batch)."""
+    taus, several, topk, verify_tokens = _acceptances(
+        accept_len, k, alpha, per_position, accept_len_by_k, k_max, topk, verify_tokens)  # fmt: skip
+    if draft is not None and (draft_ms is not None or draft_step_ms is not None):
+        raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
+                             "draft_step_ms")  # fmt: skip
+    draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
+    overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
+    batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
+    ks = tuple(sorted(taus))
+    steps, cycles, speedups = [], [], []
+    for b in batches:
+        step = float(curve(b))
+        row_cycle, row_speedup = [], []
+        for kk in ks:
+            q = verify_tokens or kk + 1
+            if b * q > curve.max_tokens:
+                row_cycle.append(math.nan)
+                row_speedup.append(math.nan)
+                continue
+            drafting = draft(kk, b, topk) if topk != 1 else draft(kk, b)
+            cycle = float(_verify_ms(curve, b, q)) + float(drafting) + overhead
+            row_cycle.append(cycle)
+            row_speedup.append(float(_speedup(taus[kk], step, cycle)))
+        steps.append(step)
+        cycles.append(tuple(row_cycle))
+        speedups.append(tuple(row_speedup))
+    return SpeedupGrid(tuple(batches), ks, tuple(steps), tuple(cycles), tuple(speedups),
+                       several, batches[-1])  # fmt: skip
+
+
+def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     """Speedup against batch size, the break-even batch, and the best k at each batch.
 
     Parameters
@@ -620,66 +723,14 @@ def batch_sweep(
         the largest the curve covers, or :data:`DEFAULT_MAX_BATCH` for a model without a
         token limit (a fit).
     """
-    if accept_len is not None or k is not None:
-        if accept_len is None or k is None:
-            raise BreakevenError("{0} and {1} go together: tau measured at k", "accept_len", "k")
-        if alpha is not None or per_position is not None or accept_len_by_k is not None:
-            raise BreakevenError("give {0} with {1}, or acceptance at several k, not both",
-                                 "accept_len", "k")  # fmt: skip
-        k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
-        taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
-        several = False
-        topk, verify_tokens = _tree(k, topk, verify_tokens)
-    elif topk != 1 or verify_tokens is not None:
-        raise BreakevenError("{0} and {1} describe one tree: give them with {2} and {3}",
-                             "topk", "verify_tokens", "accept_len", "k")  # fmt: skip
-    else:
-        by_k = acceptance_by_k(
-            k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
-        )
-        taus = {k: t for k, t in enumerate(by_k, start=1) if not math.isnan(t)}
-        several = True
-    if draft is not None and (draft_ms is not None or draft_step_ms is not None):
-        raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
-                             "draft_step_ms")  # fmt: skip
-    draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
-    overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
-
-    first_batch = max(1, math.ceil(curve.min_tokens))
-    limit = curve.max_tokens
-    if max_batch is not None:
-        max_batch = _xp.count("max_batch", max_batch, MAX_BATCH)
-    if math.isinf(limit):
-        max_batch = max_batch or DEFAULT_MAX_BATCH
-    else:
-        covered = int(limit // (verify_tokens or min(taus) + 1))
-        max_batch = covered if max_batch is None else min(max_batch, covered)
-    if max_batch < first_batch:
-        raise BreakevenError(
-            "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "
-            f"too few for one batch at k = {min(taus)}", "curve",
-        )  # fmt: skip
-    points: list[BatchPoint] = []
-    for b in range(first_batch, max_batch + 1):
-        step = float(curve(b))
-        best: BatchPoint | None = None
-        for kk, tau in taus.items():
-            if b * (verify_tokens or kk + 1) > curve.max_tokens:
-                continue
-            q = verify_tokens or kk + 1
-            drafting = draft(kk, b, topk) if topk != 1 else draft(kk, b)
-            cycle = float(_verify_ms(curve, b, q)) + float(drafting) + overhead
-            point = BatchPoint(b, kk, _speedup(tau, step, cycle), step, cycle)
-            if best is None or point.speedup > best.speedup:
-                best = point
-        points.append(best)
-
+    grid = speedup_grid(curve, **inputs)
+    points = [grid.best(i) for i in range(len(grid.batches))]
     paying = [p.batch for p in points if p.speedup >= 1.0]
     breakeven: int | str | None = None
     if paying:
-        breakeven = BEYOND_THE_CURVE if paying[-1] == max_batch else paying[-1]
-    schedule = _schedule(points) if several else None
-    return BatchResult(tuple(points), breakeven, max_batch, schedule)
+        breakeven = BEYOND_THE_CURVE if paying[-1] == grid.max_batch else paying[-1]
+    schedule = _schedule(points) if grid.several else None
+    return BatchResult(tuple(points), breakeven, grid.max_batch, schedule)
 
 
 def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:

@@ -274,6 +274,45 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
     return ax
 
 
+def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
+    """Speedup against batch for each k of a :class:`~breakeven.optimize.SpeedupGrid`, the
+    :class:`~breakeven.schedule.Schedule` over them (gid ``"schedule"``: the upper envelope
+    where it is unmerged), plain decoding at 1 and the break-even batch (gid
+    ``"breakeven"``)."""
+    ax = _axes(ax)
+    batches = np.asarray(grid.batches, dtype=float)
+    speedups = np.asarray(grid.speedup, dtype=float)
+    colours = [f"C{i % 10}" for i in range(len(grid.ks))]
+    for j, k in enumerate(grid.ks):
+        ax.plot(batches, speedups[:, j], color=colours[j], linewidth=1.0, alpha=0.6,
+                label=f"k = {k}")  # fmt: skip
+    chosen = np.array([1.0 if plan.k_at(int(b)) == 0 else
+                       speedups[i, grid.ks.index(plan.k_at(int(b)))]
+                       for i, b in enumerate(grid.batches)])  # fmt: skip
+    ax.plot(batches, chosen, color="black", linewidth=2.5, gid="schedule",
+            label=f"schedule ({len(plan.ranges)} ranges)")  # fmt: skip
+    ax.axhline(1.0, color="grey", linewidth=1.0, linestyle=":")
+    for r in plan.ranges[1:]:
+        ax.axvline(r.first - 0.5, color="black", linewidth=0.5, alpha=0.4)
+    top = np.nanmax(np.concatenate([speedups.ravel(), chosen]))
+    for r in plan.ranges:
+        ax.annotate(f"k={r.k}", ((r.first + r.last) / 2, top), ha="center", va="bottom",
+                    fontsize=8)  # fmt: skip
+    b = plan.breakeven_batch
+    if isinstance(b, int):
+        ax.axvline(b, color="black", linewidth=2.0, linestyle="--", gid="breakeven")
+        ax.annotate(f"break-even batch {b}", (b, 1.0), xytext=(4, -14),
+                    textcoords="offset points", fontsize=9)  # fmt: skip
+    if grid.max_batch >= 64:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch, sequences decoded together [sequences]")
+    ax.set_ylabel("speedup over plain decoding [x]")
+    ax.set_title(f"schedule: {plan.gain:+.1%} throughput over the best fixed k "
+                 f"({plan.best_fixed_k})")  # fmt: skip
+    ax.legend(fontsize=8, loc="lower left")
+    return ax
+
+
 class NothingToDraw(BreakevenError):
     """A figure with nothing to show: its message says what is missing.  ``plot`` commands
     exit 2 with it, reports leave the figure out and print the sentence."""

@@ -97,6 +97,8 @@ GOOD = {
     "jobs": ["2"], "requests": ["2"], "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
     "predict_k": ["1-8", "2,3,5"], "rank_decay": ["0.2"], "max_steps": ["4"],
     "max_topk": ["3"], "max_verify_tokens": ["12"], "spec_topk": ["4"], "verify_tokens": ["16"],
+    "min_gain": ["0.05"], "max_num_seqs": ["64"], "graph_sizes": ["1,8,64"], "method": ["mtp"],
+    "base_config": ['{"model": "x"}'], "engine": ["sglang"],
 }  # fmt: skip
 _PREDICT = [
     "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
@@ -139,6 +141,14 @@ VALID = {
                    "<in:case_study> <in:case_study> --fail-if slower"],
     ("bench",): ["--label b --requests 2 --max-tokens 8"],
     ("batch",): [*_BATCH, "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16"],
+    ("schedule",): ["--cost-curve <in:curve> --alpha 0.7 --engine vllm",
+                    "--cost-curve <in:curve> --alpha 0.7 --draft-step-ms 0.3 --engine sglang "
+                    "--cuda-graph-sizes 1,2,4,8,16 --out <out:fresh.csv> --min-gain 0",
+                    "--cost-curve <in:curve> --accept-len-by-k 1.6,1.9,2.05 --engine vllm-legacy "
+                    "--load <in:sglang_log> --method eagle3 --max-num-seqs 128",
+                    "--fit-file <in:fit_json> --engine vllm --base-config {\"method\":\"eagle3\"} --json"],
+    ("plot", "schedule"): ["--cost-curve <in:curve> --alpha 0.7 --out <out:fresh.png>",
+                           "--fit-file <in:fit_json> --engine sglang --out <out:fresh.svg>"],
     ("fit",): ["<in:case_study>", "<in:published> --predict-k 1-8",
                "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json"],
 }  # fmt: skip

@@ -140,3 +140,23 @@ def read_tree(path: str, index: int | None = None) -> Any:
     return TreeAcceptance(alpha, decay, str(x.get("basis", "")), model=str(x.get("model", "")),
                           hardware=str(x.get("hardware", "")),
                           spec_method=str(x.get("spec_method", "")))  # fmt: skip
+
+
+def fitted_alpha(path: str, like: Any) -> tuple[float, str]:
+    """The per-token acceptance a fit file holds for the model, hardware and method of
+    ``like`` (a surface): a chain group's fitted alpha, else a tree acceptance's; and where it
+    comes from, in words."""
+    shown = escape_braces(repr(str(path)))
+    data = load_fit_json(path)
+    for key, what in (
+        ("groups", "the fit's alpha of"),
+        ("trees", "the tree acceptance's alpha of"),
+    ):
+        items = data.get(key) if isinstance(data, dict) else None
+        for x in items if isinstance(items, list) else []:
+            alpha = x.get("alpha") if isinstance(x, dict) else None
+            if _same(x, like) and isinstance(alpha, (int, float)) and 0 <= alpha <= 1:
+                return float(alpha), f"{what} {_group_name(x)}"
+    raise BreakevenError("{0}: " + shown + " holds no alpha of " + escape_braces(
+        _group_name(vars(like))) + ": give the acceptance (--alpha, --per-position or "
+        "--accept-len-by-k)", "fit_file")  # fmt: skip

@@ -1,0 +1,138 @@
+"""A schedule as each engine takes it: the configuration to paste, following the engine's rules.
+
+Rules read in each engine's source (the tests check the output against validators written
+from the same files):
+
+- **vLLM, Dynamic SD** (PR 32374, and 45953 for full CUDA graphs; ``vllm/config/speculative.py``
+  and ``vllm/v1/spec_decode/dynamic/utils.py``): ``speculative_config.
+  num_speculative_tokens_per_batch_size`` is a list of ``[first, last, k]``, ranges inclusive,
+  the first starting at 1, none overlapping (touching ends overlap); k >= 0 (0: no drafts);
+  gaps take the previous range's k, batches past the last range its k, up to
+  ``max_num_seqs``; a k above ``num_speculative_tokens`` is clamped to it, which must be > 0.
+  The batch is the number of requests scheduled in a step.  (The PR's description shows a
+  ``{"1-16": 3}`` dict; the code that shipped takes only the list.)
+- **older vLLM** (``disable_by_batch_size``, PR 4592; ``vllm/spec_decode/spec_decode_worker.py``):
+  one k, and no speculation once the running requests are >= N, with N >= 2; V0 only (V1
+  ignored it, and PR 35060 removed it).
+- **SGLang, adaptive steps** (PR 24055 and later; ``python/sglang/srt/speculative/
+  adaptive_spec_params.py``, ``adaptive_step_router.py``): ``--speculative-adaptive
+  --speculative-adaptive-config FILE.json``, the file mapping each range's first batch (a
+  string of digits) to ``{"candidate_steps": [k]}``; a batch is rounded up to the next
+  CUDA-graph batch size, then takes the largest key at or below it; one candidate fixes the
+  steps (0: no drafting, in versions after PR 24055, whose key was ``steps``).  EAGLE and
+  EAGLE3 with topk 1 only; ``--speculative-num-steps`` must be one of the candidates, and
+  the verify takes steps + 1 tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+ENGINES = ("vllm", "sglang", "vllm-legacy")
+"""The engines ``breakeven schedule`` writes for."""
+
+
+def _speculates(plan: Any) -> bool:
+    return any(r.k > 0 for r in plan.ranges)
+
+
+def _vllm(plan: Any, base: dict[str, Any], max_num_seqs: int) -> dict[str, Any]:
+    entries = [[r.first, r.last, r.k] for r in plan.ranges if r.first <= max_num_seqs]
+    entries[-1][1] = max_num_seqs  # the schedule spans 1 to max_num_seqs
+    config = {**base, "num_speculative_tokens": max(r.k for r in plan.ranges),
+              "num_speculative_tokens_per_batch_size": entries}  # fmt: skip
+    text = json.dumps(config, separators=(", ", ": "))
+    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
+            "notes": ["vLLM ignores the schedule with data parallelism > 1 (it warns and falls "
+                      "back to num_speculative_tokens); with full CUDA graphs on the V1 model "
+                      "runner it switches to piecewise graphs"]}  # fmt: skip
+
+
+def _legacy(plan: Any, base: dict[str, Any]) -> dict[str, Any]:
+    k = plan.ranges[0].k
+    config = {**base, "num_speculative_tokens": k}
+    flags = [f"--num-speculative-tokens {k}"]
+    if len(plan.ranges) > 1:
+        config["disable_by_batch_size"] = plan.ranges[1].first
+        flags.append(f"--speculative-disable-by-batch-size {plan.ranges[1].first}")
+    text = json.dumps(config, separators=(", ", ": "))
+    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
+            "notes": ["older vLLM (V0, before 0.10): the same as flags, "
+                      + " ".join(flags) + "; vLLM V1 ignores disable_by_batch_size"]}  # fmt: skip
+
+
+def _sglang(plan: Any, base: dict[str, Any], config_path: str | None) -> dict[str, Any]:
+    file = {str(r.first): {"candidate_steps": [r.k]} for r in plan.ranges}
+    steps = max(r.k for r in plan.ranges)
+    algorithm = str(base.get("method") or "EAGLE3").upper()
+    path = config_path or "adaptive_spec.json"
+    flags = (f"--speculative-algorithm {shlex.quote(algorithm)} --speculative-eagle-topk 1 "
+             f"--speculative-num-steps {steps} --speculative-adaptive "
+             f"--speculative-adaptive-config {shlex.quote(path)}")  # fmt: skip
+    notes = ["SGLang rounds each batch up to its next CUDA-graph batch size before it picks "
+             "the steps: give --cuda-graph-sizes (the server's --cuda-graph-bs) so that the "
+             "ranges are whole buckets"] if not plan.graph_aligned else []  # fmt: skip
+    if any(r.k == 0 for r in plan.ranges):
+        notes.append("steps 0 (no drafting) needs an SGLang after PR 24055 (candidate_steps); "
+                     "PR 24055 itself took 'steps' and no 0")  # fmt: skip
+    return {"config": file, "flags": flags, "config_path": path, "notes": notes}
+
+
+def _fixed(k: int, engine: str, base: dict[str, Any]) -> dict[str, Any]:
+    """One k at every batch: no schedule to configure."""
+    note = "one range: the same k at every batch size, so no schedule is needed"
+    if engine == "sglang":
+        algorithm = str(base.get("method") or "EAGLE3").upper()
+        return {"config": None, "flags": f"--speculative-algorithm {shlex.quote(algorithm)} "
+                f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
+                f"--speculative-num-draft-tokens {k + 1}", "notes": [note]}  # fmt: skip
+    config = {**base, "num_speculative_tokens": k}
+    text = json.dumps(config, separators=(", ", ": "))
+    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
+            "notes": [note]}  # fmt: skip
+
+
+def render(plan: Any, engine: str, *, method: str | None = None,
+           base_config: dict[str, Any] | None = None, max_num_seqs: int | None = None,
+           config_path: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The configuration of ``plan`` (a :class:`~breakeven.schedule.Schedule`) for ``engine``:
+    ``config`` (the object the engine reads), ``flags`` (the launch flags to paste),
+    ``notes``; for SGLang also ``config_path``, where ``flags`` says the file is.
+    ``base_config`` is the speculative config the server runs already (its method, draft
+    model), which the schedule's keys join; ``max_num_seqs`` is where vLLM's last range ends
+    (default: the largest batch swept)."""
+    if engine not in ENGINES:
+        raise BreakevenError("{0}: got " + repr(engine) + f", expected one of {ENGINES}",
+                             "engine")  # fmt: skip
+    base = dict(base_config or {})
+    if method is not None:
+        base["method"] = method
+    if not _speculates(plan):
+        return {"config": None, "flags": "", "notes": ["no k beats plain decoding at any batch "
+                                                       "swept: launch without speculation"]}  # fmt: skip
+    limit = plan.max_batch if max_num_seqs is None else max_num_seqs
+    if len(plan.ranges) == 1:
+        return _fixed(plan.ranges[0].k, engine, base)
+    if engine == "vllm":
+        out = _vllm(plan, base, limit)
+    elif engine == "vllm-legacy":
+        out = _legacy(plan, base)
+    else:
+        out = _sglang(plan, base, config_path)
+    if "method" not in base and engine != "sglang":
+        out["notes"].append("add your method and draft model to the config (--method, or "
+                            "--base-config with the config you run)")  # fmt: skip
+    return out
+
+
+def engine_shape(engine: str) -> str:
+    """The schedule shape an engine takes (:data:`breakeven.schedule.SHAPES`)."""
+    return "threshold" if engine == "vllm-legacy" else "ranges"
+
+
+__all__: Sequence[str] = ("ENGINES", "engine_shape", "render")

@@ -1,0 +1,113 @@
+"""Load profiles: the share of time a server spends at each batch size, for ``schedule --load``.
+
+Two shapes are read:
+
+- a CSV with a ``batch`` column (sequences decoded together, a whole number >= 1) and a
+  ``share`` column (time at that batch, any non-negative unit: they are normalised), lines
+  starting with ``#`` being comments;
+- anything ``ingest`` reads (a server log, a measurements CSV): every record with a
+  ``concurrency`` (running requests in a logging interval, or a bench level) is one equal
+  slice of time at that batch, rounded to a whole number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections import Counter
+from typing import Any
+
+from breakeven.errors import BreakevenError, escape_braces
+
+
+def _error(path: str, line: int | None, message: str) -> BreakevenError:
+    where = f"{path}, line {line}" if line is not None else path
+    return BreakevenError("{0}: " + escape_braces(f"{where}: {message}"), "load")
+
+
+def _table(path: str, text: str) -> dict[int, float] | None:
+    """A ``batch,share`` CSV, or None when the text is not one."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]  # fmt: skip
+    if not lines:
+        return None
+    try:
+        head = [c.strip().lower() for c in next(csv.reader([lines[0][1]]))]
+    except csv.Error:
+        return None
+    if "batch" not in head or "share" not in head:
+        return None
+    b, s = head.index("batch"), head.index("share")
+    out: dict[int, float] = {}
+    for n, line in lines[1:]:
+        try:
+            cells = next(csv.reader(io.StringIO(line)))
+            batch, share = float(cells[b]), float(cells[s])
+        except (csv.Error, IndexError, ValueError):
+            raise _error(path, n, f"expected a whole batch >= 1 and a share >= 0, got "
+                         f"{line.strip()[:60]!r}") from None  # fmt: skip
+        if not (math.isfinite(batch) and batch >= 1 and batch == int(batch)):
+            raise _error(path, n, f"batch {cells[b].strip()!r} is not a whole number >= 1")
+        if not (math.isfinite(share) and share >= 0):
+            raise _error(path, n, f"share {cells[s].strip()!r} is not a number >= 0")
+        out[int(batch)] = out.get(int(batch), 0.0) + share
+    return out
+
+
+def _is_table(head: bytes) -> bool:
+    """Whether a file's first bytes start a ``batch,share`` CSV (after ``#`` comments)."""
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            cells = {c.strip().lower() for c in line.split(",")}
+            return {"batch", "share"} <= cells
+    return False
+
+
+def _records(path: str) -> dict[int, float]:
+    from breakeven.iotools.ingest import ingest
+
+    result = ingest([path])
+    if result.problems:
+        raise BreakevenError("{0}: " + escape_braces(str(result.problems[0])), "load")
+    counts: Counter[int] = Counter()
+    if result.frame is not None and "concurrency" in result.frame.columns:
+        for value in result.frame["concurrency"].drop_nulls().to_list():
+            if math.isfinite(value) and value >= 0.5:
+                counts[round(value)] += 1
+    return {b: float(c) for b, c in counts.items()}
+
+
+def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str, Any]]:
+    """A load profile (see the module): ``{batch: share}``, shares summing to 1, and
+    metadata (``path``, ``shape``: 'table' or 'records', ``samples``)."""
+    from breakeven.iotools.sources import InputError, read_whole
+
+    path = os.fspath(path)
+    try:
+        regular = os.path.isfile(path)
+        if regular:  # a log may be large: only its head tells a table, which is small
+            with open(path, "rb") as f:
+                head = f.read(1 << 16)
+            data = read_whole(path) if _is_table(head) else b""
+        else:
+            data = read_whole(path)
+    except (InputError, OSError, ValueError) as e:
+        raise _error(path, None, str(e)) from None
+    profile = _table(path, data.decode("utf-8", "replace")) if data else None
+    shape = "table"
+    if profile is None:
+        if not regular:
+            raise _error(path, None, "is not a batch,share table; a log or measurements CSV "
+                         "is read from a file, not a pipe")  # fmt: skip
+        profile, shape = _records(path), "records"
+    total = math.fsum(profile.values())
+    if not total > 0:
+        raise _error(path, None, "holds no time at any batch size: expected batch,share rows, "
+                     "or records with a concurrency (a server log's running requests)")  # fmt: skip
+    return ({b: v / total for b, v in sorted(profile.items()) if v > 0},
+            {"path": path, "shape": shape, "samples": len(profile)})  # fmt: skip
+
+
+__all__ = ["read_load"]

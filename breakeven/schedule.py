@@ -1,0 +1,321 @@
+"""Deployable schedules: which k to speculate with at each batch size, and what it is worth.
+
+The engines take a batch-size schedule of k (vLLM's Dynamic SD, SGLang's adaptive steps,
+older vLLM's off-switch above a batch size) and leave its values to the user.  From the
+speedup at every batch size and k of a sweep (:func:`breakeven.optimize.speedup_grid`)
+this module picks them:
+
+- the **unmerged schedule** takes, at each batch, the k of the highest speedup, or 0 (do
+  not speculate) where none beats plain decoding;
+- neighbouring ranges are **merged** while the merge gives up less than ``min_gain`` of
+  the throughput of the two ranges (each distinct k costs CUDA-graph captures and memory);
+- the **best fixed k** is the one k (or 0) of the most throughput over the whole sweep.
+
+Throughput is weighted by a load profile: the share of time the server spends at each
+batch size (by default, every batch size swept alike).  At batch B the server makes
+``B * 1000 / step_ms(B)`` tokens per second without speculation and ``speedup(B, k)``
+times that with it, so a schedule's throughput is ``sum_B share(B) * B / step_ms(B) *
+speedup(B, k(B))``, and its gain over another is the ratio of the two, less one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
+
+
+@dataclass(frozen=True)
+class ScheduleRange:
+    """One range of batch sizes and the k the schedule speculates with there."""
+
+    first: int
+    """First batch size of the range [sequences]."""
+    last: int
+    """Last batch size of the range, inclusive [sequences]."""
+    k: int
+    """Draft tokens per cycle; 0: do not speculate."""
+    speedup: float
+    """The schedule's speedup over plain decoding, throughput-weighted over the range [x]."""
+    best_fixed_speedup: float
+    """The best fixed k's speedup over the range, weighted the same way [x]."""
+    gain: float
+    """speedup / best_fixed_speedup - 1 [fraction]."""
+    share: float
+    """Share of the load profile's time at these batch sizes [fraction]."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule of k by batch size, and what it gains."""
+
+    ranges: tuple[ScheduleRange, ...]
+    best_fixed_k: int
+    """The one k (0: none) of the most throughput over every batch swept."""
+    speedup: float
+    """The schedule's throughput over plain decoding's, over the load [x]."""
+    best_fixed_speedup: float
+    """The best fixed k's, the same way [x]."""
+    gain: float
+    """speedup / best_fixed_speedup - 1 [fraction]."""
+    unmerged_ranges: int
+    """Ranges before merging: each change of the best k."""
+    merge_loss: float
+    """Throughput the merge gives up against the unmerged schedule [fraction]."""
+    breakeven_batch: int | str | None
+    """Largest batch at which some k beats plain decoding (None: none does; "beyond the
+    curve": still at the largest batch swept)."""
+    max_batch: int
+    """Largest batch swept [sequences]."""
+    min_gain: float
+    """Merge threshold used [fraction]."""
+    load: str
+    """'uniform' (every batch size swept alike) or the load profile's source."""
+    notes: tuple[str, ...] = field(default=())
+    graph_sizes: tuple[int, ...] = ()
+    """The CUDA-graph batch sizes the ranges were aligned to (none: every batch size)."""
+
+    @property
+    def graph_aligned(self) -> bool:
+        return bool(self.graph_sizes)
+
+    def k_at(self, batch: int) -> int:
+        """The schedule's k at ``batch`` (the last range's beyond the sweep)."""
+        for r in self.ranges:
+            if r.first <= batch <= r.last:
+                return r.k
+        return self.ranges[-1].k if batch > self.ranges[-1].last else self.ranges[0].k
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ranges"] = [asdict(r) for r in self.ranges]
+        out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
+        out["notes"] = list(self.notes)
+        return out
+
+
+def _weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
+    """Each swept batch's share of time times its plain throughput ``B / step`` [1/ms]."""
+    if load is None:
+        shares = [1.0 / len(grid.batches)] * len(grid.batches)
+    else:
+        shares = [float(load.get(b, 0.0)) for b in grid.batches]
+    return [s * b / step for s, b, step in zip(shares, grid.batches, grid.step_ms, strict=True)]
+
+
+def _speedup(grid: Any, i: int, k: int) -> float:
+    """Speedup at ``grid.batches[i]`` with ``k`` (0: 1.0; NaN where the model stops)."""
+    return 1.0 if k == 0 else grid.speedup[i][grid.ks.index(k)]
+
+
+def _tokens(grid: Any, weights: Sequence[float], lo: int, hi: int, k: int) -> float:
+    """Weighted tokens over batches ``lo..hi`` (indices, inclusive) at ``k`` (NaN counts as
+    plain decoding would not: a k the model cannot price at a batch is never chosen)."""
+    total = 0.0
+    for i in range(lo, hi + 1):
+        s = _speedup(grid, i, k)
+        if math.isnan(s):
+            return -math.inf
+        total += weights[i] * s
+    return total
+
+
+def _best_k(grid: Any, weights: Sequence[float], lo: int, hi: int) -> int:
+    """The k (or 0) of the most weighted tokens over ``lo..hi``; ties to the smaller k."""
+    best, value = 0, _tokens(grid, weights, lo, hi, 0)
+    for k in grid.ks:
+        v = _tokens(grid, weights, lo, hi, k)
+        if v > value * (1 + 1e-12):
+            best, value = k, v
+    return best
+
+
+def _units(grid: Any, sizes: Sequence[int] | None) -> list[tuple[int, int]]:
+    """The pieces a schedule's ranges are made of, as (first index, last index): each batch
+    swept, or, given an engine's CUDA-graph batch sizes (SGLang rounds a batch up to the
+    next one before it picks k), the batches that round up to the same size."""
+    if not sizes:
+        return [(i, i) for i in range(len(grid.batches))]
+    units: list[tuple[int, int]] = []
+    start = 0
+    for i, b in enumerate(grid.batches):
+        if b in sizes or i == len(grid.batches) - 1:
+            units.append((start, i))
+            start = i + 1
+    return units
+
+
+def _unmerged(grid: Any, weights: Sequence[float], units: Sequence[tuple[int, int]],
+              fallback: Sequence[float]) -> list[list[int]]:  # fmt: skip
+    """[first index, last index, k] of each run of the best k by unit (0 where none beats
+    plain decoding); a unit the load gives no time is weighted by ``fallback``."""
+    ranges: list[list[int]] = []
+    for lo, hi in units:
+        used = weights if sum(weights[lo : hi + 1]) > 0 else fallback
+        k = _best_k(grid, used, lo, hi)
+        if ranges and ranges[-1][2] == k:
+            ranges[-1][1] = hi
+        else:
+            ranges.append([lo, hi, k])
+    return ranges
+
+
+def _threshold(grid: Any, weights: Sequence[float]) -> list[list[int]]:
+    """The best schedule of one k below a batch and none from it on (older vLLM's
+    ``disable_by_batch_size``, which needs the switch at batch 2 or later)."""
+    n = len(grid.batches) - 1
+    best, value = [[0, n, 0]], _tokens(grid, weights, 0, n, 0)
+    for k in grid.ks:
+        for cut in range(1, n + 2):  # batches[cut] is the first without speculation
+            v = _tokens(grid, weights, 0, cut - 1, k) + (
+                _tokens(grid, weights, cut, n, 0) if cut <= n else 0.0)  # fmt: skip
+            if v > value * (1 + 1e-12):
+                best = [[0, cut - 1, k]] + ([[cut, n, 0]] if cut <= n else [])
+                value = v
+    return best
+
+
+def _merge(grid: Any, weights: Sequence[float], ranges: list[list[int]],
+           min_gain: float) -> list[list[int]]:  # fmt: skip
+    """Neighbours merged, cheapest first, while a merge gives up less than ``min_gain`` of
+    the two ranges' weighted tokens (the merged range takes its own best k)."""
+    ranges = [list(r) for r in ranges]
+    while len(ranges) > 1:
+        costs = []
+        for j in range(len(ranges) - 1):
+            lo, hi = ranges[j][0], ranges[j + 1][1]
+            apart = sum(_tokens(grid, weights, r[0], r[1], r[2]) for r in ranges[j : j + 2])
+            k = _best_k(grid, weights, lo, hi)
+            together = _tokens(grid, weights, lo, hi, k)
+            cost = 1 - together / apart if apart > 0 else 0.0
+            costs.append((cost, j, k))
+        cost, j, k = min(costs)
+        if not cost < min_gain:
+            break
+        ranges[j : j + 2] = [[ranges[j][0], ranges[j + 1][1], k]]
+        if j > 0 and ranges[j - 1][2] == k:  # the merged range may now match its neighbour
+            ranges[j - 1 : j + 1] = [[ranges[j - 1][0], ranges[j][1], k]]
+    return ranges
+
+
+SHAPES = ("ranges", "threshold")
+"""What schedules an engine takes: ranges of batch sizes, each with its k (vLLM's Dynamic SD,
+SGLang's adaptive config), or one k up to a batch and none from it (older vLLM)."""
+
+
+def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
+                       load: Mapping[int, float] | None = None, load_source: str = "uniform",
+                       shape: str = "ranges", graph_sizes: Sequence[int] | None = None,
+                       ) -> Schedule:  # fmt: skip
+    """The schedule of a speedup grid (see the module): best k by batch, neighbours merged
+    while a merge costs less than ``min_gain`` [fraction] of their throughput, weighted by
+    ``load`` (batch size: share of time; default every batch swept alike).  ``shape``
+    'threshold' is one k and then none (:data:`SHAPES`); ``graph_sizes`` make the ranges of
+    whole CUDA-graph buckets (:func:`_units`)."""
+    if not grid.several:
+        raise BreakevenError("{0}: a schedule needs acceptance at several k (--alpha, "
+                             "--per-position or --accept-len-by-k), not one operating point",
+                             "accept_len")  # fmt: skip
+    if isinstance(min_gain, bool) or not (isinstance(min_gain, (int, float)) and
+                                          0 <= min_gain <= 1):  # fmt: skip
+        raise BreakevenError("{0}: got " + repr(min_gain) + ", expected a fraction from 0 to 1",
+                             "min_gain")  # fmt: skip
+    weights = _weights(grid, load)
+    if not sum(weights) > 0:
+        raise BreakevenError("{0}: gives no time to the batch sizes swept (1 to "
+                             f"{grid.max_batch})", "load")  # fmt: skip
+    if shape not in SHAPES:
+        raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
+    unmerged = _unmerged(grid, weights, _units(grid, graph_sizes), _weights(grid, None))
+    merged = _threshold(grid, weights) if shape == "threshold" else \
+        _merge(grid, weights, unmerged, float(min_gain))  # fmt: skip
+    n = len(grid.batches) - 1
+    fixed = _best_k(grid, weights, 0, n)
+    ranges = []
+    for lo, hi, k in merged:
+        mine, theirs = (_tokens(grid, weights, lo, hi, x) for x in (k, fixed))
+        plain = _tokens(grid, weights, lo, hi, 0)
+        ranges.append(ScheduleRange(
+            grid.batches[lo], grid.batches[hi], k, mine / plain if plain > 0 else math.nan,
+            theirs / plain if plain > 0 else math.nan,
+            mine / theirs - 1 if theirs > 0 else math.nan,
+            _share(grid, load, lo, hi),
+        ))  # fmt: skip
+    total = {name: sum(_tokens(grid, weights, lo, hi, k) for lo, hi, k in rs)
+             for name, rs in (("merged", merged), ("unmerged", unmerged))}  # fmt: skip
+    plain = _tokens(grid, weights, 0, n, 0)
+    fixed_tokens = _tokens(grid, weights, 0, n, fixed)
+    paying: list[Any] = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
+    if paying and paying[-1] == grid.max_batch:
+        paying[-1] = BEYOND_THE_CURVE
+    return Schedule(
+        tuple(ranges), fixed, total["merged"] / plain, fixed_tokens / plain,
+        total["merged"] / fixed_tokens - 1, len(unmerged), 1 - total["merged"] / total["unmerged"],
+        paying[-1] if paying else None, grid.max_batch, float(min_gain), load_source,
+        _notes(grid, load, merged), tuple(sorted(set(graph_sizes or ()))),
+    )  # fmt: skip
+
+
+def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]]) -> tuple[str, ...]:
+    notes = []
+    if load is not None:
+        beyond = math.fsum(v for b, v in load.items() if b > grid.max_batch)
+        if beyond > 0:
+            notes.append(f"{beyond:.1%} of the load's time is at batch sizes beyond the sweep "
+                         f"(above {grid.max_batch}): left out")  # fmt: skip
+    if merged[-1][2] > 0:
+        notes.append(f"speculation still pays at batch {grid.max_batch}, the largest swept: "
+                     "the last range's k holds beyond it untested (raise --max-batch, or give a "
+                     "cost model that covers more)")  # fmt: skip
+    if grid.ks and max(grid.ks) in {r[2] for r in merged}:
+        notes.append(f"k = {max(grid.ks)}, the largest considered, is in the schedule: raise "
+                     "--max-k to look further")  # fmt: skip
+    return tuple(notes)
+
+
+def schedule_report(curve: Any, *, engine: str = "vllm", min_gain: float = 0.02,
+                    load: Mapping[int, float] | None = None, load_source: str = "uniform",
+                    graph_sizes: Sequence[int] | None = None, method: str | None = None,
+                    base_config: dict[str, Any] | None = None, max_num_seqs: int | None = None,
+                    config_path: str | None = None, **sweep: Any) -> dict[str, Any]:  # fmt: skip
+    """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
+    for ``engine`` (:func:`breakeven.deploy.render`), as one dict."""
+    from breakeven.deploy import render
+
+    _, result = plan(curve, engine=engine, min_gain=min_gain, load=load, load_source=load_source,
+                     graph_sizes=graph_sizes, **sweep)  # fmt: skip
+    if max_num_seqs is not None and max_num_seqs < result.ranges[0].first:
+        raise BreakevenError("{0}: got " + str(max_num_seqs) + ", expected at least the first "
+                             f"batch swept ({result.ranges[0].first})", "max_num_seqs")  # fmt: skip
+    config = render(result, engine, method=method, base_config=base_config,
+                    max_num_seqs=max_num_seqs, config_path=config_path)  # fmt: skip
+    data = result.to_dict()
+    data["notes"] = [*data["notes"], *config.pop("notes")]
+    return {"engine": engine, **data, **config}
+
+
+def plan(curve: Any, *, engine: str = "vllm", min_gain: float = 0.02,
+         load: Mapping[int, float] | None = None, load_source: str = "uniform",
+         graph_sizes: Sequence[int] | None = None, **sweep: Any) -> tuple[Any, Schedule]:  # fmt: skip
+    """The speedup grid of a sweep (:func:`breakeven.optimize.speedup_grid`'s inputs in
+    ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
+    from breakeven.deploy import engine_shape
+    from breakeven.optimize import speedup_grid
+
+    grid = speedup_grid(curve, **sweep)
+    return grid, schedule_from_grid(grid, min_gain=min_gain, load=load, load_source=load_source,
+                                    shape=engine_shape(engine), graph_sizes=graph_sizes)  # fmt: skip
+
+
+def _share(grid: Any, load: Mapping[int, float] | None, lo: int, hi: int) -> float:
+    if load is None:
+        return (hi - lo + 1) / len(grid.batches)
+    return sum(float(load.get(b, 0.0)) for b in grid.batches[lo : hi + 1])
+
+
+__all__: Sequence[str] = ("SHAPES", "Schedule", "ScheduleRange", "plan", "schedule_from_grid")

@@ -1,0 +1,282 @@
+"""breakeven schedule: the best k by batch size against a brute force on a synthetic t(B, q),
+merging, load profiles, and round trips through validators written from vLLM's and SGLang's
+own rules (tests/engine_rules.py), at every batch size."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from engine_rules import (
+    EngineRejects,
+    sglang_check_launch,
+    sglang_parse_flags,
+    sglang_steps,
+    vllm_legacy_k,
+    vllm_lookup,
+    vllm_parse_flags,
+    vllm_validate,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from breakeven.cli import cli
+from breakeven.costs import TableCost
+from breakeven.deploy import render
+from breakeven.iotools.load import read_load
+from breakeven.schedule import plan, schedule_report
+
+ROOT = Path(__file__).resolve().parent.parent
+CURVE = ROOT / "data" / "llama3_8b_decode_curve.csv"
+ENGINES = Path(__file__).parent / "data" / "engines"
+EAGLE3 = "2:2.36,3:2.79,4:3.08,5:3.32,6:3.46,7:3.54"  # vLLM issue 20780, Llama 3.1 8B
+
+
+def roofline(knee=64, floor=10.0, slope=0.25, top=8192):
+    """A synthetic forward time: flat (memory-bound) to ``knee`` tokens, then linear."""
+    tokens = [1, knee, top]
+    return TableCost(tuple(tokens), (floor, floor, floor + slope * (top - knee)))
+
+
+def t(n, knee=64, floor=10.0, slope=0.25):
+    return floor + slope * max(0, n - knee)
+
+
+def brute_best_k(batch, alpha, draft_step, k_max):
+    """The best k at ``batch``, from the formula, not from breakeven's sweep."""
+    best, value = 0, 1.0
+    for k in range(1, k_max + 1):
+        tau = (1 - alpha ** (k + 1)) / (1 - alpha)
+        speedup = tau * t(batch) / (t(batch * (k + 1)) + draft_step * k)
+        if speedup > value:
+            best, value = k, speedup
+    return best
+
+
+def test_the_schedule_is_the_known_optimum_at_every_batch():
+    curve = roofline()
+    _, result = plan(curve, alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300, min_gain=0.0)
+    expected = [brute_best_k(b, 0.8, 0.5, 8) for b in range(1, 301)]
+    assert [result.k_at(b) for b in range(1, 301)] == expected
+    assert len({k for k in expected}) > 3 and expected[-1] == 0  # it turns down, then off
+    assert result.merge_loss == 0 and result.unmerged_ranges == len(result.ranges)
+    off = next(r for r in result.ranges if r.k == 0)
+    assert result.breakeven_batch == off.first - 1
+
+
+def test_merging_zero_keeps_every_change_and_a_large_min_gain_gives_one_range():
+    curve = roofline()
+    _, every = plan(curve, alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300, min_gain=0.0)
+    _, some = plan(curve, alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300, min_gain=0.02)
+    _, one = plan(curve, alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300, min_gain=1.0)
+    assert len(one.ranges) == 1 and one.ranges[0].k == one.best_fixed_k and one.gain == 0
+    assert len(every.ranges) > len(some.ranges) > 1
+    assert 0 < some.merge_loss < 0.02 * len(every.ranges)
+    assert every.gain >= some.gain >= one.gain >= 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.floats(0.3, 0.95),
+    st.floats(0.0, 3.0),
+    st.integers(8, 512),
+    st.floats(0, 0.2),
+    st.sampled_from(["vllm", "sglang", "vllm-legacy"]),
+)
+def test_a_schedule_never_loses_to_the_best_fixed_k(alpha, draft_step, knee, min_gain, engine):
+    curve = TableCost((1, knee, 4096), (5.0, 5.0, 5.0 + 0.05 * (4096 - knee)))
+    _, result = plan(
+        curve,
+        engine=engine,
+        alpha=alpha,
+        draft_step_ms=draft_step,
+        k_max=6,
+        max_batch=128,
+        min_gain=min_gain,
+    )
+    assert result.gain >= -1e-12
+    assert 0 <= result.merge_loss <= 1
+    assert result.ranges[0].first == 1 and result.ranges[-1].last == 128
+    assert all(
+        a.last + 1 == b.first for a, b in zip(result.ranges, result.ranges[1:], strict=False)
+    )
+
+
+def _vllm_plan(**kw):
+    return plan(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300, **kw)[1]
+
+
+@pytest.mark.parametrize("max_num_seqs", [None, 300, 1024, 40])
+def test_vllm_round_trip_at_every_batch(max_num_seqs):
+    result = _vllm_plan(min_gain=0.0)
+    out = render(result, "vllm", method="eagle3", max_num_seqs=max_num_seqs)
+    config = vllm_parse_flags(out["flags"])
+    assert config == out["config"] and config["method"] == "eagle3"
+    limit = max_num_seqs or 300
+    dense = vllm_lookup(config, limit)
+    assert dense[1:] == [result.k_at(b) for b in range(1, limit + 1)]
+    assert config["num_speculative_tokens"] == max(r.k for r in result.ranges)
+
+
+def test_the_validators_refuse_what_vllm_refuses():
+    with pytest.raises(EngineRejects, match="must start at 1"):
+        vllm_validate([[2, 8, 3]])
+    with pytest.raises(EngineRejects, match="non-overlapping"):
+        vllm_validate([[1, 16, 3], [16, 32, 2]])
+    with pytest.raises(EngineRejects, match="3-item"):
+        vllm_validate([{"1-16": 3}])
+    with pytest.raises(EngineRejects, match="non-empty list"):
+        vllm_validate({"1-16": 3})  # the dict of the PR's description is not what shipped
+    assert (
+        vllm_lookup(
+            {
+                "num_speculative_tokens": 3,
+                "num_speculative_tokens_per_batch_size": [[1, 4, 3], [9, 12, 5]],
+            },
+            16,
+        )[1:]
+        == [3] * 8 + [3] * 8
+    )  # gap, clamp
+
+
+def test_legacy_vllm_round_trip():
+    result = _vllm_plan(engine="vllm-legacy")
+    assert len(result.ranges) == 2 and result.ranges[1].k == 0
+    out = render(result, "vllm-legacy", method="eagle")
+    config = vllm_parse_flags(out["flags"])
+    assert [vllm_legacy_k(config, b) for b in range(1, 301)] == [
+        result.k_at(b) for b in range(1, 301)
+    ]
+    assert "--speculative-disable-by-batch-size" in out["notes"][0]
+
+
+GRAPHS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 300]
+
+
+@pytest.mark.parametrize("graphs", [GRAPHS, None])
+def test_sglang_round_trip_at_every_batch(graphs):
+    result = _vllm_plan(engine="sglang", min_gain=0.0, graph_sizes=graphs)
+    out = render(result, "sglang", method="eagle3", config_path="spec.json")
+    args = sglang_parse_flags(out["flags"])
+    assert (
+        args["speculative_adaptive"] is True and args["speculative_adaptive_config"] == "spec.json"
+    )
+    sglang_check_launch(args, out["config"])
+    routed = [sglang_steps(out["config"], b, graphs) for b in range(1, 301)]
+    assert routed == [result.k_at(b) for b in range(1, 301)]
+    if graphs:  # every range is whole buckets: its first batch follows a graph size
+        assert all(r.first == 1 or r.first - 1 in graphs for r in result.ranges)
+
+
+def test_one_range_needs_no_schedule():
+    _, result = plan(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=64,
+                     min_gain=1.0)  # fmt: skip
+    assert len(result.ranges) == 1 and result.ranges[0].k > 0
+    for engine in ("vllm", "vllm-legacy"):
+        out = render(result, engine, method="eagle3")
+        assert "num_speculative_tokens_per_batch_size" not in out["config"]
+        assert "disable_by_batch_size" not in out["config"]
+    out = render(result, "sglang", method="eagle3")
+    assert "--speculative-adaptive" not in out["flags"] and out["config"] is None
+    _, never = plan(roofline(), alpha=0.1, draft_step_ms=5, k_max=4, max_batch=64)
+    out = render(never, "vllm")
+    assert out["config"] is None and out["flags"] == "" and "without speculation" in out["notes"][0]
+
+
+def test_a_load_profile_weights_the_gain(tmp_path):
+    profile = tmp_path / "load.csv"
+    profile.write_text("# time at each batch size\nbatch,share\n1,3\n2,1\n")
+    load, meta = read_load(profile)
+    assert load == {1: 0.75, 2: 0.25} and meta["shape"] == "table"
+    result = schedule_report(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300,
+                             load=load, load_source="load.csv")  # fmt: skip
+    assert result["best_fixed_k"] == brute_best_k(1, 0.8, 0.5, 8)
+    assert result["ranges"][0]["share"] == pytest.approx(1.0)
+
+
+def test_a_server_log_is_a_load_profile():
+    """SGLang's decode lines of issue 11948: one running request in every interval."""
+    load, meta = read_load(ENGINES / "sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+    assert load == {1: 1.0} and meta["shape"] == "records"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["schedule", *map(str, args)])
+
+
+def test_the_readme_example_ends_in_the_snippet():
+    r = run(
+        "--cost-curve",
+        CURVE,
+        "--accept-len-by-k",
+        EAGLE3,
+        "--draft-step-ms",
+        0.98,
+        "--engine",
+        "vllm",
+        "--method",
+        "eagle3",
+        "--min-gain",
+        0.005,
+    )
+    assert r.exit_code == 0, r.output
+    flags = r.output.split("Launch with:\n")[1].strip()
+    config = vllm_parse_flags(flags)
+    assert config["num_speculative_tokens_per_batch_size"][0][:2] == [1, 32]
+
+
+def test_cli_json_and_out_file(tmp_path):
+    out = tmp_path / "adaptive.json"
+    args = [
+        "--cost-curve",
+        CURVE,
+        "--accept-len-by-k",
+        EAGLE3,
+        "--draft-step-ms",
+        0.98,
+        "--engine",
+        "sglang",
+        "--min-gain",
+        0,
+        "--out",
+        out,
+        "--json",
+    ]
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert json.loads(out.read_text()) == data["config"]
+    assert data["schedule"] == [[x["first"], x["last"], x["k"]] for x in data["ranges"]]
+    assert str(out) in data["flags"]
+    before = out.read_text()
+    r = run(*args)
+    assert r.exit_code == 2 and "--force" in r.output and out.read_text() == before
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--accept-len", "2.1", "-k", "3"], "a schedule needs acceptance at several k"),
+    (["--alpha", "0.7", "--min-gain", "2"], "--min-gain: got 2.0, expected a fraction"),
+    (["--alpha", "0.7", "--load", "missing.csv"], "--load"),
+    (["--alpha", "0.7", "--cuda-graph-sizes", "1,x"], "--cuda-graph-sizes: got 'x'"),
+    (["--alpha", "0.7", "--base-config", "[1]"], "--base-config: got [1], expected a JSON object"),
+    (["--alpha", "0.7", "--base-config", "{"], "--base-config: is not JSON"),
+])  # fmt: skip
+def test_bad_input_is_one_line(args, message):
+    r = run("--cost-curve", CURVE, "--engine", "vllm", *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
+    fit_json = tmp_path / "fit.json"
+    sweep = Path(__file__).parent / "data" / "published" / \
+        "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"  # fmt: skip
+    assert CliRunner().invoke(cli, ["fit", str(sweep), "--experts", "128", "--top-k", "8",
+                                    "--out", str(fit_json)]).exit_code == 0  # fmt: skip
+    r = run("--fit-file", fit_json, "--engine", "vllm", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert "tree acceptance's alpha" in data["notes"][0]
+    # This EAGLE-3 draft of Qwen3-30B-A3B on 4x H100 pays at batch 1 at most: off from there.
+    assert data["ranges"][-1]["k"] == 0 and not math.isnan(data["gain"])
