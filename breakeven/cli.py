@@ -868,13 +868,21 @@ class _JsonArray:
         click.echo("]" if self.started else "[]")
 
 
+_schedule_option = click.option(
+    "--schedule", "schedule_file", type=click.Path(dir_okay=False), metavar="SCHEDULE.json",
+    help="What breakeven schedule --json printed: each run's measured speedup against the "
+    "schedule's k and predicted speedup at its batch.")
+
+
 @cli.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))
 @click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
               help="Relative tolerance for baseline drift, prediction mismatch and "
               "server/client agreement.")
+@_schedule_option
 @_json
-def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
+def check_command(measurements: str, tolerance: float, schedule_file: str | None,
+                  as_json: bool) -> None:  # fmt: skip
     """Measured against predicted speedups, and stale or drifting baselines.
 
     Pairs each speculative run (num_spec_tokens > 0) with the baseline runs
@@ -888,7 +896,20 @@ def check_command(measurements: str, tolerance: float, as_json: bool) -> None:
     """
     from breakeven.check import check_file
 
-    _emit(check_file(measurements, tolerance), as_json, "check_text")
+    data = check_file(measurements, tolerance).to_dict()
+    _emit(_with_schedule(data, data["comparisons"], schedule_file, tolerance), as_json,
+          "check_text")  # fmt: skip
+
+
+def _with_schedule(data: dict[str, Any], runs: list[dict[str, Any]], schedule_file: str | None,
+                   tolerance: float) -> dict[str, Any]:  # fmt: skip
+    """``data`` with each run against a schedule's prediction at its batch (--schedule)."""
+    if schedule_file is None:
+        return data
+    from breakeven.iotools.schedulefile import read_schedule
+    from breakeven.schedule import against
+
+    return {**data, "schedule_check": against(runs, read_schedule(schedule_file), tolerance)}
 
 
 def _k_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
@@ -1009,11 +1030,13 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts:
               callback=_writable, help="Also write DIR/report.html: the headline verdicts "
               "first, coloured, then the table, flags and figures (created if missing).")
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
+@_schedule_option
 @_json
 def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tuple[int, ...],
                     spec_topk: tuple[int, ...], verify_tokens: tuple[int, ...],
                     spec_method: tuple[str, ...], env: tuple[str, ...], fail_if: str | None,
-                    report_dir: str | None, force: bool, as_json: bool, **costs: Any) -> None:
+                    report_dir: str | None, force: bool, schedule_file: str | None,
+                    as_json: bool, **costs: Any) -> None:
     """Is speculation faster here, by how much, and can the answer be trusted?
 
     BASELINE and each SPEC are anything ingest reads (logs, plain or
@@ -1051,7 +1074,9 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
 
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result = compare(parse_run(baseline), runs, **costs)
-    _emit(result.to_dict(), as_json, "compare_text")
+    data = result.to_dict()
+    _emit(_with_schedule(data, data["runs"], schedule_file, result.tolerance), as_json,
+          "compare_text")  # fmt: skip
     if report_dir is not None:
         click.echo(f"Wrote {write_compare_report(result, report_dir, force=force)}.", err=True)
     if result.failed(fail_if):

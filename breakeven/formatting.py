@@ -489,6 +489,8 @@ def check_text(r: Row) -> str:
     flags = r["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
+    if "schedule_check" in r:
+        lines += _against_lines(r["schedule_check"])
     return "\n".join(lines) + "\n"
 
 
@@ -546,6 +548,29 @@ def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
     return _with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
 
 
+_AGAINST_COLUMNS = ["run", "batch [sequences]", "k [tokens]", "schedule's k [tokens]",
+                    "measured [x]", "95% interval [x]", "predicted [x]", "verdict"]  # fmt: skip
+
+
+def _against_lines(rows: list[Row]) -> list[str]:
+    """Each run against a schedule (``--schedule``): its batch, k, the schedule's k and
+    predicted speedup there, and the verdict."""
+    lines = ["", "Against the schedule (predicted: its speedup at the run's batch, with its k):"]
+    if not rows:
+        return [*lines, "  no run with a measured speedup and a concurrency"]
+    cells = [[printable(str(r["label"])), str(r["batch"]),
+              "-" if r["k"] is None else f"{r['k']:g}",
+              "-" if r["schedule_k"] is None else str(r["schedule_k"]),
+              _num(r["measured_speedup"], ".3f"),
+              "-" if r["ci_low"] is None or r["ci_high"] is None
+              else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
+              _num(r["predicted_speedup"], ".3f"), r["verdict"]] for r in rows]  # fmt: skip
+    lines += _grid(_AGAINST_COLUMNS, cells, right=False)
+    lines.append("holds: the prediction is within the interval, widened by the tolerance; off: "
+                 "it is not; other k: the run used another k than the schedule deploys there.")  # fmt: skip
+    return lines
+
+
 def compare_text(result: Row) -> str:
     """What ``breakeven compare`` prints, from ``CompareResult.to_dict()``: the headlines
     first, then a row per speculative run, check's flags and advice."""
@@ -564,6 +589,8 @@ def compare_text(result: Row) -> str:
     lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
+    if "schedule_check" in result:
+        lines += _against_lines(result["schedule_check"])
     return "\n".join(lines) + "\n"
 
 

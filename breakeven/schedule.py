@@ -79,6 +79,8 @@ class Schedule:
     notes: tuple[str, ...] = field(default=())
     graph_sizes: tuple[int, ...] = ()
     """The CUDA-graph batch sizes the ranges were aligned to (none: every batch size)."""
+    by_batch: tuple[tuple[int, int, float], ...] = ()
+    """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
 
     @property
     def graph_aligned(self) -> bool:
@@ -96,6 +98,7 @@ class Schedule:
         out["ranges"] = [asdict(r) for r in self.ranges]
         out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
         out["notes"] = list(self.notes)
+        out["by_batch"] = [{"batch": b, "k": k, "speedup": v} for b, k, v in self.by_batch]
         return out
 
 
@@ -258,6 +261,8 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
         total["merged"] / fixed_tokens - 1, len(unmerged), 1 - total["merged"] / total["unmerged"],
         paying[-1] if paying else None, grid.max_batch, float(min_gain), load_source,
         _notes(grid, load, merged), tuple(sorted(set(graph_sizes or ()))),
+        tuple((grid.batches[i], k, _speedup(grid, i, k)) for lo, hi, k in merged
+              for i in range(lo, hi + 1)),
     )  # fmt: skip
 
 
@@ -276,6 +281,47 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
         notes.append(f"k = {max(grid.ks)}, the largest considered, is in the schedule: raise "
                      "--max-k to look further")  # fmt: skip
     return tuple(notes)
+
+
+VERDICTS = ("holds", "off", "other k", "beyond the schedule")
+"""How a measured run stands against a schedule's prediction at its batch: the prediction is
+within the run's interval widened by the tolerance; it is not; the run used another k than
+the schedule deploys there; the schedule does not reach its batch."""
+
+
+def against(runs: Sequence[Mapping[str, Any]], by_batch: Sequence[Mapping[str, Any]],
+            tolerance: float = 0.05) -> list[dict[str, Any]]:  # fmt: skip
+    """Each measured run (``check``'s comparisons, ``compare``'s runs: ``label``,
+    ``concurrency``, ``num_spec_tokens``, ``measured_speedup``, ``ci_low``, ``ci_high``)
+    against the schedule's k and predicted speedup at its batch (``by_batch`` of
+    ``schedule --json``), with a verdict of :data:`VERDICTS`."""
+    at = {int(x["batch"]): (int(x["k"]), float(x["speedup"])) for x in by_batch}
+    rows = []
+    for r in runs:
+        batch, k = r.get("concurrency"), r.get("num_spec_tokens")
+        measured = r.get("measured_speedup")
+        if batch is None or measured is None or not math.isfinite(float(batch)):
+            continue
+        b = round(float(batch))
+        scheduled, predicted = at.get(b, (None, None))
+        row = {"label": r.get("label"), "batch": b, "k": k, "schedule_k": scheduled,
+               "measured_speedup": measured, "ci_low": r.get("ci_low"),
+               "ci_high": r.get("ci_high"), "predicted_speedup": predicted,
+               "residual": None if predicted is None else measured - predicted}  # fmt: skip
+        row["verdict"] = _verdict(row, tolerance)
+        rows.append(row)
+    return rows
+
+
+def _verdict(row: dict[str, Any], tolerance: float) -> str:
+    if row["schedule_k"] is None:
+        return "beyond the schedule"
+    if row["k"] is None or int(row["k"]) != row["schedule_k"]:
+        return "other k"
+    low = row["ci_low"] if row["ci_low"] is not None else row["measured_speedup"]
+    high = row["ci_high"] if row["ci_high"] is not None else row["measured_speedup"]
+    inside = low * (1 - tolerance) <= row["predicted_speedup"] <= high * (1 + tolerance)
+    return "holds" if inside else "off"
 
 
 def schedule_report(curve: Any, *, engine: str = "vllm", min_gain: float = 0.02,
@@ -318,4 +364,5 @@ def _share(grid: Any, load: Mapping[int, float] | None, lo: int, hi: int) -> flo
     return sum(float(load.get(b, 0.0)) for b in grid.batches[lo : hi + 1])
 
 
-__all__: Sequence[str] = ("SHAPES", "Schedule", "ScheduleRange", "plan", "schedule_from_grid")
+__all__: Sequence[str] = ("SHAPES", "VERDICTS", "Schedule", "ScheduleRange", "against", "plan",
+                          "schedule_from_grid", "schedule_report")  # fmt: skip

@@ -128,7 +128,7 @@ VALID = {
                "--experts 384 --top-k 8 --tokens 7 --dense-bytes 1e9 --expert-bytes 4e7"],
     ("ingest",): ["<in:sglang_log>", "<in:sglang_log> --label x -k 3 --out <out:fresh.csv>",
                   "<in:prometheus> --before <in:prometheus>"],
-    ("check",): ["<in:case_study>", "<in:published>"],
+    ("check",): ["<in:case_study>", "<in:published>", "<in:case_study> --schedule <in:schedule_json>"],
     ("plot", "surface"): [*(a + " --out <out:fresh.png>" for a in _PREDICT),
                           "--alpha-k --cost-ratio 0.05 -k 3 --alpha 0.7 --out <out:fresh.svg>"],
     ("plot", "k"): [a + " --out <out:fresh.png>" for a in _OPTIMIZE],
@@ -156,7 +156,7 @@ BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--rea
 
 # Inputs: good files, and every kind of file that is not what a command expects.
 INPUTS = ["case_study", "published", "curve", "sglang_log", "sglang_baseline", "prometheus",
-          "json_infinity", "missing", "directory", "fit_json",
+          "json_infinity", "missing", "directory", "fit_json", "schedule_json",
           "empty", "binary", "fifo", "long_cell", "long_cell_curve", "inf_cells", "negative_cells",
           "duplicate_header", "escapes", "inf_curve", "empty_string", "proc"]  # fmt: skip
 # Outputs: a fresh place, and every place that cannot be written.
@@ -221,6 +221,12 @@ def _input_files(root: Path) -> dict[str, str]:
         str(published / "vllm_issue20780_llama31_8b_eagle_bs1.csv")
     ).to_dict()["groups"][:1]
     (root / "fit.json").write_text(json.dumps(fitted))
+    from breakeven.costs import TableCost
+    from breakeven.schedule import schedule_report
+
+    planned = schedule_report(TableCost((1, 64, 4096), (10.0, 10.0, 1000.0)), alpha=0.8,
+                              draft_step_ms=0.5, k_max=6, max_batch=64)  # fmt: skip
+    (root / "schedule.json").write_text(json.dumps(planned))
     return {
         **paths,
         "case_study": str(root / "case_study.csv"), "published": str(root / "published.csv"),
@@ -230,7 +236,7 @@ def _input_files(root: Path) -> dict[str, str]:
         "json_infinity": str(ENGINES / "sglang_bench_serving__dlora_request_rate_Infinity.jsonl"),
         "prometheus": str(ENGINES / "vllm_metrics__pr41916_spec_decode_excerpt.prom"),
         "missing": str(root / "missing.csv"), "directory": str(root / "a_directory"),
-        "fit_json": str(root / "fit.json"),
+        "fit_json": str(root / "fit.json"), "schedule_json": str(root / "schedule.json"),
         "binary": str(binary), "fifo": str(fifo), "empty_string": "", "proc": "/proc/x",
     }  # fmt: skip
 

@@ -280,3 +280,66 @@ def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
     assert "tree acceptance's alpha" in data["notes"][0]
     # This EAGLE-3 draft of Qwen3-30B-A3B on 4x H100 pays at batch 1 at most: off from there.
     assert data["ranges"][-1]["k"] == 0 and not math.isnan(data["gain"])
+
+
+def _schedule_json(tmp_path):
+    data = schedule_report(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=100,
+                           min_gain=0.0)  # fmt: skip
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps(data))
+    return path, {x["batch"]: (x["k"], x["speedup"]) for x in data["by_batch"]}
+
+
+def test_check_reports_runs_against_the_schedule(tmp_path):
+    """Runs at several batch sizes and k (rows made for the test: the logic, not an engine's
+    output): one as predicted, one 30% slower, one at another k, one past the sweep."""
+    path, at = _schedule_json(tmp_path)
+    rows = ["run_id,label,model,hardware,concurrency,num_spec_tokens,tok_s"]
+    for b, tok_s in ((1, 100.0), (16, 50.0), (48, 20.0), (200, 5.0)):
+        rows.append(f"base-{b},base,m,h,{b},0,{tok_s}")
+    for label, b, factor, k in (("as-predicted", 1, 1.0, None), ("slow", 16, 0.7, None),
+                                ("other", 48, 1.0, 1), ("past", 200, 1.0, 2)):  # fmt: skip
+        k = at[b][0] if k is None else k
+        base = {1: 100.0, 16: 50.0, 48: 20.0, 200: 5.0}[b]
+        speedup = at[b][1] if b in at else 1.0
+        for i in range(3):  # three runs each: an interval
+            rows.append(
+                f"{label}-{i},{label},m,h,{b},{k},{base * speedup * factor * (1 + 0.001 * i)}"
+            )
+    runs = tmp_path / "runs.csv"
+    runs.write_text("\n".join(rows) + "\n")
+    r = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    verdicts = {x["label"]: x["verdict"] for x in json.loads(r.stdout)["schedule_check"]}
+    assert verdicts == {
+        "as-predicted": "holds",
+        "slow": "off",
+        "other": "other k",
+        "past": "beyond the schedule",
+    }
+    text = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(path)]).output
+    assert "Against the schedule" in text and "beyond the schedule" in text
+
+
+def test_compare_takes_a_schedule(tmp_path):
+    path, _ = _schedule_json(tmp_path)
+    case = Path(__file__).parent / "data" / "case_study"
+    r = CliRunner().invoke(cli, ["compare", str(case / "sglang_baseline.log"),
+                                 str(case / "sglang_eagle3_k3.log"), "-k", "3", "--schedule",
+                                 str(path), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["schedule_check"]
+    assert row["batch"] == 1 and row["k"] == 3 and row["verdict"] == "other k"
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{", "is not JSON"), ("[]", "is not a schedule"),
+    ('{"by_batch": [{"batch": 0, "k": 1, "speedup": 1}]}', "expected batch >= 1"),
+])  # fmt: skip
+def test_a_bad_schedule_file_is_one_line(tmp_path, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    runs = ROOT / "data" / "case_study.csv"
+    r = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(bad)])
+    assert r.exit_code == 2 and message in r.output and "--schedule" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
