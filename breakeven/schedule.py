@@ -116,26 +116,43 @@ def _speedup(grid: Any, i: int, k: int) -> float:
     return 1.0 if k == 0 else grid.speedup[i][grid.ks.index(k)]
 
 
-def _tokens(grid: Any, weights: Sequence[float], lo: int, hi: int, k: int) -> float:
-    """Weighted tokens over batches ``lo..hi`` (indices, inclusive) at ``k`` (NaN counts as
-    plain decoding would not: a k the model cannot price at a batch is never chosen)."""
-    total = 0.0
-    for i in range(lo, hi + 1):
-        s = _speedup(grid, i, k)
-        if math.isnan(s):
-            return -math.inf
-        total += weights[i] * s
-    return total
+class _Tokens:
+    """Weighted tokens of every range of batches and k, from prefix sums: a range's tokens at
+    k are ``sum over its batches of weight * speedup(batch, k)`` (k = 0: speedup 1), and -inf
+    where the model cannot price a batch of it at k (such a k is never chosen there)."""
 
+    def __init__(self, grid: Any, weights: Sequence[float]) -> None:
+        import numpy as np
 
-def _best_k(grid: Any, weights: Sequence[float], lo: int, hi: int) -> int:
-    """The k (or 0) of the most weighted tokens over ``lo..hi``; ties to the smaller k."""
-    best, value = 0, _tokens(grid, weights, lo, hi, 0)
-    for k in grid.ks:
-        v = _tokens(grid, weights, lo, hi, k)
-        if v > value * (1 + 1e-12):
-            best, value = k, v
-    return best
+        full = np.column_stack([np.ones(len(grid.batches)),
+                                np.asarray(grid.speedup, dtype=float).reshape(len(grid.batches), -1)])  # fmt: skip
+        nan = np.isnan(full)
+        w = np.asarray(weights, dtype=float)[:, None]
+        zero = np.zeros((1, full.shape[1]))
+        self.sum = np.vstack([zero, np.cumsum(np.where(nan, 0.0, full * w), axis=0)])
+        self.nan = np.vstack([zero, np.cumsum(nan, axis=0)])
+        self.ks = (0, *grid.ks)
+        self.column = {k: c for c, k in enumerate(self.ks)}
+        self.weights = list(weights)
+
+    def all_k(self, lo: int, hi: int) -> Any:
+        """Tokens over batches ``lo..hi`` (indices, inclusive) at every k of :attr:`ks`."""
+        import numpy as np
+
+        values = self.sum[hi + 1] - self.sum[lo]
+        return np.where(self.nan[hi + 1] - self.nan[lo] > 0, -np.inf, values)
+
+    def __call__(self, lo: int, hi: int, k: int) -> float:
+        return float(self.all_k(lo, hi)[self.column[k]])
+
+    def best_k(self, lo: int, hi: int) -> int:
+        """The k (or 0) of the most tokens over ``lo..hi``; near-ties to the smaller k."""
+        values = self.all_k(lo, hi)
+        best, value = 0, float(values[0])
+        for c in range(1, len(self.ks)):
+            if values[c] > value * (1 + 1e-9):
+                best, value = self.ks[c], float(values[c])
+        return best
 
 
 def _units(grid: Any, sizes: Sequence[int] | None) -> list[tuple[int, int]]:
@@ -153,14 +170,14 @@ def _units(grid: Any, sizes: Sequence[int] | None) -> list[tuple[int, int]]:
     return units
 
 
-def _unmerged(grid: Any, weights: Sequence[float], units: Sequence[tuple[int, int]],
-              fallback: Sequence[float]) -> list[list[int]]:  # fmt: skip
+def _unmerged(tokens: _Tokens, units: Sequence[tuple[int, int]],
+              fallback: _Tokens) -> list[list[int]]:  # fmt: skip
     """[first index, last index, k] of each run of the best k by unit (0 where none beats
     plain decoding); a unit the load gives no time is weighted by ``fallback``."""
     ranges: list[list[int]] = []
     for lo, hi in units:
-        used = weights if sum(weights[lo : hi + 1]) > 0 else fallback
-        k = _best_k(grid, used, lo, hi)
+        used = tokens if sum(tokens.weights[lo : hi + 1]) > 0 else fallback
+        k = used.best_k(lo, hi)
         if ranges and ranges[-1][2] == k:
             ranges[-1][1] = hi
         else:
@@ -168,23 +185,28 @@ def _unmerged(grid: Any, weights: Sequence[float], units: Sequence[tuple[int, in
     return ranges
 
 
-def _threshold(grid: Any, weights: Sequence[float]) -> list[list[int]]:
+def _threshold(tokens: _Tokens, n: int) -> list[list[int]]:
     """The best schedule of one k below a batch and none from it on (older vLLM's
-    ``disable_by_batch_size``, which needs the switch at batch 2 or later)."""
-    n = len(grid.batches) - 1
-    best, value = [[0, n, 0]], _tokens(grid, weights, 0, n, 0)
-    for k in grid.ks:
-        for cut in range(1, n + 2):  # batches[cut] is the first without speculation
-            v = _tokens(grid, weights, 0, cut - 1, k) + (
-                _tokens(grid, weights, cut, n, 0) if cut <= n else 0.0)  # fmt: skip
-            if v > value * (1 + 1e-12):
-                best = [[0, cut - 1, k]] + ([[cut, n, 0]] if cut <= n else [])
-                value = v
+    ``disable_by_batch_size``, which needs the switch at batch 2 or later), over batch
+    indices 0..n."""
+    import numpy as np
+
+    plain = tokens.sum[:, 0]
+    after = plain[n + 1] - plain[1 : n + 2]  # no speculation from index cut on, cut = 1..n+1
+    best, value = [[0, n, 0]], tokens(0, n, 0)
+    for k in tokens.ks[1:]:
+        c = tokens.column[k]
+        before = tokens.sum[1 : n + 2, c] - tokens.sum[0, c]
+        before = np.where(tokens.nan[1 : n + 2, c] > 0, -np.inf, before)
+        total = before + after
+        cut = int(np.argmax(total)) + 1
+        if total[cut - 1] > value * (1 + 1e-9):
+            best = [[0, cut - 1, k]] + ([[cut, n, 0]] if cut <= n else [])
+            value = float(total[cut - 1])
     return best
 
 
-def _merge(grid: Any, weights: Sequence[float], ranges: list[list[int]],
-           min_gain: float) -> list[list[int]]:  # fmt: skip
+def _merge(tokens: _Tokens, ranges: list[list[int]], min_gain: float) -> list[list[int]]:
     """Neighbours merged, cheapest first, while a merge gives up less than ``min_gain`` of
     the two ranges' weighted tokens (the merged range takes its own best k)."""
     ranges = [list(r) for r in ranges]
@@ -192,9 +214,9 @@ def _merge(grid: Any, weights: Sequence[float], ranges: list[list[int]],
         costs = []
         for j in range(len(ranges) - 1):
             lo, hi = ranges[j][0], ranges[j + 1][1]
-            apart = sum(_tokens(grid, weights, r[0], r[1], r[2]) for r in ranges[j : j + 2])
-            k = _best_k(grid, weights, lo, hi)
-            together = _tokens(grid, weights, lo, hi, k)
+            apart = sum(tokens(r[0], r[1], r[2]) for r in ranges[j : j + 2])
+            k = tokens.best_k(lo, hi)
+            together = tokens(lo, hi, k)
             cost = 1 - together / apart if apart > 0 else 0.0
             costs.append((cost, j, k))
         cost, j, k = min(costs)
@@ -234,25 +256,26 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
                              f"{grid.max_batch})", "load")  # fmt: skip
     if shape not in SHAPES:
         raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
-    unmerged = _unmerged(grid, weights, _units(grid, graph_sizes), _weights(grid, None))
-    merged = _threshold(grid, weights) if shape == "threshold" else \
-        _merge(grid, weights, unmerged, float(min_gain))  # fmt: skip
     n = len(grid.batches) - 1
-    fixed = _best_k(grid, weights, 0, n)
+    tokens = _Tokens(grid, weights)
+    unmerged = _unmerged(tokens, _units(grid, graph_sizes), _Tokens(grid, _weights(grid, None)))
+    merged = _threshold(tokens, n) if shape == "threshold" else \
+        _merge(tokens, unmerged, float(min_gain))  # fmt: skip
+    fixed = tokens.best_k(0, n)
     ranges = []
     for lo, hi, k in merged:
-        mine, theirs = (_tokens(grid, weights, lo, hi, x) for x in (k, fixed))
-        plain = _tokens(grid, weights, lo, hi, 0)
+        mine, theirs = (tokens(lo, hi, x) for x in (k, fixed))
+        plain = tokens(lo, hi, 0)
         ranges.append(ScheduleRange(
             grid.batches[lo], grid.batches[hi], k, mine / plain if plain > 0 else math.nan,
             theirs / plain if plain > 0 else math.nan,
             mine / theirs - 1 if theirs > 0 else math.nan,
             _share(grid, load, lo, hi),
         ))  # fmt: skip
-    total = {name: sum(_tokens(grid, weights, lo, hi, k) for lo, hi, k in rs)
+    total = {name: sum(tokens(lo, hi, k) for lo, hi, k in rs)
              for name, rs in (("merged", merged), ("unmerged", unmerged))}  # fmt: skip
-    plain = _tokens(grid, weights, 0, n, 0)
-    fixed_tokens = _tokens(grid, weights, 0, n, fixed)
+    plain = tokens(0, n, 0)
+    fixed_tokens = tokens(0, n, fixed)
     paying: list[Any] = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
     if paying and paying[-1] == grid.max_batch:
         paying[-1] = BEYOND_THE_CURVE
