@@ -18,7 +18,7 @@ import time
 
 from breakeven.costs import TableCost
 from breakeven.optimize import speedup_grid
-from breakeven.schedule import _Tokens, _threshold, _weights, schedule_from_grid
+from breakeven.schedule import _threshold, _Tokens, _weights, schedule_from_grid
 
 CURVE = TableCost((1, 64, 1 << 20), (10.0, 10.0, 10 + 0.01 * ((1 << 20) - 64)))
 
