@@ -157,7 +157,7 @@ def generate(path: Path, megabytes: int, mix: str = "both", seed: int = 7) -> in
 
 def _markers() -> list[str]:
     """The literals ingest selects lines by (every engine's line kinds and result tables)."""
-    from breakeven.iotools import bench
+    from breakeven.iotools import bench_results as bench
     from breakeven.iotools.engines import engines
 
     kinds = {kind.marker for engine in engines() for kind in engine.kinds}

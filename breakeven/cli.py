@@ -1418,7 +1418,7 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
     """
     import os
 
-    from breakeven.bench import DEFAULT_PROMPTS, Config, read_prompts, run_bench
+    from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts, run_bench
     from breakeven.credentials import clean_api_key
 
     api_key = None
@@ -1441,7 +1441,7 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
         else:
             levels, failures, rows = run_bench(config, out)
     except KeyboardInterrupt as e:
-        from breakeven.bench import Terminated
+        from breakeven.bench_client import Terminated
 
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
         kept = f"; every completed request's row is in {out}" if out else ""

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer
 
 from breakeven import BreakevenError
-from breakeven.bench import BENCH_COLUMNS, Config, run_bench, server_root
+from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench, server_root
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent

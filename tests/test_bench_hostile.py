@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hostile_server import MODELS_MODES, STREAM_MODES, HostileServer, Hostility
 
-from breakeven.bench import BENCH_COLUMNS
+from breakeven.bench_client import BENCH_COLUMNS
 from breakeven.cli import cli
 
 KEY = "sk-hostile-0123456789abcdef"

@@ -411,7 +411,7 @@ def test_trtllm_iteration_stats():
 def test_trtllm_iteration_with_spec_stats_follows_the_executor():
     # No real paste with specDecodingStats values exists (see the fixture's source note): this
     # checks the formula of py_executor._update_iter_stats on an object of that shape.
-    from breakeven.iotools import bench
+    from breakeven.iotools import bench_results as bench
 
     obj = {"iterLatencyMS": 20.0, "timestamp": "t", "numQueuedRequests": 0,
            "inflightBatchingStats": {"numGenRequests": 4, "numContextRequests": 0},

@@ -15,7 +15,7 @@ import pytest
 
 from breakeven.credentials import hide_url_passwords
 from breakeven.formatting import printable
-from breakeven.iotools.bench import parse_result_tables
+from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest
 
 RATIO = 3.0

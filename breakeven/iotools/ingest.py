@@ -5,7 +5,7 @@ standard input, ``-``), decompresses by magic bytes, tells what it holds from
 the content (:func:`breakeven.iotools.sources.detect`) and reads it:
 
 - JSON or JSON Lines (only if the whole file parses so): benchmark results,
-  told apart by their keys (:mod:`breakeven.iotools.bench`);
+  told apart by their keys (:mod:`breakeven.iotools.bench_results`);
 - Prometheus text of an engine's ``/metrics`` (:mod:`breakeven.iotools.prometheus`);
 - anything else is text, scanned at once for every line kind of every engine
   (:mod:`breakeven.iotools.engines`) and for printed benchmark result tables.
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from breakeven.iotools import bench, prometheus, sources
+from breakeven.iotools import bench_results, prometheus, sources
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
 from breakeven.iotools.sources import Problem
 
@@ -35,7 +35,7 @@ TEXT = "log"
 # filtering them uses about one CPU, so two keep two CPUs busy; each more costs about
 # 30 MiB of memory.
 MARK_WORKERS = min(2, os.cpu_count() or 1)
-FORMATS = ("auto", TEXT, "bench_table", *bench.BENCH_FORMATS, prometheus.PROMETHEUS)
+FORMATS = ("auto", TEXT, "bench_table", *bench_results.BENCH_FORMATS, prometheus.PROMETHEUS)
 
 
 @dataclass
@@ -139,7 +139,7 @@ def _read_input(
         return
     try:
         kind = _kind(format, source)
-        if kind in (sources.JSON_DOCUMENT, *bench.BENCH_FORMATS):
+        if kind in (sources.JSON_DOCUMENT, *bench_results.BENCH_FORMATS):
             data = source.read_all()
             read = _json_records(item.path, data, None if kind == "json" else kind, problems)
             if read is not None:
@@ -193,7 +193,7 @@ def _json_records(
     if text is None:
         return []
     try:
-        documents = bench.parse_json_document(text)
+        documents = bench_results.parse_json_document(text)
     except ValueError as e:
         if forced is None:
             return None
@@ -201,7 +201,7 @@ def _json_records(
         return []
     records = []
     for line, obj in documents:
-        fmt = forced or (bench.bench_format(obj) if isinstance(obj, dict) else None)
+        fmt = forced or (bench_results.bench_format(obj) if isinstance(obj, dict) else None)
         if fmt is None:
             what = (f"keys: {', '.join(sorted(obj)[:8])}" if isinstance(obj, dict)
                     else f"a {type(obj).__name__}, not an object")  # fmt: skip
@@ -209,8 +209,8 @@ def _json_records(
                                     f"format ({what})"))  # fmt: skip
             continue
         try:
-            records.append(bench.read_result(obj, fmt, f"{path}:{line}"))
-        except bench.FormatError as e:
+            records.append(bench_results.read_result(obj, fmt, f"{path}:{line}"))
+        except bench_results.FormatError as e:
             problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
     return records
 
@@ -251,7 +251,7 @@ def _text_frames(
     from breakeven.iotools.lines import TextScanner
 
     scanner = TextScanner(item.path, engines(), item.num_spec_tokens, _tables,
-                          (bench.TABLE_MARKER, bench.SPEC_SECTION))  # fmt: skip
+                          (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION))  # fmt: skip
 
     def mark(block: Any) -> Any:
         return None if isinstance(block, Problem) else scanner.mark(block)
@@ -273,19 +273,19 @@ def _tables(
 ) -> tuple[list[dict[str, Any]], list[tuple[int, str]], int | None]:
     """Printed benchmark result tables in ``text``: records (``_line`` their title line),
     problems, and the title line of a table ``text`` ends inside."""
-    tables, open_at = bench.parse_result_tables(text, first_line)
+    tables, open_at = bench_results.parse_result_tables(text, first_line)
     records, problems = [], []
     for line, obj in tables:
         if open_at is not None and line >= open_at and not final:
             break  # read again with the next block
-        fmt = bench.bench_format(obj)
+        fmt = bench_results.bench_format(obj)
         if fmt is None:
             problems.append((line, "a benchmark result table without output throughput and "
                                    "TPOT rows"))  # fmt: skip
             continue
         try:
-            record = bench.read_result(obj, fmt, "")
-        except bench.FormatError as e:
+            record = bench_results.read_result(obj, fmt, "")
+        except bench_results.FormatError as e:
             problems.append((line, f"result table does not parse: {e}"))
             continue
         record.pop("source")
