@@ -48,8 +48,15 @@ DEFAULT_PROMPTS = (
     "Describe the water cycle to a ten-year-old.",
 )
 # Columns of a bench CSV: the schema's, then what bench measures besides.
-BENCH_COLUMNS = (*COLUMN_NAMES, "origin", "tpot_ms", "itl_ms", "ttft_ms", "completion_tokens",
-                 "chunks", "tokens_per_chunk", "tok_s_sd", "level_requests")  # fmt: skip
+_FIRST_COLUMNS = (*COLUMN_NAMES, "origin", "tpot_ms", "itl_ms", "ttft_ms", "completion_tokens",
+                  "chunks", "tokens_per_chunk", "tok_s_sd", "level_requests")  # fmt: skip
+BENCH_COLUMNS = (*_FIRST_COLUMNS, "spec_topk", "verify_tokens", "draft_tokens",
+                 "accepted_tokens")  # fmt: skip
+"""The last four: a tree's branches and verify tokens (``--topk``, ``--verify-tokens``), and
+the tokens the server drafted and accepted for the request (llama.cpp's ``timings``)."""
+HEADERS = (BENCH_COLUMNS, _FIRST_COLUMNS)
+"""Headers bench appends to: its own, and the one of bench CSVs written before the last four
+columns (rows appended to such a file keep its columns)."""
 ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
@@ -100,6 +107,10 @@ class RequestResult:
     first_chunk_tokens: float = 1.0
     chunks: int = 0
     chunk_gaps_ms: list[float] = field(default_factory=list)
+    draft_tokens: int | None = None
+    """Tokens the server drafted for the request (llama.cpp's ``timings.draft_n``)."""
+    accepted_tokens: int | None = None
+    """Of them, accepted (``timings.draft_n_accepted``)."""
 
     @property
     def decode_tok_s(self) -> float:
@@ -260,6 +271,15 @@ class _Malformed(Exception):
     """A reply that breaks the protocol: the request fails with this reason."""
 
 
+def _drafted(chunk: Any) -> tuple[int | None, int | None]:
+    """(drafted, accepted) tokens of a request, from the ``timings`` llama.cpp's last chunk
+    carries (None where absent)."""
+    timings = chunk.get("timings") if isinstance(chunk, dict) else None
+    if not isinstance(timings, dict):
+        return None, None
+    return _count(timings.get("draft_n")), _count(timings.get("draft_n_accepted"))
+
+
 def _chunk_text(chunk: Any) -> tuple[str, int | None]:
     """The text of one streamed chunk and the usage's completion tokens (None if absent)."""
     if not isinstance(chunk, dict):
@@ -319,6 +339,7 @@ class Bench:
         self.version: str | None = None
         self.engine = "openai-compatible"
         self.failures: list[str] = []
+        self.warnings: list[str] = []
         self.loading = False  # the last /v1/models reply was 503
         self.started = ""
         self.env = ""
@@ -421,16 +442,20 @@ class Bench:
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     async def _identify(self, client: Any) -> None:
-        """The engine and its version, where the server says (a few seconds at most)."""
-        for path, engine in (("/version", "vllm"), ("/get_server_info", "sglang")):
+        """The engine and its version, where the server says (a few seconds at most):
+        llama.cpp's ``/props`` (``build_info``), vLLM's ``/version``, SGLang's
+        ``/get_server_info`` (``version``)."""
+        for path, engine, key in (("/props", "llamacpp", "build_info"),
+                                  ("/version", "vllm", "version"),
+                                  ("/get_server_info", "sglang", "version")):  # fmt: skip
             try:
                 reply = await asyncio.wait_for(client.get(self.root + path),
                                                min(5.0, self.config.request_timeout_s))  # fmt: skip
                 body = reply.json() if reply.status_code == 200 else None
             except (self.httpx.HTTPError, ValueError, asyncio.TimeoutError):
                 continue
-            if isinstance(body, dict) and isinstance(body.get("version"), (str, int, float)):
-                self.version = _printable(str(body["version"]), 40).replace(" ", "_")
+            if isinstance(body, dict) and isinstance(body.get(key), (str, int, float)):
+                self.version = _printable(str(body[key]), 40).replace(" ", "_")
                 self.engine = engine
                 break
 
@@ -471,6 +496,7 @@ class Bench:
         usage_tokens = first_usage = None
         chunks = 0
         gaps: list[float] = []
+        draft_counts: tuple[int | None, int | None] = (None, None)
         done = False
         try:
             async with self.httpx_sse.aconnect_sse(client, "POST", self.root + path,
@@ -486,7 +512,9 @@ class Bench:
                         break
                     now = time.perf_counter()
                     try:
-                        text, usage = _chunk_text(json.loads(event.data))
+                        chunk = json.loads(event.data)
+                        text, usage = _chunk_text(chunk)
+                        drafted = _drafted(chunk)
                     except ValueError:
                         shown = _printable(self.redact(event.data), 80)
                         return RequestResult(False, f"malformed server-sent event: {shown!r}")
@@ -494,6 +522,8 @@ class Bench:
                         return RequestResult(False, str(e))
                     if usage is not None:
                         usage_tokens = usage
+                    if drafted[0] is not None:
+                        draft_counts = drafted
                     if not text:
                         continue
                     chunks += 1
@@ -522,7 +552,8 @@ class Bench:
         first_tokens = first_usage if first_usage is not None else total / chunks
         return RequestResult(True, ttft_ms=1000.0 * (first - start), decode_s=last - first,
                              completion_tokens=total, first_chunk_tokens=first_tokens,
-                             chunks=chunks, chunk_gaps_ms=gaps)  # fmt: skip
+                             chunks=chunks, chunk_gaps_ms=gaps, draft_tokens=draft_counts[0],
+                             accepted_tokens=draft_counts[1])  # fmt: skip
 
     async def scrape(self, client: Any) -> str | None:
         """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""
@@ -543,6 +574,7 @@ class Bench:
         """
         c = self.config
         n = c.requests_at(concurrency)
+        warned = len(self.warnings)
         level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
         queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
 
@@ -570,25 +602,67 @@ class Bench:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         await asyncio.gather(*recording)
         summary = _summary(level)
-        summary.update(self._acceptance(level.before, await self.scrape(client)))
+        after = await self.scrape(client)
+        summary.update(self._acceptance(level.before, after))
+        server = self._server_view(level.before, after)
+        if server:
+            summary["server"] = server
+            write(self._server_row(concurrency, summary, server))
+        self._warn_no_counters(concurrency, level.before, after, summary)
+        if len(self.warnings) > warned:
+            summary["warnings"] = self.warnings[warned:]
         return summary
 
-    def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
+    def _records(self, before: str | None, after: str | None) -> list[dict[str, Any]]:
+        """The change of the server's counters over a level (:mod:`breakeven.iotools.prometheus`)."""
         if before is None or after is None:
-            return {}
+            return []
         try:
             from breakeven.iotools.prometheus import read_metrics
 
-            records = read_metrics(
-                after, before, source="bench", num_spec_tokens=self.config.num_spec_tokens
-            )
-        except (ImportError, ValueError):
-            return {}
-        for r in records:
+            return read_metrics(after, before, source="bench",
+                                num_spec_tokens=self.config.num_spec_tokens)  # fmt: skip
+        except ImportError:
+            self.warn("reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
+                      "accept_len and the server's own rates are left empty")  # fmt: skip
+        except ValueError:
+            self.warn(f"{self.shown_root}/metrics is not Prometheus text: accept_len and the "
+                      "server's own rates are left empty")  # fmt: skip
+        return []
+
+    def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
+        for r in self._records(before, after):
             if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
                 return {"accept_len": r["accept_len"], "acceptance_rate": r.get("acceptance_rate"),
-                        "num_spec_tokens": r.get("num_spec_tokens")}  # fmt: skip
+                        "num_spec_tokens": r.get("num_spec_tokens"),
+                        "per_position": r.get("per_position")}  # fmt: skip
         return {}
+
+    def _server_view(self, before: str | None, after: str | None) -> dict[str, Any]:
+        """The server's own rate and step or cycle over the level, where its counters tell
+        them (llama.cpp's generation time)."""
+        for r in self._records(before, after):
+            if r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms")):
+                return {key: r.get(key) for key in ("tok_s", "step_ms", "cycle_ms", "accept_len",
+                                                    "acceptance_rate", "num_spec_tokens")}  # fmt: skip
+        return {}
+
+    def warn(self, message: str) -> None:
+        """One warning line for the command to print (each said once)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _warn_no_counters(self, concurrency: int, before: str | None, after: str | None,
+                          summary: dict[str, Any]) -> None:  # fmt: skip
+        k = self.config.num_spec_tokens
+        if not k or summary.get("accept_len") is not None:
+            return
+        where = f"{self.shown_root}/metrics"
+        why = ("answers nothing" if before is None or after is None else
+               "shows no spec-decode counters (vllm:spec_decode_*, llamacpp:spec_decode_*, "
+               "sglang:spec_accept_length)")  # fmt: skip
+        self.warn(f"-k {k} was given, but {where} {why}: accept_len is left empty at "
+                  f"concurrency {concurrency} (llama-server needs --metrics and --spec-type)")  # fmt: skip
 
     def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:
         c = self.config
@@ -607,6 +681,27 @@ class Bench:
             "completion_tokens": r.completion_tokens, "chunks": r.chunks,
             "tokens_per_chunk": r.completion_tokens / r.chunks if r.chunks else None,
             "tok_s_sd": level["tok_s_sd"], "level_requests": level["requests"],
+            "draft_tokens": r.draft_tokens, "accepted_tokens": r.accepted_tokens,
+        }  # fmt: skip
+        return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
+
+    def _server_row(self, concurrency: int, level: dict, server: dict[str, Any]) -> dict[str, Any]:
+        """The level as the server's counters saw it (``origin=server``): its per-sequence
+        rate, and its own decode step (a baseline) or cycle (a speculative run)."""
+        c = self.config
+        k = c.num_spec_tokens if c.num_spec_tokens is not None else server.get("num_spec_tokens")
+        row = {
+            "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
+            "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "engine": self.engine, "model": self.model, "hardware": c.hardware,
+            "concurrency": concurrency, "num_spec_tokens": k if k is not None else 0,
+            "spec_method": c.spec_method, "spec_topk": c.spec_topk,
+            "verify_tokens": c.verify_tokens, "tok_s": server["tok_s"],
+            "accept_len": server.get("accept_len"), "acceptance_rate": server.get("acceptance_rate"),
+            "step_ms": server.get("step_ms"), "cycle_ms": server.get("cycle_ms"), "env": self.env,
+            "source": f"bench {self.shown_root}/metrics concurrency {concurrency}: the server's "
+                      "counters over the level",
+            "origin": "server", "level_requests": level["requests"],
         }  # fmt: skip
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
@@ -649,6 +744,7 @@ class RowWriter:
         self.path = path
         self.rows = 0
         self.fd: int | None = None
+        self.columns: tuple[str, ...] = BENCH_COLUMNS
         if path is None:
             return
         from breakeven.iotools.paths import check_output_path
@@ -680,6 +776,7 @@ class RowWriter:
         assert self.fd is not None
         if os.fstat(self.fd).st_size == 0:
             self._append(BENCH_COLUMNS)
+            self.columns = BENCH_COLUMNS
             return
         with open(path, "rb") as f:
             head = f.read(1 << 16)
@@ -689,9 +786,10 @@ class RowWriter:
         lines = head.decode("utf-8", errors="replace").splitlines()
         first = next((line for line in lines if not line.startswith("#")), "")
         header = next(csv.reader([first]), [])
-        if tuple(header) != BENCH_COLUMNS:
+        if tuple(header) not in HEADERS:
             raise BreakevenError("{0}: " + shown + " has other columns than bench writes; append "
                                  "to a bench CSV or give a new file", "out")  # fmt: skip
+        self.columns = tuple(header)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -723,7 +821,7 @@ class RowWriter:
         if self.fd is None:
             return
         values = ["" if (v := row.get(col)) is None or (isinstance(v, float) and math.isnan(v))
-                  else v for col in BENCH_COLUMNS]  # fmt: skip
+                  else v for col in self.columns]  # fmt: skip
         with self._locked():
             self._append(values)
 

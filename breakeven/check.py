@@ -366,7 +366,21 @@ def normalise(data: Any) -> Any:
     server = df["origin"] == "server"
     measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
     df["echo"] = server & (df["run_id"] != "") & df["run_id"].isin(measured_by_client)
+    _server_costs(df)
     return df
+
+
+def _server_costs(df: Any) -> None:
+    """The server's own decode step and cycle (``bench`` records them from llama.cpp's
+    counters, ``origin=server``) given to the client rows of the same run that have none: the
+    prediction of a run then uses what the server measured."""
+    for column in ("cycle_ms", "step_ms"):
+        source = df["echo"] & df[column].notna()
+        if not source.any():
+            continue
+        per_run = df.loc[source].groupby("run_id", observed=True)[column].mean().to_dict()
+        fill = df["run_id"].astype(object).map(per_run).astype(float)
+        df[column] = df[column].fillna(fill.where(df["origin"] != "server"))
 
 
 def flag_rows(df: Any, findings: _Findings) -> None:

@@ -1456,6 +1456,8 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
         click.echo(bench_text(levels, config.label), nl=False)
     if out:
         click.echo(f"Appended {rows} rows to {out}.", err=True)
+    for warning in dict.fromkeys(w for level in levels for w in level.get("warnings", ())):
+        click.echo(f"Warning: {warning}.", err=True)
     for failure in failures:
         click.echo(f"Problem: {failure}", err=True)
     if failures:

@@ -519,6 +519,13 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     rows = [[str(v["concurrency"]), str(v["requests"]), str(v["failed"]), _num(v["tok_s"], ".2f"),
              _num(v["tok_s_sd"], ".2f"), _num(v["aggregate_tok_s"], ".2f"),
              _num(v.get("accept_len"), ".3f")] for v in levels]  # fmt: skip
+    if any(v.get("server") for v in levels):  # the server's own counters (llama.cpp)
+        heads += ["server tok_s [tok/s]", "server step or cycle [ms]"]
+        for row, v in zip(rows, levels, strict=True):
+            server = v.get("server") or {}
+            ms = server.get("cycle_ms") or server.get("step_ms")
+            kind = " (cycle)" if server.get("cycle_ms") else " (step)" if ms else ""
+            row += [_num(server.get("tok_s"), ".2f"), _num(ms, ".3f") + kind]
     lines = [
         f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
         *_grid(heads, rows, right=True),

@@ -9,6 +9,12 @@ before it gives ``accept_len = 1 + d(accepted) / d(drafts)``.  vLLM V0 had
 k given by the user).  SGLang's gauges ``sglang:spec_accept_length``,
 ``sglang:gen_throughput`` and ``sglang:num_running_reqs`` are read as they are.
 
+llama.cpp (``llamacpp:``, ``--metrics``) has vLLM V1's spec-decode counters after its prefix,
+and ``tokens_predicted_total`` and ``tokens_predicted_seconds_total``: the generation time of
+every request.  Their change gives the server's own per-sequence rate (``tok_s``) and its
+decode step (``step_ms``, seconds per token) or, when it drafted, its cycle (``cycle_ms``,
+seconds per verify cycle).
+
 The exposition format is parsed by ``prometheus_client`` (the ``metrics``
 extra: ``pip install 'breakeven[metrics]'``).
 """
@@ -107,6 +113,12 @@ def _record(
     seconds = m.get(_LLAMACPP + "tokens_predicted_seconds_total", math.nan)
     if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
         record["tok_s"] = predicted / seconds
+        # The server's own decode step, or cycle when it drafted: its generation time over
+        # the tokens, or over the verify cycles (per sequence: each request's own time).
+        if drafts > 0:
+            record["cycle_ms"] = 1000.0 * seconds / drafts
+        else:
+            record["step_ms"] = 1000.0 * seconds / predicted
     if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
         record["engine"] = engine
         per_pos = m.get("per_pos", {})
