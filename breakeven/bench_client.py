@@ -196,6 +196,14 @@ class Config:
         return self.requests or max(8, 4 * concurrency)
 
 
+def model_name(served: str | None) -> str | None:
+    """The model as rows record it: the id the server serves, less the directories of a model
+    file's path (llama.cpp serves ``-m /models/x.gguf`` as that path, unless ``--alias``)."""
+    if served and served.lower().endswith(".gguf") and ("/" in served or "\\" in served):
+        return served.replace("\\", "/").rsplit("/", 1)[-1]
+    return served
+
+
 def environment(root: str, model: str, version: str | None) -> str:
     """The fingerprint written to every row: NCCL_*/CUDA_* variables, URL, model, version, host."""
     pairs = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
@@ -670,7 +678,7 @@ class Bench:
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "engine": self.engine, "model": self.model,
+            "engine": self.engine, "model": model_name(self.model),
             "hardware": c.hardware, "concurrency": concurrency, "num_spec_tokens": k,
             "spec_method": c.spec_method, "spec_topk": c.spec_topk,
             "verify_tokens": c.verify_tokens, "tok_s": r.decode_tok_s,
@@ -693,7 +701,7 @@ class Bench:
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "engine": self.engine, "model": self.model, "hardware": c.hardware,
+            "engine": self.engine, "model": model_name(self.model), "hardware": c.hardware,
             "concurrency": concurrency, "num_spec_tokens": k if k is not None else 0,
             "spec_method": c.spec_method, "spec_topk": c.spec_topk,
             "verify_tokens": c.verify_tokens, "tok_s": server["tok_s"],

