@@ -22,10 +22,10 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from engine_models import write_pair  # noqa: E402
-from llamacpp_server import free_port, llama_server  # noqa: E402
+from engine_models import write_pair
+from llamacpp_server import free_port, llama_server
 
-from breakeven.cli import cli  # noqa: E402
+from breakeven.cli import cli
 
 
 def bench(url: str, out: Path, label: str, k: int, requests: int) -> None:
