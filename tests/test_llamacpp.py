@@ -37,10 +37,23 @@ K = 4
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
+    """Tiny models (64 wide: 2 MiB): fast, and speculation loses on a CPU, whose forward of
+    k + 1 tokens costs about k + 1 steps at this size."""
     from engine_models import write_pair
 
     directory = tmp_path_factory.mktemp("models")
     return {eps: write_pair(directory, eps) for eps in (LOW, HIGH)}
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """A wider target (512 wide, 157 MiB, a draft of 1 block) at high acceptance: reading its
+    weights dominates a step, so a verify of a few tokens costs little more than one, and
+    speculation pays (about 1.3x to 1.5x here at batch 1 to 4)."""
+    from engine_models import TinyLlama, write_pair
+
+    shape = TinyLlama(embd=512, heads=8, ff=1536, layers=12, draft_layers=1)
+    return write_pair(tmp_path_factory.mktemp("wide"), HIGH, shape)
 
 
 def bench(url, out, label, *args, warm=True):
@@ -165,11 +178,11 @@ def test_check_and_compare_predict_the_speedup_from_the_servers_step_and_cycle(m
     assert "itl_per_chunk" not in run["flags"]
 
 
-def test_the_seed_story_on_a_real_server(models, tmp_path):
+def test_the_seed_story_on_a_real_server(wide, tmp_path):
     """A baseline on a server started with -t 2; then, "after a restart that lost the tuning",
     a baseline and a speculative run on one started with -t 1.  check flags the drift and
     pairs the speculative run with the baseline of its own environment."""
-    target, draft = models[LOW]
+    target, draft = wide
     out = tmp_path / "runs.csv"
     port = free_port()
     steps = (("base-tuned", None, 0, 2), ("base-restarted", None, 0, 1), ("spec", draft, K, 1))
@@ -183,6 +196,7 @@ def test_the_seed_story_on_a_real_server(models, tmp_path):
     restarted = [float(r["tok_s"]) for r in rows(out, "client") if r["label"] == "base-restarted"]
     assert c.baseline_tok_s == pytest.approx(sum(restarted) / len(restarted))
     assert "stale_baseline" not in {f.code for f in result.flags}
+    assert c.measured_speedup > 1.1  # the wide target at high acceptance: speculation pays
 
 
 def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
@@ -216,6 +230,7 @@ def test_fit_predicts_held_out_k_on_the_real_engine(models, tmp_path):
     """k = 1..4 measured (interleaved with baselines) and fitted: each k predicted by the fit
     without it within 10% (measured here: 2.6% to 5.6% over k = 1..6, 12 requests a run)."""
     target, draft = models[LOW]
+
     figures = []
     for attempt in range(2):
         out = tmp_path / f"runs{attempt}.csv"
@@ -235,3 +250,35 @@ def test_fit_predicts_held_out_k_on_the_real_engine(models, tmp_path):
     else:
         pytest.fail(f"(k, measured, held out) by k, two tries: {figures}")
     assert [row["k"] for row in group["by_k"]] == [1, 2, 3, 4]
+
+
+def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
+    """Baselines and k = 2, 4 at concurrency 1, 2 and 4 on the wide target, fitted across batch
+    sizes (the forward surface), then scheduled for vLLM: the schedule speculates wherever
+    speculation was measured to pay, and its predictions hold against the runs."""
+    target, draft = wide
+    out, port = tmp_path / "runs.csv", free_port()
+    for label, d, k in (("base", None, 0), ("k2", draft, 2), ("base", None, 0), ("k4", draft, 4)):
+        with llama_server(target, tmp_path / "server.log", draft=d, k=max(k, 1), port=port,
+                          threads=2) as server:  # fmt: skip
+            bench(server.url, out, label, "-k", k, "--requests", 4, "--concurrency", 1, 2, 4)
+    measured = {(c.label, int(c.concurrency)): c.measured_speedup
+                for c in check_file(str(out)).comparisons}  # fmt: skip
+    assert len(measured) == 6 and min(measured.values()) > 1.1, measured
+    fit_json = tmp_path / "fit.json"
+    r = CliRunner().invoke(cli, ["fit", str(out), "--out", str(fit_json), "--json"])
+    assert r.exit_code == 0, r.output
+    (surface,) = json.loads(r.stdout)["surfaces"]
+    assert surface["held_out_max_rel_error"] < 0.2, surface["points"]
+    schedule = tmp_path / "schedule.json"
+    r = CliRunner().invoke(cli, ["schedule", "--fit-file", str(fit_json), "--engine", "vllm",
+                                 "--max-batch", "4", "--max-k", "6", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    schedule.write_text(r.stdout)
+    planned = json.loads(r.stdout)
+    assert all(x["k"] > 0 for x in planned["by_batch"])  # speculation paid at every batch
+    r = CliRunner().invoke(cli, ["check", str(out), "--schedule", str(schedule), "--json"])
+    assert r.exit_code == 0, r.output
+    for row in json.loads(r.stdout)["schedule_check"]:
+        best = max(v for (_, b), v in measured.items() if b == row["batch"])
+        assert row["predicted_speedup"] == pytest.approx(best, rel=0.2), row
