@@ -448,3 +448,22 @@ class TestLaunchLines:
         monkeypatch.setattr(sources, "BLOCK_BYTES", 64)
         small = ingest([path], num_spec_tokens=3).records
         assert [r["verify_tokens"] for r in small] == [r["verify_tokens"] for r in given]
+
+
+class TestLlamacppVerbose:
+    def test_acc_per_pos_joins_its_request_and_gives_k(self):
+        """-lv 4 (a real llama-server of this suite): 'acc per pos = (...)' after each draft
+        line; k is the number of rates, and 1 + their sum is the printed mean len."""
+        rs, problems = records("llamacpp_server_lv4_acc_per_pos_statistics_this_suite.txt")
+        assert not problems and len(rs) == 2
+        for r in rs:
+            assert r["num_spec_tokens"] == 4 and len(r["per_position"]) == 4
+            assert 1 + sum(r["per_position"]) == pytest.approx(r["accept_len"], abs=0.01)
+        assert [r["accepted_tokens"] for r in rs] == [22, 6]
+
+    @pytest.mark.parametrize("block", [16, 64, 200, 400])
+    def test_the_three_lines_of_a_request_join_across_blocks(self, monkeypatch, block):
+        name = "llamacpp_server_lv4_acc_per_pos_statistics_this_suite.txt"
+        whole, _ = records(name)
+        monkeypatch.setattr(sources, "BLOCK_BYTES", block)
+        assert records(name)[0] == whole

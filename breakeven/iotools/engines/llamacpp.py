@@ -13,6 +13,10 @@ Source: ``tools/server/server-context.cpp``, ``server_slot::print_timings()``:
   rate per position = (...)``.  ``mean len`` is 1 + accepted / verify steps:
   tokens per cycle, bonus token included, so it is ``accept_len``.
 
+With ``-lv 4`` a draft line is followed by ``acc per pos = (a1, a2, ...)``, the request's
+acceptance rate at each draft position (one rate per position, so k is their number): one
+record with the draft line.
+
 Lines carry ``slot print_timing: id N | task M |`` (older builds printed the
 block as one call, so only its first line has it).  A draft line is one record
 with the eval line before it.  A request that drafted nothing prints no draft
@@ -32,6 +36,7 @@ from breakeven.iotools.lines import Engine, Field, LineKind, merge_into_previous
 
 EVAL = "llamacpp_eval"
 DRAFT = "llamacpp_draft"
+ACC_POS = "llamacpp_acc_per_pos"  # -lv 4: the request's acceptance rate at each draft position
 FORMAT = "llamacpp_server"
 
 _WHERE = (
@@ -61,6 +66,12 @@ KINDS = (
         ),
         required=("accepted_tokens", "draft_tokens"),
     ),
+    LineKind(
+        ACC_POS, "llamacpp", "acc per pos = (",
+        fields=(*_WHERE, Field("per_position", r"acc per pos = \(([^)]*)\)", "acc per pos",
+                                kind="numbers")),
+        required=("per_position",),
+    ),
 )  # fmt: skip
 
 _COLUMNS = {"timestamp": pl.String, "task": pl.String, "eval_ms": pl.Float64,
@@ -78,15 +89,24 @@ def sequence(
     same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
     rows, pending = merge_into_previous(rows, state, _COLUMNS, EVAL, DRAFT, same_request,
                                         ("tok_s", "eval_ms", "eval_tokens"), final)  # fmt: skip
-    new_state: dict[str, Any] = {"pending": pending}
+    # -lv 4 prints the request's per-position rates after its draft line: one record with it.
+    rows, pending_draft = merge_into_previous(
+        rows.drop("merge") if "merge" in rows.columns else rows,
+        {"pending": state.get("pending_draft")}, _COLUMNS, DRAFT, ACC_POS, same_request,
+        ("timestamp", "tok_s", "eval_ms", "eval_tokens", "accepted_tokens", "draft_tokens",
+         "accept_len"), final)  # fmt: skip
+    new_state: dict[str, Any] = {"pending": pending, "pending_draft": pending_draft}
     if not rows.height:
         return None, new_state
     kind = pl.col("kind")
+    rows = rows.filter((kind != ACC_POS) | pl.col("merge"))  # rates of a request not seen
+    if not rows.height:
+        return None, new_state
     per_position_k = pl.col("per_position").list.len()
     draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
     records = rows.with_columns(
         format=pl.lit(FORMAT),
-        num_spec_tokens=pl.when(kind == DRAFT).then(draft_k),
+        num_spec_tokens=pl.when(kind.is_in([DRAFT, ACC_POS])).then(draft_k),
         acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
             pl.col("accepted_tokens") / pl.col("draft_tokens")),
         undecided=kind == EVAL,
