@@ -298,8 +298,9 @@ def schedule_text(r: Row) -> str:
                f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput")  # fmt: skip
     lines = [f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
              f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."]  # fmt: skip
-    rows = [[f"{x['first']}-{x['last']}", str(x["k"]), number_text(x["speedup"], 3),
-             number_text(x["best_fixed_speedup"], 3), f"{100 * x['gain']:+.1f}",
+    rows = [[f"{x['first']}-{x['last']}", str(x["k"]), _num(x["speedup"], ".3f"),
+             _num(x["best_fixed_speedup"], ".3f"),
+             "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
              f"{100 * x['share']:.1f}"] for x in r["ranges"]]  # fmt: skip
     lines += _grid(_SCHEDULE_COLUMNS, rows, right=True)
     lines.append(f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "

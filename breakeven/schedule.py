@@ -94,8 +94,15 @@ class Schedule:
         return self.ranges[-1].k if batch > self.ranges[-1].last else self.ranges[0].k
 
     def to_dict(self) -> dict[str, Any]:
+        """The schedule as plain data; a figure the cost model cannot give (the best fixed k
+        over a range where it cannot price that k) is None."""
+
+        def clean(row: dict[str, Any]) -> dict[str, Any]:
+            return {key: None if isinstance(v, float) and not math.isfinite(v) else v
+                    for key, v in row.items()}  # fmt: skip
+
         out = asdict(self)
-        out["ranges"] = [asdict(r) for r in self.ranges]
+        out["ranges"] = [clean(asdict(r)) for r in self.ranges]
         out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
         out["notes"] = list(self.notes)
         out["by_batch"] = [{"batch": b, "k": k, "speedup": v} for b, k, v in self.by_batch]
@@ -126,10 +133,10 @@ class _Tokens:
 
         full = np.column_stack([np.ones(len(grid.batches)),
                                 np.asarray(grid.speedup, dtype=float).reshape(len(grid.batches), -1)])  # fmt: skip
-        nan = np.isnan(full)
         w = np.asarray(weights, dtype=float)[:, None]
+        nan = np.isnan(full) & (w > 0)  # a batch the load gives no time cannot rule a k out
         zero = np.zeros((1, full.shape[1]))
-        self.sum = np.vstack([zero, np.cumsum(np.where(nan, 0.0, full * w), axis=0)])
+        self.sum = np.vstack([zero, np.cumsum(np.where(np.isnan(full), 0.0, full * w), axis=0)])
         self.nan = np.vstack([zero, np.cumsum(nan, axis=0)])
         self.ks = (0, *grid.ks)
         self.column = {k: c for c, k in enumerate(self.ks)}
@@ -258,14 +265,18 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
         raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
     n = len(grid.batches) - 1
     tokens = _Tokens(grid, weights)
-    unmerged = _unmerged(tokens, _units(grid, graph_sizes), _Tokens(grid, _weights(grid, None)))
+    uniform = _Tokens(grid, _weights(grid, None))
+    unmerged = _unmerged(tokens, _units(grid, graph_sizes), uniform)
     merged = _threshold(tokens, n) if shape == "threshold" else \
         _merge(tokens, unmerged, float(min_gain))  # fmt: skip
     fixed = tokens.best_k(0, n)
     ranges = []
     for lo, hi, k in merged:
-        mine, theirs = (tokens(lo, hi, x) for x in (k, fixed))
-        plain = tokens(lo, hi, 0)
+        # A range the load gives no time is still described, as every batch swept alike.
+        used = tokens if tokens(lo, hi, 0) > 0 else uniform
+        mine, theirs = (used(lo, hi, x) for x in (k, fixed))
+        plain = used(lo, hi, 0)
+        theirs = theirs if theirs > 0 else math.nan  # -inf: the fixed k cannot be priced here
         ranges.append(ScheduleRange(
             grid.batches[lo], grid.batches[hi], k, mine / plain if plain > 0 else math.nan,
             theirs / plain if plain > 0 else math.nan,

@@ -193,6 +193,21 @@ def test_a_load_profile_weights_the_gain(tmp_path):
                              load=load, load_source="load.csv")  # fmt: skip
     assert result["best_fixed_k"] == brute_best_k(1, 0.8, 0.5, 8)
     assert result["ranges"][0]["share"] == pytest.approx(1.0)
+    # Ranges the load gives no time are described as every batch alike, never NaN.
+    assert all(math.isfinite(x["speedup"]) for x in result["ranges"])
+    r = run(
+        "--cost-curve",
+        CURVE,
+        "--alpha",
+        0.7,
+        "--engine",
+        "vllm",
+        "--load",
+        profile,
+        "--min-gain",
+        0,
+    )
+    assert r.exit_code == 0, r.output
 
 
 def test_a_server_log_is_a_load_profile():
