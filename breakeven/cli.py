@@ -664,6 +664,119 @@ def _schedule_inputs(cost_curve: str | None, fit: str | None,
     return curve, inputs, note
 
 
+@cli.command()
+@click.option("--prometheus", "prometheus", required=True, metavar="URL",
+              help="The Prometheus server that keeps the engines' metrics: http://host:9090.")
+@click.option("--start", "start", metavar="T", help="Start: Unix seconds or RFC 3339 (with --end).")
+@click.option("--end", "end", metavar="T", help="End (default now).")
+@click.option("--since", "since", metavar="DURATION",
+              help="Instead of --start: this long before --end, e.g. 6h (default 1h).")
+@click.option("--step", "step", default="60s", show_default=True, metavar="DURATION",
+              help="Resolution of the range queries.")
+@click.option("--window", "window", metavar="DURATION",
+              help="rate() window (default: twice the step, at least 1m).")
+@click.option("--match", "match", default="", metavar="'{job=\"vllm\"}'",
+              help="A label matcher every series is selected with.")
+@click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
+              help="A forward surface from breakeven fit: predicted speedup at the load each "
+              "server saw, its break-even batch and the time above it.")
+@click.option("--fit-surface", "fit_surface", type=_Bounded(1, 10**6), metavar="N",
+              help="Which surface of --fit-file (1 = the first), when it holds several.")
+@click.option("--tolerance", type=FLOAT, default=0.1, show_default=True, metavar="F",
+              help="acceptance_drop: accept_len fell by more than this fraction.")
+@click.option("--max-share-above", "max_share_above", type=FLOAT, default=0.1,
+              show_default=True, metavar="F",
+              help="above_breakeven: more than this share of the time above the break-even batch.")
+@click.option("--token-env", "token_env", metavar="VAR",
+              help="Environment variable holding a bearer token (never printed or written).")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
+              callback=_writable, help="Also write every server's steps as a measurements CSV.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@_json
+def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
+          since: str | None, step: str, window: str | None, match: str, fit_file: str | None,
+          fit_surface: int | None, tolerance: float, max_share_above: float,
+          token_env: str | None, out: str | None, force: bool) -> None:  # fmt: skip
+    """Is speculation paying across many servers? Read from Prometheus.
+
+    For every vLLM, SGLang and llama.cpp server whose metrics Prometheus keeps:
+    accept_len (1 + rate(accepted) / rate(drafts), bonus token included),
+    per-sequence and aggregate decode rates and running requests, over time;
+    with --fit-file also the predicted speedup at the load it saw and the time
+    above its break-even batch. One line per server, worst first; flags
+    acceptance_drop and above_breakeven.
+
+    \b
+      breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
+    """
+    import os
+
+    from breakeven.fleet import check_match
+    from breakeven.fleet_client import PrometheusAPI, parse_duration, time_range
+
+    step_s = parse_duration(step, "step")
+    first, last = time_range(start, end, since, step_s)
+    rate_window = window or f"{max(60, int(2 * step_s))}s"
+    parse_duration(rate_window, "window")
+    matcher = check_match(match)
+    token = None
+    if token_env is not None:
+        token = os.environ.get(token_env)
+        if not token:
+            raise InputError(f"--token-env: the variable {shorten(token_env)} is not set")
+        token = token.strip()
+    surface = None
+    if fit_file is not None:
+        from breakeven.iotools.fitfile import read_surface
+
+        surface = read_surface(fit_file, fit_surface)
+    elif fit_surface is not None:
+        raise InputError("--fit-surface needs --fit-file")
+    if out is not None:
+        from breakeven.iotools.atomic import refuse_overwrite
+
+        refuse_overwrite(out, force)
+    result = _read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
+                         rate_window, out, force, surface, tolerance, max_share_above)  # fmt: skip
+    _emit(result, as_json, "fleet_text")
+
+
+def _read_fleet(api: Any, first: float, last: float, step_s: float, matcher: str, window: str,
+                out: str | None, force: bool, surface: Any, tolerance: float,
+                max_share_above: float) -> dict[str, Any]:  # fmt: skip
+    """The fleet's rows, streamed to --out as they come, and its summary."""
+    import itertools
+
+    from breakeven.fleet import Collector, FleetResult, _iso
+    from breakeven.fleet_client import iter_fleet
+
+    collector, stats = Collector(), {}
+    try:
+        rows = (collector.add(r) for r in iter_fleet(api, first, last, step_s, matcher, window,
+                                                     stats))  # fmt: skip
+        head = next(rows, None)
+        if head is None:
+            looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
+            raise InputError(f"--prometheus: no series of vLLM, SGLang or llama.cpp from "
+                             f"{_iso(first)} to {_iso(last)}; looked for {shorten(looked, 600)}")
+        if out is None:
+            for _ in rows:
+                pass
+        else:
+            from breakeven.iotools.measurements import write_measurements
+            from breakeven.schema import COLUMN_NAMES
+
+            write_measurements(itertools.chain([head], rows), out, force=force,
+                               columns=[*COLUMN_NAMES, "origin"])  # fmt: skip
+            click.echo(f"Wrote {stats['rows']} rows to {out}.", err=True)
+    finally:
+        api.close()
+    instances = collector.instances(tolerance=tolerance, max_share_above=max_share_above,
+                                    cost=surface)  # fmt: skip
+    return FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
+                       stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
+
+
 _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",
              "step_bytes", "verify_step_ratio"]
 

@@ -319,6 +319,41 @@ def schedule_text(r: Row) -> str:
     return "\n".join(lines) + "\n"
 
 
+_FLEET_COLUMNS = ["instance", "engine", "model", "steps", "accept_len [tokens/cycle]",
+                  "k [tokens]", "batch [sequences]", "tok_s [tok/s]", "aggregate [tok/s]"]  # fmt: skip
+
+
+def fleet_text(r: Row) -> str:
+    """What ``breakeven fleet`` prints (``FleetResult.to_dict()``): a line per server, worst
+    first, then each server's flags."""
+    costs = any(i["predicted_speedup"] is not None for i in r["instances"])
+    heads = _FLEET_COLUMNS + (
+        ["predicted [x]", "break-even batch", "above it [%]"] if costs else []
+    )
+    rows = []
+    for i in r["instances"]:
+        row = [printable(i["instance"]), i["engine"], printable(i["model"] or "-"), str(i["points"]),
+               _num(i["accept_len"], ".3f"), _num(i["k"], ".1f"), _num(i["batch"], ".1f"),
+               _num(i["tok_s"], ".2f"), _num(i["aggregate_tok_s"], ".2f")]  # fmt: skip
+        if costs:
+            share = i["share_above_breakeven"]
+            row += [_num(i["predicted_speedup"], ".3f"), _num(i["breakeven_batch"], "g"),
+                    "-" if share is None else f"{100 * share:.1f}"]  # fmt: skip
+        rows.append(row)
+    lines = [f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
+             f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "
+             f"{r['chunks']} range quer{'y' if r['chunks'] == 1 else 'ies'} per series), worst "
+             "first:"]  # fmt: skip
+    lines += _grid(heads, rows, right=False)
+    lines.append("accept_len = 1 + rate(accepted) / rate(drafts), bonus token included; tok_s per "
+                 "sequence = aggregate / running requests; means over the steps with data.")  # fmt: skip
+    flagged = [(i, f, n) for i in r["instances"] for f, n in zip(i["flags"], i["notes"],
+                                                                     strict=False)]  # fmt: skip
+    lines += ["", f"Flags ({len(flagged)}):" if flagged else "Flags: none."]
+    lines += [f"  [{f}] {printable(i['instance'])}: {printable(n)}" for i, f, n in flagged]
+    return "\n".join(lines) + "\n"
+
+
 def _breakeven_batch_sentence(r: Row) -> str:
     b = r["breakeven_batch"]
     if b is None:

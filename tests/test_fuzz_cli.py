@@ -99,6 +99,9 @@ GOOD = {
     "max_topk": ["3"], "max_verify_tokens": ["12"], "spec_topk": ["4"], "verify_tokens": ["16"],
     "min_gain": ["0.05"], "max_num_seqs": ["64"], "graph_sizes": ["1,8,64"], "method": ["mtp"],
     "base_config": ['{"model": "x"}'], "engine": ["sglang"],
+    "prometheus": ["http://127.0.0.1:9"], "since": ["30m"], "step": ["15s"], "window": ["2m"],
+    "match": ['{job="x"}'], "max_share_above": ["0.5"], "token_env": ["BREAKEVEN_FUZZ_KEY"],
+    "start": ["1796000000"], "end": ["2026-12-01T12:00:00Z"],
 }  # fmt: skip
 _PREDICT = [
     "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
@@ -149,6 +152,11 @@ VALID = {
                     "--fit-file <in:fit_json> --engine vllm --base-config {\"method\":\"eagle3\"} --json"],
     ("plot", "schedule"): ["--cost-curve <in:curve> --alpha 0.7 --out <out:fresh.png>",
                            "--fit-file <in:fit_json> --engine sglang --out <out:fresh.svg>"],
+    ("fleet",): ["--prometheus http://127.0.0.1:9 --since 1h",
+                 "--prometheus http://127.0.0.1:9 --start 1796000000 --end 1796003600 --step 30s "
+                 "--match {job=\"vllm\"} --json",
+                 "--prometheus http://127.0.0.1:9 --since 2h --fit-file <in:fit_json> "
+                 "--token-env BREAKEVEN_FUZZ_KEY --out <out:fresh.csv>"],
     ("fit",): ["<in:case_study>", "<in:published> --predict-k 1-8",
                "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json"],
 }  # fmt: skip

@@ -1,0 +1,315 @@
+"""The fleet view: is speculation paying on each server, at the load it sees?  Read from the
+Prometheus that already keeps every server's metrics (``breakeven fleet``).
+
+The series read, by engine (names from each engine's metrics code):
+
+- **vLLM V1** (``vllm/v1/metrics/loggers.py``, ``vllm/v1/spec_decode/metrics.py``; 0.8 on):
+  counters ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
+  ``..._num_accepted_tokens_total``, ``vllm:generation_tokens_total``; gauge
+  ``vllm:num_requests_running``; by ``instance`` and ``model_name``.
+- **SGLang** (``python/sglang/srt/metrics/collector.py``): gauges ``sglang:spec_accept_length``,
+  ``sglang:gen_throughput`` [tok/s, all running requests] and ``sglang:num_running_reqs``; by
+  ``instance`` and ``model_name``.
+- **llama.cpp** (``tools/server``, ``--metrics``): vLLM's spec-decode counters after the prefix
+  ``llamacpp:``, ``llamacpp:tokens_predicted_total`` and ``..._seconds_total`` (the requests'
+  generation time) and the gauge ``llamacpp:requests_processing``; by ``instance``.
+
+Over each step, ``accept_len = 1 + rate(accepted) / rate(drafts)`` (bonus token included, as
+everywhere in breakeven; SGLang's gauge counts it too), ``k = rate(draft tokens) /
+rate(drafts)``, the aggregate rate is ``rate(generated)`` (SGLang: its gauge) [tok/s], the
+batch is the running requests, and the per-sequence rate is aggregate / batch (llama.cpp:
+``rate(tokens) / rate(seconds)``).  Counter resets are ``rate()``'s job; a step without data
+is a gap, never a zero.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from breakeven.errors import BreakevenError
+
+_VLLM = "vllm:spec_decode_num_"
+_LLAMA = "llamacpp:spec_decode_num_"
+
+ENGINES: dict[str, dict[str, Any]] = {
+    "vllm": {"group": ("instance", "model_name"),
+             "accepted": _VLLM + "accepted_tokens_total", "drafts": _VLLM + "drafts_total",
+             "draft_tokens": _VLLM + "draft_tokens_total",
+             "generated": "vllm:generation_tokens_total", "running": "vllm:num_requests_running"},
+    "sglang": {"group": ("instance", "model_name"), "accept_len": "sglang:spec_accept_length",
+               "throughput": "sglang:gen_throughput", "running": "sglang:num_running_reqs"},
+    "llamacpp": {"group": ("instance",), "accepted": _LLAMA + "accepted_tokens_total",
+                 "drafts": _LLAMA + "drafts_total", "draft_tokens": _LLAMA + "draft_tokens_total",
+                 "generated": "llamacpp:tokens_predicted_total",
+                 "seconds": "llamacpp:tokens_predicted_seconds_total",
+                 "running": "llamacpp:requests_processing"},
+}  # fmt: skip
+"""The series of each engine, and the labels a server is told apart by."""
+
+
+def _selector(name: str, match: str) -> str:
+    return f"{name}{match}" if match else name
+
+
+def queries(engine: str, match: str, window: str) -> dict[str, str]:
+    """PromQL for each quantity of ``engine`` (see the module): ``accept_len``, ``k``,
+    ``aggregate_tok_s``, ``running`` and, where it differs from aggregate / running,
+    ``tok_s``; ``match`` is a label matcher such as ``{job="vllm"}`` (or empty)."""
+    e = ENGINES[engine]
+    by = "sum by (" + ", ".join(e["group"]) + ")"
+
+    def rate(key: str) -> str:
+        return f"{by} (rate({_selector(e[key], match)}[{window}]))"
+
+    out = {"running": f"{by} ({_selector(e['running'], match)})"}
+    if engine == "sglang":
+        out["accept_len"] = (
+            f"avg by ({', '.join(e['group'])}) ({_selector(e['accept_len'], match)})"
+        )
+        out["aggregate_tok_s"] = f"{by} ({_selector(e['throughput'], match)})"
+        return out
+    out["accept_len"] = f"1 + {rate('accepted')} / {rate('drafts')}"
+    out["k"] = f"{rate('draft_tokens')} / {rate('drafts')}"
+    out["aggregate_tok_s"] = rate("generated")
+    if engine == "llamacpp":
+        out["tok_s"] = f"{rate('generated')} / {rate('seconds')}"
+    return out
+
+
+def check_match(match: str) -> str:
+    """``match`` as the label matcher it must be: empty, or ``{...}``."""
+    text = match.strip()
+    if text and not (text.startswith("{") and text.endswith("}")):
+        raise BreakevenError("{0}: got " + repr(match)[:80].replace("{", "{{").replace("}", "}}")
+                             + ", expected a label matcher such as '{{job=\"vllm\"}}'",
+                             "match")  # fmt: skip
+    return "" if text in ("", "{}") else text
+
+
+@dataclass
+class _Series:
+    """One server's points, in time order."""
+
+    engine: str
+    instance: str
+    model: str
+    points: dict[float, dict[str, float]] = field(default_factory=dict)
+
+
+def rows_of(engine: str, results: Mapping[str, Sequence[dict[str, Any]]], source: str
+            ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Measurement rows (``origin=server``) from one chunk's query results (``results[name]``:
+    Prometheus' ``matrix`` result of query ``name``): one row per server and step with an
+    accept_len or a rate.  A step without data is no row."""
+    servers: dict[tuple[str, str], _Series] = {}
+    for name, result in results.items():
+        for series in result:
+            labels = series.get("metric", {})
+            key = (str(labels.get("instance", "")), str(labels.get("model_name", "")))
+            s = servers.setdefault(key, _Series(engine, *key))
+            for t, value in series.get("values", []):
+                v = float(value)
+                if math.isfinite(v):
+                    s.points.setdefault(float(t), {})[name] = v
+    for s in servers.values():
+        for t in sorted(s.points):
+            p = s.points[t]
+            running = p.get("running")
+            aggregate = p.get("aggregate_tok_s")
+            tok_s = p.get("tok_s")
+            if tok_s is None and aggregate is not None and running and running > 0:
+                tok_s = aggregate / running
+            if p.get("accept_len") is None and tok_s is None:
+                continue
+            k = p.get("k")
+            yield {"run_id": f"{s.instance}|{s.model}", "label": s.instance, "engine": engine,
+                   "model": s.model or None, "timestamp": _iso(t),
+                   "concurrency": running if running and running > 0 else None,
+                   "num_spec_tokens": round(k) if k is not None and k > 0 else None,
+                   "tok_s": tok_s, "aggregate_tok_s": aggregate,
+                   "accept_len": p.get("accept_len"), "origin": "server",
+                   "source": f"{source} instance {s.instance} at {_iso(t)}", "time": t}  # fmt: skip
+
+
+def _iso(t: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One server over the range."""
+
+    engine: str
+    instance: str
+    model: str
+    points: int
+    """Steps with data [steps]."""
+    accept_len: float
+    """Mean accept_len over the steps [tokens/cycle] (NaN: no speculation seen)."""
+    k: float
+    """Mean draft tokens per cycle [tokens] (NaN where not told)."""
+    batch: float
+    """Mean running requests [sequences]."""
+    tok_s: float
+    """Mean per-sequence decode rate [tok/s]."""
+    aggregate_tok_s: float
+    """Mean aggregate decode rate [tok/s]."""
+    first: str
+    last: str
+    predicted_speedup: float = math.nan
+    """With a cost model: the mean over the steps of accept_len * t(B, 1) / cycle(B, k) at the
+    step's batch B and accept_len [x]."""
+    breakeven_batch: float = math.nan
+    """With a cost model: the largest batch where speculation at this accept_len and k still
+    pays [sequences]."""
+    share_above_breakeven: float = math.nan
+    """Share of the steps whose batch is above the break-even batch [fraction]."""
+    flags: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _drop(times: Sequence[float], taus: Sequence[float], tolerance: float) -> float | None:
+    """When accept_len fell by more than ``tolerance`` against its first fifth and stayed
+    there: the first step of a run of low values that lasts to the end (None: it did not)."""
+    n = len(taus)
+    if n < 10:
+        return None
+    baseline = statistics.median(taus[: max(2, n // 5)])
+    low = baseline * (1 - tolerance)
+    width = max(3, n // 20)
+    for i in range(n // 5, n - width + 1):
+        if statistics.median(taus[i : i + width]) < low and statistics.median(taus[i:]) < low:
+            return times[i]
+    return None
+
+
+class Collector:
+    """Each server's steps, as rows stream by (:meth:`add`), for :meth:`instances`: a tuple a
+    step (time [s], accept_len, k, batch, tok_s, aggregate_tok_s), compact, since a day of 100
+    servers at 60 s is 144,000 of them."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, tuple[str, str, str]] = {}
+        self.points: dict[str, list[tuple[Any, ...]]] = {}
+
+    def add(self, row: dict[str, Any]) -> dict[str, Any]:
+        key = row["run_id"]
+        if key not in self.meta:
+            self.meta[key] = (row["engine"], row["label"], row["model"] or "")
+            self.points[key] = []
+        self.points[key].append((row["time"], row["accept_len"], row["num_spec_tokens"],
+                                 row["concurrency"], row["tok_s"], row["aggregate_tok_s"]))  # fmt: skip
+        return row
+
+    def instances(self, *, tolerance: float = 0.1, max_share_above: float = 0.1,
+                  cost: Any = None) -> list[Instance]:  # fmt: skip
+        """Each server's figures (:class:`Instance`), worst first: by predicted speedup where
+        a cost model (``cost``: a :class:`breakeven.surface.BatchSurface`) is given, else by
+        accept_len; flags ``acceptance_drop`` and ``above_breakeven``."""
+        out = []
+        for key, points in self.points.items():
+            points.sort(key=lambda p: p[0])
+            out.append(_instance(self.meta[key], points, tolerance, max_share_above, cost))
+        return sorted(out, key=lambda i: (_rank(i), i.instance))
+
+
+def summarize(rows: Iterable[dict[str, Any]], **options: Any) -> list[Instance]:
+    """:meth:`Collector.instances` of ``rows``."""
+    collector = Collector()
+    for r in rows:
+        collector.add(r)
+    return collector.instances(**options)
+
+
+def _rank(i: Instance) -> float:
+    value = i.predicted_speedup if math.isfinite(i.predicted_speedup) else i.accept_len
+    return value if math.isfinite(value) else math.inf
+
+
+def _mean(values: Iterable[Any]) -> float:
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return statistics.fmean(xs) if xs else math.nan
+
+
+def _instance(meta: tuple[str, str, str], points: list[tuple[Any, ...]], tolerance: float,
+              max_share_above: float, cost: Any) -> Instance:  # fmt: skip
+    engine, label, model = meta
+    spec = [p for p in points if p[1] is not None]
+    flags, notes = [], []
+    dropped = _drop([p[0] for p in spec], [p[1] for p in spec], tolerance)
+    if dropped is not None:
+        flags.append("acceptance_drop")
+        notes.append(f"accept_len fell by more than {tolerance:.0%} from {_iso(dropped)} on")
+    figures: dict[str, float] = {}
+    if cost is not None and spec:
+        figures = _against_cost(spec, cost)
+        if figures["share_above_breakeven"] > max_share_above:
+            flags.append("above_breakeven")
+            notes.append(f"{figures['share_above_breakeven']:.0%} of the time above the "
+                         f"break-even batch {figures['breakeven_batch']:g}")  # fmt: skip
+    columns = list(zip(*points, strict=True))
+    return Instance(engine, label, model, len(points), *(_mean(c) for c in columns[1:]),
+                    _iso(points[0][0]), _iso(points[-1][0]), **figures, flags=tuple(flags),
+                    notes=tuple(notes))  # fmt: skip
+
+
+def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]:
+    """Predicted speedup at each step's batch and accept_len, and the share of steps above
+    the break-even batch at the mean accept_len and k."""
+    from breakeven.model import _speedup
+
+    k = max(1, round(_mean(p[2] for p in spec))) if math.isfinite(_mean(p[2] for p in spec)) else 1
+    speedups = [float(_speedup(p[1], surface.forward_ms(p[3] or 1.0, 1),
+                               surface.cycle_ms(p[3] or 1.0, k))) for p in spec]  # fmt: skip
+    tau = _mean(p[1] for p in spec)
+    breakeven = 0.0
+    for b in range(1, 4097):
+        if float(_speedup(tau, surface.forward_ms(b, 1), surface.cycle_ms(b, k))) >= 1:
+            breakeven = float(b)
+        elif b > breakeven + 64:
+            break
+    above = [p for p in spec if (p[3] or 0) > breakeven]
+    return {"predicted_speedup": _mean(speedups), "breakeven_batch": breakeven,
+            "share_above_breakeven": len(above) / len(spec)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FleetResult:
+    """Every server the queries found, worst first."""
+
+    instances: tuple[Instance, ...]
+    prometheus: str
+    start: str
+    end: str
+    step_s: float
+    queries: dict[str, dict[str, str]]
+    """The PromQL of each engine's quantities."""
+    rows: int
+    chunks: int
+    """Range queries per series (Prometheus answers at most 11,000 steps a query)."""
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(value: Any) -> Any:
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [clean(v) for v in value]
+            return value
+
+        return clean({"prometheus": self.prometheus, "start": self.start, "end": self.end,
+                      "step_s": self.step_s, "rows": self.rows, "chunks": self.chunks,
+                      "instances": [asdict(i) for i in self.instances],
+                      "queries": self.queries, "notes": list(self.notes)})  # fmt: skip
+
+
+__all__: Sequence[str] = ("ENGINES", "Collector", "FleetResult", "Instance", "check_match",
+                          "queries", "rows_of", "summarize")  # fmt: skip

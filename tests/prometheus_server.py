@@ -1,0 +1,112 @@
+"""A real Prometheus for the tests: Debian's ``prometheus`` package (``.ci/run`` installs it),
+on 127.0.0.1 on a free port with a temporary TSDB, filled by ``promtool tsdb
+create-blocks-from openmetrics`` or by scraping a local exporter; bounded in time, always
+stopped."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+
+
+def binaries() -> tuple[str, str] | None:
+    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    return (prometheus, promtool) if prometheus and promtool else None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def backfill(openmetrics: str, tsdb: Path) -> None:
+    """Blocks in ``tsdb`` from OpenMetrics text (timestamps in seconds, ``# EOF`` last)."""
+    _, promtool = binaries()
+    source = tsdb.parent / "backfill.om"
+    source.write_text(openmetrics)
+    tsdb.mkdir(parents=True, exist_ok=True)
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(source),
+                    str(tsdb)], check=True, capture_output=True, timeout=120)  # fmt: skip
+
+
+@contextmanager
+def prometheus(tsdb: Path, scrape: str | None = None, interval: str = "1s") -> Iterator[str]:
+    """Prometheus on ``tsdb`` (scraping ``scrape``, host:port, if given); its URL."""
+    exe, _ = binaries()
+    config = tsdb.parent / "prometheus.yml"
+    jobs = (
+        (
+            f"scrape_configs:\n  - job_name: engine\n    scrape_interval: {interval}\n"
+            f"    static_configs:\n      - targets: ['{scrape}']\n"
+        )
+        if scrape
+        else "scrape_configs: []\n"
+    )
+    config.write_text(f"global:\n  scrape_interval: {interval}\n{jobs}")
+    port = free_port()
+    log = open(tsdb.parent / "prometheus.log", "ab")
+    process = subprocess.Popen([exe, f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+                                f"--web.listen-address=127.0.0.1:{port}",
+                                "--storage.tsdb.retention.time=30d"],
+                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {process.returncode}")
+            try:
+                with urllib.request.urlopen(url + "/-/ready", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"prometheus not ready within {START_TIMEOUT_S:g} s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+
+
+@contextmanager
+def exporter(text: str) -> Iterator[str]:
+    """A local /metrics endpoint serving ``text``; its host:port."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
