@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from breakeven.errors import BreakevenError
@@ -90,49 +90,68 @@ def check_match(match: str) -> str:
     return "" if text in ("", "{}") else text
 
 
-@dataclass
-class _Series:
-    """One server's points, in time order."""
-
-    engine: str
-    instance: str
-    model: str
-    points: dict[float, dict[str, float]] = field(default_factory=dict)
+_QUANTITIES = ("accept_len", "k", "aggregate_tok_s", "running", "tok_s")
 
 
-def rows_of(engine: str, results: Mapping[str, Sequence[dict[str, Any]]], source: str
-            ) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """Measurement rows (``origin=server``) from one chunk's query results (``results[name]``:
-    Prometheus' ``matrix`` result of query ``name``): one row per server and step with an
-    accept_len or a rate.  A step without data is no row."""
-    servers: dict[tuple[str, str], _Series] = {}
-    for name, result in results.items():
+class Chunk:
+    """One range query's steps of every server of one engine, filled query by query
+    (:meth:`add`: each answer is read into arrays and dropped), then turned into rows
+    (:meth:`rows`)."""
+
+    def __init__(self, engine: str, start: float, step_s: float, steps: int) -> None:
+        self.engine, self.start, self.step_s, self.steps = engine, start, step_s, steps
+        self.values: dict[tuple[str, str], Any] = {}
+
+    def add(self, name: str, result: Sequence[dict[str, Any]]) -> None:
+        """Prometheus' ``matrix`` result of quantity ``name`` (:data:`_QUANTITIES`)."""
+        import numpy as np
+
+        column = _QUANTITIES.index(name)
         for series in result:
             labels = series.get("metric", {})
             key = (str(labels.get("instance", "")), str(labels.get("model_name", "")))
-            s = servers.setdefault(key, _Series(engine, *key))
+            table = self.values.get(key)
+            if table is None:
+                table = self.values[key] = np.full((self.steps, len(_QUANTITIES)), np.nan)
             for t, value in series.get("values", []):
-                v = float(value)
-                if math.isfinite(v):
-                    s.points.setdefault(float(t), {})[name] = v
-    for s in servers.values():
-        for t in sorted(s.points):
-            p = s.points[t]
-            running = p.get("running")
-            aggregate = p.get("aggregate_tok_s")
-            tok_s = p.get("tok_s")
-            if tok_s is None and aggregate is not None and running and running > 0:
-                tok_s = aggregate / running
-            if p.get("accept_len") is None and tok_s is None:
-                continue
-            k = p.get("k")
-            yield {"run_id": f"{s.instance}|{s.model}", "label": s.instance, "engine": engine,
-                   "model": s.model or None, "timestamp": _iso(t),
-                   "concurrency": running if running and running > 0 else None,
-                   "num_spec_tokens": round(k) if k is not None and k > 0 else None,
-                   "tok_s": tok_s, "aggregate_tok_s": aggregate,
-                   "accept_len": p.get("accept_len"), "origin": "server",
-                   "source": f"{source} instance {s.instance} at {_iso(t)}", "time": t}  # fmt: skip
+                i = round((float(t) - self.start) / self.step_s)
+                if 0 <= i < self.steps:
+                    v = float(value)
+                    table[i, column] = v if math.isfinite(v) else math.nan
+
+    def rows(self, source: str) -> Iterator[dict[str, Any]]:
+        """Measurement rows (``origin=server``): one per server and step with an accept_len or
+        a rate; a step without data is no row."""
+        import numpy as np
+
+        for (instance, model), table in self.values.items():
+            tau, k, aggregate, running, tok_s = (table[:, c] for c in range(len(_QUANTITIES)))
+            busy = running > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tok_s = np.where(np.isnan(tok_s) & busy, aggregate / running, tok_s)
+            keep = np.flatnonzero(~np.isnan(tau) | ~np.isnan(tok_s))
+            for i in keep.tolist():
+                t = self.start + i * self.step_s
+                yield {"run_id": f"{instance}|{model}", "label": instance, "engine": self.engine,
+                       "model": model or None, "timestamp": _iso(t),
+                       "concurrency": float(running[i]) if busy[i] else None,
+                       "num_spec_tokens": round(float(k[i])) if k[i] > 0 else None,
+                       "tok_s": _number(tok_s[i]), "aggregate_tok_s": _number(aggregate[i]),
+                       "accept_len": _number(tau[i]), "origin": "server",
+                       "source": f"{source} instance {instance} at {_iso(t)}", "time": t}  # fmt: skip
+
+
+def _number(x: Any) -> float | None:
+    return None if x != x else float(x)
+
+
+def rows_of(engine: str, results: Mapping[str, Sequence[dict[str, Any]]], source: str,
+            start: float, step_s: float, steps: int) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """The rows of one chunk's answers at once (:class:`Chunk`)."""
+    chunk = Chunk(engine, start, step_s, steps)
+    for name, result in results.items():
+        chunk.add(name, result)
+    return chunk.rows(source)
 
 
 def _iso(t: float) -> str:
@@ -311,5 +330,5 @@ class FleetResult:
                       "queries": self.queries, "notes": list(self.notes)})  # fmt: skip
 
 
-__all__: Sequence[str] = ("ENGINES", "Collector", "FleetResult", "Instance", "check_match",
-                          "queries", "rows_of", "summarize")  # fmt: skip
+__all__: Sequence[str] = ("ENGINES", "Chunk", "Collector", "FleetResult", "Instance",
+                          "check_match", "queries", "rows_of", "summarize")  # fmt: skip

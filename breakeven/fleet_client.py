@@ -147,18 +147,19 @@ def iter_fleet(api: PrometheusAPI, start: float, end: float, step_s: float, matc
                window: str, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:  # fmt: skip
     """Every engine's rows over ``start..end``, chunk by chunk, as they are made; ``stats``
     gets ``queries`` (by engine) at once, then ``rows`` and ``chunks`` as they grow."""
-    from breakeven.fleet import ENGINES, queries, rows_of
+    from breakeven.fleet import ENGINES, Chunk, queries
 
     stats["queries"] = {engine: queries(engine, match, window) for engine in ENGINES}
     stats["rows"] = stats["chunks"] = 0
     blame = "match" if match else "prometheus"
     for first, last in chunks(start, end, step_s):
         stats["chunks"] += 1
+        steps = round((last - first) / step_s) + 1
         for engine, qs in stats["queries"].items():
-            results = {name: api.query_range(q, first, last, step_s, blame)
-                       for name, q in qs.items()}  # fmt: skip
-            source = f"prometheus {api.shown} ({engine} series)"
-            for row in rows_of(engine, results, source):
+            chunk = Chunk(engine, first, step_s, steps)
+            for name, q in qs.items():  # each answer read into the chunk, then dropped
+                chunk.add(name, api.query_range(q, first, last, step_s, blame))
+            for row in chunk.rows(f"prometheus {api.shown} ({engine} series)"):
                 stats["rows"] += 1
                 yield row
 
