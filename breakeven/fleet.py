@@ -189,6 +189,9 @@ class Instance:
     pays [sequences]."""
     share_above_breakeven: float = math.nan
     """Share of the steps whose batch is above the break-even batch [fraction]."""
+    schedule_gain: float = math.nan
+    """With a cost model: the throughput the best schedule of k by batch would have added to
+    the fixed k the server ran, at the load it saw [fraction]."""
     flags: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -295,7 +298,33 @@ def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]
             break
     above = [p for p in spec if (p[3] or 0) > breakeven]
     return {"predicted_speedup": _mean(speedups), "breakeven_batch": breakeven,
-            "share_above_breakeven": len(above) / len(spec)}  # fmt: skip
+            "share_above_breakeven": len(above) / len(spec),
+            "schedule_gain": _schedule_gain(spec, surface, tau, k)}  # fmt: skip
+
+
+def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int) -> float:
+    """What the best schedule of k by batch (:mod:`breakeven.schedule`, every change of k kept)
+    would have made over the fixed k the server ran, at the load it saw [fraction]: acceptance
+    at other k from the alpha of its accept_len at k (i.i.d. positions)."""
+    from breakeven.acceptance import alpha_from_accept_len
+    from breakeven.optimize import speedup_grid
+    from breakeven.schedule import _weights, schedule_from_grid
+    from breakeven.surface import SurfaceCost
+
+    if not 1 <= tau <= k + 1:
+        return math.nan
+    batches = [max(1, round(p[3] or 1.0)) for p in spec]
+    load = {b: batches.count(b) / len(batches) for b in set(batches)}
+    curve = SurfaceCost(surface)
+    grid = speedup_grid(curve, alpha=float(alpha_from_accept_len(tau, k)), draft=curve.draft,
+                        k_max=max(8, k), max_batch=min(max(batches), 4096))  # fmt: skip
+    plan = schedule_from_grid(grid, min_gain=0.0, load=load)
+    weights = _weights(grid, load)
+    column = grid.ks.index(k)
+    fixed = sum(w * (grid.speedup[i][column] if grid.speedup[i][column] == grid.speedup[i][column]
+                     else 0.0) for i, w in enumerate(weights))  # fmt: skip
+    scheduled = sum(w * speedup for w, (_, _, speedup) in zip(weights, plan.by_batch, strict=True))
+    return scheduled / fixed - 1 if fixed > 0 else math.nan
 
 
 @dataclass(frozen=True)

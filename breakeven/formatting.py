@@ -328,7 +328,7 @@ def fleet_text(r: Row) -> str:
     first, then each server's flags."""
     costs = any(i["predicted_speedup"] is not None for i in r["instances"])
     heads = _FLEET_COLUMNS + (
-        ["predicted [x]", "break-even batch", "above it [%]"] if costs else []
+        ["predicted [x]", "break-even batch", "above it [%]", "schedule gain [%]"] if costs else []
     )
     rows = []
     for i in r["instances"]:
@@ -336,9 +336,10 @@ def fleet_text(r: Row) -> str:
                _num(i["accept_len"], ".3f"), _num(i["k"], ".1f"), _num(i["batch"], ".1f"),
                _num(i["tok_s"], ".2f"), _num(i["aggregate_tok_s"], ".2f")]  # fmt: skip
         if costs:
-            share = i["share_above_breakeven"]
+            share, gain = i["share_above_breakeven"], i["schedule_gain"]
             row += [_num(i["predicted_speedup"], ".3f"), _num(i["breakeven_batch"], "g"),
-                    "-" if share is None else f"{100 * share:.1f}"]  # fmt: skip
+                    "-" if share is None else f"{100 * share:.1f}",
+                    "-" if gain is None else f"{100 * gain:+.1f}"]  # fmt: skip
         rows.append(row)
     lines = [f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
              f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "

@@ -212,6 +212,12 @@ def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
     assert "above_breakeven" in got["b:8000"]["flags"]
     assert "above_breakeven" not in got["a:8000"]["flags"]
     assert got["a:8000"]["predicted_speedup"] == pytest.approx(3 * 22 / 56)
+    b_speedup = 2 * (10 + 16 + 32) / (10 + 16 + 4 * 32 + 1.5)  # at batch 32, k = 3: 0.746
+    assert got["b:8000"]["predicted_speedup"] == pytest.approx(b_speedup)
+    # The best schedule turns speculation off at b's load (no k pays at batch 32), a gain of
+    # 1 / 0.746 - 1; at a's it keeps a k that pays, never less than the k a ran.
+    assert got["b:8000"]["schedule_gain"] == pytest.approx(1 / b_speedup - 1, rel=1e-6)
+    assert got["a:8000"]["schedule_gain"] >= 0
     text = fleet(prom, "--fit-file", path, "--match", '{job="vllm"}').output
     lines = [ln for ln in text.splitlines() if ln.startswith("  ") and ":80" in ln]
     assert lines[0].split()[0] == "b:8000"  # worst first
