@@ -691,12 +691,16 @@ def _schedule_inputs(cost_curve: str | None, fit: str | None,
               help="Environment variable holding a bearer token (never printed or written).")
 @click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
               callback=_writable, help="Also write every server's steps as a measurements CSV.")
-@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), metavar="DIR",
+              callback=_writable, help="Also write DIR/report.html: the servers, their flags, "
+              "accept_len over time and the time above break-even.")
+@click.option("--force", is_flag=True, help="Replace --out and DIR/report.html if they exist.")
 @_json
 def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
           since: str | None, step: str, window: str | None, match: str, fit_file: str | None,
           fit_surface: int | None, tolerance: float, max_share_above: float,
-          token_env: str | None, out: str | None, force: bool) -> None:  # fmt: skip
+          token_env: str | None, out: str | None, report_dir: str | None,
+          force: bool) -> None:  # fmt: skip
     """Is speculation paying across many servers? Read from Prometheus.
 
     For every vLLM, SGLang and llama.cpp server whose metrics Prometheus keeps:
@@ -736,15 +740,25 @@ def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
         from breakeven.iotools.atomic import refuse_overwrite
 
         refuse_overwrite(out, force)
-    result = _read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
-                         rate_window, out, force, surface, tolerance, max_share_above)  # fmt: skip
+    if report_dir is not None:
+        from breakeven.report import check_report_dir
+
+        check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
+    result, series = _read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
+                                 rate_window, out, force, surface, tolerance, max_share_above)  # fmt: skip
     _emit(result, as_json, "fleet_text")
+    if report_dir is not None:
+        from breakeven.report import write_fleet_report
+
+        click.echo(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.",
+                   err=True)  # fmt: skip
 
 
 def _read_fleet(api: Any, first: float, last: float, step_s: float, matcher: str, window: str,
                 out: str | None, force: bool, surface: Any, tolerance: float,
-                max_share_above: float) -> dict[str, Any]:  # fmt: skip
-    """The fleet's rows, streamed to --out as they come, and its summary."""
+                max_share_above: float) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The fleet's summary (its rows streamed to --out as they come), and each server's
+    accept_len over time."""
     import itertools
 
     from breakeven.fleet import Collector, FleetResult, _iso
@@ -773,8 +787,9 @@ def _read_fleet(api: Any, first: float, last: float, step_s: float, matcher: str
         api.close()
     instances = collector.instances(tolerance=tolerance, max_share_above=max_share_above,
                                     cost=surface)  # fmt: skip
-    return FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
-                       stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
+    result = FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
+                         stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
+    return result, collector.series()
 
 
 _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",

@@ -229,6 +229,17 @@ class Collector:
                                  row["concurrency"], row["tok_s"], row["aggregate_tok_s"]))  # fmt: skip
         return row
 
+    def series(self, most: int = 400) -> dict[str, tuple[list[float], list[float]]]:
+        """Each server's accept_len over time (times [Unix s], values), at most ``most``
+        points a server (every n-th step), for a picture."""
+        out = {}
+        for key, points in self.points.items():
+            spec = sorted((p[0], p[1]) for p in points if p[1] is not None)
+            every = max(1, math.ceil(len(spec) / most))
+            label = self.meta[key][1] + (f" {self.meta[key][2]}" if self.meta[key][2] else "")
+            out[label] = ([t for t, _ in spec[::every]], [v for _, v in spec[::every]])
+        return out
+
     def instances(self, *, tolerance: float = 0.1, max_share_above: float = 0.1,
                   cost: Any = None) -> list[Instance]:  # fmt: skip
         """Each server's figures (:class:`Instance`), worst first: by predicted speedup where

@@ -313,6 +313,38 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
     return ax
 
 
+def fleet_acceptance(series: dict[str, tuple[Sequence[float], Sequence[float]]],
+                     ax: Any = None) -> Any:  # fmt: skip
+    """accept_len over time, a line per server (``series``: label -> (Unix seconds, values))."""
+    drawn = {k: v for k, v in series.items() if v[0]}
+    if not drawn:
+        raise NothingToDraw("{0}: no server showed an accept_len (no speculation)", "series")
+    ax = _axes(ax)
+    start = min(min(t) for t, _ in drawn.values())
+    for label, (times, values) in sorted(drawn.items()):
+        ax.plot([(t - start) / 3600 for t in times], values, linewidth=1.0, label=_literal(label))
+    ax.set_xlabel("hours since the start of the range [h]")
+    ax.set_ylabel("accept_len [tokens/cycle]")
+    if len(drawn) <= 12:
+        ax.legend(fontsize=7, loc="best")
+    return ax
+
+
+def fleet_above(instances: Sequence[dict[str, Any]], ax: Any = None) -> Any:
+    """Each server's share of time above its break-even batch (``fleet`` with a cost model)."""
+    shown = [i for i in instances if i.get("share_above_breakeven") is not None]
+    if not shown:
+        raise NothingToDraw("{0}: needs a cost model (--fit-file) for the break-even batch",
+                            "instances")  # fmt: skip
+    ax = _axes(ax)
+    labels = [_literal(i["instance"]) for i in shown]
+    ax.barh(labels, [100 * i["share_above_breakeven"] for i in shown], color="tab:red")
+    ax.set_xlabel("time above the break-even batch [%]")
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()
+    return ax
+
+
 class NothingToDraw(BreakevenError):
     """A figure with nothing to show: its message says what is missing.  ``plot`` commands
     exit 2 with it, reports leave the figure out and print the sentence."""

@@ -222,3 +222,33 @@ def write_report(measurements: str, out_dir: str, *, tolerance: float = 0.05,
 def write_compare_report(result: Any, out_dir: str, *, force: bool = False) -> str:
     """``compare``'s report page in ``out_dir/report.html`` atomically; returns its path."""
     return _write_page(out_dir, force, lambda: compare_html(result))
+
+
+def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
+    """``fleet --report``'s page: the servers worst first (flagged ones in red), their flags,
+    accept_len over time per server and the time each spent above its break-even batch."""
+    from breakeven import plot
+    from breakeven.formatting import fleet_text
+
+    instances = result["instances"]
+    flagged = sum(1 for i in instances if i["flags"])
+    headline = (f"{len(instances)} servers, {flagged} flagged" if flagged else
+                f"{len(instances)} servers, none flagged")  # fmt: skip
+    rows = fleet_text(result).splitlines()
+    table = "<pre>" + html.escape("\n".join(rows)) + "</pre>"
+    flags = [{"code": f, "message": f"{i['instance']}: {n}"} for i in instances
+             for f, n in zip(i["flags"], i["notes"], strict=False)]  # fmt: skip
+    body = (f'<p class="headline {"loss" if flagged else "win"}">{html.escape(headline)}</p>'
+            f"{_made_by('breakeven fleet', result['prometheus'])}<h2>Servers</h2>{table}"
+            f"<h2>Flags</h2>{_flags_html(flags, 'No flags.')}<h2>Figures</h2>"
+            + _figures([("accept_len over time, per server",
+                         lambda: plot.fleet_acceptance(series)),
+                        ("time above the break-even batch",
+                         lambda: plot.fleet_above(instances))]))  # fmt: skip
+    return _page("Speculative decoding across the fleet", body)
+
+
+def write_fleet_report(result: dict[str, Any], series: dict[str, Any], out_dir: str, *,
+                       force: bool = False) -> str:  # fmt: skip
+    """``fleet``'s report page in ``out_dir/report.html`` atomically; returns its path."""
+    return _write_page(out_dir, force, lambda: fleet_html(result, series))

@@ -223,6 +223,23 @@ def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
     assert lines[0].split()[0] == "b:8000"  # worst first
 
 
+def test_the_report_page(prom, tmp_path):
+    fit = {"groups": [], "surfaces": [{"model": "m", "hardware": "", "spec_method": "",
+           "coefficients": {"weights_ms": 10.0, "expert_ms": 0.0, "kv_ms": 0.5,
+                            "compute_ms": 1.0, "draft_step_ms": 0.5, "draft_token_ms": 0.0,
+                            "spec_seq_ms": 0.0}, "moe": None, "batches": [1, 64]}]}  # fmt: skip
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(fit))
+    r = fleet(prom, "--fit-file", path, "--report", tmp_path / "report")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "flagged" in page and page.count("<svg") == 2 and "acceptance_drop" in page
+    assert fleet(prom, "--report", tmp_path / "report").exit_code == 2  # exists: --force
+    r = fleet(prom, "--report", tmp_path / "report", "--force")
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert r.exit_code == 0 and page.count("<svg") == 1 and "needs a cost model" in page
+
+
 @pytest.mark.parametrize("args,message", [
     (["--match", '{job=~"("}'], "--match: Prometheus refused the query"),
     (["--match", '{job="nothing"}'], "--prometheus: no series of vLLM, SGLang or llama.cpp"),
