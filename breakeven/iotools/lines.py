@@ -115,8 +115,10 @@ def carry_launch(rows: pl.DataFrame, state: dict[str, Any], kind: str,
     SGLang's ``server_args=`` line prints it), each row with the ``columns`` (name: type) of
     the last launch line before it, in this block or an earlier one (``state['launch']``,
     updated here).  A second launch line (a restart) starts a new configuration."""
+    if not rows.height:
+        return rows  # no lines (a final call with nothing held): nothing to carry
     last = state.get("launch") or {}
-    launches = rows.filter(pl.col("kind") == kind) if rows.height else rows
+    launches = rows.filter(pl.col("kind") == kind)
     if not launches.height and not last:
         return rows
     rows = rows.with_columns(pl.lit(None, t).alias(c) for c, t in columns.items()
