@@ -128,13 +128,15 @@ class _Tokens:
     k are ``sum over its batches of weight * speedup(batch, k)`` (k = 0: speedup 1), and -inf
     where the model cannot price a batch of it at k (such a k is never chosen there)."""
 
-    def __init__(self, grid: Any, weights: Sequence[float]) -> None:
+    def __init__(self, grid: Any, weights: Sequence[float], strict: bool = True) -> None:
         import numpy as np
 
         full = np.column_stack([np.ones(len(grid.batches)),
                                 np.asarray(grid.speedup, dtype=float).reshape(len(grid.batches), -1)])  # fmt: skip
         w = np.asarray(weights, dtype=float)[:, None]
-        nan = np.isnan(full) & (w > 0)  # a batch the load gives no time cannot rule a k out
+        # strict: a k the model cannot price at some batch of a range is never scheduled there
+        # (the server may meet that batch); else only batches the load gives time count.
+        nan = np.isnan(full) if strict else np.isnan(full) & (w > 0)
         zero = np.zeros((1, full.shape[1]))
         self.sum = np.vstack([zero, np.cumsum(np.where(np.isnan(full), 0.0, full * w), axis=0)])
         self.nan = np.vstack([zero, np.cumsum(nan, axis=0)])
@@ -269,13 +271,15 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
     unmerged = _unmerged(tokens, _units(grid, graph_sizes), uniform)
     merged = _threshold(tokens, n) if shape == "threshold" else \
         _merge(tokens, unmerged, float(min_gain))  # fmt: skip
-    fixed = tokens.best_k(0, n)
+    loaded = _Tokens(grid, weights, strict=False)  # a fixed k is judged where the load is
+    fixed = loaded.best_k(0, n)
     ranges = []
     for lo, hi, k in merged:
         # A range the load gives no time is still described, as every batch swept alike.
-        used = tokens if tokens(lo, hi, 0) > 0 else uniform
-        mine, theirs = (used(lo, hi, x) for x in (k, fixed))
-        plain = used(lo, hi, 0)
+        weighted = tokens(lo, hi, 0) > 0
+        used = tokens if weighted else uniform
+        mine, plain = used(lo, hi, k), used(lo, hi, 0)
+        theirs = (loaded if weighted else uniform)(lo, hi, fixed)
         theirs = theirs if theirs > 0 else math.nan  # -inf: the fixed k cannot be priced here
         ranges.append(ScheduleRange(
             grid.batches[lo], grid.batches[hi], k, mine / plain if plain > 0 else math.nan,
@@ -286,7 +290,7 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
     total = {name: sum(tokens(lo, hi, k) for lo, hi, k in rs)
              for name, rs in (("merged", merged), ("unmerged", unmerged))}  # fmt: skip
     plain = tokens(0, n, 0)
-    fixed_tokens = tokens(0, n, fixed)
+    fixed_tokens = loaded(0, n, fixed)
     paying: list[Any] = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
     if paying and paying[-1] == grid.max_batch:
         paying[-1] = BEYOND_THE_CURVE

@@ -317,3 +317,19 @@ def test_a_live_scrape_of_a_real_metrics_text(tmp_path):
     assert server["aggregate_tok_s"] == pytest.approx(86.50814177726902)
     assert server["tok_s"] == pytest.approx(86.50814177726902 / 162.0)
     assert server["accept_len"] is None  # that SGLang version had no spec gauge
+
+
+def test_the_rows_are_a_load_profile_for_schedule(prom, tmp_path):
+    """fleet --out gives the time at each batch size to schedule --load."""
+    out = tmp_path / "fleet.csv"
+    assert fleet(prom, "--out", out, "--match", '{job="vllm"}').exit_code == 0
+    from breakeven.iotools.load import read_load
+
+    load, meta = read_load(out)
+    assert meta["shape"] == "records" and set(load) == {4, 8, 32}
+    assert load[8] == pytest.approx(load[4], rel=0.02)  # a and c ran all the time, b had a gap
+    curve = Path(__file__).resolve().parent.parent / "data" / "llama3_8b_decode_curve.csv"
+    r = CliRunner().invoke(cli, ["schedule", "--cost-curve", str(curve), "--alpha", "0.7",
+                                 "--engine", "vllm", "--load", str(out), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["load"].startswith(str(out))

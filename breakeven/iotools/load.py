@@ -65,18 +65,37 @@ def _is_table(head: bytes) -> bool:
     return False
 
 
-def _records(path: str) -> dict[int, float]:
-    from breakeven.iotools.ingest import ingest
+def _records(path: str, head: bytes) -> dict[int, float]:
+    """The batch of every record with a concurrency: a measurements CSV's rows (``bench``,
+    ``fleet``, ``ingest --out``), else what ``ingest`` reads of the file."""
+    if _is_measurements(head):
+        from breakeven.iotools.measurements import read_measurements
 
-    result = ingest([path])
-    if result.problems:
-        raise BreakevenError("{0}: " + escape_braces(str(result.problems[0])), "load")
-    counts: Counter[int] = Counter()
-    if result.frame is not None and "concurrency" in result.frame.columns:
-        for value in result.frame["concurrency"].drop_nulls().to_list():
-            if math.isfinite(value) and value >= 0.5:
-                counts[round(value)] += 1
+        try:
+            data, _ = read_measurements(path, columns=("concurrency",))
+        except BreakevenError as e:
+            raise BreakevenError("{0}: " + escape_braces(str(e)), "load") from None
+        values = [float(v) for v in data["concurrency"].dropna().tolist()]
+    else:
+        from breakeven.iotools.ingest import ingest
+
+        result = ingest([path])
+        if result.problems:
+            raise BreakevenError("{0}: " + escape_braces(str(result.problems[0])), "load")
+        frame = result.frame
+        values = frame["concurrency"].drop_nulls().to_list() if frame is not None and \
+            "concurrency" in frame.columns else []  # fmt: skip
+    counts: Counter[int] = Counter(round(v) for v in values if math.isfinite(v) and v >= 0.5)
     return {b: float(c) for b, c in counts.items()}
+
+
+def _is_measurements(head: bytes) -> bool:
+    """Whether a file's first line that is not a comment is a measurements CSV's header."""
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            cells = {c.strip().lower() for c in line.split(",")}
+            return {"concurrency", "tok_s"} <= cells or {"concurrency", "run_id"} <= cells
+    return False
 
 
 def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str, Any]]:
@@ -101,7 +120,7 @@ def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str,
         if not regular:
             raise _error(path, None, "is not a batch,share table; a log or measurements CSV "
                          "is read from a file, not a pipe")  # fmt: skip
-        profile, shape = _records(path), "records"
+        profile, shape = _records(path, head), "records"
     total = math.fsum(profile.values())
     if not total > 0:
         raise _error(path, None, "holds no time at any batch size: expected batch,share rows, "
