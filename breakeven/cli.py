@@ -716,7 +716,7 @@ def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
     import os
 
     from breakeven.fleet import check_match
-    from breakeven.fleet_client import PrometheusAPI, parse_duration, time_range
+    from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 
     step_s = parse_duration(step, "step")
     first, last = time_range(start, end, since, step_s)
@@ -744,52 +744,17 @@ def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
         from breakeven.report import check_report_dir
 
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result, series = _read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
-                                 rate_window, out, force, surface, tolerance, max_share_above)  # fmt: skip
+    result, series = read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
+                                rate_window, out=out, force=force, surface=surface,
+                                tolerance=tolerance, max_share_above=max_share_above)  # fmt: skip
+    if out is not None:
+        click.echo(f"Wrote {result['rows']} rows to {out}.", err=True)
     _emit(result, as_json, "fleet_text")
     if report_dir is not None:
         from breakeven.report import write_fleet_report
 
         click.echo(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.",
                    err=True)  # fmt: skip
-
-
-def _read_fleet(api: Any, first: float, last: float, step_s: float, matcher: str, window: str,
-                out: str | None, force: bool, surface: Any, tolerance: float,
-                max_share_above: float) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
-    """The fleet's summary (its rows streamed to --out as they come), and each server's
-    accept_len over time."""
-    import itertools
-
-    from breakeven.fleet import Collector, FleetResult, _iso
-    from breakeven.fleet_client import iter_fleet
-
-    collector, stats = Collector(), {}
-    try:
-        rows = (collector.add(r) for r in iter_fleet(api, first, last, step_s, matcher, window,
-                                                     stats))  # fmt: skip
-        head = next(rows, None)
-        if head is None:
-            looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
-            raise InputError(f"--prometheus: no series of vLLM, SGLang or llama.cpp from "
-                             f"{_iso(first)} to {_iso(last)}; looked for {shorten(looked, 600)}")
-        if out is None:
-            for _ in rows:
-                pass
-        else:
-            from breakeven.iotools.measurements import write_measurements
-            from breakeven.schema import COLUMN_NAMES
-
-            write_measurements(itertools.chain([head], rows), out, force=force,
-                               columns=[*COLUMN_NAMES, "origin"])  # fmt: skip
-            click.echo(f"Wrote {stats['rows']} rows to {out}.", err=True)
-    finally:
-        api.close()
-    instances = collector.instances(tolerance=tolerance, max_share_above=max_share_above,
-                                    cost=surface)  # fmt: skip
-    result = FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
-                         stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
-    return result, collector.series()
 
 
 _MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",

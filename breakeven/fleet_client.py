@@ -164,12 +164,44 @@ def iter_fleet(api: PrometheusAPI, start: float, end: float, step_s: float, matc
                 yield row
 
 
-__all__ = [
-    "CHUNK_STEPS",
-    "PrometheusAPI",
-    "chunks",
-    "iter_fleet",
-    "parse_duration",
-    "parse_time",
-    "time_range",
-]
+def read_fleet(api: PrometheusAPI, first: float, last: float, step_s: float, match: str,
+               window: str, *, out: str | None = None, force: bool = False, surface: Any = None,
+               tolerance: float = 0.1, max_share_above: float = 0.1
+               ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """``breakeven fleet``: the summary (:class:`breakeven.fleet.FleetResult` as a dict), its
+    rows streamed to ``out`` as they come (atomically), and each server's accept_len over
+    time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
+    import itertools
+
+    from breakeven.fleet import Collector, FleetResult, _iso
+
+    collector, stats = Collector(), {}
+    try:
+        rows = (collector.add(r) for r in iter_fleet(api, first, last, step_s, match, window,
+                                                     stats))  # fmt: skip
+        head = next(rows, None)
+        if head is None:
+            looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
+            raise BreakevenError("{0}: no series of vLLM, SGLang or llama.cpp from "
+                                 + f"{_iso(first)} to {_iso(last)}; looked for "
+                                 + escape_braces(looked[:600]), "prometheus")  # fmt: skip
+        if out is None:
+            for _ in rows:
+                pass
+        else:
+            from breakeven.iotools.measurements import write_measurements
+            from breakeven.schema import COLUMN_NAMES
+
+            write_measurements(itertools.chain([head], rows), out, force=force,
+                               columns=[*COLUMN_NAMES, "origin"])  # fmt: skip
+    finally:
+        api.close()
+    instances = collector.instances(tolerance=tolerance, max_share_above=max_share_above,
+                                    cost=surface)  # fmt: skip
+    result = FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
+                         stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
+    return result, collector.series()
+
+
+__all__ = ["CHUNK_STEPS", "PrometheusAPI", "chunks", "iter_fleet", "parse_duration",
+           "parse_time", "read_fleet", "time_range"]  # fmt: skip

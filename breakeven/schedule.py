@@ -242,6 +242,26 @@ SHAPES = ("ranges", "threshold")
 SGLang's adaptive config), or one k up to a batch and none from it (older vLLM)."""
 
 
+def _checked(grid: Any, min_gain: Any, load: Mapping[int, float] | None, shape: str
+             ) -> list[float]:  # fmt: skip
+    """The weights of a schedule's inputs, or a BreakevenError naming the first bad one."""
+    if not grid.several:
+        raise BreakevenError("{0}: a schedule needs acceptance at several k (--alpha, "
+                             "--per-position or --accept-len-by-k), not one operating point",
+                             "accept_len")  # fmt: skip
+    if isinstance(min_gain, bool) or not (isinstance(min_gain, (int, float)) and
+                                          0 <= min_gain <= 1):  # fmt: skip
+        raise BreakevenError("{0}: got " + repr(min_gain) + ", expected a fraction from 0 to 1",
+                             "min_gain")  # fmt: skip
+    if shape not in SHAPES:
+        raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
+    weights = _weights(grid, load)
+    if not sum(weights) > 0:
+        raise BreakevenError("{0}: gives no time to the batch sizes swept (1 to "
+                             f"{grid.max_batch})", "load")  # fmt: skip
+    return weights
+
+
 def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
                        load: Mapping[int, float] | None = None, load_source: str = "uniform",
                        shape: str = "ranges", graph_sizes: Sequence[int] | None = None,
@@ -251,20 +271,7 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
     ``load`` (batch size: share of time; default every batch swept alike).  ``shape``
     'threshold' is one k and then none (:data:`SHAPES`); ``graph_sizes`` make the ranges of
     whole CUDA-graph buckets (:func:`_units`)."""
-    if not grid.several:
-        raise BreakevenError("{0}: a schedule needs acceptance at several k (--alpha, "
-                             "--per-position or --accept-len-by-k), not one operating point",
-                             "accept_len")  # fmt: skip
-    if isinstance(min_gain, bool) or not (isinstance(min_gain, (int, float)) and
-                                          0 <= min_gain <= 1):  # fmt: skip
-        raise BreakevenError("{0}: got " + repr(min_gain) + ", expected a fraction from 0 to 1",
-                             "min_gain")  # fmt: skip
-    weights = _weights(grid, load)
-    if not sum(weights) > 0:
-        raise BreakevenError("{0}: gives no time to the batch sizes swept (1 to "
-                             f"{grid.max_batch})", "load")  # fmt: skip
-    if shape not in SHAPES:
-        raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
+    weights = _checked(grid, min_gain, load, shape)
     n = len(grid.batches) - 1
     tokens = _Tokens(grid, weights)
     uniform = _Tokens(grid, _weights(grid, None))
