@@ -129,16 +129,9 @@ class FitResult:
     (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(value: Any) -> Any:
-            if isinstance(value, float) and not math.isfinite(value):
-                return None
-            if isinstance(value, dict):
-                return {k: clean(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                return [clean(v) for v in value]
-            return value
+        from breakeven.quantities import plain_json
 
-        return clean({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
+        return plain_json({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
                       "source": self.source, "notes": list(self.notes),
                       "groups": [asdict(g) for g in self.groups],
                       "surfaces": [asdict(x) for x in self.surfaces],

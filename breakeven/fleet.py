@@ -355,16 +355,9 @@ class FleetResult:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(value: Any) -> Any:
-            if isinstance(value, float) and not math.isfinite(value):
-                return None
-            if isinstance(value, dict):
-                return {k: clean(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                return [clean(v) for v in value]
-            return value
+        from breakeven.quantities import plain_json
 
-        return clean({"prometheus": self.prometheus, "start": self.start, "end": self.end,
+        return plain_json({"prometheus": self.prometheus, "start": self.start, "end": self.end,
                       "step_s": self.step_s, "rows": self.rows, "chunks": self.chunks,
                       "instances": [asdict(i) for i in self.instances],
                       "queries": self.queries, "notes": list(self.notes)})  # fmt: skip

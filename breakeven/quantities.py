@@ -6,6 +6,7 @@ README's Definitions section, which a test keeps in step with it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -126,3 +127,15 @@ def number_text(value: float, decimals: int) -> str:
     if abs(value) >= LARGEST_FIXED:
         return f"{value:.{max(decimals, 3)}e}"
     return f"{value:.{decimals}f}"
+
+
+def plain_json(value: object) -> object:
+    """``value`` with every number that is not finite made None and tuples made lists, all
+    the way down: what a result's ``to_dict()`` gives for strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]
+    return value

@@ -96,13 +96,10 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         """The schedule as plain data; a figure the cost model cannot give (the best fixed k
         over a range where it cannot price that k) is None."""
-
-        def clean(row: dict[str, Any]) -> dict[str, Any]:
-            return {key: None if isinstance(v, float) and not math.isfinite(v) else v
-                    for key, v in row.items()}  # fmt: skip
+        from breakeven.quantities import plain_json
 
         out = asdict(self)
-        out["ranges"] = [clean(asdict(r)) for r in self.ranges]
+        out["ranges"] = [plain_json(asdict(r)) for r in self.ranges]
         out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
         out["notes"] = list(self.notes)
         out["by_batch"] = [{"batch": b, "k": k, "speedup": v} for b, k, v in self.by_batch]

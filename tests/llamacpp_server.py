@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-START_TIMEOUT_S = 60.0
+from local_process import free_port, serving
+
+__all__ = ["Server", "binary", "free_port", "llama_server"]
 
 
 def binary() -> str | None:
@@ -28,12 +28,6 @@ def binary() -> str | None:
     except Exception:  # not installed, or installed without a built binary
         pass
     return shutil.which("llama-server")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -66,29 +60,11 @@ def llama_server(model: Path, log: Path, *, draft: Path | None = None, k: int = 
     if draft is not None:
         args += ["--spec-type", "draft-simple", "--spec-draft-model", str(draft),
                  "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"]  # fmt: skip
-    with open(log, "ab") as out:
-        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)  # fmt: skip
-    server = Server(f"http://127.0.0.1:{port}", log, process)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {process.returncode}: "
-                                   f"{log.read_text(errors='replace')[-2000:]}")  # fmt: skip
-            try:
-                if '"ok"' in server.get("/health"):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server not ready within {START_TIMEOUT_S:g} s")
-            time.sleep(0.1)
-        yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        with urllib.request.urlopen(url + "/health", timeout=10) as reply:
+            return '"ok"' in reply.read().decode("utf-8")
+
+    with serving(args, log, ready, "llama-server") as process:
+        yield Server(url, log, process)

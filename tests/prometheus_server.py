@@ -6,28 +6,22 @@ stopped."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-START_TIMEOUT_S = 60.0
+from local_process import free_port, serving
+
+__all__ = ["backfill", "binaries", "exporter", "free_port", "prometheus"]
 
 
 def binaries() -> tuple[str, str] | None:
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     return (prometheus, promtool) if prometheus and promtool else None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def backfill(openmetrics: str, tsdb: Path) -> None:
@@ -55,35 +49,21 @@ def prometheus(tsdb: Path, scrape: str | None = None, interval: str = "1s") -> I
     )
     config.write_text(f"global:\n  scrape_interval: {interval}\n{jobs}")
     port = free_port()
-    log = open(tsdb.parent / "prometheus.log", "ab")
-    process = subprocess.Popen([exe, f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
-                                f"--web.listen-address=127.0.0.1:{port}",
-                                "--storage.tsdb.retention.time=30d"],
-                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"prometheus exited with {process.returncode}")
-            try:
-                with urllib.request.urlopen(url + "/-/ready", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"prometheus not ready within {START_TIMEOUT_S:g} s")
-            time.sleep(0.1)
+
+    def ready() -> bool:
+        with urllib.request.urlopen(url + "/-/ready", timeout=2) as reply:
+            return reply.status == 200
+
+    args = [
+        exe,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tsdb}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=30d",
+    ]
+    with serving(args, tsdb.parent / "prometheus.log", ready, "prometheus"):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 @contextmanager

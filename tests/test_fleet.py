@@ -131,6 +131,14 @@ def prom(tmp_path_factory):
         yield url
 
 
+# A surface where speculation at accept_len 3 and k = 4 breaks even at batch 18, and at
+# accept_len 2 and k = 3 at batch 5.
+FIT = {"groups": [], "surfaces": [{"model": "m", "hardware": "", "spec_method": "",
+       "coefficients": {"weights_ms": 10.0, "expert_ms": 0.0, "kv_ms": 0.5, "compute_ms": 1.0,
+                        "draft_step_ms": 0.5, "draft_token_ms": 0.0, "spec_seq_ms": 0.0},
+       "moe": None, "batches": [1, 64]}]}  # fmt: skip
+
+
 def fleet(url, *args):
     return CliRunner().invoke(cli, ["fleet", "--prometheus", url, "--start", str(START),
                                     "--end", str(END), *map(str, args)])  # fmt: skip
@@ -200,12 +208,8 @@ def test_a_long_range_is_read_in_chunks(prom):
 def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
     """A surface where speculation at accept_len 3 and k = 4 breaks even at batch 18, and at
     accept_len 2 and k = 3 at batch 5: server a (batch 8) stays below, b (batch 32) does not."""
-    fit = {"groups": [], "surfaces": [{"model": "m", "hardware": "", "spec_method": "",
-           "coefficients": {"weights_ms": 10.0, "expert_ms": 0.0, "kv_ms": 0.5,
-                            "compute_ms": 1.0, "draft_step_ms": 0.5, "draft_token_ms": 0.0,
-                            "spec_seq_ms": 0.0}, "moe": None, "batches": [1, 64]}]}  # fmt: skip
     path = tmp_path / "fit.json"
-    path.write_text(json.dumps(fit))
+    path.write_text(json.dumps(FIT))
     got = by_instance(fleet(prom, "--json", "--fit-file", path, "--match", '{job="vllm"}'))
     assert got["a:8000"]["breakeven_batch"] == 18 and got["a:8000"]["share_above_breakeven"] == 0
     assert got["b:8000"]["breakeven_batch"] == 5 and got["b:8000"]["share_above_breakeven"] == 1
@@ -224,12 +228,8 @@ def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
 
 
 def test_the_report_page(prom, tmp_path):
-    fit = {"groups": [], "surfaces": [{"model": "m", "hardware": "", "spec_method": "",
-           "coefficients": {"weights_ms": 10.0, "expert_ms": 0.0, "kv_ms": 0.5,
-                            "compute_ms": 1.0, "draft_step_ms": 0.5, "draft_token_ms": 0.0,
-                            "spec_seq_ms": 0.0}, "moe": None, "batches": [1, 64]}]}  # fmt: skip
     path = tmp_path / "fit.json"
-    path.write_text(json.dumps(fit))
+    path.write_text(json.dumps(FIT))
     r = fleet(prom, "--fit-file", path, "--report", tmp_path / "report")
     assert r.exit_code == 0, r.output
     page = (tmp_path / "report" / "report.html").read_text()

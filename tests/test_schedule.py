@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CURVE = ROOT / "data" / "llama3_8b_decode_curve.csv"
 ENGINES = Path(__file__).parent / "data" / "engines"
 EAGLE3 = "2:2.36,3:2.79,4:3.08,5:3.32,6:3.46,7:3.54"  # vLLM issue 20780, Llama 3.1 8B
+README_SWEEP = ("--cost-curve", CURVE, "--accept-len-by-k", EAGLE3, "--draft-step-ms", 0.98)
+"""The README's worked example: the bundled Llama-3-8B curve, issue 20780's EAGLE-3 runs."""
 
 
 def roofline(knee=64, floor=10.0, slope=0.25, top=8192):
@@ -222,12 +224,7 @@ def run(*args):
 
 def test_the_readme_example_ends_in_the_snippet():
     r = run(
-        "--cost-curve",
-        CURVE,
-        "--accept-len-by-k",
-        EAGLE3,
-        "--draft-step-ms",
-        0.98,
+        *README_SWEEP,
         "--engine",
         "vllm",
         "--method",
@@ -244,12 +241,7 @@ def test_the_readme_example_ends_in_the_snippet():
 def test_cli_json_and_out_file(tmp_path):
     out = tmp_path / "adaptive.json"
     args = [
-        "--cost-curve",
-        CURVE,
-        "--accept-len-by-k",
-        EAGLE3,
-        "--draft-step-ms",
-        0.98,
+        *README_SWEEP,
         "--engine",
         "sglang",
         "--min-gain",
