@@ -37,16 +37,22 @@ def generate(path: Path, rows: int, seed: int = 3) -> None:
     envs = np.array(["tp=8 NCCL_PROTO=LL", "tp=8"])
     base_rate = 60 + 10 * rng.random(rows)
     tau = np.where(k > 0, 1 + 0.7 * k * rng.random(rows), np.nan)
-    frame = pd.DataFrame({
-        "run_id": [f"r{i // 50}" for i in range(rows)],
-        "label": np.where(k > 0, [f"eagle3-k{x}" for x in k], "baseline"),
-        "model": rng.choice(models, rows), "hardware": rng.choice(hardware, rows),
-        "concurrency": rng.choice(concurrency, rows), "num_spec_tokens": k,
-        "spec_method": np.where(k > 0, "eagle3", ""),
-        "tok_s": np.where(k > 0, base_rate * np.nan_to_num(tau) / 1.6, base_rate),
-        "accept_len": tau, "cycle_ms": np.where(k > 0, 25 + 2 * k, np.nan),
-        "env": rng.choice(envs, rows), "source": "generated",
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "run_id": [f"r{i // 50}" for i in range(rows)],
+            "label": np.where(k > 0, [f"eagle3-k{x}" for x in k], "baseline"),
+            "model": rng.choice(models, rows),
+            "hardware": rng.choice(hardware, rows),
+            "concurrency": rng.choice(concurrency, rows),
+            "num_spec_tokens": k,
+            "spec_method": np.where(k > 0, "eagle3", ""),
+            "tok_s": np.where(k > 0, base_rate * np.nan_to_num(tau) / 1.6, base_rate),
+            "accept_len": tau,
+            "cycle_ms": np.where(k > 0, 25 + 2 * k, np.nan),
+            "env": rng.choice(envs, rows),
+            "source": "generated",
+        }
+    )
     frame.to_csv(path, index=False)
 
 
@@ -69,8 +75,11 @@ def main() -> None:
         walls = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            subprocess.run([str(breakeven), "check", str(path), "--json"], check=True,
-                           stdout=subprocess.DEVNULL)  # fmt: skip
+            subprocess.run(
+                [str(breakeven), "check", str(path), "--json"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             walls.append(time.perf_counter() - start)
         whole_s = statistics.median(walls)
         print(
@@ -80,9 +89,11 @@ def main() -> None:
         print(
             f"check (analysis):  {check_s:6.2f} s  ({'meets' if check_s <= 2 else 'MISSES'} <= 2 s)"
         )
-        print(f"breakeven check --json, whole command: median {whole_s:.2f} s of {args.repeat} "
-              f"runs (min {min(walls):.2f}, max {max(walls):.2f}) "
-              f"({'meets' if whole_s <= 1.5 else 'MISSES'} <= 1.5 s)")  # fmt: skip
+        print(
+            f"breakeven check --json, whole command: median {whole_s:.2f} s of {args.repeat} "
+            f"runs (min {min(walls):.2f}, max {max(walls):.2f}) "
+            f"({'meets' if whole_s <= 1.5 else 'MISSES'} <= 1.5 s)"
+        )
     finally:
         shutil.rmtree(work)
 

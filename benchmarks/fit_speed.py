@@ -32,15 +32,30 @@ def runs(total: int, seed: int = 2) -> pd.DataFrame:
         model, hardware, conc = f"model-{g % 10}", f"hw-{g // 10 % 5}", [1, 8][g // 50 % 2]
         method = f"eagle-{g}"
         base, slope, alpha = rng.uniform(6, 30), rng.uniform(0.1, 2), rng.uniform(0.5, 0.9)
-        rows.append({"model": model, "hardware": hardware, "concurrency": conc,
-                     "num_spec_tokens": 0, "tok_s": 1000 / base * rng.uniform(0.8, 1.0)})  # fmt: skip
+        rows.append(
+            {
+                "model": model,
+                "hardware": hardware,
+                "concurrency": conc,
+                "num_spec_tokens": 0,
+                "tok_s": 1000 / base * rng.uniform(0.8, 1.0),
+            }
+        )
         for i in range(per_group):
             k = 1 + i % 10
             tau = (1 - alpha ** (k + 1)) / (1 - alpha)
             cycle = base + slope * k + rng.normal(0, 0.05)
-            rows.append({"model": model, "hardware": hardware, "concurrency": conc,
-                         "spec_method": method, "num_spec_tokens": k, "accept_len": tau,
-                         "tok_s": 1000 * tau / cycle})  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "hardware": hardware,
+                    "concurrency": conc,
+                    "spec_method": method,
+                    "num_spec_tokens": k,
+                    "accept_len": tau,
+                    "tok_s": 1000 * tau / cycle,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -57,8 +72,10 @@ def main() -> None:
         walls.append(time.perf_counter() - start)
     fit_s = statistics.median(walls)
     print(f"{len(data):,} rows, {len(result.groups)} groups")
-    print(f"fit (analysis): median {fit_s:.3f} s of {args.repeat} "
-          f"({'meets' if fit_s < 0.5 else 'MISSES'} < 0.5 s)")  # fmt: skip
+    print(
+        f"fit (analysis): median {fit_s:.3f} s of {args.repeat} "
+        f"({'meets' if fit_s < 0.5 else 'MISSES'} < 0.5 s)"
+    )
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "runs.csv"
         data.to_csv(path, index=False)
@@ -66,8 +83,9 @@ def main() -> None:
         whole = []
         for _ in range(args.repeat):
             start = time.perf_counter()
-            subprocess.run([str(breakeven), "fit", str(path), "--json"], check=True,
-                           stdout=subprocess.DEVNULL)  # fmt: skip
+            subprocess.run(
+                [str(breakeven), "fit", str(path), "--json"], check=True, stdout=subprocess.DEVNULL
+            )
             whole.append(time.perf_counter() - start)
     print(f"breakeven fit --json, whole command: median {statistics.median(whole):.2f} s")
 

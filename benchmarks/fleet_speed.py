@@ -31,11 +31,13 @@ def history(path: Path, servers: int, hours: int, end: int) -> None:
     stays small: a child inherits its parent's peak RSS on Linux)."""
     start = end - hours * 3600
     with open(path, "w") as out:
-        for name, kind, per_s in (("vllm:spec_decode_num_drafts", "counter", 10.0),
-                                  ("vllm:spec_decode_num_accepted_tokens", "counter", 20.0),
-                                  ("vllm:spec_decode_num_draft_tokens", "counter", 40.0),
-                                  ("vllm:generation_tokens", "counter", 300.0),
-                                  ("vllm:num_requests_running", "gauge", None)):  # fmt: skip
+        for name, kind, per_s in (
+            ("vllm:spec_decode_num_drafts", "counter", 10.0),
+            ("vllm:spec_decode_num_accepted_tokens", "counter", 20.0),
+            ("vllm:spec_decode_num_draft_tokens", "counter", 40.0),
+            ("vllm:generation_tokens", "counter", 300.0),
+            ("vllm:num_requests_running", "gauge", None),
+        ):
             out.write(f"# TYPE {name} {kind}\n")
             suffix = "_total" if kind == "counter" else ""
             for s in range(servers):
@@ -63,9 +65,24 @@ def run(url: str, hours: int, extra: list[str]) -> tuple[float, float]:
     """Wall seconds and the peak RSS [MiB] of one fleet command, a process of its own that
     reports its own peak (not promtool's or Prometheus')."""
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, "fleet", "--prometheus", url,
-                           "--since", f"{hours}h", "--step", "60s", "--json", *extra],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _MEASURED,
+            "fleet",
+            "--prometheus",
+            url,
+            "--since",
+            f"{hours}h",
+            "--step",
+            "60s",
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t
     if done.returncode != 0:
         raise SystemExit(done.stderr)
@@ -84,8 +101,18 @@ def main() -> None:
     history(work / "history.om", args.servers, args.hours, end)
     tsdb = work / "tsdb"
     tsdb.mkdir()
-    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics",
-                    str(work / "history.om"), str(tsdb)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            str(work / "history.om"),
+            str(tsdb),
+        ],
+        check=True,
+        capture_output=True,
+    )
     print(f"backfilled {args.servers} servers x {args.hours} h in {time.perf_counter() - t:.1f} s")
     with prometheus(work / "tsdb") as url:
         run(url, args.hours, [])  # Prometheus loads the blocks' index on the first query

@@ -120,35 +120,45 @@ def generate(path: Path, megabytes: int, mix: str = "both", seed: int = 7) -> in
                 stamp = f"2026-02-26 {10 + (s // 3600) % 12:02d}:{(s // 60) % 60:02d}:{s % 60:02d}"
                 roll = rng.random()
                 if roll < bounds[0]:
-                    chunk.append(f'INFO:     10.0.0.{lines % 250}:{40000 + lines % 20000} - '
-                                 f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n')  # fmt: skip
+                    chunk.append(
+                        f"INFO:     10.0.0.{lines % 250}:{40000 + lines % 20000} - "
+                        f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+                    )
                 elif roll < bounds[1]:
-                    chunk.append(f"[{stamp} TP0] Prefill batch, #new-seq: 1, #new-token: "
-                                 f"{rng.randint(20, 900)}, #cached-token: 0, token usage: 0.01, "
-                                 f"#running-req: {rng.randint(1, 64)}, #queue-req: 0\n")  # fmt: skip
+                    chunk.append(
+                        f"[{stamp} TP0] Prefill batch, #new-seq: 1, #new-token: "
+                        f"{rng.randint(20, 900)}, #cached-token: 0, token usage: 0.01, "
+                        f"#running-req: {rng.randint(1, 64)}, #queue-req: 0\n"
+                    )
                 elif roll < bounds[2]:
                     tokens += 40
-                    chunk.append(f"[{stamp} TP0] Decode batch, #running-req: {rng.randint(1, 64)}"
-                                 f", #token: {tokens}, token usage: 0.02, accept len: "
-                                 f"{rng.uniform(1.5, 3.5):.2f}, accept rate: 0.55, cuda graph: "
-                                 f"True, gen throughput (token/s): {rng.uniform(50, 900):.2f}, "
-                                 "#queue-req: 0\n")  # fmt: skip
+                    chunk.append(
+                        f"[{stamp} TP0] Decode batch, #running-req: {rng.randint(1, 64)}"
+                        f", #token: {tokens}, token usage: 0.02, accept len: "
+                        f"{rng.uniform(1.5, 3.5):.2f}, accept rate: 0.55, cuda graph: "
+                        f"True, gen throughput (token/s): {rng.uniform(50, 900):.2f}, "
+                        "#queue-req: 0\n"
+                    )
                 elif roll < bounds[3]:
-                    chunk.append(f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [loggers.py:123] Engine"
-                                 f" 000: Avg prompt throughput: {rng.uniform(0, 9000):.1f} tokens/s,"
-                                 f" Avg generation throughput: {rng.uniform(50, 900):.1f} tokens/s, "
-                                 f"Running: {rng.randint(1, 64)} reqs, Waiting: 0 reqs, GPU KV cache"
-                                 " usage: 1.2%, Prefix cache hit rate: 0.0%\n")  # fmt: skip
+                    chunk.append(
+                        f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [loggers.py:123] Engine"
+                        f" 000: Avg prompt throughput: {rng.uniform(0, 9000):.1f} tokens/s,"
+                        f" Avg generation throughput: {rng.uniform(50, 900):.1f} tokens/s, "
+                        f"Running: {rng.randint(1, 64)} reqs, Waiting: 0 reqs, GPU KV cache"
+                        " usage: 1.2%, Prefix cache hit rate: 0.0%\n"
+                    )
                 else:
                     drafted = rng.randint(100, 5000) * 3
                     accepted = rng.randint(0, drafted)
-                    chunk.append(f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [metrics.py:96] "
-                                 f"SpecDecoding metrics: Mean acceptance length: "
-                                 f"{1 + accepted / (drafted / 3):.2f}, Accepted throughput: 4.37 "
-                                 f"tokens/s, Drafted throughput: 4.92 tokens/s, Accepted: "
-                                 f"{accepted} tokens, Drafted: {drafted} tokens, Per-position "
-                                 "acceptance rate: 0.900, 0.700, 0.500, Avg Draft acceptance rate:"
-                                 " 70.0%\n")  # fmt: skip
+                    chunk.append(
+                        f"(APIServer pid=1) INFO 02-26 {stamp[11:]} [metrics.py:96] "
+                        f"SpecDecoding metrics: Mean acceptance length: "
+                        f"{1 + accepted / (drafted / 3):.2f}, Accepted throughput: 4.37 "
+                        f"tokens/s, Drafted throughput: 4.92 tokens/s, Accepted: "
+                        f"{accepted} tokens, Drafted: {drafted} tokens, Per-position "
+                        "acceptance rate: 0.900, 0.700, 0.500, Avg Draft acceptance rate:"
+                        " 70.0%\n"
+                    )
             text = "".join(chunk)
             f.write(text)
             written += len(text.encode())
@@ -170,8 +180,9 @@ def timed(cmd: str) -> tuple[float, float]:
     gnu_time = shutil.which("time") if sys.platform == "linux" else None
     prefix = [gnu_time, "-f", "%M"] if gnu_time else []
     start = time.perf_counter()
-    out = subprocess.run([*prefix, "bash", "-c", cmd], check=True, stderr=subprocess.PIPE,
-                         text=True, env=ENVIRONMENT)  # fmt: skip
+    out = subprocess.run(
+        [*prefix, "bash", "-c", cmd], check=True, stderr=subprocess.PIPE, text=True, env=ENVIRONMENT
+    )
     wall = time.perf_counter() - start
     peak = int(out.stderr.strip().splitlines()[-1]) / 1024 if gnu_time else math.nan
     return wall, peak
@@ -202,8 +213,10 @@ def main() -> None:
         start = time.perf_counter()
         lines = generate(log, args.mb, args.mix)
         size = log.stat().st_size
-        print(f"generated a {args.mix!r} log of {size / 2**20:.0f} MiB, {lines:,} lines in "
-              f"{time.perf_counter() - start:.1f} s ({work})")  # fmt: skip
+        print(
+            f"generated a {args.mix!r} log of {size / 2**20:.0f} MiB, {lines:,} lines in "
+            f"{time.perf_counter() - start:.1f} s ({work})"
+        )
         cat = "cat"
         if args.gzip:
             subprocess.run(["gzip", "-6", str(log)], check=True)
@@ -217,7 +230,8 @@ def main() -> None:
             tail = "" if args.gzip else f" {log}"
             commands[f"{cat} | grep | awk, {name} fields"] = (
                 f"{source} -E 'Decode batch|SpecDecoding metrics'{tail} | {awk} -f "
-                f"{work / f'{name}.awk'} > {work / f'{name}.csv'}")  # fmt: skip
+                f"{work / f'{name}.awk'} > {work / f'{name}.csv'}"
+            )
         # A calibration, not a target: grep doing only ingest's selection of lines (every
         # marker breakeven knows, with line numbers), none of its parsing.
         (work / "markers.txt").write_text("\n".join(_markers()) + "\n")
@@ -236,16 +250,24 @@ def main() -> None:
                 wall, peak = timed(cmd)
                 results.setdefault(name, []).append(wall)
                 peaks[name] = peak
-        rows = {f"{cat} | grep | awk, same fields": work / "same.csv",
-                f"{cat} | grep | awk, few fields": work / "few.csv",
-                f"{cat} | grep -nF all markers": work / "marked.txt",
-                "breakeven ingest --out": work / "ingest.csv"}  # fmt: skip
+        rows = {
+            f"{cat} | grep | awk, same fields": work / "same.csv",
+            f"{cat} | grep | awk, few fields": work / "few.csv",
+            f"{cat} | grep -nF all markers": work / "marked.txt",
+            "breakeven ingest --out": work / "ingest.csv",
+        }
         mib = size / 2**20
         for name, walls in results.items():
             count = sum(1 for _ in open(rows[name]))
-            print(f"{name:31s} {min(walls):6.2f} s  {mib / min(walls):7.1f} MiB/s  {count:,} lines "
-                  "out" + (f"  (records and header; peak RSS of one process {peaks[name]:.0f} MiB)"
-                           if name.startswith("breakeven") else ""))  # fmt: skip
+            print(
+                f"{name:31s} {min(walls):6.2f} s  {mib / min(walls):7.1f} MiB/s  {count:,} lines "
+                "out"
+                + (
+                    f"  (records and header; peak RSS of one process {peaks[name]:.0f} MiB)"
+                    if name.startswith("breakeven")
+                    else ""
+                )
+            )
         b = min(results["breakeven ingest --out"])
         target = 1.3 if args.gzip else {"sglang": 0.8, "vllm": 3.0}.get(args.mix)
         g = min(results[f"{cat} | grep -nF all markers"])
@@ -255,13 +277,18 @@ def main() -> None:
         )
         for name in (f"{cat} | grep | awk, same fields", f"{cat} | grep | awk, few fields"):
             g = min(results[name])
-            verdict = ("" if target is None else
-                       f" ({'meets' if b <= target * g else 'MISSES'} the target of at most "
-                       f"{target}x)")  # fmt: skip
+            verdict = (
+                ""
+                if target is None
+                else f" ({'meets' if b <= target * g else 'MISSES'} the target of at most "
+                f"{target}x)"
+            )
             print(f"ratio ingest / ({name}): {b / g:.2f}x{verdict}")
         peak = peaks["breakeven ingest --out"]
-        print(f"peak RSS {peak:.0f} MiB ({'meets' if peak <= 256 else 'MISSES'} the target of at "
-              "most 256 MiB)")  # fmt: skip
+        print(
+            f"peak RSS {peak:.0f} MiB ({'meets' if peak <= 256 else 'MISSES'} the target of at "
+            "most 256 MiB)"
+        )
     finally:
         if not args.keep:
             shutil.rmtree(work)

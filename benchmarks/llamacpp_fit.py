@@ -29,9 +29,21 @@ from breakeven.cli import cli
 
 
 def bench(url: str, out: Path, label: str, k: int, requests: int) -> None:
-    for args in (["--label", "warm-up", "--requests", "2", "--max-tokens", "16"],
-                 ["--label", label, "-k", str(k), "--requests", str(requests),
-                  "--max-tokens", "64", "--out", str(out)]):  # fmt: skip
+    for args in (
+        ["--label", "warm-up", "--requests", "2", "--max-tokens", "16"],
+        [
+            "--label",
+            label,
+            "-k",
+            str(k),
+            "--requests",
+            str(requests),
+            "--max-tokens",
+            "64",
+            "--out",
+            str(out),
+        ],
+    ):
         r = CliRunner().invoke(cli, ["bench", "--url", url + "/v1", *args])
         if r.exit_code != 0:
             raise SystemExit(r.output)
@@ -59,13 +71,17 @@ def main() -> None:
         print(f"EPS {eps:g} ({runs}):")
         for g in data["groups"]:
             for row in g["by_k"]:
-                print(f"  k={row['k']}: accept_len {row['accept_len']:.3f}, measured "
-                      f"{row['measured_speedup']:.3f}x, predicted {row['predicted_speedup']:.3f}x, "
-                      f"held out {row['held_out_speedup']:.3f}x")  # fmt: skip
-            print(f"  held-out error at most {g['held_out_max_rel_error']:.1%}; best k "
-                  f"{g['best_k']} ({g['best_speedup']:.3f}x predicted); coefficients "
-                  f"{ {n: round(v, 4) for n, v in g['coefficients'].items()} }; merged "
-                  f"{g['merged']}")  # fmt: skip
+                print(
+                    f"  k={row['k']}: accept_len {row['accept_len']:.3f}, measured "
+                    f"{row['measured_speedup']:.3f}x, predicted {row['predicted_speedup']:.3f}x, "
+                    f"held out {row['held_out_speedup']:.3f}x"
+                )
+            print(
+                f"  held-out error at most {g['held_out_max_rel_error']:.1%}; best k "
+                f"{g['best_k']} ({g['best_speedup']:.3f}x predicted); coefficients "
+                f"{ {n: round(v, 4) for n, v in g['coefficients'].items()} }; merged "
+                f"{g['merged']}"
+            )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,10 @@ def main() -> None:
         times = [render(out) for _ in range(args.repeats)]
     best = min(times)
     print(f"first render (cold caches): {first:.2f} s")
-    print(f"500x500 surface to PNG, best of {args.repeats}: {best:.2f} s "
-          f"({'meets' if best <= 2 else 'MISSES'} <= 2 s)")  # fmt: skip
+    print(
+        f"500x500 surface to PNG, best of {args.repeats}: {best:.2f} s "
+        f"({'meets' if best <= 2 else 'MISSES'} <= 2 s)"
+    )
 
 
 if __name__ == "__main__":

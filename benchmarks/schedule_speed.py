@@ -72,8 +72,10 @@ def main() -> None:
     for kw in ({"min_gain": 0.02}, {"min_gain": 0.0}, {"shape": "threshold"}):
         t, _ = timed(lambda kw=kw: schedule_from_grid(big, **kw), args.repeat)
         print(f"schedule of 4096 batches x 64 k, {kw}: {t * 1e3:.0f} ms")
-    t, _ = timed(lambda: speedup_grid(CURVE, alpha=0.9, draft_step_ms=0.2, k_max=64,
-                                      max_batch=4096), args.repeat)  # fmt: skip
+    t, _ = timed(
+        lambda: speedup_grid(CURVE, alpha=0.9, draft_step_ms=0.2, k_max=64, max_batch=4096),
+        args.repeat,
+    )
     print(f"its speedup grid: {t * 1e3:.0f} ms")
 
 

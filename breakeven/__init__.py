@@ -61,10 +61,17 @@ from breakeven.sensitivity import Sensitivity, sensitivity
 __version__ = "0.1.0"
 
 # Imported when first used, so that the command line starts fast (benchmarks/cli_startup.py).
-_LAZY = {"CompareResult": "breakeven.compare", "compare": "breakeven.compare",
-         "parse_run": "breakeven.compare", "FitResult": "breakeven.fit", "fit": "breakeven.fit",
-         "fit_file": "breakeven.fit", "BatchSurface": "breakeven.surface",
-         "MoE": "breakeven.surface", "fit_surface": "breakeven.surface"}  # fmt: skip
+_LAZY = {
+    "CompareResult": "breakeven.compare",
+    "compare": "breakeven.compare",
+    "parse_run": "breakeven.compare",
+    "FitResult": "breakeven.fit",
+    "fit": "breakeven.fit",
+    "fit_file": "breakeven.fit",
+    "BatchSurface": "breakeven.surface",
+    "MoE": "breakeven.surface",
+    "fit_surface": "breakeven.surface",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -31,8 +31,9 @@ def proportional_groups(a: Any, names: Sequence[str]) -> tuple[list[list[int]], 
     return groups, merged
 
 
-def independent_groups(a: Any, groups: list[list[int]],
-                       names: Sequence[str]) -> tuple[list[list[int]], tuple[str, ...]]:  # fmt: skip
+def independent_groups(
+    a: Any, groups: list[list[int]], names: Sequence[str]
+) -> tuple[list[list[int]], tuple[str, ...]]:
     """The groups less those in the span of the ones before them (in order), which the
     equations cannot separate (a dependency of three or more columns), and a sentence for each
     one left out."""
@@ -45,13 +46,16 @@ def independent_groups(a: Any, groups: list[list[int]],
         if np.linalg.matrix_rank(trial, tol=1e-9 * max(trial.shape)) == len(kept) + 1:
             kept.append(g)
         else:
-            dropped += (" + ".join(names[j] for j in g) + ": not separable from the terms "
-                        "before it by these runs, taken as 0",)  # fmt: skip
+            dropped += (
+                " + ".join(names[j] for j in g) + ": not separable from the terms "
+                "before it by these runs, taken as 0",
+            )
     return kept, dropped
 
 
-def solve_groups(a: Any, b: Any, groups: list[list[int]], *,
-                 scaled: bool = False) -> tuple[Any, float]:  # fmt: skip
+def solve_groups(
+    a: Any, b: Any, groups: list[list[int]], *, scaled: bool = False
+) -> tuple[Any, float]:
     """Non-negative least squares (``scipy.optimize.nnls``) over the groups' columns: the full
     coefficient vector (a group's value in its first column) and the residual RMS.  With
     ``scaled``, each column is divided by its largest value first (for conditioning)."""

@@ -130,7 +130,7 @@ def _check(
 
     NaN is always outside.  Arrays are checked through their min and max, two
     fast passes, and searched element by element only when something is wrong.
-    """  # fmt: skip
+    """
 
     def inside(lo: Any, hi: Any) -> Any:
         above = lo > lower if open_lower else lo >= lower

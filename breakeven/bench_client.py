@@ -48,10 +48,19 @@ DEFAULT_PROMPTS = (
     "Describe the water cycle to a ten-year-old.",
 )
 # Columns of a bench CSV: the schema's, then what bench measures besides.
-_FIRST_COLUMNS = (*COLUMN_NAMES, "origin", "tpot_ms", "itl_ms", "ttft_ms", "completion_tokens",
-                  "chunks", "tokens_per_chunk", "tok_s_sd", "level_requests")  # fmt: skip
-BENCH_COLUMNS = (*_FIRST_COLUMNS, "spec_topk", "verify_tokens", "draft_tokens",
-                 "accepted_tokens")  # fmt: skip
+_FIRST_COLUMNS = (
+    *COLUMN_NAMES,
+    "origin",
+    "tpot_ms",
+    "itl_ms",
+    "ttft_ms",
+    "completion_tokens",
+    "chunks",
+    "tokens_per_chunk",
+    "tok_s_sd",
+    "level_requests",
+)
+BENCH_COLUMNS = (*_FIRST_COLUMNS, "spec_topk", "verify_tokens", "draft_tokens", "accepted_tokens")
 """The last four: a tree's branches and verify tokens (``--topk``, ``--verify-tokens``), and
 the tokens the server drafted and accepted for the request (llama.cpp's ``timings``)."""
 HEADERS = (BENCH_COLUMNS, _FIRST_COLUMNS)
@@ -83,8 +92,9 @@ def server_root(url: str) -> str:
     except ValueError:  # an unclosed IPv6 bracket, say
         host = None
     if host is None or parts.scheme not in ("http", "https"):
-        raise invalid_value("url", shown, "an http:// or https:// URL with a host, such as "
-                            "http://localhost:8000")  # fmt: skip
+        raise invalid_value(
+            "url", shown, "an http:// or https:// URL with a host, such as http://localhost:8000"
+        )
     try:
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError:
@@ -175,16 +185,20 @@ class Config:
         server_root(self.url)
         for c in self.concurrency:
             if not isinstance(c, int) or not 1 <= c <= MAX_CONCURRENCY:
-                raise invalid_value("concurrency", c, f"a whole number of requests from 1 to "
-                                    f"{MAX_CONCURRENCY:,}")  # fmt: skip
+                raise invalid_value(
+                    "concurrency", c, f"a whole number of requests from 1 to {MAX_CONCURRENCY:,}"
+                )
         if not isinstance(self.max_tokens, int) or not 2 <= self.max_tokens <= MAX_TOKENS:
-            raise invalid_value("max_tokens", self.max_tokens, f"a whole number of tokens from 2 "
-                                f"(so that a decode rate exists) to {MAX_TOKENS:,}")  # fmt: skip
+            raise invalid_value(
+                "max_tokens",
+                self.max_tokens,
+                f"a whole number of tokens from 2 (so that a decode rate exists) to {MAX_TOKENS:,}",
+            )
         if self.requests is not None and not 1 <= self.requests <= MAX_REQUESTS:
-            raise invalid_value("requests", self.requests, f"a whole number from 1 to "
-                                f"{MAX_REQUESTS:,}")  # fmt: skip
-        for name in ("ready_timeout_s", "connect_timeout_s", "idle_timeout_s",
-                     "request_timeout_s"):  # fmt: skip
+            raise invalid_value(
+                "requests", self.requests, f"a whole number from 1 to {MAX_REQUESTS:,}"
+            )
+        for name in ("ready_timeout_s", "connect_timeout_s", "idle_timeout_s", "request_timeout_s"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 < value <= MAX_TIMEOUT_S):
                 raise invalid_value(name, value, f"seconds above 0 and at most {MAX_TIMEOUT_S:g}")
@@ -206,8 +220,11 @@ def model_name(served: str | None) -> str | None:
 
 def environment(root: str, model: str, version: str | None) -> str:
     """The fingerprint written to every row: NCCL_*/CUDA_* variables, URL, model, version, host."""
-    pairs = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)
-             and " " not in v]  # fmt: skip
+    pairs = [
+        f"{k}={v}"
+        for k, v in sorted(os.environ.items())
+        if k.startswith(ENV_PREFIXES) and " " not in v
+    ]
     pairs += [f"url={root}", f"model={model.replace(' ', '_')}", f"host={platform.node()}"]
     if version:
         pairs.append(f"server_version={version}")
@@ -228,13 +245,16 @@ def read_prompts(path: str) -> list[str]:
         message = escape_braces(str(e))
         raise BreakevenError("{0}: " + shown + ": " + message, "prompts") from None
     if b"\0" in data:
-        raise BreakevenError("{0}: " + shown + " is binary data (a NUL byte); expected text, a "
-                             "prompt per line", "prompts")  # fmt: skip
+        raise BreakevenError(
+            "{0}: " + shown + " is binary data (a NUL byte); expected text, a prompt per line",
+            "prompts",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BreakevenError("{0}: " + shown + f" is not UTF-8 text (byte {e.start})",
-                             "prompts") from None  # fmt: skip
+        raise BreakevenError(
+            "{0}: " + shown + f" is not UTF-8 text (byte {e.start})", "prompts"
+        ) from None
     prompts = []
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -245,8 +265,11 @@ def read_prompts(path: str) -> list[str]:
             except (ValueError, KeyError, TypeError):
                 prompt = None
             if not isinstance(prompt, str):
-                raise BreakevenError("{0}: " + shown + f", line {i}: expected a JSON object with "
-                                     "a \"prompt\" string, or a plain line", "prompts")  # fmt: skip
+                raise BreakevenError(
+                    "{0}: " + shown + f", line {i}: expected a JSON object with "
+                    'a "prompt" string, or a plain line',
+                    "prompts",
+                )
             prompts.append(prompt)
         else:
             prompts.append(line)
@@ -334,9 +357,11 @@ class Bench:
         self.root = server_root(config.url)
         _, auth = split_url(config.url.strip())
         if auth is not None and config.api_key:
-            raise BreakevenError("{0}: holds a user and password, and an API key is given too: "
-                                 "a request carries one Authorization header; give one of them",
-                                 "url")  # fmt: skip
+            raise BreakevenError(
+                "{0}: holds a user and password, and an API key is given too: "
+                "a request carries one Authorization header; give one of them",
+                "url",
+            )
         self.auth = auth
         self.shown_root = shown_url(self.root, auth)
         self.redact = Redactor(config.api_key, auth=auth)
@@ -354,12 +379,17 @@ class Bench:
 
     def _client(self) -> Any:
         c = self.config
-        timeout = self.httpx.Timeout(connect=c.connect_timeout_s, read=c.idle_timeout_s,
-                                     write=c.idle_timeout_s, pool=c.request_timeout_s)  # fmt: skip
+        timeout = self.httpx.Timeout(
+            connect=c.connect_timeout_s,
+            read=c.idle_timeout_s,
+            write=c.idle_timeout_s,
+            pool=c.request_timeout_s,
+        )
         limits = self.httpx.Limits(max_connections=max(c.concurrency) + 2)
         auth = self.httpx.BasicAuth(*self.auth) if self.auth else None
-        return self.httpx.AsyncClient(timeout=timeout, headers=self.headers, limits=limits,
-                                      auth=auth)  # fmt: skip
+        return self.httpx.AsyncClient(
+            timeout=timeout, headers=self.headers, limits=limits, auth=auth
+        )
 
     def _error(self, message: str, name: str = "url") -> BreakevenError:
         """A readiness error: redacted, one line, naming ``name``."""
@@ -385,10 +415,13 @@ class Bench:
             response = await asyncio.wait_for(self._models(client), c.ready_timeout_s)
         except asyncio.TimeoutError:
             if self.loading:
-                raise self._error(f"{url} still answers 503 (loading) after "
-                                  f"{c.ready_timeout_s:g} s (--ready-timeout)") from None  # fmt: skip
-            raise self._error(f"{url} sent no reply within {c.ready_timeout_s:g} s "
-                              "(--ready-timeout)") from None  # fmt: skip
+                raise self._error(
+                    f"{url} still answers 503 (loading) after "
+                    f"{c.ready_timeout_s:g} s (--ready-timeout)"
+                ) from None
+            raise self._error(
+                f"{url} sent no reply within {c.ready_timeout_s:g} s (--ready-timeout)"
+            ) from None
         served = self._served(response, url)
         if self.model is None:
             if not served:
@@ -396,8 +429,9 @@ class Bench:
             self.model = served[0]
         elif self.model not in served:
             listed = ", ".join(map(repr, served)) or "nothing"
-            raise self._error(f"the server does not serve {self.model!r}; it serves {listed}",
-                              "model")  # fmt: skip
+            raise self._error(
+                f"the server does not serve {self.model!r}; it serves {listed}", "model"
+            )
         await self._identify(client)
 
     async def _models(self, client: Any) -> Any:
@@ -408,8 +442,11 @@ class Bench:
                 response = await client.get(self.root + "/v1/models")
             except self.httpx.ConnectError as e:
                 reason = str(e) or type(e).__name__
-                if "Name or service not known" in reason or "nodename nor servname" in reason \
-                        or "getaddrinfo" in reason:  # fmt: skip
+                if (
+                    "Name or service not known" in reason
+                    or "nodename nor servname" in reason
+                    or "getaddrinfo" in reason
+                ):
                     why = f"the host name does not resolve ({reason})"
                 else:
                     why = f"the connection was refused or failed ({reason}): is the server running?"
@@ -417,8 +454,10 @@ class Bench:
             except self.httpx.TimeoutException as e:
                 raise self._error(f"{url}: {self._timeout_reason(e)}") from None
             except self.httpx.HTTPError as e:  # a reset, a broken reply
-                raise self._error(f"{url}: the connection failed while reading the reply "
-                                  f"({type(e).__name__}: {_printable(str(e), 120)})") from None  # fmt: skip
+                raise self._error(
+                    f"{url}: the connection failed while reading the reply "
+                    f"({type(e).__name__}: {_printable(str(e), 120)})"
+                ) from None
             self.loading = response.status_code == 503
             if self.loading:
                 await asyncio.sleep(0.5)
@@ -429,9 +468,11 @@ class Bench:
         """The model ids a ``/v1/models`` reply lists."""
         status = response.status_code
         if status == 404:
-            hint = (" The URL holds /v1 twice: give the server root or one /v1."
-                    if "/v1/v1/" in url else
-                    " Is this an OpenAI-compatible server, and is the URL's path its root?")  # fmt: skip
+            hint = (
+                " The URL holds /v1 twice: give the server root or one /v1."
+                if "/v1/v1/" in url
+                else " Is this an OpenAI-compatible server, and is the URL's path its root?"
+            )
             raise self._error(f"404 Not Found for {url}.{hint}")
         if status in (401, 403):
             raise self._error(f"{status} from {url}: give the API key with --api-key-env")
@@ -440,25 +481,32 @@ class Bench:
         try:
             body = response.json()
         except ValueError:
-            raise self._error(f"{url} answered with a body that is not JSON "
-                              f"({_printable(response.text, 80)!r}): is this an "
-                              "OpenAI-compatible server?") from None  # fmt: skip
+            raise self._error(
+                f"{url} answered with a body that is not JSON "
+                f"({_printable(response.text, 80)!r}): is this an "
+                "OpenAI-compatible server?"
+            ) from None
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
-            raise self._error(f"{url} answered JSON without a list of models under \"data\" (a "
-                              f"{type(body).__name__}): is this an OpenAI-compatible server?")  # fmt: skip
+            raise self._error(
+                f'{url} answered JSON without a list of models under "data" (a '
+                f"{type(body).__name__}): is this an OpenAI-compatible server?"
+            )
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     async def _identify(self, client: Any) -> None:
         """The engine and its version, where the server says (a few seconds at most):
         llama.cpp's ``/props`` (``build_info``), vLLM's ``/version``, SGLang's
         ``/get_server_info`` (``version``)."""
-        for path, engine, key in (("/props", "llamacpp", "build_info"),
-                                  ("/version", "vllm", "version"),
-                                  ("/get_server_info", "sglang", "version")):  # fmt: skip
+        for path, engine, key in (
+            ("/props", "llamacpp", "build_info"),
+            ("/version", "vllm", "version"),
+            ("/get_server_info", "sglang", "version"),
+        ):
             try:
-                reply = await asyncio.wait_for(client.get(self.root + path),
-                                               min(5.0, self.config.request_timeout_s))  # fmt: skip
+                reply = await asyncio.wait_for(
+                    client.get(self.root + path), min(5.0, self.config.request_timeout_s)
+                )
                 body = reply.json() if reply.status_code == 200 else None
             except (self.httpx.HTTPError, ValueError, asyncio.TimeoutError):
                 continue
@@ -469,10 +517,13 @@ class Bench:
 
     def _payload(self, prompt: str) -> tuple[str, dict[str, Any]]:
         c = self.config
-        body: dict[str, Any] = {"model": self.model, "max_tokens": c.max_tokens, "stream": True,
-                                "temperature": 0.0,
-                                "stream_options": {"include_usage": True,
-                                                   "continuous_usage_stats": True}}  # fmt: skip
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": c.max_tokens,
+            "stream": True,
+            "temperature": 0.0,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
         if c.ignore_eos:
             body["ignore_eos"] = True
         if c.chat:
@@ -487,11 +538,15 @@ class Bench:
         """Stream one request and time its tokens; any fault is a failed request with a reason
         (redacted), never an exception.  ``request_timeout_s`` bounds the whole request."""
         try:
-            return await asyncio.wait_for(self._stream(client, prompt, level),
-                                          self.config.request_timeout_s)  # fmt: skip
+            return await asyncio.wait_for(
+                self._stream(client, prompt, level), self.config.request_timeout_s
+            )
         except asyncio.TimeoutError:
-            return RequestResult(False, f"the request took longer than "
-                                 f"{self.config.request_timeout_s:g} s (--request-timeout)")  # fmt: skip
+            return RequestResult(
+                False,
+                f"the request took longer than "
+                f"{self.config.request_timeout_s:g} s (--request-timeout)",
+            )
 
     async def _stream(self, client: Any, prompt: str, level: _Level | None) -> RequestResult:
         import json
@@ -507,13 +562,16 @@ class Bench:
         draft_counts: tuple[int | None, int | None] = (None, None)
         done = False
         try:
-            async with self.httpx_sse.aconnect_sse(client, "POST", self.root + path,
-                                                   json=body) as source:  # fmt: skip
+            async with self.httpx_sse.aconnect_sse(
+                client, "POST", self.root + path, json=body
+            ) as source:
                 if source.response.status_code != 200:
                     await source.response.aread()
                     text = self.redact(source.response.text)
-                    return RequestResult(False, f"HTTP {source.response.status_code} from {url}: "
-                                         f"{_printable(text, 200)}")  # fmt: skip
+                    return RequestResult(
+                        False,
+                        f"HTTP {source.response.status_code} from {url}: {_printable(text, 200)}",
+                    )
                 async for event in source.aiter_sse():
                     if event.data.strip() == "[DONE]":
                         done = True
@@ -558,16 +616,24 @@ class Bench:
         # The first chunk's tokens arrive with the first token (prefill); decode is the rest.
         # Without per-chunk usage, a chunk is taken to carry the mean number of tokens.
         first_tokens = first_usage if first_usage is not None else total / chunks
-        return RequestResult(True, ttft_ms=1000.0 * (first - start), decode_s=last - first,
-                             completion_tokens=total, first_chunk_tokens=first_tokens,
-                             chunks=chunks, chunk_gaps_ms=gaps, draft_tokens=draft_counts[0],
-                             accepted_tokens=draft_counts[1])  # fmt: skip
+        return RequestResult(
+            True,
+            ttft_ms=1000.0 * (first - start),
+            decode_s=last - first,
+            completion_tokens=total,
+            first_chunk_tokens=first_tokens,
+            chunks=chunks,
+            chunk_gaps_ms=gaps,
+            draft_tokens=draft_counts[0],
+            accepted_tokens=draft_counts[1],
+        )
 
     async def scrape(self, client: Any) -> str | None:
         """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""
         try:
-            response = await asyncio.wait_for(client.get(self.root + "/metrics"),
-                                              min(10.0, self.config.request_timeout_s))  # fmt: skip
+            response = await asyncio.wait_for(
+                client.get(self.root + "/metrics"), min(10.0, self.config.request_timeout_s)
+            )
         except (self.httpx.HTTPError, asyncio.TimeoutError):
             return None
         return response.text if response.status_code == 200 else None
@@ -628,22 +694,30 @@ class Bench:
         try:
             from breakeven.iotools.prometheus import read_metrics
 
-            return read_metrics(after, before, source="bench",
-                                num_spec_tokens=self.config.num_spec_tokens)  # fmt: skip
+            return read_metrics(
+                after, before, source="bench", num_spec_tokens=self.config.num_spec_tokens
+            )
         except ImportError:
-            self.warn("reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
-                      "accept_len and the server's own rates are left empty")  # fmt: skip
+            self.warn(
+                "reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
+                "accept_len and the server's own rates are left empty"
+            )
         except ValueError:
-            self.warn(f"{self.shown_root}/metrics is not Prometheus text: accept_len and the "
-                      "server's own rates are left empty")  # fmt: skip
+            self.warn(
+                f"{self.shown_root}/metrics is not Prometheus text: accept_len and the "
+                "server's own rates are left empty"
+            )
         return []
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
         for r in self._records(before, after):
             if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
-                return {"accept_len": r["accept_len"], "acceptance_rate": r.get("acceptance_rate"),
-                        "num_spec_tokens": r.get("num_spec_tokens"),
-                        "per_position": r.get("per_position")}  # fmt: skip
+                return {
+                    "accept_len": r["accept_len"],
+                    "acceptance_rate": r.get("acceptance_rate"),
+                    "num_spec_tokens": r.get("num_spec_tokens"),
+                    "per_position": r.get("per_position"),
+                }
         return {}
 
     def _server_view(self, before: str | None, after: str | None) -> dict[str, Any]:
@@ -651,8 +725,17 @@ class Bench:
         them (llama.cpp's generation time)."""
         for r in self._records(before, after):
             if r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms")):
-                return {key: r.get(key) for key in ("tok_s", "step_ms", "cycle_ms", "accept_len",
-                                                    "acceptance_rate", "num_spec_tokens")}  # fmt: skip
+                return {
+                    key: r.get(key)
+                    for key in (
+                        "tok_s",
+                        "step_ms",
+                        "cycle_ms",
+                        "accept_len",
+                        "acceptance_rate",
+                        "num_spec_tokens",
+                    )
+                }
         return {}
 
     def warn(self, message: str) -> None:
@@ -660,37 +743,57 @@ class Bench:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    def _warn_no_counters(self, concurrency: int, before: str | None, after: str | None,
-                          summary: dict[str, Any]) -> None:  # fmt: skip
+    def _warn_no_counters(
+        self, concurrency: int, before: str | None, after: str | None, summary: dict[str, Any]
+    ) -> None:
         k = self.config.num_spec_tokens
         if not k or summary.get("accept_len") is not None:
             return
         where = f"{self.shown_root}/metrics"
-        why = ("answers nothing" if before is None or after is None else
-               "shows no spec-decode counters (vllm:spec_decode_*, llamacpp:spec_decode_*, "
-               "sglang:spec_accept_length)")  # fmt: skip
-        self.warn(f"-k {k} was given, but {where} {why}: accept_len is left empty at "
-                  f"concurrency {concurrency} (llama-server needs --metrics and --spec-type)")  # fmt: skip
+        why = (
+            "answers nothing"
+            if before is None or after is None
+            else "shows no spec-decode counters (vllm:spec_decode_*, llamacpp:spec_decode_*, "
+            "sglang:spec_accept_length)"
+        )
+        self.warn(
+            f"-k {k} was given, but {where} {why}: accept_len is left empty at "
+            f"concurrency {concurrency} (llama-server needs --metrics and --spec-type)"
+        )
 
     def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:
         c = self.config
         k = c.num_spec_tokens if c.num_spec_tokens is not None else level.get("num_spec_tokens")
         row = {
-            "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
+            "run_id": f"{c.label}-c{concurrency}-{self.started}",
+            "label": c.label,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "engine": self.engine, "model": model_name(self.model),
-            "hardware": c.hardware, "concurrency": concurrency, "num_spec_tokens": k,
-            "spec_method": c.spec_method, "spec_topk": c.spec_topk,
-            "verify_tokens": c.verify_tokens, "tok_s": r.decode_tok_s,
-            "aggregate_tok_s": level["aggregate_tok_s"], "accept_len": level.get("accept_len"),
-            "acceptance_rate": level.get("acceptance_rate"), "env": self.env,
+            "engine": self.engine,
+            "model": model_name(self.model),
+            "hardware": c.hardware,
+            "concurrency": concurrency,
+            "num_spec_tokens": k,
+            "spec_method": c.spec_method,
+            "spec_topk": c.spec_topk,
+            "verify_tokens": c.verify_tokens,
+            "tok_s": r.decode_tok_s,
+            "aggregate_tok_s": level["aggregate_tok_s"],
+            "accept_len": level.get("accept_len"),
+            "acceptance_rate": level.get("acceptance_rate"),
+            "env": self.env,
             "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",
-            "origin": "client", "tpot_ms": r.tpot_ms, "itl_ms": r.itl_ms, "ttft_ms": r.ttft_ms,
-            "completion_tokens": r.completion_tokens, "chunks": r.chunks,
+            "origin": "client",
+            "tpot_ms": r.tpot_ms,
+            "itl_ms": r.itl_ms,
+            "ttft_ms": r.ttft_ms,
+            "completion_tokens": r.completion_tokens,
+            "chunks": r.chunks,
             "tokens_per_chunk": r.completion_tokens / r.chunks if r.chunks else None,
-            "tok_s_sd": level["tok_s_sd"], "level_requests": level["requests"],
-            "draft_tokens": r.draft_tokens, "accepted_tokens": r.accepted_tokens,
-        }  # fmt: skip
+            "tok_s_sd": level["tok_s_sd"],
+            "level_requests": level["requests"],
+            "draft_tokens": r.draft_tokens,
+            "accepted_tokens": r.accepted_tokens,
+        }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
     def _server_row(self, concurrency: int, level: dict, server: dict[str, Any]) -> dict[str, Any]:
@@ -699,18 +802,28 @@ class Bench:
         c = self.config
         k = c.num_spec_tokens if c.num_spec_tokens is not None else server.get("num_spec_tokens")
         row = {
-            "run_id": f"{c.label}-c{concurrency}-{self.started}", "label": c.label,
+            "run_id": f"{c.label}-c{concurrency}-{self.started}",
+            "label": c.label,
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "engine": self.engine, "model": model_name(self.model), "hardware": c.hardware,
-            "concurrency": concurrency, "num_spec_tokens": k if k is not None else 0,
-            "spec_method": c.spec_method, "spec_topk": c.spec_topk,
-            "verify_tokens": c.verify_tokens, "tok_s": server["tok_s"],
-            "accept_len": server.get("accept_len"), "acceptance_rate": server.get("acceptance_rate"),
-            "step_ms": server.get("step_ms"), "cycle_ms": server.get("cycle_ms"), "env": self.env,
+            "engine": self.engine,
+            "model": model_name(self.model),
+            "hardware": c.hardware,
+            "concurrency": concurrency,
+            "num_spec_tokens": k if k is not None else 0,
+            "spec_method": c.spec_method,
+            "spec_topk": c.spec_topk,
+            "verify_tokens": c.verify_tokens,
+            "tok_s": server["tok_s"],
+            "accept_len": server.get("accept_len"),
+            "acceptance_rate": server.get("acceptance_rate"),
+            "step_ms": server.get("step_ms"),
+            "cycle_ms": server.get("cycle_ms"),
+            "env": self.env,
             "source": f"bench {self.shown_root}/metrics concurrency {concurrency}: the server's "
-                      "counters over the level",
-            "origin": "server", "level_requests": level["requests"],
-        }  # fmt: skip
+            "counters over the level",
+            "origin": "server",
+            "level_requests": level["requests"],
+        }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
     async def run(self, write: Callable[[dict], None]) -> list[dict]:
@@ -764,14 +877,17 @@ class RowWriter:
         except OSError:
             regular = True  # a new file (or one that cannot be read: said below)
         if not regular:
-            raise BreakevenError("{0}: " + shown + " is not a regular file (a directory, a "
-                                 "named pipe, a device); expected a CSV file to append to",
-                                 "out")  # fmt: skip
+            raise BreakevenError(
+                "{0}: " + shown + " is not a regular file (a directory, a "
+                "named pipe, a device); expected a CSV file to append to",
+                "out",
+            )
         try:
             self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as e:
-            raise BreakevenError("{0}: cannot write " + shown + f" ({e.strerror or e})",
-                                 "out") from None  # fmt: skip
+            raise BreakevenError(
+                "{0}: cannot write " + shown + f" ({e.strerror or e})", "out"
+            ) from None
         try:
             with self._locked():
                 self._check_header(path, shown)
@@ -789,14 +905,18 @@ class RowWriter:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
         if b"\0" in head:
-            raise BreakevenError("{0}: " + shown + " is binary data; append to a bench CSV or "
-                                 "give a new file", "out")  # fmt: skip
+            raise BreakevenError(
+                "{0}: " + shown + " is binary data; append to a bench CSV or give a new file", "out"
+            )
         lines = head.decode("utf-8", errors="replace").splitlines()
         first = next((line for line in lines if not line.startswith("#")), "")
         header = next(csv.reader([first]), [])
         if tuple(header) not in HEADERS:
-            raise BreakevenError("{0}: " + shown + " has other columns than bench writes; append "
-                                 "to a bench CSV or give a new file", "out")  # fmt: skip
+            raise BreakevenError(
+                "{0}: " + shown + " has other columns than bench writes; append "
+                "to a bench CSV or give a new file",
+                "out",
+            )
         self.columns = tuple(header)
 
     @contextmanager
@@ -828,8 +948,10 @@ class RowWriter:
         self.rows += 1
         if self.fd is None:
             return
-        values = ["" if (v := row.get(col)) is None or (isinstance(v, float) and math.isnan(v))
-                  else v for col in self.columns]  # fmt: skip
+        values = [
+            "" if (v := row.get(col)) is None or (isinstance(v, float) and math.isnan(v)) else v
+            for col in self.columns
+        ]
         with self._locked():
             self._append(values)
 

@@ -201,12 +201,19 @@ class CheckResult:
 
         return {
             "comparisons": [{k: clean(v) for k, v in asdict(c).items()} for c in self.comparisons],
-            "flags": [{"code": f.code, "message": f.message, "lines": list(f.lines),
-                       "line_count": max(f.line_count, len(f.lines))} for f in self.flags],
+            "flags": [
+                {
+                    "code": f.code,
+                    "message": f.message,
+                    "lines": list(f.lines),
+                    "line_count": max(f.line_count, len(f.lines)),
+                }
+                for f in self.flags
+            ],
             "server_checks": [asdict(c) for c in self.server_checks],
             "baselines": [{k: clean(v) for k, v in asdict(b).items()} for b in self.baselines],
             "tolerance": self.tolerance,
-        }  # fmt: skip
+        }
 
     def to_frame(self) -> Any:
         """The comparisons as a pandas DataFrame."""
@@ -258,12 +265,41 @@ def _launches(df: Any) -> Any:
 
 
 # The measurement columns check reads (others, such as source, are not needed).
-COLUMNS_USED = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin",
-                "concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms", "verify_ms",
-                "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup", "source")  # fmt: skip
+COLUMNS_USED = (
+    "model",
+    "hardware",
+    "spec_method",
+    "label",
+    "env",
+    "run_id",
+    "origin",
+    "concurrency",
+    "num_spec_tokens",
+    "tok_s",
+    "accept_len",
+    "cycle_ms",
+    "verify_ms",
+    "draft_ms",
+    "step_ms",
+    "tpot_ms",
+    "itl_ms",
+    "speedup",
+    "source",
+)
 _TEXT_COLUMNS = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin")
-_NUMBER_COLUMNS = ("concurrency", "num_spec_tokens", "tok_s", "accept_len", "cycle_ms",
-                   "verify_ms", "draft_ms", "step_ms", "tpot_ms", "itl_ms", "speedup")  # fmt: skip
+_NUMBER_COLUMNS = (
+    "concurrency",
+    "num_spec_tokens",
+    "tok_s",
+    "accept_len",
+    "cycle_ms",
+    "verify_ms",
+    "draft_ms",
+    "step_ms",
+    "tpot_ms",
+    "itl_ms",
+    "speedup",
+)
 CONFIG = ["model", "hardware", "concurrency_key"]
 """What a speculative run and its baseline share: model, hardware and concurrency."""
 
@@ -287,8 +323,9 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         server/client agreement (default 0.05).
     """
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
-        raise BreakevenError("{0}: got " + f"{tolerance!r}, expected a fraction in (0, 1)",
-                             "tolerance")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + f"{tolerance!r}, expected a fraction in (0, 1)", "tolerance"
+        )
     df = normalise(data)
     findings = _Findings()
     flag_rows(df, findings)
@@ -297,8 +334,14 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     comparisons, intervals = pair(df, base, tolerance, findings)
     order = list(FLAGS)
     flags = sorted(findings.flags, key=lambda f: order.index(f.code))
-    return CheckResult(tuple(comparisons), tuple(flags), float(tolerance), tuple(server_checks),
-                       tuple(intervals), tuple(base.summary))  # fmt: skip
+    return CheckResult(
+        tuple(comparisons),
+        tuple(flags),
+        float(tolerance),
+        tuple(server_checks),
+        tuple(intervals),
+        tuple(base.summary),
+    )
 
 
 @dataclass
@@ -347,8 +390,7 @@ def normalise(data: Any) -> Any:
             df[column] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [""])
         df[column] = _categorical(df[column])
     for column in _NUMBER_COLUMNS:
-        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns \
-            else np.nan  # fmt: skip
+        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns else np.nan
     found = first_bad_number(df)  # read_measurements says which file; a DataFrame has none
     if found is not None:
         column, at, value = found
@@ -395,22 +437,35 @@ def flag_rows(df: Any, findings: _Findings) -> None:
     for i in np.flatnonzero(out_of_range):
         at = int(line[i])
         kind = "below 1" if tau[i] < 1 else f"above k + 1 = {k[i] + 1:g}"
-        findings.add(Flag("accept_len_out_of_range",
-                          f"Line {at}: accept_len {tau[i]:g} is {kind}; a cycle emits 1 to k + 1 "
-                          "tokens (bonus included). Check that the source counts the bonus token "
-                          "and that k is right.", (at,)), (at,))  # fmt: skip
+        findings.add(
+            Flag(
+                "accept_len_out_of_range",
+                f"Line {at}: accept_len {tau[i]:g} is {kind}; a cycle emits 1 to k + 1 "
+                "tokens (bonus included). Check that the source counts the bonus token "
+                "and that k is right.",
+                (at,),
+            ),
+            (at,),
+        )
     itl, tok, tpot = (df[c].to_numpy() for c in ("itl_ms", "tok_s", "tpot_ms"))
     chunky = np.flatnonzero(spec & ~np.isnan(itl) & ~np.isnan(tok))  # few rows have an ITL
     from_itl = np.abs(tok[chunky] * itl[chunky] / 1000.0 - 1) <= 0.02
     with np.errstate(invalid="ignore"):
-        several = (itl[chunky] > 1.2 * tpot[chunky]) | (np.isnan(tpot[chunky]) &
-                                                        (tau[chunky] > 1.2))  # fmt: skip
+        several = (itl[chunky] > 1.2 * tpot[chunky]) | (
+            np.isnan(tpot[chunky]) & (tau[chunky] > 1.2)
+        )
     for i in chunky[from_itl & several]:
         at = int(line[i])
-        findings.add(Flag("itl_per_chunk",
-                          f"Line {at}: tok_s {_n(tok[i], 2)} equals 1000 / itl_ms; under "
-                          "speculation a streamed chunk carries about accept_len tokens, so this "
-                          "undercounts the decode rate. Use 1000 / tpot_ms.", (at,)), (at,))  # fmt: skip
+        findings.add(
+            Flag(
+                "itl_per_chunk",
+                f"Line {at}: tok_s {_n(tok[i], 2)} equals 1000 / itl_ms; under "
+                "speculation a streamed chunk carries about accept_len tokens, so this "
+                "undercounts the decode rate. Use 1000 / tpot_ms.",
+                (at,),
+            ),
+            (at,),
+        )
 
 
 def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCheck]:
@@ -419,8 +474,10 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
     present = set(origins.cat.categories[origins.cat.codes.unique()])
     if not {"server", "client"} <= present:  # one view only: nothing to cross-check
         return []
-    runs = df.loc[(df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
-                  ["run_id", "origin", "tok_s", "line"]]  # fmt: skip
+    runs = df.loc[
+        (df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
+        ["run_id", "origin", "tok_s", "line"],
+    ]
     means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
     if not {"server", "client"} <= set(means.columns):
         return []
@@ -433,11 +490,17 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
         checks.append(ServerCheck(str(run_id), float(server), float(client), float(ratio), agree))
         if not agree:
             lines = _lines(lines_by_run.get_group(run_id))
-            findings.add(Flag("server_client_mismatch",
-                              f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
-                              f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
-                              "One of them is not measuring the same decode: check prefill "
-                              "exclusion, concurrency and ITL vs TPOT.", lines), lines)  # fmt: skip
+            findings.add(
+                Flag(
+                    "server_client_mismatch",
+                    f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
+                    f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
+                    "One of them is not measuring the same decode: check prefill "
+                    "exclusion, concurrency and ITL vs TPOT.",
+                    lines,
+                ),
+                lines,
+            )
     return checks
 
 
@@ -489,8 +552,17 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     for e, first in enumerate(env_first):
         m, h, c = config_keys[config[first]]
         labels = tuple(dict.fromkeys(map(str, run_label[run_env == e])))
-        summary.append(Baseline(str(m), str(h), float(c) if c >= 0 else math.nan, str(env_fp[e]),
-                                labels, float(env_mean[e]), int(env_runs[e])))  # fmt: skip
+        summary.append(
+            Baseline(
+                str(m),
+                str(h),
+                float(c) if c >= 0 else math.nan,
+                str(env_fp[e]),
+                labels,
+                float(env_mean[e]),
+                int(env_runs[e]),
+            )
+        )
         envs_by_config.setdefault((m, h, c), []).append((env_fp[e], float(env_mean[e])))
     by_config = _positions(config, config_keys)
     by_env = _positions(
@@ -507,20 +579,30 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         means = envs_by_config[key]
         if len(means) == 1 and not spread > tolerance:
             continue
-        parts = [f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)")
-                 for fp, m in means]  # fmt: skip
+        parts = [
+            f"{_n(m, 2)} tok/s" + (f" ({fp})" if fp else " (no env recorded)") for fp, m in means
+        ]
         why = "their environments differ" if len(means) > 1 else "with the same environment"
-        drift[key] = (f"Baselines for {key[0] or 'this model'} on {key[1] or 'this hardware'} "
-                      f"{_at_concurrency(key[2])} disagree by {_percent(spread)} ({why}): "
-                      f"{'; '.join(parts)}. A baseline measured in another launch is not a "
-                      "baseline: re-measure it right before the speculative run, same "
-                      "environment.")  # fmt: skip
+        drift[key] = (
+            f"Baselines for {key[0] or 'this model'} on {key[1] or 'this hardware'} "
+            f"{_at_concurrency(key[2])} disagree by {_percent(spread)} ({why}): "
+            f"{'; '.join(parts)}. A baseline measured in another launch is not a "
+            "baseline: re-measure it right before the speculative run, same "
+            "environment."
+        )
         at = by_config[key]  # positions in the baseline rows, in file order
         findings.add(Flag("baseline_drift", drift[key], _lines(line[at]), len(at)))
     return _Baselines(
-        tok, df["launch"].to_numpy()[rows], df["step_ms"].to_numpy(dtype=float)[rows],
-        _values_at(df["fingerprint"], rows), line, by_config, by_env, drift, summary,
-    )  # fmt: skip
+        tok,
+        df["launch"].to_numpy()[rows],
+        df["step_ms"].to_numpy(dtype=float)[rows],
+        _values_at(df["fingerprint"], rows),
+        line,
+        by_config,
+        by_env,
+        drift,
+        summary,
+    )
 
 
 def _values_at(column: Any, positions: Any) -> Any:
@@ -641,8 +723,9 @@ class _RunStats:
     n_published: int
 
 
-def pair(df: Any, base: _Baselines, tolerance: float,
-         findings: _Findings) -> tuple[list[Comparison], list[SpeedupInterval]]:  # fmt: skip
+def pair(
+    df: Any, base: _Baselines, tolerance: float, findings: _Findings
+) -> tuple[list[Comparison], list[SpeedupInterval]]:
     """Each speculative run (rows sharing :data:`_RUN_KEYS`) against its baseline: the same
     configuration, in the same environment where one ran in it (else ``stale_baseline``)."""
     import numpy as np
@@ -653,10 +736,16 @@ def pair(df: Any, base: _Baselines, tolerance: float,
     rows = np.flatnonzero((df["is_spec"] & ~df["echo"] & measures).to_numpy())
     number, first = _group_numbers(df, rows, _RUN_KEYS)
     n = len(first)
-    means = {name: _group_means(number, df[column].to_numpy(dtype=float)[rows], n)
-             for name, column in (("tau", "accept_len"), ("cycle", "cycle_ms"),
-                                  ("verify", "verify_ms"), ("draft", "draft_ms"),
-                                  ("published", "speedup"))}  # fmt: skip
+    means = {
+        name: _group_means(number, df[column].to_numpy(dtype=float)[rows], n)
+        for name, column in (
+            ("tau", "accept_len"),
+            ("cycle", "cycle_ms"),
+            ("verify", "verify_ms"),
+            ("draft", "draft_ms"),
+            ("published", "speedup"),
+        )
+    }
     order = _stable_order(number, n)  # rows of each group, in file order
     starts = np.searchsorted(number[order], np.arange(n + 1))
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
@@ -669,19 +758,34 @@ def pair(df: Any, base: _Baselines, tolerance: float,
     comparisons, intervals = [], []
     for g in range(n):
         key = tuple(column[g] for column in key_columns)
-        stats = _RunStats(*(float(means[m][0][g]) for m in ("tau", "cycle", "verify", "draft",
-                                                             "published")),
-                          int(means["published"][1][g]))  # fmt: skip
+        stats = _RunStats(
+            *(float(means[m][0][g]) for m in ("tau", "cycle", "verify", "draft", "published")),
+            int(means["published"][1][g]),
+        )
         at = order[starts[g] : starts[g + 1]]
-        c, interval = _pair_one(key, stats, tok[at], launch[at], _lines(line[at]),
-                                set(codes_by_group.get(g, ())), base, tolerance, findings)  # fmt: skip
+        c, interval = _pair_one(
+            key,
+            stats,
+            tok[at],
+            launch[at],
+            _lines(line[at]),
+            set(codes_by_group.get(g, ())),
+            base,
+            tolerance,
+            findings,
+        )
         comparisons.append(c)
         intervals.append(interval)
     return comparisons, intervals
 
 
-def _pick_baseline(key: tuple[Any, ...], lines: tuple[int, ...], published: bool,
-                   base: _Baselines, findings: _Findings) -> tuple[Any, set[str]]:  # fmt: skip
+def _pick_baseline(
+    key: tuple[Any, ...],
+    lines: tuple[int, ...],
+    published: bool,
+    base: _Baselines,
+    findings: _Findings,
+) -> tuple[Any, set[str]]:
     """The baseline rows a run is compared with (positions in ``base``), and the codes raised:
     the same environment's where there are some, else all of the configuration's."""
     import numpy as np
@@ -696,30 +800,51 @@ def _pick_baseline(key: tuple[Any, ...], lines: tuple[int, ...], published: bool
     if published:
         return none, codes  # the source's own speedup needs no baseline row
     if not len(candidates):
-        there = sorted({f"{b.model or 'an unnamed model'} on {b.hardware or 'unnamed hardware'} "
-                        f"{_at_concurrency(-1 if math.isnan(b.concurrency) else b.concurrency)}"
-                        for b in base.summary})  # fmt: skip
-        findings.add(Flag("baseline_missing",
-                          f"{where}: no baseline of {model or 'this model'} on "
-                          f"{hardware or 'this hardware'} {_at_concurrency(conc)}"
-                          + (f" (the baselines are of {'; '.join(there[:3])})" if there else "")
-                          + ". Measure one, in the same launch environment, before enabling "
-                          "speculation.", lines))  # fmt: skip
+        there = sorted(
+            {
+                f"{b.model or 'an unnamed model'} on {b.hardware or 'unnamed hardware'} "
+                f"{_at_concurrency(-1 if math.isnan(b.concurrency) else b.concurrency)}"
+                for b in base.summary
+            }
+        )
+        findings.add(
+            Flag(
+                "baseline_missing",
+                f"{where}: no baseline of {model or 'this model'} on "
+                f"{hardware or 'this hardware'} {_at_concurrency(conc)}"
+                + (f" (the baselines are of {'; '.join(there[:3])})" if there else "")
+                + ". Measure one, in the same launch environment, before enabling "
+                "speculation.",
+                lines,
+            )
+        )
         return none, codes | {"baseline_missing"}
     if len(same_env):
         return same_env, codes
     differs = _env_difference(fp, base.fingerprint[candidates[0]])
-    findings.add(Flag("stale_baseline",
-                      f"{where} is compared with a baseline from another environment (env "
-                      f"differs: {differs}). Its speedup is not trustworthy: re-measure the "
-                      "baseline with the same environment.",
-                      lines + _lines(base.line[candidates])))  # fmt: skip
+    findings.add(
+        Flag(
+            "stale_baseline",
+            f"{where} is compared with a baseline from another environment (env "
+            f"differs: {differs}). Its speedup is not trustworthy: re-measure the "
+            "baseline with the same environment.",
+            lines + _lines(base.line[candidates]),
+        )
+    )
     return candidates, codes | {"stale_baseline"}
 
 
-def _pair_one(key: tuple[Any, ...], row: Any, spec_tok: Any, spec_launch: Any,
-              lines: tuple[int, ...], codes: set[str], base: _Baselines, tolerance: float,
-              findings: _Findings) -> tuple[Comparison, SpeedupInterval]:  # fmt: skip
+def _pair_one(
+    key: tuple[Any, ...],
+    row: Any,
+    spec_tok: Any,
+    spec_launch: Any,
+    lines: tuple[int, ...],
+    codes: set[str],
+    base: _Baselines,
+    tolerance: float,
+    findings: _Findings,
+) -> tuple[Comparison, SpeedupInterval]:
     """One run against its baseline: measured speedup and interval, prediction, residual."""
     import numpy as np
 
@@ -748,25 +873,47 @@ def _pair_one(key: tuple[Any, ...], row: Any, spec_tok: Any, spec_launch: Any,
     residual = measured - predicted
     if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
         codes.add("prediction_mismatch")
-        findings.add(Flag("prediction_mismatch",
-                          f"{label or 'A speculative run'} (line {lines[0]}): measured "
-                          f"{_n(measured, 3)}x, the cycle model predicts {_n(predicted, 3)}x from "
-                          f"accept_len {_n(tau, 3)}, step {_n(step, 3)} ms and cycle "
-                          f"{_n(cycle, 3)} ms. "
-                          + (f"The measured run implies a {_n(implied, 3)} ms cycle: check"
-                             if s_mean > 0 else "Check")
-                          + " the cycle profile and the baseline.", lines))  # fmt: skip
+        findings.add(
+            Flag(
+                "prediction_mismatch",
+                f"{label or 'A speculative run'} (line {lines[0]}): measured "
+                f"{_n(measured, 3)}x, the cycle model predicts {_n(predicted, 3)}x from "
+                f"accept_len {_n(tau, 3)}, step {_n(step, 3)} ms and cycle "
+                f"{_n(cycle, 3)} ms. "
+                + (
+                    f"The measured run implies a {_n(implied, 3)} ms cycle: check"
+                    if s_mean > 0
+                    else "Check"
+                )
+                + " the cycle profile and the baseline.",
+                lines,
+            )
+        )
     comparison = Comparison(
-        label=label, model=model, hardware=hardware,
-        concurrency=float(conc) if conc >= 0 else math.nan, num_spec_tokens=float(k_value),
-        spec_method=method, runs=int(row.n_published) if published else len(spec_tok),
-        baseline_runs=len(base_tok), tok_s=s_mean, baseline_tok_s=b_mean,
-        measured_speedup=measured, ci_low=low, ci_high=high,
-        verdict=verdict(measured, low, high), accept_len=tau, cycle_ms=cycle,
-        predicted_speedup=predicted, residual=residual, implied_cycle_ms=implied,
-        flags=tuple(sorted(codes)), lines=lines, baseline_lines=_lines(base.line[chosen]),
+        label=label,
+        model=model,
+        hardware=hardware,
+        concurrency=float(conc) if conc >= 0 else math.nan,
+        num_spec_tokens=float(k_value),
+        spec_method=method,
+        runs=int(row.n_published) if published else len(spec_tok),
+        baseline_runs=len(base_tok),
+        tok_s=s_mean,
+        baseline_tok_s=b_mean,
+        measured_speedup=measured,
+        ci_low=low,
+        ci_high=high,
+        verdict=verdict(measured, low, high),
+        accept_len=tau,
+        cycle_ms=cycle,
+        predicted_speedup=predicted,
+        residual=residual,
+        implied_cycle_ms=implied,
+        flags=tuple(sorted(codes)),
+        lines=lines,
+        baseline_lines=_lines(base.line[chosen]),
         fingerprint=str(fp),
-    )  # fmt: skip
+    )
     return comparison, interval
 
 
@@ -788,5 +935,13 @@ def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     return check(data, tolerance)
 
 
-__all__: Sequence[str] = ("FLAGS", "CheckResult", "Comparison", "Flag", "ServerCheck", "check",
-                          "check_file", "fingerprint")  # fmt: skip
+__all__: Sequence[str] = (
+    "FLAGS",
+    "CheckResult",
+    "Comparison",
+    "Flag",
+    "ServerCheck",
+    "check",
+    "check_file",
+    "fingerprint",
+)

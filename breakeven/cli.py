@@ -104,11 +104,15 @@ def _number(text: str, param: click.Parameter) -> float:
     typed = text.strip().lower()
     flag = "/".join(param.opts) if param.opts else param.name
     if math.isinf(value) and typed not in _INFINITIES:
-        raise InputError(f"{flag}: got {shorten(text.strip())}, expected a number a double "
-                         "holds (at most about 1.8e308 in size)")  # fmt: skip
+        raise InputError(
+            f"{flag}: got {shorten(text.strip())}, expected a number a double "
+            "holds (at most about 1.8e308 in size)"
+        )
     if value == 0 and any(c in "123456789" for c in typed.partition("e")[0]):
-        raise InputError(f"{flag}: got {shorten(text.strip())}, expected 0 or a number a "
-                         "double holds (at least about 1e-308 in size)")  # fmt: skip
+        raise InputError(
+            f"{flag}: got {shorten(text.strip())}, expected 0 or a number a "
+            "double holds (at least about 1e-308 in size)"
+        )
     return value
 
 
@@ -136,8 +140,10 @@ class _Bounded(click.IntRange):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = click.INT.convert(value, param, ctx)
         if param is not None and not self.min <= number <= self.max:
-            raise InputError(f"{'/'.join(param.opts)}: got {shorten(str(number))}, expected a "
-                             f"whole number from {self.min} to {self.max}")  # fmt: skip
+            raise InputError(
+                f"{'/'.join(param.opts)}: got {shorten(str(number))}, expected a "
+                f"whole number from {self.min} to {self.max}"
+            )
         return number
 
 
@@ -167,7 +173,6 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise InputError(e.render(lambda name: "/".join(param.opts))) from None
 
 
-# fmt: off
 _MS = "[ms]"
 
 
@@ -193,8 +198,10 @@ def _emit(result: Any, as_json: bool, text: str) -> None:
     data = result if isinstance(result, dict) else result.to_dict()
     bad = _not_finite(data)
     if bad is not None:
-        raise InputError(f"{bad} overflows: these inputs give a number beyond what a double "
-                         "holds (about 1.8e308); expected inputs of a realistic size")  # fmt: skip
+        raise InputError(
+            f"{bad} overflows: these inputs give a number beyond what a double "
+            "holds (about 1.8e308); expected inputs of a realistic size"
+        )
     if as_json:
         click.echo(json.dumps(data, indent=2, allow_nan=False))
         return
@@ -204,27 +211,65 @@ def _emit(result: Any, as_json: bool, text: str) -> None:
 
 
 # Options that several commands share; each command's own options are written out below it.
-_json = click.option("--json", "as_json", is_flag=True,
-                     help="Print one JSON object instead of a table.")
-_baseline = click.option("--baseline", "baseline_tok_s", type=FLOAT, metavar="TOK_S",
-                         help="Per-sequence decode rate without speculation [tok/s].")
-_step = click.option("--step-ms", "step_ms", type=FLOAT, metavar="MS",
-                     help=f"Baseline decode step, instead of --baseline {_MS}.")
-_overhead = click.option("--overhead-ms", "overhead_ms", type=FLOAT, metavar="MS",
-                         help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.")
-_draft_step = click.option("--draft-step-ms", "draft_step_ms", type=FLOAT, metavar="MS",
-                           help=f"One draft step; drafting costs k of them per cycle {_MS}.")
-_k = click.option("-k", "--draft-tokens", "--steps", "k", type=int, metavar="K",
-                  help="Draft tokens per cycle (a tree's steps).")
-_accept_len = click.option("--accept-len", "accept_len", type=FLOAT, metavar="TAU",
-                           help="Mean tokens emitted per cycle, bonus token included "
-                           "[tokens/cycle].")
-_alpha = click.option("--alpha", "alpha", type=FLOAT, metavar="A",
-                      help="Per-token acceptance probability (i.i.d.).")
-_per_position = click.option("--per-position", "per_position", callback=_floats,
-                             metavar="0.9,0.8,0.6",
-                             help="Per-position acceptance rates (vLLM prints them); "
-                             "tau(k) = 1 + a_1 + ... + a_k.")
+_json = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
+)
+_baseline = click.option(
+    "--baseline",
+    "baseline_tok_s",
+    type=FLOAT,
+    metavar="TOK_S",
+    help="Per-sequence decode rate without speculation [tok/s].",
+)
+_step = click.option(
+    "--step-ms",
+    "step_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"Baseline decode step, instead of --baseline {_MS}.",
+)
+_overhead = click.option(
+    "--overhead-ms",
+    "overhead_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"Other per-cycle cost: sampling, scheduling (default 0) {_MS}.",
+)
+_draft_step = click.option(
+    "--draft-step-ms",
+    "draft_step_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"One draft step; drafting costs k of them per cycle {_MS}.",
+)
+_k = click.option(
+    "-k",
+    "--draft-tokens",
+    "--steps",
+    "k",
+    type=int,
+    metavar="K",
+    help="Draft tokens per cycle (a tree's steps).",
+)
+_accept_len = click.option(
+    "--accept-len",
+    "accept_len",
+    type=FLOAT,
+    metavar="TAU",
+    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
+)
+_alpha = click.option(
+    "--alpha", "alpha", type=FLOAT, metavar="A", help="Per-token acceptance probability (i.i.d.)."
+)
+_per_position = click.option(
+    "--per-position",
+    "per_position",
+    callback=_floats,
+    metavar="0.9,0.8,0.6",
+    help="Per-position acceptance rates (vLLM prints them); tau(k) = 1 + a_1 + ... + a_k.",
+)
+
+
 def _accept_lens(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     """``2.36,2.79,3.08`` (k = 1, 2, 3, ...) or ``2:1.64,3:1.72,5:1.80`` (the k measured)."""
     if value is None or ":" not in value:
@@ -236,95 +281,212 @@ def _accept_lens(ctx: click.Context, param: click.Parameter, value: str | None) 
             k = int(k_text)
             out[k] = _number(tau_text, param)
         except ValueError:
-            raise click.BadParameter(f"got {shorten(repr(value))}, expected K:TAU pairs such "
-                                     "as 2:1.64,3:1.72 or values for k = 1, 2, ...") from None  # fmt: skip
+            raise click.BadParameter(
+                f"got {shorten(repr(value))}, expected K:TAU pairs such "
+                "as 2:1.64,3:1.72 or values for k = 1, 2, ..."
+            ) from None
         if not sep or k < 1:
-            raise click.BadParameter(f"got {shorten(repr(value))}, expected K:TAU pairs with "
-                                     "whole k >= 1, such as 2:1.64,3:1.72")  # fmt: skip
+            raise click.BadParameter(
+                f"got {shorten(repr(value))}, expected K:TAU pairs with "
+                "whole k >= 1, such as 2:1.64,3:1.72"
+            )
     return out
 
 
-_accept_len_by_k = click.option("--accept-len-by-k", "accept_len_by_k", callback=_accept_lens,
-                                metavar="2.36,2.79,3.08",
-                                help="Measured mean acceptance length [tokens/cycle] for "
-                                "k = 1, 2, 3, ..., or for the k given as K:TAU "
-                                "(2:1.64,3:1.72,5:1.80).")
-_max_k = click.option("--max-k", "k_max", type=_Bounded(1, MAX_K), default=16,
-                      show_default=True, help=f"Largest k considered (1 to {MAX_K}).")
-_fit = click.option("--fit", type=click.Choice(["linear", "knee"]), default=None,
-                    help="Fit the curve (scipy least squares) and extrapolate beyond it: "
-                    "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
-                    "the curve's points are interpolated.")
+_accept_len_by_k = click.option(
+    "--accept-len-by-k",
+    "accept_len_by_k",
+    callback=_accept_lens,
+    metavar="2.36,2.79,3.08",
+    help="Measured mean acceptance length [tokens/cycle] for "
+    "k = 1, 2, 3, ..., or for the k given as K:TAU "
+    "(2:1.64,3:1.72,5:1.80).",
+)
+_max_k = click.option(
+    "--max-k",
+    "k_max",
+    type=_Bounded(1, MAX_K),
+    default=16,
+    show_default=True,
+    help=f"Largest k considered (1 to {MAX_K}).",
+)
+_fit = click.option(
+    "--fit",
+    type=click.Choice(["linear", "knee"]),
+    default=None,
+    help="Fit the curve (scipy least squares) and extrapolate beyond it: "
+    "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
+    "the curve's points are interpolated.",
+)
 
 
 def _options(*decorators: Any) -> Any:
     """Several click options as one decorator, in the order given."""
+
     def apply(f: Any) -> Any:
         for decorator in reversed(decorators):
             f = decorator(f)
         return f
+
     return apply
 
 
 # The inputs of predict (and of plot surface, which draws from them).
 _predict_inputs = _options(
-    _baseline, _step,
-    click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
-                 help=f"One target forward over k + 1 tokens {_MS}."),
-    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
-                 help=f"All drafting in one cycle, not per token (default 0) {_MS}."),
+    _baseline,
+    _step,
+    click.option(
+        "--verify-ms",
+        "verify_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"One target forward over k + 1 tokens {_MS}.",
+    ),
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"All drafting in one cycle, not per token (default 0) {_MS}.",
+    ),
     _overhead,
-    click.option("--cycle-ms", "cycle_ms", type=FLOAT, metavar="MS",
-                 help=f"Measured cycle time, instead of the three costs above {_MS}."),
-    _accept_len, _alpha, _k, _per_position,
-    click.option("--cost-ratio", "cost_ratio", type=FLOAT, metavar="C",
-                 help="Leviathan's c: draft step / target step, verify = one target step; "
-                 "needs -k."),
+    click.option(
+        "--cycle-ms",
+        "cycle_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Measured cycle time, instead of the three costs above {_MS}.",
+    ),
+    _accept_len,
+    _alpha,
+    _k,
+    _per_position,
+    click.option(
+        "--cost-ratio",
+        "cost_ratio",
+        type=FLOAT,
+        metavar="C",
+        help="Leviathan's c: draft step / target step, verify = one target step; needs -k.",
+    ),
 )
 
 # The inputs of optimize (and of plot k).
 _optimize_inputs = _options(
-    _alpha, _per_position, _accept_len_by_k,
-    click.option("--cost-ratio", "cost_ratio", type=FLOAT, metavar="C",
-                 help="Leviathan's c: draft step / target step, verify = one target step."),
-    _baseline, _step,
-    click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
-                 help=f"Verify forward, the same at every k {_MS}."),
-    click.option("--verify-curve", "verify_curve", type=click.Path(dir_okay=False),
-                 metavar="CSV", help="Forward time against tokens per forward: columns "
-                 "tokens,ms. Its time at `batch` tokens is the step unless a baseline is given."),
-    _fit, _draft_step,
-    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
-                 help=f"Drafting per cycle that does not grow with k {_MS}."),
+    _alpha,
+    _per_position,
+    _accept_len_by_k,
+    click.option(
+        "--cost-ratio",
+        "cost_ratio",
+        type=FLOAT,
+        metavar="C",
+        help="Leviathan's c: draft step / target step, verify = one target step.",
+    ),
+    _baseline,
+    _step,
+    click.option(
+        "--verify-ms",
+        "verify_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Verify forward, the same at every k {_MS}.",
+    ),
+    click.option(
+        "--verify-curve",
+        "verify_curve",
+        type=click.Path(dir_okay=False),
+        metavar="CSV",
+        help="Forward time against tokens per forward: columns "
+        "tokens,ms. Its time at `batch` tokens is the step unless a baseline is given.",
+    ),
+    _fit,
+    _draft_step,
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Drafting per cycle that does not grow with k {_MS}.",
+    ),
     _overhead,
-    click.option("--batch", "batch", type=int, default=1, show_default=True,
-                 help="Sequences decoded together (with --verify-curve)."),
+    click.option(
+        "--batch",
+        "batch",
+        type=int,
+        default=1,
+        show_default=True,
+        help="Sequences decoded together (with --verify-curve).",
+    ),
     _max_k,
 )
 
 # The inputs of batch (and of plot batch).
 _batch_inputs = _options(
-    click.option("--cost-curve", "cost_curve", type=click.Path(dir_okay=False), metavar="CSV",
-                 help="Forward time against total tokens per forward "
-                 "(batch x tokens per sequence): columns tokens,ms."),
-    click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
-                 help="Instead of --cost-curve: the forward surface t(B, q) and the draft's "
-                 "cost that breakeven fit --out fitted across batch sizes."),
-    click.option("--fit-surface", "fit_surface", type=_Bounded(1, 10**6), metavar="N",
-                 help="Which surface of --fit-file (1 = the first), when it holds several."),
-    _fit, _accept_len, _k, _alpha, _per_position, _accept_len_by_k, _max_k,
-    click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
-                 help=f"Drafting per cycle, the same at every batch {_MS}."),
-    _draft_step, _overhead,
-    click.option("--topk", "topk", type=_Bounded(1, MAX_SPEC_TOKENS), default=1,
-                 show_default=True, metavar="T", help="A tree draft at the one operating "
-                 "point: branches per draft step (-k is then its steps, accept_len <= k + 1)."),
-    click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
-                 metavar="N", help="Tokens per sequence in the verify forward (a tree's "
-                 "num_draft_tokens; default k + 1)."),
-    click.option("--max-batch", "max_batch", type=_Bounded(1, MAX_BATCH), metavar="N",
-                 help=f"Largest batch to sweep, 1 to {MAX_BATCH} (default: the largest the "
-                 "curve covers; 256 with --fit)."),
+    click.option(
+        "--cost-curve",
+        "cost_curve",
+        type=click.Path(dir_okay=False),
+        metavar="CSV",
+        help="Forward time against total tokens per forward "
+        "(batch x tokens per sequence): columns tokens,ms.",
+    ),
+    click.option(
+        "--fit-file",
+        "fit_file",
+        type=click.Path(dir_okay=False),
+        metavar="FIT.json",
+        help="Instead of --cost-curve: the forward surface t(B, q) and the draft's "
+        "cost that breakeven fit --out fitted across batch sizes.",
+    ),
+    click.option(
+        "--fit-surface",
+        "fit_surface",
+        type=_Bounded(1, 10**6),
+        metavar="N",
+        help="Which surface of --fit-file (1 = the first), when it holds several.",
+    ),
+    _fit,
+    _accept_len,
+    _k,
+    _alpha,
+    _per_position,
+    _accept_len_by_k,
+    _max_k,
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Drafting per cycle, the same at every batch {_MS}.",
+    ),
+    _draft_step,
+    _overhead,
+    click.option(
+        "--topk",
+        "topk",
+        type=_Bounded(1, MAX_SPEC_TOKENS),
+        default=1,
+        show_default=True,
+        metavar="T",
+        help="A tree draft at the one operating "
+        "point: branches per draft step (-k is then its steps, accept_len <= k + 1).",
+    ),
+    click.option(
+        "--verify-tokens",
+        "verify_tokens",
+        type=_Bounded(1, MAX_SPEC_TOKENS),
+        metavar="N",
+        help="Tokens per sequence in the verify forward (a tree's "
+        "num_draft_tokens; default k + 1).",
+    ),
+    click.option(
+        "--max-batch",
+        "max_batch",
+        type=_Bounded(1, MAX_BATCH),
+        metavar="N",
+        help=f"Largest batch to sweep, 1 to {MAX_BATCH} (default: the largest the "
+        "curve covers; 256 with --fit).",
+    ),
 )
 
 
@@ -342,22 +504,46 @@ def _read_curve(path: str | None, fit: str | None, flag: str) -> Any:
     return table if fit is None else table.fit(fit)
 
 
-_PREDICT_KEYS = ["step_ms", "baseline_tok_s", "cycle_ms", "accept_len", "alpha", "speedup",
-                 "spec_tok_s", "breakeven_accept_len", "breakeven_alpha", "max_cycle_ms",
-                 "max_verify_ms", "max_draft_ms", "max_baseline_tok_s", "breakeven_alpha_by_k"]
+_PREDICT_KEYS = [
+    "step_ms",
+    "baseline_tok_s",
+    "cycle_ms",
+    "accept_len",
+    "alpha",
+    "speedup",
+    "spec_tok_s",
+    "breakeven_accept_len",
+    "breakeven_alpha",
+    "max_cycle_ms",
+    "max_verify_ms",
+    "max_draft_ms",
+    "max_baseline_tok_s",
+    "breakeven_alpha_by_k",
+]
 
 
 _fit_file = _options(
-    click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
-                 help="The cycle's costs from breakeven fit --out, instead of --verify-ms, "
-                 "--draft-ms and --overhead-ms; its step and alpha unless given."),
-    click.option("--fit-group", "fit_group", type=_Bounded(1, 10**6), metavar="N",
-                 help="Which group of --fit-file (1 = the first), when it holds several."),
+    click.option(
+        "--fit-file",
+        "fit_file",
+        type=click.Path(dir_okay=False),
+        metavar="FIT.json",
+        help="The cycle's costs from breakeven fit --out, instead of --verify-ms, "
+        "--draft-ms and --overhead-ms; its step and alpha unless given.",
+    ),
+    click.option(
+        "--fit-group",
+        "fit_group",
+        type=_Bounded(1, 10**6),
+        metavar="N",
+        help="Which group of --fit-file (1 = the first), when it holds several.",
+    ),
 )
 
 
-def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | None,
-              form: str) -> dict[str, Any]:  # fmt: skip
+def _with_fit(
+    inputs: dict[str, Any], fit_file: str | None, fit_group: int | None, form: str
+) -> dict[str, Any]:
     """``inputs`` with a fit file's costs (and its step and alpha where none is given)."""
     if fit_file is None:
         if fit_group is not None:
@@ -366,11 +552,25 @@ def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | Non
     from breakeven.fit import fitted_costs
     from breakeven.iotools.fitfile import read_fit
 
-    clash = [n for n in ("verify_ms", "verify_curve", "draft_ms", "draft_step_ms", "overhead_ms",
-                         "cycle_ms", "cost_ratio") if inputs.get(n) is not None]  # fmt: skip
+    clash = [
+        n
+        for n in (
+            "verify_ms",
+            "verify_curve",
+            "draft_ms",
+            "draft_step_ms",
+            "overhead_ms",
+            "cycle_ms",
+            "cost_ratio",
+        )
+        if inputs.get(n) is not None
+    ]
     if clash:
-        raise BreakevenError("{0} and {1} cannot be given together: the fit holds the cycle's "
-                             "costs", "fit_file", clash[0])  # fmt: skip
+        raise BreakevenError(
+            "{0} and {1} cannot be given together: the fit holds the cycle's costs",
+            "fit_file",
+            clash[0],
+        )
     group = read_fit(fit_file, fit_group)
     out = dict(inputs)
     out.update(fitted_costs(group, form, inputs.get("k")))
@@ -385,8 +585,15 @@ def _with_fit(inputs: dict[str, Any], fit_file: str | None, fit_group: int | Non
 @cli.command(epilog=_definitions(_PREDICT_KEYS))
 @_predict_inputs
 @_fit_file
-@click.option("--target", "target_speedup", type=FLOAT, default=1.0, show_default=True,
-              metavar="S", help="Speedup the break-even solves aim for [x].")
+@click.option(
+    "--target",
+    "target_speedup",
+    type=FLOAT,
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Speedup the break-even solves aim for [x].",
+)
 @_json
 def predict(as_json: bool, fit_file: str | None, fit_group: int | None, **inputs: Any) -> None:
     """Speedup and break-even thresholds from measured costs and acceptance.
@@ -403,56 +610,110 @@ def predict(as_json: bool, fit_file: str | None, fit_group: int | None, **inputs
 
 
 _tree_options = _options(
-    click.option("--tree", "tree", is_flag=True, help="Search tree drafts (SGLang's "
-                 "--speculative-num-steps, --speculative-eagle-topk, "
-                 "--speculative-num-draft-tokens) instead of k: with --fit-file (a forward "
-                 "surface and a tree acceptance), or --verify-curve and --alpha."),
-    click.option("--rank-decay", "rank_decay", type=FLOAT, metavar="R",
-                 help="With --tree and --alpha: each further candidate's chance of being the "
-                 "target's token over the one before (default 1 - alpha, independent)."),
-    click.option("--max-steps", "max_steps", type=_Bounded(1, 64), default=8, show_default=True,
-                 metavar="S", help="With --tree: the most draft steps searched."),
-    click.option("--max-topk", "max_topk", type=_Bounded(1, 64), default=8, show_default=True,
-                 metavar="T", help="With --tree: the most branches per step searched."),
-    click.option("--max-verify-tokens", "max_verify_tokens", type=_Bounded(2, 4096), default=64,
-                 show_default=True, metavar="N",
-                 help="With --tree: the most tokens per sequence in the verify forward."),
+    click.option(
+        "--tree",
+        "tree",
+        is_flag=True,
+        help="Search tree drafts (SGLang's "
+        "--speculative-num-steps, --speculative-eagle-topk, "
+        "--speculative-num-draft-tokens) instead of k: with --fit-file (a forward "
+        "surface and a tree acceptance), or --verify-curve and --alpha.",
+    ),
+    click.option(
+        "--rank-decay",
+        "rank_decay",
+        type=FLOAT,
+        metavar="R",
+        help="With --tree and --alpha: each further candidate's chance of being the "
+        "target's token over the one before (default 1 - alpha, independent).",
+    ),
+    click.option(
+        "--max-steps",
+        "max_steps",
+        type=_Bounded(1, 64),
+        default=8,
+        show_default=True,
+        metavar="S",
+        help="With --tree: the most draft steps searched.",
+    ),
+    click.option(
+        "--max-topk",
+        "max_topk",
+        type=_Bounded(1, 64),
+        default=8,
+        show_default=True,
+        metavar="T",
+        help="With --tree: the most branches per step searched.",
+    ),
+    click.option(
+        "--max-verify-tokens",
+        "max_verify_tokens",
+        type=_Bounded(2, 4096),
+        default=64,
+        show_default=True,
+        metavar="N",
+        help="With --tree: the most tokens per sequence in the verify forward.",
+    ),
 )
 
 
-def _optimize_tree(inputs: dict[str, Any], tree: dict[str, Any], verify_curve: str | None,
-                   fit: str | None, fit_file: str | None, fit_group: int | None) -> Any:  # fmt: skip
+def _optimize_tree(
+    inputs: dict[str, Any],
+    tree: dict[str, Any],
+    verify_curve: str | None,
+    fit: str | None,
+    fit_file: str | None,
+    fit_group: int | None,
+) -> Any:
     """``optimize --tree``: the search over (steps, topk, verify tokens)."""
     from breakeven.optimize import optimize_tree
 
-    clash = [n for n in ("per_position", "accept_len_by_k", "cost_ratio", "verify_ms")
-             if inputs.get(n) is not None]  # fmt: skip
+    clash = [
+        n
+        for n in ("per_position", "accept_len_by_k", "cost_ratio", "verify_ms")
+        if inputs.get(n) is not None
+    ]
     if clash:
-        raise BreakevenError("{0} cannot be given with {1}: a tree's acceptance is alpha and "
-                             "rank_decay, its verify grows with the tokens verified", clash[0],
-                             "tree")  # fmt: skip
+        raise BreakevenError(
+            "{0} cannot be given with {1}: a tree's acceptance is alpha and "
+            "rank_decay, its verify grows with the tokens verified",
+            clash[0],
+            "tree",
+        )
     acceptance = surface = None
     if fit_file is not None:
         if verify_curve is not None:
-            raise BreakevenError("{0} and {1} cannot be given together: the fit holds the "
-                                 "cycle's costs", "fit_file", "verify_curve")  # fmt: skip
+            raise BreakevenError(
+                "{0} and {1} cannot be given together: the fit holds the cycle's costs",
+                "fit_file",
+                "verify_curve",
+            )
         from breakeven.iotools.fitfile import read_surface, read_tree
 
         if inputs.get("alpha") is None and tree["rank_decay"] is None:
             acceptance = read_tree(fit_file, fit_group)
-        surface = read_surface(fit_file, fit_group if acceptance is None else None,
-                               like=acceptance, flag="fit_group")  # fmt: skip
+        surface = read_surface(
+            fit_file, fit_group if acceptance is None else None, like=acceptance, flag="fit_group"
+        )
     elif fit_group is not None:
         raise InputError("--fit-group needs --fit-file")
     curve = _read_curve(verify_curve, fit, "--verify-curve")
-    return optimize_tree(acceptance=acceptance, alpha=inputs.get("alpha"),
-                         rank_decay=tree["rank_decay"], surface=surface, verify_curve=curve,
-                         baseline_tok_s=inputs.get("baseline_tok_s"),
-                         step_ms=inputs.get("step_ms"), draft_ms=inputs.get("draft_ms"),
-                         draft_step_ms=inputs.get("draft_step_ms"),
-                         overhead_ms=inputs.get("overhead_ms"), batch=inputs.get("batch", 1),
-                         max_steps=tree["max_steps"], max_topk=tree["max_topk"],
-                         max_verify_tokens=tree["max_verify_tokens"])  # fmt: skip
+    return optimize_tree(
+        acceptance=acceptance,
+        alpha=inputs.get("alpha"),
+        rank_decay=tree["rank_decay"],
+        surface=surface,
+        verify_curve=curve,
+        baseline_tok_s=inputs.get("baseline_tok_s"),
+        step_ms=inputs.get("step_ms"),
+        draft_ms=inputs.get("draft_ms"),
+        draft_step_ms=inputs.get("draft_step_ms"),
+        overhead_ms=inputs.get("overhead_ms"),
+        batch=inputs.get("batch", 1),
+        max_steps=tree["max_steps"],
+        max_topk=tree["max_topk"],
+        max_verify_tokens=tree["max_verify_tokens"],
+    )
 
 
 @cli.command(epilog=_definitions(["best_k", "speedup", "by_k", "step_ms", "batch"]))
@@ -460,9 +721,19 @@ def _optimize_tree(inputs: dict[str, Any], tree: dict[str, Any], verify_curve: s
 @_fit_file
 @_tree_options
 @_json
-def optimize(as_json: bool, verify_curve: str | None, fit: str | None, fit_file: str | None,
-             fit_group: int | None, tree: bool, rank_decay: float | None, max_steps: int,
-             max_topk: int, max_verify_tokens: int, **inputs: Any) -> None:
+def optimize(
+    as_json: bool,
+    verify_curve: str | None,
+    fit: str | None,
+    fit_file: str | None,
+    fit_group: int | None,
+    tree: bool,
+    rank_decay: float | None,
+    max_steps: int,
+    max_topk: int,
+    max_verify_tokens: int,
+    **inputs: Any,
+) -> None:
     """The number of draft tokens k with the highest speedup.
 
     Either Leviathan's form (--alpha A --cost-ratio C) or measured costs (a
@@ -477,16 +748,19 @@ def optimize(as_json: bool, verify_curve: str | None, fit: str | None, fit_file:
     """
     from breakeven.optimize import optimize as run_optimize
 
-    tree_inputs = {"rank_decay": rank_decay, "max_steps": max_steps, "max_topk": max_topk,
-                   "max_verify_tokens": max_verify_tokens}  # fmt: skip
+    tree_inputs = {
+        "rank_decay": rank_decay,
+        "max_steps": max_steps,
+        "max_topk": max_topk,
+        "max_verify_tokens": max_verify_tokens,
+    }
     if tree:
         result = _optimize_tree(inputs, tree_inputs, verify_curve, fit, fit_file, fit_group)
         _emit(result.to_dict(), as_json, "tree_search_text")
         return
     if rank_decay is not None:
         raise InputError("--rank-decay needs --tree: it is the acceptance of a tree's branches")
-    inputs = _with_fit({**inputs, "verify_curve": verify_curve}, fit_file, fit_group,
-                       "optimize")  # fmt: skip
+    inputs = _with_fit({**inputs, "verify_curve": verify_curve}, fit_file, fit_group, "optimize")
     curve = _read_curve(inputs.pop("verify_curve"), fit, "--verify-curve")
     _emit(run_optimize(verify_curve=curve, **inputs), as_json, "optimize_text")
 
@@ -515,8 +789,9 @@ def batch(as_json: bool, cost_curve: str | None, fit: str | None, **inputs: Any)
     _emit(batch_sweep(curve, **inputs), as_json, "batch_text")
 
 
-def _batch_curve(cost_curve: str | None, fit: str | None,
-                 inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+def _batch_curve(
+    cost_curve: str | None, fit: str | None, inputs: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
     """The cost model batch sweeps: a --cost-curve (t of total tokens), or a fitted surface
     t(B, q) from --fit-file, whose draft cost is used unless drafting is given."""
     inputs = dict(inputs)
@@ -548,8 +823,10 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> Any
         if not part:
             continue
         if not part.isdigit() or not 1 <= int(part) <= MAX_BATCH:
-            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(part))}, expected "
-                             f"batch sizes from 1 to {MAX_BATCH} such as 1,2,4,8,16")  # fmt: skip
+            raise InputError(
+                f"{'/'.join(param.opts)}: got {shorten(repr(part))}, expected "
+                f"batch sizes from 1 to {MAX_BATCH} such as 1,2,4,8,16"
+            )
         out.append(int(part))
     if not out:
         raise InputError(f"{'/'.join(param.opts)}: got no batch size, expected such as 1,2,4,8")
@@ -563,8 +840,10 @@ def _json_object(ctx: click.Context, param: click.Parameter, value: str | None) 
     try:
         data = json.loads(value)
     except (ValueError, RecursionError) as e:
-        raise InputError(f"{'/'.join(param.opts)}: is not JSON ({shorten(str(e))}); expected "
-                         "an object such as '{\"method\": \"eagle3\"}'") from None  # fmt: skip
+        raise InputError(
+            f"{'/'.join(param.opts)}: is not JSON ({shorten(str(e))}); expected "
+            'an object such as \'{"method": "eagle3"}\''
+        ) from None
     if not isinstance(data, dict):
         raise InputError(f"{'/'.join(param.opts)}: got {shorten(value)}, expected a JSON object")
     return data
@@ -575,36 +854,87 @@ _SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_b
 
 @cli.command(epilog=_definitions(_SCHEDULE_KEYS))
 @_batch_inputs
-@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
-              required=True, help="vllm: Dynamic SD's num_speculative_tokens_per_batch_size; "
-              "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size.")
-@click.option("--min-gain", "min_gain", type=FLOAT, default=0.02, show_default=True,
-              metavar="F", help="Merge neighbouring ranges while a merge gives up less than "
-              "this share of their throughput [fraction]; 0 keeps every change of k.")
-@click.option("--load", "load", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Time at each batch size: a batch,share CSV, or a server log or "
-              "measurements CSV (its running requests). Default: every batch swept alike.")
-@click.option("--max-num-seqs", "max_num_seqs", type=_Bounded(1, MAX_BATCH), metavar="N",
-              help="The server's max_num_seqs: where vLLM's last range ends (default: the "
-              "largest batch swept).")
-@click.option("--cuda-graph-sizes", "graph_sizes", callback=_sizes, metavar="1,2,4,8",
-              help="The server's CUDA-graph batch sizes (SGLang's --cuda-graph-bs): SGLang "
-              "rounds a batch up to one of them, so the ranges are made of whole buckets.")
-@click.option("--method", "method", metavar="M", help="The speculative method for the "
-              "config (eagle3, mtp, ...; SGLang: EAGLE or EAGLE3).")
-@click.option("--base-config", "base_config", callback=_json_object, metavar="JSON",
-              help="The speculative config the server runs (its method, draft model): the "
-              "schedule's keys join it.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="FILE",
-              callback=_writable, help="Also write the engine's config as JSON (SGLang: the "
-              "--speculative-adaptive-config file).")
+@click.option(
+    "--engine",
+    "engine",
+    type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
+    required=True,
+    help="vllm: Dynamic SD's num_speculative_tokens_per_batch_size; "
+    "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size.",
+)
+@click.option(
+    "--min-gain",
+    "min_gain",
+    type=FLOAT,
+    default=0.02,
+    show_default=True,
+    metavar="F",
+    help="Merge neighbouring ranges while a merge gives up less than "
+    "this share of their throughput [fraction]; 0 keeps every change of k.",
+)
+@click.option(
+    "--load",
+    "load",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Time at each batch size: a batch,share CSV, or a server log or "
+    "measurements CSV (its running requests). Default: every batch swept alike.",
+)
+@click.option(
+    "--max-num-seqs",
+    "max_num_seqs",
+    type=_Bounded(1, MAX_BATCH),
+    metavar="N",
+    help="The server's max_num_seqs: where vLLM's last range ends (default: the "
+    "largest batch swept).",
+)
+@click.option(
+    "--cuda-graph-sizes",
+    "graph_sizes",
+    callback=_sizes,
+    metavar="1,2,4,8",
+    help="The server's CUDA-graph batch sizes (SGLang's --cuda-graph-bs): SGLang "
+    "rounds a batch up to one of them, so the ranges are made of whole buckets.",
+)
+@click.option(
+    "--method",
+    "method",
+    metavar="M",
+    help="The speculative method for the config (eagle3, mtp, ...; SGLang: EAGLE or EAGLE3).",
+)
+@click.option(
+    "--base-config",
+    "base_config",
+    callback=_json_object,
+    metavar="JSON",
+    help="The speculative config the server runs (its method, draft model): the "
+    "schedule's keys join it.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    callback=_writable,
+    help="Also write the engine's config as JSON (SGLang: the --speculative-adaptive-config file).",
+)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @_json
-def schedule(as_json: bool, cost_curve: str | None, fit: str | None, engine: str,
-             min_gain: float, load: str | None, max_num_seqs: int | None,
-             graph_sizes: tuple[int, ...] | None, method: str | None,
-             base_config: dict[str, Any] | None, out: str | None, force: bool,
-             **inputs: Any) -> None:  # fmt: skip
+def schedule(
+    as_json: bool,
+    cost_curve: str | None,
+    fit: str | None,
+    engine: str,
+    min_gain: float,
+    load: str | None,
+    max_num_seqs: int | None,
+    graph_sizes: tuple[int, ...] | None,
+    method: str | None,
+    base_config: dict[str, Any] | None,
+    out: str | None,
+    force: bool,
+    **inputs: Any,
+) -> None:
     """The engine config that turns speculation up, down and off with load.
 
     From batch's inputs (a --cost-curve or a --fit-file surface, acceptance at
@@ -630,10 +960,19 @@ def schedule(as_json: bool, cost_curve: str | None, fit: str | None, engine: str
 
         profile, meta = read_load(load)
         source = f"{meta['path']} ({meta['shape']})"
-    data = schedule_report(curve, engine=engine, min_gain=min_gain, load=profile,
-                           load_source=source, graph_sizes=graph_sizes, method=method,
-                           base_config=base_config, max_num_seqs=max_num_seqs,
-                           config_path=out, **inputs)  # fmt: skip
+    data = schedule_report(
+        curve,
+        engine=engine,
+        min_gain=min_gain,
+        load=profile,
+        load_source=source,
+        graph_sizes=graph_sizes,
+        method=method,
+        base_config=base_config,
+        max_num_seqs=max_num_seqs,
+        config_path=out,
+        **inputs,
+    )
     if acceptance_note:
         data["notes"].insert(0, acceptance_note)
     if out is not None and data["config"] is not None:
@@ -641,16 +980,18 @@ def schedule(as_json: bool, cost_curve: str | None, fit: str | None, engine: str
         from breakeven.iotools.paths import output_error
 
         try:
-            write_text(out, lambda f: f.write(json.dumps(data["config"], indent=2) + "\n"),
-                       force=force)  # fmt: skip
+            write_text(
+                out, lambda f: f.write(json.dumps(data["config"], indent=2) + "\n"), force=force
+            )
         except OSError as e:
             raise output_error("out", out, e) from None
         click.echo(f"Wrote {out}.", err=True)
     _emit(data, as_json, "schedule_text")
 
 
-def _schedule_inputs(cost_curve: str | None, fit: str | None,
-                     inputs: dict[str, Any]) -> tuple[Any, dict[str, Any], str]:  # fmt: skip
+def _schedule_inputs(
+    cost_curve: str | None, fit: str | None, inputs: dict[str, Any]
+) -> tuple[Any, dict[str, Any], str]:
     """batch's cost model, and acceptance from the fit file where none is given."""
     fit_file = inputs.get("fit_file")
     curve, inputs = _batch_curve(cost_curve, fit, inputs)
@@ -665,42 +1006,117 @@ def _schedule_inputs(cost_curve: str | None, fit: str | None,
 
 
 @cli.command()
-@click.option("--prometheus", "prometheus", required=True, metavar="URL",
-              help="The Prometheus server that keeps the engines' metrics: http://host:9090.")
+@click.option(
+    "--prometheus",
+    "prometheus",
+    required=True,
+    metavar="URL",
+    help="The Prometheus server that keeps the engines' metrics: http://host:9090.",
+)
 @click.option("--start", "start", metavar="T", help="Start: Unix seconds or RFC 3339 (with --end).")
 @click.option("--end", "end", metavar="T", help="End (default now).")
-@click.option("--since", "since", metavar="DURATION",
-              help="Instead of --start: this long before --end, e.g. 6h (default 1h).")
-@click.option("--step", "step", default="60s", show_default=True, metavar="DURATION",
-              help="Resolution of the range queries.")
-@click.option("--window", "window", metavar="DURATION",
-              help="rate() window (default: twice the step, at least 1m).")
-@click.option("--match", "match", default="", metavar="'{job=\"vllm\"}'",
-              help="A label matcher every series is selected with.")
-@click.option("--fit-file", "fit_file", type=click.Path(dir_okay=False), metavar="FIT.json",
-              help="A forward surface from breakeven fit: predicted speedup at the load each "
-              "server saw, its break-even batch and the time above it.")
-@click.option("--fit-surface", "fit_surface", type=_Bounded(1, 10**6), metavar="N",
-              help="Which surface of --fit-file (1 = the first), when it holds several.")
-@click.option("--tolerance", type=FLOAT, default=0.1, show_default=True, metavar="F",
-              help="acceptance_drop: accept_len fell by more than this fraction.")
-@click.option("--max-share-above", "max_share_above", type=FLOAT, default=0.1,
-              show_default=True, metavar="F",
-              help="above_breakeven: more than this share of the time above the break-even batch.")
-@click.option("--token-env", "token_env", metavar="VAR",
-              help="Environment variable holding a bearer token (never printed or written).")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
-              callback=_writable, help="Also write every server's steps as a measurements CSV.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False), metavar="DIR",
-              callback=_writable, help="Also write DIR/report.html: the servers, their flags, "
-              "accept_len over time and the time above break-even.")
+@click.option(
+    "--since",
+    "since",
+    metavar="DURATION",
+    help="Instead of --start: this long before --end, e.g. 6h (default 1h).",
+)
+@click.option(
+    "--step",
+    "step",
+    default="60s",
+    show_default=True,
+    metavar="DURATION",
+    help="Resolution of the range queries.",
+)
+@click.option(
+    "--window",
+    "window",
+    metavar="DURATION",
+    help="rate() window (default: twice the step, at least 1m).",
+)
+@click.option(
+    "--match",
+    "match",
+    default="",
+    metavar="'{job=\"vllm\"}'",
+    help="A label matcher every series is selected with.",
+)
+@click.option(
+    "--fit-file",
+    "fit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    help="A forward surface from breakeven fit: predicted speedup at the load each "
+    "server saw, its break-even batch and the time above it.",
+)
+@click.option(
+    "--fit-surface",
+    "fit_surface",
+    type=_Bounded(1, 10**6),
+    metavar="N",
+    help="Which surface of --fit-file (1 = the first), when it holds several.",
+)
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.1,
+    show_default=True,
+    metavar="F",
+    help="acceptance_drop: accept_len fell by more than this fraction.",
+)
+@click.option(
+    "--max-share-above",
+    "max_share_above",
+    type=FLOAT,
+    default=0.1,
+    show_default=True,
+    metavar="F",
+    help="above_breakeven: more than this share of the time above the break-even batch.",
+)
+@click.option(
+    "--token-env",
+    "token_env",
+    metavar="VAR",
+    help="Environment variable holding a bearer token (never printed or written).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    callback=_writable,
+    help="Also write every server's steps as a measurements CSV.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    callback=_writable,
+    help="Also write DIR/report.html: the servers, their flags, "
+    "accept_len over time and the time above break-even.",
+)
 @click.option("--force", is_flag=True, help="Replace --out and DIR/report.html if they exist.")
 @_json
-def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
-          since: str | None, step: str, window: str | None, match: str, fit_file: str | None,
-          fit_surface: int | None, tolerance: float, max_share_above: float,
-          token_env: str | None, out: str | None, report_dir: str | None,
-          force: bool) -> None:  # fmt: skip
+def fleet(
+    as_json: bool,
+    prometheus: str,
+    start: str | None,
+    end: str | None,
+    since: str | None,
+    step: str,
+    window: str | None,
+    match: str,
+    fit_file: str | None,
+    fit_surface: int | None,
+    tolerance: float,
+    max_share_above: float,
+    token_env: str | None,
+    out: str | None,
+    report_dir: str | None,
+    force: bool,
+) -> None:
     """Is speculation paying across many servers? Read from Prometheus.
 
     For every vLLM, SGLang and llama.cpp server whose metrics Prometheus keeps:
@@ -744,39 +1160,93 @@ def fleet(as_json: bool, prometheus: str, start: str | None, end: str | None,
         from breakeven.report import check_report_dir
 
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result, series = read_fleet(PrometheusAPI(prometheus, token), first, last, step_s, matcher,
-                                rate_window, out=out, force=force, surface=surface,
-                                tolerance=tolerance, max_share_above=max_share_above)  # fmt: skip
+    result, series = read_fleet(
+        PrometheusAPI(prometheus, token),
+        first,
+        last,
+        step_s,
+        matcher,
+        rate_window,
+        out=out,
+        force=force,
+        surface=surface,
+        tolerance=tolerance,
+        max_share_above=max_share_above,
+    )
     if out is not None:
         click.echo(f"Wrote {result['rows']} rows to {out}.", err=True)
     _emit(result, as_json, "fleet_text")
     if report_dir is not None:
         from breakeven.report import write_fleet_report
 
-        click.echo(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.", err=True
+        )
 
 
-_MOE_KEYS = ["active_experts", "routed_experts", "step_active_experts", "forward_bytes",
-             "step_bytes", "verify_step_ratio"]
+_MOE_KEYS = [
+    "active_experts",
+    "routed_experts",
+    "step_active_experts",
+    "forward_bytes",
+    "step_bytes",
+    "verify_step_ratio",
+]
 
 
 @cli.command(epilog=_definitions(_MOE_KEYS))
-@click.option("--experts", "experts", type=int, required=True, metavar="E",
-              help="Routed experts per MoE layer.")
-@click.option("--top-k", "top_k", type=int, required=True, metavar="K",
-              help="Routed experts per token.")
-@click.option("--tokens", "tokens", type=FLOAT, required=True, metavar="T",
-              help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.")
-@click.option("--shared", "shared", type=int, default=0, show_default=True, metavar="S",
-              help="Shared experts every token uses.")
-@click.option("--overlap", "overlap", type=FLOAT, default=1.0, show_default=True, metavar="F",
-              help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
-              "fewer distinct experts.")
-@click.option("--dense-bytes", "dense_bytes", type=FLOAT, metavar="BYTES",
-              help="Weights every forward reads: attention, embeddings (not the experts).")
-@click.option("--expert-bytes", "expert_bytes", type=FLOAT, metavar="BYTES",
-              help="One expert's weights, across all MoE layers.")
+@click.option(
+    "--experts",
+    "experts",
+    type=int,
+    required=True,
+    metavar="E",
+    help="Routed experts per MoE layer.",
+)
+@click.option(
+    "--top-k", "top_k", type=int, required=True, metavar="K", help="Routed experts per token."
+)
+@click.option(
+    "--tokens",
+    "tokens",
+    type=FLOAT,
+    required=True,
+    metavar="T",
+    help="Tokens in the forward, e.g. k + 1 for a verify of one sequence.",
+)
+@click.option(
+    "--shared",
+    "shared",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="S",
+    help="Shared experts every token uses.",
+)
+@click.option(
+    "--overlap",
+    "overlap",
+    type=FLOAT,
+    default=1.0,
+    show_default=True,
+    metavar="F",
+    help="Routing overlap correction in [0, 1]: 1 is uniform routing, lower loads "
+    "fewer distinct experts.",
+)
+@click.option(
+    "--dense-bytes",
+    "dense_bytes",
+    type=FLOAT,
+    metavar="BYTES",
+    help="Weights every forward reads: attention, embeddings (not the experts).",
+)
+@click.option(
+    "--expert-bytes",
+    "expert_bytes",
+    type=FLOAT,
+    metavar="BYTES",
+    help="One expert's weights, across all MoE layers.",
+)
 @_json
 def moe(as_json: bool, **inputs: Any) -> None:
     """Experts a Mixture-of-Experts forward loads, and its cost against a one-token step.
@@ -792,7 +1262,6 @@ def moe(as_json: bool, **inputs: Any) -> None:
     _emit(moe_summary(**inputs), as_json, "moe_text")
 
 
-
 def _per_file(flag: str, values: tuple[Any, ...], count: int) -> list[Any]:
     """A flag given once (for every file) or once per file, in file order."""
     if not values:
@@ -801,8 +1270,10 @@ def _per_file(flag: str, values: tuple[Any, ...], count: int) -> list[Any]:
         return list(values) * count
     if len(values) == count:
         return list(values)
-    raise InputError(f"{flag}: given {len(values)} times for {count} files; expected once "
-                     "(for every file) or once per file, in file order")
+    raise InputError(
+        f"{flag}: given {len(values)} times for {count} files; expected once "
+        "(for every file) or once per file, in file order"
+    )
 
 
 def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]]) -> list[Any]:
@@ -811,10 +1282,17 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 
     from breakeven.iotools.ingest import Input
 
-    flags = {"label": "--label", "run_id": "--run-id", "model": "--model",
-             "hardware": "--hardware", "spec_method": "--spec-method", "env": "--env",
-             "num_spec_tokens": "-k/--num-spec-tokens/--steps", "spec_topk": "--topk",
-             "verify_tokens": "--verify-tokens"}  # fmt: skip
+    flags = {
+        "label": "--label",
+        "run_id": "--run-id",
+        "model": "--model",
+        "hardware": "--hardware",
+        "spec_method": "--spec-method",
+        "env": "--env",
+        "num_spec_tokens": "-k/--num-spec-tokens/--steps",
+        "spec_topk": "--topk",
+        "verify_tokens": "--verify-tokens",
+    }
     columns = {key: _per_file(flags[key], values, len(files)) for key, values in per_file.items()}
     inputs = []
     for i, arg in enumerate(files):
@@ -831,45 +1309,122 @@ def _ingest_inputs(files: tuple[str, ...], per_file: dict[str, tuple[Any, ...]])
 
 @cli.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE|LABEL=FILE|-...")
-@click.option("--format", "format", type=click.Choice(
-    ["auto", "log", "bench_table", "vllm_bench_serve", "sglang_bench_serving", "sglang_bench_one_batch",
-     "trtllm_iteration_stats", "prometheus"]), default="auto", show_default=True,
-    help="Read every file as this format instead of telling it from the content.")
-@click.option("--before", "before", type=click.Path(dir_okay=False), metavar="SCRAPE",
-              help="A /metrics scrape taken before the run: report the change since it.")
-@click.option("-k", "--num-spec-tokens", "--steps", "num_spec_tokens",
-              type=_Bounded(0, MAX_SPEC_TOKENS), metavar="K", multiple=True,
-              help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
-              f"vLLM V1), 0 to {MAX_SPEC_TOKENS}. Once for every file, or once per file.")
-@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
-              multiple=True, help="A tree draft's branches per step (SGLang's "
-              "--speculative-eagle-topk; -k is then its steps): once, or once per file.")
-@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
-              metavar="N", multiple=True, help="A tree's tokens per sequence in the verify "
-              "forward (SGLang's --speculative-num-draft-tokens): once, or once per file.")
-@click.option("--label", multiple=True,
-              help="The run's name (e.g. baseline, eagle3-k3): once for every file, or once per "
-              "file. Replaces what a file says. FILE may also be given as LABEL=FILE.")
+@click.option(
+    "--format",
+    "format",
+    type=click.Choice(
+        [
+            "auto",
+            "log",
+            "bench_table",
+            "vllm_bench_serve",
+            "sglang_bench_serving",
+            "sglang_bench_one_batch",
+            "trtllm_iteration_stats",
+            "prometheus",
+        ]
+    ),
+    default="auto",
+    show_default=True,
+    help="Read every file as this format instead of telling it from the content.",
+)
+@click.option(
+    "--before",
+    "before",
+    type=click.Path(dir_okay=False),
+    metavar="SCRAPE",
+    help="A /metrics scrape taken before the run: report the change since it.",
+)
+@click.option(
+    "-k",
+    "--num-spec-tokens",
+    "--steps",
+    "num_spec_tokens",
+    type=_Bounded(0, MAX_SPEC_TOKENS),
+    metavar="K",
+    multiple=True,
+    help="k, for formats that do not print it (SGLang Decode batch, llama.cpp, early "
+    f"vLLM V1), 0 to {MAX_SPEC_TOKENS}. Once for every file, or once per file.",
+)
+@click.option(
+    "--topk",
+    "spec_topk",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="T",
+    multiple=True,
+    help="A tree draft's branches per step (SGLang's "
+    "--speculative-eagle-topk; -k is then its steps): once, or once per file.",
+)
+@click.option(
+    "--verify-tokens",
+    "verify_tokens",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="N",
+    multiple=True,
+    help="A tree's tokens per sequence in the verify "
+    "forward (SGLang's --speculative-num-draft-tokens): once, or once per file.",
+)
+@click.option(
+    "--label",
+    multiple=True,
+    help="The run's name (e.g. baseline, eagle3-k3): once for every file, or once per "
+    "file. Replaces what a file says. FILE may also be given as LABEL=FILE.",
+)
 @click.option("--run-id", "run_id", multiple=True, help="Run id: once, or once per file.")
 @click.option("--model", multiple=True, help="Target model: once, or once per file.")
-@click.option("--hardware", multiple=True,
-              help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe': once, or once per file.")
-@click.option("--spec-method", "spec_method", multiple=True,
-              help="eagle3, mtp, ngram, draft_model, ...: once, or once per file.")
-@click.option("--env", "env", metavar="'K=V K=V'", multiple=True,
-              help="The run's environment fingerprint (NCCL_*/CUDA_* variables, server flags): "
-              "once, or once per file.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV", callback=_writable,
-              help="Write the records as a measurements CSV (atomically).")
+@click.option(
+    "--hardware",
+    multiple=True,
+    help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe': once, or once per file.",
+)
+@click.option(
+    "--spec-method",
+    "spec_method",
+    multiple=True,
+    help="eagle3, mtp, ngram, draft_model, ...: once, or once per file.",
+)
+@click.option(
+    "--env",
+    "env",
+    metavar="'K=V K=V'",
+    multiple=True,
+    help="The run's environment fingerprint (NCCL_*/CUDA_* variables, server flags): "
+    "once, or once per file.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    callback=_writable,
+    help="Write the records as a measurements CSV (atomically).",
+)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
-@click.option("--append", is_flag=True,
-              help="Add the records to --out (created if missing), under a lock: concurrent "
-              "ingests lose nothing and write one header.")
-@click.option("--jobs", "jobs", type=click.IntRange(min=1), metavar="N",
-              help="Threads for reading text (default: one per CPU).")
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Add the records to --out (created if missing), under a lock: concurrent "
+    "ingests lose nothing and write one header.",
+)
+@click.option(
+    "--jobs",
+    "jobs",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Threads for reading text (default: one per CPU).",
+)
 @_json
-def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | None,
-           force: bool, append: bool, jobs: int | None, as_json: bool, **per_file: Any) -> None:
+def ingest(
+    files: tuple[str, ...],
+    format: str,
+    before: str | None,
+    out: str | None,
+    force: bool,
+    append: bool,
+    jobs: int | None,
+    as_json: bool,
+    **per_file: Any,
+) -> None:
     """Read engine logs, benchmark results and /metrics scrapes into measurements.
 
     FILE may be plain or compressed (gzip, bzip2, xz; told by content), or -
@@ -924,8 +1479,7 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
             append_bytes(out, csv_header(), rows())
         else:
             write_bytes(out, [csv_header()], rows(), force=force)
-        click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.",
-                   err=True)  # fmt: skip
+        click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.", err=True)
     else:
         for frame in frames:
             tally.count(frame)
@@ -940,8 +1494,10 @@ def ingest(files: tuple[str, ...], format: str, before: str | None, out: str | N
     for problem in problems:
         click.echo(f"Problem: {problem}", err=True)
     if problems:
-        raise InputError(f"{len(problems)} problem(s) reading the input; each is "
-                         "named above with its file and line")
+        raise InputError(
+            f"{len(problems)} problem(s) reading the input; each is "
+            "named above with its file and line"
+        )
 
 
 class _JsonArray:
@@ -962,20 +1518,30 @@ class _JsonArray:
 
 
 _schedule_option = click.option(
-    "--schedule", "schedule_file", type=click.Path(dir_okay=False), metavar="SCHEDULE.json",
+    "--schedule",
+    "schedule_file",
+    type=click.Path(dir_okay=False),
+    metavar="SCHEDULE.json",
     help="What breakeven schedule --json printed: each run's measured speedup against the "
-    "schedule's k and predicted speedup at its batch.")
+    "schedule's k and predicted speedup at its batch.",
+)
 
 
 @cli.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
-              help="Relative tolerance for baseline drift, prediction mismatch and "
-              "server/client agreement.")
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="Relative tolerance for baseline drift, prediction mismatch and server/client agreement.",
+)
 @_schedule_option
 @_json
-def check_command(measurements: str, tolerance: float, schedule_file: str | None,
-                  as_json: bool) -> None:  # fmt: skip
+def check_command(
+    measurements: str, tolerance: float, schedule_file: str | None, as_json: bool
+) -> None:
     """Measured against predicted speedups, and stale or drifting baselines.
 
     Pairs each speculative run (num_spec_tokens > 0) with the baseline runs
@@ -990,12 +1556,14 @@ def check_command(measurements: str, tolerance: float, schedule_file: str | None
     from breakeven.check import check_file
 
     data = check_file(measurements, tolerance).to_dict()
-    _emit(_with_schedule(data, data["comparisons"], schedule_file, tolerance), as_json,
-          "check_text")  # fmt: skip
+    _emit(
+        _with_schedule(data, data["comparisons"], schedule_file, tolerance), as_json, "check_text"
+    )
 
 
-def _with_schedule(data: dict[str, Any], runs: list[dict[str, Any]], schedule_file: str | None,
-                   tolerance: float) -> dict[str, Any]:  # fmt: skip
+def _with_schedule(
+    data: dict[str, Any], runs: list[dict[str, Any]], schedule_file: str | None, tolerance: float
+) -> dict[str, Any]:
     """``data`` with each run against a schedule's prediction at its batch (--schedule)."""
     if schedule_file is None:
         return data
@@ -1015,38 +1583,82 @@ def _k_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
         try:
             low, high = int(first), int(last if sep else first)
         except ValueError:
-            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
-                             "values such as 1-8 or 2,3,5") from None  # fmt: skip
+            raise InputError(
+                f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
+                "values such as 1-8 or 2,3,5"
+            ) from None
         if not (1 <= low <= high <= MAX_SPEC_TOKENS):
-            raise InputError(f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
-                             f"from 1 to {MAX_SPEC_TOKENS}, each range low-high")  # fmt: skip
+            raise InputError(
+                f"{'/'.join(param.opts)}: got {shorten(repr(value))}, expected k "
+                f"from 1 to {MAX_SPEC_TOKENS}, each range low-high"
+            )
         out += range(low, high + 1)
     return tuple(sorted(set(out)))
 
 
 @cli.command(name="fit")
 @click.argument("runs", type=click.Path(dir_okay=False), metavar="RUNS.csv")
-@click.option("--draft-cost", "draft_cost", type=click.Choice(["per-token", "per-cycle"]),
-              default="per-token", show_default=True,
-              help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
-              "or one pass per cycle (MTP or Medusa heads).")
-@click.option("--predict-k", "predict_k", callback=_k_list, metavar="K-K",
-              help="Also predict these k (1-8, 2,3,5): accept_len from the alpha fitted to the "
-              "runs, marked predicted.")
-@click.option("--experts", "experts", type=_Bounded(1, 100_000), metavar="E",
-              help="A Mixture-of-Experts model's routed experts per layer, for the forward "
-              "surface across batch sizes (with --top-k).")
-@click.option("--top-k", "top_k", type=_Bounded(1, 100_000), metavar="K",
-              help="Routed experts per token (with --experts).")
-@click.option("--shared", "shared", type=_Bounded(0, 100_000), default=0, metavar="S",
-              help="Shared experts, always active (default 0).")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="FIT.json",
-              callback=_writable, help="Also write the fit as JSON (what --json prints).")
+@click.option(
+    "--draft-cost",
+    "draft_cost",
+    type=click.Choice(["per-token", "per-cycle"]),
+    default="per-token",
+    show_default=True,
+    help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
+    "or one pass per cycle (MTP or Medusa heads).",
+)
+@click.option(
+    "--predict-k",
+    "predict_k",
+    callback=_k_list,
+    metavar="K-K",
+    help="Also predict these k (1-8, 2,3,5): accept_len from the alpha fitted to the "
+    "runs, marked predicted.",
+)
+@click.option(
+    "--experts",
+    "experts",
+    type=_Bounded(1, 100_000),
+    metavar="E",
+    help="A Mixture-of-Experts model's routed experts per layer, for the forward "
+    "surface across batch sizes (with --top-k).",
+)
+@click.option(
+    "--top-k",
+    "top_k",
+    type=_Bounded(1, 100_000),
+    metavar="K",
+    help="Routed experts per token (with --experts).",
+)
+@click.option(
+    "--shared",
+    "shared",
+    type=_Bounded(0, 100_000),
+    default=0,
+    metavar="S",
+    help="Shared experts, always active (default 0).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    callback=_writable,
+    help="Also write the fit as JSON (what --json prints).",
+)
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @_json
-def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts: int | None,
-                top_k: int | None, shared: int, out: str | None, force: bool,
-                as_json: bool) -> None:
+def fit_command(
+    runs: str,
+    draft_cost: str,
+    predict_k: tuple[int, ...],
+    experts: int | None,
+    top_k: int | None,
+    shared: int,
+    out: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
     """The cycle's costs, fitted from measured runs; the speedup of k not run.
 
     RUNS.csv is a measurements CSV (ingest --out, bench --out). Each speculative
@@ -1083,8 +1695,11 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts:
         from breakeven.iotools.paths import output_error
 
         try:
-            write_text(out, lambda f: f.write(json.dumps(data, indent=2, allow_nan=False) + "\n"),
-                       force=force)  # fmt: skip
+            write_text(
+                out,
+                lambda f: f.write(json.dumps(data, indent=2, allow_nan=False) + "\n"),
+                force=force,
+            )
         except OSError as e:
             raise output_error("out", out, e) from None
         click.echo(f"Wrote {out}.", err=True)
@@ -1094,42 +1709,110 @@ def fit_command(runs: str, draft_cost: str, predict_k: tuple[int, ...], experts:
 @cli.command(name="compare")
 @click.argument("baseline", metavar="BASELINE")
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
-@click.option("--num-spec-tokens", "-k", "--steps", "num_spec_tokens",
-              type=_Bounded(0, MAX_SPEC_TOKENS), multiple=True, metavar="K",
-              help=f"k of each SPEC (a tree's steps), 0 to {MAX_SPEC_TOKENS} (once for all, or "
-              "once per SPEC in order).")
-@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
-              multiple=True, help="A tree draft's branches per step, of each SPEC (once, or "
-              "once per SPEC).")
-@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
-              metavar="N", multiple=True, help="A tree's tokens per sequence in the verify "
-              "forward, of each SPEC (once, or once per SPEC).")
-@click.option("--spec-method", "spec_method", multiple=True,
-              help="Drafting method of each SPEC (once, or once per SPEC).")
-@click.option("--env", "env", multiple=True, metavar="'K=V ...'",
-              help="Environment of each SPEC (once, or once per SPEC).")
-@click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS",
-              help="Verify forward of the speculative cycle [ms], for a prediction.")
-@click.option("--draft-ms", "draft_ms", type=FLOAT, metavar="MS",
-              help="All drafting in the cycle [ms] (with --verify-ms).")
-@click.option("--cycle-ms", "cycle_ms", type=FLOAT, metavar="MS",
-              help="The whole speculative cycle [ms], instead of --verify-ms and --draft-ms.")
-@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
-              help="Relative tolerance, as for check.")
-@click.option("--fail-if", "fail_if", type=click.Choice(["slower", "not-faster", "flagged"]),
-              help="Exit with code 1 when this holds: a run is slower, a run is not faster "
-              "(slower, within noise or without an interval), or check flagged anything.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False), metavar="DIR",
-              callback=_writable, help="Also write DIR/report.html: the headline verdicts "
-              "first, coloured, then the table, flags and figures (created if missing).")
+@click.option(
+    "--num-spec-tokens",
+    "-k",
+    "--steps",
+    "num_spec_tokens",
+    type=_Bounded(0, MAX_SPEC_TOKENS),
+    multiple=True,
+    metavar="K",
+    help=f"k of each SPEC (a tree's steps), 0 to {MAX_SPEC_TOKENS} (once for all, or "
+    "once per SPEC in order).",
+)
+@click.option(
+    "--topk",
+    "spec_topk",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="T",
+    multiple=True,
+    help="A tree draft's branches per step, of each SPEC (once, or once per SPEC).",
+)
+@click.option(
+    "--verify-tokens",
+    "verify_tokens",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="N",
+    multiple=True,
+    help="A tree's tokens per sequence in the verify "
+    "forward, of each SPEC (once, or once per SPEC).",
+)
+@click.option(
+    "--spec-method",
+    "spec_method",
+    multiple=True,
+    help="Drafting method of each SPEC (once, or once per SPEC).",
+)
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="'K=V ...'",
+    help="Environment of each SPEC (once, or once per SPEC).",
+)
+@click.option(
+    "--verify-ms",
+    "verify_ms",
+    type=FLOAT,
+    metavar="MS",
+    help="Verify forward of the speculative cycle [ms], for a prediction.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=FLOAT,
+    metavar="MS",
+    help="All drafting in the cycle [ms] (with --verify-ms).",
+)
+@click.option(
+    "--cycle-ms",
+    "cycle_ms",
+    type=FLOAT,
+    metavar="MS",
+    help="The whole speculative cycle [ms], instead of --verify-ms and --draft-ms.",
+)
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="Relative tolerance, as for check.",
+)
+@click.option(
+    "--fail-if",
+    "fail_if",
+    type=click.Choice(["slower", "not-faster", "flagged"]),
+    help="Exit with code 1 when this holds: a run is slower, a run is not faster "
+    "(slower, within noise or without an interval), or check flagged anything.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    callback=_writable,
+    help="Also write DIR/report.html: the headline verdicts "
+    "first, coloured, then the table, flags and figures (created if missing).",
+)
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
 @_schedule_option
 @_json
-def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tuple[int, ...],
-                    spec_topk: tuple[int, ...], verify_tokens: tuple[int, ...],
-                    spec_method: tuple[str, ...], env: tuple[str, ...], fail_if: str | None,
-                    report_dir: str | None, force: bool, schedule_file: str | None,
-                    as_json: bool, **costs: Any) -> None:
+def compare_command(
+    baseline: str,
+    specs: tuple[str, ...],
+    num_spec_tokens: tuple[int, ...],
+    spec_topk: tuple[int, ...],
+    verify_tokens: tuple[int, ...],
+    spec_method: tuple[str, ...],
+    env: tuple[str, ...],
+    fail_if: str | None,
+    report_dir: str | None,
+    force: bool,
+    schedule_file: str | None,
+    as_json: bool,
+    **costs: Any,
+) -> None:
     """Is speculation faster here, by how much, and can the answer be trusted?
 
     BASELINE and each SPEC are anything ingest reads (logs, plain or
@@ -1160,25 +1843,34 @@ def compare_command(baseline: str, specs: tuple[str, ...], num_spec_tokens: tupl
     envs = _per_file("--env", env, len(runs))
     topks = _per_file("--topk", spec_topk, len(runs))
     verifies = _per_file("--verify-tokens", verify_tokens, len(runs))
-    runs = [replace(r, num_spec_tokens=k, spec_method=m, env=e, spec_topk=t, verify_tokens=n)
-            for r, k, m, e, t, n in zip(runs, ks, methods, envs, topks, verifies, strict=True)]  # fmt: skip
+    runs = [
+        replace(r, num_spec_tokens=k, spec_method=m, env=e, spec_topk=t, verify_tokens=n)
+        for r, k, m, e, t, n in zip(runs, ks, methods, envs, topks, verifies, strict=True)
+    ]
     if report_dir is not None:
         from breakeven.report import check_report_dir, write_compare_report
 
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result = compare(parse_run(baseline), runs, **costs)
     data = result.to_dict()
-    _emit(_with_schedule(data, data["runs"], schedule_file, result.tolerance), as_json,
-          "compare_text")  # fmt: skip
+    _emit(
+        _with_schedule(data, data["runs"], schedule_file, result.tolerance), as_json, "compare_text"
+    )
     if report_dir is not None:
         click.echo(f"Wrote {write_compare_report(result, report_dir, force=force)}.", err=True)
     if result.failed(fail_if):
         sys.exit(1)
 
 
-_out = click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
-                    metavar="FILE", callback=_writable,
-                    help="Where to write the picture: .png, .svg or .pdf.")
+_out = click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    metavar="FILE",
+    callback=_writable,
+    help="Where to write the picture: .png, .svg or .pdf.",
+)
 _force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
 
 
@@ -1200,23 +1892,55 @@ def plot() -> None:
 
 @plot.command(name="surface")
 @_predict_inputs
-@click.option("--alpha-k", "alpha_k", is_flag=True,
-              help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).")
-@click.option("--max-k", "k_max", type=_Bounded(1, MAX_K), default=16, show_default=True,
-              help=f"Largest k of the (alpha, k) surface (1 to {MAX_K}).")
-@click.option("--label", default="measured", show_default=True,
-              help="Label of the point the inputs place on the surface.")
-@click.option("--point", "point_texts", multiple=True, metavar="LABEL:ACCEPT_LEN:CYCLE_MS",
-              help="Another run to place: its accept_len [tokens/cycle] and cycle [ms], over "
-              "the step of --baseline or --step-ms (repeat for several).")
-@click.option("--from", "from_csv", type=click.Path(dir_okay=False), metavar="CSV",
-              help="Place every speculative run of a measurements CSV, as check pairs them: "
-              "at its measured speedup, at its predicted one where it has a cycle cost, and "
-              "against each other baseline where the baselines drifted.")
+@click.option(
+    "--alpha-k",
+    "alpha_k",
+    is_flag=True,
+    help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).",
+)
+@click.option(
+    "--max-k",
+    "k_max",
+    type=_Bounded(1, MAX_K),
+    default=16,
+    show_default=True,
+    help=f"Largest k of the (alpha, k) surface (1 to {MAX_K}).",
+)
+@click.option(
+    "--label",
+    default="measured",
+    show_default=True,
+    help="Label of the point the inputs place on the surface.",
+)
+@click.option(
+    "--point",
+    "point_texts",
+    multiple=True,
+    metavar="LABEL:ACCEPT_LEN:CYCLE_MS",
+    help="Another run to place: its accept_len [tokens/cycle] and cycle [ms], over "
+    "the step of --baseline or --step-ms (repeat for several).",
+)
+@click.option(
+    "--from",
+    "from_csv",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Place every speculative run of a measurements CSV, as check pairs them: "
+    "at its measured speedup, at its predicted one where it has a cycle cost, and "
+    "against each other baseline where the baselines drifted.",
+)
 @_out
 @_force
-def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
-                 point_texts: tuple[str, ...], from_csv: str | None, **inputs: Any) -> None:
+def plot_surface(
+    out: str,
+    force: bool,
+    alpha_k: bool,
+    k_max: int,
+    label: str,
+    point_texts: tuple[str, ...],
+    from_csv: str | None,
+    **inputs: Any,
+) -> None:
     """Speedup surface with its break-even line; the inputs' operating point marked.
 
     By default over (accept_len, cycle_ms / step_ms), where speculation breaks
@@ -1238,23 +1962,32 @@ def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
     ratio = p.breakeven_accept_len / p.target_speedup if p and p.breakeven_accept_len else None
     if alpha_k:
         if p is None or (p.cost_ratio is None and ratio is None):
-            raise InputError("--alpha-k needs the cycle cost: --cost-ratio with -k, or a "
-                             "baseline and --verify-ms or --cycle-ms")
+            raise InputError(
+                "--alpha-k needs the cycle cost: --cost-ratio with -k, or a "
+                "baseline and --verify-ms or --cycle-ms"
+            )
         points = [(p.alpha, p.k, label)] if p.alpha is not None and p.k else []
-        ax = pictures.surface_alpha_k(cost_ratio=p.cost_ratio,
-                                      cycle_over_step=None if p.cost_ratio is not None else ratio,
-                                      k_max=k_max, points=points)
+        ax = pictures.surface_alpha_k(
+            cost_ratio=p.cost_ratio,
+            cycle_over_step=None if p.cost_ratio is not None else ratio,
+            k_max=k_max,
+            points=points,
+        )
     else:
         points = [(p.accept_len, ratio, label)] if p and p.accept_len and ratio else []
         largest = pictures.LARGEST_AXIS / 1.2  # the axes reach 1.2 times the point
         for x, y, _ in points:
             if x > largest:
-                raise InputError(f"--accept-len: got {x!r}, too large to draw the surface to; "
-                                 f"expected at most {largest:g} tokens/cycle")  # fmt: skip
+                raise InputError(
+                    f"--accept-len: got {x!r}, too large to draw the surface to; "
+                    f"expected at most {largest:g} tokens/cycle"
+                )
             if y > largest:
-                raise InputError(f"the cycle is {y:g} baseline steps, too many to draw the "
-                                 f"surface to (at most {largest:g}): check the cycle's and the "
-                                 "baseline's flags")  # fmt: skip
+                raise InputError(
+                    f"the cycle is {y:g} baseline steps, too many to draw the "
+                    f"surface to (at most {largest:g}): check the cycle's and the "
+                    "baseline's flags"
+                )
         step = p.step_ms if p is not None else None
         points += [_surface_point(text, step, largest) for text in point_texts]
         if from_csv is not None:
@@ -1262,8 +1995,10 @@ def plot_surface(out: str, force: bool, alpha_k: bool, k_max: int, label: str,
 
             placed = pictures.run_points(*_rows_and_baselines(check_file(from_csv)))
             if not placed:
-                raise InputError(f"--from: {from_csv} has no speculative run with an accept_len "
-                                 "and a measured rate or a cycle cost to place")  # fmt: skip
+                raise InputError(
+                    f"--from: {from_csv} has no speculative run with an accept_len "
+                    "and a measured rate or a cycle cost to place"
+                )
             points += placed
         ax = pictures.surface_around(points)
     _save(ax, out, force)
@@ -1284,16 +2019,22 @@ def _surface_point(text: str, step_ms: float | None, largest: float) -> tuple[fl
     try:
         tau, cycle = float(tau_text), float(cycle_text)
     except ValueError:
-        raise InputError(f"--point: got {shown}, expected LABEL:ACCEPT_LEN:CYCLE_MS with numbers "
-                         "for ACCEPT_LEN [tokens/cycle] and CYCLE_MS [ms]") from None  # fmt: skip
+        raise InputError(
+            f"--point: got {shown}, expected LABEL:ACCEPT_LEN:CYCLE_MS with numbers "
+            "for ACCEPT_LEN [tokens/cycle] and CYCLE_MS [ms]"
+        ) from None
     if not (1 <= tau <= largest and 0 < cycle < math.inf):
-        raise InputError(f"--point: got {shown}, expected ACCEPT_LEN in [1, {largest:g}] "
-                         "tokens/cycle and CYCLE_MS a finite number > 0 ms")  # fmt: skip
+        raise InputError(
+            f"--point: got {shown}, expected ACCEPT_LEN in [1, {largest:g}] "
+            "tokens/cycle and CYCLE_MS a finite number > 0 ms"
+        )
     if step_ms is None:
         raise InputError("--point: needs the baseline's step: give --baseline or --step-ms")
     if not cycle / step_ms <= largest:
-        raise InputError(f"--point: got {shown}, a cycle of {cycle / step_ms:g} baseline steps, "
-                         f"too many to draw (at most {largest:g})")  # fmt: skip
+        raise InputError(
+            f"--point: got {shown}, a cycle of {cycle / step_ms:g} baseline steps, "
+            f"too many to draw (at most {largest:g})"
+        )
     return tau, cycle / step_ms, name
 
 
@@ -1301,8 +2042,7 @@ def _surface_point(text: str, step_ms: float | None, largest: float) -> tuple[fl
 @_optimize_inputs
 @_out
 @_force
-def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
-           **inputs: Any) -> None:
+def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None, **inputs: Any) -> None:
     """Speedup against k, the best k marked (optimize's inputs)."""
     from breakeven import plot as pictures
     from breakeven.optimize import optimize as run_optimize
@@ -1315,8 +2055,9 @@ def plot_k(out: str, force: bool, verify_curve: str | None, fit: str | None,
 @_batch_inputs
 @_out
 @_force
-def plot_batch(out: str, force: bool, cost_curve: str | None, fit: str | None,
-               **inputs: Any) -> None:
+def plot_batch(
+    out: str, force: bool, cost_curve: str | None, fit: str | None, **inputs: Any
+) -> None:
     """Speedup against batch size, the break-even batch marked (batch's inputs)."""
     from breakeven import plot as pictures
     from breakeven.optimize import batch_sweep
@@ -1327,19 +2068,46 @@ def plot_batch(out: str, force: bool, cost_curve: str | None, fit: str | None,
 
 @plot.command(name="schedule")
 @_batch_inputs
-@click.option("--engine", "engine", type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
-              default="vllm", show_default=True, help="Whose schedule to draw (as schedule).")
-@click.option("--min-gain", "min_gain", type=FLOAT, default=0.02, show_default=True,
-              metavar="F", help="As schedule's --min-gain [fraction].")
-@click.option("--load", "load", type=click.Path(dir_okay=False), metavar="FILE",
-              help="As schedule's --load.")
-@click.option("--cuda-graph-sizes", "graph_sizes", callback=_sizes, metavar="1,2,4,8",
-              help="As schedule's --cuda-graph-sizes.")
+@click.option(
+    "--engine",
+    "engine",
+    type=click.Choice(["vllm", "sglang", "vllm-legacy"]),
+    default="vllm",
+    show_default=True,
+    help="Whose schedule to draw (as schedule).",
+)
+@click.option(
+    "--min-gain",
+    "min_gain",
+    type=FLOAT,
+    default=0.02,
+    show_default=True,
+    metavar="F",
+    help="As schedule's --min-gain [fraction].",
+)
+@click.option(
+    "--load", "load", type=click.Path(dir_okay=False), metavar="FILE", help="As schedule's --load."
+)
+@click.option(
+    "--cuda-graph-sizes",
+    "graph_sizes",
+    callback=_sizes,
+    metavar="1,2,4,8",
+    help="As schedule's --cuda-graph-sizes.",
+)
 @_out
 @_force
-def plot_schedule(out: str, force: bool, cost_curve: str | None, fit: str | None, engine: str,
-                  min_gain: float, load: str | None, graph_sizes: tuple[int, ...] | None,
-                  **inputs: Any) -> None:  # fmt: skip
+def plot_schedule(
+    out: str,
+    force: bool,
+    cost_curve: str | None,
+    fit: str | None,
+    engine: str,
+    min_gain: float,
+    load: str | None,
+    graph_sizes: tuple[int, ...] | None,
+    **inputs: Any,
+) -> None:
     """Speedup against batch for each k, the schedule over them and the break-even batch."""
     from breakeven import plot as pictures
     from breakeven.schedule import plan
@@ -1351,15 +2119,28 @@ def plot_schedule(out: str, force: bool, cost_curve: str | None, fit: str | None
 
         profile, meta = read_load(load)
         source = meta["path"]
-    grid, result = plan(curve, engine=engine, min_gain=min_gain, load=profile,
-                        load_source=source, graph_sizes=graph_sizes, **inputs)  # fmt: skip
+    grid, result = plan(
+        curve,
+        engine=engine,
+        min_gain=min_gain,
+        load=profile,
+        load_source=source,
+        graph_sizes=graph_sizes,
+        **inputs,
+    )
     _save(pictures.schedule(grid, result), out, force)
 
 
 @plot.command(name="check")
 @click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
-              help="Relative tolerance: the band drawn around measured = predicted.")
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="Relative tolerance: the band drawn around measured = predicted.",
+)
 @_out
 @_force
 def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> None:
@@ -1377,20 +2158,51 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> No
 @plot.command(name="sensitivity")
 @_baseline
 @_step
-@click.option("--verify-ms", "verify_ms", type=FLOAT, metavar="MS", required=True,
-              help=f"One target forward over k + 1 tokens {_MS}.")
-@click.option("--draft-ms", "draft_ms", type=FLOAT, default=0.0, metavar="MS",
-              help=f"All drafting in one cycle (default 0) {_MS}.")
-@click.option("--overhead-ms", "overhead_ms", type=FLOAT, default=0.0, metavar="MS",
-              help=f"Other per-cycle cost (default 0) {_MS}.")
-@click.option("--accept-len", "accept_len", type=FLOAT, required=True, metavar="TAU",
-              help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].")
-@click.option("--delta", type=FLOAT, default=0.10, show_default=True, metavar="F",
-              help="How far each input is moved, down and up [fraction].")
+@click.option(
+    "--verify-ms",
+    "verify_ms",
+    type=FLOAT,
+    metavar="MS",
+    required=True,
+    help=f"One target forward over k + 1 tokens {_MS}.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=FLOAT,
+    default=0.0,
+    metavar="MS",
+    help=f"All drafting in one cycle (default 0) {_MS}.",
+)
+@click.option(
+    "--overhead-ms",
+    "overhead_ms",
+    type=FLOAT,
+    default=0.0,
+    metavar="MS",
+    help=f"Other per-cycle cost (default 0) {_MS}.",
+)
+@click.option(
+    "--accept-len",
+    "accept_len",
+    type=FLOAT,
+    required=True,
+    metavar="TAU",
+    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
+)
+@click.option(
+    "--delta",
+    type=FLOAT,
+    default=0.10,
+    show_default=True,
+    metavar="F",
+    help="How far each input is moved, down and up [fraction].",
+)
 @_out
 @_force
-def plot_sensitivity(out: str, force: bool, baseline_tok_s: float | None,
-                     step_ms: float | None, **inputs: Any) -> None:
+def plot_sensitivity(
+    out: str, force: bool, baseline_tok_s: float | None, step_ms: float | None, **inputs: Any
+) -> None:
     """Which input, moved by ±10%, moves the speedup most (a tornado chart)."""
     from breakeven import plot as pictures
     from breakeven.model import step_ms_from_baseline
@@ -1404,11 +2216,23 @@ def plot_sensitivity(out: str, force: bool, baseline_tok_s: float | None,
 
 @cli.command()
 @click.argument("measurements", type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(file_okay=False), required=True, metavar="DIR",
-              callback=_writable,
-              help="Directory to write report.html into (created if missing).")
-@click.option("--tolerance", type=FLOAT, default=0.05, show_default=True, metavar="F",
-              help="Relative tolerance, as for check.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    required=True,
+    metavar="DIR",
+    callback=_writable,
+    help="Directory to write report.html into (created if missing).",
+)
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="Relative tolerance, as for check.",
+)
 @_force
 def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
     """A self-contained HTML report of a check: table, flags and figures.
@@ -1454,49 +2278,138 @@ def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int
 
 
 @cli.command()
-@click.option("--url", required=True, metavar="URL",
-              help="The server: http://host:8000, with or without a trailing /v1.")
+@click.option(
+    "--url",
+    required=True,
+    metavar="URL",
+    help="The server: http://host:8000, with or without a trailing /v1.",
+)
 @click.option("--label", required=True, help="Name of this run, e.g. baseline or eagle3-k3.")
 @click.option("--model", help="Model to request (default: the first the server lists).")
-@click.option("--concurrency", cls=_Values, default="1", show_default=True, callback=_levels,
-              metavar="N [N ...]", help="Concurrency levels to measure, e.g. --concurrency 1 8 32.")
-@click.option("--max-tokens", "max_tokens", type=int, default=512, show_default=True,
-              help="Tokens per request (generated to the end: ignore_eos).")
-@click.option("--requests", type=int, metavar="N",
-              help="Requests per level (default: 4 x concurrency, at least 8).")
-@click.option("--prompts", "prompts", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Prompts, one per line or JSON Lines with a \"prompt\" key.")
+@click.option(
+    "--concurrency",
+    cls=_Values,
+    default="1",
+    show_default=True,
+    callback=_levels,
+    metavar="N [N ...]",
+    help="Concurrency levels to measure, e.g. --concurrency 1 8 32.",
+)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    type=int,
+    default=512,
+    show_default=True,
+    help="Tokens per request (generated to the end: ignore_eos).",
+)
+@click.option(
+    "--requests",
+    type=int,
+    metavar="N",
+    help="Requests per level (default: 4 x concurrency, at least 8).",
+)
+@click.option(
+    "--prompts",
+    "prompts",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help='Prompts, one per line or JSON Lines with a "prompt" key.',
+)
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
-@click.option("--api-key-env", "api_key_env", metavar="VAR",
-              help="Environment variable holding the API key (never printed or written).")
-@click.option("--num-spec-tokens", "-k", "--steps", "num_spec_tokens", type=int, metavar="K",
-              help="k the server speculates with (a tree's steps); 0 for a baseline (default: "
-              "from /metrics).")
-@click.option("--topk", "spec_topk", type=_Bounded(1, MAX_SPEC_TOKENS), metavar="T",
-              help="A tree draft's branches per step (SGLang's --speculative-eagle-topk).")
-@click.option("--verify-tokens", "verify_tokens", type=_Bounded(1, MAX_SPEC_TOKENS),
-              metavar="N", help="A tree's tokens per sequence in the verify forward (SGLang's "
-              "--speculative-num-draft-tokens).")
+@click.option(
+    "--api-key-env",
+    "api_key_env",
+    metavar="VAR",
+    help="Environment variable holding the API key (never printed or written).",
+)
+@click.option(
+    "--num-spec-tokens",
+    "-k",
+    "--steps",
+    "num_spec_tokens",
+    type=int,
+    metavar="K",
+    help="k the server speculates with (a tree's steps); 0 for a baseline (default: "
+    "from /metrics).",
+)
+@click.option(
+    "--topk",
+    "spec_topk",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="T",
+    help="A tree draft's branches per step (SGLang's --speculative-eagle-topk).",
+)
+@click.option(
+    "--verify-tokens",
+    "verify_tokens",
+    type=_Bounded(1, MAX_SPEC_TOKENS),
+    metavar="N",
+    help="A tree's tokens per sequence in the verify forward (SGLang's "
+    "--speculative-num-draft-tokens).",
+)
 @click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
 @click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
-@click.option("--env", "env", metavar="'K=V ...'",
-              help="More of the server's environment: flags, variables the client cannot see.")
-@click.option("--ready-timeout", "ready_timeout_s", type=float, default=120.0, show_default=True,
-              metavar="S", help="How long the server may take to list its models: 503 "
-              "(loading) or a stalled reply [s].")
-@click.option("--connect-timeout", "connect_timeout_s", type=float, default=5.0, show_default=True,
-              metavar="S", help="How long a connection may take [s].")
-@click.option("--idle-timeout", "idle_timeout_s", type=float, default=60.0, show_default=True,
-              metavar="S", help="How long a request may go without a byte from the server [s]; "
-              "then it fails, and the level goes on.")
-@click.option("--request-timeout", "request_timeout_s", type=float, default=600.0,
-              show_default=True, metavar="S", help="How long one request may take in all [s] "
-              "(a server that trickles bytes); then it fails, and the level goes on.")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="CSV",
-              help="Append a row per request to this measurements CSV.")
+@click.option(
+    "--env",
+    "env",
+    metavar="'K=V ...'",
+    help="More of the server's environment: flags, variables the client cannot see.",
+)
+@click.option(
+    "--ready-timeout",
+    "ready_timeout_s",
+    type=float,
+    default=120.0,
+    show_default=True,
+    metavar="S",
+    help="How long the server may take to list its models: 503 (loading) or a stalled reply [s].",
+)
+@click.option(
+    "--connect-timeout",
+    "connect_timeout_s",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="S",
+    help="How long a connection may take [s].",
+)
+@click.option(
+    "--idle-timeout",
+    "idle_timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="How long a request may go without a byte from the server [s]; "
+    "then it fails, and the level goes on.",
+)
+@click.option(
+    "--request-timeout",
+    "request_timeout_s",
+    type=float,
+    default=600.0,
+    show_default=True,
+    metavar="S",
+    help="How long one request may take in all [s] "
+    "(a server that trickles bytes); then it fails, and the level goes on.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Append a row per request to this measurements CSV.",
+)
 @_json
-def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str | None,
-          concurrency: tuple[int, ...], **options: Any) -> None:
+def bench(
+    as_json: bool,
+    out: str | None,
+    prompts: str | None,
+    api_key_env: str | None,
+    concurrency: tuple[int, ...],
+    **options: Any,
+) -> None:
     """Measure decode rates against any OpenAI-compatible server (vLLM, SGLang, ...).
 
     Run it right before changing the server, and again after: each row carries
@@ -1541,8 +2454,15 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
         click.echo(f"{what}{kept}.", err=True)
         sys.exit(143 if isinstance(e, Terminated) else 130)
     if as_json:
-        click.echo(json.dumps([{k: (None if isinstance(v, float) and v != v else v)
-                                for k, v in level.items()} for level in levels], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {k: (None if isinstance(v, float) and v != v else v) for k, v in level.items()}
+                    for level in levels
+                ],
+                indent=2,
+            )
+        )
     else:
         from breakeven.formatting import bench_text
 
@@ -1555,7 +2475,6 @@ def bench(as_json: bool, out: str | None, prompts: str | None, api_key_env: str 
         click.echo(f"Problem: {failure}", err=True)
     if failures:
         raise InputError(f"{len(failures)} request(s) failed; every completed one was recorded")
-# fmt: on
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,13 +47,13 @@ def parse_run(text: str, name: str = "runs") -> RunInput:
     label, sep, rest = text.partition("=")
     if not sep or os.path.exists(text):
         label, rest = "", text
-    launches = tuple(files for part in rest.split(",")
-                     if (files := tuple(p for p in part.split("+") if p)))  # fmt: skip
+    launches = tuple(
+        files for part in rest.split(",") if (files := tuple(p for p in part.split("+") if p))
+    )
     paths = tuple(p for files in launches for p in files)
     if not paths:
         shown = escape_braces(repr(text))
-        raise BreakevenError("{0}: got " + shown + ", expected PATH, PATH+PATH or LABEL=PATH",
-                             name)  # fmt: skip
+        raise BreakevenError("{0}: got " + shown + ", expected PATH, PATH+PATH or LABEL=PATH", name)
     if not label:
         base = os.path.basename(paths[0])
         for suffix in (".gz", ".bz2", ".xz"):
@@ -144,8 +144,9 @@ class CompareResult:
             return not self.runs or any(r.verdict != "faster" for r in self.runs)
         if condition == "flagged":
             return bool(self.flags)
-        raise BreakevenError("{0}: got " + repr(condition) + f", expected one of {FAIL_IF}",
-                             "fail_if")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + repr(condition) + f", expected one of {FAIL_IF}", "fail_if"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         def clean(value: Any) -> Any:
@@ -206,11 +207,17 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
             k = pd.to_numeric(frame["num_spec_tokens"], errors="coerce")
             frame = frame[~(k > 0)] if baseline else frame[~(k == 0)]
         else:
-            stamp = {"label": run.label, "spec_method": run.spec_method, "env": run.env,
-                     "spec_topk": run.spec_topk, "verify_tokens": run.verify_tokens}  # fmt: skip
+            stamp = {
+                "label": run.label,
+                "spec_method": run.spec_method,
+                "env": run.env,
+                "spec_topk": run.spec_topk,
+                "verify_tokens": run.verify_tokens,
+            }
             problems: list[Any] = []
-            read = Input(path, {k: v for k, v in stamp.items() if v is not None},
-                         run.num_spec_tokens)  # fmt: skip
+            read = Input(
+                path, {k: v for k, v in stamp.items() if v is not None}, run.num_spec_tokens
+            )
             # Each frame narrowed to what check reads as it comes: a 1 GiB log's records
             # are never held whole.
             narrow = [_narrow(f) for f in iter_frames([read], problems)]
@@ -219,8 +226,11 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
                 more = len(problems) - 1
                 raise BreakevenError(first + (f" (and {more} more problems)" if more else ""))
             frame = _columns(pl.concat(narrow) if narrow else _narrow(frame_of([])))
-            frame["run_id"] = _filled(frame["run_id"], launch) if "run_id" in frame.columns \
-                else _constant(launch, len(frame))  # fmt: skip
+            frame["run_id"] = (
+                _filled(frame["run_id"], launch)
+                if "run_id" in frame.columns
+                else _constant(launch, len(frame))
+            )
         frames.append(frame)
     data = _concat(frames)
     data["label"] = _constant(run.label, len(data))
@@ -234,8 +244,11 @@ def load_run(run: RunInput, baseline: bool = False) -> Any:
         data["num_spec_tokens"] = float(run.num_spec_tokens)
     elif baseline:
         data["num_spec_tokens"] = pd.to_numeric(data["num_spec_tokens"]).fillna(0)
-    data["run_id"] = _filled(data["run_id"], run.label) if "run_id" in data.columns else \
-        _constant(run.label, len(data))  # fmt: skip
+    data["run_id"] = (
+        _filled(data["run_id"], run.label)
+        if "run_id" in data.columns
+        else _constant(run.label, len(data))
+    )
     measured = pd.to_numeric(data["tok_s"], errors="coerce").notna()
     if "speedup" in data.columns:  # a published speedup
         measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
@@ -256,8 +269,11 @@ def _narrow(records: Any) -> Any:
     line = pl.col("source").str.extract(r":(\d+)$", 1).cast(pl.Int64, strict=False)
     # Columns no record fills are left out (check reads a missing column as empty): a log
     # fills a handful, and each column kept is converted and copied on the way to check.
-    empty = {c for c, n in zip(records.columns, records.null_count().row(0), strict=True)
-             if n == records.height} - {"tok_s", "num_spec_tokens"}  # fmt: skip
+    empty = {
+        c
+        for c, n in zip(records.columns, records.null_count().row(0), strict=True)
+        if n == records.height
+    } - {"tok_s", "num_spec_tokens"}
     wanted = [c for c in COLUMNS_USED if c in records.columns and c not in empty | {"source"}]
     return records.select(*wanted, line.alias("line"))
 
@@ -326,8 +342,9 @@ def _concat(frames: list[Any]) -> Any:
             else:
                 arrays.append(p.to_numpy())
         kinds = {a.dtype.kind for a in arrays}
-        joined = np.concatenate(arrays if kinds <= set("iuf") or len(kinds) == 1 else
-                                [a.astype(object) for a in arrays])  # fmt: skip
+        joined = np.concatenate(
+            arrays if kinds <= set("iuf") or len(kinds) == 1 else [a.astype(object) for a in arrays]
+        )
         out[c] = joined
     return pd.DataFrame(out, copy=False)  # no consolidation: one block per column
 
@@ -335,8 +352,11 @@ def _concat(frames: list[Any]) -> Any:
 def _is_text(column: Any) -> bool:
     import pandas as pd
 
-    return isinstance(column.dtype, pd.CategoricalDtype) or column.dtype == object or \
-        pd.api.types.is_string_dtype(column.dtype)  # fmt: skip
+    return (
+        isinstance(column.dtype, pd.CategoricalDtype)
+        or column.dtype == object
+        or pd.api.types.is_string_dtype(column.dtype)
+    )
 
 
 def _join_text(parts: list[Any], rows: list[int]) -> Any:
@@ -378,8 +398,17 @@ def _launches(run: RunInput) -> list[tuple[str, str]]:
     return out
 
 
-def _headline(label: str, baseline: str, speedup: float, low: float, high: float,
-              verdict: str, covers: str, where: str, flags: Sequence[str]) -> str:  # fmt: skip
+def _headline(
+    label: str,
+    baseline: str,
+    speedup: float,
+    low: float,
+    high: float,
+    verdict: str,
+    covers: str,
+    where: str,
+    flags: Sequence[str],
+) -> str:
     """The answer in one sentence; then, when check flagged the run, what it found."""
     from breakeven.check import FLAGS
 
@@ -389,8 +418,16 @@ def _headline(label: str, baseline: str, speedup: float, low: float, high: float
     return said + "; flagged: " + "; ".join(f"{FLAGS[c]} ({c})" for c in flags)
 
 
-def _said(label: str, baseline: str, speedup: float, low: float, high: float, verdict: str,
-          covers: str, where: str) -> str:  # fmt: skip
+def _said(
+    label: str,
+    baseline: str,
+    speedup: float,
+    low: float,
+    high: float,
+    verdict: str,
+    covers: str,
+    where: str,
+) -> str:
     interval = f"95% interval {low:.2f}-{high:.2f}; {covers}"
     if math.isnan(speedup):
         return f"{label}{where}: no speedup could be measured against {baseline}"
@@ -399,10 +436,14 @@ def _said(label: str, baseline: str, speedup: float, low: float, high: float, ve
     if verdict == "slower":
         return f"{label} is slower than {baseline}{where}: {speedup:.2f}x ({interval})"
     if verdict == "within noise":
-        return (f"{label} is not measurably different from {baseline}{where}: {speedup:.2f}x "
-                f"({interval}, which holds 1)")  # fmt: skip
-    return (f"{label} measured {speedup:.2f}x against {baseline}{where} (no interval: too few "
-            f"values in a launch; see interval_method)")  # fmt: skip
+        return (
+            f"{label} is not measurably different from {baseline}{where}: {speedup:.2f}x "
+            f"({interval}, which holds 1)"
+        )
+    return (
+        f"{label} measured {speedup:.2f}x against {baseline}{where} (no interval: too few "
+        f"values in a launch; see interval_method)"
+    )
 
 
 def compare(
@@ -429,28 +470,41 @@ def compare(
     cycle = _cycle_given(verify_ms, draft_ms, cycle_ms)
     labels = [baseline.label, *(s.label for s in specs)]
     if len(set(labels)) != len(labels):
-        raise BreakevenError("{0}: two runs are named alike (" + ", ".join(labels) + "); name "
-                             "them with LABEL=PATH", "runs")  # fmt: skip
+        raise BreakevenError(
+            "{0}: two runs are named alike (" + ", ".join(labels) + "); name them with LABEL=PATH",
+            "runs",
+        )
     result = check(_rows(baseline, specs, cycle), tolerance)
-    runs = [_run(c, interval, baseline.label, cycle, _several(result, c.label))
-            for c, interval in zip(result.comparisons, result.intervals, strict=True)
-            if c.label in labels[1:]]  # fmt: skip
-    return CompareResult(baseline.label, tuple(runs), result.flags, _advice(runs, specs),
-                         tolerance, {r.label: r.paths for r in (baseline, *specs)},
-                         result.baselines)  # fmt: skip
+    runs = [
+        _run(c, interval, baseline.label, cycle, _several(result, c.label))
+        for c, interval in zip(result.comparisons, result.intervals, strict=True)
+        if c.label in labels[1:]
+    ]
+    return CompareResult(
+        baseline.label,
+        tuple(runs),
+        result.flags,
+        _advice(runs, specs),
+        tolerance,
+        {r.label: r.paths for r in (baseline, *specs)},
+        result.baselines,
+    )
 
 
-def _cycle_given(verify_ms: float | None, draft_ms: float | None,
-                 cycle_ms: float | None) -> float | None:  # fmt: skip
+def _cycle_given(
+    verify_ms: float | None, draft_ms: float | None, cycle_ms: float | None
+) -> float | None:
     """The cycle the costs given make [ms] (None: no costs given)."""
     from breakeven.model import cycle_ms as cycle_of
 
     if cycle_ms is not None and verify_ms is not None:
-        raise BreakevenError("{0} and {1}: give one (the cycle, or its parts)", "cycle_ms",
-                             "verify_ms")  # fmt: skip
+        raise BreakevenError(
+            "{0} and {1}: give one (the cycle, or its parts)", "cycle_ms", "verify_ms"
+        )
     if draft_ms is not None and verify_ms is None:
-        raise BreakevenError("{0}: needs {1} (the cycle is verify + draft)", "draft_ms",
-                             "verify_ms")  # fmt: skip
+        raise BreakevenError(
+            "{0}: needs {1} (the cycle is verify + draft)", "draft_ms", "verify_ms"
+        )
     if cycle_ms is not None:
         return cycle_ms
     return float(cycle_of(verify_ms, draft_ms or 0.0)) if verify_ms is not None else None
@@ -478,29 +532,54 @@ def _rows(baseline: RunInput, specs: Sequence[RunInput], cycle: float | None) ->
     return data
 
 
-def _run(c: Any, interval: Any, baseline: str, cycle: float | None,
-         several: bool) -> RunComparison:  # fmt: skip
+def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: bool) -> RunComparison:
     """One of check's comparisons as compare's row, with its headline."""
     from breakeven.model import _step_ms, breakeven_accept_len
 
     step = float(_step_ms(c.baseline_tok_s)) if c.baseline_tok_s > 0 else math.nan
-    breakeven = float(breakeven_accept_len(cycle, step)) if cycle is not None and step > 0 \
-        else math.nan  # fmt: skip
-    where = f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) \
-        else ""  # fmt: skip
+    breakeven = (
+        float(breakeven_accept_len(cycle, step)) if cycle is not None and step > 0 else math.nan
+    )
+    where = (
+        f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) else ""
+    )
     speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
     said = verdict(speedup, interval.low, interval.high)
     return RunComparison(
-        label=c.label, baseline=baseline, model=c.model, hardware=c.hardware,
-        fingerprint=c.fingerprint, concurrency=c.concurrency, num_spec_tokens=c.num_spec_tokens,
-        tok_s=c.tok_s, baseline_tok_s=c.baseline_tok_s, measured_speedup=speedup,
-        ci_low=interval.low, ci_high=interval.high, interval_covers=interval.covers,
-        interval_method=interval.method, verdict=said, accept_len=c.accept_len,
-        breakeven_accept_len=breakeven, implied_cycle_ms=c.implied_cycle_ms, cycle_ms=c.cycle_ms,
-        predicted_speedup=c.predicted_speedup, residual=c.residual, flags=c.flags,
-        headline=_headline(c.label, baseline, speedup, interval.low, interval.high, said,
-                           interval.covers, where, c.flags),
-    )  # fmt: skip
+        label=c.label,
+        baseline=baseline,
+        model=c.model,
+        hardware=c.hardware,
+        fingerprint=c.fingerprint,
+        concurrency=c.concurrency,
+        num_spec_tokens=c.num_spec_tokens,
+        tok_s=c.tok_s,
+        baseline_tok_s=c.baseline_tok_s,
+        measured_speedup=speedup,
+        ci_low=interval.low,
+        ci_high=interval.high,
+        interval_covers=interval.covers,
+        interval_method=interval.method,
+        verdict=said,
+        accept_len=c.accept_len,
+        breakeven_accept_len=breakeven,
+        implied_cycle_ms=c.implied_cycle_ms,
+        cycle_ms=c.cycle_ms,
+        predicted_speedup=c.predicted_speedup,
+        residual=c.residual,
+        flags=c.flags,
+        headline=_headline(
+            c.label,
+            baseline,
+            speedup,
+            interval.low,
+            interval.high,
+            said,
+            interval.covers,
+            where,
+            c.flags,
+        ),
+    )
 
 
 def _advice(runs: list[RunComparison], specs: Sequence[RunInput]) -> tuple[str, ...]:
@@ -508,12 +587,16 @@ def _advice(runs: list[RunComparison], specs: Sequence[RunInput]) -> tuple[str, 
     if any("within one launch" in r.interval_covers for r in runs):
         advice.append(ADVICE_ONE_LAUNCH.capitalize() + ".")
     if any(r.verdict == "no interval" for r in runs):
-        advice.append(f"Record more decode windows or requests: an interval needs at least "
-                      f"{MIN_VALUES} per launch.")  # fmt: skip
+        advice.append(
+            f"Record more decode windows or requests: an interval needs at least "
+            f"{MIN_VALUES} per launch."
+        )
     missing = [s.label for s in specs if s.label not in {r.label for r in runs}]
     if missing:
-        advice.append(f"No comparison for {', '.join(missing)}: see the flags (a baseline at "
-                      "the same model, hardware and concurrency is needed).")  # fmt: skip
+        advice.append(
+            f"No comparison for {', '.join(missing)}: see the flags (a baseline at "
+            "the same model, hardware and concurrency is needed)."
+        )
     return tuple(advice)
 
 
@@ -522,8 +605,12 @@ def _share_identity(base: Any, specs: list[Any]) -> None:
     hardware and the other says one, it is taken as that (check pairs by them)."""
     for column in ("model", "hardware"):
         sides = [base, *specs]
-        said = [{str(v) for v in frame[column].dropna().unique()} - {""}
-                if column in frame.columns else set() for frame in sides]  # fmt: skip
+        said = [
+            {str(v) for v in frame[column].dropna().unique()} - {""}
+            if column in frame.columns
+            else set()
+            for frame in sides
+        ]
         known = set().union(*said)
         if len(known) != 1:
             continue

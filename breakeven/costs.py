@@ -432,8 +432,14 @@ class RooflineCost:
     max_tokens: float = math.inf
 
     def __post_init__(self) -> None:
-        for name in ("dense_bytes", "active_params", "expert_bytes", "kv_bytes",
-                     "allreduce_bytes_per_token", "allreduce_latency_us"):  # fmt: skip
+        for name in (
+            "dense_bytes",
+            "active_params",
+            "expert_bytes",
+            "kv_bytes",
+            "allreduce_bytes_per_token",
+            "allreduce_latency_us",
+        ):
             _xp.nonnegative(_xp.SCALAR, name, getattr(self, name), "")
         for name in ("mem_bw", "peak_flops"):
             _xp.positive(_xp.SCALAR, name, getattr(self, name), "")
@@ -462,8 +468,12 @@ class RooflineCost:
             one = self.allreduce_latency_us / 1000.0 + 1000.0 * ring / self.link_bw
             allreduce = self.allreduces_per_forward * one
         bound = (compute > memory) * (compute - memory) + memory  # max, for floats and arrays
-        return {"memory": memory, "compute": compute, "allreduce": allreduce,
-                "total": bound + allreduce}  # fmt: skip
+        return {
+            "memory": memory,
+            "compute": compute,
+            "allreduce": allreduce,
+            "total": bound + allreduce,
+        }
 
     def __call__(self, tokens: Any) -> Any:
         return self.breakdown(tokens)["total"]

@@ -61,8 +61,7 @@ class Redactor:
         if auth is not None:
             user, password = auth
             found |= {password, quote(password, safe=""), _basic_token(user, password)}
-        self.secrets = sorted((s for s in found if len(s) >= MIN_REDACTED), key=len,
-                              reverse=True)  # fmt: skip
+        self.secrets = sorted((s for s in found if len(s) >= MIN_REDACTED), key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
@@ -85,14 +84,19 @@ def clean_api_key(raw: str, variable: str) -> tuple[str, str | None]:
     key = raw.strip()
     note = None
     if key != raw:
-        note = (f"--api-key-env: the key in {variable} had white space around it (a CRLF .env "
-                "file?); it was stripped")  # fmt: skip
+        note = (
+            f"--api-key-env: the key in {variable} had white space around it (a CRLF .env "
+            "file?); it was stripped"
+        )
     if not key:
         raise BreakevenError(
             "{0}: the variable " + escape_braces(variable) + " is empty", "api_key_env"
         )
     if any(not " " <= c <= "~" for c in key):
-        raise BreakevenError("{0}: the key in " + escape_braces(variable) + " holds a character an "
-                             "HTTP header cannot carry (a control character or non-ASCII "
-                             "text); the key is not shown", "api_key_env")  # fmt: skip
+        raise BreakevenError(
+            "{0}: the key in " + escape_braces(variable) + " holds a character an "
+            "HTTP header cannot carry (a control character or non-ASCII "
+            "text); the key is not shown",
+            "api_key_env",
+        )
     return key, note

@@ -44,13 +44,21 @@ def _speculates(plan: Any) -> bool:
 def _vllm(plan: Any, base: dict[str, Any], max_num_seqs: int) -> dict[str, Any]:
     entries = [[r.first, r.last, r.k] for r in plan.ranges if r.first <= max_num_seqs]
     entries[-1][1] = max_num_seqs  # the schedule spans 1 to max_num_seqs
-    config = {**base, "num_speculative_tokens": max(r.k for r in plan.ranges),
-              "num_speculative_tokens_per_batch_size": entries}  # fmt: skip
+    config = {
+        **base,
+        "num_speculative_tokens": max(r.k for r in plan.ranges),
+        "num_speculative_tokens_per_batch_size": entries,
+    }
     text = json.dumps(config, separators=(", ", ": "))
-    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
-            "notes": ["vLLM ignores the schedule with data parallelism > 1 (it warns and falls "
-                      "back to num_speculative_tokens); with full CUDA graphs on the V1 model "
-                      "runner it switches to piecewise graphs"]}  # fmt: skip
+    return {
+        "config": config,
+        "flags": f"--speculative-config {shlex.quote(text)}",
+        "notes": [
+            "vLLM ignores the schedule with data parallelism > 1 (it warns and falls "
+            "back to num_speculative_tokens); with full CUDA graphs on the V1 model "
+            "runner it switches to piecewise graphs"
+        ],
+    }
 
 
 def _legacy(plan: Any, base: dict[str, Any]) -> dict[str, Any]:
@@ -61,9 +69,15 @@ def _legacy(plan: Any, base: dict[str, Any]) -> dict[str, Any]:
         config["disable_by_batch_size"] = plan.ranges[1].first
         flags.append(f"--speculative-disable-by-batch-size {plan.ranges[1].first}")
     text = json.dumps(config, separators=(", ", ": "))
-    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
-            "notes": ["older vLLM (V0, before 0.10): the same as flags, "
-                      + " ".join(flags) + "; vLLM V1 ignores disable_by_batch_size"]}  # fmt: skip
+    return {
+        "config": config,
+        "flags": f"--speculative-config {shlex.quote(text)}",
+        "notes": [
+            "older vLLM (V0, before 0.10): the same as flags, "
+            + " ".join(flags)
+            + "; vLLM V1 ignores disable_by_batch_size"
+        ],
+    }
 
 
 def _sglang(plan: Any, base: dict[str, Any], config_path: str | None) -> dict[str, Any]:
@@ -71,15 +85,25 @@ def _sglang(plan: Any, base: dict[str, Any], config_path: str | None) -> dict[st
     steps = max(r.k for r in plan.ranges)
     algorithm = str(base.get("method") or "EAGLE3").upper()
     path = config_path or "adaptive_spec.json"
-    flags = (f"--speculative-algorithm {shlex.quote(algorithm)} --speculative-eagle-topk 1 "
-             f"--speculative-num-steps {steps} --speculative-adaptive "
-             f"--speculative-adaptive-config {shlex.quote(path)}")  # fmt: skip
-    notes = ["SGLang rounds each batch up to its next CUDA-graph batch size before it picks "
-             "the steps: give --cuda-graph-sizes (the server's --cuda-graph-bs) so that the "
-             "ranges are whole buckets"] if not plan.graph_aligned else []  # fmt: skip
+    flags = (
+        f"--speculative-algorithm {shlex.quote(algorithm)} --speculative-eagle-topk 1 "
+        f"--speculative-num-steps {steps} --speculative-adaptive "
+        f"--speculative-adaptive-config {shlex.quote(path)}"
+    )
+    notes = (
+        [
+            "SGLang rounds each batch up to its next CUDA-graph batch size before it picks "
+            "the steps: give --cuda-graph-sizes (the server's --cuda-graph-bs) so that the "
+            "ranges are whole buckets"
+        ]
+        if not plan.graph_aligned
+        else []
+    )
     if any(r.k == 0 for r in plan.ranges):
-        notes.append("steps 0 (no drafting) needs an SGLang after PR 24055 (candidate_steps); "
-                     "PR 24055 itself took 'steps' and no 0")  # fmt: skip
+        notes.append(
+            "steps 0 (no drafting) needs an SGLang after PR 24055 (candidate_steps); "
+            "PR 24055 itself took 'steps' and no 0"
+        )
     return {"config": file, "flags": flags, "config_path": path, "notes": notes}
 
 
@@ -88,18 +112,27 @@ def _fixed(k: int, engine: str, base: dict[str, Any]) -> dict[str, Any]:
     note = "one range: the same k at every batch size, so no schedule is needed"
     if engine == "sglang":
         algorithm = str(base.get("method") or "EAGLE3").upper()
-        return {"config": None, "flags": f"--speculative-algorithm {shlex.quote(algorithm)} "
-                f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
-                f"--speculative-num-draft-tokens {k + 1}", "notes": [note]}  # fmt: skip
+        return {
+            "config": None,
+            "flags": f"--speculative-algorithm {shlex.quote(algorithm)} "
+            f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
+            f"--speculative-num-draft-tokens {k + 1}",
+            "notes": [note],
+        }
     config = {**base, "num_speculative_tokens": k}
     text = json.dumps(config, separators=(", ", ": "))
-    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}",
-            "notes": [note]}  # fmt: skip
+    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}", "notes": [note]}
 
 
-def render(plan: Any, engine: str, *, method: str | None = None,
-           base_config: dict[str, Any] | None = None, max_num_seqs: int | None = None,
-           config_path: str | None = None) -> dict[str, Any]:  # fmt: skip
+def render(
+    plan: Any,
+    engine: str,
+    *,
+    method: str | None = None,
+    base_config: dict[str, Any] | None = None,
+    max_num_seqs: int | None = None,
+    config_path: str | None = None,
+) -> dict[str, Any]:
     """The configuration of ``plan`` (a :class:`~breakeven.schedule.Schedule`) for ``engine``:
     ``config`` (the object the engine reads), ``flags`` (the launch flags to paste),
     ``notes``; for SGLang also ``config_path``, where ``flags`` says the file is.
@@ -107,14 +140,16 @@ def render(plan: Any, engine: str, *, method: str | None = None,
     model), which the schedule's keys join; ``max_num_seqs`` is where vLLM's last range ends
     (default: the largest batch swept)."""
     if engine not in ENGINES:
-        raise BreakevenError("{0}: got " + repr(engine) + f", expected one of {ENGINES}",
-                             "engine")  # fmt: skip
+        raise BreakevenError("{0}: got " + repr(engine) + f", expected one of {ENGINES}", "engine")
     base = dict(base_config or {})
     if method is not None:
         base["method"] = method
     if not _speculates(plan):
-        return {"config": None, "flags": "", "notes": ["no k beats plain decoding at any batch "
-                                                       "swept: launch without speculation"]}  # fmt: skip
+        return {
+            "config": None,
+            "flags": "",
+            "notes": ["no k beats plain decoding at any batch swept: launch without speculation"],
+        }
     limit = plan.max_batch if max_num_seqs is None else max_num_seqs
     if len(plan.ranges) == 1:
         return _fixed(plan.ranges[0].k, engine, base)
@@ -125,8 +160,10 @@ def render(plan: Any, engine: str, *, method: str | None = None,
     else:
         out = _sglang(plan, base, config_path)
     if "method" not in base and engine != "sglang":
-        out["notes"].append("add your method and draft model to the config (--method, or "
-                            "--base-config with the config you run)")  # fmt: skip
+        out["notes"].append(
+            "add your method and draft model to the config (--method, or "
+            "--base-config with the config you run)"
+        )
     return out
 
 

@@ -45,9 +45,23 @@ COEFFICIENTS = {
 """Each coefficient of the cycle model and its unit."""
 
 _GROUP = ["model", "hardware", "concurrency", "spec_method"]
-COLUMNS_USED = ("model", "hardware", "concurrency", "spec_method", "num_spec_tokens",
-                "accept_len", "tok_s", "tpot_ms", "step_ms", "verify_ms", "draft_ms",
-                "cycle_ms", "label", "spec_topk", "verify_tokens")  # fmt: skip
+COLUMNS_USED = (
+    "model",
+    "hardware",
+    "concurrency",
+    "spec_method",
+    "num_spec_tokens",
+    "accept_len",
+    "tok_s",
+    "tpot_ms",
+    "step_ms",
+    "verify_ms",
+    "draft_ms",
+    "cycle_ms",
+    "label",
+    "spec_topk",
+    "verify_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -131,26 +145,44 @@ class FitResult:
     def to_dict(self) -> dict[str, Any]:
         from breakeven.quantities import plain_json
 
-        return plain_json({"draft_cost": self.draft_cost, "acceptance": self.acceptance,
-                      "source": self.source, "notes": list(self.notes),
-                      "groups": [asdict(g) for g in self.groups],
-                      "surfaces": [asdict(x) for x in self.surfaces],
-                      "trees": [asdict(x) for x in self.trees]})  # fmt: skip
+        return plain_json(
+            {
+                "draft_cost": self.draft_cost,
+                "acceptance": self.acceptance,
+                "source": self.source,
+                "notes": list(self.notes),
+                "groups": [asdict(g) for g in self.groups],
+                "surfaces": [asdict(x) for x in self.surfaces],
+                "trees": [asdict(x) for x in self.trees],
+            }
+        )
 
     def to_frame(self) -> Any:
         """Every group's by-k rows as one pandas DataFrame."""
         import pandas as pd
 
-        rows = [{"model": g.model, "hardware": g.hardware, "concurrency": g.concurrency,
-                 "spec_method": g.spec_method, **asdict(r)} for g in self.groups for r in g.by_k]  # fmt: skip
+        rows = [
+            {
+                "model": g.model,
+                "hardware": g.hardware,
+                "concurrency": g.concurrency,
+                "spec_method": g.spec_method,
+                **asdict(r),
+            }
+            for g in self.groups
+            for r in g.by_k
+        ]
         return pd.DataFrame(rows)
 
 
 def _cycle(coefficients: dict[str, float], k: Any) -> Any:
     c = coefficients
-    return (c.get("verify_base_ms", 0.0) + c.get("overhead_ms", 0.0)
-            + c.get("draft_per_cycle_ms", 0.0)
-            + (c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)) * k)  # fmt: skip
+    return (
+        c.get("verify_base_ms", 0.0)
+        + c.get("overhead_ms", 0.0)
+        + c.get("draft_per_cycle_ms", 0.0)
+        + (c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)) * k
+    )
 
 
 def _names(draft_cost: str) -> list[str]:
@@ -168,8 +200,11 @@ def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
     a, b = [], []
     for k, cycle, verify, draft, _ in rows:
         d = k if per_token else 1.0
-        for value, coefficients in ((cycle, [1.0, k, d, 1.0]), (verify, [1.0, k, 0.0, 0.0]),
-                                    (draft, [0.0, 0.0, d, 0.0])):  # fmt: skip
+        for value, coefficients in (
+            (cycle, [1.0, k, d, 1.0]),
+            (verify, [1.0, k, 0.0, 0.0]),
+            (draft, [0.0, 0.0, d, 0.0]),
+        ):
             if math.isfinite(value):
                 a.append(coefficients)
                 b.append(value)
@@ -187,9 +222,12 @@ def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
     tau = np.asarray(taus, dtype=float)
     if not len(k):
         return math.nan
-    result = minimize_scalar(lambda x: float(np.sum((_tau(np, x, k) - tau) ** 2)),
-                             bounds=(0.0, 1.0), method="bounded",
-                             options={"xatol": 1e-10})  # fmt: skip
+    result = minimize_scalar(
+        lambda x: float(np.sum((_tau(np, x, k) - tau) ** 2)),
+        bounds=(0.0, 1.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     return float(result.x)
 
 
@@ -199,12 +237,25 @@ def _prepared(data: Any) -> Any:
 
     df = data.copy(deep=False)
     for column in ("model", "hardware", "spec_method", "label"):
-        df[column] = df[column].astype(object).where(df[column].notna(), "") \
-            if column in df.columns else ""  # fmt: skip
-    for column in ("concurrency", "num_spec_tokens", "accept_len", "tok_s", "tpot_ms", "step_ms",
-                   "verify_ms", "draft_ms", "cycle_ms", "spec_topk", "verify_tokens"):  # fmt: skip
-        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df.columns \
-            else math.nan  # fmt: skip
+        df[column] = (
+            df[column].astype(object).where(df[column].notna(), "") if column in df.columns else ""
+        )
+    for column in (
+        "concurrency",
+        "num_spec_tokens",
+        "accept_len",
+        "tok_s",
+        "tpot_ms",
+        "step_ms",
+        "verify_ms",
+        "draft_ms",
+        "cycle_ms",
+        "spec_topk",
+        "verify_tokens",
+    ):
+        df[column] = (
+            pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
+        )
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
@@ -214,10 +265,18 @@ def _prepared(data: Any) -> Any:
 def _per_k(spec: Any) -> Any:
     """One row per group and k: the runs' mean accept_len and rate (over rows that have
     them), how many rows have a rate, and the profiled costs' means."""
-    table = spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False).agg(
-        accept_len=("accept_len", "mean"), rate=("rate", "mean"), runs=("rate", "count"),
-        cycle=("cycle_ms", "mean"), verify=("verify_ms", "mean"), draft=("draft_ms", "mean"),
-    ).reset_index()  # fmt: skip
+    table = (
+        spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False)
+        .agg(
+            accept_len=("accept_len", "mean"),
+            rate=("rate", "mean"),
+            runs=("rate", "count"),
+            cycle=("cycle_ms", "mean"),
+            verify=("verify_ms", "mean"),
+            draft=("draft_ms", "mean"),
+        )
+        .reset_index()
+    )
     tau, rate = table["accept_len"], table["rate"]
     table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))
     return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
@@ -225,12 +284,15 @@ def _per_k(spec: Any) -> Any:
 
 def _entries(rows: Any) -> list[dict[str, Any]]:
     keys = ("k", "accept_len", "rate", "runs", "implied", "cycle", "verify", "draft")
-    return [{**dict(zip(keys, values, strict=True)), "k": int(values[0]), "runs": int(values[3])}
-            for values in rows[list(keys)].itertuples(index=False, name=None)]  # fmt: skip
+    return [
+        {**dict(zip(keys, values, strict=True)), "k": int(values[0]), "runs": int(values[3])}
+        for values in rows[list(keys)].itertuples(index=False, name=None)
+    ]
 
 
-def _fitted(entries: list[dict[str, Any]], draft_cost: str, skip: int | None = None
-            ) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:  # fmt: skip
+def _fitted(
+    entries: list[dict[str, Any]], draft_cost: str, skip: int | None = None
+) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
     """Coefficients from the k entries (less entry ``skip``'s run), the merged terms, the
     residual RMS, and the only k the fit can speak for (None: any k)."""
     names = _names(draft_cost)
@@ -267,8 +329,13 @@ def _speedup(tau: float, step: float, cycle: float) -> float:
     return float(formula(tau, step, cycle))
 
 
-def fit_group(key: tuple[Any, ...], entries: list[dict[str, Any]], step: float,
-              draft_cost: str, predict_k: Sequence[int] = ()) -> GroupFit:  # fmt: skip
+def fit_group(
+    key: tuple[Any, ...],
+    entries: list[dict[str, Any]],
+    step: float,
+    draft_cost: str,
+    predict_k: Sequence[int] = (),
+) -> GroupFit:
     """One group's fit from its per-k entries: coefficients, by-k rows with held-out
     predictions, best k."""
     model, hardware, concurrency, method = key
@@ -276,14 +343,17 @@ def fit_group(key: tuple[Any, ...], entries: list[dict[str, Any]], step: float,
     coefficients, merged, rms, only = _fitted(entries, draft_cost)
     if only is not None:
         shown = ", ".join(map(str, sorted(only))) or "none"
-        notes.append(f"runs at one k only ({shown}): the fit is that k's cycle and cannot "
-                     "extrapolate in k")  # fmt: skip
+        notes.append(
+            f"runs at one k only ({shown}): the fit is that k's cycle and cannot extrapolate in k"
+        )
     if not step > 0:
         notes.append("no baseline of this model, hardware and concurrency: no speedups")
     unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
     if unrated:
-        notes.append(f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
-                     "accept_len: no implied cycle")  # fmt: skip
+        notes.append(
+            f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
+            "accept_len: no implied cycle"
+        )
     with_tau = [e for e in entries if e["accept_len"] >= 1]
     alpha = _fit_alpha([e["k"] for e in with_tau], [e["accept_len"] for e in with_tau])
     rows = []
@@ -297,43 +367,74 @@ def fit_group(key: tuple[Any, ...], entries: list[dict[str, Any]], step: float,
     for k in sorted(set(predict_k) - known):
         rows.append(_predicted_row(k, alpha, coefficients, only, step))
     rows.sort(key=lambda r: r.k)
-    errors = [abs(r.held_out_speedup / r.measured_speedup - 1) for r in rows
-              if math.isfinite(r.held_out_speedup) and 0 < r.measured_speedup < math.inf]  # fmt: skip
+    errors = [
+        abs(r.held_out_speedup / r.measured_speedup - 1)
+        for r in rows
+        if math.isfinite(r.held_out_speedup) and 0 < r.measured_speedup < math.inf
+    ]
     # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
     ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
     best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
     return GroupFit(
-        model=model, hardware=hardware, concurrency=concurrency if concurrency >= 0 else math.nan,
-        spec_method=method, step_ms=step, coefficients=coefficients, merged=merged,
-        residual_rms_ms=rms, by_k=tuple(rows),
+        model=model,
+        hardware=hardware,
+        concurrency=concurrency if concurrency >= 0 else math.nan,
+        spec_method=method,
+        step_ms=step,
+        coefficients=coefficients,
+        merged=merged,
+        residual_rms_ms=rms,
+        by_k=tuple(rows),
         held_out_max_rel_error=max(errors) if errors else math.nan,
-        best_k=best.k if best else None, best_speedup=best.predicted_speedup if best else math.nan,
-        alpha=alpha, notes=tuple(notes),
-    )  # fmt: skip
+        best_k=best.k if best else None,
+        best_speedup=best.predicted_speedup if best else math.nan,
+        alpha=alpha,
+        notes=tuple(notes),
+    )
 
 
-def _k_row(e: dict[str, Any], coefficients: dict[str, float], only: set[int] | None,
-           step: float, held_out: float) -> KRow:  # fmt: skip
+def _k_row(
+    e: dict[str, Any],
+    coefficients: dict[str, float],
+    only: set[int] | None,
+    step: float,
+    held_out: float,
+) -> KRow:
     cycle = _predicted(coefficients, only, e["k"])
     measured = e["rate"] * step / 1000.0 if e["rate"] > 0 and step > 0 else math.nan
-    return KRow(k=e["k"], accept_len=e["accept_len"], accept_len_predicted=False, runs=e["runs"],
-                implied_cycle_ms=e["implied"], predicted_cycle_ms=cycle,
-                measured_speedup=measured,
-                predicted_speedup=_speedup(e["accept_len"], step, cycle),
-                held_out_speedup=held_out)  # fmt: skip
+    return KRow(
+        k=e["k"],
+        accept_len=e["accept_len"],
+        accept_len_predicted=False,
+        runs=e["runs"],
+        implied_cycle_ms=e["implied"],
+        predicted_cycle_ms=cycle,
+        measured_speedup=measured,
+        predicted_speedup=_speedup(e["accept_len"], step, cycle),
+        held_out_speedup=held_out,
+    )
 
 
-def _predicted_row(k: int, alpha: float, coefficients: dict[str, float],
-                   only: set[int] | None, step: float) -> KRow:  # fmt: skip
+def _predicted_row(
+    k: int, alpha: float, coefficients: dict[str, float], only: set[int] | None, step: float
+) -> KRow:
     import numpy as np
 
     from breakeven.acceptance import _tau
 
     tau = float(_tau(np, alpha, k)) if math.isfinite(alpha) else math.nan
     cycle = _predicted(coefficients, only, k)
-    return KRow(k=k, accept_len=tau, accept_len_predicted=True, runs=0,
-                implied_cycle_ms=math.nan, predicted_cycle_ms=cycle, measured_speedup=math.nan,
-                predicted_speedup=_speedup(tau, step, cycle), held_out_speedup=math.nan)  # fmt: skip
+    return KRow(
+        k=k,
+        accept_len=tau,
+        accept_len_predicted=True,
+        runs=0,
+        implied_cycle_ms=math.nan,
+        predicted_cycle_ms=cycle,
+        measured_speedup=math.nan,
+        predicted_speedup=_speedup(tau, step, cycle),
+        held_out_speedup=math.nan,
+    )
 
 
 def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
@@ -348,18 +449,28 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
     spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
     out = []
-    for (model, hardware, method), runs in spec.groupby(["model", "hardware", "spec_method"],
-                                                         sort=False):  # fmt: skip
+    for (model, hardware, method), runs in spec.groupby(
+        ["model", "hardware", "spec_method"], sort=False
+    ):
         own = base[(base["model"] == model) & (base["hardware"] == hardware)]
-        steps = [{"batch": int(c), "step": 1000.0 / float(g["rate"].mean())}
-                 for c, g in own.groupby("concurrency")]  # fmt: skip
+        steps = [
+            {"batch": int(c), "step": 1000.0 / float(g["rate"].mean())}
+            for c, g in own.groupby("concurrency")
+        ]
         if len(steps) < 2:
             continue  # one batch size: the per-k fit above says all the runs can
         keys = ["concurrency", "num_spec_tokens", "spec_topk", "verify_tokens"]
-        configs = [{"batch": int(c), "steps": int(s), "topk": int(t), "verify_tokens": int(n),
-                    "accept_len": float(g["accept_len"].mean()),
-                    "cycle": 1000.0 * float(g["accept_len"].mean()) / float(g["rate"].mean())}
-                   for (c, s, t, n), g in runs.groupby(keys, sort=False)]  # fmt: skip
+        configs = [
+            {
+                "batch": int(c),
+                "steps": int(s),
+                "topk": int(t),
+                "verify_tokens": int(n),
+                "accept_len": float(g["accept_len"].mean()),
+                "cycle": 1000.0 * float(g["accept_len"].mean()) / float(g["rate"].mean()),
+            }
+            for (c, s, t, n), g in runs.groupby(keys, sort=False)
+        ]
         out.append(fit_surface((model, hardware, method), steps, configs, moe))
     return tuple(out)
 
@@ -375,8 +486,9 @@ def _trees(df: Any) -> tuple[Any, ...]:
     spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
     spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
     out = []
-    for (model, hardware, method), runs in spec.groupby(["model", "hardware", "spec_method"],
-                                                         sort=False):  # fmt: skip
+    for (model, hardware, method), runs in spec.groupby(
+        ["model", "hardware", "spec_method"], sort=False
+    ):
         if not (runs["spec_topk"] > 1).any():
             continue
         configs, odd = [], 0
@@ -395,15 +507,26 @@ def _trees(df: Any) -> tuple[Any, ...]:
             continue
         tree = fit_tree_acceptance(configs, model=model, hardware=hardware, spec_method=method)
         if odd:
-            tree = replace(tree, notes=(f"{odd} rows are left out: a tree the engine cannot run "
-                                        "(verify tokens beyond the nodes drafted), or an "
-                                        "accept_len above steps + 1",))  # fmt: skip
+            tree = replace(
+                tree,
+                notes=(
+                    f"{odd} rows are left out: a tree the engine cannot run "
+                    "(verify tokens beyond the nodes drafted), or an "
+                    "accept_len above steps + 1",
+                ),
+            )
         out.append(tree)
     return tuple(out)
 
 
-def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = (),
-        source: str = "", moe: Any = None) -> FitResult:  # fmt: skip
+def fit(
+    data: Any,
+    *,
+    draft_cost: str = "per-token",
+    predict_k: Sequence[int] = (),
+    source: str = "",
+    moe: Any = None,
+) -> FitResult:
     """Fit the cycle's costs of each group of runs (see the module's description).
 
     Parameters
@@ -420,12 +543,16 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
     from breakeven.quantities import MAX_SPEC_TOKENS
 
     if draft_cost not in DRAFT_COSTS:
-        raise BreakevenError("{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}",
-                             "draft_cost")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}", "draft_cost"
+        )
     bad = [k for k in predict_k if not (isinstance(k, int) and 1 <= k <= MAX_SPEC_TOKENS)]
     if bad:
-        raise BreakevenError("{0}: got " + repr(bad[0]) + f", expected whole numbers of draft "
-                             f"tokens from 1 to {MAX_SPEC_TOKENS}", "predict_k")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + repr(bad[0]) + f", expected whole numbers of draft "
+            f"tokens from 1 to {MAX_SPEC_TOKENS}",
+            "predict_k",
+        )
     df = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
@@ -440,17 +567,22 @@ def fit(data: Any, *, draft_cost: str = "per-token", predict_k: Sequence[int] = 
         groups.append(fit_group(key, _entries(rows), float(step), draft_cost, predict_k))
     surfaces = _surfaces(df, moe)
     trees = _trees(df)
-    notes = [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing "
-                                           "to fit"]  # fmt: skip
+    notes = (
+        [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
+    )
     unknown = int((k.isna() & df["accept_len"].notna()).sum())
     if unknown:
-        notes.append(f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
-                     "give k (ingest -k K)")  # fmt: skip
+        notes.append(
+            f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
+            "give k (ingest -k K)"
+        )
     tree_rows = int(((k > 0) & ~chain).sum())
     if tree_rows:
-        notes.append(f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
-                     "across batch sizes only, where baselines ran at two or more; their "
-                     "acceptance in the tree section")  # fmt: skip
+        notes.append(
+            f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
+            "across batch sizes only, where baselines ran at two or more; their "
+            "acceptance in the tree section"
+        )
     odd = int(((k > 0) & (k != k.round())).sum())
     if odd:
         notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
@@ -481,13 +613,27 @@ def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict
     if form == "predict":
         if k is None:
             raise BreakevenError("{0} needs {1}: the fitted cycle depends on k", "fit_file", "k")
-        return {"verify_ms": c["verify_base_ms"] + c["verify_per_token_ms"] * k,
-                "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
-                "overhead_ms": c["overhead_ms"]}  # fmt: skip
-    return {"verify_ms": c["verify_base_ms"],
-            "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
-            "draft_ms": c["draft_per_cycle_ms"], "overhead_ms": c["overhead_ms"]}  # fmt: skip
+        return {
+            "verify_ms": c["verify_base_ms"] + c["verify_per_token_ms"] * k,
+            "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
+            "overhead_ms": c["overhead_ms"],
+        }
+    return {
+        "verify_ms": c["verify_base_ms"],
+        "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
+        "draft_ms": c["draft_per_cycle_ms"],
+        "overhead_ms": c["overhead_ms"],
+    }
 
 
-__all__: Sequence[str] = ("COEFFICIENTS", "DRAFT_COSTS", "FitResult", "GroupFit", "KRow", "fit",
-                          "fit_file", "fit_group", "fitted_costs")  # fmt: skip
+__all__: Sequence[str] = (
+    "COEFFICIENTS",
+    "DRAFT_COSTS",
+    "FitResult",
+    "GroupFit",
+    "KRow",
+    "fit",
+    "fit_file",
+    "fit_group",
+    "fitted_costs",
+)

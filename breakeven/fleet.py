@@ -36,18 +36,30 @@ _VLLM = "vllm:spec_decode_num_"
 _LLAMA = "llamacpp:spec_decode_num_"
 
 ENGINES: dict[str, dict[str, Any]] = {
-    "vllm": {"group": ("instance", "model_name"),
-             "accepted": _VLLM + "accepted_tokens_total", "drafts": _VLLM + "drafts_total",
-             "draft_tokens": _VLLM + "draft_tokens_total",
-             "generated": "vllm:generation_tokens_total", "running": "vllm:num_requests_running"},
-    "sglang": {"group": ("instance", "model_name"), "accept_len": "sglang:spec_accept_length",
-               "throughput": "sglang:gen_throughput", "running": "sglang:num_running_reqs"},
-    "llamacpp": {"group": ("instance",), "accepted": _LLAMA + "accepted_tokens_total",
-                 "drafts": _LLAMA + "drafts_total", "draft_tokens": _LLAMA + "draft_tokens_total",
-                 "generated": "llamacpp:tokens_predicted_total",
-                 "seconds": "llamacpp:tokens_predicted_seconds_total",
-                 "running": "llamacpp:requests_processing"},
-}  # fmt: skip
+    "vllm": {
+        "group": ("instance", "model_name"),
+        "accepted": _VLLM + "accepted_tokens_total",
+        "drafts": _VLLM + "drafts_total",
+        "draft_tokens": _VLLM + "draft_tokens_total",
+        "generated": "vllm:generation_tokens_total",
+        "running": "vllm:num_requests_running",
+    },
+    "sglang": {
+        "group": ("instance", "model_name"),
+        "accept_len": "sglang:spec_accept_length",
+        "throughput": "sglang:gen_throughput",
+        "running": "sglang:num_running_reqs",
+    },
+    "llamacpp": {
+        "group": ("instance",),
+        "accepted": _LLAMA + "accepted_tokens_total",
+        "drafts": _LLAMA + "drafts_total",
+        "draft_tokens": _LLAMA + "draft_tokens_total",
+        "generated": "llamacpp:tokens_predicted_total",
+        "seconds": "llamacpp:tokens_predicted_seconds_total",
+        "running": "llamacpp:requests_processing",
+    },
+}
 """The series of each engine, and the labels a server is told apart by."""
 
 
@@ -84,9 +96,12 @@ def check_match(match: str) -> str:
     """``match`` as the label matcher it must be: empty, or ``{...}``."""
     text = match.strip()
     if text and not (text.startswith("{") and text.endswith("}")):
-        raise BreakevenError("{0}: got " + repr(match)[:80].replace("{", "{{").replace("}", "}}")
-                             + ", expected a label matcher such as '{{job=\"vllm\"}}'",
-                             "match")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got "
+            + repr(match)[:80].replace("{", "{{").replace("}", "}}")
+            + ", expected a label matcher such as '{{job=\"vllm\"}}'",
+            "match",
+        )
     return "" if text in ("", "{}") else text
 
 
@@ -132,21 +147,35 @@ class Chunk:
             keep = np.flatnonzero(~np.isnan(tau) | ~np.isnan(tok_s))
             for i in keep.tolist():
                 t = self.start + i * self.step_s
-                yield {"run_id": f"{instance}|{model}", "label": instance, "engine": self.engine,
-                       "model": model or None, "timestamp": _iso(t),
-                       "concurrency": float(running[i]) if busy[i] else None,
-                       "num_spec_tokens": round(float(k[i])) if k[i] > 0 else None,
-                       "tok_s": _number(tok_s[i]), "aggregate_tok_s": _number(aggregate[i]),
-                       "accept_len": _number(tau[i]), "origin": "server",
-                       "source": f"{source} instance {instance} at {_iso(t)}", "time": t}  # fmt: skip
+                yield {
+                    "run_id": f"{instance}|{model}",
+                    "label": instance,
+                    "engine": self.engine,
+                    "model": model or None,
+                    "timestamp": _iso(t),
+                    "concurrency": float(running[i]) if busy[i] else None,
+                    "num_spec_tokens": round(float(k[i])) if k[i] > 0 else None,
+                    "tok_s": _number(tok_s[i]),
+                    "aggregate_tok_s": _number(aggregate[i]),
+                    "accept_len": _number(tau[i]),
+                    "origin": "server",
+                    "source": f"{source} instance {instance} at {_iso(t)}",
+                    "time": t,
+                }
 
 
 def _number(x: Any) -> float | None:
     return None if x != x else float(x)
 
 
-def rows_of(engine: str, results: Mapping[str, Sequence[dict[str, Any]]], source: str,
-            start: float, step_s: float, steps: int) -> Iterator[dict[str, Any]]:  # fmt: skip
+def rows_of(
+    engine: str,
+    results: Mapping[str, Sequence[dict[str, Any]]],
+    source: str,
+    start: float,
+    step_s: float,
+    steps: int,
+) -> Iterator[dict[str, Any]]:
     """The rows of one chunk's answers at once (:class:`Chunk`)."""
     chunk = Chunk(engine, start, step_s, steps)
     for name, result in results.items():
@@ -225,8 +254,16 @@ class Collector:
         if key not in self.meta:
             self.meta[key] = (row["engine"], row["label"], row["model"] or "")
             self.points[key] = []
-        self.points[key].append((row["time"], row["accept_len"], row["num_spec_tokens"],
-                                 row["concurrency"], row["tok_s"], row["aggregate_tok_s"]))  # fmt: skip
+        self.points[key].append(
+            (
+                row["time"],
+                row["accept_len"],
+                row["num_spec_tokens"],
+                row["concurrency"],
+                row["tok_s"],
+                row["aggregate_tok_s"],
+            )
+        )
         return row
 
     def series(self, most: int = 400) -> dict[str, tuple[list[float], list[float]]]:
@@ -240,8 +277,9 @@ class Collector:
             out[label] = ([t for t, _ in spec[::every]], [v for _, v in spec[::every]])
         return out
 
-    def instances(self, *, tolerance: float = 0.1, max_share_above: float = 0.1,
-                  cost: Any = None) -> list[Instance]:  # fmt: skip
+    def instances(
+        self, *, tolerance: float = 0.1, max_share_above: float = 0.1, cost: Any = None
+    ) -> list[Instance]:
         """Each server's figures (:class:`Instance`), worst first: by predicted speedup where
         a cost model (``cost``: a :class:`breakeven.surface.BatchSurface`) is given, else by
         accept_len; flags ``acceptance_drop`` and ``above_breakeven``."""
@@ -270,8 +308,13 @@ def _mean(values: Iterable[Any]) -> float:
     return statistics.fmean(xs) if xs else math.nan
 
 
-def _instance(meta: tuple[str, str, str], points: list[tuple[Any, ...]], tolerance: float,
-              max_share_above: float, cost: Any) -> Instance:  # fmt: skip
+def _instance(
+    meta: tuple[str, str, str],
+    points: list[tuple[Any, ...]],
+    tolerance: float,
+    max_share_above: float,
+    cost: Any,
+) -> Instance:
     engine, label, model = meta
     spec = [p for p in points if p[1] is not None]
     flags, notes = [], []
@@ -284,12 +327,23 @@ def _instance(meta: tuple[str, str, str], points: list[tuple[Any, ...]], toleran
         figures = _against_cost(spec, cost)
         if figures["share_above_breakeven"] > max_share_above:
             flags.append("above_breakeven")
-            notes.append(f"{figures['share_above_breakeven']:.0%} of the time above the "
-                         f"break-even batch {figures['breakeven_batch']:g}")  # fmt: skip
+            notes.append(
+                f"{figures['share_above_breakeven']:.0%} of the time above the "
+                f"break-even batch {figures['breakeven_batch']:g}"
+            )
     columns = list(zip(*points, strict=True))
-    return Instance(engine, label, model, len(points), *(_mean(c) for c in columns[1:]),
-                    _iso(points[0][0]), _iso(points[-1][0]), **figures, flags=tuple(flags),
-                    notes=tuple(notes))  # fmt: skip
+    return Instance(
+        engine,
+        label,
+        model,
+        len(points),
+        *(_mean(c) for c in columns[1:]),
+        _iso(points[0][0]),
+        _iso(points[-1][0]),
+        **figures,
+        flags=tuple(flags),
+        notes=tuple(notes),
+    )
 
 
 def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]:
@@ -298,8 +352,10 @@ def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]
     from breakeven.model import _speedup
 
     k = max(1, round(_mean(p[2] for p in spec))) if math.isfinite(_mean(p[2] for p in spec)) else 1
-    speedups = [float(_speedup(p[1], surface.forward_ms(p[3] or 1.0, 1),
-                               surface.cycle_ms(p[3] or 1.0, k))) for p in spec]  # fmt: skip
+    speedups = [
+        float(_speedup(p[1], surface.forward_ms(p[3] or 1.0, 1), surface.cycle_ms(p[3] or 1.0, k)))
+        for p in spec
+    ]
     tau = _mean(p[1] for p in spec)
     breakeven = 0.0
     for b in range(1, 4097):
@@ -308,9 +364,12 @@ def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]
         elif b > breakeven + 64:
             break
     above = [p for p in spec if (p[3] or 0) > breakeven]
-    return {"predicted_speedup": _mean(speedups), "breakeven_batch": breakeven,
-            "share_above_breakeven": len(above) / len(spec),
-            "schedule_gain": _schedule_gain(spec, surface, tau, k)}  # fmt: skip
+    return {
+        "predicted_speedup": _mean(speedups),
+        "breakeven_batch": breakeven,
+        "share_above_breakeven": len(above) / len(spec),
+        "schedule_gain": _schedule_gain(spec, surface, tau, k),
+    }
 
 
 def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int) -> float:
@@ -327,13 +386,20 @@ def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int
     batches = [max(1, round(p[3] or 1.0)) for p in spec]
     load = {b: batches.count(b) / len(batches) for b in set(batches)}
     curve = SurfaceCost(surface)
-    grid = speedup_grid(curve, alpha=float(alpha_from_accept_len(tau, k)), draft=curve.draft,
-                        k_max=max(8, k), max_batch=min(max(batches), 4096))  # fmt: skip
+    grid = speedup_grid(
+        curve,
+        alpha=float(alpha_from_accept_len(tau, k)),
+        draft=curve.draft,
+        k_max=max(8, k),
+        max_batch=min(max(batches), 4096),
+    )
     plan = schedule_from_grid(grid, min_gain=0.0, load=load)
     weights = _weights(grid, load)
     column = grid.ks.index(k)
-    fixed = sum(w * (grid.speedup[i][column] if grid.speedup[i][column] == grid.speedup[i][column]
-                     else 0.0) for i, w in enumerate(weights))  # fmt: skip
+    fixed = sum(
+        w * (grid.speedup[i][column] if grid.speedup[i][column] == grid.speedup[i][column] else 0.0)
+        for i, w in enumerate(weights)
+    )
     scheduled = sum(w * speedup for w, (_, _, speedup) in zip(weights, plan.by_batch, strict=True))
     return scheduled / fixed - 1 if fixed > 0 else math.nan
 
@@ -357,11 +423,29 @@ class FleetResult:
     def to_dict(self) -> dict[str, Any]:
         from breakeven.quantities import plain_json
 
-        return plain_json({"prometheus": self.prometheus, "start": self.start, "end": self.end,
-                      "step_s": self.step_s, "rows": self.rows, "chunks": self.chunks,
-                      "instances": [asdict(i) for i in self.instances],
-                      "queries": self.queries, "notes": list(self.notes)})  # fmt: skip
+        return plain_json(
+            {
+                "prometheus": self.prometheus,
+                "start": self.start,
+                "end": self.end,
+                "step_s": self.step_s,
+                "rows": self.rows,
+                "chunks": self.chunks,
+                "instances": [asdict(i) for i in self.instances],
+                "queries": self.queries,
+                "notes": list(self.notes),
+            }
+        )
 
 
-__all__: Sequence[str] = ("ENGINES", "Chunk", "Collector", "FleetResult", "Instance",
-                          "check_match", "queries", "rows_of", "summarize")  # fmt: skip
+__all__: Sequence[str] = (
+    "ENGINES",
+    "Chunk",
+    "Collector",
+    "FleetResult",
+    "Instance",
+    "check_match",
+    "queries",
+    "rows_of",
+    "summarize",
+)

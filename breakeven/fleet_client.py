@@ -32,8 +32,11 @@ def parse_duration(text: str, name: str) -> float:
     """``60s``, ``5m``, ``6h``, ``1d``: seconds > 0; else a BreakevenError naming ``name``."""
     m = _DURATION.match(str(text).strip())
     if not m or not float(m.group(1)) > 0:
-        raise BreakevenError("{0}: got " + escape_braces(repr(str(text))[:60]) + ", expected a "
-                             "duration such as 60s, 5m, 6h or 1d", name)  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + escape_braces(repr(str(text))[:60]) + ", expected a "
+            "duration such as 60s, 5m, 6h or 1d",
+            name,
+        )
     return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
@@ -48,32 +51,43 @@ def parse_time(text: str, name: str) -> float:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise BreakevenError("{0}: got " + escape_braces(repr(value)[:60]) + ", expected "
-                                 "Unix seconds or an RFC 3339 time such as "
-                                 "2026-12-01T12:00:00Z", name) from None  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + escape_braces(repr(value)[:60]) + ", expected "
+                "Unix seconds or an RFC 3339 time such as "
+                "2026-12-01T12:00:00Z",
+                name,
+            ) from None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=timezone.utc)
         t = parsed.timestamp()
     if not math.isfinite(t) or not 0 <= t < 1e11:
-        raise BreakevenError("{0}: got " + escape_braces(repr(value)[:60]) + ", expected a "
-                             "time after 1970", name)  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + escape_braces(repr(value)[:60]) + ", expected a time after 1970", name
+        )
     return t
 
 
-def time_range(start: str | None, end: str | None, since: str | None, step_s: float
-               ) -> tuple[float, float]:  # fmt: skip
+def time_range(
+    start: str | None, end: str | None, since: str | None, step_s: float
+) -> tuple[float, float]:
     """(start, end) [Unix s] from ``--start``/``--end`` or ``--since`` (default 1h), checked."""
     if since is not None and start is not None:
         raise BreakevenError("{0} and {1} cannot be given together: give one", "since", "start")
     stop = parse_time(end, "end") if end is not None else time.time()
-    first = parse_time(start, "start") if start is not None else \
-        stop - parse_duration(since or "1h", "since")  # fmt: skip
+    first = (
+        parse_time(start, "start")
+        if start is not None
+        else stop - parse_duration(since or "1h", "since")
+    )
     if not first < stop:
         raise BreakevenError("{0}: the range ends before it starts", "end" if end else "start")
     if (stop - first) / step_s > MAX_STEPS:
-        raise BreakevenError("{0}: " + f"{(stop - first) / step_s:,.0f} steps, more than "
-                             f"{MAX_STEPS:,} in one read: use a longer --step or a shorter "
-                             "range", "step")  # fmt: skip
+        raise BreakevenError(
+            "{0}: " + f"{(stop - first) / step_s:,.0f} steps, more than "
+            f"{MAX_STEPS:,} in one read: use a longer --step or a shorter "
+            "range",
+            "step",
+        )
     return first, stop
 
 
@@ -96,16 +110,23 @@ class PrometheusAPI:
 
         bare, auth = split_url(url.strip())
         if not re.match(r"^https?://[^/\s]+", bare):
-            raise BreakevenError("{0}: got " + escape_braces(repr(bare)[:80]) + ", expected "
-                                 "http://host:9090 or https://...", "prometheus")  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + escape_braces(repr(bare)[:80]) + ", expected "
+                "http://host:9090 or https://...",
+                "prometheus",
+            )
         self.root = bare.rstrip("/")
         self.shown = shown_url(self.root, auth)
         self.redact = Redactor(token, auth=auth)
         httpx, _ = _require_http()
         self.httpx = httpx
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(timeout=timeout_s, headers=headers, verify=True,
-                                   auth=httpx.BasicAuth(*auth) if auth else None)  # fmt: skip
+        self.client = httpx.Client(
+            timeout=timeout_s,
+            headers=headers,
+            verify=True,
+            auth=httpx.BasicAuth(*auth) if auth else None,
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -113,38 +134,55 @@ class PrometheusAPI:
     def _fail(self, message: str, name: str = "prometheus") -> BreakevenError:
         return BreakevenError("{0}: " + escape_braces(self.redact(message)), name)
 
-    def query_range(self, query: str, start: float, end: float, step_s: float,
-                    blame: str = "prometheus") -> list[dict[str, Any]]:  # fmt: skip
+    def query_range(
+        self, query: str, start: float, end: float, step_s: float, blame: str = "prometheus"
+    ) -> list[dict[str, Any]]:
         """The ``matrix`` result of one range query; a refused query names ``blame`` (the
         flag whose text is in it, such as ``--match``)."""
         url = self.root + "/api/v1/query_range"
-        params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                  "step": f"{step_s:g}"}  # fmt: skip
+        params = {
+            "query": query,
+            "start": f"{start:.3f}",
+            "end": f"{end:.3f}",
+            "step": f"{step_s:g}",
+        }
         try:
             reply = self.client.post(url, data=params)
         except self.httpx.HTTPError as e:
-            raise self._fail(f"cannot reach {self.shown} ({type(e).__name__}: "
-                             f"{str(e)[:160]}): is Prometheus running there?") from None  # fmt: skip
+            raise self._fail(
+                f"cannot reach {self.shown} ({type(e).__name__}: "
+                f"{str(e)[:160]}): is Prometheus running there?"
+            ) from None
         try:
             body = reply.json()
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            raise self._fail(f"{self.shown}/api/v1/query_range answered HTTP "
-                             f"{reply.status_code} without Prometheus' JSON: is this a "
-                             "Prometheus server?")  # fmt: skip
+            raise self._fail(
+                f"{self.shown}/api/v1/query_range answered HTTP "
+                f"{reply.status_code} without Prometheus' JSON: is this a "
+                "Prometheus server?"
+            )
         if body.get("status") != "success":
             error = str(body.get("error", ""))[:300]
-            raise self._fail(f"Prometheus refused the query {query!r} (HTTP "
-                             f"{reply.status_code}): {error}", blame)  # fmt: skip
+            raise self._fail(
+                f"Prometheus refused the query {query!r} (HTTP {reply.status_code}): {error}", blame
+            )
         data = body.get("data") or {}
         if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
             raise self._fail(f"{self.shown} answered a range query without a matrix result")
         return data["result"]
 
 
-def iter_fleet(api: PrometheusAPI, start: float, end: float, step_s: float, match: str,
-               window: str, stats: dict[str, Any]) -> Iterator[dict[str, Any]]:  # fmt: skip
+def iter_fleet(
+    api: PrometheusAPI,
+    start: float,
+    end: float,
+    step_s: float,
+    match: str,
+    window: str,
+    stats: dict[str, Any],
+) -> Iterator[dict[str, Any]]:
     """Every engine's rows over ``start..end``, chunk by chunk, as they are made; ``stats``
     gets ``queries`` (by engine) at once, then ``rows`` and ``chunks`` as they grow."""
     from breakeven.fleet import ENGINES, Chunk, queries
@@ -164,10 +202,20 @@ def iter_fleet(api: PrometheusAPI, start: float, end: float, step_s: float, matc
                 yield row
 
 
-def read_fleet(api: PrometheusAPI, first: float, last: float, step_s: float, match: str,
-               window: str, *, out: str | None = None, force: bool = False, surface: Any = None,
-               tolerance: float = 0.1, max_share_above: float = 0.1
-               ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+def read_fleet(
+    api: PrometheusAPI,
+    first: float,
+    last: float,
+    step_s: float,
+    match: str,
+    window: str,
+    *,
+    out: str | None = None,
+    force: bool = False,
+    surface: Any = None,
+    tolerance: float = 0.1,
+    max_share_above: float = 0.1,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``breakeven fleet``: the summary (:class:`breakeven.fleet.FleetResult` as a dict), its
     rows streamed to ``out`` as they come (atomically), and each server's accept_len over
     time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
@@ -177,14 +225,18 @@ def read_fleet(api: PrometheusAPI, first: float, last: float, step_s: float, mat
 
     collector, stats = Collector(), {}
     try:
-        rows = (collector.add(r) for r in iter_fleet(api, first, last, step_s, match, window,
-                                                     stats))  # fmt: skip
+        rows = (
+            collector.add(r) for r in iter_fleet(api, first, last, step_s, match, window, stats)
+        )
         head = next(rows, None)
         if head is None:
             looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
-            raise BreakevenError("{0}: no series of vLLM, SGLang or llama.cpp from "
-                                 + f"{_iso(first)} to {_iso(last)}; looked for "
-                                 + escape_braces(looked[:600]), "prometheus")  # fmt: skip
+            raise BreakevenError(
+                "{0}: no series of vLLM, SGLang or llama.cpp from "
+                + f"{_iso(first)} to {_iso(last)}; looked for "
+                + escape_braces(looked[:600]),
+                "prometheus",
+            )
         if out is None:
             for _ in rows:
                 pass
@@ -192,16 +244,34 @@ def read_fleet(api: PrometheusAPI, first: float, last: float, step_s: float, mat
             from breakeven.iotools.measurements import write_measurements
             from breakeven.schema import COLUMN_NAMES
 
-            write_measurements(itertools.chain([head], rows), out, force=force,
-                               columns=[*COLUMN_NAMES, "origin"])  # fmt: skip
+            write_measurements(
+                itertools.chain([head], rows), out, force=force, columns=[*COLUMN_NAMES, "origin"]
+            )
     finally:
         api.close()
-    instances = collector.instances(tolerance=tolerance, max_share_above=max_share_above,
-                                    cost=surface)  # fmt: skip
-    result = FleetResult(tuple(instances), api.shown, _iso(first), _iso(last), step_s,
-                         stats["queries"], stats["rows"], stats["chunks"]).to_dict()  # fmt: skip
+    instances = collector.instances(
+        tolerance=tolerance, max_share_above=max_share_above, cost=surface
+    )
+    result = FleetResult(
+        tuple(instances),
+        api.shown,
+        _iso(first),
+        _iso(last),
+        step_s,
+        stats["queries"],
+        stats["rows"],
+        stats["chunks"],
+    ).to_dict()
     return result, collector.series()
 
 
-__all__ = ["CHUNK_STEPS", "PrometheusAPI", "chunks", "iter_fleet", "parse_duration",
-           "parse_time", "read_fleet", "time_range"]  # fmt: skip
+__all__ = [
+    "CHUNK_STEPS",
+    "PrometheusAPI",
+    "chunks",
+    "iter_fleet",
+    "parse_duration",
+    "parse_time",
+    "read_fleet",
+    "time_range",
+]

@@ -188,16 +188,18 @@ def _grid(
     def line(cells: Sequence[str]) -> str:
         return (indent + "  ".join(just(c, w) for c, w in zip(cells, widths, strict=True))).rstrip()
 
-    return [line(heads)] + [line(row) + (suffixes[i] if suffixes else "")
-                            for i, row in enumerate(rows)]  # fmt: skip
+    return [line(heads)] + [
+        line(row) + (suffixes[i] if suffixes else "") for i, row in enumerate(rows)
+    ]
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = None) -> list[str]:
     """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``."""
     heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
     cells = [[format_value(c, r[c]) for c in columns] for r in rows]
-    return _grid(heads, cells, right=True, suffixes=[" *" if i == mark else ""
-                                                     for i in range(len(cells))])  # fmt: skip
+    return _grid(
+        heads, cells, right=True, suffixes=[" *" if i == mark else "" for i in range(len(cells))]
+    )
 
 
 def _optimize_columns(r: Row) -> list[str]:
@@ -210,11 +212,15 @@ def _optimize_columns(r: Row) -> list[str]:
 def _optimize_head(r: Row) -> str:
     by_k = r["by_k"]
     if r["best_k"]:
-        return (f"Best k: {r['best_k']} draft tokens, speedup {number_text(r['speedup'], 3)}x "
-                "(best_k, speedup).")  # fmt: skip
+        return (
+            f"Best k: {r['best_k']} draft tokens, speedup {number_text(r['speedup'], 3)}x "
+            "(best_k, speedup)."
+        )
     top = max(by_k, key=lambda o: o["speedup"])
-    return (f"Do not speculate: no k in 1..{by_k[-1]['k']} beats plain decoding (best_k = 0; the "
-            f"closest is {number_text(top['speedup'], 3)}x at k = {top['k']}).")  # fmt: skip
+    return (
+        f"Do not speculate: no k in 1..{by_k[-1]['k']} beats plain decoding (best_k = 0; the "
+        f"closest is {number_text(top['speedup'], 3)}x at k = {top['k']})."
+    )
 
 
 def optimize_text(r: Row) -> str:
@@ -234,14 +240,22 @@ def optimize_text(r: Row) -> str:
     return "\n".join(lines) + "\n"
 
 
-_TREE_SEARCH_COLUMNS = ["steps", "topk", "verify tokens", "accept_len [tokens/cycle]",
-                        "cycle [ms]", "speedup [x]"]  # fmt: skip
+_TREE_SEARCH_COLUMNS = [
+    "steps",
+    "topk",
+    "verify tokens",
+    "accept_len [tokens/cycle]",
+    "cycle [ms]",
+    "speedup [x]",
+]
 
 
 def _tree_option(o: Row) -> str:
-    return (f"steps {o['steps']}, topk {o['topk']}, verify tokens {o['verify_tokens']}: "
-            f"accept_len {number_text(o['accept_len'], 3)} (modelled), cycle "
-            f"{number_text(o['cycle_ms'], 3)} ms, {number_text(o['speedup'], 3)}x")  # fmt: skip
+    return (
+        f"steps {o['steps']}, topk {o['topk']}, verify tokens {o['verify_tokens']}: "
+        f"accept_len {number_text(o['accept_len'], 3)} (modelled), cycle "
+        f"{number_text(o['cycle_ms'], 3)} ms, {number_text(o['speedup'], 3)}x"
+    )
 
 
 def tree_search_text(r: Row) -> str:
@@ -251,33 +265,55 @@ def tree_search_text(r: Row) -> str:
     lines = [f"Best tree: {_tree_option(best)}."]
     if chain is not None:
         gain = r["gain_over_chain"]
-        lines.append(f"Best chain (topk 1, k = steps): {_tree_option(chain)}; the tree "
-                     f"{'gains' if gain >= 0 else 'loses'} {abs(gain):.1%} over it.")  # fmt: skip
+        lines.append(
+            f"Best chain (topk 1, k = steps): {_tree_option(chain)}; the tree "
+            f"{'gains' if gain >= 0 else 'loses'} {abs(gain):.1%} over it."
+        )
     if best["speedup"] <= 1:
         lines.append("No tree beats plain decoding here: do not speculate.")
-    lines.append(f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
-                 f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}")  # fmt: skip
+    lines.append(
+        f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
+        f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}"
+    )
     a = r["acceptance"]
-    lines.append(f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}; "
-                 f"acceptance alpha {number_text(a['alpha'], 4)}, rank_decay "
-                 f"{number_text(a['rank_decay'], 4)} ({a['basis']}); {r['searched']} trees "
-                 f"searched (steps <= {r['bounds']['max_steps']}, topk <= "
-                 f"{r['bounds']['max_topk']}, verify tokens <= "
-                 f"{r['bounds']['max_verify_tokens']}).")  # fmt: skip
+    lines.append(
+        f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}; "
+        f"acceptance alpha {number_text(a['alpha'], 4)}, rank_decay "
+        f"{number_text(a['rank_decay'], 4)} ({a['basis']}); {r['searched']} trees "
+        f"searched (steps <= {r['bounds']['max_steps']}, topk <= "
+        f"{r['bounds']['max_topk']}, verify tokens <= "
+        f"{r['bounds']['max_verify_tokens']})."
+    )
     lines += [f"Note: {n}." for n in r["notes"]]
     lines.append("")
-    rows = [[str(o["steps"]), str(o["topk"]), str(o["verify_tokens"]),
-             number_text(o["accept_len"], 3), number_text(o["cycle_ms"], 3),
-             number_text(o["speedup"], 3)] for o in r["top"]]  # fmt: skip
+    rows = [
+        [
+            str(o["steps"]),
+            str(o["topk"]),
+            str(o["verify_tokens"]),
+            number_text(o["accept_len"], 3),
+            number_text(o["cycle_ms"], 3),
+            number_text(o["speedup"], 3),
+        ]
+        for o in r["top"]
+    ]
     lines += _grid(_TREE_SEARCH_COLUMNS, rows, right=True, indent="")
     return "\n".join(lines) + "\n"
 
 
-_ENGINE_NAMES = {"vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",
-                 "sglang": "SGLang (--speculative-adaptive-config)",
-                 "vllm-legacy": "older vLLM (disable_by_batch_size)"}  # fmt: skip
-_SCHEDULE_COLUMNS = ["batch [sequences]", "k [tokens]", "speedup [x]", "best fixed k [x]",
-                     "gain [%]", "time share [%]"]  # fmt: skip
+_ENGINE_NAMES = {
+    "vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",
+    "sglang": "SGLang (--speculative-adaptive-config)",
+    "vllm-legacy": "older vLLM (disable_by_batch_size)",
+}
+_SCHEDULE_COLUMNS = [
+    "batch [sequences]",
+    "k [tokens]",
+    "speedup [x]",
+    "best fixed k [x]",
+    "gain [%]",
+    "time share [%]",
+]
 
 
 def _loss(x: float) -> str:
@@ -290,27 +326,49 @@ def schedule_text(r: Row) -> str:
     count = len(r["ranges"])
     how = ""
     if r["engine"] == "vllm-legacy":
-        how = (f", the best of one k up to a batch and none from it on (the best k by batch "
-               f"makes {r['unmerged_ranges']} ranges; this gives up {_loss(r['merge_loss'])} "
-               "of their throughput)")  # fmt: skip
+        how = (
+            f", the best of one k up to a batch and none from it on (the best k by batch "
+            f"makes {r['unmerged_ranges']} ranges; this gives up {_loss(r['merge_loss'])} "
+            "of their throughput)"
+        )
     elif r["unmerged_ranges"] > count:
-        how = (f", merged from {r['unmerged_ranges']} ranges of the best k at --min-gain "
-               f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput")  # fmt: skip
-    lines = [f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
-             f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."]  # fmt: skip
-    rows = [[f"{x['first']}-{x['last']}", str(x["k"]), _num(x["speedup"], ".3f"),
-             _num(x["best_fixed_speedup"], ".3f"),
-             "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
-             f"{100 * x['share']:.1f}"] for x in r["ranges"]]  # fmt: skip
+        how = (
+            f", merged from {r['unmerged_ranges']} ranges of the best k at --min-gain "
+            f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput"
+        )
+    lines = [
+        f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
+        f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."
+    ]
+    rows = [
+        [
+            f"{x['first']}-{x['last']}",
+            str(x["k"]),
+            _num(x["speedup"], ".3f"),
+            _num(x["best_fixed_speedup"], ".3f"),
+            "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
+            f"{100 * x['share']:.1f}",
+        ]
+        for x in r["ranges"]
+    ]
     lines += _grid(_SCHEDULE_COLUMNS, rows, right=True)
-    lines.append(f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
-                 f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "
-                 f"{number_text(r['best_fixed_speedup'], 3)}x: {r['gain']:+.2%}; no "
-                 "speculation is 1.")  # fmt: skip
+    lines.append(
+        f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
+        f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "
+        f"{number_text(r['best_fixed_speedup'], 3)}x: {r['gain']:+.2%}; no "
+        "speculation is 1."
+    )
     b = r["breakeven_batch"]
-    lines.append("Break-even batch: " + ("none: no k beats plain decoding at any batch." if b is None
-                 else f"{b}; some k beats plain decoding up to it." if isinstance(b, int)
-                 else f"{b}; some k still beats plain decoding at batch {r['max_batch']}."))  # fmt: skip
+    lines.append(
+        "Break-even batch: "
+        + (
+            "none: no k beats plain decoding at any batch."
+            if b is None
+            else f"{b}; some k beats plain decoding up to it."
+            if isinstance(b, int)
+            else f"{b}; some k still beats plain decoding at batch {r['max_batch']}."
+        )
+    )
     lines += [f"Note: {n}." for n in r["notes"]]
     if r["flags"]:
         lines += ["", "Launch with:", f"  {r['flags']}"]
@@ -319,8 +377,17 @@ def schedule_text(r: Row) -> str:
     return "\n".join(lines) + "\n"
 
 
-_FLEET_COLUMNS = ["instance", "engine", "model", "steps", "accept_len [tokens/cycle]",
-                  "k [tokens]", "batch [sequences]", "tok_s [tok/s]", "aggregate [tok/s]"]  # fmt: skip
+_FLEET_COLUMNS = [
+    "instance",
+    "engine",
+    "model",
+    "steps",
+    "accept_len [tokens/cycle]",
+    "k [tokens]",
+    "batch [sequences]",
+    "tok_s [tok/s]",
+    "aggregate [tok/s]",
+]
 
 
 def fleet_text(r: Row) -> str:
@@ -332,24 +399,40 @@ def fleet_text(r: Row) -> str:
     )
     rows = []
     for i in r["instances"]:
-        row = [printable(i["instance"]), i["engine"], printable(i["model"] or "-"), str(i["points"]),
-               _num(i["accept_len"], ".3f"), _num(i["k"], ".1f"), _num(i["batch"], ".1f"),
-               _num(i["tok_s"], ".2f"), _num(i["aggregate_tok_s"], ".2f")]  # fmt: skip
+        row = [
+            printable(i["instance"]),
+            i["engine"],
+            printable(i["model"] or "-"),
+            str(i["points"]),
+            _num(i["accept_len"], ".3f"),
+            _num(i["k"], ".1f"),
+            _num(i["batch"], ".1f"),
+            _num(i["tok_s"], ".2f"),
+            _num(i["aggregate_tok_s"], ".2f"),
+        ]
         if costs:
             share, gain = i["share_above_breakeven"], i["schedule_gain"]
-            row += [_num(i["predicted_speedup"], ".3f"), _num(i["breakeven_batch"], "g"),
-                    "-" if share is None else f"{100 * share:.1f}",
-                    "-" if gain is None else f"{100 * gain:+.1f}"]  # fmt: skip
+            row += [
+                _num(i["predicted_speedup"], ".3f"),
+                _num(i["breakeven_batch"], "g"),
+                "-" if share is None else f"{100 * share:.1f}",
+                "-" if gain is None else f"{100 * gain:+.1f}",
+            ]
         rows.append(row)
-    lines = [f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
-             f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "
-             f"{r['chunks']} range quer{'y' if r['chunks'] == 1 else 'ies'} per series), worst "
-             "first:"]  # fmt: skip
+    lines = [
+        f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
+        f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "
+        f"{r['chunks']} range quer{'y' if r['chunks'] == 1 else 'ies'} per series), worst "
+        "first:"
+    ]
     lines += _grid(heads, rows, right=False)
-    lines.append("accept_len = 1 + rate(accepted) / rate(drafts), bonus token included; tok_s per "
-                 "sequence = aggregate / running requests; means over the steps with data.")  # fmt: skip
-    flagged = [(i, f, n) for i in r["instances"] for f, n in zip(i["flags"], i["notes"],
-                                                                     strict=False)]  # fmt: skip
+    lines.append(
+        "accept_len = 1 + rate(accepted) / rate(drafts), bonus token included; tok_s per "
+        "sequence = aggregate / running requests; means over the steps with data."
+    )
+    flagged = [
+        (i, f, n) for i in r["instances"] for f, n in zip(i["flags"], i["notes"], strict=False)
+    ]
     lines += ["", f"Flags ({len(flagged)}):" if flagged else "Flags: none."]
     lines += [f"  [{f}] {printable(i['instance'])}: {printable(n)}" for i, f, n in flagged]
     return "\n".join(lines) + "\n"
@@ -361,8 +444,10 @@ def _breakeven_batch_sentence(r: Row) -> str:
         return "Break-even batch: none; speculation never pays within the curve (breakeven_batch = null)."
     if isinstance(b, str):
         last = r["speedup_by_batch"][-1]
-        return (f"Break-even batch: {b}; speculation still pays {number_text(last['speedup'], 3)}x "
-                f"at batch {r['max_batch']}, the largest swept.")  # fmt: skip
+        return (
+            f"Break-even batch: {b}; speculation still pays {number_text(last['speedup'], 3)}x "
+            f"at batch {r['max_batch']}, the largest swept."
+        )
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 
@@ -423,8 +508,9 @@ def optimize_html(r: Row) -> str:
 
 def batch_html(r: Row) -> str:
     """The batch sweep as HTML, for notebooks."""
-    return (f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>"
-            + _html_table(r["speedup_by_batch"], _BATCH_COLUMNS))  # fmt: skip
+    return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + _html_table(
+        r["speedup_by_batch"], _BATCH_COLUMNS
+    )
 
 
 def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
@@ -432,17 +518,35 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""
     if not tally.records:
         return "No records.\n"
-    heads = ["file", "format", "records", "k", "mean accept_len [tokens/cycle]",
-             "mean tok_s [tok/s]", "mean aggregate_tok_s [tok/s]"]  # fmt: skip
+    heads = [
+        "file",
+        "format",
+        "records",
+        "k",
+        "mean accept_len [tokens/cycle]",
+        "mean tok_s [tok/s]",
+        "mean aggregate_tok_s [tok/s]",
+    ]
     cells = []
     for (path, fmt), g in tally.groups.items():
         tau, tok, agg = (tally.mean(g, key) for key in ("accept_len", "tok_s", "aggregate_tok_s"))
-        cells.append([path, fmt, str(g["records"]), ",".join(map(str, sorted(g["k"]))) or "-",
-                      _num(tau, ".3f"), _num(tok, ".2f"), _num(agg, ".2f")])  # fmt: skip
+        cells.append(
+            [
+                path,
+                fmt,
+                str(g["records"]),
+                ",".join(map(str, sorted(g["k"]))) or "-",
+                _num(tau, ".3f"),
+                _num(tok, ".2f"),
+                _num(agg, ".2f"),
+            ]
+        )
     lines = _grid(heads, cells, right=False, indent="")
     lines.append("")
-    lines.append(f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
-                 "tok_s is per sequence:")  # fmt: skip
+    lines.append(
+        f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
+        "tok_s is per sequence:"
+    )
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():
         lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
@@ -469,8 +573,9 @@ def _interval_text(low: Any, high: Any) -> str:
     return "-" if low is None else f"{_num(low, '.3f')}-{_num(high, '.3f')}"
 
 
-def _with_hardware(heads: list[str], rows: list[list[str]], hardware: list[Any],
-                   after: int) -> tuple[list[str], list[list[str]]]:  # fmt: skip
+def _with_hardware(
+    heads: list[str], rows: list[list[str]], hardware: list[Any], after: int
+) -> tuple[list[str], list[list[str]]]:
     """A hardware column after column ``after`` where the rows differ in hardware."""
     if len({h or "" for h in hardware}) < 2:
         return heads, rows
@@ -479,22 +584,44 @@ def _with_hardware(heads: list[str], rows: list[list[str]], hardware: list[Any],
     return heads, [[*r[: after + 1], n, *r[after + 1 :]] for r, n in zip(rows, names, strict=True)]
 
 
-_CHECK_COLUMNS = ["model", "label", "k [tokens]", "tok_s [tok/s]", "baseline [tok/s]",
-                  "measured [x]", "95% CI [x]", "verdict", "accept_len [tokens/cycle]",
-                  "predicted [x]", "residual [x]", "implied cycle [ms]", "flags"]  # fmt: skip
+_CHECK_COLUMNS = [
+    "model",
+    "label",
+    "k [tokens]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "measured [x]",
+    "95% CI [x]",
+    "verdict",
+    "accept_len [tokens/cycle]",
+    "predicted [x]",
+    "residual [x]",
+    "implied cycle [ms]",
+    "flags",
+]
 
 
 def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
     """The check table's heads and cells (model names whole; hardware where runs differ)."""
     rows = []
     for c in r["comparisons"]:
-        rows.append([printable(c["model"]) or "-", printable(c["label"]) or "-",
-                     _k_text(c["num_spec_tokens"]), _num(c["tok_s"], ".2f"),
-                     _num(c["baseline_tok_s"], ".2f"), _num(c["measured_speedup"], ".3f"),
-                     _interval_text(c["ci_low"], c["ci_high"]), c["verdict"],
-                     _num(c["accept_len"], ".3f"), _num(c["predicted_speedup"], ".3f"),
-                     _num(c["residual"], "+.3f"), _num(c["implied_cycle_ms"], ".3f"),
-                     ", ".join(c["flags"]) or "-"])  # fmt: skip
+        rows.append(
+            [
+                printable(c["model"]) or "-",
+                printable(c["label"]) or "-",
+                _k_text(c["num_spec_tokens"]),
+                _num(c["tok_s"], ".2f"),
+                _num(c["baseline_tok_s"], ".2f"),
+                _num(c["measured_speedup"], ".3f"),
+                _interval_text(c["ci_low"], c["ci_high"]),
+                c["verdict"],
+                _num(c["accept_len"], ".3f"),
+                _num(c["predicted_speedup"], ".3f"),
+                _num(c["residual"], "+.3f"),
+                _num(c["implied_cycle_ms"], ".3f"),
+                ", ".join(c["flags"]) or "-",
+            ]
+        )
     hardware = [c["hardware"] for c in r["comparisons"]]
     return _with_hardware(_CHECK_COLUMNS, rows, hardware, after=0)
 
@@ -514,15 +641,19 @@ def check_text(r: Row) -> str:
         lines += _grid(heads, rows, right=False)
     else:
         lines.append("  none: no row has num_spec_tokens > 0")
-    lines.append("measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
-                 "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s.")  # fmt: skip
+    lines.append(
+        "measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
+        "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s."
+    )
     if r["server_checks"]:
         lines += ["", "Server log against client benchmark:"]
         for c in r["server_checks"]:
             word = "agree" if c["agree"] else "DISAGREE"
-            lines.append(f"  {printable(c['run_id'])}: server {_num(c['server_tok_s'], '.2f')} "
-                         f"tok/s, client {_num(c['client_tok_s'], '.2f')} tok/s "
-                         f"({_num(c['ratio'], '.3f')}x): {word} within {r['tolerance']:.0%}")  # fmt: skip
+            lines.append(
+                f"  {printable(c['run_id'])}: server {_num(c['server_tok_s'], '.2f')} "
+                f"tok/s, client {_num(c['client_tok_s'], '.2f')} tok/s "
+                f"({_num(c['ratio'], '.3f')}x): {word} within {r['tolerance']:.0%}"
+            )
     flags = r["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
@@ -534,8 +665,9 @@ def check_text(r: Row) -> str:
 def html_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Cells (already text) as an HTML table; long cells wrap."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-                   for row in rows)  # fmt: skip
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -544,18 +676,36 @@ def check_html(r: Row, flags: bool = True) -> str:
     table = html_table(*_check_rows(r))
     if not flags:
         return table
-    items = "".join(f"<li><code>{html.escape(f['code'])}</code> "
-                    f"{html.escape(printable(f['message']))}</li>" for f in r["flags"])  # fmt: skip
+    items = "".join(
+        f"<li><code>{html.escape(f['code'])}</code> {html.escape(printable(f['message']))}</li>"
+        for f in r["flags"]
+    )
     return f"{table}<ul>{items}</ul>"
 
 
 def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     """What ``breakeven bench`` prints: one line per concurrency level."""
-    heads = ["concurrency", "requests", "failed", "tok_s [tok/s]", "sd [tok/s]",
-             "aggregate_tok_s [tok/s]", "accept_len [tokens/cycle]"]  # fmt: skip
-    rows = [[str(v["concurrency"]), str(v["requests"]), str(v["failed"]), _num(v["tok_s"], ".2f"),
-             _num(v["tok_s_sd"], ".2f"), _num(v["aggregate_tok_s"], ".2f"),
-             _num(v.get("accept_len"), ".3f")] for v in levels]  # fmt: skip
+    heads = [
+        "concurrency",
+        "requests",
+        "failed",
+        "tok_s [tok/s]",
+        "sd [tok/s]",
+        "aggregate_tok_s [tok/s]",
+        "accept_len [tokens/cycle]",
+    ]
+    rows = [
+        [
+            str(v["concurrency"]),
+            str(v["requests"]),
+            str(v["failed"]),
+            _num(v["tok_s"], ".2f"),
+            _num(v["tok_s_sd"], ".2f"),
+            _num(v["aggregate_tok_s"], ".2f"),
+            _num(v.get("accept_len"), ".3f"),
+        ]
+        for v in levels
+    ]
     if any(v.get("server") for v in levels):  # the server's own counters (llama.cpp)
         heads += ["server tok_s [tok/s]", "server step or cycle [ms]"]
         for row, v in zip(rows, levels, strict=True):
@@ -570,10 +720,22 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-_COMPARE_COLUMNS = ["run", "k [tokens]", "concurrency [sequences]", "tok_s [tok/s]",
-                    "baseline [tok/s]", "speedup [x]", "95% interval [x]", "verdict",
-                    "accept_len [tokens/cycle]", "break-even accept_len [tokens/cycle]",
-                    "implied cycle [ms]", "predicted [x]", "residual [x]", "flags"]  # fmt: skip
+_COMPARE_COLUMNS = [
+    "run",
+    "k [tokens]",
+    "concurrency [sequences]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "speedup [x]",
+    "95% interval [x]",
+    "verdict",
+    "accept_len [tokens/cycle]",
+    "break-even accept_len [tokens/cycle]",
+    "implied cycle [ms]",
+    "predicted [x]",
+    "residual [x]",
+    "flags",
+]
 
 
 def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
@@ -581,19 +743,38 @@ def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
     where the runs differ in hardware)."""
     rows = []
     for r in result["runs"]:
-        rows.append([printable(r["label"]), _k_text(r["num_spec_tokens"]),
-                     _num(r["concurrency"], "g"), _num(r["tok_s"], ".2f"),
-                     _num(r["baseline_tok_s"], ".2f"), _num(r["measured_speedup"], ".3f"),
-                     _interval_text(r["ci_low"], r["ci_high"]), r["verdict"],
-                     _num(r["accept_len"], ".3f"), _num(r["breakeven_accept_len"], ".3f"),
-                     _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_speedup"], ".3f"),
-                     _num(r["residual"], "+.3f"), ", ".join(r["flags"]) or "-"])  # fmt: skip
+        rows.append(
+            [
+                printable(r["label"]),
+                _k_text(r["num_spec_tokens"]),
+                _num(r["concurrency"], "g"),
+                _num(r["tok_s"], ".2f"),
+                _num(r["baseline_tok_s"], ".2f"),
+                _num(r["measured_speedup"], ".3f"),
+                _interval_text(r["ci_low"], r["ci_high"]),
+                r["verdict"],
+                _num(r["accept_len"], ".3f"),
+                _num(r["breakeven_accept_len"], ".3f"),
+                _num(r["implied_cycle_ms"], ".3f"),
+                _num(r["predicted_speedup"], ".3f"),
+                _num(r["residual"], "+.3f"),
+                ", ".join(r["flags"]) or "-",
+            ]
+        )
     hardware = [r.get("hardware") for r in result["runs"]]
     return _with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
 
 
-_AGAINST_COLUMNS = ["run", "batch [sequences]", "k [tokens]", "schedule's k [tokens]",
-                    "measured [x]", "95% interval [x]", "predicted [x]", "verdict"]  # fmt: skip
+_AGAINST_COLUMNS = [
+    "run",
+    "batch [sequences]",
+    "k [tokens]",
+    "schedule's k [tokens]",
+    "measured [x]",
+    "95% interval [x]",
+    "predicted [x]",
+    "verdict",
+]
 
 
 def _against_lines(rows: list[Row]) -> list[str]:
@@ -602,16 +783,26 @@ def _against_lines(rows: list[Row]) -> list[str]:
     lines = ["", "Against the schedule (predicted: its speedup at the run's batch, with its k):"]
     if not rows:
         return [*lines, "  no run with a measured speedup and a concurrency"]
-    cells = [[printable(str(r["label"])), str(r["batch"]),
-              "-" if r["k"] is None else f"{r['k']:g}",
-              "-" if r["schedule_k"] is None else str(r["schedule_k"]),
-              _num(r["measured_speedup"], ".3f"),
-              "-" if r["ci_low"] is None or r["ci_high"] is None
-              else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
-              _num(r["predicted_speedup"], ".3f"), r["verdict"]] for r in rows]  # fmt: skip
+    cells = [
+        [
+            printable(str(r["label"])),
+            str(r["batch"]),
+            "-" if r["k"] is None else f"{r['k']:g}",
+            "-" if r["schedule_k"] is None else str(r["schedule_k"]),
+            _num(r["measured_speedup"], ".3f"),
+            "-"
+            if r["ci_low"] is None or r["ci_high"] is None
+            else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
+            _num(r["predicted_speedup"], ".3f"),
+            r["verdict"],
+        ]
+        for r in rows
+    ]
     lines += _grid(_AGAINST_COLUMNS, cells, right=False)
-    lines.append("holds: the prediction is within the interval, widened by the tolerance; off: "
-                 "it is not; other k: the run used another k than the schedule deploys there.")  # fmt: skip
+    lines.append(
+        "holds: the prediction is within the interval, widened by the tolerance; off: "
+        "it is not; other k: the run used another k than the schedule deploys there."
+    )
     return lines
 
 
@@ -625,8 +816,10 @@ def compare_text(result: Row) -> str:
     heads, rows = compare_rows(result)
     if rows:
         lines += ["", *_grid(heads, rows, right=False)]
-        lines.append("speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
-                     "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms.")  # fmt: skip
+        lines.append(
+            "speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
+            "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms."
+        )
         lines += [f"Interval of {printable(r['label'])}: {r['interval_method']}." for r in runs]
     flags = result["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
@@ -638,24 +831,41 @@ def compare_text(result: Row) -> str:
     return "\n".join(lines) + "\n"
 
 
-_FIT_COLUMNS = ["k [tokens]", "accept_len [tokens/cycle]", "runs", "implied cycle [ms]",
-                "fitted cycle [ms]", "measured [x]", "predicted [x]", "held out [x]"]  # fmt: skip
+_FIT_COLUMNS = [
+    "k [tokens]",
+    "accept_len [tokens/cycle]",
+    "runs",
+    "implied cycle [ms]",
+    "fitted cycle [ms]",
+    "measured [x]",
+    "predicted [x]",
+    "held out [x]",
+]
 
 
 def fit_text(result: Row) -> str:
     """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: per group, the fitted
     coefficients with their units, what was merged, and the by-k table."""
-    from_units = {"verify_base_ms": "ms per cycle", "verify_per_token_ms": "ms per draft token",
-                  "draft_per_token_ms": "ms per draft token", "draft_per_cycle_ms": "ms per cycle",
-                  "overhead_ms": "ms per cycle"}  # fmt: skip
+    from_units = {
+        "verify_base_ms": "ms per cycle",
+        "verify_per_token_ms": "ms per draft token",
+        "draft_per_token_ms": "ms per draft token",
+        "draft_per_cycle_ms": "ms per cycle",
+        "overhead_ms": "ms per cycle",
+    }
     lines: list[str] = [*(f"Note: {n}." for n in result["notes"])]
     for g in result["groups"]:
-        where = ", ".join(x for x in (printable(g["model"]), printable(g["hardware"]),
-                                      printable(g["spec_method"])) if x)  # fmt: skip
+        where = ", ".join(
+            x
+            for x in (printable(g["model"]), printable(g["hardware"]), printable(g["spec_method"]))
+            if x
+        )
         at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
-        lines += [f"{where or 'runs'}{at}: step {_num(g['step_ms'], '.3f')} ms, "
-                  f"draft cost {result['draft_cost']}, residual RMS "
-                  f"{_num(g['residual_rms_ms'], '.3f')} ms"]  # fmt: skip
+        lines += [
+            f"{where or 'runs'}{at}: step {_num(g['step_ms'], '.3f')} ms, "
+            f"draft cost {result['draft_cost']}, residual RMS "
+            f"{_num(g['residual_rms_ms'], '.3f')} ms"
+        ]
         merged = {m.split(" + ")[0]: m for m in g["merged"]}
         for name, value in g["coefficients"].items():
             if any(name in m.split(" + ")[1:] for m in g["merged"]):
@@ -664,79 +874,148 @@ def fit_text(result: Row) -> str:
                 f"  {merged.get(name, name):<45} {_num(value, '.4f'):>10} "
                 f"{from_units.get(name, 'ms')}"
             )
-        rows = [[str(r["k"]), _num(r["accept_len"], ".3f") + (" (predicted)" if
-                 r["accept_len_predicted"] else ""), str(r["runs"]),
-                 _num(r["implied_cycle_ms"], ".3f"), _num(r["predicted_cycle_ms"], ".3f"),
-                 _num(r["measured_speedup"], ".3f"), _num(r["predicted_speedup"], ".3f"),
-                 _num(r["held_out_speedup"], ".3f")] for r in g["by_k"]]  # fmt: skip
+        rows = [
+            [
+                str(r["k"]),
+                _num(r["accept_len"], ".3f")
+                + (" (predicted)" if r["accept_len_predicted"] else ""),
+                str(r["runs"]),
+                _num(r["implied_cycle_ms"], ".3f"),
+                _num(r["predicted_cycle_ms"], ".3f"),
+                _num(r["measured_speedup"], ".3f"),
+                _num(r["predicted_speedup"], ".3f"),
+                _num(r["held_out_speedup"], ".3f"),
+            ]
+            for r in g["by_k"]
+        ]
         lines += _grid(_FIT_COLUMNS, rows, right=True)
         error = g["held_out_max_rel_error"]
-        best = (f"best k {g['best_k']}: {_num(g['best_speedup'], '.3f')}x predicted"
-                if g["best_k"] is not None else "no best k: no speedup known")  # fmt: skip
-        lines.append(f"  {best}; held-out error at most "
-                     f"{'-' if error is None else format(error, '.1%')}; accept_len of a k not "
-                     f"run: the fitted alpha {_num(g['alpha'], '.4f')}, positions i.i.d.")  # fmt: skip
+        best = (
+            f"best k {g['best_k']}: {_num(g['best_speedup'], '.3f')}x predicted"
+            if g["best_k"] is not None
+            else "no best k: no speedup known"
+        )
+        lines.append(
+            f"  {best}; held-out error at most "
+            f"{'-' if error is None else format(error, '.1%')}; accept_len of a k not "
+            f"run: the fitted alpha {_num(g['alpha'], '.4f')}, positions i.i.d."
+        )
         lines += [f"  Note: {n}." for n in g["notes"]]
         lines.append("")
     for surface in result.get("surfaces", []):
         lines += _surface_lines(surface)
     for tree in result.get("trees", []):
         lines += _tree_lines(tree)
-    lines.append("implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
-                 "fitted cycle; held out = the same from the fit without that k's runs.")  # fmt: skip
+    lines.append(
+        "implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
+        "fitted cycle; held out = the same from the fit without that k's runs."
+    )
     return "\n".join(lines) + "\n"
 
 
-_SURFACE_UNITS = {"weights_ms": "ms per forward", "expert_ms": "ms per routed expert loaded",
-                  "kv_ms": "ms per sequence", "compute_ms": "ms per token",
-                  "draft_step_ms": "ms per draft step", "draft_token_ms": "ms per draft token",
-                  "spec_seq_ms": "ms per sequence per cycle"}  # fmt: skip
-_SURFACE_COLUMNS = ["batch [sequences]", "steps", "topk", "verify tokens", "accept_len [tokens/cycle]",
-                    "measured [x]", "predicted [x]", "held out [x]"]  # fmt: skip
+_SURFACE_UNITS = {
+    "weights_ms": "ms per forward",
+    "expert_ms": "ms per routed expert loaded",
+    "kv_ms": "ms per sequence",
+    "compute_ms": "ms per token",
+    "draft_step_ms": "ms per draft step",
+    "draft_token_ms": "ms per draft token",
+    "spec_seq_ms": "ms per sequence per cycle",
+}
+_SURFACE_COLUMNS = [
+    "batch [sequences]",
+    "steps",
+    "topk",
+    "verify tokens",
+    "accept_len [tokens/cycle]",
+    "measured [x]",
+    "predicted [x]",
+    "held out [x]",
+]
 
 
-_TREE_COLUMNS = ["steps", "topk", "verify tokens", "runs", "accept_len [tokens/cycle]",
-                 "predicted [tokens/cycle]", "held out [tokens/cycle]"]  # fmt: skip
+_TREE_COLUMNS = [
+    "steps",
+    "topk",
+    "verify tokens",
+    "runs",
+    "accept_len [tokens/cycle]",
+    "predicted [tokens/cycle]",
+    "held out [tokens/cycle]",
+]
 
 
 def _tree_lines(x: Row) -> list[str]:
     """A tree acceptance of ``fit``: alpha, rank_decay, and each configuration it was fitted
     on, measured, predicted and held out."""
-    where = ", ".join(v for v in (printable(x["model"]), printable(x["hardware"]),
-                                  printable(x["spec_method"])) if v)  # fmt: skip
-    lines = [f"{where or 'runs'}, tree acceptance: the target's token is the draft's rank-r "
-             f"candidate with chance alpha x rank_decay^(r-1); alpha {_num(x['alpha'], '.4f')}, "
-             f"rank_decay {_num(x['rank_decay'], '.4f')} ({x['basis']})"]  # fmt: skip
-    rows = [[str(r["steps"]), str(r["topk"]), str(r["verify_tokens"]), str(r["runs"]),
-             _num(r["accept_len"], ".3f"), _num(r["predicted_accept_len"], ".3f"),
-             _num(r["held_out_accept_len"], ".3f")] for r in x["runs"]]  # fmt: skip
+    where = ", ".join(
+        v
+        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+        if v
+    )
+    lines = [
+        f"{where or 'runs'}, tree acceptance: the target's token is the draft's rank-r "
+        f"candidate with chance alpha x rank_decay^(r-1); alpha {_num(x['alpha'], '.4f')}, "
+        f"rank_decay {_num(x['rank_decay'], '.4f')} ({x['basis']})"
+    ]
+    rows = [
+        [
+            str(r["steps"]),
+            str(r["topk"]),
+            str(r["verify_tokens"]),
+            str(r["runs"]),
+            _num(r["accept_len"], ".3f"),
+            _num(r["predicted_accept_len"], ".3f"),
+            _num(r["held_out_accept_len"], ".3f"),
+        ]
+        for r in x["runs"]
+    ]
     lines += _grid(_TREE_COLUMNS, rows, right=True)
     error = x["held_out_max_rel_error"]
-    lines.append(f"  held-out error at most {'-' if error is None else format(error, '.1%')}; "
-                 "optimize --tree --fit-file searches trees with it.")  # fmt: skip
+    lines.append(
+        f"  held-out error at most {'-' if error is None else format(error, '.1%')}; "
+        "optimize --tree --fit-file searches trees with it."
+    )
     lines += [f"  Note: {n}." for n in x.get("notes", [])]
     return [*lines, ""]
 
 
 def _surface_lines(x: Row) -> list[str]:
     """A forward surface t(B, q) of ``fit``: its coefficients and each run it was fitted on."""
-    where = ", ".join(v for v in (printable(x["model"]), printable(x["hardware"]),
-                                  printable(x["spec_method"])) if v)  # fmt: skip
+    where = ", ".join(
+        v
+        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+        if v
+    )
     moe = x.get("moe")
-    routing = (f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"
-               if moe else "dense (no --experts)")  # fmt: skip
+    routing = (
+        f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"
+        if moe
+        else "dense (no --experts)"
+    )
     batches = ", ".join(str(b) for b in x["batches"])
-    lines = [f"{where or 'runs'} across batch sizes {batches}: t(B, q) = weights + experts(B*q) "
-             f"+ kv*B + compute*B*q, cycle = t(B, verify tokens) + steps*(step + token*B*topk) "
-             f"+ spec_seq*B; {routing}; relative "
-             f"residual RMS {_num(x['residual_rms'], '.1%')}"]  # fmt: skip
+    lines = [
+        f"{where or 'runs'} across batch sizes {batches}: t(B, q) = weights + experts(B*q) "
+        f"+ kv*B + compute*B*q, cycle = t(B, verify tokens) + steps*(step + token*B*topk) "
+        f"+ spec_seq*B; {routing}; relative "
+        f"residual RMS {_num(x['residual_rms'], '.1%')}"
+    ]
     for name, value in x["coefficients"].items():
         lines.append(f"  {name:<45} {_num(value, '.4f'):>10} {_SURFACE_UNITS[name]}")
     lines += [f"  merged: {m}" for m in x["merged"]]
-    rows = [[str(p["batch"]), str(p["steps"]), str(p["topk"]), str(p["verify_tokens"]),
-             _num(p["accept_len"], ".3f"), _num(p["measured_speedup"], ".3f"),
-             _num(p["predicted_speedup"], ".3f"), _num(p["held_out_speedup"], ".3f")]
-            for p in x["points"]]  # fmt: skip
+    rows = [
+        [
+            str(p["batch"]),
+            str(p["steps"]),
+            str(p["topk"]),
+            str(p["verify_tokens"]),
+            _num(p["accept_len"], ".3f"),
+            _num(p["measured_speedup"], ".3f"),
+            _num(p["predicted_speedup"], ".3f"),
+            _num(p["held_out_speedup"], ".3f"),
+        ]
+        for p in x["points"]
+    ]
     if rows:
         lines += _grid(_SURFACE_COLUMNS, rows, right=True)
     error = x["held_out_max_rel_error"]

@@ -65,8 +65,13 @@ class SpeedupInterval:
     """How each side's error was estimated."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"speedup": self.speedup, "ci_low": self.low, "ci_high": self.high,
-                "interval_covers": self.covers, "interval_method": self.method}  # fmt: skip
+        return {
+            "speedup": self.speedup,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "interval_covers": self.covers,
+            "interval_method": self.method,
+        }
 
 
 def batch_means(values: Sequence[float]) -> MeanEstimate:
@@ -84,9 +89,13 @@ def batch_means(values: Sequence[float]) -> MeanEstimate:
     n = len(x)
     mean = float(x.mean()) if n else math.nan
     if n < MIN_VALUES:
-        return MeanEstimate(mean, math.nan, math.nan, 1,
-                            f"one launch of {n} values: too few for an interval "
-                            f"(needs {MIN_VALUES})")  # fmt: skip
+        return MeanEstimate(
+            mean,
+            math.nan,
+            math.nan,
+            1,
+            f"one launch of {n} values: too few for an interval (needs {MIN_VALUES})",
+        )
     b = max(MIN_BATCHES, round(n ** (1 / 3)))
     size = n // b
     batches = x[n - b * size :].reshape(b, size).mean(axis=1)
@@ -103,8 +112,9 @@ def across_launches(run_means: Sequence[float]) -> MeanEstimate:
     n = len(x)
     if n < 2:
         raise ValueError("across_launches needs two or more launches")
-    return MeanEstimate(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n,
-                        f"across {n} launches")  # fmt: skip
+    return MeanEstimate(
+        float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n, f"across {n} launches"
+    )
 
 
 def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
@@ -182,8 +192,9 @@ def interval_of(
         return SpeedupInterval(ratio, ratio, ratio, covers, method)
     df = se_log**4 / (rel_s**4 / s.df + rel_b**4 / b.df)  # Welch-Satterthwaite
     t = float(stdtrit(df, (1 + confidence) / 2))
-    return SpeedupInterval(ratio, ratio * math.exp(-t * se_log), ratio * math.exp(t * se_log),
-                           covers, method)  # fmt: skip
+    return SpeedupInterval(
+        ratio, ratio * math.exp(-t * se_log), ratio * math.exp(t * se_log), covers, method
+    )
 
 
 def verdict(speedup: float, low: float, high: float) -> str:
@@ -202,10 +213,13 @@ def _covers(spec_launches: int, base_launches: int) -> str:
     if spec_launches == base_launches == 1:
         return "within one launch each, so launch-to-launch variation is not included"
     if spec_launches == 1 or base_launches == 1:
-        one, many = ("speculative", base_launches) if spec_launches == 1 else (
-            "baseline", spec_launches)  # fmt: skip
-        return (f"across {many} launches on one side, within one launch of the {one} run, whose "
-                "launch-to-launch variation is not included")  # fmt: skip
+        one, many = (
+            ("speculative", base_launches) if spec_launches == 1 else ("baseline", spec_launches)
+        )
+        return (
+            f"across {many} launches on one side, within one launch of the {one} run, whose "
+            "launch-to-launch variation is not included"
+        )
     return f"across {spec_launches} and {base_launches} launches"
 
 

@@ -53,13 +53,22 @@ def acceptance_by_k(
     tuple of float  [tokens/cycle]
         Element ``k - 1`` is the accept_len at k.
     """
-    given = [n for n, v in (("alpha", alpha), ("per_position", per_position),
-                            ("accept_len_by_k", accept_len_by_k)) if v is not None]  # fmt: skip
+    given = [
+        n
+        for n, v in (
+            ("alpha", alpha),
+            ("per_position", per_position),
+            ("accept_len_by_k", accept_len_by_k),
+        )
+        if v is not None
+    ]
     if len(given) != 1:
         raise BreakevenError(
             "give exactly one of {0}, {1} or {2}" + (f" (got {len(given)})" if given else ""),
-            "alpha", "per_position", "accept_len_by_k",
-        )  # fmt: skip
+            "alpha",
+            "per_position",
+            "accept_len_by_k",
+        )
     k_max = _xp.count("k_max", k_max, MAX_K)
     if alpha is not None:
         return tuple(accept_len_from_alpha(alpha, k) for k in range(1, k_max + 1))
@@ -79,7 +88,7 @@ def acceptance_by_k(
     if not taus:
         raise BreakevenError(
             "{0}: got no values, expected tau for k = 1, 2, ... (or K:TAU pairs)", "accept_len_by_k"
-        )  # fmt: skip
+        )
     for k, tau in enumerate(taus, start=1):
         if not (
             isinstance(tau, float) and math.isnan(tau) and isinstance(accept_len_by_k, Mapping)
@@ -128,8 +137,9 @@ class OptimizeResult:
     def to_dict(self) -> dict[str, Any]:
         """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, ...}``)."""
         keep = ("k", "accept_len", "speedup") if self.normalised else None
-        rows = [{n: v for n, v in asdict(o).items() if keep is None or n in keep}
-                for o in self.by_k]  # fmt: skip
+        rows = [
+            {n: v for n, v in asdict(o).items() if keep is None or n in keep} for o in self.by_k
+        ]
         out: dict[str, Any] = {"best_k": self.best_k, "speedup": self.speedup, "by_k": rows}
         if not self.normalised:
             out["step_ms"] = self.step_ms
@@ -208,8 +218,9 @@ def optimize_k(
     return OptimizeResult(best.k, best.speedup, tuple(options), step, batch, note=note)
 
 
-def _k_options(taus: Sequence[float], model: Any, batch: int, step: float, draft: DraftCost,
-               overhead: float) -> tuple[list[KOption], str]:  # fmt: skip
+def _k_options(
+    taus: Sequence[float], model: Any, batch: int, step: float, draft: DraftCost, overhead: float
+) -> tuple[list[KOption], str]:
     """Every k with an accept_len whose verify forward the cost model covers, and a note on
     the k left out (below the model's first point, or past its last)."""
     options, note, below = [], "", []
@@ -221,9 +232,11 @@ def _k_options(taus: Sequence[float], model: Any, batch: int, step: float, draft
             below.append(k)  # the curve starts above this forward: skipped, with a note
             continue
         if tokens > model.max_tokens:
-            note = (f"k stops at {k - 1}: at k = {k} the verify forward ({batch} x {k + 1} = "
-                    f"{tokens} tokens) is beyond the cost model's {model.max_tokens:g} tokens; "
-                    "a fitted model extrapolates")  # fmt: skip
+            note = (
+                f"k stops at {k - 1}: at k = {k} the verify forward ({batch} x {k + 1} = "
+                f"{tokens} tokens) is beyond the cost model's {model.max_tokens:g} tokens; "
+                "a fitted model extrapolates"
+            )
             break
         verify_ms = float(model(tokens))
         draft_ms = float(draft(k, batch))
@@ -231,8 +244,10 @@ def _k_options(taus: Sequence[float], model: Any, batch: int, step: float, draft
         options.append(KOption(k, tau, verify_ms, draft_ms, cycle, _speedup(tau, step, cycle)))
     if below:
         shown = f"{below[0]}" if len(below) == 1 else f"{below[0]} to {below[-1]}"
-        skipped = (f"k = {shown} skipped: their verify forwards ({batch} x (k + 1) tokens) are "
-                   f"below the cost model's first point, {model.min_tokens:g} tokens")  # fmt: skip
+        skipped = (
+            f"k = {shown} skipped: their verify forwards ({batch} x (k + 1) tokens) are "
+            f"below the cost model's first point, {model.min_tokens:g} tokens"
+        )
         note = f"{skipped}; {note}" if note else skipped
     return options, note
 
@@ -242,10 +257,13 @@ def _largest_k_note(k: int, from_alpha: bool) -> str:
     if from_alpha:
         if k >= MAX_K:
             return ""
-        return (f"best k is the largest considered (k_max = {k}): the optimum may lie beyond "
-                "it; raise --max-k (k_max)")  # fmt: skip
-    return (f"best k is the largest with an accept_len (k = {k}): a larger k may be faster; "
-            "measure one")  # fmt: skip
+        return (
+            f"best k is the largest considered (k_max = {k}): the optimum may lie beyond "
+            "it; raise --max-k (k_max)"
+        )
+    return (
+        f"best k is the largest with an accept_len (k = {k}): a larger k may be faster; measure one"
+    )
 
 
 def draft_cost(draft_ms: float | None = None, draft_step_ms: float | None = None) -> DraftCost:
@@ -282,9 +300,15 @@ def optimize(
     ``draft_step_ms`` per draft token) and ``overhead_ms``.  See
     :func:`optimize_k`.
     """
-    measured = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
-                    verify_curve=verify_curve, draft_ms=draft_ms, draft_step_ms=draft_step_ms,
-                    overhead_ms=overhead_ms)  # fmt: skip
+    measured = dict(
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        verify_curve=verify_curve,
+        draft_ms=draft_ms,
+        draft_step_ms=draft_step_ms,
+        overhead_ms=overhead_ms,
+    )
     for first, second in (("baseline_tok_s", "step_ms"), ("verify_ms", "verify_curve")):
         if measured[first] is not None and measured[second] is not None:
             raise BreakevenError("{0} and {1} cannot be given together: give one", first, second)
@@ -294,59 +318,89 @@ def optimize(
         if clash is not None:
             raise BreakevenError(
                 "{0} (Leviathan's normalised form) and {1} (a measured cost) cannot be "
-                "given together", "cost_ratio", clash,
-            )  # fmt: skip
+                "given together",
+                "cost_ratio",
+                clash,
+            )
         c = float(_xp.nonnegative(_xp.SCALAR, "cost_ratio", cost_ratio, "target steps"))
-        result = optimize_k(verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c),
-                            k_max=k_max, **acceptance)  # fmt: skip
-        return OptimizeResult(result.best_k, result.speedup, result.by_k, 1.0, 1,
-                              normalised=True, note=result.note)  # fmt: skip
+        result = optimize_k(
+            verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c), k_max=k_max, **acceptance
+        )
+        return OptimizeResult(
+            result.best_k, result.speedup, result.by_k, 1.0, 1, normalised=True, note=result.note
+        )
     if baseline_tok_s is not None:
         step_ms = model_step_ms(baseline_tok_s)
     verify = verify_curve if verify_curve is not None else verify_ms
     if verify is None:
         raise BreakevenError(
             "give the verify cost: {0}, {1}, or {2} for Leviathan's form",
-            "verify_ms", "verify_curve", "cost_ratio",
-        )  # fmt: skip
+            "verify_ms",
+            "verify_curve",
+            "cost_ratio",
+        )
     if verify_ms is not None:
         _xp.positive(_xp.SCALAR, "verify_ms", verify_ms, "ms")
         if step_ms is None:
-            raise BreakevenError("{0} needs a baseline: {1} or {2}", "verify_ms",
-                                 "baseline_tok_s", "step_ms")  # fmt: skip
+            raise BreakevenError(
+                "{0} needs a baseline: {1} or {2}", "verify_ms", "baseline_tok_s", "step_ms"
+            )
     for name, value in (("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms)):
         if value is not None:
             _xp.nonnegative(_xp.SCALAR, name, value, "ms")
     return optimize_k(
-        verify=verify, step_ms=step_ms, draft=draft_cost(draft_ms, draft_step_ms),
-        overhead_ms=overhead_ms or 0.0, k_max=k_max, batch=batch, **acceptance,
-    )  # fmt: skip
+        verify=verify,
+        step_ms=step_ms,
+        draft=draft_cost(draft_ms, draft_step_ms),
+        overhead_ms=overhead_ms or 0.0,
+        k_max=k_max,
+        batch=batch,
+        **acceptance,
+    )
 
 
-def _tree_costs(surface: Any, verify_curve: Any, batch: int, draft_step_ms: float | None,
-                draft_ms: float | None, overhead_ms: float) -> tuple[Any, float | None]:  # fmt: skip
+def _tree_costs(
+    surface: Any,
+    verify_curve: Any,
+    batch: int,
+    draft_step_ms: float | None,
+    draft_ms: float | None,
+    overhead_ms: float,
+) -> tuple[Any, float | None]:
     """The cycle of a tree, ``cycle(steps, topk, verify_tokens)`` [ms], and the step the
     cost model gives at ``batch`` (None: it gives none)."""
     if surface is not None:
         if draft_step_ms is not None or draft_ms is not None:
-            raise BreakevenError("{0} holds the draft's cost: {1} cannot be given with it",
-                                 "fit_file", "draft_step_ms" if draft_step_ms is not None
-                                 else "draft_ms")  # fmt: skip
-        return (lambda s, t, n: surface.cycle_ms(batch, s, t, n) + overhead_ms,
-                float(surface.forward_ms(batch, 1)))  # fmt: skip
+            raise BreakevenError(
+                "{0} holds the draft's cost: {1} cannot be given with it",
+                "fit_file",
+                "draft_step_ms" if draft_step_ms is not None else "draft_ms",
+            )
+        return (
+            lambda s, t, n: surface.cycle_ms(batch, s, t, n) + overhead_ms,
+            float(surface.forward_ms(batch, 1)),
+        )
     if verify_curve is None:
-        raise BreakevenError("{0} needs the verify's cost at each number of verify tokens: "
-                             "{1} with a forward surface (fit runs at two or more batch "
-                             "sizes), or {2}", "tree", "fit_file", "verify_curve")  # fmt: skip
+        raise BreakevenError(
+            "{0} needs the verify's cost at each number of verify tokens: "
+            "{1} with a forward surface (fit runs at two or more batch "
+            "sizes), or {2}",
+            "tree",
+            "fit_file",
+            "verify_curve",
+        )
     step, fixed = draft_step_ms or 0.0, draft_ms or 0.0
     for name, value in (("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms)):
         if value is not None:
             _xp.nonnegative(_xp.SCALAR, name, value, "ms")
     if batch < verify_curve.min_tokens or batch * 2 > verify_curve.max_tokens:
-        raise BreakevenError("{0}: got " + str(batch) + f"; the curve covers "
-                             f"{verify_curve.min_tokens:g} to {verify_curve.max_tokens:g} "
-                             "tokens, not a decode of that batch and a verify of 2 tokens for "
-                             "each sequence", "batch")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + str(batch) + f"; the curve covers "
+            f"{verify_curve.min_tokens:g} to {verify_curve.max_tokens:g} "
+            "tokens, not a decode of that batch and a verify of 2 tokens for "
+            "each sequence",
+            "batch",
+        )
 
     def cycle(s: int, t: int, n: int) -> float | None:
         if batch * n > verify_curve.max_tokens:
@@ -356,24 +410,34 @@ def _tree_costs(surface: Any, verify_curve: Any, batch: int, draft_step_ms: floa
     return cycle, float(verify_curve(batch))
 
 
-def _tree_acceptance(acceptance: Any, alpha: float | None, rank_decay: float | None
-                     ) -> tuple[Any, list[str]]:  # fmt: skip
+def _tree_acceptance(
+    acceptance: Any, alpha: float | None, rank_decay: float | None
+) -> tuple[Any, list[str]]:
     """The tree acceptance given (a fit's), or made of ``alpha`` and ``rank_decay``; and the
     notes it needs."""
     from breakeven.tree import TreeAcceptance, check_acceptance
 
     if acceptance is not None:
         if alpha is not None or rank_decay is not None:
-            raise BreakevenError("{0} holds the tree acceptance: {1} cannot be given with it",
-                                 "fit_file", "alpha" if alpha is not None else "rank_decay")  # fmt: skip
+            raise BreakevenError(
+                "{0} holds the tree acceptance: {1} cannot be given with it",
+                "fit_file",
+                "alpha" if alpha is not None else "rank_decay",
+            )
         return acceptance, []
     if alpha is None:
-        raise BreakevenError("{0} needs the acceptance of trees: {1} (with {2}), or a fit "
-                             "file of runs with a tree", "tree", "alpha", "rank_decay")  # fmt: skip
+        raise BreakevenError(
+            "{0} needs the acceptance of trees: {1} (with {2}), or a fit file of runs with a tree",
+            "tree",
+            "alpha",
+            "rank_decay",
+        )
     a = float(_xp.probability(_xp.SCALAR, "alpha", alpha))
     if rank_decay is None:
-        note = ("rank_decay = 1 - alpha (independent candidates), assumed: measured trees "
-                "accept less than that; fit runs of a tree for a measured one")  # fmt: skip
+        note = (
+            "rank_decay = 1 - alpha (independent candidates), assumed: measured trees "
+            "accept less than that; fit runs of a tree for a measured one"
+        )
         return TreeAcceptance(a, 1.0 - a, "alpha given; rank_decay = 1 - alpha, assumed"), [note]
     check_acceptance(a, rank_decay)
     return TreeAcceptance(a, float(rank_decay), "alpha and rank_decay given"), []
@@ -410,23 +474,31 @@ def optimize_tree(
 
     acceptance, notes = _tree_acceptance(acceptance, alpha, rank_decay)
     if baseline_tok_s is not None and step_ms is not None:
-        raise BreakevenError("{0} and {1} cannot be given together: give one", "baseline_tok_s",
-                             "step_ms")  # fmt: skip
+        raise BreakevenError(
+            "{0} and {1} cannot be given together: give one", "baseline_tok_s", "step_ms"
+        )
     batch = _xp.count("batch", batch, MAX_BATCH)
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
-    cycle, model_step = _tree_costs(surface, verify_curve, batch, draft_step_ms, draft_ms,
-                                    overhead)  # fmt: skip
+    cycle, model_step = _tree_costs(surface, verify_curve, batch, draft_step_ms, draft_ms, overhead)
     if surface is None:
-        notes.append("drafting is priced per step, the same for every topk: a fit file's "
-                     "surface prices the branches")  # fmt: skip
+        notes.append(
+            "drafting is priced per step, the same for every topk: a fit file's "
+            "surface prices the branches"
+        )
     if baseline_tok_s is not None:
         step_ms = model_step_ms(baseline_tok_s)
     elif step_ms is not None:
         step_ms = float(_xp.positive(_xp.SCALAR, "step_ms", step_ms, "ms"))
     else:
         step_ms = model_step
-    result = search_trees(step_ms, cycle, acceptance, max_steps=max_steps, max_topk=max_topk,
-                          max_verify_tokens=max_verify_tokens)  # fmt: skip
+    result = search_trees(
+        step_ms,
+        cycle,
+        acceptance,
+        max_steps=max_steps,
+        max_topk=max_topk,
+        max_verify_tokens=max_verify_tokens,
+    )
     from dataclasses import replace
 
     return replace(result, notes=(*result.notes, *notes), batch=batch)
@@ -538,9 +610,11 @@ def _tree(k: int, topk: Any, verify_tokens: Any) -> tuple[int, int | None]:
         return topk, None
     verify_tokens = int(_xp.draft_tokens(_xp.SCALAR, "verify_tokens", verify_tokens))
     if verify_tokens < k + 1:
-        raise BreakevenError("{0}: got " + str(verify_tokens) + f", expected at least "
-                             f"k + 1 = {k + 1} (the tree's path and the bonus token)",
-                             "verify_tokens")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + str(verify_tokens) + f", expected at least "
+            f"k + 1 = {k + 1} (the tree's path and the bonus token)",
+            "verify_tokens",
+        )
     return topk, verify_tokens
 
 
@@ -550,9 +624,13 @@ def _tree_draft(draft: Any, topk: int, draft_step_ms: float | None) -> Any:
     if topk == 1 or getattr(draft, "takes_topk", False):
         return draft
     if draft_step_ms is not None or not isinstance(draft, DraftCost):
-        raise BreakevenError("{0}: a tree's drafting grows with its branches; give its "
-                             "drafting per cycle ({1}), or a surface fitted with trees "
-                             "(breakeven fit)", "topk", "draft_ms")  # fmt: skip
+        raise BreakevenError(
+            "{0}: a tree's drafting grows with its branches; give its "
+            "drafting per cycle ({1}), or a surface fitted with trees "
+            "(breakeven fit)",
+            "topk",
+            "draft_ms",
+        )
     return _PerCycle(draft)
 
 
@@ -596,29 +674,45 @@ class SpeedupGrid:
 
     def best(self, i: int) -> BatchPoint:
         """The best k at ``batches[i]`` (the first k of the highest speedup)."""
-        j = max((j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])),
-                key=lambda j: self.speedup[i][j])  # fmt: skip
-        return BatchPoint(self.batches[i], self.ks[j], self.speedup[i][j], self.step_ms[i],
-                          self.cycle_ms[i][j])  # fmt: skip
+        j = max(
+            (j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])),
+            key=lambda j: self.speedup[i][j],
+        )
+        return BatchPoint(
+            self.batches[i], self.ks[j], self.speedup[i][j], self.step_ms[i], self.cycle_ms[i][j]
+        )
 
 
-def _acceptances(accept_len: Any, k: Any, alpha: Any, per_position: Any, accept_len_by_k: Any,
-                 k_max: int, topk: int, verify_tokens: Any
-                 ) -> tuple[dict[int, float], bool, int, int | None]:  # fmt: skip
+def _acceptances(
+    accept_len: Any,
+    k: Any,
+    alpha: Any,
+    per_position: Any,
+    accept_len_by_k: Any,
+    k_max: int,
+    topk: int,
+    verify_tokens: Any,
+) -> tuple[dict[int, float], bool, int, int | None]:
     """accept_len by k (one measured point, or several), whether several, and the tree."""
     if accept_len is not None or k is not None:
         if accept_len is None or k is None:
             raise BreakevenError("{0} and {1} go together: tau measured at k", "accept_len", "k")
         if alpha is not None or per_position is not None or accept_len_by_k is not None:
-            raise BreakevenError("give {0} with {1}, or acceptance at several k, not both",
-                                 "accept_len", "k")  # fmt: skip
+            raise BreakevenError(
+                "give {0} with {1}, or acceptance at several k, not both", "accept_len", "k"
+            )
         k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
         taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
         topk, verify_tokens = _tree(k, topk, verify_tokens)
         return taus, False, topk, verify_tokens
     if topk != 1 or verify_tokens is not None:
-        raise BreakevenError("{0} and {1} describe one tree: give them with {2} and {3}",
-                             "topk", "verify_tokens", "accept_len", "k")  # fmt: skip
+        raise BreakevenError(
+            "{0} and {1} describe one tree: give them with {2} and {3}",
+            "topk",
+            "verify_tokens",
+            "accept_len",
+            "k",
+        )
     by_k = acceptance_by_k(
         k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
     )
@@ -640,8 +734,9 @@ def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
     if max_batch < first_batch:
         raise BreakevenError(
             "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "
-            f"too few for one batch at k = {q_min - 1}", "curve",
-        )  # fmt: skip
+            f"too few for one batch at k = {q_min - 1}",
+            "curve",
+        )
     return range(first_batch, max_batch + 1)
 
 
@@ -665,10 +760,12 @@ def speedup_grid(
     """The speedup at every batch and k of a sweep (see :func:`batch_sweep`, which takes the
     same parameters and keeps the best k at each batch)."""
     taus, several, topk, verify_tokens = _acceptances(
-        accept_len, k, alpha, per_position, accept_len_by_k, k_max, topk, verify_tokens)  # fmt: skip
+        accept_len, k, alpha, per_position, accept_len_by_k, k_max, topk, verify_tokens
+    )
     if draft is not None and (draft_ms is not None or draft_step_ms is not None):
-        raise BreakevenError("give {0} or {1} and {2}, not both", "draft", "draft_ms",
-                             "draft_step_ms")  # fmt: skip
+        raise BreakevenError(
+            "give {0} or {1} and {2}, not both", "draft", "draft_ms", "draft_step_ms"
+        )
     draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
     batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
@@ -690,8 +787,9 @@ def speedup_grid(
         steps.append(step)
         cycles.append(tuple(row_cycle))
         speedups.append(tuple(row_speedup))
-    return SpeedupGrid(tuple(batches), ks, tuple(steps), tuple(cycles), tuple(speedups),
-                       several, batches[-1])  # fmt: skip
+    return SpeedupGrid(
+        tuple(batches), ks, tuple(steps), tuple(cycles), tuple(speedups), several, batches[-1]
+    )
 
 
 def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
@@ -769,8 +867,11 @@ def moe_summary(
     routed = expected_distinct_experts(experts, top_k, tokens, 0, overlap)
     step_routed = expected_distinct_experts(experts, top_k, 1, 0, overlap)
     shared = float(_xp.nonnegative(_xp.SCALAR, "shared", shared, "experts"))
-    out = {"active_experts": routed + shared, "routed_experts": routed,
-           "step_active_experts": step_routed + shared}  # fmt: skip
+    out = {
+        "active_experts": routed + shared,
+        "routed_experts": routed,
+        "step_active_experts": step_routed + shared,
+    }
     if dense_bytes is not None:
         d = float(_xp.nonnegative(_xp.SCALAR, "dense_bytes", dense_bytes, "bytes"))
         x = float(_xp.positive(_xp.SCALAR, "expert_bytes", expert_bytes, "bytes"))

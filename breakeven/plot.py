@@ -38,13 +38,18 @@ def _literal(label: Any) -> str:
     return printable(label).replace("$", r"\$")
 
 
-_POINT_STYLE = {"measured": ("yellow", "black"), "predicted": ("white", "black"),
-                "other": ("0.7", "0.3"), "given": ("yellow", "black")}  # fmt: skip
+_POINT_STYLE = {
+    "measured": ("yellow", "black"),
+    "predicted": ("white", "black"),
+    "other": ("0.7", "0.3"),
+    "given": ("yellow", "black"),
+}
 """Face and edge colour of each kind of point on a surface."""
 
 
-def run_points(runs: Sequence[dict[str, Any]],
-               baselines: Sequence[dict[str, Any]] = ()) -> list[tuple[float, float, str, str]]:  # fmt: skip
+def run_points(
+    runs: Sequence[dict[str, Any]], baselines: Sequence[dict[str, Any]] = ()
+) -> list[tuple[float, float, str, str]]:
     """Where each run sits on the (accept_len, cycle/step) surface, from ``check``'s
     comparisons or ``compare``'s runs (their ``to_dict`` rows).
 
@@ -67,15 +72,22 @@ def run_points(runs: Sequence[dict[str, Any]],
             points.append((tau, r["cycle_ms"] * base / 1000.0, f"{label}: predicted", "predicted"))
         # Against another baseline: the measured cycle, else the one given (a prediction).
         cycle, what = (implied, "") if _positive(implied) else (r.get("cycle_ms"), "predicted ")
-        if not ({"baseline_drift", "stale_baseline"} & set(r.get("flags") or ())) or not \
-                _positive(cycle):  # fmt: skip
+        if not ({"baseline_drift", "stale_baseline"} & set(r.get("flags") or ())) or not _positive(
+            cycle
+        ):
             continue
         for b in baselines:
             same = all(b.get(key) == r.get(key) for key in ("model", "hardware"))
             same &= _same_number(b.get("concurrency"), r.get("concurrency"))
             if same and _positive(b.get("tok_s")) and not _same_number(b["tok_s"], base):
-                points.append((tau, cycle * b["tok_s"] / 1000.0,
-                               f"{label} {what}vs the {b['tok_s']:.1f} tok/s baseline", "other"))  # fmt: skip
+                points.append(
+                    (
+                        tau,
+                        cycle * b["tok_s"] / 1000.0,
+                        f"{label} {what}vs the {b['tok_s']:.1f} tok/s baseline",
+                        "other",
+                    )
+                )
     return points
 
 
@@ -94,8 +106,10 @@ def surface_around(points: Sequence[tuple[Any, ...]], ax: Any = None) -> Any:
     largest = LARGEST_AXIS / 1.2
     for x, y, *_ in points:
         if not (0 < x <= largest and 0 < y <= largest):
-            raise BreakevenError("points: got (" + escape_braces(f"{x:g}, {y:g}") + "), "
-                                 f"expected a point within (0, {largest:g}] on each axis")  # fmt: skip
+            raise BreakevenError(
+                "points: got (" + escape_braces(f"{x:g}, {y:g}") + "), "
+                f"expected a point within (0, {largest:g}] on each axis"
+            )
     x_high = max([4.0] + [1.2 * p[0] for p in points])
     y_low = min([1.0] + [0.8 * p[1] for p in points])
     y_high = max([4.0] + [1.2 * p[1] for p in points])
@@ -160,8 +174,11 @@ def surface(
 
     for name, (low, high) in (("accept_len", accept_len), ("cycle_over_step", cycle_over_step)):
         if not (0 < low < high <= LARGEST_AXIS):
-            raise BreakevenError("{0}: got " + f"({low:g}, {high:g}), expected a range from "
-                                 f"above 0 to at most {LARGEST_AXIS:g}", name)  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + f"({low:g}, {high:g}), expected a range from "
+                f"above 0 to at most {LARGEST_AXIS:g}",
+                name,
+            )
     ax = _axes(ax)
     tau = np.linspace(max(1.0, accept_len[0]), accept_len[1], resolution)
     ratio = np.linspace(cycle_over_step[0], cycle_over_step[1], resolution)
@@ -171,10 +188,24 @@ def surface(
         x, y, label = point[:3]
         kind = point[3] if len(point) > 3 else "given"
         face, edge = _POINT_STYLE.get(kind, _POINT_STYLE["given"])
-        ax.plot([x], [y], marker="o", color=edge, markerfacecolor=face, zorder=5, gid=kind,
-                linestyle="none")  # fmt: skip
-        ax.annotate(f"{_literal(label)}\n{x / y:.2f}x", (x, y), xytext=(6, 6),
-                    textcoords="offset points", fontsize=8, zorder=6)  # fmt: skip
+        ax.plot(
+            [x],
+            [y],
+            marker="o",
+            color=edge,
+            markerfacecolor=face,
+            zorder=5,
+            gid=kind,
+            linestyle="none",
+        )
+        ax.annotate(
+            f"{_literal(label)}\n{x / y:.2f}x",
+            (x, y),
+            xytext=(6, 6),
+            textcoords="offset points",
+            fontsize=8,
+            zorder=6,
+        )
     ax.set_xlabel("accept_len, tokens per cycle incl. bonus [tokens/cycle]")
     ax.set_ylabel("cycle_ms / step_ms [steps per cycle]")
     ax.set_title("Speculative decoding speedup")
@@ -233,14 +264,33 @@ def speedup_vs_k(result: Any, ax: Any = None) -> Any:
     ks = [o.k for o in result.by_k]
     ax.plot(ks, [o.speedup for o in result.by_k], marker="o", color="tab:blue")
     ax.axhline(1.0, color="black", linewidth=1.5, gid="breakeven")
-    ax.annotate("break-even", (ks[-1], 1.0), xytext=(0, 3), textcoords="offset points",
-                ha="right", fontsize=8)  # fmt: skip
+    ax.annotate(
+        "break-even",
+        (ks[-1], 1.0),
+        xytext=(0, 3),
+        textcoords="offset points",
+        ha="right",
+        fontsize=8,
+    )
     if result.best_k:
         best = next(o for o in result.by_k if o.k == result.best_k)
-        ax.plot([best.k], [best.speedup], marker="*", markersize=16, color="gold",
-                markeredgecolor="black", gid="best_k", zorder=5)  # fmt: skip
-        ax.annotate(f"best k = {best.k}: {best.speedup:.2f}x", (best.k, best.speedup),
-                    xytext=(8, -12), textcoords="offset points", fontsize=9)  # fmt: skip
+        ax.plot(
+            [best.k],
+            [best.speedup],
+            marker="*",
+            markersize=16,
+            color="gold",
+            markeredgecolor="black",
+            gid="best_k",
+            zorder=5,
+        )
+        ax.annotate(
+            f"best k = {best.k}: {best.speedup:.2f}x",
+            (best.k, best.speedup),
+            xytext=(8, -12),
+            textcoords="offset points",
+            fontsize=9,
+        )
     else:
         ax.set_title("No k beats plain decoding: do not speculate")
     ax.set_xlabel("k, draft tokens per cycle [tokens]")
@@ -252,22 +302,29 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
     """Speedup against batch size from a :class:`~breakeven.optimize.BatchResult`."""
     ax = _axes(ax)
     batches = [p.batch for p in result.speedup_by_batch]
-    ax.plot(batches, [p.speedup for p in result.speedup_by_batch], color="tab:blue",
-            label="speedup")  # fmt: skip
+    ax.plot(
+        batches, [p.speedup for p in result.speedup_by_batch], color="tab:blue", label="speedup"
+    )
     ax.axhline(1.0, color="black", linewidth=1.0)
     b = result.breakeven_batch
     if isinstance(b, int):
         ax.axvline(b, color="black", linewidth=2.0, linestyle="--", gid="breakeven")
-        ax.annotate(f"break-even batch {b}", (b, 1.0), xytext=(4, 8), textcoords="offset points",
-                    fontsize=9)  # fmt: skip
+        ax.annotate(
+            f"break-even batch {b}", (b, 1.0), xytext=(4, 8), textcoords="offset points", fontsize=9
+        )
     elif b is None:
         ax.set_title("Speculation never pays within the curve")
     else:
         ax.set_title(f"Speculation still pays at batch {result.max_batch} (beyond the curve)")
     if result.best_k_by_batch is not None:
         twin = ax.twinx()
-        twin.step(batches, [p.k if p.speedup > 1 else 0 for p in result.speedup_by_batch],
-                  where="mid", color="tab:orange", alpha=0.7)  # fmt: skip
+        twin.step(
+            batches,
+            [p.k if p.speedup > 1 else 0 for p in result.speedup_by_batch],
+            where="mid",
+            color="tab:orange",
+            alpha=0.7,
+        )
         twin.set_ylabel("best k (0: off) [tokens]", color="tab:orange")
     ax.set_xlabel("batch, sequences decoded together [sequences]")
     ax.set_ylabel("speedup [x]")
@@ -284,37 +341,53 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
     speedups = np.asarray(grid.speedup, dtype=float)
     colours = [f"C{i % 10}" for i in range(len(grid.ks))]
     for j, k in enumerate(grid.ks):
-        ax.plot(batches, speedups[:, j], color=colours[j], linewidth=1.0, alpha=0.6,
-                label=f"k = {k}")  # fmt: skip
-    chosen = np.array([1.0 if plan.k_at(int(b)) == 0 else
-                       speedups[i, grid.ks.index(plan.k_at(int(b)))]
-                       for i, b in enumerate(grid.batches)])  # fmt: skip
-    ax.plot(batches, chosen, color="black", linewidth=2.5, gid="schedule",
-            label=f"schedule ({len(plan.ranges)} ranges)")  # fmt: skip
+        ax.plot(
+            batches, speedups[:, j], color=colours[j], linewidth=1.0, alpha=0.6, label=f"k = {k}"
+        )
+    chosen = np.array(
+        [
+            1.0 if plan.k_at(int(b)) == 0 else speedups[i, grid.ks.index(plan.k_at(int(b)))]
+            for i, b in enumerate(grid.batches)
+        ]
+    )
+    ax.plot(
+        batches,
+        chosen,
+        color="black",
+        linewidth=2.5,
+        gid="schedule",
+        label=f"schedule ({len(plan.ranges)} ranges)",
+    )
     ax.axhline(1.0, color="grey", linewidth=1.0, linestyle=":")
     for r in plan.ranges[1:]:
         ax.axvline(r.first - 0.5, color="black", linewidth=0.5, alpha=0.4)
     top = np.nanmax(np.concatenate([speedups.ravel(), chosen]))
     for r in plan.ranges:
-        ax.annotate(f"k={r.k}", ((r.first + r.last) / 2, top), ha="center", va="bottom",
-                    fontsize=8)  # fmt: skip
+        ax.annotate(f"k={r.k}", ((r.first + r.last) / 2, top), ha="center", va="bottom", fontsize=8)
     b = plan.breakeven_batch
     if isinstance(b, int):
         ax.axvline(b, color="black", linewidth=2.0, linestyle="--", gid="breakeven")
-        ax.annotate(f"break-even batch {b}", (b, 1.0), xytext=(4, -14),
-                    textcoords="offset points", fontsize=9)  # fmt: skip
+        ax.annotate(
+            f"break-even batch {b}",
+            (b, 1.0),
+            xytext=(4, -14),
+            textcoords="offset points",
+            fontsize=9,
+        )
     if grid.max_batch >= 64:
         ax.set_xscale("log", base=2)
     ax.set_xlabel("batch, sequences decoded together [sequences]")
     ax.set_ylabel("speedup over plain decoding [x]")
-    ax.set_title(f"schedule: {plan.gain:+.1%} throughput over the best fixed k "
-                 f"({plan.best_fixed_k})")  # fmt: skip
+    ax.set_title(
+        f"schedule: {plan.gain:+.1%} throughput over the best fixed k ({plan.best_fixed_k})"
+    )
     ax.legend(fontsize=8, loc="lower left")
     return ax
 
 
-def fleet_acceptance(series: dict[str, tuple[Sequence[float], Sequence[float]]],
-                     ax: Any = None) -> Any:  # fmt: skip
+def fleet_acceptance(
+    series: dict[str, tuple[Sequence[float], Sequence[float]]], ax: Any = None
+) -> Any:
     """accept_len over time, a line per server (``series``: label -> (Unix seconds, values))."""
     drawn = {k: v for k, v in series.items() if v[0]}
     if not drawn:
@@ -334,8 +407,9 @@ def fleet_above(instances: Sequence[dict[str, Any]], ax: Any = None) -> Any:
     """Each server's share of time above its break-even batch (``fleet`` with a cost model)."""
     shown = [i for i in instances if i.get("share_above_breakeven") is not None]
     if not shown:
-        raise NothingToDraw("{0}: needs a cost model (--fit-file) for the break-even batch",
-                            "instances")  # fmt: skip
+        raise NothingToDraw(
+            "{0}: needs a cost model (--fit-file) for the break-even batch", "instances"
+        )
     ax = _axes(ax)
     labels = [_literal(i["instance"]) for i in shown]
     ax.barh(labels, [100 * i["share_above_breakeven"] for i in shown], color="tab:red")
@@ -365,12 +439,17 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     measured and a predicted speedup.
     """
     comparisons, tol = _rows_of(result)
-    rows = [c for c in comparisons
-            if _positive(c.get("measured_speedup")) and _positive(c.get("predicted_speedup"))]  # fmt: skip
+    rows = [
+        c
+        for c in comparisons
+        if _positive(c.get("measured_speedup")) and _positive(c.get("predicted_speedup"))
+    ]
     if not rows:
-        raise NothingToDraw("no run has both a measured and a predicted speedup: a prediction "
-                            "needs the cycle's cost (cycle_ms, or verify_ms and draft_ms, in the "
-                            "rows; --verify-ms and --draft-ms or --cycle-ms for compare)")  # fmt: skip
+        raise NothingToDraw(
+            "no run has both a measured and a predicted speedup: a prediction "
+            "needs the cycle's cost (cycle_ms, or verify_ms and draft_ms, in the "
+            "rows; --verify-ms and --draft-ms or --cycle-ms for compare)"
+        )
     ax = _axes(ax)
     x = np.array([c["predicted_speedup"] for c in rows])
     y = np.array([c["measured_speedup"] for c in rows])
@@ -379,14 +458,16 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     err = np.where(np.isnan(low), 0.0, [y - low, high - y])
     ax.errorbar(x, y, yerr=err, fmt="o", color="tab:blue", capsize=3, gid="runs")
     for c, px, py in zip(rows, x, y, strict=True):
-        ax.annotate(_literal(c["label"]), (px, py), xytext=(5, 3), textcoords="offset points",
-                    fontsize=8)  # fmt: skip
+        ax.annotate(
+            _literal(c["label"]), (px, py), xytext=(5, 3), textcoords="offset points", fontsize=8
+        )
     lo = min(0.5, float(x.min()), float(y.min()))
     hi = max(1.5, float(x.max()), float(y.max()))
     line = np.array([lo * 0.9, hi * 1.1])
     ax.plot(line, line, color="black", linewidth=1, gid="identity", label="measured = predicted")
-    ax.fill_between(line, line * (1 - tol), line * (1 + tol), color="0.85",
-                    label=f"within {tol:.0%}")  # fmt: skip
+    ax.fill_between(
+        line, line * (1 - tol), line * (1 + tol), color="0.85", label=f"within {tol:.0%}"
+    )
     ax.set_xlim(line)
     ax.set_ylim(line)
     ax.legend(loc="upper left", fontsize=8)
@@ -402,8 +483,10 @@ def runs_surface(result: Any, ax: Any = None) -> Any:
     rows, _ = _rows_of(data)
     points = run_points(rows, data.get("baselines", ()))
     if not points:
-        raise NothingToDraw("no run has both an accept_len and a measured rate (or a cycle "
-                            "cost) to place on the speedup surface")  # fmt: skip
+        raise NothingToDraw(
+            "no run has both an accept_len and a measured rate (or a cycle "
+            "cost) to place on the speedup surface"
+        )
     return surface_around(points, ax)
 
 
@@ -413,8 +496,13 @@ def tornado(result: Any, ax: Any = None) -> Any:
     rows = list(reversed(result.rows))  # largest swing on top
     for i, r in enumerate(rows):
         lo, hi = sorted((r.low_speedup, r.high_speedup))
-        ax.barh(i, hi - lo, left=lo, color="tab:blue" if r.high_speedup > r.low_speedup
-                else "tab:red", height=0.6)  # fmt: skip
+        ax.barh(
+            i,
+            hi - lo,
+            left=lo,
+            color="tab:blue" if r.high_speedup > r.low_speedup else "tab:red",
+            height=0.6,
+        )
     ax.axvline(result.speedup, color="black", linewidth=1.5)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1.0, gid="breakeven")
     ax.set_yticks(range(len(rows)), [f"{r.name} ±{result.delta:.0%}" for r in rows])
@@ -428,8 +516,11 @@ def save(ax_or_figure: Any, path: str | os.PathLike[str], *, force: bool = False
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in FORMATS:
-        raise BreakevenError("{0}: got " + escape_braces(repr(path)) + ", expected a file "
-                             "name ending in .png, .svg or .pdf", "out")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + escape_braces(repr(path)) + ", expected a file "
+            "name ending in .png, .svg or .pdf",
+            "out",
+        )
     from breakeven.iotools.atomic import atomic_path
     from breakeven.iotools.paths import check_output_path, output_error
 

@@ -63,8 +63,11 @@ class Prediction:
         """The determined quantities as a pandas DataFrame: one row each, with its unit."""
         import pandas as pd
 
-        rows = [(key, value, QUANTITIES[key].unit) for key, value in self.to_dict().items()
-                if key != "breakeven_alpha_by_k"]  # fmt: skip
+        rows = [
+            (key, value, QUANTITIES[key].unit)
+            for key, value in self.to_dict().items()
+            if key != "breakeven_alpha_by_k"
+        ]
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
     def _repr_html_(self) -> str:
@@ -95,10 +98,13 @@ def _beyond(names: tuple[str, ...], shown: str, what: str) -> BreakevenError:
     values as given: ``got inf`` of a flag given 1e308 would mislead."""
     return BreakevenError(
         _listed([f"{{{i}}}" for i in range(len(names))])
-        + ": got " + escape_braces(shown) + ", " + what
+        + ": got "
+        + escape_braces(shown)
+        + ", "
+        + what
         + " beyond what a double holds; expected values of a realistic size",
         *names,
-    )  # fmt: skip
+    )
 
 
 def _listed(items: list[str]) -> str:
@@ -183,14 +189,26 @@ def predict(
     BreakevenError
         For an invalid or conflicting input, or when nothing can be computed.
     """
-    given = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
-                 draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
-                 cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, k=k,
-                 target_speedup=target_speedup)  # fmt: skip
+    given = dict(
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        draft_ms=draft_ms,
+        overhead_ms=overhead_ms,
+        cycle_ms=cycle_ms,
+        cost_ratio=cost_ratio,
+        accept_len=accept_len,
+        alpha=alpha,
+        k=k,
+        target_speedup=target_speedup,
+    )
     for name, value in given.items():
         if _xp.namespace(value) is not _xp.SCALAR:
-            raise invalid_value(name, type(value).__name__, "a number (predict takes one "
-                                "case; the functions of breakeven.model take arrays)")  # fmt: skip
+            raise invalid_value(
+                name,
+                type(value).__name__,
+                "a number (predict takes one case; the functions of breakeven.model take arrays)",
+            )
     _check_conflicts(**given, per_position=per_position)
     cycle_measured = cycle_ms is not None
     xp = _xp.SCALAR
@@ -240,20 +258,31 @@ def predict(
                 "{0} needs {1}: the cycle costs k * c + 1 steps", "cost_ratio", "k"
             )
         cost_ratio = float(_xp.nonnegative(xp, "cost_ratio", cost_ratio, "target steps"))
-        cycle_over_step = _finite_or_raise(k * cost_ratio + 1, ("cost_ratio", "k"),
-                                           f"{cost_ratio!r} and {k}", "a cycle of k * c + 1 steps")  # fmt: skip
+        cycle_over_step = _finite_or_raise(
+            k * cost_ratio + 1,
+            ("cost_ratio", "k"),
+            f"{cost_ratio!r} and {k}",
+            "a cycle of k * c + 1 steps",
+        )
         if step_ms is not None:
             verify_ms, draft_ms, overhead_ms = step_ms, k * cost_ratio * step_ms, 0.0
-            cycle_ms = _finite_or_raise(cycle_over_step * step_ms, ("cost_ratio", step_name),
-                                        f"{cost_ratio!r} and a step of {step_ms!r} ms",
-                                        "a cycle of (k * c + 1) * step_ms ms")  # fmt: skip
+            cycle_ms = _finite_or_raise(
+                cycle_over_step * step_ms,
+                ("cost_ratio", step_name),
+                f"{cost_ratio!r} and a step of {step_ms!r} ms",
+                "a cycle of (k * c + 1) * step_ms ms",
+            )
     elif verify_ms is not None:
         draft_ms = 0.0 if draft_ms is None else draft_ms
         overhead_ms = 0.0 if overhead_ms is None else overhead_ms
         cycle_ms = model.cycle_ms(verify_ms, draft_ms, overhead_ms)
         verify_ms, draft_ms, overhead_ms = float(verify_ms), float(draft_ms), float(overhead_ms)
-        _finite_or_raise(cycle_ms, ("verify_ms", "draft_ms", "overhead_ms"),
-                         f"{verify_ms!r} + {draft_ms!r} + {overhead_ms!r} ms", "a cycle")  # fmt: skip
+        _finite_or_raise(
+            cycle_ms,
+            ("verify_ms", "draft_ms", "overhead_ms"),
+            f"{verify_ms!r} + {draft_ms!r} + {overhead_ms!r} ms",
+            "a cycle",
+        )
     elif cycle_ms is not None:
         cycle_ms = float(_xp.positive(xp, "cycle_ms", cycle_ms, "ms"))
     for name, value in (("draft_ms", draft_ms), ("overhead_ms", overhead_ms)):
@@ -261,9 +290,12 @@ def predict(
             _xp.nonnegative(xp, name, value, "ms")
     if cycle_over_step is None and cycle_ms is not None and step_ms is not None:
         cycle_name = "cycle_ms" if cycle_measured else "verify_ms"
-        cycle_over_step = _finite_or_raise(cycle_ms / step_ms, (cycle_name, step_name),
-                                           f"a cycle of {cycle_ms!r} ms over a step of "
-                                           f"{step_ms!r} ms", "a ratio")  # fmt: skip
+        cycle_over_step = _finite_or_raise(
+            cycle_ms / step_ms,
+            (cycle_name, step_name),
+            f"a cycle of {cycle_ms!r} ms over a step of {step_ms!r} ms",
+            "a ratio",
+        )
 
     out: dict[str, Any] = {}
     if cycle_over_step is not None:
@@ -292,9 +324,18 @@ def predict(
                     accept_len, step_ms, verify_ms, overhead_ms or 0.0, target
                 )
 
-    resolved = dict(baseline_tok_s=baseline_tok_s, step_ms=step_ms, verify_ms=verify_ms,
-                    draft_ms=draft_ms, overhead_ms=overhead_ms, cycle_ms=cycle_ms,
-                    cost_ratio=cost_ratio, accept_len=accept_len, alpha=alpha, k=k)  # fmt: skip
+    resolved = dict(
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        draft_ms=draft_ms,
+        overhead_ms=overhead_ms,
+        cycle_ms=cycle_ms,
+        cost_ratio=cost_ratio,
+        accept_len=accept_len,
+        alpha=alpha,
+        k=k,
+    )
     # Something is derived when a baseline converts, costs add up, or acceptance converts.
     derived = out or baseline_tok_s is not None or verify_ms is not None or alpha is not None
     if not derived:

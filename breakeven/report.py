@@ -38,8 +38,7 @@ code { background: #f3f3f3; padding: 0 0.2rem; }
 figure { display: inline-block; margin: 0 1rem 1rem 0; }
 """
 
-VERDICT_CLASS = {"faster": "win", "slower": "loss", "within noise": "noise",
-                 "no interval": "noise"}  # fmt: skip
+VERDICT_CLASS = {"faster": "win", "slower": "loss", "within noise": "noise", "no interval": "noise"}
 """The colour class of each verdict: a win, a loss, or within noise (no interval: not known
 to be either)."""
 
@@ -72,9 +71,14 @@ def _figures(drawings: list[tuple[str, Callable[[], Any]]]) -> str:
 def _flags_html(flags: list[dict[str, Any]], none: str) -> str:
     from breakeven.formatting import printable
 
-    return "".join(f'<p class="flag"><code>{html.escape(f["code"])}</code> '
-                   f"{html.escape(printable(f['message']))}</p>" for f in flags) or \
-        f"<p>{html.escape(none)}</p>"  # fmt: skip
+    return (
+        "".join(
+            f'<p class="flag"><code>{html.escape(f["code"])}</code> '
+            f"{html.escape(printable(f['message']))}</p>"
+            for f in flags
+        )
+        or f"<p>{html.escape(none)}</p>"
+    )
 
 
 def _page(title: str, body: str) -> str:
@@ -90,8 +94,10 @@ def _made_by(command: str, sources: str) -> str:
     from breakeven.formatting import printable
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"<p>Made by <code>{html.escape(command)}</code> from "
-            f"{html.escape(printable(sources))} on {stamp}.</p>")  # fmt: skip
+    return (
+        f"<p>Made by <code>{html.escape(command)}</code> from "
+        f"{html.escape(printable(sources))} on {stamp}.</p>"
+    )
 
 
 _HOW_TO_READ = """<h2>How to read this</h2>
@@ -124,10 +130,12 @@ def report_html(result: Any, title: str, source: str) -> str:
         f"({number_text(c['ratio'], 3)}x), {'agree' if c['agree'] else 'disagree'}</li>"
         for c in data["server_checks"]
     )
-    figures = _figures([("Measured against predicted speedup",
-                         lambda: plot.measured_vs_predicted(data)),
-                        ("Where each run sits on the speedup surface",
-                         lambda: plot.runs_surface(data))])  # fmt: skip
+    figures = _figures(
+        [
+            ("Measured against predicted speedup", lambda: plot.measured_vs_predicted(data)),
+            ("Where each run sits on the speedup surface", lambda: plot.runs_surface(data)),
+        ]
+    )
     body = f"""<h1>{html.escape(title)}</h1>
 <p>Does speculative decoding pay off in these measurements?</p>
 {_made_by("breakeven report", source)}
@@ -152,19 +160,26 @@ def compare_html(result: Any) -> str:
     data = result if isinstance(result, dict) else result.to_dict()
     headlines = "".join(
         f'<p class="headline {VERDICT_CLASS.get(r["verdict"], "noise")}">'
-        f"{html.escape(printable(r['headline']))}.</p>" for r in data["runs"]
-    ) or (f'<p class="headline noise">No speculative run could be compared with '
-          f"{html.escape(printable(data['baseline']))}: see the flags.</p>")  # fmt: skip
-    intervals = "".join(f"<li>{html.escape(printable(r['label']))}: "
-                        f"{html.escape(r['interval_method'])}</li>" for r in data["runs"])  # fmt: skip
+        f"{html.escape(printable(r['headline']))}.</p>"
+        for r in data["runs"]
+    ) or (
+        f'<p class="headline noise">No speculative run could be compared with '
+        f"{html.escape(printable(data['baseline']))}: see the flags.</p>"
+    )
+    intervals = "".join(
+        f"<li>{html.escape(printable(r['label']))}: {html.escape(r['interval_method'])}</li>"
+        for r in data["runs"]
+    )
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in data["advice"])
     sources = "; ".join(
         f"{label} = {' + '.join(paths)}" for label, paths in data["sources"].items()
     )
-    figures = _figures([("Where each run sits on the speedup surface",
-                         lambda: plot.runs_surface(data)),
-                        ("Measured against predicted speedup",
-                         lambda: plot.measured_vs_predicted(data))])  # fmt: skip
+    figures = _figures(
+        [
+            ("Where each run sits on the speedup surface", lambda: plot.runs_surface(data)),
+            ("Measured against predicted speedup", lambda: plot.measured_vs_predicted(data)),
+        ]
+    )
     title = "; ".join(printable(r["headline"]) for r in data["runs"][:1]) or "breakeven compare"
     body = f"""<header>{headlines}</header>
 {_made_by("breakeven compare", sources)}
@@ -208,8 +223,9 @@ def check_report_dir(out_dir: str, force: bool, name: str = "out") -> str:
     return path
 
 
-def write_report(measurements: str, out_dir: str, *, tolerance: float = 0.05,
-                 force: bool = False) -> str:  # fmt: skip
+def write_report(
+    measurements: str, out_dir: str, *, tolerance: float = 0.05, force: bool = False
+) -> str:
     """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
     from breakeven.check import check_file
 
@@ -232,23 +248,34 @@ def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
 
     instances = result["instances"]
     flagged = sum(1 for i in instances if i["flags"])
-    headline = (f"{len(instances)} servers, {flagged} flagged" if flagged else
-                f"{len(instances)} servers, none flagged")  # fmt: skip
+    headline = (
+        f"{len(instances)} servers, {flagged} flagged"
+        if flagged
+        else f"{len(instances)} servers, none flagged"
+    )
     rows = fleet_text(result).splitlines()
     table = "<pre>" + html.escape("\n".join(rows)) + "</pre>"
-    flags = [{"code": f, "message": f"{i['instance']}: {n}"} for i in instances
-             for f, n in zip(i["flags"], i["notes"], strict=False)]  # fmt: skip
-    body = (f'<p class="headline {"loss" if flagged else "win"}">{html.escape(headline)}</p>'
-            f"{_made_by('breakeven fleet', result['prometheus'])}<h2>Servers</h2>{table}"
-            f"<h2>Flags</h2>{_flags_html(flags, 'No flags.')}<h2>Figures</h2>"
-            + _figures([("accept_len over time, per server",
-                         lambda: plot.fleet_acceptance(series)),
-                        ("time above the break-even batch",
-                         lambda: plot.fleet_above(instances))]))  # fmt: skip
+    flags = [
+        {"code": f, "message": f"{i['instance']}: {n}"}
+        for i in instances
+        for f, n in zip(i["flags"], i["notes"], strict=False)
+    ]
+    body = (
+        f'<p class="headline {"loss" if flagged else "win"}">{html.escape(headline)}</p>'
+        f"{_made_by('breakeven fleet', result['prometheus'])}<h2>Servers</h2>{table}"
+        f"<h2>Flags</h2>{_flags_html(flags, 'No flags.')}<h2>Figures</h2>"
+        + _figures(
+            [
+                ("accept_len over time, per server", lambda: plot.fleet_acceptance(series)),
+                ("time above the break-even batch", lambda: plot.fleet_above(instances)),
+            ]
+        )
+    )
     return _page("Speculative decoding across the fleet", body)
 
 
-def write_fleet_report(result: dict[str, Any], series: dict[str, Any], out_dir: str, *,
-                       force: bool = False) -> str:  # fmt: skip
+def write_fleet_report(
+    result: dict[str, Any], series: dict[str, Any], out_dir: str, *, force: bool = False
+) -> str:
     """``fleet``'s report page in ``out_dir/report.html`` atomically; returns its path."""
     return _write_page(out_dir, force, lambda: fleet_html(result, series))

@@ -128,8 +128,12 @@ class _Tokens:
     def __init__(self, grid: Any, weights: Sequence[float], strict: bool = True) -> None:
         import numpy as np
 
-        full = np.column_stack([np.ones(len(grid.batches)),
-                                np.asarray(grid.speedup, dtype=float).reshape(len(grid.batches), -1)])  # fmt: skip
+        full = np.column_stack(
+            [
+                np.ones(len(grid.batches)),
+                np.asarray(grid.speedup, dtype=float).reshape(len(grid.batches), -1),
+            ]
+        )
         w = np.asarray(weights, dtype=float)[:, None]
         # strict: a k the model cannot price at some batch of a range is never scheduled there
         # (the server may meet that batch); else only batches the load gives time count.
@@ -176,8 +180,9 @@ def _units(grid: Any, sizes: Sequence[int] | None) -> list[tuple[int, int]]:
     return units
 
 
-def _unmerged(tokens: _Tokens, units: Sequence[tuple[int, int]],
-              fallback: _Tokens) -> list[list[int]]:  # fmt: skip
+def _unmerged(
+    tokens: _Tokens, units: Sequence[tuple[int, int]], fallback: _Tokens
+) -> list[list[int]]:
     """[first index, last index, k] of each run of the best k by unit (0 where none beats
     plain decoding); a unit the load gives no time is weighted by ``fallback``."""
     ranges: list[list[int]] = []
@@ -239,30 +244,39 @@ SHAPES = ("ranges", "threshold")
 SGLang's adaptive config), or one k up to a batch and none from it (older vLLM)."""
 
 
-def _checked(grid: Any, min_gain: Any, load: Mapping[int, float] | None, shape: str
-             ) -> list[float]:  # fmt: skip
+def _checked(grid: Any, min_gain: Any, load: Mapping[int, float] | None, shape: str) -> list[float]:
     """The weights of a schedule's inputs, or a BreakevenError naming the first bad one."""
     if not grid.several:
-        raise BreakevenError("{0}: a schedule needs acceptance at several k (--alpha, "
-                             "--per-position or --accept-len-by-k), not one operating point",
-                             "accept_len")  # fmt: skip
-    if isinstance(min_gain, bool) or not (isinstance(min_gain, (int, float)) and
-                                          0 <= min_gain <= 1):  # fmt: skip
-        raise BreakevenError("{0}: got " + repr(min_gain) + ", expected a fraction from 0 to 1",
-                             "min_gain")  # fmt: skip
+        raise BreakevenError(
+            "{0}: a schedule needs acceptance at several k (--alpha, "
+            "--per-position or --accept-len-by-k), not one operating point",
+            "accept_len",
+        )
+    if isinstance(min_gain, bool) or not (
+        isinstance(min_gain, (int, float)) and 0 <= min_gain <= 1
+    ):
+        raise BreakevenError(
+            "{0}: got " + repr(min_gain) + ", expected a fraction from 0 to 1", "min_gain"
+        )
     if shape not in SHAPES:
         raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
     weights = _weights(grid, load)
     if not sum(weights) > 0:
-        raise BreakevenError("{0}: gives no time to the batch sizes swept (1 to "
-                             f"{grid.max_batch})", "load")  # fmt: skip
+        raise BreakevenError(
+            f"{{0}}: gives no time to the batch sizes swept (1 to {grid.max_batch})", "load"
+        )
     return weights
 
 
-def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
-                       load: Mapping[int, float] | None = None, load_source: str = "uniform",
-                       shape: str = "ranges", graph_sizes: Sequence[int] | None = None,
-                       ) -> Schedule:  # fmt: skip
+def schedule_from_grid(
+    grid: Any,
+    *,
+    min_gain: float = 0.02,
+    load: Mapping[int, float] | None = None,
+    load_source: str = "uniform",
+    shape: str = "ranges",
+    graph_sizes: Sequence[int] | None = None,
+) -> Schedule:
     """The schedule of a speedup grid (see the module): best k by batch, neighbours merged
     while a merge costs less than ``min_gain`` [fraction] of their throughput, weighted by
     ``load`` (batch size: share of time; default every batch swept alike).  ``shape``
@@ -273,8 +287,9 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
     tokens = _Tokens(grid, weights)
     uniform = _Tokens(grid, _weights(grid, None))
     unmerged = _unmerged(tokens, _units(grid, graph_sizes), uniform)
-    merged = _threshold(tokens, n) if shape == "threshold" else \
-        _merge(tokens, unmerged, float(min_gain))  # fmt: skip
+    merged = (
+        _threshold(tokens, n) if shape == "threshold" else _merge(tokens, unmerged, float(min_gain))
+    )
     loaded = _Tokens(grid, weights, strict=False)  # a fixed k is judged where the load is
     fixed = loaded.best_k(0, n)
     ranges = []
@@ -285,27 +300,46 @@ def schedule_from_grid(grid: Any, *, min_gain: float = 0.02,
         mine, plain = used(lo, hi, k), used(lo, hi, 0)
         theirs = (loaded if weighted else uniform)(lo, hi, fixed)
         theirs = theirs if theirs > 0 else math.nan  # -inf: the fixed k cannot be priced here
-        ranges.append(ScheduleRange(
-            grid.batches[lo], grid.batches[hi], k, mine / plain if plain > 0 else math.nan,
-            theirs / plain if plain > 0 else math.nan,
-            mine / theirs - 1 if theirs > 0 else math.nan,
-            _share(grid, load, lo, hi),
-        ))  # fmt: skip
-    total = {name: sum(tokens(lo, hi, k) for lo, hi, k in rs)
-             for name, rs in (("merged", merged), ("unmerged", unmerged))}  # fmt: skip
+        ranges.append(
+            ScheduleRange(
+                grid.batches[lo],
+                grid.batches[hi],
+                k,
+                mine / plain if plain > 0 else math.nan,
+                theirs / plain if plain > 0 else math.nan,
+                mine / theirs - 1 if theirs > 0 else math.nan,
+                _share(grid, load, lo, hi),
+            )
+        )
+    total = {
+        name: sum(tokens(lo, hi, k) for lo, hi, k in rs)
+        for name, rs in (("merged", merged), ("unmerged", unmerged))
+    }
     plain = tokens(0, n, 0)
     fixed_tokens = loaded(0, n, fixed)
     paying: list[Any] = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
     if paying and paying[-1] == grid.max_batch:
         paying[-1] = BEYOND_THE_CURVE
     return Schedule(
-        tuple(ranges), fixed, total["merged"] / plain, fixed_tokens / plain,
-        total["merged"] / fixed_tokens - 1, len(unmerged), 1 - total["merged"] / total["unmerged"],
-        paying[-1] if paying else None, grid.max_batch, float(min_gain), load_source,
-        _notes(grid, load, merged), tuple(sorted(set(graph_sizes or ()))),
-        tuple((grid.batches[i], k, _speedup(grid, i, k)) for lo, hi, k in merged
-              for i in range(lo, hi + 1)),
-    )  # fmt: skip
+        tuple(ranges),
+        fixed,
+        total["merged"] / plain,
+        fixed_tokens / plain,
+        total["merged"] / fixed_tokens - 1,
+        len(unmerged),
+        1 - total["merged"] / total["unmerged"],
+        paying[-1] if paying else None,
+        grid.max_batch,
+        float(min_gain),
+        load_source,
+        _notes(grid, load, merged),
+        tuple(sorted(set(graph_sizes or ()))),
+        tuple(
+            (grid.batches[i], k, _speedup(grid, i, k))
+            for lo, hi, k in merged
+            for i in range(lo, hi + 1)
+        ),
+    )
 
 
 def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]]) -> tuple[str, ...]:
@@ -313,15 +347,21 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
     if load is not None:
         beyond = math.fsum(v for b, v in load.items() if b > grid.max_batch)
         if beyond > 0:
-            notes.append(f"{beyond:.1%} of the load's time is at batch sizes beyond the sweep "
-                         f"(above {grid.max_batch}): left out")  # fmt: skip
+            notes.append(
+                f"{beyond:.1%} of the load's time is at batch sizes beyond the sweep "
+                f"(above {grid.max_batch}): left out"
+            )
     if merged[-1][2] > 0:
-        notes.append(f"speculation still pays at batch {grid.max_batch}, the largest swept: "
-                     "the last range's k holds beyond it untested (raise --max-batch, or give a "
-                     "cost model that covers more)")  # fmt: skip
+        notes.append(
+            f"speculation still pays at batch {grid.max_batch}, the largest swept: "
+            "the last range's k holds beyond it untested (raise --max-batch, or give a "
+            "cost model that covers more)"
+        )
     if grid.ks and max(grid.ks) in {r[2] for r in merged}:
-        notes.append(f"k = {max(grid.ks)}, the largest considered, is in the schedule: raise "
-                     "--max-k to look further")  # fmt: skip
+        notes.append(
+            f"k = {max(grid.ks)}, the largest considered, is in the schedule: raise "
+            "--max-k to look further"
+        )
     return tuple(notes)
 
 
@@ -331,8 +371,11 @@ within the run's interval widened by the tolerance; it is not; the run used anot
 the schedule deploys there; the schedule does not reach its batch."""
 
 
-def against(runs: Sequence[Mapping[str, Any]], by_batch: Sequence[Mapping[str, Any]],
-            tolerance: float = 0.05) -> list[dict[str, Any]]:  # fmt: skip
+def against(
+    runs: Sequence[Mapping[str, Any]],
+    by_batch: Sequence[Mapping[str, Any]],
+    tolerance: float = 0.05,
+) -> list[dict[str, Any]]:
     """Each measured run (``check``'s comparisons, ``compare``'s runs: ``label``,
     ``concurrency``, ``num_spec_tokens``, ``measured_speedup``, ``ci_low``, ``ci_high``)
     against the schedule's k and predicted speedup at its batch (``by_batch`` of
@@ -346,10 +389,17 @@ def against(runs: Sequence[Mapping[str, Any]], by_batch: Sequence[Mapping[str, A
             continue
         b = round(float(batch))
         scheduled, predicted = at.get(b, (None, None))
-        row = {"label": r.get("label"), "batch": b, "k": k, "schedule_k": scheduled,
-               "measured_speedup": measured, "ci_low": r.get("ci_low"),
-               "ci_high": r.get("ci_high"), "predicted_speedup": predicted,
-               "residual": None if predicted is None else measured - predicted}  # fmt: skip
+        row = {
+            "label": r.get("label"),
+            "batch": b,
+            "k": k,
+            "schedule_k": scheduled,
+            "measured_speedup": measured,
+            "ci_low": r.get("ci_low"),
+            "ci_high": r.get("ci_high"),
+            "predicted_speedup": predicted,
+            "residual": None if predicted is None else measured - predicted,
+        }
         row["verdict"] = _verdict(row, tolerance)
         rows.append(row)
     return rows
@@ -366,38 +416,76 @@ def _verdict(row: dict[str, Any], tolerance: float) -> str:
     return "holds" if inside else "off"
 
 
-def schedule_report(curve: Any, *, engine: str = "vllm", min_gain: float = 0.02,
-                    load: Mapping[int, float] | None = None, load_source: str = "uniform",
-                    graph_sizes: Sequence[int] | None = None, method: str | None = None,
-                    base_config: dict[str, Any] | None = None, max_num_seqs: int | None = None,
-                    config_path: str | None = None, **sweep: Any) -> dict[str, Any]:  # fmt: skip
+def schedule_report(
+    curve: Any,
+    *,
+    engine: str = "vllm",
+    min_gain: float = 0.02,
+    load: Mapping[int, float] | None = None,
+    load_source: str = "uniform",
+    graph_sizes: Sequence[int] | None = None,
+    method: str | None = None,
+    base_config: dict[str, Any] | None = None,
+    max_num_seqs: int | None = None,
+    config_path: str | None = None,
+    **sweep: Any,
+) -> dict[str, Any]:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
     for ``engine`` (:func:`breakeven.deploy.render`), as one dict."""
     from breakeven.deploy import render
 
-    _, result = plan(curve, engine=engine, min_gain=min_gain, load=load, load_source=load_source,
-                     graph_sizes=graph_sizes, **sweep)  # fmt: skip
+    _, result = plan(
+        curve,
+        engine=engine,
+        min_gain=min_gain,
+        load=load,
+        load_source=load_source,
+        graph_sizes=graph_sizes,
+        **sweep,
+    )
     if max_num_seqs is not None and max_num_seqs < result.ranges[0].first:
-        raise BreakevenError("{0}: got " + str(max_num_seqs) + ", expected at least the first "
-                             f"batch swept ({result.ranges[0].first})", "max_num_seqs")  # fmt: skip
-    config = render(result, engine, method=method, base_config=base_config,
-                    max_num_seqs=max_num_seqs, config_path=config_path)  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + str(max_num_seqs) + ", expected at least the first "
+            f"batch swept ({result.ranges[0].first})",
+            "max_num_seqs",
+        )
+    config = render(
+        result,
+        engine,
+        method=method,
+        base_config=base_config,
+        max_num_seqs=max_num_seqs,
+        config_path=config_path,
+    )
     data = result.to_dict()
     data["notes"] = [*data["notes"], *config.pop("notes")]
     return {"engine": engine, **data, **config}
 
 
-def plan(curve: Any, *, engine: str = "vllm", min_gain: float = 0.02,
-         load: Mapping[int, float] | None = None, load_source: str = "uniform",
-         graph_sizes: Sequence[int] | None = None, **sweep: Any) -> tuple[Any, Schedule]:  # fmt: skip
+def plan(
+    curve: Any,
+    *,
+    engine: str = "vllm",
+    min_gain: float = 0.02,
+    load: Mapping[int, float] | None = None,
+    load_source: str = "uniform",
+    graph_sizes: Sequence[int] | None = None,
+    **sweep: Any,
+) -> tuple[Any, Schedule]:
     """The speedup grid of a sweep (:func:`breakeven.optimize.speedup_grid`'s inputs in
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
     from breakeven.deploy import engine_shape
     from breakeven.optimize import speedup_grid
 
     grid = speedup_grid(curve, **sweep)
-    return grid, schedule_from_grid(grid, min_gain=min_gain, load=load, load_source=load_source,
-                                    shape=engine_shape(engine), graph_sizes=graph_sizes)  # fmt: skip
+    return grid, schedule_from_grid(
+        grid,
+        min_gain=min_gain,
+        load=load,
+        load_source=load_source,
+        shape=engine_shape(engine),
+        graph_sizes=graph_sizes,
+    )
 
 
 def _share(grid: Any, load: Mapping[int, float] | None, lo: int, hi: int) -> float:
@@ -406,5 +494,13 @@ def _share(grid: Any, load: Mapping[int, float] | None, lo: int, hi: int) -> flo
     return sum(float(load.get(b, 0.0)) for b in grid.batches[lo : hi + 1])
 
 
-__all__: Sequence[str] = ("SHAPES", "VERDICTS", "Schedule", "ScheduleRange", "against", "plan",
-                          "schedule_from_grid", "schedule_report")  # fmt: skip
+__all__: Sequence[str] = (
+    "SHAPES",
+    "VERDICTS",
+    "Schedule",
+    "ScheduleRange",
+    "against",
+    "plan",
+    "schedule_from_grid",
+    "schedule_report",
+)

@@ -30,55 +30,104 @@ class Column:
     """What the values mean."""
 
 
-# fmt: off
 MEASUREMENT_COLUMNS: tuple[Column, ...] = (
     Column("run_id", "text", "-", "identifies one benchmark run; repeated runs have their own ids"),
     Column("label", "text", "-", "a human name for the run, e.g. baseline or eagle3-k3"),
-    Column("timestamp", "text", "-",
-           "when it was measured, ISO 8601 where the source gives a full date, else as printed"),
+    Column(
+        "timestamp",
+        "text",
+        "-",
+        "when it was measured, ISO 8601 where the source gives a full date, else as printed",
+    ),
     Column("engine", "text", "-", "vllm, sglang, trtllm, ... (lower case)"),
     Column("model", "text", "-", "the target model"),
     Column("hardware", "text", "-", "GPUs and interconnect, e.g. 8x RTX PRO 6000 PCIe"),
-    Column("concurrency", "number", "sequences",
-           "requests decoded together (client max concurrency, or the engine's running requests)"),
-    Column("num_spec_tokens", "integer", "tokens", "k, draft tokens per cycle; 0 marks a baseline run"),
-    Column("spec_method", "text", "-", "eagle3, mtp, ngram, draft_model, medusa, ...; empty for a baseline"),
-    Column("tok_s", "number", "tok/s", "decode rate of one sequence (per-sequence), prefill excluded"),
+    Column(
+        "concurrency",
+        "number",
+        "sequences",
+        "requests decoded together (client max concurrency, or the engine's running requests)",
+    ),
+    Column(
+        "num_spec_tokens", "integer", "tokens", "k, draft tokens per cycle; 0 marks a baseline run"
+    ),
+    Column(
+        "spec_method",
+        "text",
+        "-",
+        "eagle3, mtp, ngram, draft_model, medusa, ...; empty for a baseline",
+    ),
+    Column(
+        "tok_s", "number", "tok/s", "decode rate of one sequence (per-sequence), prefill excluded"
+    ),
     Column("aggregate_tok_s", "number", "tok/s", "decode rate of all running sequences together"),
-    Column("accept_len", "number", "tokens/cycle",
-           "mean tokens emitted per cycle, bonus token included; 1 <= accept_len <= k + 1"),
-    Column("acceptance_rate", "number", "-",
-           "fraction of drafted tokens accepted, (accept_len - 1) / k, whatever the engine printed"),
-    Column("step_ms", "number", "ms", "plain decode step of one sequence (baseline runs: 1000 / tok_s)"),
+    Column(
+        "accept_len",
+        "number",
+        "tokens/cycle",
+        "mean tokens emitted per cycle, bonus token included; 1 <= accept_len <= k + 1",
+    ),
+    Column(
+        "acceptance_rate",
+        "number",
+        "-",
+        "fraction of drafted tokens accepted, (accept_len - 1) / k, whatever the engine printed",
+    ),
+    Column(
+        "step_ms", "number", "ms", "plain decode step of one sequence (baseline runs: 1000 / tok_s)"
+    ),
     Column("verify_ms", "number", "ms", "one target forward over k + 1 tokens"),
     Column("draft_ms", "number", "ms", "all drafting in one cycle"),
     Column("cycle_ms", "number", "ms", "one speculative cycle: draft + verify + overhead"),
-    Column("env", "text", "-",
-           "key=value pairs separated by spaces: NCCL_* and CUDA_* variables, server flags, "
-           "version; the run's environment fingerprint"),
+    Column(
+        "env",
+        "text",
+        "-",
+        "key=value pairs separated by spaces: NCCL_* and CUDA_* variables, server flags, "
+        "version; the run's environment fingerprint",
+    ),
     Column("source", "text", "-", "where the row comes from: file:line, or a citation"),
 )
 
 # Columns check reads when present; ingest writes the ones it knows.
 OPTIONAL_COLUMNS: tuple[Column, ...] = (
-    Column("origin", "text", "-",
-           "client (a benchmark tool's view) or server (the engine's own log or metrics)"),
+    Column(
+        "origin",
+        "text",
+        "-",
+        "client (a benchmark tool's view) or server (the engine's own log or metrics)",
+    ),
     Column("tpot_ms", "number", "ms", "mean time per output token after the first, per request"),
-    Column("speedup", "number", "x",
-           "a speedup as its source publishes it, for rows without absolute rates; check uses it "
-           "as the measured speedup and then needs no baseline row"),
-    Column("spec_topk", "integer", "branches",
-           "a tree draft's branching: candidates kept at each draft step (SGLang's "
-           "--speculative-eagle-topk); 1 or empty for a chain; num_spec_tokens is then the "
-           "tree's depth in draft steps, so accept_len <= num_spec_tokens + 1"),
-    Column("verify_tokens", "integer", "tokens",
-           "tokens per sequence in the verify forward (SGLang's --speculative-num-draft-tokens); "
-           "num_spec_tokens + 1 for a chain"),
-    Column("itl_ms", "number", "ms",
-           "mean inter-token latency between streamed chunks; under speculation a chunk carries "
-           "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms"),
+    Column(
+        "speedup",
+        "number",
+        "x",
+        "a speedup as its source publishes it, for rows without absolute rates; check uses it "
+        "as the measured speedup and then needs no baseline row",
+    ),
+    Column(
+        "spec_topk",
+        "integer",
+        "branches",
+        "a tree draft's branching: candidates kept at each draft step (SGLang's "
+        "--speculative-eagle-topk); 1 or empty for a chain; num_spec_tokens is then the "
+        "tree's depth in draft steps, so accept_len <= num_spec_tokens + 1",
+    ),
+    Column(
+        "verify_tokens",
+        "integer",
+        "tokens",
+        "tokens per sequence in the verify forward (SGLang's --speculative-num-draft-tokens); "
+        "num_spec_tokens + 1 for a chain",
+    ),
+    Column(
+        "itl_ms",
+        "number",
+        "ms",
+        "mean inter-token latency between streamed chunks; under speculation a chunk carries "
+        "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms",
+    ),
 )
-# fmt: on
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
 ALL_COLUMNS = {c.name: c for c in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS}

@@ -42,16 +42,27 @@ class Sensitivity:
         """The rows as a pandas DataFrame indexed by input name."""
         import pandas as pd
 
-        return pd.DataFrame([{"name": r.name, "value": r.value, "low_speedup": r.low_speedup,
-                              "high_speedup": r.high_speedup, "swing": r.swing}
-                             for r in self.rows]).set_index("name")  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "name": r.name,
+                    "value": r.value,
+                    "low_speedup": r.low_speedup,
+                    "high_speedup": r.high_speedup,
+                    "swing": r.swing,
+                }
+                for r in self.rows
+            ]
+        ).set_index("name")
 
     def _repr_html_(self) -> str:
         import html
 
-        rows = "".join(f"<tr><td>{html.escape(r.name)}</td><td>{r.value:g}</td>"
-                       f"<td>{r.low_speedup:.3f}</td><td>{r.high_speedup:.3f}</td></tr>"
-                       for r in self.rows)  # fmt: skip
+        rows = "".join(
+            f"<tr><td>{html.escape(r.name)}</td><td>{r.value:g}</td>"
+            f"<td>{r.low_speedup:.3f}</td><td>{r.high_speedup:.3f}</td></tr>"
+            for r in self.rows
+        )
         return (
             f"<p>Speedup {self.speedup:.3f}x; each input moved by ±{self.delta:.0%}</p>"
             "<table><tr><th>input</th><th>value</th><th>speedup, input lower [x]</th>"
@@ -60,9 +71,19 @@ class Sensitivity:
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup``, ``delta`` and ``rows`` (``{name, value, low_speedup, high_speedup}``)."""
-        return {"speedup": self.speedup, "delta": self.delta,
-                "rows": [{"name": r.name, "value": r.value, "low_speedup": r.low_speedup,
-                          "high_speedup": r.high_speedup} for r in self.rows]}  # fmt: skip
+        return {
+            "speedup": self.speedup,
+            "delta": self.delta,
+            "rows": [
+                {
+                    "name": r.name,
+                    "value": r.value,
+                    "low_speedup": r.low_speedup,
+                    "high_speedup": r.high_speedup,
+                }
+                for r in self.rows
+            ],
+        }
 
 
 def sensitivity(
@@ -81,8 +102,13 @@ def sensitivity(
     """
     xp = _xp.SCALAR
     d = float(_xp.probability(xp, "delta", delta))
-    inputs = {"accept_len": accept_len, "step_ms": step_ms, "verify_ms": verify_ms,
-              "draft_ms": draft_ms, "overhead_ms": overhead_ms}  # fmt: skip
+    inputs = {
+        "accept_len": accept_len,
+        "step_ms": step_ms,
+        "verify_ms": verify_ms,
+        "draft_ms": draft_ms,
+        "overhead_ms": overhead_ms,
+    }
 
     def at(**moved: float) -> float:
         values = {**inputs, **moved}

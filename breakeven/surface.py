@@ -47,10 +47,15 @@ TERMS = (
     "spec_seq_ms",
 )
 """The surface's coefficients, in the order of its design matrix."""
-UNITS = {"weights_ms": "ms per forward", "expert_ms": "ms per routed expert loaded",
-         "kv_ms": "ms per sequence", "compute_ms": "ms per token",
-         "draft_step_ms": "ms per draft step", "draft_token_ms": "ms per draft token",
-         "spec_seq_ms": "ms per sequence per cycle"}  # fmt: skip
+UNITS = {
+    "weights_ms": "ms per forward",
+    "expert_ms": "ms per routed expert loaded",
+    "kv_ms": "ms per sequence",
+    "compute_ms": "ms per token",
+    "draft_step_ms": "ms per draft step",
+    "draft_token_ms": "ms per draft token",
+    "spec_seq_ms": "ms per sequence per cycle",
+}
 
 
 @dataclass(frozen=True)
@@ -114,14 +119,20 @@ class BatchSurface:
         """t(B, q) [ms]."""
         c = self.coefficients
         experts = self.moe.loaded(batch * q) if self.moe else 0.0
-        return (c["weights_ms"] + c["expert_ms"] * experts + c["kv_ms"] * batch
-                + c["compute_ms"] * batch * q)  # fmt: skip
+        return (
+            c["weights_ms"]
+            + c["expert_ms"] * experts
+            + c["kv_ms"] * batch
+            + c["compute_ms"] * batch * q
+        )
 
     def draft_ms(self, batch: Any, steps: Any, topk: Any = 1) -> Any:
         """One cycle's drafting, and speculation's own cost per sequence [ms]."""
         c = self.coefficients
-        return steps * (c["draft_step_ms"] + c["draft_token_ms"] * batch * topk) + c.get(
-            "spec_seq_ms", 0.0) * batch  # fmt: skip
+        return (
+            steps * (c["draft_step_ms"] + c["draft_token_ms"] * batch * topk)
+            + c.get("spec_seq_ms", 0.0) * batch
+        )
 
     def cycle_ms(self, batch: Any, steps: Any, topk: Any = 1, verify_tokens: Any = None) -> Any:
         """One cycle at batch B: the verify forward and the drafting [ms]."""
@@ -183,45 +194,88 @@ def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[st
     return x, merged + dropped, rms
 
 
-def fit_surface(key: tuple[str, str, str], base: Any, spec: Any,
-                moe: MoE | None = None) -> BatchSurface:  # fmt: skip
+def fit_surface(
+    key: tuple[str, str, str], base: Any, spec: Any, moe: MoE | None = None
+) -> BatchSurface:
     """The surface of one model, hardware and method from its baseline rows (``batch``,
     ``step``) and speculative rows (``batch``, ``steps``, ``topk``, ``verify_tokens``,
     ``accept_len``, ``cycle``) as lists of dicts; see the module's description."""
     runs = [r for r in spec if math.isfinite(r["cycle"])]
     equations = [(_row(moe, b["batch"], 1, 0, 0), b["step"]) for b in base]
-    equations += [(_row(moe, r["batch"], r["verify_tokens"], r["steps"], r["topk"]), r["cycle"])
-                  for r in runs]  # fmt: skip
+    equations += [
+        (_row(moe, r["batch"], r["verify_tokens"], r["steps"], r["topk"]), r["cycle"]) for r in runs
+    ]
     if not equations:
         raise BreakevenError("{0}: no run with a rate to fit", "runs")
     x, merged, rms = _solve([e[0] for e in equations], [e[1] for e in equations])
     steps_at = {b["batch"]: b["step"] for b in base}
-    surface = BatchSurface(key[0], key[1], key[2], dict(zip(TERMS, map(float, x), strict=True)),
-                           merged, moe, rms, (), math.nan, tuple(sorted(steps_at)))  # fmt: skip
+    surface = BatchSurface(
+        key[0],
+        key[1],
+        key[2],
+        dict(zip(TERMS, map(float, x), strict=True)),
+        merged,
+        moe,
+        rms,
+        (),
+        math.nan,
+        tuple(sorted(steps_at)),
+    )
     points = []
     for i, r in enumerate(runs):
         others = [e for j, e in enumerate(equations) if j != len(base) + i]
         held, _, _ = _solve([e[0] for e in others], [e[1] for e in others])
-        held_surface = BatchSurface(*key, dict(zip(TERMS, map(float, held), strict=True)),
-                                    (), moe, math.nan, (), math.nan, ())  # fmt: skip
+        held_surface = BatchSurface(
+            *key,
+            dict(zip(TERMS, map(float, held), strict=True)),
+            (),
+            moe,
+            math.nan,
+            (),
+            math.nan,
+            (),
+        )
         step = steps_at.get(r["batch"], float(surface.forward_ms(r["batch"], 1)))
         args = (r["batch"], r["steps"], r["topk"], r["verify_tokens"])
-        points.append(SurfacePoint(
-            r["batch"], r["steps"], r["topk"], r["verify_tokens"], r["accept_len"],
-            r["accept_len"] * step / r["cycle"],
-            r["accept_len"] * step / float(surface.cycle_ms(*args)),
-            r["accept_len"] * step / float(held_surface.cycle_ms(*args)),
-        ))  # fmt: skip
+        points.append(
+            SurfacePoint(
+                r["batch"],
+                r["steps"],
+                r["topk"],
+                r["verify_tokens"],
+                r["accept_len"],
+                r["accept_len"] * step / r["cycle"],
+                r["accept_len"] * step / float(surface.cycle_ms(*args)),
+                r["accept_len"] * step / float(held_surface.cycle_ms(*args)),
+            )
+        )
     errors = [abs(p.held_out_speedup / p.measured_speedup - 1) for p in points]
     notes = []
     if len({b["batch"] for b in base}) < 2:
         notes.append("baselines at one batch size: the KV and weight terms are not separated")
     if not runs:
         notes.append("no speculative run: the draft's cost and the verify's tokens are unknown")
-    return BatchSurface(key[0], key[1], key[2], surface.coefficients, merged, moe, rms,
-                        tuple(points), max(errors) if errors else math.nan, surface.batches,
-                        tuple(notes))  # fmt: skip
+    return BatchSurface(
+        key[0],
+        key[1],
+        key[2],
+        surface.coefficients,
+        merged,
+        moe,
+        rms,
+        tuple(points),
+        max(errors) if errors else math.nan,
+        surface.batches,
+        tuple(notes),
+    )
 
 
-__all__: Sequence[str] = ("TERMS", "UNITS", "BatchSurface", "MoE", "SurfaceCost", "SurfacePoint",
-                          "fit_surface")  # fmt: skip
+__all__: Sequence[str] = (
+    "TERMS",
+    "UNITS",
+    "BatchSurface",
+    "MoE",
+    "SurfaceCost",
+    "SurfacePoint",
+    "fit_surface",
+)

@@ -50,28 +50,40 @@ def pool_size(steps: int, topk: int) -> int:
     return steps if topk == 1 else topk + (steps - 1) * topk * topk
 
 
-def check_tree(steps: Any, topk: Any, verify_tokens: Any, names: Sequence[str] = (
-        "steps", "topk", "verify_tokens")) -> tuple[int, int, int]:  # fmt: skip
+def check_tree(
+    steps: Any,
+    topk: Any,
+    verify_tokens: Any,
+    names: Sequence[str] = ("steps", "topk", "verify_tokens"),
+) -> tuple[int, int, int]:
     """``(steps, topk, verify_tokens)`` as whole numbers a tree can have, else a
     :class:`BreakevenError` naming the argument.  ``verify_tokens`` None is the chain's
     ``steps + 1``."""
     out = []
     given = (steps, topk, 2 if verify_tokens is None else verify_tokens)
     for name, value, high in zip(names, given, (4096, MAX_TREE_TOPK, 1 << 20), strict=True):
-        whole = isinstance(value, (int, float)) and not isinstance(value, bool) and \
-            math.isfinite(value) and value == int(value)  # fmt: skip
+        whole = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value == int(value)
+        )
         if not (whole and 1 <= value <= high):
-            raise BreakevenError("{0}: got " + repr(value) + f", expected a whole number from 1 "
-                                 f"to {high}", name)  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + repr(value) + f", expected a whole number from 1 to {high}", name
+            )
         out.append(int(value))
     s, t, n = out
     if verify_tokens is None:
         n = s + 1
     most = pool_size(s, t) + 1
     if not 2 <= n <= most:
-        raise BreakevenError("{0}: got " + str(n) + f", expected 2 to {most}: a tree of {s} "
-                             f"steps and {t} branches drafts {most - 1} nodes, and the verify "
-                             "forward takes them with the last token", names[2])  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + str(n) + f", expected 2 to {most}: a tree of {s} "
+            f"steps and {t} branches drafts {most - 1} nodes, and the verify "
+            "forward takes them with the last token",
+            names[2],
+        )
     return s, t, n
 
 
@@ -80,12 +92,16 @@ def check_acceptance(alpha: Any, rank_decay: Any) -> None:
     alpha`` (the candidates' chances add up to at most 1)."""
     for name, value in (("alpha", alpha), ("rank_decay", rank_decay)):
         if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 <= value <= 1):
-            raise BreakevenError("{0}: got " + repr(value) + ", expected a probability in [0, 1]",
-                                 name)  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + repr(value) + ", expected a probability in [0, 1]", name
+            )
     if rank_decay > 1 - alpha + 1e-9:
-        raise BreakevenError("{0}: got " + f"{rank_decay!r}, expected at most 1 - alpha = "
-                             f"{1 - alpha:.6g}: the chances of the candidates, alpha x "
-                             "rank_decay^(r-1), add up to at most 1", "rank_decay")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + f"{rank_decay!r}, expected at most 1 - alpha = "
+            f"{1 - alpha:.6g}: the chances of the candidates, alpha x "
+            "rank_decay^(r-1), add up to at most 1",
+            "rank_decay",
+        )
 
 
 def _candidates(alpha: float, rank_decay: float, topk: int) -> list[float]:
@@ -105,8 +121,9 @@ def node_chances(alpha: float, rank_decay: float, steps: int, topk: int) -> list
     return pool
 
 
-def tree_accept_len(alpha: float, rank_decay: float, steps: int, topk: int = 1,
-                    verify_tokens: int | None = None) -> float:  # fmt: skip
+def tree_accept_len(
+    alpha: float, rank_decay: float, steps: int, topk: int = 1, verify_tokens: int | None = None
+) -> float:
     """Mean accept_len of a tree draft [tokens/cycle], bonus token included (see the module).
 
     ``alpha`` is in [0, 1] and ``rank_decay`` in [0, 1 - alpha]; ``verify_tokens`` defaults to the chain's
@@ -157,8 +174,9 @@ class TreeAcceptance:
         return tree_accept_len(self.alpha, self.rank_decay, steps, topk, verify_tokens)
 
 
-def _solve(configs: Sequence[tuple[int, int, int, float]], start: Sequence[float] | None = None
-           ) -> tuple[float, float, bool, list[float]]:  # fmt: skip
+def _solve(
+    configs: Sequence[tuple[int, int, int, float]], start: Sequence[float] | None = None
+) -> tuple[float, float, bool, list[float]]:
     """(alpha, rank_decay, decay fitted?, the solver's x) by bounded least squares on log
     accept_len, from the best point of a coarse grid and from ``start`` (a solver's x)."""
     import numpy as np
@@ -170,8 +188,9 @@ def _solve(configs: Sequence[tuple[int, int, int, float]], start: Sequence[float
     def residuals(x: Any) -> Any:  # x: alpha, and rank_decay as a share of its bound 1 - alpha
         a = float(x[0])
         r = float(x[1]) * (1.0 - a) if fit_decay else 1.0 - a
-        return np.array([math.log(tree_accept_len(a, r, s, t, n)) - math.log(tau)
-                         for s, t, n, tau in configs])  # fmt: skip
+        return np.array(
+            [math.log(tree_accept_len(a, r, s, t, n)) - math.log(tau) for s, t, n, tau in configs]
+        )
 
     # The loss is only piecewise smooth (which nodes are verified changes with the two), so
     # the solver starts from the best point of a coarse grid.
@@ -183,15 +202,18 @@ def _solve(configs: Sequence[tuple[int, int, int, float]], start: Sequence[float
         starts.append([min(max(float(v), 1e-6), 1 - 1e-6) for v in start])
     bounds = ([0.0, 0.0], [1.0, 1.0]) if fit_decay else ([0.0], [1.0])
     # The lower of the solutions from each start (local minima are where verified nodes swap).
-    x = min((least_squares(residuals, x0, bounds=bounds, method="trf") for x0 in starts),
-            key=lambda r: float(r.cost)).x  # fmt: skip
+    x = min(
+        (least_squares(residuals, x0, bounds=bounds, method="trf") for x0 in starts),
+        key=lambda r: float(r.cost),
+    ).x
     alpha = float(x[0])
     decay = float(x[1]) * (1.0 - alpha) if fit_decay else 1.0 - alpha
     return alpha, decay, fit_decay, [float(v) for v in x]
 
 
-def fit_tree_acceptance(configs: Sequence[tuple[int, int, int, float, int]], **labels: str
-                        ) -> TreeAcceptance:  # fmt: skip
+def fit_tree_acceptance(
+    configs: Sequence[tuple[int, int, int, float, int]], **labels: str
+) -> TreeAcceptance:
     """Fit ``alpha`` and ``rank_decay`` to measured configurations ``(steps, topk,
     verify_tokens, accept_len, runs)``: both where a tree (topk > 1) and one more
     configuration were run, else ``alpha`` alone with ``rank_decay = 1 - alpha``
@@ -200,8 +222,10 @@ def fit_tree_acceptance(configs: Sequence[tuple[int, int, int, float, int]], **l
     rows = [(*check_tree(s, t, n), float(tau), int(runs)) for s, t, n, tau, runs in configs]
     for s, _, _, tau, _ in rows:
         if not (isinstance(tau, float) and 1.0 <= tau <= s + 1 + 1e-9):
-            raise BreakevenError("{0}: got " + repr(tau) + f", expected 1 to {s + 1} (steps "
-                                 "+ 1) tokens per cycle", "accept_len")  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + repr(tau) + f", expected 1 to {s + 1} (steps + 1) tokens per cycle",
+                "accept_len",
+            )
     if not rows:
         raise BreakevenError("{0}: got no configuration with an accept_len", "configs")
     alpha, decay, fitted, x = _solve([r[:4] for r in rows])
@@ -213,14 +237,19 @@ def fit_tree_acceptance(configs: Sequence[tuple[int, int, int, float, int]], **l
             a, d, _, _ = _solve([r[:4] for r in rest], start=x)
             held = tree_accept_len(a, d, s, t, n)
         runs.append(TreeRun(s, t, n, tau, count, tree_accept_len(alpha, decay, s, t, n), held))
-    errors = [abs(r.held_out_accept_len / r.accept_len - 1) for r in runs
-              if math.isfinite(r.held_out_accept_len)]  # fmt: skip
-    basis = (f"alpha and rank_decay fitted to {len(rows)} configurations" if fitted else
-             f"alpha fitted to {len(rows)} configuration{'s' * (len(rows) != 1)}; rank_decay "
-             "= 1 - alpha (independent candidates), assumed: no tree with another "
-             "configuration was run")  # fmt: skip
-    return TreeAcceptance(alpha, decay, basis, tuple(runs), max(errors, default=math.nan),
-                          **labels)  # fmt: skip
+    errors = [
+        abs(r.held_out_accept_len / r.accept_len - 1)
+        for r in runs
+        if math.isfinite(r.held_out_accept_len)
+    ]
+    basis = (
+        f"alpha and rank_decay fitted to {len(rows)} configurations"
+        if fitted
+        else f"alpha fitted to {len(rows)} configuration{'s' * (len(rows) != 1)}; rank_decay "
+        "= 1 - alpha (independent candidates), assumed: no tree with another "
+        "configuration was run"
+    )
+    return TreeAcceptance(alpha, decay, basis, tuple(runs), max(errors, default=math.nan), **labels)
 
 
 @dataclass(frozen=True)
@@ -264,30 +293,46 @@ class TreeSearch:
         from dataclasses import asdict
 
         best = self.best
-        return {"step_ms": self.step_ms, "batch": self.batch, "best_tree": asdict(best),
-                "best_chain": asdict(self.best_chain) if self.best_chain else None,
-                "gain_over_chain": (best.speedup / self.best_chain.speedup - 1
-                                    if self.best_chain else None),
-                "acceptance": {"alpha": self.acceptance.alpha,
-                               "rank_decay": self.acceptance.rank_decay,
-                               "basis": self.acceptance.basis},
-                "bounds": dict(self.bounds), "searched": len(self.options),
-                "top": [asdict(o) for o in self.options[:top]], "notes": list(self.notes)}  # fmt: skip
+        return {
+            "step_ms": self.step_ms,
+            "batch": self.batch,
+            "best_tree": asdict(best),
+            "best_chain": asdict(self.best_chain) if self.best_chain else None,
+            "gain_over_chain": (
+                best.speedup / self.best_chain.speedup - 1 if self.best_chain else None
+            ),
+            "acceptance": {
+                "alpha": self.acceptance.alpha,
+                "rank_decay": self.acceptance.rank_decay,
+                "basis": self.acceptance.basis,
+            },
+            "bounds": dict(self.bounds),
+            "searched": len(self.options),
+            "top": [asdict(o) for o in self.options[:top]],
+            "notes": list(self.notes),
+        }
 
 
 def _check_search(step_ms: Any, max_steps: Any, max_topk: Any, max_verify_tokens: Any) -> None:
     """A :class:`BreakevenError` naming the first of the search's inputs out of range."""
-    for name, value, high in (("max_steps", max_steps, 64), ("max_topk", max_topk, MAX_TREE_TOPK),
-                              ("max_verify_tokens", max_verify_tokens, 4096)):  # fmt: skip
+    for name, value, high in (
+        ("max_steps", max_steps, 64),
+        ("max_topk", max_topk, MAX_TREE_TOPK),
+        ("max_verify_tokens", max_verify_tokens, 4096),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise BreakevenError("{0}: got " + repr(value) + f", expected a whole number from 1 "
-                                 f"to {high}", name)  # fmt: skip
+            raise BreakevenError(
+                "{0}: got " + repr(value) + f", expected a whole number from 1 to {high}", name
+            )
     if not (isinstance(step_ms, (int, float)) and step_ms > 0 and math.isfinite(step_ms)):
-        raise BreakevenError("{0}: got " + repr(step_ms) + ", expected a positive time in ms",
-                             "step_ms")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + repr(step_ms) + ", expected a positive time in ms", "step_ms"
+        )
     if max_verify_tokens < 2:
-        raise BreakevenError("{0}: got 1, expected at least 2: a verify takes the last token "
-                             "and one drafted", "max_verify_tokens")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got 1, expected at least 2: a verify takes the last token and one drafted",
+            "max_verify_tokens",
+        )
 
 
 def _bound_notes(best: TreeOption, bounds: dict[str, int]) -> list[str]:
@@ -296,14 +341,22 @@ def _bound_notes(best: TreeOption, bounds: dict[str, int]) -> list[str]:
     for name in ("steps", "topk", "verify_tokens"):
         bound = bounds[f"max_{name}"]
         if getattr(best, name) == bound and bound > 1:
-            notes.append(f"the best tree's {name} is the largest searched ({bound}): raise "
-                         f"--max-{name.replace('_', '-')} to look further")  # fmt: skip
+            notes.append(
+                f"the best tree's {name} is the largest searched ({bound}): raise "
+                f"--max-{name.replace('_', '-')} to look further"
+            )
     return notes
 
 
-def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
-                 max_steps: int = 8, max_topk: int = 8, max_verify_tokens: int = 64
-                 ) -> TreeSearch:  # fmt: skip
+def search_trees(
+    step_ms: float,
+    cycle_ms: Any,
+    acceptance: TreeAcceptance,
+    *,
+    max_steps: int = 8,
+    max_topk: int = 8,
+    max_verify_tokens: int = 64,
+) -> TreeSearch:
     """Every tree with ``steps <= max_steps``, ``topk <= max_topk`` and ``verify_tokens <=
     max_verify_tokens`` that the engine can run (a chain's verify_tokens is steps + 1; a
     tree verifies at most the nodes it drafts), priced with ``cycle_ms(steps, topk,
@@ -327,14 +380,18 @@ def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
                     continue
                 cycle = float(cycle)
                 if not (cycle > 0 and math.isfinite(cycle)):
-                    raise BreakevenError("{0}: the cycle at steps " + f"{s}, topk {t}, verify "
-                                         f"tokens {n} is {cycle!r} ms, expected a positive time",
-                                         "cycle_ms")  # fmt: skip
+                    raise BreakevenError(
+                        "{0}: the cycle at steps " + f"{s}, topk {t}, verify "
+                        f"tokens {n} is {cycle!r} ms, expected a positive time",
+                        "cycle_ms",
+                    )
                 tau = sums[n - 1]
                 options.append(TreeOption(s, t, n, tau, cycle, tau * step_ms / cycle))
     if not options:
-        raise BreakevenError("{0}: got " + str(max_verify_tokens) + ", which leaves no tree "
-                             "the cost model covers", "max_verify_tokens")  # fmt: skip
+        raise BreakevenError(
+            "{0}: got " + str(max_verify_tokens) + ", which leaves no tree the cost model covers",
+            "max_verify_tokens",
+        )
     options.sort(key=lambda o: (-o.speedup, o.verify_tokens, o.topk, o.steps))
     # More branches or steps that verify the same nodes at the same cost are the same tree,
     # dearer to run (memory, graphs): keep the smallest.
@@ -348,13 +405,33 @@ def search_trees(step_ms: float, cycle_ms: Any, acceptance: TreeAcceptance, *,
     options = distinct
     chains = [o for o in options if o.topk == 1]
     bounds = {"max_steps": max_steps, "max_topk": max_topk, "max_verify_tokens": max_verify_tokens}
-    notes = [f"{skipped} trees verify more tokens than the cost model covers: left out"] \
-        if skipped else []  # fmt: skip
+    notes = (
+        [f"{skipped} trees verify more tokens than the cost model covers: left out"]
+        if skipped
+        else []
+    )
     notes += _bound_notes(options[0], bounds)
-    return TreeSearch(float(step_ms), tuple(options), chains[0] if chains else None, acceptance,
-                      bounds, tuple(notes))  # fmt: skip
+    return TreeSearch(
+        float(step_ms),
+        tuple(options),
+        chains[0] if chains else None,
+        acceptance,
+        bounds,
+        tuple(notes),
+    )
 
 
-__all__: Sequence[str] = ("MAX_TREE_TOPK", "TreeAcceptance", "TreeOption", "TreeRun", "TreeSearch",
-                          "check_acceptance", "check_tree", "fit_tree_acceptance", "node_chances", "pool_size",
-                          "search_trees", "tree_accept_len")  # fmt: skip
+__all__: Sequence[str] = (
+    "MAX_TREE_TOPK",
+    "TreeAcceptance",
+    "TreeOption",
+    "TreeRun",
+    "TreeSearch",
+    "check_acceptance",
+    "check_tree",
+    "fit_tree_acceptance",
+    "node_chances",
+    "pool_size",
+    "search_trees",
+    "tree_accept_len",
+)

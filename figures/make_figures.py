@@ -36,15 +36,20 @@ def case_study() -> None:
     # against the stale 90 tok/s one.
     surface = plot.runs_surface(check_file(DATA / "case_study.csv"))
     plot.save(surface, FIGURES / "case_study_surface.png", force=True)
-    result = sensitivity(accept_len=tau, step_ms=1000 / real, verify_ms=float(run["verify_ms"]),
-                         draft_ms=float(run["draft_ms"]))  # fmt: skip
+    result = sensitivity(
+        accept_len=tau,
+        step_ms=1000 / real,
+        verify_ms=float(run["verify_ms"]),
+        draft_ms=float(run["draft_ms"]),
+    )
     plot.save(plot.tornado(result), FIGURES / "case_study_sensitivity.png", force=True)
 
 
 def leviathan() -> None:
     plot.save(plot.surface_alpha_k(cost_ratio=0.05), FIGURES / "leviathan_alpha_k.png", force=True)
-    plot.save(plot.speedup_vs_k(optimize_leviathan(0.8, 0.05)), FIGURES / "leviathan_k.png",
-              force=True)  # fmt: skip
+    plot.save(
+        plot.speedup_vs_k(optimize_leviathan(0.8, 0.05)), FIGURES / "leviathan_k.png", force=True
+    )
 
 
 def batch() -> None:

@@ -53,25 +53,32 @@ def _weights(shape: TinyLlama, eps: float) -> dict[str, np.ndarray]:
     def dense(rows: int, cols: int) -> np.ndarray:
         return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
-    out = {"token_embd.weight": rng.standard_normal((n_vocab, e)).astype(np.float32),
-           "output_norm.weight": np.ones(e, dtype=np.float32),
-           "output.weight": dense(n_vocab, e) * 4.0}  # fmt: skip
+    out = {
+        "token_embd.weight": rng.standard_normal((n_vocab, e)).astype(np.float32),
+        "output_norm.weight": np.ones(e, dtype=np.float32),
+        "output.weight": dense(n_vocab, e) * 4.0,
+    }
     for i in range(shape.layers):
         scale = 1.0 if i < shape.draft_layers else eps
-        out.update({
-            f"blk.{i}.attn_norm.weight": np.ones(e, dtype=np.float32),
-            f"blk.{i}.attn_q.weight": dense(e, e), f"blk.{i}.attn_k.weight": dense(e, e),
-            f"blk.{i}.attn_v.weight": dense(e, e),
-            f"blk.{i}.attn_output.weight": dense(e, e) * scale,
-            f"blk.{i}.ffn_norm.weight": np.ones(e, dtype=np.float32),
-            f"blk.{i}.ffn_gate.weight": dense(f, e), f"blk.{i}.ffn_up.weight": dense(f, e),
-            f"blk.{i}.ffn_down.weight": dense(e, f) * scale,
-        })  # fmt: skip
+        out.update(
+            {
+                f"blk.{i}.attn_norm.weight": np.ones(e, dtype=np.float32),
+                f"blk.{i}.attn_q.weight": dense(e, e),
+                f"blk.{i}.attn_k.weight": dense(e, e),
+                f"blk.{i}.attn_v.weight": dense(e, e),
+                f"blk.{i}.attn_output.weight": dense(e, e) * scale,
+                f"blk.{i}.ffn_norm.weight": np.ones(e, dtype=np.float32),
+                f"blk.{i}.ffn_gate.weight": dense(f, e),
+                f"blk.{i}.ffn_up.weight": dense(f, e),
+                f"blk.{i}.ffn_down.weight": dense(e, f) * scale,
+            }
+        )
     return out
 
 
-def write_model(path: Path, shape: TinyLlama, *, eps: float, layers: int | None = None,
-                name: str = "tiny-llama") -> Path:  # fmt: skip
+def write_model(
+    path: Path, shape: TinyLlama, *, eps: float, layers: int | None = None, name: str = "tiny-llama"
+) -> Path:
     """A GGUF of the first ``layers`` blocks (default all) of the model at ``eps``."""
     import gguf
 
@@ -111,8 +118,14 @@ def write_pair(directory: Path, eps: float, shape: TinyLlama = TinyLlama()) -> t
     """(target, draft) GGUFs for ``eps``, in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     tag = f"{eps:g}".replace(".", "p")
-    target = write_model(directory / f"target-eps{tag}.gguf", shape, eps=eps,
-                         name=f"tiny-llama-eps{tag}")  # fmt: skip
-    draft = write_model(directory / f"draft-eps{tag}.gguf", shape, eps=eps,
-                        layers=shape.draft_layers, name="tiny-llama-draft")  # fmt: skip
+    target = write_model(
+        directory / f"target-eps{tag}.gguf", shape, eps=eps, name=f"tiny-llama-eps{tag}"
+    )
+    draft = write_model(
+        directory / f"draft-eps{tag}.gguf",
+        shape,
+        eps=eps,
+        layers=shape.draft_layers,
+        name="tiny-llama-draft",
+    )
     return target, draft

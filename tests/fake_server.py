@@ -82,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.\n"
                     "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
                     f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
-                )  # fmt: skip
+                )
             data = text.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -120,8 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
         while sent < max_tokens:
             if resetting and chunks == b.reset_after_chunks:
                 # An abortive close: the client sees a connection reset mid-stream.
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                           struct.pack("ii", 1, 0))  # fmt: skip
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
                 self.connection.close()
                 return
             m = min(b.tokens_per_chunk, max_tokens - sent)
@@ -136,8 +137,11 @@ class _Handler(BaseHTTPRequestHandler):
             delta = {"delta": {"content": "x" * m}} if chat else {"text": "x" * m}
             body = {"choices": [{"index": 0, **delta, "finish_reason": None}]}
             if b.usage_per_chunk:
-                body["usage"] = {"prompt_tokens": 5, "completion_tokens": sent,
-                                 "total_tokens": 5 + sent}  # fmt: skip
+                body["usage"] = {
+                    "prompt_tokens": 5,
+                    "completion_tokens": sent,
+                    "total_tokens": 5 + sent,
+                }
             if b.malformed_sse and chunks == 2:
                 self.wfile.write(b"data: {this is not json\n\n")
             else:

@@ -192,8 +192,10 @@ _HUGE: dict[int, bytes] = {}
 def _huge_event(sent: int) -> bytes:
     """One 50 MB event, built once (building it takes longer than a short idle timeout)."""
     if sent not in _HUGE:
-        body = {"choices": [{"index": 0, "text": "y" * (50 << 20)}],
-                "usage": {"completion_tokens": sent}}  # fmt: skip
+        body = {
+            "choices": [{"index": 0, "text": "y" * (50 << 20)}],
+            "usage": {"completion_tokens": sent},
+        }
         _HUGE[sent] = f"data: {json.dumps(body)}\n\n".encode()
     return _HUGE[sent]
 

@@ -45,21 +45,53 @@ class Server:
 
 
 @contextmanager
-def llama_server(model: Path, log: Path, *, draft: Path | None = None, k: int = 4,
-                 threads: int = 1, port: int | None = None, slots: int = 4,
-                 extra: Sequence[str] = ()) -> Iterator[Server]:  # fmt: skip
+def llama_server(
+    model: Path,
+    log: Path,
+    *,
+    draft: Path | None = None,
+    k: int = 4,
+    threads: int = 1,
+    port: int | None = None,
+    slots: int = 4,
+    extra: Sequence[str] = (),
+) -> Iterator[Server]:
     """llama-server on ``model`` (with ``draft``: speculative, up to ``k`` draft tokens),
     ready to serve, and stopped (killed if it must be) when the block ends."""
     exe = binary()
     if exe is None:
         raise RuntimeError("llama-server is not installed: pip install '.[engine]'")
     port = port or free_port()
-    args = [exe, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-t",
-            str(threads), "-c", "2048", "-np", str(slots), "--metrics", "--seed", "1",
-            *extra]  # fmt: skip
+    args = [
+        exe,
+        "-m",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-t",
+        str(threads),
+        "-c",
+        "2048",
+        "-np",
+        str(slots),
+        "--metrics",
+        "--seed",
+        "1",
+        *extra,
+    ]
     if draft is not None:
-        args += ["--spec-type", "draft-simple", "--spec-draft-model", str(draft),
-                 "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"]  # fmt: skip
+        args += [
+            "--spec-type",
+            "draft-simple",
+            "--spec-draft-model",
+            str(draft),
+            "--spec-draft-n-max",
+            str(k),
+            "--spec-draft-n-min",
+            "0",
+        ]
     url = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:

@@ -20,19 +20,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(args: Sequence[str], log: Path, ready: Callable[[], bool],
-            name: str) -> Iterator[subprocess.Popen]:  # fmt: skip
+def serving(
+    args: Sequence[str], log: Path, ready: Callable[[], bool], name: str
+) -> Iterator[subprocess.Popen]:
     """``args`` run with its output appended to ``log``, once ``ready()`` is true (an OSError
     from it means not yet); an exit or :data:`START_TIMEOUT_S` first is a RuntimeError."""
     with open(log, "ab") as out:
-        process = subprocess.Popen(list(args), stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)  # fmt: skip
+        process = subprocess.Popen(
+            list(args), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"{name} exited with {process.returncode}: "
-                                   f"{log.read_text(errors='replace')[-2000:]}")  # fmt: skip
+                raise RuntimeError(
+                    f"{name} exited with {process.returncode}: "
+                    f"{log.read_text(errors='replace')[-2000:]}"
+                )
             try:
                 if ready():
                     break

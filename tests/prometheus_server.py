@@ -30,8 +30,12 @@ def backfill(openmetrics: str, tsdb: Path) -> None:
     source = tsdb.parent / "backfill.om"
     source.write_text(openmetrics)
     tsdb.mkdir(parents=True, exist_ok=True)
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(source),
-                    str(tsdb)], check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(tsdb)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 @contextmanager

@@ -30,8 +30,9 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_writer(tmp_path)
     other_host.write_bytes(b"y")
     live = tmp_path / f"{atomic.TEMP_PREFIX}{atomic._host()}-{os.getpid()}-abc.tmp.csv"
     live.write_bytes(b"z")  # a writer that is still running
-    r = CliRunner().invoke(cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out",
-                                 str(tmp_path / "runs.csv")])  # fmt: skip
+    r = CliRunner().invoke(
+        cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "runs.csv")]
+    )
     assert r.exit_code == 0, r.output
     assert not stale.exists() and other_host.exists() and live.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted(
@@ -41,12 +42,16 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_writer(tmp_path)
 
 def test_kill_9_during_a_write_leaves_nothing_the_next_run_keeps(tmp_path):
     big = tmp_path / "big.log"
-    line = (b"[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 8, #token: 100, token usage:"
-            b" 0.01, accept len: 2.50, gen throughput (token/s): 387.18, #queue-req: 0\n")  # fmt: skip
+    line = (
+        b"[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 8, #token: 100, token usage:"
+        b" 0.01, accept len: 2.50, gen throughput (token/s): 387.18, #queue-req: 0\n"
+    )
     big.write_bytes(line * 400_000)  # about 55 MB: the write takes a while
     out = tmp_path / "runs.csv"
-    process = subprocess.Popen([sys.executable, "-m", "breakeven", "ingest", str(big), "--out",
-                                str(out)], stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "breakeven", "ingest", str(big), "--out", str(out)],
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(
         p.name.startswith(atomic.TEMP_PREFIX) for p in tmp_path.iterdir()
@@ -56,8 +61,9 @@ def test_kill_9_during_a_write_leaves_nothing_the_next_run_keeps(tmp_path):
     process.wait(30)
     left = [p for p in tmp_path.iterdir() if p.name.startswith(atomic.TEMP_PREFIX)]
     assert left and not out.exists()  # killed mid-write: a temporary file, no half CSV
-    r = CliRunner().invoke(cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out",
-                                 str(tmp_path / "small.csv")])  # fmt: skip
+    r = CliRunner().invoke(
+        cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "small.csv")]
+    )
     assert r.exit_code == 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(atomic.TEMP_PREFIX)]
 

@@ -34,12 +34,31 @@ def rows(path):
 def test_every_url_form_reaches_the_right_routes(suffix, tmp_path):
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
         out = tmp_path / "runs.csv"
-        r = bench("--url", server.url + suffix, "--label", "t", "--max-tokens", 8,
-                  "--requests", 2, "--out", out)  # fmt: skip
+        r = bench(
+            "--url",
+            server.url + suffix,
+            "--label",
+            "t",
+            "--max-tokens",
+            8,
+            "--requests",
+            2,
+            "--out",
+            out,
+        )
         assert r.exit_code == 0, r.output
         assert len(rows(out)) == 2
-        chat = bench("--url", server.url + suffix, "--label", "t", "--max-tokens", 8,
-                     "--requests", 1, "--chat")  # fmt: skip
+        chat = bench(
+            "--url",
+            server.url + suffix,
+            "--label",
+            "t",
+            "--max-tokens",
+            8,
+            "--requests",
+            1,
+            "--chat",
+        )
         assert chat.exit_code == 0, chat.output
 
 
@@ -53,8 +72,10 @@ def test_server_root():
 def test_measured_rate_is_the_configured_rate(tmp_path):
     # 10 ms per token: 100 tok/s per sequence, whatever the concurrency.
     with FakeServer(Behaviour(seconds_per_token=0.01)) as server:
-        levels, failures, _ = run_bench(Config(url=server.url, label="t", concurrency=(1, 4),
-                                               max_tokens=40, requests=4), tmp_path / "r.csv")  # fmt: skip
+        levels, failures, _ = run_bench(
+            Config(url=server.url, label="t", concurrency=(1, 4), max_tokens=40, requests=4),
+            tmp_path / "r.csv",
+        )
     assert not failures
     for level in levels:
         assert level["tok_s"] == pytest.approx(100, rel=0.10)
@@ -82,11 +103,21 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
     monkeypatch.setenv("NCCL_PROTO", "LL")
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
         out = tmp_path / "r.csv"
-        run_bench(Config(url=server.url, label="b", max_tokens=8, requests=1, num_spec_tokens=0,
-                         env="tp=8"), out)  # fmt: skip
+        run_bench(
+            Config(
+                url=server.url, label="b", max_tokens=8, requests=1, num_spec_tokens=0, env="tp=8"
+            ),
+            out,
+        )
     (row,) = rows(out)
-    for part in ("NCCL_PROTO=LL", f"url={server.url}", "model=fake-model", "server_version=fake-0.1",
-                 "tp=8", "host="):  # fmt: skip
+    for part in (
+        "NCCL_PROTO=LL",
+        f"url={server.url}",
+        "model=fake-model",
+        "server_version=fake-0.1",
+        "tp=8",
+        "host=",
+    ):
         assert part in row["env"]
     assert row["num_spec_tokens"] == "0" and row["origin"] == "client" and row["timestamp"]
 
@@ -94,8 +125,17 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
 def test_bench_rows_feed_check(tmp_path):
     out = tmp_path / "r.csv"
     with FakeServer(Behaviour(seconds_per_token=0.004)) as server:
-        run_bench(Config(url=server.url, label="baseline", max_tokens=60, requests=4,
-                         num_spec_tokens=0, hardware="h"), out)  # fmt: skip
+        run_bench(
+            Config(
+                url=server.url,
+                label="baseline",
+                max_tokens=60,
+                requests=4,
+                num_spec_tokens=0,
+                hardware="h",
+            ),
+            out,
+        )
     with FakeServer(
         Behaviour(seconds_per_token=0.002, tokens_per_chunk=2, num_spec_tokens=2)
     ) as server:
@@ -156,8 +196,18 @@ class TestFaults:
         with FakeServer(
             Behaviour(seconds_per_token=0.001, reset_after_chunks=3, reset_requests=2)
         ) as server:
-            r = bench("--url", server.url, "--label", "t", "--max-tokens", 10, "--requests", 5,
-                      "--out", out)  # fmt: skip
+            r = bench(
+                "--url",
+                server.url,
+                "--label",
+                "t",
+                "--max-tokens",
+                10,
+                "--requests",
+                5,
+                "--out",
+                out,
+            )
         assert r.exit_code == 2 and "2 request(s) failed" in r.output
         assert "mid-stream" in r.output
         got = rows(out)
@@ -180,13 +230,29 @@ class TestFaults:
         out = tmp_path / "r.csv"
         with FakeServer(Behaviour(seconds_per_token=0.01)) as server:
             process = subprocess.Popen(
-                [sys.executable, "-m", "breakeven", "bench", "--url", server.url, "--label", "t",
-                 "--max-tokens", "10", "--requests", "200", "--out", str(out)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "breakeven",
+                    "bench",
+                    "--url",
+                    server.url,
+                    "--label",
+                    "t",
+                    "--max-tokens",
+                    "10",
+                    "--requests",
+                    "200",
+                    "--out",
+                    str(out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
                 # A shell that runs the tests in the background ignores SIGINT in its children;
                 # restore the default so Python turns Ctrl-C into KeyboardInterrupt.
                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-            )  # fmt: skip
+            )
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and server.behaviour.requests_seen < 5:
                 time.sleep(0.05)
@@ -215,8 +281,21 @@ class TestBadInput:
         monkeypatch.setenv("SECRET_KEY_FOR_TEST", "sk-very-secret")
         out = tmp_path / "r.csv"
         with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
-            r = bench("--url", server.url, "--label", "t", "--max-tokens", 4, "--requests", 1,
-                      "--api-key-env", "SECRET_KEY_FOR_TEST", "--out", out, "--json")  # fmt: skip
+            r = bench(
+                "--url",
+                server.url,
+                "--label",
+                "t",
+                "--max-tokens",
+                4,
+                "--requests",
+                1,
+                "--api-key-env",
+                "SECRET_KEY_FOR_TEST",
+                "--out",
+                out,
+                "--json",
+            )
         assert r.exit_code == 0
         assert "sk-very-secret" not in r.output and "sk-very-secret" not in out.read_text()
         missing = bench("--url", server.url, "--label", "t", "--api-key-env", "NOT_SET_ANYWHERE")

@@ -43,8 +43,16 @@ MODELS_REASONS = {
     "stall": "sent no reply within 1 s (--ready-timeout)",
 }
 # Short enough that a stall ends soon, long enough that a loaded CI machine's good requests pass.
-FAST = ["--max-tokens", "8", "--idle-timeout", "1", "--request-timeout", "2.5",
-        "--connect-timeout", "2"]  # fmt: skip
+FAST = [
+    "--max-tokens",
+    "8",
+    "--idle-timeout",
+    "1",
+    "--request-timeout",
+    "2.5",
+    "--connect-timeout",
+    "2",
+]
 
 
 def bench(*args, env=None):
@@ -94,9 +102,20 @@ def test_a_fault_fails_one_request_keeps_the_others_and_no_secret_shows(tmp_path
             url, env, extra = server.url.replace("://", f"://bench:{PASSWORD}@"), None, []
         # A 50 MB event takes a loaded machine a while to send and parse: a longer idle wait.
         slow = ["--idle-timeout", 10] if mode == "huge_event" else []
-        r = bench("--url", url, "--label", "t", "--requests", 4, "--out", out, *FAST, *slow,
-                  *extra,
-                  env=env)  # fmt: skip
+        r = bench(
+            "--url",
+            url,
+            "--label",
+            "t",
+            "--requests",
+            4,
+            "--out",
+            out,
+            *FAST,
+            *slow,
+            *extra,
+            env=env,
+        )
         seen = server.hostility.authorizations
     reason = STREAM_REASONS[mode]
     got = rows(out)
@@ -123,8 +142,15 @@ def test_a_fault_fails_one_request_keeps_the_others_and_no_secret_shows(tmp_path
 
 
 def test_a_key_that_cannot_be_a_header_is_refused_without_showing_it():
-    r = bench("--url", "http://127.0.0.1:9", "--label", "t", "--api-key-env", "BAD_KEY",
-              env={"BAD_KEY": "sk-abc\x07def-secret"})  # fmt: skip
+    r = bench(
+        "--url",
+        "http://127.0.0.1:9",
+        "--label",
+        "t",
+        "--api-key-env",
+        "BAD_KEY",
+        env={"BAD_KEY": "sk-abc\x07def-secret"},
+    )
     assert r.exit_code == 2 and "--api-key-env: the key in BAD_KEY holds a character" in r.output
     assert "secret" not in r.output and "Traceback" not in r.output
 
@@ -154,10 +180,26 @@ def test_sizes_are_bounded():
 
 def _bench_process(url, out, requests=400):
     return subprocess.Popen(
-        [sys.executable, "-m", "breakeven", "bench", "--url", url, "--label", "t",
-         "--max-tokens", "10", "--requests", str(requests), "--out", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "breakeven",
+            "bench",
+            "--url",
+            url,
+            "--label",
+            "t",
+            "--max-tokens",
+            "10",
+            "--requests",
+            str(requests),
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(condition, seconds=30):

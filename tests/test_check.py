@@ -102,8 +102,12 @@ def test_baseline_missing():
 
 
 def test_accept_len_out_of_range():
-    result = check(rows({"num_spec_tokens": 0, "tok_s": 50.0},
-                        {"num_spec_tokens": 2, "tok_s": 70.0, "accept_len": 3.4}))  # fmt: skip
+    result = check(
+        rows(
+            {"num_spec_tokens": 0, "tok_s": 50.0},
+            {"num_spec_tokens": 2, "tok_s": 70.0, "accept_len": 3.4},
+        )
+    )
     flag = next(f for f in result.flags if f.code == "accept_len_out_of_range")
     assert "above k + 1 = 3" in flag.message
 
@@ -111,17 +115,26 @@ def test_accept_len_out_of_range():
 def test_itl_per_chunk_on_the_real_vllm_table():
     # vllm bench serve on GLM-5.2 with MTP k=5 (tests/data/engines/..._selfllm_glm52_mtp5.txt):
     # Mean TPOT 13.45 ms, Mean ITL 34.88 ms, acceptance length 2.61. Rating it from ITL undercounts.
-    data = rows({"num_spec_tokens": 0, "tok_s": 1000 / 21.7},
-                {"num_spec_tokens": 5, "tok_s": 1000 / 34.88, "itl_ms": 34.88, "tpot_ms": 13.45,
-                 "accept_len": 2.61})  # fmt: skip
+    data = rows(
+        {"num_spec_tokens": 0, "tok_s": 1000 / 21.7},
+        {
+            "num_spec_tokens": 5,
+            "tok_s": 1000 / 34.88,
+            "itl_ms": 34.88,
+            "tpot_ms": 13.45,
+            "accept_len": 2.61,
+        },
+    )
     assert "itl_per_chunk" in check(data).comparisons[0].flags
     data.loc[1, "tok_s"] = 1000 / 13.45
     assert "itl_per_chunk" not in check(data).comparisons[0].flags
 
 
 def test_server_client_mismatch():
-    data = rows({"num_spec_tokens": 0, "tok_s": 60.0, "run_id": "r", "origin": "client"},
-                {"num_spec_tokens": 0, "tok_s": 90.0, "run_id": "r", "origin": "server"})  # fmt: skip
+    data = rows(
+        {"num_spec_tokens": 0, "tok_s": 60.0, "run_id": "r", "origin": "client"},
+        {"num_spec_tokens": 0, "tok_s": 90.0, "run_id": "r", "origin": "server"},
+    )
     result = check(data)
     assert [f.code for f in result.flags] == ["server_client_mismatch"]
     assert not result.server_checks[0].agree
@@ -143,8 +156,9 @@ class TestRepeats:
         assert c.ci_low <= 1 <= c.ci_high and c.verdict == "within noise"
 
     def test_single_runs_say_so(self):
-        (c,) = check(rows({"num_spec_tokens": 0, "tok_s": 60.0},
-                          {"num_spec_tokens": 3, "tok_s": 70.0})).comparisons  # fmt: skip
+        (c,) = check(
+            rows({"num_spec_tokens": 0, "tok_s": 60.0}, {"num_spec_tokens": 3, "tok_s": 70.0})
+        ).comparisons
         assert c.verdict == "no interval" and math.isnan(c.ci_low)
 
     def test_large_groups_use_the_normal_approximation(self):
@@ -169,12 +183,14 @@ def test_bad_tolerance():
     ("content", "message"),
     [
         ("model,hardware,concurrency,tok_s\nm,h,1,5\n", "line 1: no num_spec_tokens column(s)"),
-        ("model,hardware,concurrency,num_spec_tokens,tok_s\nm,h,1,0,5\nm,h,1,3,fast\n",
-         "line 3: tok_s is 'fast', expected a number [tok/s] or empty"),
+        (
+            "model,hardware,concurrency,num_spec_tokens,tok_s\nm,h,1,0,5\nm,h,1,3,fast\n",
+            "line 3: tok_s is 'fast', expected a number [tok/s] or empty",
+        ),
         ("# only a comment\n", "holds only comments"),
         ("", "is empty"),
     ],
-)  # fmt: skip
+)
 def test_bad_csv_names_the_file_and_line(tmp_path, content, message):
     path = tmp_path / "m.csv"
     path.write_text(content)
@@ -199,10 +215,14 @@ def test_check_leaves_the_callers_frame_as_it_was():
 def test_windows_of_one_log_are_one_launch_not_repeats():
     # The issue's case: two decode windows of one SGLang log a side came out "faster,
     # 1.203-1.215", as if the windows were independent launches.  They are one launch each.
-    base = [{"num_spec_tokens": 0, "tok_s": t, "source": f"base.log:{i}"}
-            for i, t in enumerate((62.7, 62.9), start=3)]  # fmt: skip
-    spec = [{"num_spec_tokens": 3, "tok_s": t, "label": "k3", "source": f"spec.log:{i}"}
-            for i, t in enumerate((75.6, 76.1), start=3)]  # fmt: skip
+    base = [
+        {"num_spec_tokens": 0, "tok_s": t, "source": f"base.log:{i}"}
+        for i, t in enumerate((62.7, 62.9), start=3)
+    ]
+    spec = [
+        {"num_spec_tokens": 3, "tok_s": t, "label": "k3", "source": f"spec.log:{i}"}
+        for i, t in enumerate((75.6, 76.1), start=3)
+    ]
     (c,) = check(rows(*base, *spec)).comparisons
     assert c.measured_speedup == pytest.approx(75.85 / 62.8)
     assert c.verdict == "no interval" and math.isnan(c.ci_low)

@@ -48,8 +48,18 @@ def test_optimize_max_k():
 
 
 def test_optimize_measured_json():
-    r = invoke("optimize", "--baseline", 62.9, "--verify-ms", 28.7, "--draft-step-ms", 0.2,
-               "--accept-len-by-k", "1.6,1.9,2.05,2.1", "--json")  # fmt: skip
+    r = invoke(
+        "optimize",
+        "--baseline",
+        62.9,
+        "--verify-ms",
+        28.7,
+        "--draft-step-ms",
+        0.2,
+        "--accept-len-by-k",
+        "1.6,1.9,2.05,2.1",
+        "--json",
+    )
     d = json.loads(r.output)
     assert d["best_k"] == 4
     assert d["by_k"][3]["cycle_ms"] == pytest.approx(29.5)
@@ -75,8 +85,20 @@ def test_optimize_with_a_verify_curve(curve):
     assert d["best_k"] == 3
     assert d["step_ms"] == pytest.approx(10.4)  # the curve at 16 tokens
     assert "k stops at 15" in d["note"]
-    fitted = json.loads(invoke("optimize", "--verify-curve", curve, "--fit", "knee", "--alpha", 0.7,
-                               "--batch", 16, "--json").output)  # fmt: skip
+    fitted = json.loads(
+        invoke(
+            "optimize",
+            "--verify-curve",
+            curve,
+            "--fit",
+            "knee",
+            "--alpha",
+            0.7,
+            "--batch",
+            16,
+            "--json",
+        ).output
+    )
     assert len(fitted["by_k"]) == 16
 
 
@@ -121,8 +143,22 @@ def test_moe_json():
     )
     assert d["active_experts"] == pytest.approx(1 + 384 * (1 - (376 / 384) ** 7))
     assert "verify_step_ratio" not in d
-    d = json.loads(invoke("moe", "--experts", 384, "--top-k", 8, "--tokens", 7, "--dense-bytes", 5.5e9,
-                          "--expert-bytes", 1.32e9, "--json").output)  # fmt: skip
+    d = json.loads(
+        invoke(
+            "moe",
+            "--experts",
+            384,
+            "--top-k",
+            8,
+            "--tokens",
+            7,
+            "--dense-bytes",
+            5.5e9,
+            "--expert-bytes",
+            1.32e9,
+            "--json",
+        ).output
+    )
     assert d["verify_step_ratio"] > 1
 
 
@@ -160,23 +196,35 @@ def test_binary_and_missing_curve_files(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["optimize", "--alpha", "0.8", "--cost-ratio", "0.05", "--verify-ms", "3"],
-         "--cost-ratio (Leviathan's normalised form) and --verify-ms (a measured cost)"),
+        (
+            ["optimize", "--alpha", "0.8", "--cost-ratio", "0.05", "--verify-ms", "3"],
+            "--cost-ratio (Leviathan's normalised form) and --verify-ms (a measured cost)",
+        ),
         (["optimize", "--alpha", "0.8"], "give the verify cost: --verify-ms, --verify-curve"),
         (["optimize", "--verify-ms", "28.7", "--alpha", "0.8"], "--verify-ms needs a baseline"),
         (["optimize", "--step-ms", "10", "--verify-ms", "28.7"], "give exactly one of --alpha"),
         (["optimize", "--alpha", "1.5", "--cost-ratio", "0.1"], "--alpha: got 1.5"),
         (["optimize", "--alpha", "0.5", "--cost-ratio", "-0.1"], "--cost-ratio: got -0.1"),
         (["optimize", "--alpha", "0.5", "--cost-ratio", "0.1", "--max-k", "0"], "--max-k: got 0"),
-        (["optimize", "--accept-len-by-k", "2.5", "--cost-ratio", "0.1"],
-         "--accept-len-by-k: got 2.5, expected at most k + 1 = 2"),
-        (["optimize", "--alpha", "0.5", "--cost-ratio", "0.1", "--fit", "knee"], "--fit needs --verify-curve"),
-        (["moe", "--experts", "8", "--top-k", "9", "--tokens", "2"], "--top-k: got 9, expected at most"),
+        (
+            ["optimize", "--accept-len-by-k", "2.5", "--cost-ratio", "0.1"],
+            "--accept-len-by-k: got 2.5, expected at most k + 1 = 2",
+        ),
+        (
+            ["optimize", "--alpha", "0.5", "--cost-ratio", "0.1", "--fit", "knee"],
+            "--fit needs --verify-curve",
+        ),
+        (
+            ["moe", "--experts", "8", "--top-k", "9", "--tokens", "2"],
+            "--top-k: got 9, expected at most",
+        ),
         (["moe", "--experts", "8", "--top-k", "2", "--tokens", "0"], "--tokens: got 0.0"),
-        (["moe", "--experts", "8", "--top-k", "2", "--tokens", "2", "--dense-bytes", "1e9"],
-         "--dense-bytes and --expert-bytes go together"),
+        (
+            ["moe", "--experts", "8", "--top-k", "2", "--tokens", "2", "--dense-bytes", "1e9"],
+            "--dense-bytes and --expert-bytes go together",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_exit_2(args, message):
     r = invoke(*args)
     assert r.exit_code == 2, r.output

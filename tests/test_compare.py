@@ -26,16 +26,27 @@ def sglang_log(path, rates, accept_len=None, start_minute=0):
     for i, rate in enumerate(rates):
         s = start_minute * 60 + i
         spec = f"accept len: {accept_len:.2f}, accept rate: 0.40, " if accept_len else ""
-        lines.append(f"[2026-02-26 10:{s // 60 % 60:02d}:{s % 60:02d} TP0] Decode batch, "
-                     f"#running-req: 1, #token: {100 + 40 * i}, token usage: 0.00, {spec}"
-                     f"cuda graph: True, gen throughput (token/s): {rate:.2f}, #queue-req: 0")  # fmt: skip
+        lines.append(
+            f"[2026-02-26 10:{s // 60 % 60:02d}:{s % 60:02d} TP0] Decode batch, "
+            f"#running-req: 1, #token: {100 + 40 * i}, token usage: 0.00, {spec}"
+            f"cuda graph: True, gen throughput (token/s): {rate:.2f}, #queue-req: 0"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def test_the_case_study_from_two_sglang_logs():
-    r = run(f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
-            "-k", 3, "--verify-ms", 28.7, "--draft-ms", 1.2, "--json")  # fmt: skip
+    r = run(
+        f"baseline={CASE / 'sglang_baseline.log'}",
+        f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+        "-k",
+        3,
+        "--verify-ms",
+        28.7,
+        "--draft-ms",
+        1.2,
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.stdout)["runs"]
     assert row["measured_speedup"] == pytest.approx(75.9 / 62.9, rel=0.01)  # about 1.2x
@@ -55,8 +66,15 @@ def test_against_the_stale_baseline_it_is_flagged(tmp_path):
     header = next(line for line in rows if line.startswith("run_id,"))
     stale = tmp_path / "stale.csv"
     stale.write_text(header + "\n" + next(line for line in rows if line.startswith("s1-")) + "\n")
-    r = run(f"stale={stale}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}", "-k", 3,
-            "--env", "tp=8", "--json")  # fmt: skip
+    r = run(
+        f"stale={stale}",
+        f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+        "-k",
+        3,
+        "--env",
+        "tp=8",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     result = json.loads(r.stdout)
     (row,) = result["runs"]
@@ -87,21 +105,34 @@ def test_launches_apart_and_files_of_one_launch_joined(tmp_path):
 
     bases = [launch(f"b{i}.log", 60 * (1 + rng.normal(0, 0.03))) for i in range(3)]
     specs = [launch(f"s{i}.log", 72 * (1 + rng.normal(0, 0.03)), 2.2) for i in range(3)]
-    result = compare(parse_run("base=" + ",".join(map(str, bases))),
-                     [parse_run("spec=" + ",".join(map(str, specs)))])  # fmt: skip
+    result = compare(
+        parse_run("base=" + ",".join(map(str, bases))),
+        [parse_run("spec=" + ",".join(map(str, specs)))],
+    )
     (row,) = result.runs
     assert row.interval_covers == "across 3 and 3 launches" and row.verdict == "faster"
     assert row.ci_low < 1.2 < row.ci_high and not result.advice
-    joined = compare(parse_run("base=" + "+".join(map(str, bases))),
-                     [parse_run("spec=" + "+".join(map(str, specs)))])  # fmt: skip
+    joined = compare(
+        parse_run("base=" + "+".join(map(str, bases))),
+        [parse_run("spec=" + "+".join(map(str, specs)))],
+    )
     assert joined.runs[0].interval_covers.startswith("within one launch each")
 
 
-@pytest.mark.parametrize(("condition", "code"), [("slower", 0), ("not-faster", 1),
-                                                 ("flagged", 1), (None, 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("condition", "code"), [("slower", 0), ("not-faster", 1), ("flagged", 1), (None, 0)]
+)
 def test_fail_if_exit_codes(condition, code):
-    args = [f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
-            "-k", 3, "--verify-ms", 28.7, "--draft-ms", 1.2]  # fmt: skip
+    args = [
+        f"baseline={CASE / 'sglang_baseline.log'}",
+        f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+        "-k",
+        3,
+        "--verify-ms",
+        28.7,
+        "--draft-ms",
+        1.2,
+    ]
     r = run(*args, *(["--fail-if", condition] if condition else []))
     assert r.exit_code == code, r.output  # no interval: not faster; prediction_mismatch: flagged
 
@@ -114,14 +145,35 @@ def test_a_slower_run_fails_the_gate(tmp_path):
     assert r.exit_code == 1 and r.output.startswith("ngram is slower than baseline: 0.8")
 
 
-@pytest.mark.parametrize("args", [
-    ["missing.log", str(CASE / "sglang_eagle3_k3.log")],
-    [f"a={CASE / 'sglang_baseline.log'}", f"a={CASE / 'sglang_eagle3_k3.log'}"],
-    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "--cycle-ms", "29.9",
-     "--verify-ms", "28.7"],
-    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "-k", "3", "-k", "4"],
-    [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log"), "--verify-ms", "nan"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["missing.log", str(CASE / "sglang_eagle3_k3.log")],
+        [f"a={CASE / 'sglang_baseline.log'}", f"a={CASE / 'sglang_eagle3_k3.log'}"],
+        [
+            str(CASE / "sglang_baseline.log"),
+            str(CASE / "sglang_eagle3_k3.log"),
+            "--cycle-ms",
+            "29.9",
+            "--verify-ms",
+            "28.7",
+        ],
+        [
+            str(CASE / "sglang_baseline.log"),
+            str(CASE / "sglang_eagle3_k3.log"),
+            "-k",
+            "3",
+            "-k",
+            "4",
+        ],
+        [
+            str(CASE / "sglang_baseline.log"),
+            str(CASE / "sglang_eagle3_k3.log"),
+            "--verify-ms",
+            "nan",
+        ],
+    ],
+)
 def test_bad_input_is_one_line(args):
     r = run(*args)
     assert r.exit_code == 2 and r.output.startswith("Error: ") and r.output.count("\n") == 1
@@ -157,10 +209,13 @@ VLLM_BASE = CASE / "vllm_bench_serve_baseline.json"
 VLLM_SPEC = CASE / "vllm_bench_serve_eagle3_k3.json"
 
 
-@pytest.mark.parametrize(("base", "spec"), [
-    (CASE / "sglang_baseline.log", CASE / "sglang_eagle3_k3.log"),
-    (VLLM_BASE, VLLM_SPEC),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("base", "spec"),
+    [
+        (CASE / "sglang_baseline.log", CASE / "sglang_eagle3_k3.log"),
+        (VLLM_BASE, VLLM_SPEC),
+    ],
+)
 def test_the_case_study_end_to_end_with_compare_only(tmp_path, base, spec):
     # k = 3 is about 1.2x faster than the real baseline; the report's first line says so.
     report = tmp_path / "report"

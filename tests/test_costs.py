@@ -159,9 +159,14 @@ class TestMoECost:
 class TestRoofline:
     # Roughly Kimi-K2.5 INT4 over 8 PCIe GPUs: 11 B dense and 2.64 B per expert at 0.5 byte.
     spec: ClassVar[dict] = dict(
-        dense_bytes=5.5e9, active_params=32e9, mem_bw=1.6e12, peak_flops=1e15,
-        expert_bytes=1.32e9, experts=384, top_k=8,
-    )  # fmt: skip
+        dense_bytes=5.5e9,
+        active_params=32e9,
+        mem_bw=1.6e12,
+        peak_flops=1e15,
+        expert_bytes=1.32e9,
+        experts=384,
+        top_k=8,
+    )
 
     def test_memory_bound_at_small_token_counts_and_compute_bound_at_large(self):
         r = RooflineCost(**self.spec)
@@ -170,9 +175,14 @@ class TestRoofline:
         assert large["compute"] > large["memory"] and large["total"] == large["compute"]
 
     def test_tensor_parallel_allreduce(self):
-        r = RooflineCost(**self.spec, tp=8, allreduces_per_forward=122,
-                         allreduce_bytes_per_token=7168 * 2, allreduce_latency_us=30,
-                         link_bw=25e9)  # fmt: skip
+        r = RooflineCost(
+            **self.spec,
+            tp=8,
+            allreduces_per_forward=122,
+            allreduce_bytes_per_token=7168 * 2,
+            allreduce_latency_us=30,
+            link_bw=25e9,
+        )
         parts = r.breakdown(1)
         ring_ms = 1000 * 2 * 7 / 8 * 7168 * 2 / 25e9
         assert parts["allreduce"] == pytest.approx(122 * (0.030 + ring_ms))

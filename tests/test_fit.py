@@ -32,9 +32,12 @@ def group(result, method):
 
 def measured(data, method):
     rows = data[data["spec_method"] == method]
-    return {int(k): (tau, VANILLA_TPOT / tpot)
-            for k, tau, tpot in zip(rows["num_spec_tokens"], rows["accept_len"], rows["tpot_ms"],
-                                   strict=True)}  # fmt: skip
+    return {
+        int(k): (tau, VANILLA_TPOT / tpot)
+        for k, tau, tpot in zip(
+            rows["num_spec_tokens"], rows["accept_len"], rows["tpot_ms"], strict=True
+        )
+    }
 
 
 def test_eagle1_fitted_on_k2_and_k7_predicts_k3_to_k6_within_2_percent():
@@ -62,8 +65,11 @@ def test_leave_one_out_over_all_six_and_the_best_k():
 
 def test_the_fixture_as_published_without_our_header(tmp_path):
     bare = tmp_path / "bare.csv"
-    bare.write_text("".join(line + "\n" for line in ISSUE_20780.read_text().splitlines()
-                            if not line.startswith("#")))  # fmt: skip
+    bare.write_text(
+        "".join(
+            line + "\n" for line in ISSUE_20780.read_text().splitlines() if not line.startswith("#")
+        )
+    )
     assert fit_file(str(bare)).to_dict()["groups"] == fit_file(str(ISSUE_20780)).to_dict()["groups"]
 
 
@@ -76,8 +82,13 @@ def simulated(rng, coefficients, ks, noise_ms, profiles=False, step=10.0, alpha=
         tau = (1 - alpha ** (k + 1)) / (1 - alpha)
         for _ in range(3):
             cycle = vb + vt * k + dt * k + o + rng.normal(0, noise_ms)
-            row = {"num_spec_tokens": k, "accept_len": tau, "tok_s": 1000.0 * tau / cycle,
-                   "model": "m", "spec_method": "eagle"}  # fmt: skip
+            row = {
+                "num_spec_tokens": k,
+                "accept_len": tau,
+                "tok_s": 1000.0 * tau / cycle,
+                "model": "m",
+                "spec_method": "eagle",
+            }
             if profiles:
                 row["verify_ms"] = vb + vt * k + rng.normal(0, noise_ms)
                 row["draft_ms"] = dt * k + rng.normal(0, noise_ms)
@@ -96,8 +107,11 @@ def test_runs_simulated_from_known_costs_give_them_back():
     # With profiled verify and draft times every term separates.
     (g,) = fit(simulated(rng, truth, range(1, 9), 0.05, profiles=True)).groups
     assert g.merged == ()
-    for name, value in zip(("verify_base_ms", "verify_per_token_ms", "draft_per_token_ms",
-                            "overhead_ms"), truth, strict=True):  # fmt: skip
+    for name, value in zip(
+        ("verify_base_ms", "verify_per_token_ms", "draft_per_token_ms", "overhead_ms"),
+        truth,
+        strict=True,
+    ):
         assert g.coefficients[name] == pytest.approx(value, abs=0.1), name
     # Each k's three runs are averaged first: residuals of means, about 0.05 / sqrt(3) ms.
     assert g.residual_rms_ms == pytest.approx(0.05 / np.sqrt(3), rel=0.5)
@@ -115,24 +129,29 @@ def test_runs_at_one_k_cannot_extrapolate_and_say_so():
 
 def test_a_single_pass_drafter_merges_its_draft_into_the_constant():
     rng = np.random.default_rng(6)
-    (g,) = fit(simulated(rng, (8.0, 0.9, 0.0, 1.5), range(1, 6), 0.01),
-               draft_cost="per-cycle").groups  # fmt: skip
+    (g,) = fit(
+        simulated(rng, (8.0, 0.9, 0.0, 1.5), range(1, 6), 0.01), draft_cost="per-cycle"
+    ).groups
     assert "verify_base_ms + draft_per_cycle_ms + overhead_ms" in g.merged
     assert g.coefficients["verify_per_token_ms"] == pytest.approx(0.9, abs=0.01)
 
 
 def test_predicted_k_take_accept_len_from_the_fitted_alpha():
     rng = np.random.default_rng(7)
-    (g,) = fit(simulated(rng, (8.0, 0.9, 0.4, 1.5), [2, 4, 6], 0.0, alpha=0.65),
-               predict_k=range(1, 9)).groups  # fmt: skip
+    (g,) = fit(
+        simulated(rng, (8.0, 0.9, 0.4, 1.5), [2, 4, 6], 0.0, alpha=0.65), predict_k=range(1, 9)
+    ).groups
     assert g.alpha == pytest.approx(0.65, abs=1e-6)
     row = {r.k: r for r in g.by_k}[8]
     assert row.accept_len_predicted and row.accept_len == pytest.approx((1 - 0.65**9) / 0.35)
 
 
 @settings(max_examples=40, deadline=None)
-@given(vb=st.floats(0.5, 50), slope=st.floats(0.0, 5.0), ks=st.lists(st.integers(1, 16),
-       min_size=2, max_size=6, unique=True))  # fmt: skip
+@given(
+    vb=st.floats(0.5, 50),
+    slope=st.floats(0.0, 5.0),
+    ks=st.lists(st.integers(1, 16), min_size=2, max_size=6, unique=True),
+)
 def test_exact_runs_are_fitted_exactly_and_nothing_is_negative(vb, slope, ks):
     rng = np.random.default_rng(0)
     (g,) = fit(simulated(rng, (vb, slope, 0.0, 0.0), ks, 0.0)).groups
@@ -160,8 +179,15 @@ def test_cli_text_json_and_out(tmp_path):
     assert run(ISSUE_20780, "--out", out, "--force").exit_code == 0
 
 
-@pytest.mark.parametrize("args", [["--predict-k", "0-3"], ["--predict-k", "x"],
-                                  ["--predict-k", "5-2"], ["--draft-cost", "both"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--predict-k", "0-3"],
+        ["--predict-k", "x"],
+        ["--predict-k", "5-2"],
+        ["--draft-cost", "both"],
+    ],
+)
 def test_bad_input_is_one_line(args):
     r = run(ISSUE_20780, *args)
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "Traceback" not in r.output, r.output
@@ -171,13 +197,27 @@ _CELL = st.one_of(st.none(), st.floats(0, 1e6), st.sampled_from([0.0, 1.0, 1e-30
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.fixed_dictionaries({
-    "num_spec_tokens": st.one_of(st.none(), st.integers(0, 8), st.floats(0, 8)),
-    "accept_len": _CELL, "tok_s": _CELL, "tpot_ms": _CELL, "verify_ms": _CELL,
-    "draft_ms": _CELL, "cycle_ms": _CELL, "step_ms": _CELL,
-    "model": st.sampled_from(["a", "b", None]), "spec_method": st.sampled_from(["", "eagle"]),
-    "concurrency": st.one_of(st.none(), st.sampled_from([1.0, 8.0])),
-}), max_size=30), st.sampled_from(["per-token", "per-cycle"]))  # fmt: skip
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "num_spec_tokens": st.one_of(st.none(), st.integers(0, 8), st.floats(0, 8)),
+                "accept_len": _CELL,
+                "tok_s": _CELL,
+                "tpot_ms": _CELL,
+                "verify_ms": _CELL,
+                "draft_ms": _CELL,
+                "cycle_ms": _CELL,
+                "step_ms": _CELL,
+                "model": st.sampled_from(["a", "b", None]),
+                "spec_method": st.sampled_from(["", "eagle"]),
+                "concurrency": st.one_of(st.none(), st.sampled_from([1.0, 8.0])),
+            }
+        ),
+        max_size=30,
+    ),
+    st.sampled_from(["per-token", "per-cycle"]),
+)
 def test_any_rows_give_a_fit_or_nothing_never_an_error(rows, draft_cost):
     result = fit(pd.DataFrame(rows), draft_cost=draft_cost, predict_k=[1, 4])
     data = result.to_dict()
@@ -188,13 +228,28 @@ def test_any_rows_give_a_fit_or_nothing_never_an_error(rows, draft_cost):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.fixed_dictionaries({
-    "num_spec_tokens": st.one_of(st.none(), st.integers(0, 8), st.sampled_from([3.5, 5000.0])),
-    "spec_topk": st.one_of(st.none(), st.integers(1, 10), st.sampled_from([0.0, 2.5, 1e9])),
-    "verify_tokens": st.one_of(st.none(), st.integers(1, 70), st.sampled_from([0.0, 1e9])),
-    "accept_len": _CELL, "tok_s": _CELL, "concurrency": st.sampled_from([1.0, 4.0, None]),
-    "model": st.sampled_from(["a", "b"]),
-}), max_size=30))  # fmt: skip
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "num_spec_tokens": st.one_of(
+                    st.none(), st.integers(0, 8), st.sampled_from([3.5, 5000.0])
+                ),
+                "spec_topk": st.one_of(
+                    st.none(), st.integers(1, 10), st.sampled_from([0.0, 2.5, 1e9])
+                ),
+                "verify_tokens": st.one_of(
+                    st.none(), st.integers(1, 70), st.sampled_from([0.0, 1e9])
+                ),
+                "accept_len": _CELL,
+                "tok_s": _CELL,
+                "concurrency": st.sampled_from([1.0, 4.0, None]),
+                "model": st.sampled_from(["a", "b"]),
+            }
+        ),
+        max_size=30,
+    )
+)
 def test_any_tree_rows_give_a_fit_or_nothing_never_an_error(rows):
     result = fit(pd.DataFrame(rows))
     json.dumps(result.to_dict(), allow_nan=False)
@@ -210,8 +265,9 @@ def test_predict_and_optimize_take_a_fit_file(tmp_path):
     # Several groups: the file says which there are, and --fit-group picks one.
     r = invoke("predict", "--fit-file", out, "-k", 3, "--accept-len", 2.29)
     assert r.exit_code == 2 and "1 = meta-llama/Llama-3.1-8B-Instruct eagle;" in r.output
-    r = invoke("predict", "--fit-file", out, "--fit-group", 1, "-k", 3, "--accept-len", 2.29,
-               "--json")  # fmt: skip
+    r = invoke(
+        "predict", "--fit-file", out, "--fit-group", 1, "-k", 3, "--accept-len", 2.29, "--json"
+    )
     assert r.exit_code == 0, r.output
     g = group(fit(published()), "eagle")
     assert json.loads(r.stdout)["speedup"] == pytest.approx(2.29 * 7.07 / g.cycle_ms(3))
@@ -233,8 +289,13 @@ def test_predict_and_optimize_take_a_fit_file(tmp_path):
 def test_rows_without_k_are_left_out_and_said():
     rng = np.random.default_rng(8)
     data = simulated(rng, (8.0, 0.9, 0.4, 1.5), [2, 4], 0.0)
-    data.loc[len(data)] = {"num_spec_tokens": np.nan, "accept_len": 2.0, "tok_s": 100.0,
-                           "model": "m", "spec_method": "eagle"}  # fmt: skip
+    data.loc[len(data)] = {
+        "num_spec_tokens": np.nan,
+        "accept_len": 2.0,
+        "tok_s": 100.0,
+        "model": "m",
+        "spec_method": "eagle",
+    }
     result = fit(data)
     assert any("1 rows with an accept_len but no num_spec_tokens" in n for n in result.notes)
     assert [r.k for r in result.groups[0].by_k] == [2, 4]

@@ -133,15 +133,34 @@ def prom(tmp_path_factory):
 
 # A surface where speculation at accept_len 3 and k = 4 breaks even at batch 18, and at
 # accept_len 2 and k = 3 at batch 5.
-FIT = {"groups": [], "surfaces": [{"model": "m", "hardware": "", "spec_method": "",
-       "coefficients": {"weights_ms": 10.0, "expert_ms": 0.0, "kv_ms": 0.5, "compute_ms": 1.0,
-                        "draft_step_ms": 0.5, "draft_token_ms": 0.0, "spec_seq_ms": 0.0},
-       "moe": None, "batches": [1, 64]}]}  # fmt: skip
+FIT = {
+    "groups": [],
+    "surfaces": [
+        {
+            "model": "m",
+            "hardware": "",
+            "spec_method": "",
+            "coefficients": {
+                "weights_ms": 10.0,
+                "expert_ms": 0.0,
+                "kv_ms": 0.5,
+                "compute_ms": 1.0,
+                "draft_step_ms": 0.5,
+                "draft_token_ms": 0.0,
+                "spec_seq_ms": 0.0,
+            },
+            "moe": None,
+            "batches": [1, 64],
+        }
+    ],
+}
 
 
 def fleet(url, *args):
-    return CliRunner().invoke(cli, ["fleet", "--prometheus", url, "--start", str(START),
-                                    "--end", str(END), *map(str, args)])  # fmt: skip
+    return CliRunner().invoke(
+        cli,
+        ["fleet", "--prometheus", url, "--start", str(START), "--end", str(END), *map(str, args)],
+    )
 
 
 def by_instance(r):
@@ -152,8 +171,12 @@ def by_instance(r):
 def test_accept_len_load_and_rates_per_server(prom):
     got = by_instance(fleet(prom, "--json"))
     assert set(got) == {"a:8000", "b:8000", "c:8000", "d:8080", "e:30000"}
-    for name, tau, k, batch, tok_s in (("a:8000", 3.0, 4, 8, 37.5), ("b:8000", 2.0, 3, 32, 20.0),
-                                       ("d:8080", 3.0, 4, 1, 200.0), ("e:30000", 2.5, None, 16, 25.0)):  # fmt: skip
+    for name, tau, k, batch, tok_s in (
+        ("a:8000", 3.0, 4, 8, 37.5),
+        ("b:8000", 2.0, 3, 32, 20.0),
+        ("d:8080", 3.0, 4, 1, 200.0),
+        ("e:30000", 2.5, None, 16, 25.0),
+    ):
         i = got[name]
         assert i["accept_len"] == pytest.approx(tau, rel=1e-6), name
         assert i["batch"] == pytest.approx(batch)
@@ -240,13 +263,16 @@ def test_the_report_page(prom, tmp_path):
     assert r.exit_code == 0 and page.count("<svg") == 1 and "needs a cost model" in page
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--match", '{job=~"("}'], "--match: Prometheus refused the query"),
-    (["--match", '{job="nothing"}'], "--prometheus: no series of vLLM, SGLang or llama.cpp"),
-    (["--match", "job=vllm"], "--match: got 'job=vllm', expected a label matcher"),
-    (["--step", "0s"], "--step: got '0s'"),
-    (["--since", "1h"], "--since and --start cannot be given together"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--match", '{job=~"("}'], "--match: Prometheus refused the query"),
+        (["--match", '{job="nothing"}'], "--prometheus: no series of vLLM, SGLang or llama.cpp"),
+        (["--match", "job=vllm"], "--match: got 'job=vllm', expected a label matcher"),
+        (["--step", "0s"], "--step: got '0s'"),
+        (["--since", "1h"], "--since and --start cannot be given together"),
+    ],
+)
 def test_bad_input_is_one_line(prom, args, message):
     r = fleet(prom, *args)
     assert r.exit_code == 2, r.output
@@ -295,10 +321,15 @@ def test_the_token_is_sent_and_never_shown(monkeypatch):
 def test_a_live_scrape_of_a_real_metrics_text(tmp_path):
     """Prometheus scrapes an exporter serving SGLang's documented /metrics sample (as SGLang
     wrote it: the fixture less our '#' header), and fleet reads it back."""
-    fixture = Path(__file__).parent / "data" / "engines" / \
-        "sglang_metrics__docs_production_metrics_llama31_8b.prom"  # fmt: skip
-    text = "".join(ln for ln in fixture.read_text().splitlines(keepends=True)
-                   if not ln.startswith("# SOURCE"))  # fmt: skip
+    fixture = (
+        Path(__file__).parent
+        / "data"
+        / "engines"
+        / "sglang_metrics__docs_production_metrics_llama31_8b.prom"
+    )
+    text = "".join(
+        ln for ln in fixture.read_text().splitlines(keepends=True) if not ln.startswith("# SOURCE")
+    )
     with exporter(text) as target, prometheus(tmp_path / "tsdb", scrape=target) as url:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -308,8 +339,21 @@ def test_a_live_scrape_of_a_real_metrics_text(tmp_path):
             if result and float(result[0]["value"][1]) >= 3:
                 break
             time.sleep(0.5)
-        r = CliRunner().invoke(cli, ["fleet", "--prometheus", url, "--since", "30s", "--step",
-                                     "1s", "--window", "5s", "--json"])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            [
+                "fleet",
+                "--prometheus",
+                url,
+                "--since",
+                "30s",
+                "--step",
+                "1s",
+                "--window",
+                "5s",
+                "--json",
+            ],
+        )
     assert r.exit_code == 0, r.output
     (server,) = json.loads(r.stdout)["instances"]
     assert server["engine"] == "sglang" and server["model"] == "meta-llama/Llama-3.1-8B-Instruct"
@@ -329,7 +373,20 @@ def test_the_rows_are_a_load_profile_for_schedule(prom, tmp_path):
     assert meta["shape"] == "records" and set(load) == {4, 8, 32}
     assert load[8] == pytest.approx(load[4], rel=0.02)  # a and c ran all the time, b had a gap
     curve = Path(__file__).resolve().parent.parent / "data" / "llama3_8b_decode_curve.csv"
-    r = CliRunner().invoke(cli, ["schedule", "--cost-curve", str(curve), "--alpha", "0.7",
-                                 "--engine", "vllm", "--load", str(out), "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "schedule",
+            "--cost-curve",
+            str(curve),
+            "--alpha",
+            "0.7",
+            "--engine",
+            "vllm",
+            "--load",
+            str(out),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["load"].startswith(str(out))

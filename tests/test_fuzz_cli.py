@@ -33,7 +33,9 @@ DATA = ROOT / "data"
 ENGINES = ROOT / "tests" / "data" / "engines"
 
 
-def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:  # fmt: skip
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], click.Command]]:
     out = []
     for name, command in sorted(group.commands.items()):
         if isinstance(command, click.Group):
@@ -86,23 +88,60 @@ HOSTILE = [
 ]
 # Plausible values by argument name, for arguments a mutation adds.
 GOOD = {
-    "baseline_tok_s": ["62.9", "90"], "step_ms": ["15.9"], "verify_ms": ["28.7"],
-    "draft_ms": ["1.2", "0"], "overhead_ms": ["0.5"], "cycle_ms": ["29.9"], "accept_len": ["2.1"],
-    "alpha": ["0.7"], "k": ["3", "6"], "per_position": ["0.9,0.8,0.6"], "cost_ratio": ["0.05"],
-    "target_speedup": ["1.2"], "accept_len_by_k": ["1.6,1.9,2.05,2.1"], "draft_step_ms": ["0.2"],
-    "batch": ["4"], "k_max": ["8", "1000000"], "max_batch": ["1000", "1000000"],
-    "experts": ["100000000000000000", "8"], "top_k": ["1"], "tokens": ["3", "1"],
-    "overlap": ["0.5"], "dense_bytes": ["1e9"], "expert_bytes": ["4e7"], "tolerance": ["0.2"],
-    "delta": ["0.1"], "label": ["eagle3"], "num_spec_tokens": ["3", "0"], "run_id": ["r1"],
-    "jobs": ["2"], "requests": ["2"], "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
-    "predict_k": ["1-8", "2,3,5"], "rank_decay": ["0.2"], "max_steps": ["4"],
-    "max_topk": ["3"], "max_verify_tokens": ["12"], "spec_topk": ["4"], "verify_tokens": ["16"],
-    "min_gain": ["0.05"], "max_num_seqs": ["64"], "graph_sizes": ["1,8,64"], "method": ["mtp"],
-    "base_config": ['{"model": "x"}'], "engine": ["sglang"],
-    "prometheus": ["http://127.0.0.1:9"], "since": ["30m"], "step": ["15s"], "window": ["2m"],
-    "match": ['{job="x"}'], "max_share_above": ["0.5"], "token_env": ["BREAKEVEN_FUZZ_KEY"],
-    "start": ["1796000000"], "end": ["2026-12-01T12:00:00Z"],
-}  # fmt: skip
+    "baseline_tok_s": ["62.9", "90"],
+    "step_ms": ["15.9"],
+    "verify_ms": ["28.7"],
+    "draft_ms": ["1.2", "0"],
+    "overhead_ms": ["0.5"],
+    "cycle_ms": ["29.9"],
+    "accept_len": ["2.1"],
+    "alpha": ["0.7"],
+    "k": ["3", "6"],
+    "per_position": ["0.9,0.8,0.6"],
+    "cost_ratio": ["0.05"],
+    "target_speedup": ["1.2"],
+    "accept_len_by_k": ["1.6,1.9,2.05,2.1"],
+    "draft_step_ms": ["0.2"],
+    "batch": ["4"],
+    "k_max": ["8", "1000000"],
+    "max_batch": ["1000", "1000000"],
+    "experts": ["100000000000000000", "8"],
+    "top_k": ["1"],
+    "tokens": ["3", "1"],
+    "overlap": ["0.5"],
+    "dense_bytes": ["1e9"],
+    "expert_bytes": ["4e7"],
+    "tolerance": ["0.2"],
+    "delta": ["0.1"],
+    "label": ["eagle3"],
+    "num_spec_tokens": ["3", "0"],
+    "run_id": ["r1"],
+    "jobs": ["2"],
+    "requests": ["2"],
+    "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
+    "predict_k": ["1-8", "2,3,5"],
+    "rank_decay": ["0.2"],
+    "max_steps": ["4"],
+    "max_topk": ["3"],
+    "max_verify_tokens": ["12"],
+    "spec_topk": ["4"],
+    "verify_tokens": ["16"],
+    "min_gain": ["0.05"],
+    "max_num_seqs": ["64"],
+    "graph_sizes": ["1,8,64"],
+    "method": ["mtp"],
+    "base_config": ['{"model": "x"}'],
+    "engine": ["sglang"],
+    "prometheus": ["http://127.0.0.1:9"],
+    "since": ["30m"],
+    "step": ["15s"],
+    "window": ["2m"],
+    "match": ['{job="x"}'],
+    "max_share_above": ["0.5"],
+    "token_env": ["BREAKEVEN_FUZZ_KEY"],
+    "start": ["1796000000"],
+    "end": ["2026-12-01T12:00:00Z"],
+}
 _PREDICT = [
     "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
     "--step-ms 11.1 --cycle-ms 29.9 --accept-len 2.1",
@@ -123,54 +162,119 @@ _BATCH = [
 # hostile value is often the only thing wrong (random flags mostly just conflict).
 VALID = {
     ("predict",): [*_PREDICT, "--fit-file <in:fit_json> -k 3 --accept-len 2.2"],
-    ("optimize",): [*_OPTIMIZE, "--fit-file <in:fit_json>", "--tree --fit-file <in:fit_json>",
-                    "--tree --verify-curve <in:curve> --alpha 0.7 --rank-decay 0.2 "
-                    "--draft-step-ms 0.2 --batch 2 --max-steps 4 --max-topk 4 "
-                    "--max-verify-tokens 16"],
-    ("moe",): ["--experts 384 --top-k 8 --shared 1 --tokens 7",
-               "--experts 384 --top-k 8 --tokens 7 --dense-bytes 1e9 --expert-bytes 4e7"],
-    ("ingest",): ["<in:sglang_log>", "<in:sglang_log> --label x -k 3 --out <out:fresh.csv>",
-                  "<in:prometheus> --before <in:prometheus>"],
-    ("check",): ["<in:case_study>", "<in:published>", "<in:case_study> --schedule <in:schedule_json>"],
-    ("plot", "surface"): [*(a + " --out <out:fresh.png>" for a in _PREDICT),
-                          "--alpha-k --cost-ratio 0.05 -k 3 --alpha 0.7 --out <out:fresh.svg>"],
+    ("optimize",): [
+        *_OPTIMIZE,
+        "--fit-file <in:fit_json>",
+        "--tree --fit-file <in:fit_json>",
+        "--tree --verify-curve <in:curve> --alpha 0.7 --rank-decay 0.2 "
+        "--draft-step-ms 0.2 --batch 2 --max-steps 4 --max-topk 4 "
+        "--max-verify-tokens 16",
+    ],
+    ("moe",): [
+        "--experts 384 --top-k 8 --shared 1 --tokens 7",
+        "--experts 384 --top-k 8 --tokens 7 --dense-bytes 1e9 --expert-bytes 4e7",
+    ],
+    ("ingest",): [
+        "<in:sglang_log>",
+        "<in:sglang_log> --label x -k 3 --out <out:fresh.csv>",
+        "<in:prometheus> --before <in:prometheus>",
+    ],
+    ("check",): [
+        "<in:case_study>",
+        "<in:published>",
+        "<in:case_study> --schedule <in:schedule_json>",
+    ],
+    ("plot", "surface"): [
+        *(a + " --out <out:fresh.png>" for a in _PREDICT),
+        "--alpha-k --cost-ratio 0.05 -k 3 --alpha 0.7 --out <out:fresh.svg>",
+    ],
     ("plot", "k"): [a + " --out <out:fresh.png>" for a in _OPTIMIZE],
     ("plot", "batch"): [a + " --out <out:fresh.png>" for a in _BATCH],
     ("plot", "check"): ["<in:case_study> --out <out:fresh.svg>"],
-    ("plot", "sensitivity"): ["--baseline 62.9 --verify-ms 28.7 --accept-len 2.1 --out <out:fresh.pdf>"],
+    ("plot", "sensitivity"): [
+        "--baseline 62.9 --verify-ms 28.7 --accept-len 2.1 --out <out:fresh.pdf>"
+    ],
     ("report",): ["<in:case_study> --out <out:fresh_dir>"],
-    ("compare",): ["<in:sglang_baseline> <in:sglang_log> -k 3",
-                   "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
-                   "<in:case_study> <in:case_study> --fail-if slower"],
+    ("compare",): [
+        "<in:sglang_baseline> <in:sglang_log> -k 3",
+        "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
+        "<in:case_study> <in:case_study> --fail-if slower",
+    ],
     ("bench",): ["--label b --requests 2 --max-tokens 8"],
-    ("batch",): [*_BATCH, "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16"],
-    ("schedule",): ["--cost-curve <in:curve> --alpha 0.7 --engine vllm",
-                    "--cost-curve <in:curve> --alpha 0.7 --draft-step-ms 0.3 --engine sglang "
-                    "--cuda-graph-sizes 1,2,4,8,16 --out <out:fresh.csv> --min-gain 0",
-                    "--cost-curve <in:curve> --accept-len-by-k 1.6,1.9,2.05 --engine vllm-legacy "
-                    "--load <in:sglang_log> --method eagle3 --max-num-seqs 128",
-                    "--fit-file <in:fit_json> --engine vllm --base-config {\"method\":\"eagle3\"} --json"],
-    ("plot", "schedule"): ["--cost-curve <in:curve> --alpha 0.7 --out <out:fresh.png>",
-                           "--fit-file <in:fit_json> --engine sglang --out <out:fresh.svg>"],
-    ("fleet",): ["--prometheus http://127.0.0.1:9 --since 1h",
-                 "--prometheus http://127.0.0.1:9 --start 1796000000 --end 1796003600 --step 30s "
-                 "--match {job=\"vllm\"} --json",
-                 "--prometheus http://127.0.0.1:9 --since 2h --fit-file <in:fit_json> "
-                 "--token-env BREAKEVEN_FUZZ_KEY --out <out:fresh.csv>"],
-    ("fit",): ["<in:case_study>", "<in:published> --predict-k 1-8",
-               "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json"],
-}  # fmt: skip
+    ("batch",): [
+        *_BATCH,
+        "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16",
+    ],
+    ("schedule",): [
+        "--cost-curve <in:curve> --alpha 0.7 --engine vllm",
+        "--cost-curve <in:curve> --alpha 0.7 --draft-step-ms 0.3 --engine sglang "
+        "--cuda-graph-sizes 1,2,4,8,16 --out <out:fresh.csv> --min-gain 0",
+        "--cost-curve <in:curve> --accept-len-by-k 1.6,1.9,2.05 --engine vllm-legacy "
+        "--load <in:sglang_log> --method eagle3 --max-num-seqs 128",
+        '--fit-file <in:fit_json> --engine vllm --base-config {"method":"eagle3"} --json',
+    ],
+    ("plot", "schedule"): [
+        "--cost-curve <in:curve> --alpha 0.7 --out <out:fresh.png>",
+        "--fit-file <in:fit_json> --engine sglang --out <out:fresh.svg>",
+    ],
+    ("fleet",): [
+        "--prometheus http://127.0.0.1:9 --since 1h",
+        "--prometheus http://127.0.0.1:9 --start 1796000000 --end 1796003600 --step 30s "
+        '--match {job="vllm"} --json',
+        "--prometheus http://127.0.0.1:9 --since 2h --fit-file <in:fit_json> "
+        "--token-env BREAKEVEN_FUZZ_KEY --out <out:fresh.csv>",
+    ],
+    ("fit",): [
+        "<in:case_study>",
+        "<in:published> --predict-k 1-8",
+        "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json",
+    ],
+}
 BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--ready-timeout", "0.2"]
 
 # Inputs: good files, and every kind of file that is not what a command expects.
-INPUTS = ["case_study", "published", "curve", "sglang_log", "sglang_baseline", "prometheus",
-          "json_infinity", "missing", "directory", "fit_json", "schedule_json",
-          "empty", "binary", "fifo", "long_cell", "long_cell_curve", "inf_cells", "negative_cells",
-          "duplicate_header", "escapes", "inf_curve", "empty_string", "proc"]  # fmt: skip
+INPUTS = [
+    "case_study",
+    "published",
+    "curve",
+    "sglang_log",
+    "sglang_baseline",
+    "prometheus",
+    "json_infinity",
+    "missing",
+    "directory",
+    "fit_json",
+    "schedule_json",
+    "empty",
+    "binary",
+    "fifo",
+    "long_cell",
+    "long_cell_curve",
+    "inf_cells",
+    "negative_cells",
+    "duplicate_header",
+    "escapes",
+    "inf_curve",
+    "empty_string",
+    "proc",
+]
 # Outputs: a fresh place, and every place that cannot be written.
-OUTPUTS = ["fresh.png", "fresh.svg", "fresh.pdf", "fresh.csv", "fresh_dir", "fresh_no_suffix",
-           "missing_dir", "directory", "existing", "empty_string", "proc", "proc_dir",
-           "unwritable", "under_a_file"]  # fmt: skip
+OUTPUTS = [
+    "fresh.png",
+    "fresh.svg",
+    "fresh.pdf",
+    "fresh.csv",
+    "fresh_dir",
+    "fresh_no_suffix",
+    "missing_dir",
+    "directory",
+    "existing",
+    "empty_string",
+    "proc",
+    "proc_dir",
+    "unwritable",
+    "under_a_file",
+]
 
 
 def _input_files(root: Path) -> dict[str, str]:
@@ -223,8 +327,9 @@ def _input_files(root: Path) -> dict[str, str]:
     from breakeven.surface import MoE
 
     published = ROOT / "tests" / "data" / "published"
-    fitted = fit_file(str(published / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"),
-                      moe=MoE(128, 8)).to_dict()  # fmt: skip
+    fitted = fit_file(
+        str(published / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"), moe=MoE(128, 8)
+    ).to_dict()
     fitted["groups"] = fit_file(
         str(published / "vllm_issue20780_llama31_8b_eagle_bs1.csv")
     ).to_dict()["groups"][:1]
@@ -232,36 +337,53 @@ def _input_files(root: Path) -> dict[str, str]:
     from breakeven.costs import TableCost
     from breakeven.schedule import schedule_report
 
-    planned = schedule_report(TableCost((1, 64, 4096), (10.0, 10.0, 1000.0)), alpha=0.8,
-                              draft_step_ms=0.5, k_max=6, max_batch=64)  # fmt: skip
+    planned = schedule_report(
+        TableCost((1, 64, 4096), (10.0, 10.0, 1000.0)),
+        alpha=0.8,
+        draft_step_ms=0.5,
+        k_max=6,
+        max_batch=64,
+    )
     (root / "schedule.json").write_text(json.dumps(planned))
     return {
         **paths,
-        "case_study": str(root / "case_study.csv"), "published": str(root / "published.csv"),
+        "case_study": str(root / "case_study.csv"),
+        "published": str(root / "published.csv"),
         "curve": str(root / "llama3_8b_decode_curve.csv"),
         "sglang_log": str(ROOT / "tests" / "data" / "case_study" / "sglang_eagle3_k3.log"),
         "sglang_baseline": str(ROOT / "tests" / "data" / "case_study" / "sglang_baseline.log"),
         "json_infinity": str(ENGINES / "sglang_bench_serving__dlora_request_rate_Infinity.jsonl"),
         "prometheus": str(ENGINES / "vllm_metrics__pr41916_spec_decode_excerpt.prom"),
-        "missing": str(root / "missing.csv"), "directory": str(root / "a_directory"),
-        "fit_json": str(root / "fit.json"), "schedule_json": str(root / "schedule.json"),
-        "binary": str(binary), "fifo": str(fifo), "empty_string": "", "proc": "/proc/x",
-    }  # fmt: skip
+        "missing": str(root / "missing.csv"),
+        "directory": str(root / "a_directory"),
+        "fit_json": str(root / "fit.json"),
+        "schedule_json": str(root / "schedule.json"),
+        "binary": str(binary),
+        "fifo": str(fifo),
+        "empty_string": "",
+        "proc": "/proc/x",
+    }
 
 
 def _output_paths(fresh: Path, root: Path) -> dict[str, str]:
     return {
-        "fresh.png": str(fresh / "out.png"), "fresh.svg": str(fresh / "out.svg"),
-        "fresh.pdf": str(fresh / "out.pdf"), "fresh.csv": str(fresh / "out.csv"),
-        "fresh_dir": str(fresh / "report"), "fresh_no_suffix": str(fresh / "out"),
+        "fresh.png": str(fresh / "out.png"),
+        "fresh.svg": str(fresh / "out.svg"),
+        "fresh.pdf": str(fresh / "out.pdf"),
+        "fresh.csv": str(fresh / "out.csv"),
+        "fresh_dir": str(fresh / "report"),
+        "fresh_no_suffix": str(fresh / "out"),
         "missing_dir": str(fresh / "no" / "such" / "dir" / "out.png"),
-        "directory": str(root / "a_directory"), "existing": str(root / "existing.csv"),
-        "empty_string": "", "proc": "/proc/x.png", "proc_dir": "/proc/x",
+        "directory": str(root / "a_directory"),
+        "existing": str(root / "existing.csv"),
+        "empty_string": "",
+        "proc": "/proc/x.png",
+        "proc_dir": "/proc/x",
         # Root writes through chmod 0o500, so run as root this is a fresh place like any other;
         # the other unwritable places above still are unwritable.
         "unwritable": str(root / "read_only" / "out.png"),
         "under_a_file": str(root / "existing.csv" / "out.png"),
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture(scope="module")
@@ -374,8 +496,16 @@ def json_asked(args: list[str]) -> bool:
     """Whether ``--json`` is given as the flag (not as the value of an option before it)."""
     path = next((p for p in COMMANDS if tuple(args[: len(p)]) == p), ())
     command = COMMANDS.get(path)
-    takes_value = {opt for p in command.params if isinstance(p, click.Option)
-                   and not p.is_flag for opt in p.opts} if command else set()  # fmt: skip
+    takes_value = (
+        {
+            opt
+            for p in command.params
+            if isinstance(p, click.Option) and not p.is_flag
+            for opt in p.opts
+        }
+        if command
+        else set()
+    )
     words = iter(args[len(path) :])
     for word in words:
         if word == "--json":
@@ -425,8 +555,11 @@ def invoke(args: list[str], seconds: float = 20.0) -> tuple[Any, list[str]]:
 
 
 @pytest.mark.parametrize("path", FUZZED, ids=" ".join)
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_every_command_survives_hostile_arguments(places, monkeypatch, path, data):
     root, inputs = places

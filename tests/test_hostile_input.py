@@ -115,9 +115,13 @@ class TestOutputPaths:
     def test_every_writer_refuses_in_one_line(self, tmp_path, writer, where):
         args, directory = WRITERS[writer]
         name = "report" if directory else ("out.csv" if writer == "ingest" else "out.png")
-        out = {"empty": "", "missing_dir": str(tmp_path / "no" / "such" / name),
-               "proc": f"/proc/{name}", "under_a_file": str(CASE_STUDY / name),
-               "a_dir": str(tmp_path)}[where]  # fmt: skip
+        out = {
+            "empty": "",
+            "missing_dir": str(tmp_path / "no" / "such" / name),
+            "proc": f"/proc/{name}",
+            "under_a_file": str(CASE_STUDY / name),
+            "a_dir": str(tmp_path),
+        }[where]
         if directory and where == "a_dir":
             out = str(CASE_STUDY)  # a file where a directory goes
         if directory and where == "missing_dir":
@@ -232,28 +236,34 @@ class TestCells:
         assert drawn.exit_code == 2 and "nothing to draw" in drawn.output, drawn.output
         assert invoke("plot", "surface", "--from", path, "--out", tmp_path / "s.png").exit_code == 0
         assert invoke("report", path, "--out", tmp_path / "r").exit_code == 0
-        wide_header = measurements(tmp_path, BASE, header=HEADER + ",n" + "o" * (200 << 10),
-                                   name="wide.csv")  # fmt: skip
+        wide_header = measurements(
+            tmp_path, BASE, header=HEADER + ",n" + "o" * (200 << 10), name="wide.csv"
+        )
         assert invoke("check", wide_header).exit_code == 0
         curve = tmp_path / "curve.csv"
         curve.write_text("tokens,ms,note\n1,7,a\n128,12," + "n" * (200 << 10) + "\n")
         assert read_cost_curve(curve)[0]["ms"].tolist() == [7, 12]
         assert invoke("batch", "--cost-curve", curve, "--accept-len", 2.1, "-k", 3).exit_code == 0
 
-    @pytest.mark.parametrize(("tok_s", "shown"), [("inf", "inf"), ("-inf", "-inf"),
-                                                  ("-70", "-70"), ("1e400", "inf")])  # fmt: skip
+    @pytest.mark.parametrize(
+        ("tok_s", "shown"), [("inf", "inf"), ("-inf", "-inf"), ("-70", "-70"), ("1e400", "inf")]
+    )
     def test_non_finite_or_negative_numbers_name_file_line_and_column(self, tmp_path, tok_s, shown):
         path = measurements(tmp_path, BASE, row(tok_s=tok_s))
-        for command in (["check", path], ["check", path, "--json"],
-                        ["report", path, "--out", tmp_path / "r"]):  # fmt: skip
+        for command in (
+            ["check", path],
+            ["check", path, "--json"],
+            ["report", path, "--out", tmp_path / "r"],
+        ):
             one_line_exit_2(
                 invoke(*command), f"{path}, line 3: tok_s is {shown}, expected a finite number >= 0"
             )
 
     def test_check_on_a_dataframe_refuses_them_too(self):
         base = {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 0}
-        data = pd.DataFrame([{**base, "tok_s": math.inf}, {**base, "num_spec_tokens": 3,
-                                                            "tok_s": 70.0}])  # fmt: skip
+        data = pd.DataFrame(
+            [{**base, "tok_s": math.inf}, {**base, "num_spec_tokens": 3, "tok_s": 70.0}]
+        )
         with pytest.raises(BreakevenError, match="line 2: tok_s is inf, expected a finite"):
             check(data)
 
@@ -272,8 +282,11 @@ class TestCells:
 
     def test_duplicate_header_names_are_one_line(self, tmp_path):
         path = measurements(tmp_path, BASE, header=HEADER + ",tok_s")
-        one_line_exit_2(invoke("check", path), f"{path}, line 1: column 'tok_s' appears twice",
-                        "columns 10 and 21")  # fmt: skip
+        one_line_exit_2(
+            invoke("check", path),
+            f"{path}, line 1: column 'tok_s' appears twice",
+            "columns 10 and 21",
+        )
         curve = tmp_path / "curve.csv"
         curve.write_text("tokens,ms,latency_ms\n1,7,8\n128,12,13\n")
         one_line_exit_2(
@@ -290,14 +303,45 @@ class TestCells:
 class TestNumbers:
     def test_json_is_strict_or_the_command_refuses(self):
         cases = [
-            ["moe", "--experts", 384, "--top-k", 8, "--tokens", 7, "--dense-bytes", "1e308",
-             "--expert-bytes", "1e308"],
-            ["optimize", "--baseline", "1e308", "--verify-ms", 28.7, "--draft-step-ms", 0.2,
-             "--accept-len-by-k", "1.6,1.9"],
+            [
+                "moe",
+                "--experts",
+                384,
+                "--top-k",
+                8,
+                "--tokens",
+                7,
+                "--dense-bytes",
+                "1e308",
+                "--expert-bytes",
+                "1e308",
+            ],
+            [
+                "optimize",
+                "--baseline",
+                "1e308",
+                "--verify-ms",
+                28.7,
+                "--draft-step-ms",
+                0.2,
+                "--accept-len-by-k",
+                "1.6,1.9",
+            ],
             ["predict", "--accept-len", "1e308", "--cycle-ms", 29.9, "--baseline", 60],
-            ["moe", "--experts", 384, "--top-k", 8, "--tokens", 7, "--dense-bytes", "1e308",
-             "--expert-bytes", "4e7"],
-        ]  # fmt: skip
+            [
+                "moe",
+                "--experts",
+                384,
+                "--top-k",
+                8,
+                "--tokens",
+                7,
+                "--dense-bytes",
+                "1e308",
+                "--expert-bytes",
+                "4e7",
+            ],
+        ]
 
         def strict(name):
             raise AssertionError(f"{name} in --json output")
@@ -311,20 +355,49 @@ class TestNumbers:
                 one_line_exit_2(r, "overflows")
 
     def test_no_table_prints_inf_or_300_digits(self):
-        r = invoke("moe", "--experts", 384, "--top-k", 8, "--tokens", 7, "--dense-bytes", "1e308",
-                   "--expert-bytes", "4e7")  # fmt: skip
+        r = invoke(
+            "moe",
+            "--experts",
+            384,
+            "--top-k",
+            8,
+            "--tokens",
+            7,
+            "--dense-bytes",
+            "1e308",
+            "--expert-bytes",
+            "4e7",
+        )
         assert r.exit_code == 0, r.output
         assert "1.000e+308 bytes" in r.output and "inf" not in r.output
         assert max(len(word) for word in r.output.split()) < 40
-        overflow = invoke("moe", "--experts", 384, "--top-k", 8, "--tokens", 7,
-                          "--dense-bytes", "1e308", "--expert-bytes", "1e308")  # fmt: skip
+        overflow = invoke(
+            "moe",
+            "--experts",
+            384,
+            "--top-k",
+            8,
+            "--tokens",
+            7,
+            "--dense-bytes",
+            "1e308",
+            "--expert-bytes",
+            "1e308",
+        )
         one_line_exit_2(overflow, "forward_bytes overflows")
 
     def test_ingest_writes_no_infinity(self, tmp_path):
         result = json.loads(
-            (ROOT / "tests" / "data" / "engines"
-             / "vllm_benchmark_serving__nerdalert_llmd_goodput_colon.jsonl").read_text().splitlines()[0]
-        )  # fmt: skip
+            (
+                ROOT
+                / "tests"
+                / "data"
+                / "engines"
+                / "vllm_benchmark_serving__nerdalert_llmd_goodput_colon.jsonl"
+            )
+            .read_text()
+            .splitlines()[0]
+        )
         result["mean_tpot_ms"] = 1e-320  # tok_s = 1000 / it overflows
         source = tmp_path / "bench.json"
         source.write_text(json.dumps(result))
@@ -339,8 +412,10 @@ class TestNumbers:
             invoke("predict", "--cycle-ms", "1e400", "--baseline", 62.9),
             "--cycle-ms: got 1e400, expected a number a double holds",
         )
-        last = one_line_exit_2(invoke("predict", "--cycle-ms", "1e308", "--step-ms", 0.5,
-                                      "--accept-len", 2.1), "--cycle-ms and --step-ms: got")  # fmt: skip
+        last = one_line_exit_2(
+            invoke("predict", "--cycle-ms", "1e308", "--step-ms", 0.5, "--accept-len", 2.1),
+            "--cycle-ms and --step-ms: got",
+        )
         assert "1e+308" in last and "inf" not in last
         last = one_line_exit_2(invoke("predict", "--step-ms", "1e-320", "--verify-ms", 28.7))
         assert "--step-ms: got 1e-320" in last and "--cycle-ms" not in last
@@ -348,27 +423,80 @@ class TestNumbers:
         assert "(400 characters)" in last and len(last) < 200
 
     def test_plot_surface_of_huge_acceptance_is_refused(self, tmp_path):
-        r = invoke("plot", "surface", "--accept-len", "1e308", "--baseline", 62.9,
-                   "--verify-ms", 28.7, "--out", tmp_path / "s.png")  # fmt: skip
+        r = invoke(
+            "plot",
+            "surface",
+            "--accept-len",
+            "1e308",
+            "--baseline",
+            62.9,
+            "--verify-ms",
+            28.7,
+            "--out",
+            tmp_path / "s.png",
+        )
         one_line_exit_2(r, "--accept-len: got 1e+308, too large to draw the surface to")
 
     def test_labels_are_drawn_as_given(self, tmp_path):
-        r = invoke("plot", "surface", "--accept-len", 2.1, "--baseline", 62.9, "--verify-ms",
-                   28.7, "--label", "$\\frac{$", "--out", tmp_path / "s.svg")  # fmt: skip
+        r = invoke(
+            "plot",
+            "surface",
+            "--accept-len",
+            2.1,
+            "--baseline",
+            62.9,
+            "--verify-ms",
+            28.7,
+            "--label",
+            "$\\frac{$",
+            "--out",
+            tmp_path / "s.svg",
+        )
         assert r.exit_code == 0, r.output
 
     @pytest.mark.parametrize(
         ("args", "message"),
         [
-            (["optimize", "--alpha", 0.8, "--cost-ratio", 0.05, "--max-k", 10**6],
-             "--max-k: got 1000000, expected a whole number from 1 to 128"),
-            (["batch", "--cost-curve", CURVE, "--fit", "linear", "--alpha", 0.7, "--max-batch",
-              10**6], "--max-batch: got 1000000, expected a whole number from 1 to 4096"),
-            (["plot", "surface", "--alpha-k", "--cost-ratio", 0.05, "-k", 3, "--max-k", 10**6,
-              "--out", "/tmp/never.png"], "--max-k: got 1000000, expected a whole number"),
-            (["ingest", LOG, "-k", 10**20], "-k/--num-spec-tokens/--steps: got 100000000000000000000"),
+            (
+                ["optimize", "--alpha", 0.8, "--cost-ratio", 0.05, "--max-k", 10**6],
+                "--max-k: got 1000000, expected a whole number from 1 to 128",
+            ),
+            (
+                [
+                    "batch",
+                    "--cost-curve",
+                    CURVE,
+                    "--fit",
+                    "linear",
+                    "--alpha",
+                    0.7,
+                    "--max-batch",
+                    10**6,
+                ],
+                "--max-batch: got 1000000, expected a whole number from 1 to 4096",
+            ),
+            (
+                [
+                    "plot",
+                    "surface",
+                    "--alpha-k",
+                    "--cost-ratio",
+                    0.05,
+                    "-k",
+                    3,
+                    "--max-k",
+                    10**6,
+                    "--out",
+                    "/tmp/never.png",
+                ],
+                "--max-k: got 1000000, expected a whole number",
+            ),
+            (
+                ["ingest", LOG, "-k", 10**20],
+                "-k/--num-spec-tokens/--steps: got 100000000000000000000",
+            ),
         ],
-    )  # fmt: skip
+    )
     def test_sizes_are_bounded_and_the_bound_is_named(self, args, message):
         start = time.monotonic()
         one_line_exit_2(invoke(*args), message)
@@ -403,8 +531,11 @@ class TestControlCharacters:
     ENV = "tp=8 X=\x1b]0;title\x07y"
 
     def test_text_output_strips_them_and_json_keeps_them(self, tmp_path):
-        path = measurements(tmp_path, row(label="base", k=0, tau="", env=self.ENV),
-                            row(label=self.LABEL, env="tp=8"))  # fmt: skip
+        path = measurements(
+            tmp_path,
+            row(label="base", k=0, tau="", env=self.ENV),
+            row(label=self.LABEL, env="tp=8"),
+        )
         text = invoke("check", path)
         assert text.exit_code == 0, text.output
         assert "spec" in text.output and "X=y" in text.output

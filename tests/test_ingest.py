@@ -264,8 +264,10 @@ class TestBadInput:
         with open(path, "wb") as f:
             f.write(b"INFO ok\n")
             f.write(b"x" * (100 << 20))
-            f.write(b"\n[2026-04-08 14:05:21 TP0] Decode batch, #running-req: 5, #token: 20800, "
-                    b"gen throughput (token/s): 144.95, #queue-req: 0\n")  # fmt: skip
+            f.write(
+                b"\n[2026-04-08 14:05:21 TP0] Decode batch, #running-req: 5, #token: 20800, "
+                b"gen throughput (token/s): 144.95, #queue-req: 0\n"
+            )
         result = ingest([path])
         assert len(result.records) == 1 and result.records[0]["gen_tok_s"] == 144.95
         assert str(result.problems[0]).startswith(f"{path}, line 2: line is longer than 1 MiB")
@@ -303,8 +305,15 @@ class TestOut:
 
     def test_missing_values_are_empty_never_zero(self, tmp_path):
         out = tmp_path / "runs.csv"
-        CliRunner().invoke(cli, ["ingest", str(DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt"),
-                                 "--out", str(out)])  # fmt: skip
+        CliRunner().invoke(
+            cli,
+            [
+                "ingest",
+                str(DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt"),
+                "--out",
+                str(out),
+            ],
+        )
         import csv
 
         (row,) = list(csv.DictReader(out.open()))
@@ -354,8 +363,10 @@ class TestBlockBoundaries:
         for i in range(1, 400):
             if rng.random() < 0.3:
                 rate = round(rng.uniform(10, 500), 2)
-                lines.append(f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 2, "
-                             f"#token: {i}, gen throughput (token/s): {rate}, #queue-req: 0")  # fmt: skip
+                lines.append(
+                    f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 2, "
+                    f"#token: {i}, gen throughput (token/s): {rate}, #queue-req: 0"
+                )
                 expected.append((i, rate))
             else:
                 lines.append("x" * rng.randint(0, 90))
@@ -370,8 +381,10 @@ class TestBlockBoundaries:
         monkeypatch.setattr(sources, "BLOCK_BYTES", 16)
         monkeypatch.setattr(sources, "MAX_LINE_BYTES", 150)
         path = tmp_path / "log.txt"
-        path.write_text("y" * 200 + "\n[2026-01-01 00:00:01 TP0] Decode batch, #running-req: 1, "
-                        "gen throughput (token/s): 9.5, #queue-req: 0\n")  # fmt: skip
+        path.write_text(
+            "y" * 200 + "\n[2026-01-01 00:00:01 TP0] Decode batch, #running-req: 1, "
+            "gen throughput (token/s): 9.5, #queue-req: 0\n"
+        )
         result = ingest([path])
         assert [r["gen_tok_s"] for r in result.records] == [9.5]
         assert "line 1: line is longer than" in str(result.problems[0])
@@ -390,8 +403,10 @@ class TestLaunchLines:
         assert rs[1]["accept_len"] == pytest.approx(1 + 228 / (666 / 3))
 
     def test_a_flag_replaces_what_the_launch_line_says(self):
-        rs, _ = records("vllm_engine_config__p2pbench_qwen36_mtp3_v0230.txt",
-                        stamp={"model": "Qwen3.6-27B", "spec_method": "mtp-3"})  # fmt: skip
+        rs, _ = records(
+            "vllm_engine_config__p2pbench_qwen36_mtp3_v0230.txt",
+            stamp={"model": "Qwen3.6-27B", "spec_method": "mtp-3"},
+        )
         assert {(r["model"], r["spec_method"]) for r in rs} == {("Qwen3.6-27B", "mtp-3")}
 
     # The launch lines below are CONSTRUCTED in the shape SGLang's launch_server logs them
@@ -420,8 +435,7 @@ class TestLaunchLines:
 
     def _decode(self, name):
         text = (DATA / name).read_text()
-        return "".join(line for line in text.splitlines(keepends=True)
-                       if "Decode batch" in line)  # fmt: skip
+        return "".join(line for line in text.splitlines(keepends=True) if "Decode batch" in line)
 
     def test_sglang_server_args_give_the_tree_and_a_restart_without_it(self, tmp_path):
         spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
@@ -430,13 +444,17 @@ class TestLaunchLines:
         rs = result.records
         assert not result.problems
         trees = [r for r in rs if r["accept_len"] is not None]
-        assert trees and all((r["num_spec_tokens"], r["spec_topk"], r["verify_tokens"],
-                              r["spec_method"], r["model"]) == (5, 4, 16, "eagle3",
-                                                                "Qwen/Qwen3-8B") for r in trees)  # fmt: skip
+        assert trees and all(
+            (r["num_spec_tokens"], r["spec_topk"], r["verify_tokens"], r["spec_method"], r["model"])
+            == (5, 4, 16, "eagle3", "Qwen/Qwen3-8B")
+            for r in trees
+        )
         assert trees[1]["acceptance_rate"] == pytest.approx(0.95 / 5)
         after = [r for r in rs if r["accept_len"] is None]
-        assert after and all(r["num_spec_tokens"] == 0 and r["spec_topk"] is None
-                             and r["spec_method"] is None for r in after)  # fmt: skip
+        assert after and all(
+            r["num_spec_tokens"] == 0 and r["spec_topk"] is None and r["spec_method"] is None
+            for r in after
+        )
 
     def test_sglang_k_flag_wins_and_blocks_carry_the_launch(self, tmp_path, monkeypatch):
         spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")

@@ -45,8 +45,12 @@ def shifted(records, lines_removed):
     out = []
     for r in records:
         where, _, line = r["source"].rpartition(":")
-        out.append({**r, "source": f"{where}:{int(line) - lines_removed}" if line.isdigit()
-                    else r["source"]})  # fmt: skip
+        out.append(
+            {
+                **r,
+                "source": f"{where}:{int(line) - lines_removed}" if line.isdigit() else r["source"],
+            }
+        )
     return out
 
 
@@ -102,8 +106,12 @@ def test_colour_codes_that_lost_their_esc_byte(tmp_path):
 
 def test_standard_input_and_a_named_pipe(tmp_path):
     log = (CASE / "sglang_baseline.log").read_bytes()
-    run = subprocess.run([sys.executable, "-m", "breakeven", "ingest", "-", "--json"],
-                         input=gzip.compress(log), capture_output=True, check=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "breakeven", "ingest", "-", "--json"],
+        input=gzip.compress(log),
+        capture_output=True,
+        check=True,
+    )
     records = json.loads(run.stdout)
     assert [r["gen_tok_s"] for r in records] == [62.66, 62.97, 62.57]
     assert records[0]["source"] == "-:5"
@@ -131,13 +139,18 @@ class TestValuesAsPrinted:
     def test_placeholders_leave_one_field_missing(self, tmp_path):
         # SGLang prints "Max request concurrency: not set" when the client sets none.
         real = DATA / "sglang_bench_serving_accept_length_dsv3_mi300x.txt"
-        text = real.read_text().replace("Max request concurrency:                 1",
-                                        "Max request concurrency:                 not set", 1)  # fmt: skip
+        text = real.read_text().replace(
+            "Max request concurrency:                 1",
+            "Max request concurrency:                 not set",
+            1,
+        )
         assert "not set" in text
         path = tmp_path / "table.txt"
-        path.write_text(text + "[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 1, #token: "
-                        "338, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
-                        "62.66, #queue-req: N/A\n")  # fmt: skip
+        path.write_text(
+            text + "[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 1, #token: "
+            "338, token usage: 0.00, cuda graph: True, gen throughput (token/s): "
+            "62.66, #queue-req: N/A\n"
+        )
         result = ingest([path])
         assert not result.problems
         tables = [r for r in result.records if r["format"] == "sglang_bench_serving_table"]
@@ -148,18 +161,23 @@ class TestValuesAsPrinted:
 
     def test_a_value_that_is_not_a_number_is_named(self, tmp_path):
         path = tmp_path / "bad.log"
-        path.write_text("[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 1, #token: 338, "
-                        "gen throughput (token/s): fast, #queue-req: 0\n")  # fmt: skip
+        path.write_text(
+            "[2026-02-26 16:41:43 TP0] Decode batch, #running-req: 1, #token: 338, "
+            "gen throughput (token/s): fast, #queue-req: 0\n"
+        )
         (problem,) = ingest([path]).problems
-        assert str(problem).endswith("line 1: sglang_decode line does not parse: gen throughput "
-                                     "(token/s) is 'fast', expected a number")  # fmt: skip
+        assert str(problem).endswith(
+            "line 1: sglang_decode line does not parse: gen throughput "
+            "(token/s) is 'fast', expected a number"
+        )
 
     def test_metrics_k_from_counts_when_per_position_series_fall_short(self, tmp_path):
         name = 'model_name="m"'
-        text = "".join(f"# TYPE vllm:spec_decode_num_{n} counter\n"
-                       f"vllm:spec_decode_num_{n}_total{{{name}}} {v}\n"
-                       for n, v in (("drafts", 100000), ("draft_tokens", 499998),
-                                    ("accepted_tokens", 300000)))  # fmt: skip
+        text = "".join(
+            f"# TYPE vllm:spec_decode_num_{n} counter\n"
+            f"vllm:spec_decode_num_{n}_total{{{name}}} {v}\n"
+            for n, v in (("drafts", 100000), ("draft_tokens", 499998), ("accepted_tokens", 300000))
+        )
         text += "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
         for i, v in enumerate((90000, 80000, 70000, 50000)):  # position 4 missing
             text += (
@@ -216,9 +234,18 @@ class TestBaselines:
 class TestSeveralFiles:
     def test_the_case_study_end_to_end(self, tmp_path):
         out = tmp_path / "runs.csv"
-        r = CliRunner().invoke(cli, ["ingest", f"baseline={CASE / 'sglang_baseline.log'}",
-                                     f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}", "-k", "3",
-                                     "--out", str(out)])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            [
+                "ingest",
+                f"baseline={CASE / 'sglang_baseline.log'}",
+                f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}",
+                "-k",
+                "3",
+                "--out",
+                str(out),
+            ],
+        )
         assert r.exit_code == 0, r.output
         result = check_file(str(out))
         (c,) = result.comparisons  # one comparison: the window after idle is not a run
@@ -229,13 +256,16 @@ class TestSeveralFiles:
 
     def test_flags_once_or_once_per_file(self, tmp_path):
         files = [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log")]
-        r = CliRunner().invoke(cli, ["ingest", *files, "--label", "a", "--label", "b",
-                                     "-k", "3", "--env", "X=1", "--json"])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            ["ingest", *files, "--label", "a", "--label", "b", "-k", "3", "--env", "X=1", "--json"],
+        )
         records = json.loads(r.stdout)
         assert [rec["label"] for rec in records] == ["a"] * 3 + ["b"] * 4
         assert {rec["env"] for rec in records} == {"X=1"}
-        bad = CliRunner().invoke(cli, ["ingest", *files, "--label", "a", "--label", "b",
-                                       "--label", "c"])  # fmt: skip
+        bad = CliRunner().invoke(
+            cli, ["ingest", *files, "--label", "a", "--label", "b", "--label", "c"]
+        )
         assert bad.exit_code == 2 and "--label: given 3 times for 2 files" in bad.output
         assert "Traceback" not in bad.output
 
@@ -254,8 +284,14 @@ class TestSeveralFiles:
         assert formats == ["vllm_bench_serve_table", "vllm_bench_serve_table", "vllm_v1"]
 
     def test_summary_says_what_tok_s_is_for_each_file(self):
-        r = CliRunner().invoke(cli, ["ingest", str(CASE / "sglang_baseline.log"),
-                                     str(DATA / "vllm_benchmark_serving__nerdalert_llmd_goodput_colon.jsonl")])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            [
+                "ingest",
+                str(CASE / "sglang_baseline.log"),
+                str(DATA / "vllm_benchmark_serving__nerdalert_llmd_goodput_colon.jsonl"),
+            ],
+        )
         assert "sglang_decode: gen throughput / #running-req" in r.output
         assert "vllm_bench_serve: 1000 / mean TPOT" in r.output
 
@@ -270,27 +306,47 @@ class TestAppend:
         assert rows[0] == list(RECORD_KEYS) and len(rows) == 1 + 3 + 4
         other = tmp_path / "other.csv"
         other.write_text("a,b\n1,2\n")
-        r = CliRunner().invoke(cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out",
-                                     str(other), "--append"])  # fmt: skip
+        r = CliRunner().invoke(
+            cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(other), "--append"]
+        )
         assert r.exit_code == 2 and "does not start with the header" in r.output
         assert other.read_text() == "a,b\n1,2\n"
 
     def test_concurrent_appends_lose_nothing(self, tmp_path):
         out = tmp_path / "runs.csv"
-        args = [sys.executable, "-m", "breakeven", "ingest", str(CASE / "sglang_eagle3_k3.log"),
-                "--out", str(out), "--append"]  # fmt: skip
-        procs = [subprocess.Popen(args, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-                 for _ in range(6)]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "breakeven",
+            "ingest",
+            str(CASE / "sglang_eagle3_k3.log"),
+            "--out",
+            str(out),
+            "--append",
+        ]
+        procs = [
+            subprocess.Popen(args, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            for _ in range(6)
+        ]
         assert all(p.wait(60) == 0 for p in procs)
         rows = list(csv.reader(out.open()))
         assert rows.count(list(RECORD_KEYS)) == 1 and len(rows) == 1 + 6 * 4
 
     def test_two_writers_without_force_one_wins(self, tmp_path):
         out = tmp_path / "runs.csv"
-        args = [sys.executable, "-m", "breakeven", "ingest", str(CASE / "sglang_eagle3_k3.log"),
-                "--out", str(out)]  # fmt: skip
-        procs = [subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-                 for _ in range(4)]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "breakeven",
+            "ingest",
+            str(CASE / "sglang_eagle3_k3.log"),
+            "--out",
+            str(out),
+        ]
+        procs = [
+            subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            for _ in range(4)
+        ]
         codes = [p.wait(60) for p in procs]
         assert codes.count(0) == 1 and codes.count(2) == 3
         assert len(list(csv.reader(out.open()))) == 1 + 4
@@ -298,9 +354,15 @@ class TestAppend:
 
 # Hypothesis: any file of known lines in any order, cut into blocks anywhere, gives the same
 # records through every path (block sizes, batch sizes, compression, CSV and JSON views).
-_KNOWN = sorted({ln for p in FIXTURES if p.suffix == ".txt"
-                 for ln in p.read_text().splitlines()
-                 if ln.strip() and not ln.startswith("#")})[:400]  # fmt: skip
+_KNOWN = sorted(
+    {
+        ln
+        for p in FIXTURES
+        if p.suffix == ".txt"
+        for ln in p.read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    }
+)[:400]
 _LINE = st.one_of(
     st.sampled_from(_KNOWN),
     st.sampled_from(_KNOWN).map(lambda s: s[: len(s) // 2]),  # cut short
@@ -310,17 +372,24 @@ _LINE = st.one_of(
 
 
 def _view(result):
-    return [{k: v for k, v in r.items() if k != "source"} | {"line": r["source"].rpartition(":")[2]}
-            for r in result.records]  # fmt: skip
+    return [
+        {k: v for k, v in r.items() if k != "source"} | {"line": r["source"].rpartition(":")[2]}
+        for r in result.records
+    ]
 
 
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(body=st.lists(_LINE, max_size=40), block=st.integers(1, 300), batch=st.integers(1, 50),
-       crlf=st.booleans())  # fmt: skip
-def test_any_mix_of_lines_gives_the_same_records_every_way(tmp_path, monkeypatch, body, block,
-                                                          batch, crlf):  # fmt: skip
+@given(
+    body=st.lists(_LINE, max_size=40),
+    block=st.integers(1, 300),
+    batch=st.integers(1, 50),
+    crlf=st.booleans(),
+)
+def test_any_mix_of_lines_gives_the_same_records_every_way(
+    tmp_path, monkeypatch, body, block, batch, crlf
+):
     text = ("\r\n" if crlf else "\n").join(body) + "\n"
     path = tmp_path / "mix.log"
     path.write_text(text, newline="")
@@ -346,8 +415,11 @@ def test_any_mix_of_lines_gives_the_same_records_every_way(tmp_path, monkeypatch
     # The CSV view holds the same values as the records.
     from breakeven.iotools.records import csv_bytes
 
-    rows = list(csv.DictReader((",".join(RECORD_KEYS) + "\n"
-                                + csv_bytes(reference.frame).decode()).splitlines()))  # fmt: skip
+    rows = list(
+        csv.DictReader(
+            (",".join(RECORD_KEYS) + "\n" + csv_bytes(reference.frame).decode()).splitlines()
+        )
+    )
     assert len(rows) == len(reference.records)
     for row, record in zip(rows, reference.records, strict=True):
         for key, value in record.items():
@@ -376,8 +448,10 @@ class TestTensorRTLLM:
             [DATA / "trtllm_bench_issue9208_qwen3_235b_eagle3_al_bs8_excerpt.txt"]
         ).records
         assert al["accept_len"] == 1.86 and al["num_spec_tokens"] is None
-        (k,) = ingest([DATA / "trtllm_bench_issue9208_qwen3_235b_eagle3_al_bs8_excerpt.txt"],
-                      num_spec_tokens=3).records  # fmt: skip
+        (k,) = ingest(
+            [DATA / "trtllm_bench_issue9208_qwen3_235b_eagle3_al_bs8_excerpt.txt"],
+            num_spec_tokens=3,
+        ).records
         assert k["num_spec_tokens"] == 3
 
     def test_a_report_with_neither_rate_nor_acceptance_gives_nothing(self):
@@ -389,11 +463,13 @@ def test_llama_cpp_scrapes_are_differenced(tmp_path):
     after = (DATA / "llamacpp_metrics__synthetic_from_source_and_reference.prom").read_text()
     before = tmp_path / "before.prom"
     # The same server earlier: 100 tokens in 0.6 s, 10 cycles drafting 40 tokens, 25 accepted.
-    before.write_text(after.replace("tokens_predicted_total 192", "tokens_predicted_total 100")
-                      .replace("seconds_total 1.23137", "seconds_total 0.6")
-                      .replace("draft_tokens_total 184", "draft_tokens_total 40")
-                      .replace("accepted_tokens_total 145", "accepted_tokens_total 25")
-                      .replace("drafts_total 46", "drafts_total 10"))  # fmt: skip
+    before.write_text(
+        after.replace("tokens_predicted_total 192", "tokens_predicted_total 100")
+        .replace("seconds_total 1.23137", "seconds_total 0.6")
+        .replace("draft_tokens_total 184", "draft_tokens_total 40")
+        .replace("accepted_tokens_total 145", "accepted_tokens_total 25")
+        .replace("drafts_total 46", "drafts_total 10")
+    )
     path = tmp_path / "after.prom"
     path.write_text(after)
     (r,) = ingest([path], before=before).records
@@ -413,10 +489,18 @@ def test_trtllm_iteration_with_spec_stats_follows_the_executor():
     # checks the formula of py_executor._update_iter_stats on an object of that shape.
     from breakeven.iotools import bench_results as bench
 
-    obj = {"iterLatencyMS": 20.0, "timestamp": "t", "numQueuedRequests": 0,
-           "inflightBatchingStats": {"numGenRequests": 4, "numContextRequests": 0},
-           "specDecodingStats": {"numDraftTokens": 12, "numAcceptedTokens": 6,
-                                 "numRequestsWithDraftTokens": 4, "acceptanceLength": 2.5}}  # fmt: skip
+    obj = {
+        "iterLatencyMS": 20.0,
+        "timestamp": "t",
+        "numQueuedRequests": 0,
+        "inflightBatchingStats": {"numGenRequests": 4, "numContextRequests": 0},
+        "specDecodingStats": {
+            "numDraftTokens": 12,
+            "numAcceptedTokens": 6,
+            "numRequestsWithDraftTokens": 4,
+            "acceptanceLength": 2.5,
+        },
+    }
     assert bench.bench_format(obj) == bench.TRTLLM_ITERATION
     r = bench.read_result(obj, bench.TRTLLM_ITERATION, "x:1")
     assert r["accept_len"] == 2.5 == (6 + 4) / 4
@@ -441,8 +525,13 @@ def test_a_gzip_header_over_a_damaged_deflate_stream(tmp_path):
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(head=st.sampled_from([b"", b"\x1f\x8b\x08", b"BZh9", b"\xfd7zXZ\x00", b"[", b"{", b"# TYPE vllm:x counter\n"]),
-       body=st.binary(max_size=300), json_flag=st.booleans())  # fmt: skip
+@given(
+    head=st.sampled_from(
+        [b"", b"\x1f\x8b\x08", b"BZh9", b"\xfd7zXZ\x00", b"[", b"{", b"# TYPE vllm:x counter\n"]
+    ),
+    body=st.binary(max_size=300),
+    json_flag=st.booleans(),
+)
 def test_hostile_files_get_one_clear_line_never_a_traceback(tmp_path, head, body, json_flag):
     path = tmp_path / "hostile"
     path.write_bytes(head + body)
@@ -502,8 +591,9 @@ class TestReadingInThreads:
         assert "closed" in log and len(log) < 10  # it stopped, a few items ahead at most
 
     @pytest.mark.parametrize("workers", [1, 2, 4])
-    def test_lines_are_numbered_alike_for_any_number_of_workers(self, tmp_path, monkeypatch,
-                                                                 workers):  # fmt: skip
+    def test_lines_are_numbered_alike_for_any_number_of_workers(
+        self, tmp_path, monkeypatch, workers
+    ):
         import importlib
 
         ingest_module = importlib.import_module("breakeven.iotools.ingest")

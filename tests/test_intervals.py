@@ -28,8 +28,9 @@ def ar1(rng, n, mu, phi, sigma=3.0):
 def naive(spec, base):
     """The interval that treats every value as an independent repeat (normal, log scale)."""
     ms, mb = spec.mean(), base.mean()
-    se = math.hypot(spec.std(ddof=1) / math.sqrt(len(spec)) / ms,
-                    base.std(ddof=1) / math.sqrt(len(base)) / mb)  # fmt: skip
+    se = math.hypot(
+        spec.std(ddof=1) / math.sqrt(len(spec)) / ms, base.std(ddof=1) / math.sqrt(len(base)) / mb
+    )
     r = ms / mb
     return r * math.exp(-1.96 * se), r * math.exp(1.96 * se)
 
@@ -58,8 +59,10 @@ def test_one_launch_of_correlated_intervals_covers_about_95_percent():
 @pytest.mark.parametrize("launches", [2, 3, 5])
 def test_repeated_launches_with_a_launch_effect_cover_about_95_percent(launches):
     def make(rng):  # each launch's mean moves by 4% (placement, clocks), noise AR(1) phi 0.5
-        return ([ar1(rng, 50, 72.0 * (1 + rng.normal(0, 0.04)), 0.5) for _ in range(launches)],
-                [ar1(rng, 50, 60.0 * (1 + rng.normal(0, 0.04)), 0.5) for _ in range(launches)])  # fmt: skip
+        return (
+            [ar1(rng, 50, 72.0 * (1 + rng.normal(0, 0.04)), 0.5) for _ in range(launches)],
+            [ar1(rng, 50, 60.0 * (1 + rng.normal(0, 0.04)), 0.5) for _ in range(launches)],
+        )
 
     ours, simple = coverage(make, seed=launches)
     assert 0.90 <= ours <= 0.995
@@ -70,8 +73,9 @@ def test_what_the_interval_covers_is_said():
     rng = np.random.default_rng(0)
     one = speedup_interval([ar1(rng, 64, 72, 0.5)], [ar1(rng, 64, 60, 0.5)])
     assert one.covers.startswith("within one launch each") and "batch means over 64" in one.method
-    many = speedup_interval([ar1(rng, 20, 72, 0.5) for _ in range(3)],
-                            [ar1(rng, 20, 60, 0.5) for _ in range(4)])  # fmt: skip
+    many = speedup_interval(
+        [ar1(rng, 20, 72, 0.5) for _ in range(3)], [ar1(rng, 20, 60, 0.5) for _ in range(4)]
+    )
     assert many.covers == "across 3 and 4 launches" and many.low < many.speedup < many.high
     mixed = speedup_interval([ar1(rng, 64, 72, 0.5)], [ar1(rng, 20, 60, 0.5) for _ in range(3)])
     assert "within one launch of the speculative run" in mixed.covers

@@ -42,38 +42,50 @@ def _ratio(make, size: int) -> float:
 # per-position rates, extra fields, a long value.
 def _vllm(n: int) -> str:
     rates = ", ".join(["0.5"] * n)
-    return ("(APIServer pid=1) INFO 09-09 11:51:35 [metrics.py:96] SpecDecoding metrics: Draft "
-            "acceptance rate: 88.8%, Mean acceptance length: 5.44, Accepted throughput: 4.37 "
-            "tokens/s, Drafted throughput: 4.92 tokens/s, Accepted: 262 tokens, Drafted: 295 "
-            f"tokens, Per-position acceptance rate: {rates}\n")  # fmt: skip
+    return (
+        "(APIServer pid=1) INFO 09-09 11:51:35 [metrics.py:96] SpecDecoding metrics: Draft "
+        "acceptance rate: 88.8%, Mean acceptance length: 5.44, Accepted throughput: 4.37 "
+        "tokens/s, Drafted throughput: 4.92 tokens/s, Accepted: 262 tokens, Drafted: 295 "
+        f"tokens, Per-position acceptance rate: {rates}\n"
+    )
 
 
 def _sglang(n: int) -> str:
-    return ("[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: "
-            "0.00, accept len: 2.17, accept rate: 0.54, cuda graph: True, gen throughput "
-            "(token/s): 62.39, #queue-req: 0, " + "spare: 1, " * n + "\n")  # fmt: skip
+    return (
+        "[2025-10-22 10:27:57 TP0] Decode batch. #running-req: 1, #token: 108, token usage: "
+        "0.00, accept len: 2.17, accept rate: 0.54, cuda graph: True, gen throughput "
+        "(token/s): 62.39, #queue-req: 0, " + "spare: 1, " * n + "\n"
+    )
 
 
 def _llamacpp(n: int) -> str:
     rates = ", ".join(["0.500"] * n)
-    return ("0.06.895.998 I slot print_timing: id  1 | task 0 |        eval time =    2296.72 ms "
-            "/   256 tokens (    8.97 ms per token,   111.46 tokens per second)\n"
-            "0.06.896.000 I slot print_timing: id  1 | task 0 | draft acceptance = 0.50000 (  "
-            "128 accepted /   256 generated), mean acceptance length =  1.50, acceptance rate "
-            f"per position = ({rates})\n")  # fmt: skip
+    return (
+        "0.06.895.998 I slot print_timing: id  1 | task 0 |        eval time =    2296.72 ms "
+        "/   256 tokens (    8.97 ms per token,   111.46 tokens per second)\n"
+        "0.06.896.000 I slot print_timing: id  1 | task 0 | draft acceptance = 0.50000 (  "
+        "128 accepted /   256 generated), mean acceptance length =  1.50, acceptance rate "
+        f"per position = ({rates})\n"
+    )
 
 
 def _table(n: int) -> str:
-    return ("============ Serving Benchmark Result ============\n"
-            "Successful requests:                     100\n"
-            "Output token throughput (tok/s):         800.5\n"
-            f"Mean TPOT (ms):{' ' * n}12.5\n"
-            f"Median TPOT (ms): {'7' * n}\n"
-            "==================================================\n")  # fmt: skip
+    return (
+        "============ Serving Benchmark Result ============\n"
+        "Successful requests:                     100\n"
+        "Output token throughput (tok/s):         800.5\n"
+        f"Mean TPOT (ms):{' ' * n}12.5\n"
+        f"Median TPOT (ms): {'7' * n}\n"
+        "==================================================\n"
+    )
 
 
-LINES = {"vllm": (_vllm, 40_000), "sglang": (_sglang, 20_000), "llamacpp": (_llamacpp, 30_000),
-         "table": (_table, 200_000)}  # fmt: skip
+LINES = {
+    "vllm": (_vllm, 40_000),
+    "sglang": (_sglang, 20_000),
+    "llamacpp": (_llamacpp, 30_000),
+    "table": (_table, 200_000),
+}
 
 
 @pytest.mark.parametrize("kind", list(LINES))
@@ -113,8 +125,11 @@ def test_url_passwords_are_hidden_in_linear_time(text):
     assert _ratio(make, len(text) // 2) < RATIO
 
 
-@pytest.mark.parametrize("text", ["\x1b[" + "1" * 100_000, "\x1b]" + "t" * 100_000,
-                                  "\x1b[" * 50_000], ids=["csi", "osc", "many"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    ["\x1b[" + "1" * 100_000, "\x1b]" + "t" * 100_000, "\x1b[" * 50_000],
+    ids=["csi", "osc", "many"],
+)
 def test_control_characters_are_stripped_in_linear_time(text):
     def make(n):
         return lambda: printable(text[:n])

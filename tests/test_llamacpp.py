@@ -60,12 +60,37 @@ def bench(url, out, label, *args, warm=True):
     """``breakeven bench`` against ``url`` (as users give it, ending in /v1), after one
     unrecorded request that warms the server up (its first requests run slow)."""
     if warm:
-        r = CliRunner().invoke(cli, ["bench", "--url", url + "/v1", "--label", "warm-up",
-                                     "--requests", "2", "--max-tokens", "16"])  # fmt: skip
+        r = CliRunner().invoke(
+            cli,
+            [
+                "bench",
+                "--url",
+                url + "/v1",
+                "--label",
+                "warm-up",
+                "--requests",
+                "2",
+                "--max-tokens",
+                "16",
+            ],
+        )
         assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(cli, ["bench", "--url", url + "/v1", "--label", label,
-                                 "--max-tokens", "64", "--out", str(out), "--json",
-                                 *map(str, args)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--url",
+            url + "/v1",
+            "--label",
+            label,
+            "--max-tokens",
+            "64",
+            "--out",
+            str(out),
+            "--json",
+            *map(str, args),
+        ],
+    )
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout), r.stderr
 
@@ -93,8 +118,9 @@ def test_accept_len_agrees_three_ways(models, tmp_path):
     log = tmp_path / "server.log"
     with llama_server(target, log, draft=draft, k=K) as server:
         before = counters(server.metrics())
-        (level,), _ = bench(server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 6,
-                            warm=False)  # fmt: skip
+        (level,), _ = bench(
+            server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 6, warm=False
+        )
         after = counters(server.metrics())
     delta = {name: after[name] - before.get(name, 0.0) for name in after}
     client = rows(tmp_path / "runs.csv", "client")
@@ -118,8 +144,9 @@ def test_bench_rates_agree_with_the_servers_counters(models, tmp_path):
     for attempt in range(2):  # a noisy moment gets one more try
         out = tmp_path / f"runs{attempt}.csv"
         with llama_server(target, tmp_path / "server.log", draft=draft, k=K) as server:
-            levels, _ = bench(server.url, out, "spec", "-k", K, "--concurrency", 1, 2,
-                              "--requests", 8)  # fmt: skip
+            levels, _ = bench(
+                server.url, out, "spec", "-k", K, "--concurrency", 1, 2, "--requests", 8
+            )
         ratios = [lv["server"]["tok_s"] / lv["tok_s"] for lv in levels]
         figures.append(ratios)
         if all(abs(r - 1) <= 0.03 for r in ratios):
@@ -187,8 +214,9 @@ def test_the_seed_story_on_a_real_server(wide, tmp_path):
     port = free_port()
     steps = (("base-tuned", None, 0, 2), ("base-restarted", None, 0, 1), ("spec", draft, K, 1))
     for label, d, k, threads in steps:
-        with llama_server(target, tmp_path / f"{label}.log", draft=d, k=K, port=port,
-                          threads=threads) as server:  # fmt: skip
+        with llama_server(
+            target, tmp_path / f"{label}.log", draft=d, k=K, port=port, threads=threads
+        ) as server:
             bench(server.url, out, label, "-k", k, "--requests", 4, "--env", f"threads={threads}")
     result = check_file(str(out))
     assert "baseline_drift" in {f.code for f in result.flags}
@@ -213,8 +241,9 @@ def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
 def test_k_without_spec_counters_is_one_warning(models, tmp_path):
     target, _ = models[LOW]
     with llama_server(target, tmp_path / "server.log") as server:  # no draft: no spec counters
-        (level,), stderr = bench(server.url, tmp_path / "runs.csv", "spec", "-k", K,
-                                 "--requests", 2)  # fmt: skip
+        (level,), stderr = bench(
+            server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 2
+        )
     assert level.get("accept_len") is None
     warnings = [line for line in stderr.splitlines() if line.startswith("Warning:")]
     assert len(warnings) == 1 and "no spec-decode counters" in warnings[0], stderr
@@ -237,14 +266,16 @@ def test_fit_predicts_held_out_k_on_the_real_engine(models, tmp_path):
         port = free_port()
         for k in range(1, 5):
             for label, d, kk in (("base", None, 0), (f"k{k}", draft, k)):
-                with llama_server(target, tmp_path / "server.log", draft=d, k=k,
-                                  port=port) as server:  # fmt: skip
+                with llama_server(
+                    target, tmp_path / "server.log", draft=d, k=k, port=port
+                ) as server:
                     bench(server.url, out, label, "-k", kk, "--requests", 10)
         r = CliRunner().invoke(cli, ["fit", str(out), "--json"])
         assert r.exit_code == 0, r.output
         (group,) = json.loads(r.stdout)["groups"]
-        figures.append([(row["k"], row["measured_speedup"], row["held_out_speedup"])
-                        for row in group["by_k"]])  # fmt: skip
+        figures.append(
+            [(row["k"], row["measured_speedup"], row["held_out_speedup"]) for row in group["by_k"]]
+        )
         if group["held_out_max_rel_error"] <= 0.10:
             break
     else:
@@ -259,11 +290,13 @@ def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
     target, draft = wide
     out, port = tmp_path / "runs.csv", free_port()
     for label, d, k in (("base", None, 0), ("k2", draft, 2), ("base", None, 0), ("k4", draft, 4)):
-        with llama_server(target, tmp_path / "server.log", draft=d, k=max(k, 1), port=port,
-                          threads=2) as server:  # fmt: skip
+        with llama_server(
+            target, tmp_path / "server.log", draft=d, k=max(k, 1), port=port, threads=2
+        ) as server:
             bench(server.url, out, label, "-k", k, "--requests", 4, "--concurrency", 1, 2, 4)
-    measured = {(c.label, int(c.concurrency)): c.measured_speedup
-                for c in check_file(str(out)).comparisons}  # fmt: skip
+    measured = {
+        (c.label, int(c.concurrency)): c.measured_speedup for c in check_file(str(out)).comparisons
+    }
     assert len(measured) == 6 and min(measured.values()) > 1.1, measured
     fit_json = tmp_path / "fit.json"
     r = CliRunner().invoke(cli, ["fit", str(out), "--out", str(fit_json), "--json"])
@@ -271,8 +304,21 @@ def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
     (surface,) = json.loads(r.stdout)["surfaces"]
     assert surface["held_out_max_rel_error"] < 0.2, surface["points"]
     schedule = tmp_path / "schedule.json"
-    r = CliRunner().invoke(cli, ["schedule", "--fit-file", str(fit_json), "--engine", "vllm",
-                                 "--max-batch", "4", "--max-k", "6", "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "schedule",
+            "--fit-file",
+            str(fit_json),
+            "--engine",
+            "vllm",
+            "--max-batch",
+            "4",
+            "--max-k",
+            "6",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     schedule.write_text(r.stdout)
     planned = json.loads(r.stdout)

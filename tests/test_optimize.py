@@ -52,9 +52,16 @@ class TestLeviathanPublished:
         # Figure 3 plots the optimal gamma against alpha; these points of it, for alpha = 0.8,
         # come from maximising Theorem 3.8 over gamma = 1..99.
         ("c", "gamma", "speedup"),
-        [(0.01, 14, 4.232), (0.02, 11, 3.817), (0.04, 9, 3.282), (0.05, 8, 3.092),
-         (0.1, 6, 2.470), (0.2, 4, 1.868), (0.5, 2, 1.220)],
-    )  # fmt: skip
+        [
+            (0.01, 14, 4.232),
+            (0.02, 11, 3.817),
+            (0.04, 9, 3.282),
+            (0.05, 8, 3.092),
+            (0.1, 6, 2.470),
+            (0.2, 4, 1.868),
+            (0.5, 2, 1.220),
+        ],
+    )
     def test_optimal_gamma_at_alpha_0_8(self, c, gamma, speedup):
         result = optimize_leviathan(0.8, c, k_max=99)
         assert result.best_k == gamma
@@ -86,8 +93,12 @@ def test_optimal_k_vectorised_matches_the_scalar_search():
 
 def test_measured_case_study_best_k():
     # Verify 28.7 ms at every k, 0.2 ms per EAGLE head step, tau measured at k = 1..4.
-    r = optimize(baseline_tok_s=62.9, verify_ms=28.7, draft_step_ms=0.2,
-                 accept_len_by_k=[1.6, 1.9, 2.05, 2.1])  # fmt: skip
+    r = optimize(
+        baseline_tok_s=62.9,
+        verify_ms=28.7,
+        draft_step_ms=0.2,
+        accept_len_by_k=[1.6, 1.9, 2.05, 2.1],
+    )
     assert r.best_k == 4
     assert r.speedup == pytest.approx(2.1 * (1000 / 62.9) / (28.7 + 0.8))
     assert [o.k for o in r.by_k] == [1, 2, 3, 4]
@@ -117,27 +128,39 @@ def _linear(a, b):
 
 
 class TestProperties:
-    @given(st.floats(0, 1), st.floats(1, 100), st.floats(1, 100), st.floats(1, 50),
-           st.floats(0, 5))  # fmt: skip
+    @given(st.floats(0, 1), st.floats(1, 100), st.floats(1, 100), st.floats(1, 50), st.floats(0, 5))
     def test_speedup_never_rises_with_verify_cost(self, alpha, v1, v2, step, draft):
         lo, hi = sorted((v1, v2))
-        s = [optimize(alpha=alpha, step_ms=step, verify_ms=v, draft_step_ms=draft).by_k
-             for v in (lo, hi)]  # fmt: skip
+        s = [
+            optimize(alpha=alpha, step_ms=step, verify_ms=v, draft_step_ms=draft).by_k
+            for v in (lo, hi)
+        ]
         for cheap, dear in zip(*s, strict=True):
             assert dear.speedup <= cheap.speedup
-        best = [optimize(alpha=alpha, step_ms=step, verify_ms=v, draft_step_ms=draft).speedup
-                for v in (lo, hi)]  # fmt: skip
+        best = [
+            optimize(alpha=alpha, step_ms=step, verify_ms=v, draft_step_ms=draft).speedup
+            for v in (lo, hi)
+        ]
         assert best[1] <= best[0]
 
-    @given(st.floats(0, 1), st.floats(0.5, 60), st.floats(0, 0.1), st.floats(0, 20),
-           st.floats(0, 20))  # fmt: skip
+    @given(
+        st.floats(0, 1), st.floats(0.5, 60), st.floats(0, 0.1), st.floats(0, 20), st.floats(0, 20)
+    )
     def test_best_k_never_falls_as_drafting_gets_cheaper(self, alpha, verify, slope, d1, d2):
         cheap, dear = sorted((d1, d2))
         verify_model = _linear(verify, slope)  # V(k)/k falls with k, as for real forwards
-        k_cheap = optimize_k(verify=verify_model, step_ms=verify, alpha=alpha,
-                             draft=DraftCost("autoregressive", cheap)).best_k  # fmt: skip
-        k_dear = optimize_k(verify=verify_model, step_ms=verify, alpha=alpha,
-                            draft=DraftCost("autoregressive", dear)).best_k  # fmt: skip
+        k_cheap = optimize_k(
+            verify=verify_model,
+            step_ms=verify,
+            alpha=alpha,
+            draft=DraftCost("autoregressive", cheap),
+        ).best_k
+        k_dear = optimize_k(
+            verify=verify_model,
+            step_ms=verify,
+            alpha=alpha,
+            draft=DraftCost("autoregressive", dear),
+        ).best_k
         assert k_cheap >= k_dear
 
     @given(st.floats(1.2, 3.5), st.integers(1, 4), st.floats(0, 10), st.floats(0, 10))
@@ -155,8 +178,9 @@ class TestProperties:
 
 
 class TestBatch:
-    curve = TableCost((1, 2, 4, 8, 16, 32, 64, 128, 256),
-                      (10, 10, 10.1, 10.2, 10.4, 11, 14, 22, 38))  # fmt: skip
+    curve = TableCost(
+        (1, 2, 4, 8, 16, 32, 64, 128, 256), (10, 10, 10.1, 10.2, 10.4, 11, 14, 22, 38)
+    )
 
     def test_speedup_by_batch_covers_every_batch_the_curve_covers(self):
         r = batch_sweep(self.curve, accept_len=2.5, k=3)
@@ -185,8 +209,9 @@ class TestBatch:
 
     def test_draft_and_overhead_enter_the_cycle(self):
         plain = batch_sweep(self.curve, accept_len=2.5, k=3).speedup_by_batch[0]
-        taxed = batch_sweep(self.curve, accept_len=2.5, k=3, draft_step_ms=0.5,
-                            overhead_ms=0.2).speedup_by_batch[0]  # fmt: skip
+        taxed = batch_sweep(
+            self.curve, accept_len=2.5, k=3, draft_step_ms=0.5, overhead_ms=0.2
+        ).speedup_by_batch[0]
         assert taxed.cycle_ms == pytest.approx(plain.cycle_ms + 3 * 0.5 + 0.2)
 
     def test_a_fitted_curve_sweeps_to_max_batch(self):
@@ -220,21 +245,40 @@ def test_best_k_at_the_largest_k_tried_says_so():
     assert capped.best_k == 16 and "raise --max-k" in capped.note
     wide = optimize(alpha=0.9, cost_ratio=0.01, k_max=64)
     assert wide.best_k == 24 and wide.note == ""
-    measured = optimize(baseline_tok_s=141.44, verify_ms=7.7, draft_step_ms=0.1,
-                        accept_len_by_k=[1.8, 2.4, 2.9])  # fmt: skip
+    measured = optimize(
+        baseline_tok_s=141.44, verify_ms=7.7, draft_step_ms=0.1, accept_len_by_k=[1.8, 2.4, 2.9]
+    )
     assert measured.best_k == 3 and "largest with an accept_len" in measured.note
 
 
 def test_accept_len_at_explicit_k():
-    result = optimize(baseline_tok_s=141.44, verify_ms=7.7, draft_step_ms=0.74,
-                      accept_len_by_k={2: 2.1, 3: 2.29, 5: 2.43})  # fmt: skip
+    result = optimize(
+        baseline_tok_s=141.44,
+        verify_ms=7.7,
+        draft_step_ms=0.74,
+        accept_len_by_k={2: 2.1, 3: 2.29, 5: 2.43},
+    )
     assert [o.k for o in result.by_k] == [2, 3, 5] and result.best_k == 3
-    r = CliRunner().invoke(cli, ["optimize", "--baseline", "141.44", "--verify-ms", "7.7",
-                                 "--draft-step-ms", "0.74", "--accept-len-by-k",
-                                 "2:2.1,3:2.29,5:2.43", "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "optimize",
+            "--baseline",
+            "141.44",
+            "--verify-ms",
+            "7.7",
+            "--draft-step-ms",
+            "0.74",
+            "--accept-len-by-k",
+            "2:2.1,3:2.29,5:2.43",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0 and [o["k"] for o in json.loads(r.stdout)["by_k"]] == [2, 3, 5]
-    bad = CliRunner().invoke(cli, ["optimize", "--baseline", "100", "--verify-ms", "7",
-                                   "--accept-len-by-k", "2:2.1,0:1.5"])  # fmt: skip
+    bad = CliRunner().invoke(
+        cli,
+        ["optimize", "--baseline", "100", "--verify-ms", "7", "--accept-len-by-k", "2:2.1,0:1.5"],
+    )
     assert bad.exit_code == 2 and "K:TAU" in bad.output
 
 

@@ -85,13 +85,25 @@ def test_batch_plot_marks_the_breakeven_batch():
 def test_measured_vs_predicted_draws_identity_and_points():
     import pandas as pd
 
-    data = pd.DataFrame([
-        {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 0, "tok_s": t}
-        for t in (50, 51, 49)
-    ] + [
-        {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 3, "tok_s": t,
-         "accept_len": 2.5, "cycle_ms": 36.0, "label": "k3"} for t in (70, 69, 71)
-    ])  # fmt: skip
+    data = pd.DataFrame(
+        [
+            {"model": "m", "hardware": "h", "concurrency": 1, "num_spec_tokens": 0, "tok_s": t}
+            for t in (50, 51, 49)
+        ]
+        + [
+            {
+                "model": "m",
+                "hardware": "h",
+                "concurrency": 1,
+                "num_spec_tokens": 3,
+                "tok_s": t,
+                "accept_len": 2.5,
+                "cycle_ms": 36.0,
+                "label": "k3",
+            }
+            for t in (70, 69, 71)
+        ]
+    )
     result = check(data)
     ax = plot.measured_vs_predicted(result)
     (identity,) = by_gid(ax, "identity")
@@ -139,16 +151,36 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
 @pytest.mark.parametrize(
     ("args", "suffix", "magic"),
     [
-        (["surface", "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2",
-          "--accept-len", "2.1"], ".png", b"\x89PNG"),
-        (["surface", "--alpha", "0.6", "-k", "4", "--cost-ratio", "0.05", "--alpha-k"], ".svg", b"<?xml"),
+        (
+            [
+                "surface",
+                "--baseline",
+                "62.9",
+                "--verify-ms",
+                "28.7",
+                "--draft-ms",
+                "1.2",
+                "--accept-len",
+                "2.1",
+            ],
+            ".png",
+            b"\x89PNG",
+        ),
+        (
+            ["surface", "--alpha", "0.6", "-k", "4", "--cost-ratio", "0.05", "--alpha-k"],
+            ".svg",
+            b"<?xml",
+        ),
         (["k", "--alpha", "0.8", "--cost-ratio", "0.05"], ".pdf", b"%PDF"),
         (["batch", "--cost-curve", CURVE, "--alpha", "0.7"], ".png", b"\x89PNG"),
         (["check", "MEASURED_CSV"], ".png", b"\x89PNG"),
-        (["sensitivity", "--baseline", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
-         ".png", b"\x89PNG"),
+        (
+            ["sensitivity", "--baseline", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
+            ".png",
+            b"\x89PNG",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_plot_command_renders(tmp_path, args, suffix, magic):
     args = [str(_measured_csv(tmp_path)) if a == "MEASURED_CSV" else a for a in args]
     out = tmp_path / f"picture{suffix}"
@@ -160,8 +192,13 @@ def test_every_plot_command_renders(tmp_path, args, suffix, magic):
 def test_plot_commands_render_headless_in_a_fresh_process(tmp_path):
     out = tmp_path / "s.png"
     env = {"PATH": "/usr/bin:/bin", "MPLBACKEND": ""}
-    run = subprocess.run([sys.executable, "-m", "breakeven", "plot", "surface", "--out", str(out)],
-                         capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "breakeven", "plot", "surface", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert out.exists()
 
@@ -233,8 +270,10 @@ def test_surface_places_the_case_study_against_both_baselines(tmp_path):
     from breakeven.check import check_file
 
     data = check_file(CASE).to_dict()
-    points = {kind: (x, y, label) for x, y, label, kind in
-              plot.run_points(data["comparisons"], data["baselines"])}  # fmt: skip
+    points = {
+        kind: (x, y, label)
+        for x, y, label, kind in plot.run_points(data["comparisons"], data["baselines"])
+    }
     x, y, _ = points["predicted"]
     assert x / y == pytest.approx(2.1 * (1000 / 62.9) / 29.9, rel=1e-3)  # 1.12x, a win
     x, y, label = points["other"]
@@ -245,15 +284,40 @@ def test_surface_places_the_case_study_against_both_baselines(tmp_path):
 
 def test_surface_takes_several_points(tmp_path):
     out = tmp_path / "points.png"
-    args = ["plot", "surface", "--baseline", "62.9", "--point", "real:2.1:29.9", "--point",
-            "a:b:c:2.5:30", "--out", str(out)]  # fmt: skip
+    args = [
+        "plot",
+        "surface",
+        "--baseline",
+        "62.9",
+        "--point",
+        "real:2.1:29.9",
+        "--point",
+        "a:b:c:2.5:30",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert out.read_bytes().startswith(b"\x89PNG")
-    for bad, says in [("x:1.5", "LABEL:ACCEPT_LEN:CYCLE_MS"), ("x:one:30", "with numbers"),
-                      ("x:0.5:30", "ACCEPT_LEN in [1"), ("x:2:inf", "CYCLE_MS a finite")]:  # fmt: skip
-        r = CliRunner().invoke(cli, ["plot", "surface", "--baseline", "62.9", "--point", bad,
-                                     "--out", str(tmp_path / "bad.png")])  # fmt: skip
+    for bad, says in [
+        ("x:1.5", "LABEL:ACCEPT_LEN:CYCLE_MS"),
+        ("x:one:30", "with numbers"),
+        ("x:0.5:30", "ACCEPT_LEN in [1"),
+        ("x:2:inf", "CYCLE_MS a finite"),
+    ]:
+        r = CliRunner().invoke(
+            cli,
+            [
+                "plot",
+                "surface",
+                "--baseline",
+                "62.9",
+                "--point",
+                bad,
+                "--out",
+                str(tmp_path / "bad.png"),
+            ],
+        )
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
     r = CliRunner().invoke(cli, ["plot", "surface", "--point", "x:2:30", "--out", str(out)])
     assert r.exit_code == 2 and "--baseline or --step-ms" in r.output

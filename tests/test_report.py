@@ -43,8 +43,12 @@ def test_planning_notebook_runs(tmp_path):
     import nbformat
 
     notebook = nbformat.read(ROOT / "examples" / "planning.ipynb", as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT / "examples")}})  # fmt: skip
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=180,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(ROOT / "examples")}},
+    )
     client.execute()
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]

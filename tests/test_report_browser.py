@@ -20,28 +20,45 @@ from click.testing import CliRunner
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(n)), None)  # fmt: skip
+CHROMIUM = next(
+    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+    None,
+)
 if CHROMIUM is None and os.environ.get("CI"):
-    pytest.fail("headless Chromium is missing in CI: .ci/run installs Debian's chromium",
-                pytrace=False)  # fmt: skip
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
-                                "here (apt-get install chromium; .ci/run installs it)")  # fmt: skip
+    pytest.fail(
+        "headless Chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False
+    )
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="headless Chromium is not installed "
+    "here (apt-get install chromium; .ci/run installs it)",
+)
 
 
 def chromium(*args, tmp_path):
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-               f"--user-data-dir={tmp_path / 'profile'}", *args]  # fmt: skip
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
 def long_log(path, rates, accept_len=None):
     """An SGLang decode log of one window a second."""
     spec = f"accept len: {accept_len:.2f}, accept rate: 0.40, " if accept_len else ""
-    path.write_text("".join(
-        f"[2026-02-26 10:{i // 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: 1, "
-        f"#token: {100 + 40 * i}, token usage: 0.00, {spec}cuda graph: True, gen throughput "
-        f"(token/s): {r:.2f}, #queue-req: 0\n" for i, r in enumerate(rates)))  # fmt: skip
+    path.write_text(
+        "".join(
+            f"[2026-02-26 10:{i // 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: 1, "
+            f"#token: {100 + 40 * i}, token usage: 0.00, {spec}cuda graph: True, gen throughput "
+            f"(token/s): {r:.2f}, #queue-req: 0\n"
+            for i, r in enumerate(rates)
+        )
+    )
     return path
 
 
@@ -50,9 +67,22 @@ def test_the_report_renders_its_headline_first_and_its_figures(tmp_path):
     base = long_log(tmp_path / "base.log", 62.9 + rng.normal(0, 0.8, 64))
     spec = long_log(tmp_path / "spec.log", 75.9 + rng.normal(0, 0.8, 64), accept_len=2.1)
     report = tmp_path / "report"
-    r = CliRunner().invoke(cli, ["compare", f"baseline={base}", f"eagle3-k3={spec}", "-k", "3",
-                                 "--verify-ms", "28.7", "--draft-ms", "1.2", "--report",
-                                 str(report)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            f"baseline={base}",
+            f"eagle3-k3={spec}",
+            "-k",
+            "3",
+            "--verify-ms",
+            "28.7",
+            "--draft-ms",
+            "1.2",
+            "--report",
+            str(report),
+        ],
+    )
     assert r.exit_code == 0, r.output
     page = report / "report.html"
     url = page.as_uri()

@@ -172,8 +172,7 @@ def test_sglang_round_trip_at_every_batch(graphs):
 
 
 def test_one_range_needs_no_schedule():
-    _, result = plan(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=64,
-                     min_gain=1.0)  # fmt: skip
+    _, result = plan(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=64, min_gain=1.0)
     assert len(result.ranges) == 1 and result.ranges[0].k > 0
     for engine in ("vllm", "vllm-legacy"):
         out = render(result, engine, method="eagle3")
@@ -191,8 +190,15 @@ def test_a_load_profile_weights_the_gain(tmp_path):
     profile.write_text("# time at each batch size\nbatch,share\n1,3\n2,1\n")
     load, meta = read_load(profile)
     assert load == {1: 0.75, 2: 0.25} and meta["shape"] == "table"
-    result = schedule_report(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=300,
-                             load=load, load_source="load.csv")  # fmt: skip
+    result = schedule_report(
+        roofline(),
+        alpha=0.8,
+        draft_step_ms=0.5,
+        k_max=8,
+        max_batch=300,
+        load=load,
+        load_source="load.csv",
+    )
     assert result["best_fixed_k"] == brute_best_k(1, 0.8, 0.5, 8)
     assert result["ranges"][0]["share"] == pytest.approx(1.0)
     # Ranges the load gives no time are described as every batch alike, never NaN.
@@ -261,14 +267,20 @@ def test_cli_json_and_out_file(tmp_path):
     assert r.exit_code == 2 and "--force" in r.output and out.read_text() == before
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--accept-len", "2.1", "-k", "3"], "a schedule needs acceptance at several k"),
-    (["--alpha", "0.7", "--min-gain", "2"], "--min-gain: got 2.0, expected a fraction"),
-    (["--alpha", "0.7", "--load", "missing.csv"], "--load"),
-    (["--alpha", "0.7", "--cuda-graph-sizes", "1,x"], "--cuda-graph-sizes: got 'x'"),
-    (["--alpha", "0.7", "--base-config", "[1]"], "--base-config: got [1], expected a JSON object"),
-    (["--alpha", "0.7", "--base-config", "{"], "--base-config: is not JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--accept-len", "2.1", "-k", "3"], "a schedule needs acceptance at several k"),
+        (["--alpha", "0.7", "--min-gain", "2"], "--min-gain: got 2.0, expected a fraction"),
+        (["--alpha", "0.7", "--load", "missing.csv"], "--load"),
+        (["--alpha", "0.7", "--cuda-graph-sizes", "1,x"], "--cuda-graph-sizes: got 'x'"),
+        (
+            ["--alpha", "0.7", "--base-config", "[1]"],
+            "--base-config: got [1], expected a JSON object",
+        ),
+        (["--alpha", "0.7", "--base-config", "{"], "--base-config: is not JSON"),
+    ],
+)
 def test_bad_input_is_one_line(args, message):
     r = run("--cost-curve", CURVE, "--engine", "vllm", *args)
     assert r.exit_code == 2, r.output
@@ -277,10 +289,20 @@ def test_bad_input_is_one_line(args, message):
 
 def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
     fit_json = tmp_path / "fit.json"
-    sweep = Path(__file__).parent / "data" / "published" / \
-        "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"  # fmt: skip
-    assert CliRunner().invoke(cli, ["fit", str(sweep), "--experts", "128", "--top-k", "8",
-                                    "--out", str(fit_json)]).exit_code == 0  # fmt: skip
+    sweep = (
+        Path(__file__).parent
+        / "data"
+        / "published"
+        / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"
+    )
+    assert (
+        CliRunner()
+        .invoke(
+            cli, ["fit", str(sweep), "--experts", "128", "--top-k", "8", "--out", str(fit_json)]
+        )
+        .exit_code
+        == 0
+    )
     r = run("--fit-file", fit_json, "--engine", "vllm", "--json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -290,8 +312,9 @@ def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
 
 
 def _schedule_json(tmp_path):
-    data = schedule_report(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=100,
-                           min_gain=0.0)  # fmt: skip
+    data = schedule_report(
+        roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=100, min_gain=0.0
+    )
     path = tmp_path / "schedule.json"
     path.write_text(json.dumps(data))
     return path, {x["batch"]: (x["k"], x["speedup"]) for x in data["by_batch"]}
@@ -304,8 +327,12 @@ def test_check_reports_runs_against_the_schedule(tmp_path):
     rows = ["run_id,label,model,hardware,concurrency,num_spec_tokens,tok_s"]
     for b, tok_s in ((1, 100.0), (16, 50.0), (48, 20.0), (200, 5.0)):
         rows.append(f"base-{b},base,m,h,{b},0,{tok_s}")
-    for label, b, factor, k in (("as-predicted", 1, 1.0, None), ("slow", 16, 0.7, None),
-                                ("other", 48, 1.0, 1), ("past", 200, 1.0, 2)):  # fmt: skip
+    for label, b, factor, k in (
+        ("as-predicted", 1, 1.0, None),
+        ("slow", 16, 0.7, None),
+        ("other", 48, 1.0, 1),
+        ("past", 200, 1.0, 2),
+    ):
         k = at[b][0] if k is None else k
         base = {1: 100.0, 16: 50.0, 48: 20.0, 200: 5.0}[b]
         speedup = at[b][1] if b in at else 1.0
@@ -331,18 +358,32 @@ def test_check_reports_runs_against_the_schedule(tmp_path):
 def test_compare_takes_a_schedule(tmp_path):
     path, _ = _schedule_json(tmp_path)
     case = Path(__file__).parent / "data" / "case_study"
-    r = CliRunner().invoke(cli, ["compare", str(case / "sglang_baseline.log"),
-                                 str(case / "sglang_eagle3_k3.log"), "-k", "3", "--schedule",
-                                 str(path), "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            str(case / "sglang_baseline.log"),
+            str(case / "sglang_eagle3_k3.log"),
+            "-k",
+            "3",
+            "--schedule",
+            str(path),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.stdout)["schedule_check"]
     assert row["batch"] == 1 and row["k"] == 3 and row["verdict"] == "other k"
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{", "is not JSON"), ("[]", "is not a schedule"),
-    ('{"by_batch": [{"batch": 0, "k": 1, "speedup": 1}]}', "expected batch >= 1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{", "is not JSON"),
+        ("[]", "is not a schedule"),
+        ('{"by_batch": [{"batch": 0, "k": 1, "speedup": 1}]}', "expected batch >= 1"),
+    ],
+)
 def test_a_bad_schedule_file_is_one_line(tmp_path, content, message):
     bad = tmp_path / "bad.json"
     bad.write_text(content)

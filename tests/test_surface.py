@@ -40,15 +40,42 @@ def speedup_errors(surface, data):
 
 
 def test_a_known_surface_is_recovered_and_kv_is_read_per_sequence():
-    truth = BatchSurface("m", "h", "eagle", dict(zip(TERMS, (5.0, 0.0, 0.4, 0.02, 0.8, 0.01, 0.3),
-                                                        strict=True)), (), None, 0.0, (), 0.0, ())  # fmt: skip
-    rows = [{"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": 0,
-             "tok_s": 1000 / float(truth.forward_ms(b, 1))} for b in (1, 2, 4, 8, 16, 32, 64)]  # fmt: skip
+    truth = BatchSurface(
+        "m",
+        "h",
+        "eagle",
+        dict(zip(TERMS, (5.0, 0.0, 0.4, 0.02, 0.8, 0.01, 0.3), strict=True)),
+        (),
+        None,
+        0.0,
+        (),
+        0.0,
+        (),
+    )
+    rows = [
+        {
+            "model": "m",
+            "hardware": "h",
+            "concurrency": b,
+            "num_spec_tokens": 0,
+            "tok_s": 1000 / float(truth.forward_ms(b, 1)),
+        }
+        for b in (1, 2, 4, 8, 16, 32, 64)
+    ]
     for b in (1, 8, 32):
         for k in (2, 4):
             cycle = float(truth.cycle_ms(b, k))
-            rows.append({"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": k,
-                         "spec_method": "eagle", "accept_len": 2.5, "tok_s": 2500 / cycle})  # fmt: skip
+            rows.append(
+                {
+                    "model": "m",
+                    "hardware": "h",
+                    "concurrency": b,
+                    "num_spec_tokens": k,
+                    "spec_method": "eagle",
+                    "accept_len": 2.5,
+                    "tok_s": 2500 / cycle,
+                }
+            )
     (chains,) = fit(pd.DataFrame(rows)).surfaces
     # Chains alone (topk 1, k + 1 verify tokens): compute per token is kv per sequence plus
     # drafting per token plus speculation per sequence, so those are not told apart (and
@@ -60,9 +87,19 @@ def test_a_known_surface_is_recovered_and_kv_is_read_per_sequence():
     for b in (1, 8, 32):
         for k, topk, n in ((2, 2, 4), (3, 4, 8), (4, 1, 5)):
             cycle = float(truth.cycle_ms(b, k, topk, n))
-            rows.append({"model": "m", "hardware": "h", "concurrency": b, "num_spec_tokens": k,
-                         "spec_method": "eagle", "spec_topk": topk, "verify_tokens": n,
-                         "accept_len": 2.5, "tok_s": 2500 / cycle})  # fmt: skip
+            rows.append(
+                {
+                    "model": "m",
+                    "hardware": "h",
+                    "concurrency": b,
+                    "num_spec_tokens": k,
+                    "spec_method": "eagle",
+                    "spec_topk": topk,
+                    "verify_tokens": n,
+                    "accept_len": 2.5,
+                    "tok_s": 2500 / cycle,
+                }
+            )
     (surface,) = fit(pd.DataFrame(rows)).surfaces
     assert surface.merged == ()
     for name, value in truth.coefficients.items():
@@ -91,8 +128,10 @@ def test_angelslim_sweep_fitted_at_two_batch_sizes_predicts_the_others_within_15
     line = TableCost(tuple(steps["concurrency"]), tuple(1000 / steps["tok_s"])).fit("linear")
     run = {int(r.concurrency): r for r in tree[tree["num_spec_tokens"] > 0].itertuples()}
     draft = 1000 * run[1].accept_len / run[1].tok_s - float(line(16))
-    old = {b: (1000 * run[b].accept_len / run[b].tok_s) / (float(line(b * 16)) + draft) - 1
-           for b in (4, 32, 64)}  # fmt: skip
+    old = {
+        b: (1000 * run[b].accept_len / run[b].tok_s) / (float(line(b * 16)) + draft) - 1
+        for b in (4, 32, 64)
+    }
     assert max(abs(e) for e in old.values()) > 2 * max(abs(errors[(b, 4, 4, 16)]) for b in old)
 
 
@@ -111,8 +150,10 @@ def test_specforge_sweep_at_batch_4_within_15_percent():
     # At batch 1 its trees disagree among themselves: topk 3 with 4 verify tokens ran faster
     # (207.62 tok/s) than topk 1 with the same steps and verify tokens (159.78), which no cost
     # that grows with topk can follow; those two runs are where the fit is furthest off.
-    rate = {k: r.tok_s for k, r in zip(errors, data[data["num_spec_tokens"] > 0].itertuples(),
-                                       strict=True)}  # fmt: skip
+    rate = {
+        k: r.tok_s
+        for k, r in zip(errors, data[data["num_spec_tokens"] > 0].itertuples(), strict=True)
+    }
     assert rate[(1, 3, 3, 4)] > rate[(1, 3, 1, 4)]
     worst = sorted(errors, key=lambda k: -abs(errors[k]))[:2]
     assert set(worst) == {(1, 3, 1, 4), (1, 3, 3, 8)}
@@ -120,12 +161,26 @@ def test_specforge_sweep_at_batch_4_within_15_percent():
 
 def test_batch_sweeps_a_fitted_surface(tmp_path):
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8",
-                                 "--out", str(out)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     assert "across batch sizes 1, 4, 8, 32, 64" in r.output and "spec_seq_ms" in r.output
-    r = CliRunner().invoke(cli, ["batch", "--fit-file", str(out), "--accept-len", "2.55", "-k", "4",
-                                 "--max-batch", "64", "--json"])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        [
+            "batch",
+            "--fit-file",
+            str(out),
+            "--accept-len",
+            "2.55",
+            "-k",
+            "4",
+            "--max-batch",
+            "64",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
     point = json.loads(r.stdout)["speedup_by_batch"][31]  # batch 32
@@ -135,8 +190,10 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
     for args in (["--experts", "128"], ["--experts", "8", "--top-k", "9"]):
         bad = CliRunner().invoke(cli, ["fit", str(ANGELSLIM), *args])
         assert bad.exit_code == 2 and bad.output.count("\n") == 1, bad.output
-    both = CliRunner().invoke(cli, ["batch", "--fit-file", str(out), "--cost-curve", str(out),
-                                    "--accept-len", "2", "-k", "3"])  # fmt: skip
+    both = CliRunner().invoke(
+        cli,
+        ["batch", "--fit-file", str(out), "--cost-curve", str(out), "--accept-len", "2", "-k", "3"],
+    )
     assert both.exit_code == 2 and "cannot be given together" in both.output
     none = CliRunner().invoke(cli, ["batch", "--accept-len", "2", "-k", "3"])
     assert none.exit_code == 2 and "--cost-curve" in none.output
@@ -145,8 +202,11 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
 def test_the_fixtures_as_published_without_our_header(tmp_path):
     for path in (ANGELSLIM, SPECFORGE):
         bare = tmp_path / path.name
-        bare.write_text("".join(line + "\n" for line in path.read_text().splitlines()
-                                if not line.startswith("#")))  # fmt: skip
+        bare.write_text(
+            "".join(
+                line + "\n" for line in path.read_text().splitlines() if not line.startswith("#")
+            )
+        )
         a = fit(read_measurements(bare)[0], moe=QWEN3_MOE).to_dict()
         b = fit(read_measurements(path)[0], moe=QWEN3_MOE).to_dict()
         assert a["surfaces"] == b["surfaces"]
@@ -154,23 +214,47 @@ def test_the_fixtures_as_published_without_our_header(tmp_path):
 
 def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
     out = tmp_path / "fit.json"
-    assert CliRunner().invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8",
-                                    "--out", str(out)]).exit_code == 0  # fmt: skip
-    args = ["batch", "--fit-file", str(out), "--accept-len", "2.553", "-k", "4", "--topk", "4",
-            "--verify-tokens", "16", "--max-batch", "64", "--json"]  # fmt: skip
+    assert (
+        CliRunner()
+        .invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)])
+        .exit_code
+        == 0
+    )
+    args = [
+        "batch",
+        "--fit-file",
+        str(out),
+        "--accept-len",
+        "2.553",
+        "-k",
+        "4",
+        "--topk",
+        "4",
+        "--verify-tokens",
+        "16",
+        "--max-batch",
+        "64",
+        "--json",
+    ]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
     by_batch = {p["batch"]: p for p in json.loads(r.stdout)["speedup_by_batch"]}
     for b in (1, 4, 8, 32, 64):  # the tree the runs measured, at the batch sizes they ran
         assert by_batch[b]["cycle_ms"] == pytest.approx(float(surface.cycle_ms(b, 4, 4, 16)))
-    curve = ["batch", "--cost-curve", str(PUBLISHED.parent.parent.parent / "data" /
-                                           "llama3_8b_decode_curve.csv")]  # fmt: skip
-    for extra, says in ((["--accept-len", "2.5", "-k", "4", "--topk", "4", "--draft-step-ms", "1"],
-                         "drafting per cycle"),
-                        (["--alpha", "0.7", "--topk", "4"], "describe one tree"),
-                        (["--accept-len", "2.5", "-k", "4", "--verify-tokens", "3"],
-                         "at least k + 1 = 5")):  # fmt: skip
+    curve = [
+        "batch",
+        "--cost-curve",
+        str(PUBLISHED.parent.parent.parent / "data" / "llama3_8b_decode_curve.csv"),
+    ]
+    for extra, says in (
+        (
+            ["--accept-len", "2.5", "-k", "4", "--topk", "4", "--draft-step-ms", "1"],
+            "drafting per cycle",
+        ),
+        (["--alpha", "0.7", "--topk", "4"], "describe one tree"),
+        (["--accept-len", "2.5", "-k", "4", "--verify-tokens", "3"], "at least k + 1 = 5"),
+    ):
         bad = CliRunner().invoke(cli, [*curve, *extra])
         assert bad.exit_code == 2 and says in bad.output, bad.output
 
@@ -178,12 +262,15 @@ def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
 def test_ingest_stamps_a_tree_where_the_log_does_not_say(tmp_path):
     log = PUBLISHED.parent / "case_study" / "sglang_eagle3_k3.log"
     out = tmp_path / "tree.csv"
-    r = CliRunner().invoke(cli, ["ingest", str(log), "-k", "4", "--topk", "4", "--verify-tokens",
-                                 "16", "--out", str(out)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        ["ingest", str(log), "-k", "4", "--topk", "4", "--verify-tokens", "16", "--out", str(out)],
+    )
     assert r.exit_code == 0, r.output
     data, _ = read_measurements(out)
     assert set(data["spec_topk"]) == {4} and set(data["verify_tokens"]) == {16}
     assert set(data["num_spec_tokens"]) == {4}
-    bad = CliRunner().invoke(cli, ["ingest", str(log), str(log), "--topk", "1", "--topk", "2",
-                                   "--topk", "3"])  # fmt: skip
+    bad = CliRunner().invoke(
+        cli, ["ingest", str(log), str(log), "--topk", "1", "--topk", "2", "--topk", "3"]
+    )
     assert bad.exit_code == 2 and "--topk: given 3 times for 2 files" in bad.output

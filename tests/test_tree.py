@@ -90,10 +90,17 @@ def simulate(alpha, decay, steps, topk, n, cycles, rng):
     return total / cycles
 
 
-@pytest.mark.parametrize("alpha,decay,steps,topk,n", [
-    (0.6, 0.3, 3, 1, 4), (0.5, 0.4, 3, 3, 8), (0.7, 0.2, 5, 4, 16), (0.45, 0.5, 4, 2, 6),
-    (0.8, 0.1, 6, 8, 60), (0.5, 0.5, 3, 6, 30),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "alpha,decay,steps,topk,n",
+    [
+        (0.6, 0.3, 3, 1, 4),
+        (0.5, 0.4, 3, 3, 8),
+        (0.7, 0.2, 5, 4, 16),
+        (0.45, 0.5, 4, 2, 6),
+        (0.8, 0.1, 6, 8, 60),
+        (0.5, 0.5, 3, 6, 30),
+    ],
+)
 def test_the_model_is_the_mean_of_a_simulated_tree(alpha, decay, steps, topk, n):
     rng = random.Random(1)
     cycles = 40_000
@@ -141,8 +148,9 @@ def test_published_tree_sweeps_are_fitted_within_5_percent(path, configs):
     assert worst < 0.05
     assert tree.held_out_max_rel_error < 0.12
     deepest = max(tree.runs, key=lambda r: r.verify_tokens)
-    naive = tree_accept_len(tree.alpha, 1 - tree.alpha, deepest.steps, deepest.topk,
-                            deepest.verify_tokens)  # fmt: skip
+    naive = tree_accept_len(
+        tree.alpha, 1 - tree.alpha, deepest.steps, deepest.topk, deepest.verify_tokens
+    )
     assert naive / deepest.accept_len - 1 > 0.2
 
 
@@ -177,16 +185,22 @@ def test_the_search_finds_the_brute_force_optimum(alpha, share, per_token, per_s
 def test_the_chain_search_agrees_with_optimize():
     """The same costs as optimize's: verify 20 ms, 1.5 ms per draft step, alpha 0.75."""
     chain = optimize(alpha=0.75, step_ms=12.0, verify_ms=20.0, draft_step_ms=1.5)
-    result = search_trees(12.0, lambda s, t, n: 20.0 + 1.5 * s, TreeAcceptance(0.75, 0.25, ""),
-                          max_steps=16, max_topk=1)  # fmt: skip
+    result = search_trees(
+        12.0,
+        lambda s, t, n: 20.0 + 1.5 * s,
+        TreeAcceptance(0.75, 0.25, ""),
+        max_steps=16,
+        max_topk=1,
+    )
     assert result.best_chain.steps == chain.best_k
     assert result.best_chain.speedup == pytest.approx(chain.speedup)
 
 
 def test_optimize_tree_from_a_fit_file_of_published_runs(tmp_path):
     fit_json = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(SPECFORGE), "--experts", "128", "--top-k", "8",
-                                 "--out", str(fit_json)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli, ["fit", str(SPECFORGE), "--experts", "128", "--top-k", "8", "--out", str(fit_json)]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(fit_json.read_text())
     assert data["trees"][0]["rank_decay"] == pytest.approx(0.38, abs=0.02)
@@ -202,8 +216,11 @@ def test_optimize_tree_from_a_fit_file_of_published_runs(tmp_path):
         f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}"
     ) in text
     # Larger batches make the verify of many tokens dearer: the best tree does not grow.
-    wide = json.loads(CliRunner().invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json),
-                                               "--batch", "4", "--json"]).output)  # fmt: skip
+    wide = json.loads(
+        CliRunner()
+        .invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json), "--batch", "4", "--json"])
+        .output
+    )
     assert wide["best_tree"]["speedup"] < best["speedup"]
 
 
@@ -225,18 +242,29 @@ def _curve(path):
     return TableCost(tuple(data["tokens"]), tuple(data["ms"]))
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--tree", "--alpha", "0.7"], "--tree needs the verify's cost at each number of verify "
-     "tokens"),
-    (["--tree", "--step-ms", "10"], "--tree needs the acceptance of trees: --alpha"),
-    (["--rank-decay", "0.3", "--alpha", "0.5", "--cost-ratio", "0.1"],
-     "--rank-decay needs --tree"),
-    (["--tree", "--alpha", "0.7", "--per-position", "0.9,0.8"], "--per-position cannot be given "
-     "with --tree"),
-    (["--tree", "--alpha", "0.7", "--max-verify-tokens", "1"], "--max-verify-tokens"),
-    (["--tree", "--alpha", "0.7", "--rank-decay", "0.5", "--step-ms", "10"],
-     "--rank-decay: got 0.5, expected at most 1 - alpha = 0.3"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--tree", "--alpha", "0.7"],
+            "--tree needs the verify's cost at each number of verify tokens",
+        ),
+        (["--tree", "--step-ms", "10"], "--tree needs the acceptance of trees: --alpha"),
+        (
+            ["--rank-decay", "0.3", "--alpha", "0.5", "--cost-ratio", "0.1"],
+            "--rank-decay needs --tree",
+        ),
+        (
+            ["--tree", "--alpha", "0.7", "--per-position", "0.9,0.8"],
+            "--per-position cannot be given with --tree",
+        ),
+        (["--tree", "--alpha", "0.7", "--max-verify-tokens", "1"], "--max-verify-tokens"),
+        (
+            ["--tree", "--alpha", "0.7", "--rank-decay", "0.5", "--step-ms", "10"],
+            "--rank-decay: got 0.5, expected at most 1 - alpha = 0.3",
+        ),
+    ],
+)
 def test_optimize_tree_bad_input_is_one_line(args, message):
     r = CliRunner().invoke(cli, ["optimize", *args])
     assert r.exit_code == 2, r.output

@@ -79,8 +79,9 @@ def _temporary(path: str) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(directory)
     suffix = os.path.splitext(path)[1]
-    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{_host()}-{os.getpid()}-",
-                               suffix=".tmp" + suffix, dir=directory)  # fmt: skip
+    fd, tmp = tempfile.mkstemp(
+        prefix=f"{TEMP_PREFIX}{_host()}-{os.getpid()}-", suffix=".tmp" + suffix, dir=directory
+    )
     os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
@@ -183,9 +184,12 @@ def append_bytes(path: str, header: bytes, chunks: Iterable[bytes], name: str = 
                 first = f.readline()
             if first.rstrip(b"\r\n") != header.rstrip(b"\r\n"):
                 shown = escape_braces(repr(path))
-                raise BreakevenError("{0}: " + shown + " does not start with the header ingest "
-                                     "writes; --append adds rows only to a measurements CSV "
-                                     "of the same columns", name)  # fmt: skip
+                raise BreakevenError(
+                    "{0}: " + shown + " does not start with the header ingest "
+                    "writes; --append adds rows only to a measurements CSV "
+                    "of the same columns",
+                    name,
+                )
         tmp = _temporary(path)
         try:
             if exists:

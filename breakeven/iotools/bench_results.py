@@ -89,9 +89,15 @@ def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
         batch = _num(obj, "batch_size")
         if math.isnan(latency_s) or latency_s <= 0 or math.isnan(batch):
             raise FormatError("expected batch_size and median_decode_latency")
-        record.update(engine="sglang", label=obj.get("run_name"), concurrency=batch,
-                      num_spec_tokens=0, step_ms=1000.0 * latency_s,
-                      tok_s=1.0 / latency_s, aggregate_tok_s=_num(obj, "median_decode_throughput"))  # fmt: skip
+        record.update(
+            engine="sglang",
+            label=obj.get("run_name"),
+            concurrency=batch,
+            num_spec_tokens=0,
+            step_ms=1000.0 * latency_s,
+            tok_s=1.0 / latency_s,
+            aggregate_tok_s=_num(obj, "median_decode_throughput"),
+        )
         return record
     if fmt == TRTLLM_ITERATION:
         return _trtllm_iteration(obj, record)
@@ -103,18 +109,26 @@ def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
             record["accept_len"] = tau
             record["note"] = "accept_length is the server's lifetime average, not this run's"
         return record
-    record.update(engine="vllm", label=obj.get("label") or obj.get("backend"),
-                  model=obj.get("model_id"), timestamp=obj.get("date"))  # fmt: skip
+    record.update(
+        engine="vllm",
+        label=obj.get("label") or obj.get("backend"),
+        model=obj.get("model_id"),
+        timestamp=obj.get("date"),
+    )
     if "spec_decode_acceptance_length" in obj:
         drafts = _num(obj, "spec_decode_num_drafts")
         drafted = _num(obj, "spec_decode_draft_tokens")
         per_position = obj.get("spec_decode_per_position_acceptance_rates")
         k = len(per_position) if per_position else (round(drafted / drafts) if drafts else None)
-        record.update(accept_len=_num(obj, "spec_decode_acceptance_length"),
-                      acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
-                      num_drafts=drafts, draft_tokens=drafted,
-                      accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
-                      per_position=per_position, num_spec_tokens=k)  # fmt: skip
+        record.update(
+            accept_len=_num(obj, "spec_decode_acceptance_length"),
+            acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
+            num_drafts=drafts,
+            draft_tokens=drafted,
+            accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
+            per_position=per_position,
+            num_spec_tokens=k,
+        )
     return record
 
 
@@ -134,8 +148,13 @@ def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, 
     if not isinstance(batching, dict):
         raise FormatError(f"inflightBatchingStats is {batching!r}, expected an object")
     gen, ctx = _num(batching, "numGenRequests"), _num(batching, "numContextRequests")
-    record.update(engine="trtllm", origin="server", timestamp=obj.get("timestamp"),
-                  running_reqs=gen, queue_reqs=_num(obj, "numQueuedRequests"))  # fmt: skip
+    record.update(
+        engine="trtllm",
+        origin="server",
+        timestamp=obj.get("timestamp"),
+        running_reqs=gen,
+        queue_reqs=_num(obj, "numQueuedRequests"),
+    )
     spec = obj.get("specDecodingStats")
     tokens = math.nan
     if spec is None:
@@ -144,18 +163,24 @@ def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, 
         tokens = 1.0
     elif isinstance(spec, dict):
         drafting = _num(spec, "numRequestsWithDraftTokens")
-        record.update(accepted_tokens=_num(spec, "numAcceptedTokens"),
-                      draft_tokens=_num(spec, "numDraftTokens"))  # fmt: skip
+        record.update(
+            accepted_tokens=_num(spec, "numAcceptedTokens"),
+            draft_tokens=_num(spec, "numDraftTokens"),
+        )
         if drafting > 0:
-            record.update(accept_len=_num(spec, "acceptanceLength"), num_drafts=drafting,
-                          cycle_ms=latency)  # fmt: skip
+            record.update(
+                accept_len=_num(spec, "acceptanceLength"), num_drafts=drafting, cycle_ms=latency
+            )
             if drafting == gen:
                 tokens = record["accept_len"]
     else:
         raise FormatError(f"specDecodingStats is {spec!r}, expected an object or null")
     if latency > 0 and gen > 0 and ctx == 0 and not math.isnan(tokens):
-        record.update(tok_s=1000.0 * tokens / latency, concurrency=gen,
-                      aggregate_tok_s=1000.0 * tokens * gen / latency)  # fmt: skip
+        record.update(
+            tok_s=1000.0 * tokens / latency,
+            concurrency=gen,
+            aggregate_tok_s=1000.0 * tokens * gen / latency,
+        )
     return record
 
 

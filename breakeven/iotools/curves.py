@@ -66,8 +66,11 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
     allow_long_cells()
 
     comments = [ln.lstrip("#").strip() for ln in lines if ln.lstrip().startswith("#")]
-    numbered = [(i, ln) for i, ln in enumerate(lines, start=1)
-                if ln.strip() and not ln.lstrip().startswith("#")]  # fmt: skip
+    numbered = [
+        (i, ln)
+        for i, ln in enumerate(lines, start=1)
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     if not numbered:
         raise _error(path, None, "is empty; expected a header with columns tokens,ms")
     header_line, header_text = numbered[0]
@@ -77,15 +80,20 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
         found = [i for i, h in enumerate(header) if h in aliases]
         if not found:
             raise _error(
-                path, header_line,
+                path,
+                header_line,
                 f"no {canonical!r} column (found: {shorten(', '.join(header)) or 'none'}); "
                 "expected columns tokens,ms",
-            )  # fmt: skip
+            )
         if len(found) > 1:
             first, second = (header[i] for i in found[:2])
-            raise _error(path, header_line, f"columns {found[0] + 1} ({first!r}) and "
-                         f"{found[1] + 1} ({second!r}) both name the {canonical!r} column; "
-                         "expected one each of tokens,ms")  # fmt: skip
+            raise _error(
+                path,
+                header_line,
+                f"columns {found[0] + 1} ({first!r}) and "
+                f"{found[1] + 1} ({second!r}) both name the {canonical!r} column; "
+                "expected one each of tokens,ms",
+            )
         index[canonical] = found[0]
 
     tokens: list[float] = []
@@ -107,10 +115,11 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
             values[canonical] = value
         if tokens and values["tokens"] <= tokens[-1]:
             raise _error(
-                path, line_no,
+                path,
+                line_no,
                 f"tokens {values['tokens']:g} after {tokens[-1]:g}; expected strictly "
                 "increasing token counts, one row per forward size",
-            )  # fmt: skip
+            )
         tokens.append(values["tokens"])
         ms.append(values["ms"])
         rows.append(line_no)

@@ -27,8 +27,17 @@ from breakeven.iotools import bench_results, prometheus, sources
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
 from breakeven.iotools.sources import Problem
 
-__all__ = ["FORMATS", "RECORD_KEYS", "IngestResult", "Input", "Problem", "Tally", "ingest",
-           "iter_frames", "tok_s_meanings"]  # fmt: skip
+__all__ = [
+    "FORMATS",
+    "RECORD_KEYS",
+    "IngestResult",
+    "Input",
+    "Problem",
+    "Tally",
+    "ingest",
+    "iter_frames",
+    "tok_s_meanings",
+]
 
 TEXT = "log"
 # Blocks of a text input marked at once, in threads: splitting a block into lines and
@@ -74,9 +83,10 @@ class IngestResult:
 
 
 def _inputs(
-    paths: Sequence[str | os.PathLike[str] | Input], stamp: dict[str, Any] | None,
+    paths: Sequence[str | os.PathLike[str] | Input],
+    stamp: dict[str, Any] | None,
     num_spec_tokens: int | None,
-) -> list[Input]:  # fmt: skip
+) -> list[Input]:
     out = []
     for p in paths:
         item = p if isinstance(p, Input) else Input(os.fspath(p))
@@ -109,8 +119,14 @@ def iter_frames(
         # A file's problems in line order (each line kind is parsed in batches of its own).
         problems[known:] = sorted(problems[known:], key=lambda p: (p.line is not None, p.line or 0))
         if not found and len(problems) == known:
-            problems.append(Problem(item.path, None, "holds nothing breakeven reads: no engine "
-                                    "log lines, benchmark results or engine metrics"))  # fmt: skip
+            problems.append(
+                Problem(
+                    item.path,
+                    None,
+                    "holds nothing breakeven reads: no engine "
+                    "log lines, benchmark results or engine metrics",
+                )
+            )
 
 
 def _stamp(frame: Any, item: Input) -> Any:
@@ -203,10 +219,14 @@ def _json_records(
     for line, obj in documents:
         fmt = forced or (bench_results.bench_format(obj) if isinstance(obj, dict) else None)
         if fmt is None:
-            what = (f"keys: {', '.join(sorted(obj)[:8])}" if isinstance(obj, dict)
-                    else f"a {type(obj).__name__}, not an object")  # fmt: skip
-            problems.append(Problem(path, line, f"a JSON value of no known benchmark "
-                                    f"format ({what})"))  # fmt: skip
+            what = (
+                f"keys: {', '.join(sorted(obj)[:8])}"
+                if isinstance(obj, dict)
+                else f"a {type(obj).__name__}, not an object"
+            )
+            problems.append(
+                Problem(path, line, f"a JSON value of no known benchmark format ({what})")
+            )
             continue
         try:
             records.append(bench_results.read_result(obj, fmt, f"{path}:{line}"))
@@ -235,8 +255,9 @@ def _prometheus_records(
     if text is None:
         return []
     try:
-        return prometheus.read_metrics(text, previous, source=item.path,
-                                       num_spec_tokens=item.num_spec_tokens)  # fmt: skip
+        return prometheus.read_metrics(
+            text, previous, source=item.path, num_spec_tokens=item.num_spec_tokens
+        )
     except ImportError as e:
         problems.append(Problem(item.path, None, str(e)))
     except ValueError as e:
@@ -250,8 +271,13 @@ def _text_frames(
     from breakeven.iotools.engines import engines
     from breakeven.iotools.lines import TextScanner
 
-    scanner = TextScanner(item.path, engines(), item.num_spec_tokens, _tables,
-                          (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION))  # fmt: skip
+    scanner = TextScanner(
+        item.path,
+        engines(),
+        item.num_spec_tokens,
+        _tables,
+        (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION),
+    )
 
     def mark(block: Any) -> Any:
         return None if isinstance(block, Problem) else scanner.mark(block)
@@ -280,8 +306,9 @@ def _tables(
             break  # read again with the next block
         fmt = bench_results.bench_format(obj)
         if fmt is None:
-            problems.append((line, "a benchmark result table without output throughput and "
-                                   "TPOT rows"))  # fmt: skip
+            problems.append(
+                (line, "a benchmark result table without output throughput and TPOT rows")
+            )
             continue
         try:
             record = bench_results.read_result(obj, fmt, "")
@@ -347,7 +374,15 @@ def ingest(
     import polars as pl
 
     result = IngestResult()
-    frames = list(iter_frames(paths, result.problems, format=format, before=before,
-                              num_spec_tokens=num_spec_tokens, stamp=stamp))  # fmt: skip
+    frames = list(
+        iter_frames(
+            paths,
+            result.problems,
+            format=format,
+            before=before,
+            num_spec_tokens=num_spec_tokens,
+            stamp=stamp,
+        )
+    )
     result.frame = pl.concat(frames) if frames else frame_of([])
     return result

@@ -109,8 +109,9 @@ def with_pending(
     return rows
 
 
-def carry_launch(rows: pl.DataFrame, state: dict[str, Any], kind: str,
-                 columns: dict[str, Any]) -> pl.DataFrame:  # fmt: skip
+def carry_launch(
+    rows: pl.DataFrame, state: dict[str, Any], kind: str, columns: dict[str, Any]
+) -> pl.DataFrame:
     """An engine's rows without its launch lines (``kind``: the server's configuration, as
     SGLang's ``server_args=`` line prints it), each row with the ``columns`` (name: type) of
     the last launch line before it, in this block or an earlier one (``state['launch']``,
@@ -121,17 +122,27 @@ def carry_launch(rows: pl.DataFrame, state: dict[str, Any], kind: str,
     launches = rows.filter(pl.col("kind") == kind)
     if not launches.height and not last:
         return rows
-    rows = rows.with_columns(pl.lit(None, t).alias(c) for c, t in columns.items()
-                             if c not in rows.columns)  # fmt: skip
+    rows = rows.with_columns(
+        pl.lit(None, t).alias(c) for c, t in columns.items() if c not in rows.columns
+    )
     launches = rows.filter(pl.col("kind") == kind)
     # Each row's configuration is that of the launch lines before it (0: the earlier blocks').
-    configs = pl.concat([
-        pl.DataFrame([{c: last.get(c) for c in columns}], schema=columns),
-        launches.select(pl.col(c).cast(t) for c, t in columns.items()),
-    ]).with_row_index("_launch", 0).with_columns(pl.col("_launch").cast(pl.UInt32))  # fmt: skip
+    configs = (
+        pl.concat(
+            [
+                pl.DataFrame([{c: last.get(c) for c in columns}], schema=columns),
+                launches.select(pl.col(c).cast(t) for c, t in columns.items()),
+            ]
+        )
+        .with_row_index("_launch", 0)
+        .with_columns(pl.col("_launch").cast(pl.UInt32))
+    )
     launch = (pl.col("kind") == kind).cum_sum().cast(pl.UInt32).alias("_launch")
-    rows = rows.drop(list(columns)).with_columns(launch).join(configs, on="_launch", how="left",
-                                                               maintain_order="left")  # fmt: skip
+    rows = (
+        rows.drop(list(columns))
+        .with_columns(launch)
+        .join(configs, on="_launch", how="left", maintain_order="left")
+    )
     if launches.height:
         state["launch"] = configs.drop("_launch").tail(1).to_dicts()[0]
     return rows.filter(pl.col("kind") != kind).drop("_launch")
@@ -213,11 +224,13 @@ def parse_kind(lines: pl.DataFrame, kind: LineKind) -> tuple[pl.DataFrame, pl.Da
     raw = raw.with_columns(
         pl.any_horizontal(
             pl.lit(False),
-            *(pl.col(f"_raw_{f.name}").is_not_null()
-              & (pl.col(f"_num_{f.name}").is_null() | ~pl.col(f"_num_{f.name}").is_finite())
-              for f in numbers),
+            *(
+                pl.col(f"_raw_{f.name}").is_not_null()
+                & (pl.col(f"_num_{f.name}").is_null() | ~pl.col(f"_num_{f.name}").is_finite())
+                for f in numbers
+            ),
         ).alias("_slow")
-    )  # fmt: skip
+    )
     plain = raw.filter(~pl.col("_slow"))
     odd = raw.filter(pl.col("_slow"))
     parsed = [_parse(plain, kind, careful=False)]
@@ -351,9 +364,16 @@ class TextScanner:
         if b"\x1f" in data:
             data = data.replace(b"\x1f", b" ")
         lines = pl.read_csv(
-            data, has_header=False, separator="\x1f", quote_char=None, new_columns=["text"],
-            infer_schema=False, encoding="utf8-lossy", comment_prefix=None, raise_if_empty=False,
-        )  # fmt: skip
+            data,
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            new_columns=["text"],
+            infer_schema=False,
+            encoding="utf8-lossy",
+            comment_prefix=None,
+            raise_if_empty=False,
+        )
         block.lines = lines.height  # one row a line: the lines are counted here
         # One query: marked lines (numbered from 0 in the block), less comments, with their kind.
         lines = (
@@ -477,8 +497,9 @@ class TextScanner:
         if block is not None:
             data = block.data
             if first_line is None:
-                at = min((p for m in self.table_markers if (p := data.find(m.encode())) >= 0),
-                         default=-1)  # fmt: skip
+                at = min(
+                    (p for m in self.table_markers if (p := data.find(m.encode())) >= 0), default=-1
+                )
                 if at < 0:
                     return [], []
                 start = data.rfind(b"\n", 0, at) + 1

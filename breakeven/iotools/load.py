@@ -29,8 +29,11 @@ def _error(path: str, line: int | None, message: str) -> BreakevenError:
 
 def _table(path: str, text: str) -> dict[int, float] | None:
     """A ``batch,share`` CSV, or None when the text is not one."""
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
-             if line.strip() and not line.lstrip().startswith("#")]  # fmt: skip
+    lines = [
+        (n, line)
+        for n, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not lines:
         return None
     try:
@@ -46,8 +49,9 @@ def _table(path: str, text: str) -> dict[int, float] | None:
             cells = next(csv.reader(io.StringIO(line)))
             batch, share = float(cells[b]), float(cells[s])
         except (csv.Error, IndexError, ValueError):
-            raise _error(path, n, f"expected a whole batch >= 1 and a share >= 0, got "
-                         f"{line.strip()[:60]!r}") from None  # fmt: skip
+            raise _error(
+                path, n, f"expected a whole batch >= 1 and a share >= 0, got {line.strip()[:60]!r}"
+            ) from None
         if not (math.isfinite(batch) and batch >= 1 and batch == int(batch)):
             raise _error(path, n, f"batch {cells[b].strip()!r} is not a whole number >= 1")
         if not (math.isfinite(share) and share >= 0):
@@ -83,8 +87,11 @@ def _records(path: str, head: bytes) -> dict[int, float]:
         if result.problems:
             raise BreakevenError("{0}: " + escape_braces(str(result.problems[0])), "load")
         frame = result.frame
-        values = frame["concurrency"].drop_nulls().to_list() if frame is not None and \
-            "concurrency" in frame.columns else []  # fmt: skip
+        values = (
+            frame["concurrency"].drop_nulls().to_list()
+            if frame is not None and "concurrency" in frame.columns
+            else []
+        )
     counts: Counter[int] = Counter(round(v) for v in values if math.isfinite(v) and v >= 0.5)
     return {b: float(c) for b, c in counts.items()}
 
@@ -118,15 +125,25 @@ def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str,
     shape = "table"
     if profile is None:
         if not regular:
-            raise _error(path, None, "is not a batch,share table; a log or measurements CSV "
-                         "is read from a file, not a pipe")  # fmt: skip
+            raise _error(
+                path,
+                None,
+                "is not a batch,share table; a log or measurements CSV "
+                "is read from a file, not a pipe",
+            )
         profile, shape = _records(path, head), "records"
     total = math.fsum(profile.values())
     if not total > 0:
-        raise _error(path, None, "holds no time at any batch size: expected batch,share rows, "
-                     "or records with a concurrency (a server log's running requests)")  # fmt: skip
-    return ({b: v / total for b, v in sorted(profile.items()) if v > 0},
-            {"path": path, "shape": shape, "samples": len(profile)})  # fmt: skip
+        raise _error(
+            path,
+            None,
+            "holds no time at any batch size: expected batch,share rows, "
+            "or records with a concurrency (a server log's running requests)",
+        )
+    return (
+        {b: v / total for b, v in sorted(profile.items()) if v > 0},
+        {"path": path, "shape": shape, "samples": len(profile)},
+    )
 
 
 __all__ = ["read_load"]

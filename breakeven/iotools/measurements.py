@@ -171,26 +171,44 @@ def read_measurements(
     twice = _repeated(header)
     if twice:
         name, first, second = twice
-        raise _error(path, header_line, f"column {name!r} appears twice in the header (columns "
-                     f"{first} and {second}); expected each column once")  # fmt: skip
+        raise _error(
+            path,
+            header_line,
+            f"column {name!r} appears twice in the header (columns "
+            f"{first} and {second}); expected each column once",
+        )
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
-        raise _error(path, header_line, f"no {', '.join(missing)} column(s); expected the "
-                     "measurement schema's columns (README, 'Measurement schema')")  # fmt: skip
+        raise _error(
+            path,
+            header_line,
+            f"no {', '.join(missing)} column(s); expected the "
+            "measurement schema's columns (README, 'Measurement schema')",
+        )
 
     import pandas as pd
 
     wanted = None if columns is None else set(columns)
     usecols = None if wanted is None else (lambda c: c.strip() in wanted)
-    text_columns = [c for c in header if (c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text")
-                    and (wanted is None or c in wanted)]  # fmt: skip
+    text_columns = [
+        c
+        for c in header
+        if (c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text")
+        and (wanted is None or c in wanted)
+    ]
     if not isinstance(source, str):
         source.seek(0)
     try:
-        data = pd.read_csv(source, skiprows=header_line - 1, dtype={c: "category" for c in text_columns},
-                           usecols=usecols,
-                           skip_blank_lines=False, keep_default_na=False,
-                           na_values=[""], encoding="utf-8")  # fmt: skip
+        data = pd.read_csv(
+            source,
+            skiprows=header_line - 1,
+            dtype={c: "category" for c in text_columns},
+            usecols=usecols,
+            skip_blank_lines=False,
+            keep_default_na=False,
+            na_values=[""],
+            encoding="utf-8",
+        )
     except (pd.errors.ParserError, ValueError) as e:
         raise _error(path, None, f"does not parse as CSV ({e})") from None
     data.columns = [str(c).strip() for c in data.columns]
@@ -204,9 +222,12 @@ def read_measurements(
         bad = numbers.isna() & data[column].notna()
         if bad.any():
             row = data[bad].iloc[0]
-            raise _error(path, int(row["line"]),
-                         f"{column} is {shorten(repr(row[column]))}, expected a number [{spec.unit}] "
-                         "or empty")  # fmt: skip
+            raise _error(
+                path,
+                int(row["line"]),
+                f"{column} is {shorten(repr(row[column]))}, expected a number [{spec.unit}] "
+                "or empty",
+            )
         data[column] = numbers
     found = first_bad_number(data)
     if found is not None:

@@ -29,8 +29,9 @@ def _probe(directory: str) -> str | None:
     return None
 
 
-def check_output_path(path: str | os.PathLike[str], name: str = "out", *,
-                      directory: bool = False) -> str:  # fmt: skip
+def check_output_path(
+    path: str | os.PathLike[str], name: str = "out", *, directory: bool = False
+) -> str:
     """Raise a :class:`~breakeven.BreakevenError` naming argument ``name`` unless a file (or,
     with ``directory``, a directory that is created if missing) can be written at ``path``.
 

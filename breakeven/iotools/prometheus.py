@@ -67,8 +67,9 @@ def read_metrics(
         if record is None:
             continue
         if before is not None:
-            record["note"] = "; ".join(filter(None, [record.get("note"),
-                                                    "difference of two scrapes"]))  # fmt: skip
+            record["note"] = "; ".join(
+                filter(None, [record.get("note"), "difference of two scrapes"])
+            )
         records.append(record)
     return records
 
@@ -88,8 +89,11 @@ def _groups(now: dict[Any, float], then: dict[Any, float]) -> dict[Any, dict[str
         base = dict(labels)
         position = base.pop("position", None)
         key = tuple(sorted(base.items()))
-        original = (name.replace("vllm:", _LLAMACPP, 1), labels[:-1]) if "__engine" in base else (
-            name, labels)  # fmt: skip
+        original = (
+            (name.replace("vllm:", _LLAMACPP, 1), labels[:-1])
+            if "__engine" in base
+            else (name, labels)
+        )
         delta = value - then.get(original, 0.0) if name.endswith("_total") else value
         if position is not None:
             groups[key].setdefault("per_pos", {})[int(position)] = delta
@@ -102,8 +106,12 @@ def _record(
     label: dict[str, str], m: dict[str, Any], source: str, num_spec_tokens: int | None
 ) -> dict[str, Any] | None:
     """The record of one label set's samples, or None if they hold nothing breakeven reads."""
-    record: dict[str, Any] = {"format": PROMETHEUS, "source": source, "origin": "server",
-                              "model": label.get("model_name")}  # fmt: skip
+    record: dict[str, Any] = {
+        "format": PROMETHEUS,
+        "source": source,
+        "origin": "server",
+        "model": label.get("model_name"),
+    }
     engine = label.get("__engine", "vllm")
     drafts = m.get(_V1 + "drafts_total", math.nan)
     drafted = m.get(_V1 + "draft_tokens_total", math.nan)
@@ -123,8 +131,9 @@ def _record(
         record["engine"] = engine
         per_pos = m.get("per_pos", {})
         k = _k(per_pos, drafted, drafts, accepted, record)
-        record.update(num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted,
-                      num_spec_tokens=k)  # fmt: skip
+        record.update(
+            num_drafts=drafts, draft_tokens=drafted, accepted_tokens=accepted, num_spec_tokens=k
+        )
         if drafts > 0:
             record["accept_len"] = 1 + accepted / drafts
             record["per_position"] = [per_pos[i] / drafts for i in sorted(per_pos)] or None
@@ -133,8 +142,12 @@ def _record(
     elif not math.isnan(emitted):  # vLLM V0
         record["engine"] = "vllm"
         k = num_spec_tokens
-        record.update(draft_tokens=drafted, accepted_tokens=accepted, emitted_tokens=emitted,
-                      num_spec_tokens=k)  # fmt: skip
+        record.update(
+            draft_tokens=drafted,
+            accepted_tokens=accepted,
+            emitted_tokens=emitted,
+            num_spec_tokens=k,
+        )
         if k and drafted > 0:
             record["accept_len"] = emitted / (drafted / k)
             record["acceptance_rate"] = (record["accept_len"] - 1) / k
@@ -145,8 +158,11 @@ def _record(
         running = m.get("sglang:num_running_reqs", math.nan)
         record["running_reqs"] = running
         if running and running > 0 and not math.isnan(record["gen_tok_s"]):
-            record.update(aggregate_tok_s=record["gen_tok_s"], concurrency=running,
-                          tok_s=record["gen_tok_s"] / running)  # fmt: skip
+            record.update(
+                aggregate_tok_s=record["gen_tok_s"],
+                concurrency=running,
+                tok_s=record["gen_tok_s"] / running,
+            )
         record["num_spec_tokens"] = num_spec_tokens
     elif engine == "llamacpp" and "tok_s" in record:  # a server that never speculated
         record["engine"] = "llamacpp"
@@ -156,17 +172,22 @@ def _record(
 
 
 def _k(
-    per_pos: dict[int, float], drafted: float, drafts: float, accepted: float,
+    per_pos: dict[int, float],
+    drafted: float,
+    drafts: float,
+    accepted: float,
     record: dict[str, Any],
-) -> int | None:  # fmt: skip
+) -> int | None:
     """k: the number of per-position series, unless they account for fewer accepted tokens
     than the total (a trimmed scrape, a position missing): then drafted / drafts."""
     from_counts = round(drafted / drafts) if drafts else None
     if not per_pos:
         return from_counts
     if sum(per_pos.values()) < accepted - 0.5 and from_counts is not None:
-        record["note"] = (f"the {len(per_pos)} per-position series sum to "
-                          f"{sum(per_pos.values()):g} < {accepted:g} accepted tokens (a trimmed "
-                          "scrape?): k from drafted / drafts")  # fmt: skip
+        record["note"] = (
+            f"the {len(per_pos)} per-position series sum to "
+            f"{sum(per_pos.values()):g} < {accepted:g} accepted tokens (a trimmed "
+            "scrape?): k from drafted / drafts"
+        )
         return from_counts
     return len(per_pos)

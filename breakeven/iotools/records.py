@@ -13,21 +13,78 @@ from typing import Any
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
 # columns of ingest --out, in this order.
 RECORD_KEYS = (
-    "run_id", "label", "timestamp", "engine", "model", "hardware", "concurrency",
-    "num_spec_tokens", "spec_method", "spec_topk", "verify_tokens", "tok_s", "aggregate_tok_s",
+    "run_id",
+    "label",
+    "timestamp",
+    "engine",
+    "model",
+    "hardware",
+    "concurrency",
+    "num_spec_tokens",
+    "spec_method",
+    "spec_topk",
+    "verify_tokens",
+    "tok_s",
+    "aggregate_tok_s",
     "accept_len",
-    "acceptance_rate", "step_ms", "verify_ms", "draft_ms", "cycle_ms", "env", "source",
-    "origin", "tpot_ms", "itl_ms", "format", "gen_tok_s", "prompt_tok_s", "running_reqs",
-    "queue_reqs", "tokens_in_use", "accepted_tokens", "draft_tokens", "emitted_tokens",
-    "num_drafts", "per_position", "first_after_idle", "note",
-)  # fmt: skip
+    "acceptance_rate",
+    "step_ms",
+    "verify_ms",
+    "draft_ms",
+    "cycle_ms",
+    "env",
+    "source",
+    "origin",
+    "tpot_ms",
+    "itl_ms",
+    "format",
+    "gen_tok_s",
+    "prompt_tok_s",
+    "running_reqs",
+    "queue_reqs",
+    "tokens_in_use",
+    "accepted_tokens",
+    "draft_tokens",
+    "emitted_tokens",
+    "num_drafts",
+    "per_position",
+    "first_after_idle",
+    "note",
+)
 
 # Values that stand where a number would: the field is missing, nothing is wrong.
-PLACEHOLDERS = ("", "-", "--", "n/a", "na", "none", "null", "not set", "unknown", "nan", "inf",
-                "+inf", "-inf", "infinity", "-infinity")  # fmt: skip
+PLACEHOLDERS = (
+    "",
+    "-",
+    "--",
+    "n/a",
+    "na",
+    "none",
+    "null",
+    "not set",
+    "unknown",
+    "nan",
+    "inf",
+    "+inf",
+    "-inf",
+    "infinity",
+    "-infinity",
+)
 
-_TEXT = ("run_id", "label", "timestamp", "engine", "model", "hardware", "spec_method", "env",
-         "source", "origin", "format", "note")  # fmt: skip
+_TEXT = (
+    "run_id",
+    "label",
+    "timestamp",
+    "engine",
+    "model",
+    "hardware",
+    "spec_method",
+    "env",
+    "source",
+    "origin",
+    "format",
+    "note",
+)
 
 
 def record_schema() -> dict[str, Any]:
@@ -158,8 +215,12 @@ class Tally:
     def _group(self, path: str, fmt: str) -> dict[str, Any]:
         g = self.groups.get((path, fmt))
         if g is None:
-            g = self.groups[(path, fmt)] = {"records": 0, "k": set(), "sum": [0.0] * 3,
-                                            "n": [0] * 3}  # fmt: skip
+            g = self.groups[(path, fmt)] = {
+                "records": 0,
+                "k": set(),
+                "sum": [0.0] * 3,
+                "n": [0] * 3,
+            }
         return g
 
     def formats(self) -> list[str]:

@@ -19,22 +19,37 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
     try:
         data = json.loads(read_whole(path))
     except (InputError, OSError) as e:
-        raise BreakevenError("{0}: cannot read " + shown + ": " + escape_braces(str(e)),
-                             "schedule_file") from None  # fmt: skip
+        raise BreakevenError(
+            "{0}: cannot read " + shown + ": " + escape_braces(str(e)), "schedule_file"
+        ) from None
     except (ValueError, RecursionError) as e:
-        raise BreakevenError("{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
-                             "expected what breakeven schedule --json prints", "schedule_file") from None  # fmt: skip
+        raise BreakevenError(
+            "{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
+            "expected what breakeven schedule --json prints",
+            "schedule_file",
+        ) from None
     rows = data.get("by_batch") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not rows:
-        raise BreakevenError("{0}: " + shown + " is not a schedule: expected the object "
-                             "breakeven schedule --json prints, with its by_batch rows",
-                             "schedule_file")  # fmt: skip
+        raise BreakevenError(
+            "{0}: " + shown + " is not a schedule: expected the object "
+            "breakeven schedule --json prints, with its by_batch rows",
+            "schedule_file",
+        )
     for x in rows:
         ok = isinstance(x, dict) and all(
-            isinstance(x.get(key), (int, float)) and not isinstance(x.get(key), bool)
-            and math.isfinite(x[key]) for key in ("batch", "k", "speedup"))  # fmt: skip
+            isinstance(x.get(key), (int, float))
+            and not isinstance(x.get(key), bool)
+            and math.isfinite(x[key])
+            for key in ("batch", "k", "speedup")
+        )
         if not ok or x["batch"] < 1 or x["k"] < 0 or x["speedup"] < 0:
-            raise BreakevenError("{0}: " + shown + " has a by_batch row "
-                                 + escape_braces(repr(x)[:80]) + "; expected batch >= 1, k >= 0 "
-                                 "and a speedup >= 0", "schedule_file")  # fmt: skip
+            raise BreakevenError(
+                "{0}: "
+                + shown
+                + " has a by_batch row "
+                + escape_braces(repr(x)[:80])
+                + "; expected batch >= 1, k >= 0 "
+                "and a speedup >= 0",
+                "schedule_file",
+            )
     return rows

@@ -120,8 +120,10 @@ class Input:
         """The whole (decompressed) content; raises InputError past ``limit`` bytes."""
         data = _read_exactly(self.stream, limit + 1)
         if len(data) > limit:
-            raise InputError(f"is over {limit >> 20} MiB; a JSON or metrics file may hold at "
-                             f"most {limit >> 20} MiB")  # fmt: skip
+            raise InputError(
+                f"is over {limit >> 20} MiB; a JSON or metrics file may hold at "
+                f"most {limit >> 20} MiB"
+            )
         return data
 
     def close(self) -> None:
@@ -206,9 +208,11 @@ def _open_fifo(path: str) -> Any:
             if first:
                 break
             if time.monotonic() >= deadline:
-                raise InputError(f"is a named pipe that no process wrote to within "
-                                 f"{FIFO_WRITER_WAIT_S:g} s; start its writer first, or pipe "
-                                 "into standard input (-)")  # fmt: skip
+                raise InputError(
+                    f"is a named pipe that no process wrote to within "
+                    f"{FIFO_WRITER_WAIT_S:g} s; start its writer first, or pipe "
+                    "into standard input (-)"
+                )
             time.sleep(min(0.02, FIFO_WRITER_WAIT_S))
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
@@ -229,8 +233,10 @@ def read_whole(path: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     finally:
         stream.close()
     if len(data) > limit:
-        raise InputError(f"is over {limit >> 20} MiB, more than breakeven reads from a pipe "
-                         "or device; save it to a file")  # fmt: skip
+        raise InputError(
+            f"is over {limit >> 20} MiB, more than breakeven reads from a pipe "
+            "or device; save it to a file"
+        )
     return data
 
 
@@ -349,8 +355,7 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
         cut = data.rfind(b"\n") + 1  # the block ends after the chunk's last newline
         if cut:  # one copy at most: the carried start of a line, and the chunk up to the cut
             whole = cut == len(data)
-            block = (b"".join((carry, memoryview(data)[:cut])) if carry or not whole
-                     else data)  # fmt: skip
+            block = b"".join((carry, memoryview(data)[:cut])) if carry or not whole else data
             carry = b"" if whole else data[cut:]
             nul = block.find(b"\0")
             if nul >= 0:
@@ -402,8 +407,11 @@ def _decompressed(source: Input, size: int) -> Iterator[bytes | Problem]:
     except READ_ERRORS as e:
         if parts:
             yield b"".join(parts)
-        yield Problem(source.name, None, f"cannot read on ({decompression_error(e)}); the lines "
-                      "before were read")  # fmt: skip
+        yield Problem(
+            source.name,
+            None,
+            f"cannot read on ({decompression_error(e)}); the lines before were read",
+        )
 
 
 def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
@@ -412,8 +420,9 @@ def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
     if before:
         yield Block(data[:before])
     hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
-    yield Problem(path, AT_NEXT_LINE,
-                  f"binary data (a NUL byte){hint}; expected a text log; stopped reading")  # fmt: skip
+    yield Problem(
+        path, AT_NEXT_LINE, f"binary data (a NUL byte){hint}; expected a text log; stopped reading"
+    )
 
 
 def mapped(func: Callable[[T], U], items: Iterable[T], workers: int) -> Iterator[tuple[T, U]]:

@@ -45,7 +45,10 @@ _WHERE = (
 )
 KINDS = (
     LineKind(
-        EVAL, "llamacpp", "eval time =", unless="prompt eval time",
+        EVAL,
+        "llamacpp",
+        "eval time =",
+        unless="prompt eval time",
         fields=(
             *_WHERE,
             Field("eval_ms", r"eval time = +([^ ]*) ms", "eval time"),
@@ -55,29 +58,46 @@ KINDS = (
         required=("eval_tokens", "tok_s"),
     ),
     LineKind(
-        DRAFT, "llamacpp", "draft acceptance",
+        DRAFT,
+        "llamacpp",
+        "draft acceptance",
         fields=(
             *_WHERE,
             Field("accepted_tokens", r"\( *([^ ]*) accepted", "accepted"),
             Field("draft_tokens", r"accepted / +([^ )]*) generated", "generated"),
             Field("accept_len", r"mean (?:len|acceptance length) = +([^ ,]*)", "mean len"),
-            Field("per_position", r"acceptance rate per position = \(([^)]*)\)",
-                  "acceptance rate per position", kind="numbers"),
+            Field(
+                "per_position",
+                r"acceptance rate per position = \(([^)]*)\)",
+                "acceptance rate per position",
+                kind="numbers",
+            ),
         ),
         required=("accepted_tokens", "draft_tokens"),
     ),
     LineKind(
-        ACC_POS, "llamacpp", "acc per pos = (",
-        fields=(*_WHERE, Field("per_position", r"acc per pos = \(([^)]*)\)", "acc per pos",
-                                kind="numbers")),
+        ACC_POS,
+        "llamacpp",
+        "acc per pos = (",
+        fields=(
+            *_WHERE,
+            Field("per_position", r"acc per pos = \(([^)]*)\)", "acc per pos", kind="numbers"),
+        ),
         required=("per_position",),
     ),
-)  # fmt: skip
+)
 
-_COLUMNS = {"timestamp": pl.String, "task": pl.String, "eval_ms": pl.Float64,
-            "eval_tokens": pl.Float64, "tok_s": pl.Float64, "accepted_tokens": pl.Float64,
-            "draft_tokens": pl.Float64, "accept_len": pl.Float64,
-            "per_position": pl.List(pl.Float64)}  # fmt: skip
+_COLUMNS = {
+    "timestamp": pl.String,
+    "task": pl.String,
+    "eval_ms": pl.Float64,
+    "eval_tokens": pl.Float64,
+    "tok_s": pl.Float64,
+    "accepted_tokens": pl.Float64,
+    "draft_tokens": pl.Float64,
+    "accept_len": pl.Float64,
+    "per_position": pl.List(pl.Float64),
+}
 
 
 def sequence(
@@ -87,14 +107,28 @@ def sequence(
     whether a draft line belongs to it (``pending``)."""
     task = pl.col("task")
     same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
-    rows, pending = merge_into_previous(rows, state, _COLUMNS, EVAL, DRAFT, same_request,
-                                        ("tok_s", "eval_ms", "eval_tokens"), final)  # fmt: skip
+    rows, pending = merge_into_previous(
+        rows, state, _COLUMNS, EVAL, DRAFT, same_request, ("tok_s", "eval_ms", "eval_tokens"), final
+    )
     # -lv 4 prints the request's per-position rates after its draft line: one record with it.
     rows, pending_draft = merge_into_previous(
         rows.drop("merge") if "merge" in rows.columns else rows,
-        {"pending": state.get("pending_draft")}, _COLUMNS, DRAFT, ACC_POS, same_request,
-        ("timestamp", "tok_s", "eval_ms", "eval_tokens", "accepted_tokens", "draft_tokens",
-         "accept_len"), final)  # fmt: skip
+        {"pending": state.get("pending_draft")},
+        _COLUMNS,
+        DRAFT,
+        ACC_POS,
+        same_request,
+        (
+            "timestamp",
+            "tok_s",
+            "eval_ms",
+            "eval_tokens",
+            "accepted_tokens",
+            "draft_tokens",
+            "accept_len",
+        ),
+        final,
+    )
     new_state: dict[str, Any] = {"pending": pending, "pending_draft": pending_draft}
     if not rows.height:
         return None, new_state
@@ -108,14 +142,18 @@ def sequence(
         format=pl.lit(FORMAT),
         num_spec_tokens=pl.when(kind.is_in([DRAFT, ACC_POS])).then(draft_k),
         acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
-            pl.col("accepted_tokens") / pl.col("draft_tokens")),
+            pl.col("accepted_tokens") / pl.col("draft_tokens")
+        ),
         undecided=kind == EVAL,
-    )  # fmt: skip
+    )
     return records.drop("kind", "merge", "task", "eval_ms", "eval_tokens"), new_state
 
 
 ENGINE = Engine(
-    "llamacpp", KINDS, sequence, speculative_kinds=frozenset({DRAFT}),
+    "llamacpp",
+    KINDS,
+    sequence,
+    speculative_kinds=frozenset({DRAFT}),
     baseline_note="no draft acceptance line in this log: a baseline (k = 0)",
     tok_s={FORMAT: "the request's eval tokens per second (its decode, prefill excluded)"},
-)  # fmt: skip
+)

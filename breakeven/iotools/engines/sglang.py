@@ -37,18 +37,27 @@ DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
 ONE_BATCH = "sglang_bench_one_batch"  # its printed summary line, as the JSONL's records
 LAUNCH = "sglang_server_args"
-_LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String,
-                   "launch_steps": pl.Float64, "launch_topk": pl.Float64,
-                   "launch_verify_tokens": pl.Float64}  # fmt: skip
+_LAUNCH_COLUMNS = {
+    "launch_model": pl.String,
+    "launch_method": pl.String,
+    "launch_steps": pl.Float64,
+    "launch_topk": pl.Float64,
+    "launch_verify_tokens": pl.Float64,
+}
 
 _TIMESTAMP = Field(
-    "timestamp", r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text",
+    "timestamp",
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)",
+    "time",
+    kind="text",
     transform=lambda e: e.str.replace(" ", "T", literal=True),
-)  # fmt: skip
+)
 
 KINDS = (
     LineKind(
-        DECODE, "sglang", "Decode batch",
+        DECODE,
+        "sglang",
+        "Decode batch",
         fields=(
             _TIMESTAMP,
             Field("running_reqs", r"#running-req: ([^,]*)", "#running-req"),
@@ -61,28 +70,42 @@ KINDS = (
     ),
     LineKind(IDLE, "sglang", "Prefill batch", match=r"#running-req: 0(?:,|\s*$)"),
     LineKind(
-        LAUNCH, "sglang", "server_args=ServerArgs(",
+        LAUNCH,
+        "sglang",
+        "server_args=ServerArgs(",
         fields=(
-            Field("launch_model", r"\bserved_model_name='([^']*)'", "served_model_name", kind="text"),
-            Field("launch_method", r"\bspeculative_algorithm='([^']*)'", "speculative_algorithm",
-                  kind="text", transform=lambda e: e.str.to_lowercase()),
+            Field(
+                "launch_model", r"\bserved_model_name='([^']*)'", "served_model_name", kind="text"
+            ),
+            Field(
+                "launch_method",
+                r"\bspeculative_algorithm='([^']*)'",
+                "speculative_algorithm",
+                kind="text",
+                transform=lambda e: e.str.to_lowercase(),
+            ),
             Field("launch_steps", r"\bspeculative_num_steps=([^,)]*)", "speculative_num_steps"),
             Field("launch_topk", r"\bspeculative_eagle_topk=([^,)]*)", "speculative_eagle_topk"),
-            Field("launch_verify_tokens", r"\bspeculative_num_draft_tokens=([^,)]*)",
-                  "speculative_num_draft_tokens"),
+            Field(
+                "launch_verify_tokens",
+                r"\bspeculative_num_draft_tokens=([^,)]*)",
+                "speculative_num_draft_tokens",
+            ),
         ),
     ),
     # bench_one_batch prints "Decode.  median latency: 0.02711 s, median throughput: 36.88
     # token/s" per run: the target's decode step at a batch size (throughput = batch / latency).
     LineKind(
-        ONE_BATCH, "sglang", "Decode.  median latency:",
+        ONE_BATCH,
+        "sglang",
+        "Decode.  median latency:",
         fields=(
             Field("median_latency_s", r"median latency: *([^ ,]*) s", "median latency"),
             Field("aggregate_tok_s", r"median throughput: *([^ ,]*) token/s", "median throughput"),
         ),
         required=("median_latency_s", "aggregate_tok_s"),
     ),
-)  # fmt: skip
+)
 
 
 def sequence(
@@ -93,8 +116,7 @@ def sequence(
         return None, state
     if "median_latency_s" in rows.columns:
         one_batch = _one_batch(rows.filter(pl.col("kind") == ONE_BATCH))
-        rows = rows.filter(pl.col("kind") != ONE_BATCH).drop("median_latency_s",
-                                                             "aggregate_tok_s")  # fmt: skip
+        rows = rows.filter(pl.col("kind") != ONE_BATCH).drop("median_latency_s", "aggregate_tok_s")
         decode, state = sequence(rows, state, k, final)
         parts = [p for p in (decode, one_batch) if p is not None and p.height]
         return (pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else None), state
@@ -122,17 +144,19 @@ def sequence(
         concurrency=pl.when(rate).then(pl.col("running_reqs")),
         num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(steps),
     ).with_columns(
-        acceptance_rate=pl.when(pl.col("num_spec_tokens") > 0)
-        .then((tau - 1) / pl.col("num_spec_tokens")),
-    )  # fmt: skip
+        acceptance_rate=pl.when(pl.col("num_spec_tokens") > 0).then(
+            (tau - 1) / pl.col("num_spec_tokens")
+        ),
+    )
     if launched:
         records = records.with_columns(
             model=pl.col("launch_model"),
             spec_method=pl.when(spec).then(pl.col("launch_method")),
             spec_topk=pl.when(spec).then(pl.col("launch_topk").cast(pl.Int64, strict=False)),
             verify_tokens=pl.when(spec).then(
-                pl.col("launch_verify_tokens").cast(pl.Int64, strict=False)),
-        ).drop(list(_LAUNCH_COLUMNS))  # fmt: skip
+                pl.col("launch_verify_tokens").cast(pl.Int64, strict=False)
+            ),
+        ).drop(list(_LAUNCH_COLUMNS))
     return records.drop("kind"), state
 
 
@@ -140,13 +164,20 @@ def _one_batch(rows: pl.DataFrame) -> pl.DataFrame:
     """bench_one_batch's printed runs: the batch is throughput x latency (tokens per step)."""
     latency = pl.col("median_latency_s")
     return rows.filter(latency > 0).select(
-        "line", format=pl.lit(ONE_BATCH), origin=pl.lit("client"), num_spec_tokens=pl.lit(0),
-        step_ms=1000 * latency, tok_s=1 / latency, aggregate_tok_s=pl.col("aggregate_tok_s"),
+        "line",
+        format=pl.lit(ONE_BATCH),
+        origin=pl.lit("client"),
+        num_spec_tokens=pl.lit(0),
+        step_ms=1000 * latency,
+        tok_s=1 / latency,
+        aggregate_tok_s=pl.col("aggregate_tok_s"),
         concurrency=(pl.col("aggregate_tok_s") * latency).round(0),
-    )  # fmt: skip
+    )
 
 
 ENGINE = Engine(
-    "sglang", KINDS, sequence,
+    "sglang",
+    KINDS,
+    sequence,
     tok_s={DECODE: "gen throughput / #running-req (the first window after idle gets none)"},
-)  # fmt: skip
+)

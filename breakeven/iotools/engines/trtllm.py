@@ -30,22 +30,49 @@ FORMAT = "trtllm_bench"
 CONCURRENCY, TPOT, SPEED, ACCEPT = "trtllm_concurrency", "trtllm_tpot", "trtllm_speed", "trtllm_al"
 
 KINDS = (
-    LineKind(CONCURRENCY, "trtllm", "Number of concurrent requests:",
-             fields=(Field("concurrency", r"Number of concurrent requests: *(\S*)",
-                           "Number of concurrent requests"),), required=("concurrency",)),
-    LineKind(TPOT, "trtllm", "Average time-per-output-token [TPOT] (ms):",
-             fields=(Field("tpot_ms", r"\[TPOT\] \(ms\): *(\S*)", "TPOT (ms)"),),
-             required=("tpot_ms",)),
-    LineKind(SPEED, "trtllm", "Per User Output Speed (tps/user):",
-             fields=(Field("speed", r"\(tps/user\): *(\S*)", "Per User Output Speed"),),
-             required=("speed",)),
-    LineKind(ACCEPT, "trtllm", "] AVERAGE", match=r"^\s*\[A[LR]\] AVERAGE *:",
-             fields=(Field("accept_len", r"AVERAGE *: *(\S*)", "[AL] AVERAGE"),),
-             required=("accept_len",)),
-)  # fmt: skip
+    LineKind(
+        CONCURRENCY,
+        "trtllm",
+        "Number of concurrent requests:",
+        fields=(
+            Field(
+                "concurrency",
+                r"Number of concurrent requests: *(\S*)",
+                "Number of concurrent requests",
+            ),
+        ),
+        required=("concurrency",),
+    ),
+    LineKind(
+        TPOT,
+        "trtllm",
+        "Average time-per-output-token [TPOT] (ms):",
+        fields=(Field("tpot_ms", r"\[TPOT\] \(ms\): *(\S*)", "TPOT (ms)"),),
+        required=("tpot_ms",),
+    ),
+    LineKind(
+        SPEED,
+        "trtllm",
+        "Per User Output Speed (tps/user):",
+        fields=(Field("speed", r"\(tps/user\): *(\S*)", "Per User Output Speed"),),
+        required=("speed",),
+    ),
+    LineKind(
+        ACCEPT,
+        "trtllm",
+        "] AVERAGE",
+        match=r"^\s*\[A[LR]\] AVERAGE *:",
+        fields=(Field("accept_len", r"AVERAGE *: *(\S*)", "[AL] AVERAGE"),),
+        required=("accept_len",),
+    ),
+)
 
-_COLUMNS = {"concurrency": pl.Float64, "tpot_ms": pl.Float64, "speed": pl.Float64,
-            "accept_len": pl.Float64}  # fmt: skip
+_COLUMNS = {
+    "concurrency": pl.Float64,
+    "tpot_ms": pl.Float64,
+    "speed": pl.Float64,
+    "accept_len": pl.Float64,
+}
 
 
 def sequence(
@@ -65,10 +92,12 @@ def sequence(
     if not rows.height:
         return None, new_state
     reports = rows.group_by("report", maintain_order=True).agg(
-        pl.col("line").last(), pl.col("concurrency").drop_nulls().last(),
-        pl.col("tpot_ms").drop_nulls().last(), pl.col("speed").drop_nulls().last(),
+        pl.col("line").last(),
+        pl.col("concurrency").drop_nulls().last(),
+        pl.col("tpot_ms").drop_nulls().last(),
+        pl.col("speed").drop_nulls().last(),
         pl.col("accept_len").drop_nulls().last(),
-    )  # fmt: skip
+    )
     records = reports.with_columns(
         format=pl.lit(FORMAT),
         origin=pl.lit("client"),
@@ -80,6 +109,8 @@ def sequence(
 
 
 ENGINE = Engine(
-    "trtllm", KINDS, sequence,
+    "trtllm",
+    KINDS,
+    sequence,
     tok_s={FORMAT: "1000 / the report's average TPOT (Per User Output Speed where no TPOT)"},
-)  # fmt: skip
+)

@@ -44,8 +44,7 @@ V1_FIRST = "vllm_v1_first_format"
 V0 = "vllm_v0"
 SPEC = (V1, V1_FIRST, V0)
 LAUNCH = "vllm_engine_config"
-_LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String,
-                   "launch_k": pl.Float64}  # fmt: skip
+_LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String, "launch_k": pl.Float64}
 _THROUGHPUT_FIELDS = ("prompt_tok_s", "gen_tok_s", "running_reqs", "queue_reqs")
 
 _TIMESTAMP = Field(
@@ -58,61 +57,103 @@ _FIRST_COUNTS = (
 
 KINDS = (
     LineKind(
-        THROUGHPUT, "vllm", "Avg generation throughput:",
+        THROUGHPUT,
+        "vllm",
+        "Avg generation throughput:",
         fields=(
             _TIMESTAMP,
-            Field("prompt_tok_s", r"Avg prompt throughput: ([^,]*?) tokens/s", "Avg prompt throughput"),
-            Field("gen_tok_s", r"Avg generation throughput: ([^,]*?) tokens/s",
-                  "Avg generation throughput"),
+            Field(
+                "prompt_tok_s", r"Avg prompt throughput: ([^,]*?) tokens/s", "Avg prompt throughput"
+            ),
+            Field(
+                "gen_tok_s",
+                r"Avg generation throughput: ([^,]*?) tokens/s",
+                "Avg generation throughput",
+            ),
             Field("running_reqs", r"Running: ([^,]*?) reqs", "Running"),
             Field("queue_reqs", r"(?:Waiting|Pending): ([^,]*?) reqs", "Waiting"),
         ),
         required=("gen_tok_s", "running_reqs"),
     ),
     LineKind(
-        V1, "vllm", "SpecDecoding metrics:",
+        V1,
+        "vllm",
+        "SpecDecoding metrics:",
         fields=(
             _TIMESTAMP,
-            Field("printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"),
+            Field(
+                "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
+            ),
             Field("accepted_tokens", r"Accepted: ([^,]*?) tokens", "Accepted"),
             Field("draft_tokens", r"Drafted: ([^,]*?) tokens", "Drafted"),
-            Field("per_position", r"Per-position acceptance rate: (\d[\d.]*(?:, ?\d[\d.]*)*)",
-                  "Per-position acceptance rate", kind="numbers"),
+            Field(
+                "per_position",
+                r"Per-position acceptance rate: (\d[\d.]*(?:, ?\d[\d.]*)*)",
+                "Per-position acceptance rate",
+                kind="numbers",
+            ),
         ),
         required=("accepted_tokens", "draft_tokens"),
     ),
     LineKind(
-        V0, "vllm", "Speculative metrics:", also="emitted tokens",
+        V0,
+        "vllm",
+        "Speculative metrics:",
+        also="emitted tokens",
         fields=(
             _TIMESTAMP,
-            Field("printed_k", r"Number of speculative tokens: ([^,]*)", "Number of speculative tokens"),
+            Field(
+                "printed_k",
+                r"Number of speculative tokens: ([^,]*)",
+                "Number of speculative tokens",
+            ),
             *_FIRST_COUNTS,
-            Field("emitted_tokens", r"Number of emitted tokens(?: tokens)?: ([^,]*)",
-                  "Number of emitted tokens"),
+            Field(
+                "emitted_tokens",
+                r"Number of emitted tokens(?: tokens)?: ([^,]*)",
+                "Number of emitted tokens",
+            ),
         ),
         required=("printed_k", "accepted_tokens", "draft_tokens", "emitted_tokens"),
     ),
     LineKind(
-        V1_FIRST, "vllm", "Speculative metrics:", fields=(_TIMESTAMP, *_FIRST_COUNTS),
+        V1_FIRST,
+        "vllm",
+        "Speculative metrics:",
+        fields=(_TIMESTAMP, *_FIRST_COUNTS),
         required=("accepted_tokens", "draft_tokens"),
     ),
     LineKind(
-        LAUNCH, "vllm", " LLM engine (v", also="with config:",
+        LAUNCH,
+        "vllm",
+        " LLM engine (v",
+        also="with config:",
         fields=(
-            Field("launch_model", r"\bserved_model_name=([^,]*)", "served_model_name",
-                  kind="text"),
-            Field("launch_method", r"SpeculativeConfig\(method='([^']*)'", "speculative method",
-                  kind="text", transform=lambda e: e.str.to_lowercase()),
-            Field("launch_k", r"SpeculativeConfig\([^)]*\bnum_spec_tokens=([^,)]*)",
-                  "num_spec_tokens"),
+            Field("launch_model", r"\bserved_model_name=([^,]*)", "served_model_name", kind="text"),
+            Field(
+                "launch_method",
+                r"SpeculativeConfig\(method='([^']*)'",
+                "speculative method",
+                kind="text",
+                transform=lambda e: e.str.to_lowercase(),
+            ),
+            Field(
+                "launch_k", r"SpeculativeConfig\([^)]*\bnum_spec_tokens=([^,)]*)", "num_spec_tokens"
+            ),
         ),
     ),
-)  # fmt: skip
+)
 
-_COLUMNS = {"timestamp": pl.String, "printed_accept_len": pl.Float64, "printed_k": pl.Float64,
-            "accepted_tokens": pl.Float64, "draft_tokens": pl.Float64,
-            "emitted_tokens": pl.Float64, "per_position": pl.List(pl.Float64),
-            **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64)}  # fmt: skip
+_COLUMNS = {
+    "timestamp": pl.String,
+    "printed_accept_len": pl.Float64,
+    "printed_k": pl.Float64,
+    "accepted_tokens": pl.Float64,
+    "draft_tokens": pl.Float64,
+    "emitted_tokens": pl.Float64,
+    "per_position": pl.List(pl.Float64),
+    **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64),
+}
 
 
 def sequence(
@@ -124,10 +165,21 @@ def sequence(
     launch = {"launch": state.get("launch")}
     rows = carry_launch(rows, launch, LAUNCH, _LAUNCH_COLUMNS)
     ts = pl.col("timestamp")
-    rows, pending = merge_into_previous(rows, state, _COLUMNS, THROUGHPUT, SPEC,
-                                        ts.shift(1).eq_missing(ts), _THROUGHPUT_FIELDS, final)  # fmt: skip
-    new_state: dict[str, Any] = {"v0_last": state.get("v0_last"), "pending": pending,
-                                 "launch": launch.get("launch")}  # fmt: skip
+    rows, pending = merge_into_previous(
+        rows,
+        state,
+        _COLUMNS,
+        THROUGHPUT,
+        SPEC,
+        ts.shift(1).eq_missing(ts),
+        _THROUGHPUT_FIELDS,
+        final,
+    )
+    new_state: dict[str, Any] = {
+        "v0_last": state.get("v0_last"),
+        "pending": pending,
+        "launch": launch.get("launch"),
+    }
     if not rows.height:
         return None, new_state
     rows = _v0_differences(rows, new_state)
@@ -136,8 +188,9 @@ def sequence(
     if launched:
         spec = pl.col("kind").is_in(SPEC)
         records = records.with_columns(
-            model=pl.col("launch_model"), spec_method=pl.when(spec).then(pl.col("launch_method")),
-        ).drop(list(_LAUNCH_COLUMNS))  # fmt: skip
+            model=pl.col("launch_model"),
+            spec_method=pl.when(spec).then(pl.col("launch_method")),
+        ).drop(list(_LAUNCH_COLUMNS))
     return records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted"), new_state
 
 
@@ -155,9 +208,12 @@ def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
     if printed.height:
         state["v0_last"] = printed.to_dicts()[0]
     return rows.with_columns(restarted=is_v0 & restarted).with_columns(
-        pl.when(is_v0 & ~pl.col("restarted")).then(pl.col(c) - previous[c]).otherwise(pl.col(c))
-        .alias(c) for c in counters
-    )  # fmt: skip
+        pl.when(is_v0 & ~pl.col("restarted"))
+        .then(pl.col(c) - previous[c])
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c in counters
+    )
 
 
 def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
@@ -167,8 +223,12 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     if launched:
         given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
     v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(given)
-    row_k = pl.when(kind == V0).then(pl.col("printed_k").cast(pl.Int64)).when(
-        kind.is_in([V1, V1_FIRST])).then(v1_k)  # fmt: skip
+    row_k = (
+        pl.when(kind == V0)
+        .then(pl.col("printed_k").cast(pl.Int64))
+        .when(kind.is_in([V1, V1_FIRST]))
+        .then(v1_k)
+    )
     drafts = pl.col("draft_tokens") / row_k
     v1_accept_len = (
         pl.when(row_k > 0)
@@ -181,26 +241,39 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     accept_len = pl.when(kind == V0).then(v0_accept_len).otherwise(v1_accept_len)
     rate = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
     return [
-        pl.when(kind == THROUGHPUT).then(pl.lit(THROUGHPUT)).when(kind == V0).then(pl.lit(V0))
-        .otherwise(pl.lit(V1)).alias("format"),
+        pl.when(kind == THROUGHPUT)
+        .then(pl.lit(THROUGHPUT))
+        .when(kind == V0)
+        .then(pl.lit(V0))
+        .otherwise(pl.lit(V1))
+        .alias("format"),
         row_k.alias("num_spec_tokens"),
         pl.when(row_k > 0).then(drafts).alias("num_drafts"),
         accept_len.alias("accept_len"),
-        pl.when(kind == V0).then((accept_len - 1) / row_k).when(pl.col("draft_tokens") > 0)
-        .then(pl.col("accepted_tokens") / pl.col("draft_tokens")).alias("acceptance_rate"),
-        pl.when(pl.col("restarted")).then(
-            pl.lit("counters since server start (first line, or after a restart)")).alias("note"),
+        pl.when(kind == V0)
+        .then((accept_len - 1) / row_k)
+        .when(pl.col("draft_tokens") > 0)
+        .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .alias("acceptance_rate"),
+        pl.when(pl.col("restarted"))
+        .then(pl.lit("counters since server start (first line, or after a restart)"))
+        .alias("note"),
         pl.when(rate).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
         pl.when(rate).then(pl.col("running_reqs")).alias("concurrency"),
         (kind == THROUGHPUT).alias("undecided"),
-    ]  # fmt: skip
+    ]
 
 
 ENGINE = Engine(
-    "vllm", KINDS, sequence, speculative_kinds=frozenset(SPEC),
+    "vllm",
+    KINDS,
+    sequence,
+    speculative_kinds=frozenset(SPEC),
     baseline_note="no spec-decode line in this log: a baseline (k = 0)",
-    tok_s={THROUGHPUT: "Avg generation throughput / Running requests",
-           V1: "Avg generation throughput / Running requests (the throughput line beside it)",
-           V0: "Avg generation throughput / Running requests (the throughput line beside it)"},
-)  # fmt: skip
+    tok_s={
+        THROUGHPUT: "Avg generation throughput / Running requests",
+        V1: "Avg generation throughput / Running requests (the throughput line beside it)",
+        V0: "Avg generation throughput / Running requests (the throughput line beside it)",
+    },
+)
