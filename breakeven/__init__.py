@@ -9,65 +9,65 @@ I/O.  Conventions, stated once:
   included, so ``1 <= accept_len <= k + 1``.
 - ``speedup = accept_len * step_ms / cycle_ms``.
 
-Importing this package is cheap: it pulls in neither numpy nor pandas.
+Importing this package is cheap: each public name is imported when first used.
 """
 
-from breakeven.acceptance import (
-    accept_len_from_alpha,
-    accept_len_from_per_position,
-    alpha_from_accept_len,
-)
-from breakeven.check import CheckResult, check, check_file
-from breakeven.costs import (
-    ConstantCost,
-    DraftCost,
-    FittedCost,
-    MoECost,
-    RooflineCost,
-    TableCost,
-    expected_distinct_experts,
-    fit_cost_curve,
-    overlap_from_measurement,
-)
-from breakeven.errors import BreakevenError
-from breakeven.model import (
-    baseline_tok_s_from_step,
-    breakeven_accept_len,
-    breakeven_alpha,
-    cycle_ms,
-    implied_cycle_ms,
-    leviathan_speedup,
-    max_baseline_tok_s,
-    max_cycle_ms,
-    max_draft_ms,
-    max_verify_ms,
-    spec_tok_s,
-    speedup,
-    step_ms_from_baseline,
-)
-from breakeven.optimize import (
-    BatchResult,
-    OptimizeResult,
-    acceptance_by_k,
-    batch_sweep,
-    moe_summary,
-    optimal_k,
-    optimize,
-    optimize_k,
-)
-from breakeven.predict import Prediction, predict
-from breakeven.sensitivity import Sensitivity, sensitivity
+import sys
+import types
 
 __version__ = "0.1.0"
 
-# Imported when first used, so that the command line starts fast (benchmarks/cli_startup.py).
+# Every public name is imported when first used, so that ``import breakeven`` and the command
+# line start fast (benchmarks/cli_startup.py): ``breakeven predict`` needs none of check,
+# costs, optimize, intervals, credentials, sensitivity or schema.  Name -> defining module.
 _LAZY = {
+    "accept_len_from_alpha": "breakeven.acceptance",
+    "accept_len_from_per_position": "breakeven.acceptance",
+    "alpha_from_accept_len": "breakeven.acceptance",
+    "CheckResult": "breakeven.check",
+    "check": "breakeven.check",
+    "check_file": "breakeven.check",
     "CompareResult": "breakeven.compare",
     "compare": "breakeven.compare",
     "parse_run": "breakeven.compare",
+    "ConstantCost": "breakeven.costs",
+    "DraftCost": "breakeven.costs",
+    "FittedCost": "breakeven.costs",
+    "MoECost": "breakeven.costs",
+    "RooflineCost": "breakeven.costs",
+    "TableCost": "breakeven.costs",
+    "expected_distinct_experts": "breakeven.costs",
+    "fit_cost_curve": "breakeven.costs",
+    "overlap_from_measurement": "breakeven.costs",
+    "BreakevenError": "breakeven.errors",
     "FitResult": "breakeven.fit",
     "fit": "breakeven.fit",
     "fit_file": "breakeven.fit",
+    "baseline_tok_s_from_step": "breakeven.model",
+    "breakeven_accept_len": "breakeven.model",
+    "breakeven_alpha": "breakeven.model",
+    "cycle_ms": "breakeven.model",
+    "implied_cycle_ms": "breakeven.model",
+    "leviathan_speedup": "breakeven.model",
+    "max_baseline_tok_s": "breakeven.model",
+    "max_cycle_ms": "breakeven.model",
+    "max_draft_ms": "breakeven.model",
+    "max_verify_ms": "breakeven.model",
+    "spec_tok_s": "breakeven.model",
+    "speedup": "breakeven.model",
+    "step_ms_from_baseline": "breakeven.model",
+    "BatchResult": "breakeven.optimize",
+    "OptimizeResult": "breakeven.optimize",
+    "acceptance_by_k": "breakeven.optimize",
+    "batch_sweep": "breakeven.optimize",
+    "moe_summary": "breakeven.optimize",
+    "optimal_k": "breakeven.optimize",
+    "optimize": "breakeven.optimize",
+    "optimize_k": "breakeven.optimize",
+    "Prediction": "breakeven.predict",
+    "predict": "breakeven.predict",
+    "Sensitivity": "breakeven.sensitivity",
+    "sensitivity": "breakeven.sensitivity",
     "BatchSurface": "breakeven.surface",
     "MoE": "breakeven.surface",
     "fit_surface": "breakeven.surface",
@@ -75,12 +75,37 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'breakeven' has no attribute {name!r}")
+    # lazy: start-up (the table above)
+    import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'breakeven' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: its functions keep their names when a namesake module loads.
+
+    Importing a submodule binds it to its name on the package (``breakeven.check`` becomes the
+    module ``breakeven/check.py``).  Six public functions share a name with the module that
+    defines them (check, compare, fit, optimize, predict, sensitivity): for those the name
+    stays the function, as the documented API says, however the modules were imported.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "BatchResult",

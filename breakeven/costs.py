@@ -20,21 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from breakeven import _xp
 from breakeven.errors import BreakevenError, invalid_value
-
-
-class CostModel(Protocol):
-    """Anything that prices a target forward by its total token count."""
-
-    min_tokens: float
-    max_tokens: float
-
-    def __call__(self, tokens: Any) -> Any:
-        """Time of one forward over ``tokens`` tokens in total [ms]."""
-        ...
 
 
 def _tokens(model: Any, tokens: Any) -> Any:
@@ -520,7 +509,3 @@ class DraftCost:
     def __call__(self, k: Any, batch: Any = 1) -> Any:
         step = self.step_ms(batch) if callable(self.step_ms) else self.step_ms
         return self.fixed_ms + self.steps(k) * step
-
-
-NO_DRAFT = DraftCost("ngram")
-"""Drafting that costs nothing: put any per-cycle cost in ``overhead_ms``."""

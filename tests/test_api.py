@@ -20,3 +20,23 @@ def test_every_exported_name_exists():
 
     missing = [name for name in breakeven.__all__ if not hasattr(breakeven, name)]
     assert missing == []
+
+
+def test_lazy_names_stay_functions_after_their_modules_load():
+    # compare and fit are imported when first used: a module loaded first must not take the name.
+    code = (
+        "import breakeven as be\n"
+        "import breakeven.compare, breakeven.fit\n"
+        "print(type(be.compare).__name__, type(be.fit).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["function", "function"]
+
+
+def test_importing_the_package_imports_no_submodule():
+    code = (
+        "import sys, breakeven\n"
+        "print(sorted(m for m in sys.modules if m.startswith('breakeven.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
