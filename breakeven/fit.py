@@ -31,18 +31,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from breakeven.errors import BreakevenError
+from breakeven.quantities import CYCLE_COEFFICIENT_UNITS
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
 
-COEFFICIENTS = {
-    "verify_base_ms": "ms per cycle",
-    "verify_per_token_ms": "ms per draft token",
-    "draft_per_token_ms": "ms per draft token",
-    "draft_per_cycle_ms": "ms per cycle",
-    "overhead_ms": "ms per cycle",
-}
-"""Each coefficient of the cycle model and its unit."""
+COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
+"""Each coefficient of the cycle model and its unit
+(:data:`breakeven.quantities.CYCLE_COEFFICIENT_UNITS`)."""
 
 _GROUP = ["model", "hardware", "concurrency", "spec_method"]
 COLUMNS_USED = (
