@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from breakeven import formatting
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.quantities import number_text as _n
+from breakeven.quantities import plain_json
 from breakeven.schema import bad_number_message, first_bad_number
 
 DEFAULT_TOLERANCE = 0.05
@@ -190,17 +192,10 @@ class CheckResult:
     run against each)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``."""
-
-        def clean(value: Any) -> Any:
-            if isinstance(value, float) and math.isnan(value):
-                return None
-            if isinstance(value, tuple):
-                return list(value)
-            return value
-
+        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``; NaN
+        (not measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
         return {
-            "comparisons": [{k: clean(v) for k, v in asdict(c).items()} for c in self.comparisons],
+            "comparisons": [plain_json(asdict(c), keep_infinite=True) for c in self.comparisons],
             "flags": [
                 {
                     "code": f.code,
@@ -211,7 +206,7 @@ class CheckResult:
                 for f in self.flags
             ],
             "server_checks": [asdict(c) for c in self.server_checks],
-            "baselines": [{k: clean(v) for k, v in asdict(b).items()} for b in self.baselines],
+            "baselines": [plain_json(asdict(b), keep_infinite=True) for b in self.baselines],
             "tolerance": self.tolerance,
         }
 
@@ -221,10 +216,21 @@ class CheckResult:
 
         return pd.DataFrame([asdict(c) for c in self.comparisons])
 
-    def _repr_html_(self) -> str:
-        from breakeven.formatting import check_html
+    def report(self) -> str:
+        """What ``breakeven check`` prints: the comparisons, the server cross-checks and the
+        flags."""
+        return formatting.check_text(self.to_dict())
 
-        return check_html(self.to_dict())
+    def _repr_html_(self) -> str:
+        return formatting.check_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Measured against predicted speedup with y = x and the tolerance band (``breakeven
+        plot check``); returns the axes.  Raises :class:`breakeven.plot.NothingToDraw` when
+        no run has both speedups."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.measured_vs_predicted(self.to_dict(), ax)
 
 
 def _lines(column: Any) -> tuple[int, ...]:

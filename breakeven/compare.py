@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from breakeven import formatting
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
+from breakeven.quantities import plain_json
 
 FAIL_IF = ("slower", "not-faster", "flagged")
 """Conditions ``--fail-if`` gates on (exit code 1 when one holds)."""
@@ -149,20 +151,33 @@ class CompareResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(value: Any) -> Any:
-            if isinstance(value, float) and not math.isfinite(value):
-                return None
-            return list(value) if isinstance(value, tuple) else value
-
+        """``baseline``, ``runs`` (one row per speculative run), check's ``flags``, ``advice``,
+        ``tolerance``, ``sources`` and ``baselines``; a number that is not finite is None."""
         return {
             "baseline": self.baseline,
-            "runs": [{k: clean(v) for k, v in asdict(r).items()} for r in self.runs],
+            "runs": [plain_json(asdict(r)) for r in self.runs],
             "flags": [{"code": f.code, "message": f.message} for f in self.flags],
             "advice": list(self.advice),
             "tolerance": self.tolerance,
             "sources": {k: list(v) for k, v in self.sources.items()},
-            "baselines": [{k: clean(v) for k, v in asdict(b).items()} for b in self.baselines],
+            "baselines": [plain_json(asdict(b)) for b in self.baselines],
         }
+
+    def report(self) -> str:
+        """What ``breakeven compare`` prints: the headlines, a row per speculative run,
+        check's flags and advice."""
+        return formatting.compare_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.compare_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Every run placed on the speedup surface (the first figure of ``compare --report``);
+        returns the axes.  Raises :class:`breakeven.plot.NothingToDraw` when no run has an
+        accept_len and a rate."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.runs_surface(self.to_dict(), ax)
 
 
 def _is_measurements_csv(path: str) -> bool:

@@ -30,19 +30,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from breakeven import formatting
 from breakeven.errors import BreakevenError
+from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, plain_json
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
 
-COEFFICIENTS = {
-    "verify_base_ms": "ms per cycle",
-    "verify_per_token_ms": "ms per draft token",
-    "draft_per_token_ms": "ms per draft token",
-    "draft_per_cycle_ms": "ms per cycle",
-    "overhead_ms": "ms per cycle",
-}
-"""Each coefficient of the cycle model and its unit."""
+COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
+"""Each coefficient of the cycle model and its unit
+(:data:`breakeven.quantities.CYCLE_COEFFICIENT_UNITS`)."""
 
 _GROUP = ["model", "hardware", "concurrency", "spec_method"]
 COLUMNS_USED = (
@@ -143,8 +140,8 @@ class FitResult:
     (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
 
     def to_dict(self) -> dict[str, Any]:
-        from breakeven.quantities import plain_json
-
+        """Every group's fit, surface and tree acceptance as plain data (what ``breakeven fit
+        --json`` prints and ``--fit-file`` reads); a number that is not finite is None."""
         return plain_json(
             {
                 "draft_cost": self.draft_cost,
@@ -173,6 +170,14 @@ class FitResult:
             for r in g.by_k
         ]
         return pd.DataFrame(rows)
+
+    def report(self) -> str:
+        """What ``breakeven fit`` prints: per group the fitted coefficients with their units,
+        what was merged and the by-k table; then the surfaces and tree acceptances."""
+        return formatting.fit_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.fit_html(self.to_dict())
 
 
 def _cycle(coefficients: dict[str, float], k: Any) -> Any:

@@ -30,7 +30,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from breakeven import formatting
 from breakeven.errors import BreakevenError
+from breakeven.quantities import plain_json
 
 _VLLM = "vllm:spec_decode_num_"
 _LLAMA = "llamacpp:spec_decode_num_"
@@ -421,8 +423,8 @@ class FleetResult:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        from breakeven.quantities import plain_json
-
+        """The servers (worst first) and where they were read from, as plain data; a number
+        that is not finite is None."""
         return plain_json(
             {
                 "prometheus": self.prometheus,
@@ -436,6 +438,22 @@ class FleetResult:
                 "notes": list(self.notes),
             }
         )
+
+    def report(self) -> str:
+        """What ``breakeven fleet`` prints: a line per server, worst first, then each
+        server's flags."""
+        return formatting.fleet_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.fleet_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Each server's share of time above its break-even batch (``fleet --report``'s
+        second figure); returns the axes.  Raises :class:`breakeven.plot.NothingToDraw`
+        without a cost model (``surface``)."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.fleet_above(self.to_dict()["instances"], ax)
 
 
 __all__: Sequence[str] = (

@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from breakeven import formatting
+from breakeven.quantities import plain_json
+
 CONFIDENCE = 0.95
 MIN_BATCHES = 4
 """Batches of one launch, at least."""
@@ -65,13 +68,24 @@ class SpeedupInterval:
     """How each side's error was estimated."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "speedup": self.speedup,
-            "ci_low": self.low,
-            "ci_high": self.high,
-            "interval_covers": self.covers,
-            "interval_method": self.method,
-        }
+        """``speedup`` and its interval ``ci_low``-``ci_high`` [x] (None where there is none),
+        ``interval_covers`` and ``interval_method``."""
+        return plain_json(
+            {
+                "speedup": self.speedup,
+                "ci_low": self.low,
+                "ci_high": self.high,
+                "interval_covers": self.covers,
+                "interval_method": self.method,
+            }
+        )
+
+    def report(self) -> str:
+        """The speedup, its 95% interval, what the interval covers and how it was estimated."""
+        return formatting.speedup_interval_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.speedup_interval_html(self.to_dict())
 
 
 def batch_means(values: Sequence[float]) -> MeanEstimate:

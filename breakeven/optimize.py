@@ -18,13 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from breakeven import _xp
+from breakeven import _xp, formatting
 from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
 from breakeven.costs import ConstantCost, DraftCost
 from breakeven.errors import BreakevenError
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
-from breakeven.quantities import MAX_BATCH, MAX_K
+from breakeven.quantities import MAX_BATCH, MAX_K, plain_json
 
 DEFAULT_K_MAX = 16
 BEYOND_THE_CURVE = "beyond the curve"
@@ -154,10 +154,18 @@ class OptimizeResult:
 
         return pd.DataFrame([asdict(o) for o in self.by_k]).set_index("k")
 
-    def _repr_html_(self) -> str:
-        from breakeven.formatting import optimize_html
+    def report(self) -> str:
+        """What ``breakeven optimize`` prints: the verdict, then every k considered."""
+        return formatting.optimize_text(self.to_dict())
 
-        return optimize_html(self.to_dict())
+    def _repr_html_(self) -> str:
+        return formatting.optimize_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Speedup against k, the best k marked; returns the axes."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.speedup_vs_k(self, ax)
 
 
 def optimize_k(
@@ -597,10 +605,19 @@ class BatchResult:
 
         return pd.DataFrame([asdict(p) for p in self.speedup_by_batch]).set_index("batch")
 
-    def _repr_html_(self) -> str:
-        from breakeven.formatting import batch_html
+    def report(self) -> str:
+        """What ``breakeven batch`` prints: the break-even batch, the best k by batch and the
+        sweep."""
+        return formatting.batch_text(self.to_dict())
 
-        return batch_html(self.to_dict())
+    def _repr_html_(self) -> str:
+        return formatting.batch_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Speedup against batch size, the break-even batch marked; returns the axes."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.speedup_vs_batch(self, ax)
 
 
 def _tree(k: int, topk: Any, verify_tokens: Any) -> tuple[int, int | None]:
@@ -843,6 +860,23 @@ def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:
     return tuple(tuple(r) for r in ranges)
 
 
+class MoESummary(dict[str, float]):
+    """What a Mixture-of-Experts forward loads, and its cost against a one-token step: a dict
+    of :data:`~breakeven.quantities.QUANTITIES` keys (see :func:`moe_summary`) that reports
+    itself."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The quantities as a plain dict, for ``--json``."""
+        return plain_json(dict(self), keep_infinite=True)
+
+    def report(self) -> str:
+        """What ``breakeven moe`` prints: label, value, unit and JSON key per line."""
+        return formatting.moe_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.moe_html(self.to_dict())
+
+
 def moe_summary(
     experts: int,
     top_k: int,
@@ -851,7 +885,7 @@ def moe_summary(
     overlap: float = 1.0,
     dense_bytes: float | None = None,
     expert_bytes: float | None = None,
-) -> dict[str, float]:
+) -> MoESummary:
     """What a forward over ``tokens`` tokens loads on a MoE target, and what it costs against a step.
 
     Returns ``active_experts`` (expected distinct routed experts plus shared
@@ -878,7 +912,7 @@ def moe_summary(
         out["forward_bytes"] = d + x * (routed + shared)
         out["step_bytes"] = d + x * (step_routed + shared)
         out["verify_step_ratio"] = out["forward_bytes"] / out["step_bytes"]
-    return out
+    return MoESummary(out)
 
 
 __all__ = [
@@ -886,6 +920,7 @@ __all__ = [
     "BatchPoint",
     "BatchResult",
     "KOption",
+    "MoESummary",
     "OptimizeResult",
     "acceptance_by_k",
     "batch_sweep",

@@ -21,6 +21,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.formatting import printable
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)
@@ -33,8 +34,6 @@ can be read off the picture, and near a double's limit its cells' edges overflow
 def _literal(label: Any) -> str:
     """A label drawn as given: control characters removed (as in text output) and ``$``
     escaped, which matplotlib would otherwise parse as mathtext (``$\\frac{$`` fails)."""
-    from breakeven.formatting import printable
-
     return printable(label).replace("$", r"\$")
 
 
@@ -114,6 +113,15 @@ def surface_around(points: Sequence[tuple[Any, ...]], ax: Any = None) -> Any:
     y_low = min([1.0] + [0.8 * p[1] for p in points])
     y_high = max([4.0] + [1.2 * p[1] for p in points])
     return surface(ax, accept_len=(1.0, x_high), cycle_over_step=(y_low, y_high), points=points)
+
+
+def prediction_surface(p: dict[str, Any], ax: Any = None, label: str = "measured") -> Any:
+    """:func:`surface_around` a prediction (``Prediction.to_dict()``), its point placed at
+    (accept_len [tokens/cycle], cycle/step [steps per cycle]) where it has both; cycle/step
+    is its breakeven_accept_len over its target_speedup."""
+    tau, needed = p.get("accept_len"), p.get("breakeven_accept_len")
+    ratio = needed / p.get("target_speedup", 1.0) if needed else None
+    return surface_around([(tau, ratio, label)] if tau and ratio else [], ax)
 
 
 def _axes(ax: Any) -> Any:

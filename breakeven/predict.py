@@ -7,11 +7,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from breakeven import _xp, model
+from breakeven import _xp, formatting, model
 from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
 from breakeven.errors import BreakevenError, escape_braces, invalid_value
-from breakeven.quantities import QUANTITIES
+from breakeven.quantities import QUANTITIES, plain_json
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
 
@@ -53,10 +53,8 @@ class Prediction:
             if value is None:
                 continue
             if f.name == "breakeven_alpha_by_k":
-                value = [{"k": k, "breakeven_alpha": _json_number(a)} for k, a in value]
-            else:
-                value = _json_number(value)
-            out[f.name] = value
+                value = [{"k": k, "breakeven_alpha": a} for k, a in value]
+            out[f.name] = plain_json(value, keep_infinite=True)
         return out
 
     def to_frame(self) -> Any:
@@ -70,10 +68,20 @@ class Prediction:
         ]
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
-    def _repr_html_(self) -> str:
-        from breakeven.formatting import prediction_html
+    def report(self) -> str:
+        """The table ``breakeven predict`` prints: label, value, unit and JSON key per line,
+        then the verdict."""
+        return formatting.prediction_text(self.to_dict())
 
-        return prediction_html(self.to_dict())
+    def _repr_html_(self) -> str:
+        return formatting.prediction_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """The speedup surface over (accept_len, cycle/step) with its break-even line, this
+        prediction marked where it has an accept_len and a cycle; returns the axes."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.prediction_surface(self.to_dict(), ax)
 
 
 Prediction.__doc__ = (
@@ -85,12 +93,6 @@ Prediction.__doc__ = (
         for f in fields(Prediction)
     )
 )
-
-
-def _json_number(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 def _beyond(names: tuple[str, ...], shown: str, what: str) -> BreakevenError:

@@ -290,6 +290,28 @@ MAX_K = 128
 MAX_BATCH = 4096
 MAX_SPEC_TOKENS = 4096  # k as ingest -k records it: any a server may use, within an int64
 
+CYCLE_COEFFICIENT_UNITS = {
+    "verify_base_ms": "ms per cycle",
+    "verify_per_token_ms": "ms per draft token",
+    "draft_per_token_ms": "ms per draft token",
+    "draft_per_cycle_ms": "ms per cycle",
+    "overhead_ms": "ms per cycle",
+}
+"""Each coefficient of ``fit``'s cycle model, ``cycle(k) = verify_base_ms +
+verify_per_token_ms * k + draft(k) + overhead_ms``, and its unit."""
+
+SURFACE_TERM_UNITS = {
+    "weights_ms": "ms per forward",
+    "expert_ms": "ms per routed expert loaded",
+    "kv_ms": "ms per sequence",
+    "compute_ms": "ms per token",
+    "draft_step_ms": "ms per draft step",
+    "draft_token_ms": "ms per draft token",
+    "spec_seq_ms": "ms per sequence per cycle",
+}
+"""Each term of a forward surface t(B, q) across batch sizes and of its draft cost, and its
+unit."""
+
 LARGEST_FIXED = 1e15
 """Numbers this large or larger are printed in exponent notation in text (never 300 digits)."""
 
@@ -306,13 +328,18 @@ def number_text(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
-def plain_json(value: object) -> object:
-    """``value`` with every number that is not finite made None and tuples made lists, all
-    the way down: what a result's ``to_dict()`` gives for strict JSON."""
+def plain_json(value: object, *, keep_infinite: bool = False) -> object:
+    """``value`` as strict JSON takes it, all the way down: NaN (a quantity no value
+    satisfies, or one not measured) made None and tuples made lists.
+
+    Infinities are made None too, unless ``keep_infinite``: a result whose infinities can only
+    be an overflow of absurd inputs keeps them, for the command line to refuse in one line.
+    This is the one place a result's ``to_dict()`` turns numbers into JSON.
+    """
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return value if keep_infinite and not math.isnan(value) else None
     if isinstance(value, dict):
-        return {k: plain_json(v) for k, v in value.items()}
+        return {k: plain_json(v, keep_infinite=keep_infinite) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain_json(v) for v in value]
+        return [plain_json(v, keep_infinite=keep_infinite) for v in value]
     return value

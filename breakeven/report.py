@@ -5,7 +5,7 @@ A page leads with the answer: a compare report's first line is each run's headli
 coloured by win, loss or within noise.  It holds the table, every flag with its sentence, and
 the figures inline as SVG, so it can be mailed or attached without its folder.  A figure with
 nothing to show is left out, with a sentence saying what is missing.  Pages are built from
-results' ``to_dict()`` rows, like every renderer.
+results (or their ``to_dict()`` rows), like every renderer: the caller runs the analysis.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from breakeven.formatting import check_html, compare_rows, fleet_html, html_table, printable
+from breakeven.iotools.atomic import refuse_overwrite, write_text
+from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.quantities import number_text
 
 _STYLE = """
@@ -50,16 +53,16 @@ def _svg(ax: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def _figures(drawings: list[tuple[str, Callable[[], Any]]]) -> str:
+def _figures(drawings: list[tuple[str, Callable[[Any], Any]]]) -> str:
     """Each figure inline, or, where there is nothing to show, the sentence saying what is
     missing in its place."""
-    from breakeven.plot import NothingToDraw
+    from breakeven import plot  # lazy: matplotlib
 
     parts = []
     for title, draw in drawings:
         try:
-            ax = draw()
-        except NothingToDraw as e:
+            ax = draw(plot)
+        except plot.NothingToDraw as e:
             parts.append(
                 f'<p class="missing">{html.escape(title)}: left out, {html.escape(str(e))}.</p>'
             )
@@ -69,8 +72,6 @@ def _figures(drawings: list[tuple[str, Callable[[], Any]]]) -> str:
 
 
 def _flags_html(flags: list[dict[str, Any]], none: str) -> str:
-    from breakeven.formatting import printable
-
     return (
         "".join(
             f'<p class="flag"><code>{html.escape(f["code"])}</code> '
@@ -91,8 +92,6 @@ def _page(title: str, body: str) -> str:
 
 
 def _made_by(command: str, sources: str) -> str:
-    from breakeven.formatting import printable
-
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
         f"<p>Made by <code>{html.escape(command)}</code> from "
@@ -118,12 +117,18 @@ given (the prediction); a grey one is the run against another baseline of the sa
 drawn where the baselines drifted or the one compared with ran in another environment.</p>"""
 
 
-def report_html(result: Any, title: str, source: str) -> str:
-    """The report page for a :class:`~breakeven.check.CheckResult` (or its ``to_dict()``)."""
-    from breakeven import plot
-    from breakeven.formatting import check_html, printable
+CHECK_TITLE = "Speculative decoding: measured against predicted"
+"""The title of ``breakeven report``'s page."""
 
-    data = result if isinstance(result, dict) else result.to_dict()
+
+def _data(result: Any) -> dict[str, Any]:
+    return result if isinstance(result, dict) else result.to_dict()
+
+
+def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
+    """The report page of a :class:`~breakeven.check.CheckResult` (or its ``to_dict()``) of
+    the measurements ``source`` names."""
+    data = _data(result)
     servers = "".join(
         f"<li>{html.escape(printable(c['run_id']))}: server {number_text(c['server_tok_s'], 2)} "
         f"tok/s, client {number_text(c['client_tok_s'], 2)} tok/s "
@@ -132,8 +137,8 @@ def report_html(result: Any, title: str, source: str) -> str:
     )
     figures = _figures(
         [
-            ("Measured against predicted speedup", lambda: plot.measured_vs_predicted(data)),
-            ("Where each run sits on the speedup surface", lambda: plot.runs_surface(data)),
+            ("Measured against predicted speedup", lambda p: p.measured_vs_predicted(data)),
+            ("Where each run sits on the speedup surface", lambda p: p.runs_surface(data)),
         ]
     )
     body = f"""<h1>{html.escape(title)}</h1>
@@ -150,14 +155,11 @@ def report_html(result: Any, title: str, source: str) -> str:
     return _page(title, body)
 
 
-def compare_html(result: Any) -> str:
+def compare_page(result: Any) -> str:
     """The report page of a :class:`~breakeven.compare.CompareResult` (or its ``to_dict()``):
     the headline verdict of each run first, coloured, then the table, flags, advice and
     figures."""
-    from breakeven import plot
-    from breakeven.formatting import compare_rows, html_table, printable
-
-    data = result if isinstance(result, dict) else result.to_dict()
+    data = _data(result)
     headlines = "".join(
         f'<p class="headline {VERDICT_CLASS.get(r["verdict"], "noise")}">'
         f"{html.escape(printable(r['headline']))}.</p>"
@@ -176,8 +178,8 @@ def compare_html(result: Any) -> str:
     )
     figures = _figures(
         [
-            ("Where each run sits on the speedup surface", lambda: plot.runs_surface(data)),
-            ("Measured against predicted speedup", lambda: plot.measured_vs_predicted(data)),
+            ("Where each run sits on the speedup surface", lambda p: p.runs_surface(data)),
+            ("Measured against predicted speedup", lambda p: p.measured_vs_predicted(data)),
         ]
     )
     title = "; ".join(printable(r["headline"]) for r in data["runs"][:1]) or "breakeven compare"
@@ -198,9 +200,6 @@ def compare_html(result: Any) -> str:
 def _write_page(out_dir: str, force: bool, make: Callable[[], str]) -> str:
     """``out_dir/report.html``, atomically, never over a file without ``force``; the page is
     made only after the path is known to be writable."""
-    from breakeven.iotools.atomic import write_text
-    from breakeven.iotools.paths import output_error
-
     path = check_report_dir(out_dir, force)
     page = make()
     try:
@@ -214,38 +213,30 @@ def _write_page(out_dir: str, force: bool, make: Callable[[], str]) -> str:
 def check_report_dir(out_dir: str, force: bool, name: str = "out") -> str:
     """The report's path in ``out_dir``, refused (naming ``name``) when the directory cannot
     be written or the report exists and ``force`` is not given."""
-    from breakeven.iotools.atomic import refuse_overwrite
-    from breakeven.iotools.paths import check_output_path
-
     check_output_path(out_dir, name, directory=True)
     path = os.path.join(out_dir, "report.html")
     refuse_overwrite(path, force, name)
     return path
 
 
-def write_report(
-    measurements: str, out_dir: str, *, tolerance: float = 0.05, force: bool = False
-) -> str:
-    """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
-    from breakeven.check import check_file
-
-    check_report_dir(out_dir, force)
-    result = check_file(measurements, tolerance)
-    title = "Speculative decoding: measured against predicted"
-    return _write_page(out_dir, force, lambda: report_html(result, title, measurements))
+def write_report(result: Any, out_dir: str, *, source: str, force: bool = False) -> str:
+    """``breakeven report``'s page of a check (a :class:`~breakeven.check.CheckResult` or its
+    ``to_dict()``) of the measurements ``source`` names, in ``out_dir/report.html``
+    atomically; returns its path."""
+    return _write_page(out_dir, force, lambda: check_page(result, source))
 
 
 def write_compare_report(result: Any, out_dir: str, *, force: bool = False) -> str:
     """``compare``'s report page in ``out_dir/report.html`` atomically; returns its path."""
-    return _write_page(out_dir, force, lambda: compare_html(result))
+    return _write_page(out_dir, force, lambda: compare_page(result))
 
 
-def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
-    """``fleet --report``'s page: the servers worst first (flagged ones in red), their flags,
-    accept_len over time per server and the time each spent above its break-even batch."""
-    from breakeven import plot
-    from breakeven.formatting import fleet_text
-
+def fleet_page(result: Any, series: dict[str, Any]) -> str:
+    """``fleet --report``'s page of a :class:`~breakeven.fleet.FleetResult` (or its
+    ``to_dict()``) and each server's accept_len over time (``series``): the servers worst
+    first (flagged ones in red), their flags, accept_len over time per server and the time
+    each spent above its break-even batch."""
+    result = _data(result)
     instances = result["instances"]
     flagged = sum(1 for i in instances if i["flags"])
     headline = (
@@ -253,8 +244,7 @@ def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
         if flagged
         else f"{len(instances)} servers, none flagged"
     )
-    rows = fleet_text(result).splitlines()
-    table = "<pre>" + html.escape("\n".join(rows)) + "</pre>"
+    table = fleet_html(result)
     flags = [
         {"code": f, "message": f"{i['instance']}: {n}"}
         for i in instances
@@ -266,8 +256,8 @@ def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
         f"<h2>Flags</h2>{_flags_html(flags, 'No flags.')}<h2>Figures</h2>"
         + _figures(
             [
-                ("accept_len over time, per server", lambda: plot.fleet_acceptance(series)),
-                ("time above the break-even batch", lambda: plot.fleet_above(instances)),
+                ("accept_len over time, per server", lambda p: p.fleet_acceptance(series)),
+                ("time above the break-even batch", lambda p: p.fleet_above(instances)),
             ]
         )
     )
@@ -275,7 +265,7 @@ def fleet_html(result: dict[str, Any], series: dict[str, Any]) -> str:
 
 
 def write_fleet_report(
-    result: dict[str, Any], series: dict[str, Any], out_dir: str, *, force: bool = False
+    result: Any, series: dict[str, Any], out_dir: str, *, force: bool = False
 ) -> str:
     """``fleet``'s report page in ``out_dir/report.html`` atomically; returns its path."""
-    return _write_page(out_dir, force, lambda: fleet_html(result, series))
+    return _write_page(out_dir, force, lambda: fleet_page(result, series))

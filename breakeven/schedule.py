@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from breakeven import formatting
 from breakeven.errors import BreakevenError
+from breakeven.quantities import plain_json
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
 
@@ -81,6 +83,9 @@ class Schedule:
     """The CUDA-graph batch sizes the ranges were aligned to (none: every batch size)."""
     by_batch: tuple[tuple[int, int, float], ...] = ()
     """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
+    grid: Any = field(default=None, repr=False, compare=False)
+    """The speedup grid the schedule was chosen from (:class:`breakeven.optimize.SpeedupGrid`),
+    which :meth:`plot` draws; not in :meth:`to_dict`."""
 
     @property
     def graph_aligned(self) -> bool:
@@ -96,14 +101,53 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         """The schedule as plain data; a figure the cost model cannot give (the best fixed k
         over a range where it cannot price that k) is None."""
-        from breakeven.quantities import plain_json
-
-        out = asdict(self)
+        out = asdict(replace(self, grid=None))
+        del out["grid"]
         out["ranges"] = [plain_json(asdict(r)) for r in self.ranges]
         out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
         out["notes"] = list(self.notes)
         out["by_batch"] = [{"batch": b, "k": k, "speedup": v} for b, k, v in self.by_batch]
         return out
+
+    def plot(self, ax: Any = None) -> Any:
+        """Speedup against batch for each k, the schedule over them and the break-even batch
+        (``breakeven plot schedule``); returns the axes."""
+        from breakeven import plot  # lazy: matplotlib
+
+        if self.grid is None:
+            raise BreakevenError(
+                "{0}: this schedule holds no speedup grid to draw; make it with "
+                "schedule_from_grid or plan",
+                "grid",
+            )
+        return plot.schedule(self.grid, self, ax)
+
+
+class ScheduleReport(dict[str, Any]):
+    """What ``breakeven schedule`` prints, as one dict that reports itself: the
+    :class:`Schedule`'s ``to_dict()``, the ``engine``, its configuration (``config``,
+    ``flags``, ``config_path``) and every note (see :func:`schedule_report`)."""
+
+    def __init__(self, data: Mapping[str, Any], schedule: Schedule) -> None:
+        super().__init__(data)
+        self.schedule = schedule
+        """The :class:`Schedule` the report was made from."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as strict JSON: a number that is not finite is None."""
+        return plain_json(dict(self))
+
+    def report(self) -> str:
+        """What ``breakeven schedule`` prints: the ranges, what the schedule gains over the
+        best fixed k and gives up by merging, and the configuration to paste."""
+        return formatting.schedule_text(self)
+
+    def _repr_html_(self) -> str:
+        return formatting.schedule_html(self)
+
+    def plot(self, ax: Any = None) -> Any:
+        """The schedule over each k's speedup against batch (:meth:`Schedule.plot`)."""
+        return self.schedule.plot(ax)
 
 
 def _weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
@@ -339,6 +383,7 @@ def schedule_from_grid(
             for lo, hi, k in merged
             for i in range(lo, hi + 1)
         ),
+        grid,
     )
 
 
@@ -429,9 +474,9 @@ def schedule_report(
     max_num_seqs: int | None = None,
     config_path: str | None = None,
     **sweep: Any,
-) -> dict[str, Any]:
+) -> ScheduleReport:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
-    for ``engine`` (:func:`breakeven.deploy.render`), as one dict."""
+    for ``engine`` (:func:`breakeven.deploy.render`), as one dict that reports itself."""
     from breakeven.deploy import render
 
     _, result = plan(
@@ -459,7 +504,7 @@ def schedule_report(
     )
     data = result.to_dict()
     data["notes"] = [*data["notes"], *config.pop("notes")]
-    return {"engine": engine, **data, **config}
+    return ScheduleReport({"engine": engine, **data, **config}, result)
 
 
 def plan(
@@ -499,6 +544,7 @@ __all__: Sequence[str] = (
     "VERDICTS",
     "Schedule",
     "ScheduleRange",
+    "ScheduleReport",
     "against",
     "plan",
     "schedule_from_grid",

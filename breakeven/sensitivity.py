@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from breakeven import _xp, model
+from breakeven import _xp, formatting, model
 
 
 @dataclass(frozen=True)
@@ -55,20 +55,6 @@ class Sensitivity:
             ]
         ).set_index("name")
 
-    def _repr_html_(self) -> str:
-        import html
-
-        rows = "".join(
-            f"<tr><td>{html.escape(r.name)}</td><td>{r.value:g}</td>"
-            f"<td>{r.low_speedup:.3f}</td><td>{r.high_speedup:.3f}</td></tr>"
-            for r in self.rows
-        )
-        return (
-            f"<p>Speedup {self.speedup:.3f}x; each input moved by ±{self.delta:.0%}</p>"
-            "<table><tr><th>input</th><th>value</th><th>speedup, input lower [x]</th>"
-            f"<th>speedup, input higher [x]</th></tr>{rows}</table>"
-        )
-
     def to_dict(self) -> dict[str, Any]:
         """``speedup``, ``delta`` and ``rows`` (``{name, value, low_speedup, high_speedup}``)."""
         return {
@@ -84,6 +70,19 @@ class Sensitivity:
                 for r in self.rows
             ],
         }
+
+    def report(self) -> str:
+        """The speedup with each input moved down and up, largest swing first."""
+        return formatting.sensitivity_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.sensitivity_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """The tornado chart ``breakeven plot sensitivity`` draws; returns the axes."""
+        from breakeven import plot  # lazy: matplotlib
+
+        return plot.tornado(self, ax)
 
 
 def sensitivity(

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from breakeven.errors import BreakevenError
+from breakeven.quantities import SURFACE_TERM_UNITS
 
 TERMS = (
     "weights_ms",
@@ -47,15 +48,8 @@ TERMS = (
     "spec_seq_ms",
 )
 """The surface's coefficients, in the order of its design matrix."""
-UNITS = {
-    "weights_ms": "ms per forward",
-    "expert_ms": "ms per routed expert loaded",
-    "kv_ms": "ms per sequence",
-    "compute_ms": "ms per token",
-    "draft_step_ms": "ms per draft step",
-    "draft_token_ms": "ms per draft token",
-    "spec_seq_ms": "ms per sequence per cycle",
-}
+UNITS = SURFACE_TERM_UNITS
+"""Each term and its unit (:data:`breakeven.quantities.SURFACE_TERM_UNITS`)."""
 
 
 @dataclass(frozen=True)

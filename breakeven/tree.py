@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from breakeven import formatting
 from breakeven.errors import BreakevenError
 
 MAX_TREE_TOPK = 64
@@ -311,6 +312,14 @@ class TreeSearch:
             "top": [asdict(o) for o in self.options[:top]],
             "notes": list(self.notes),
         }
+
+    def report(self) -> str:
+        """What ``breakeven optimize --tree`` prints: the best tree, the best chain, the
+        SGLang flags and the ten best trees searched."""
+        return formatting.tree_search_text(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return formatting.tree_search_html(self.to_dict())
 
 
 def _check_search(step_ms: Any, max_steps: Any, max_topk: Any, max_verify_tokens: Any) -> None:

@@ -1,0 +1,153 @@
+"""Text and HTML renderings of results: pure string building from plain rows, no I/O.
+
+Every renderer takes a result's ``to_dict()`` (what ``--json`` prints), never the result
+itself, and imports nothing above the core layer, so text and JSON cannot disagree.  A
+result calls its renderer from ``report()`` and ``_repr_html_()``.  One module per family of
+results:
+
+- :mod:`~breakeven.formatting.text`: what every renderer shares (printable text, numbers,
+  aligned columns, HTML tables);
+- :mod:`~breakeven.formatting.prediction`: ``predict``, ``moe`` and sensitivity;
+- :mod:`~breakeven.formatting.optimization`: ``optimize``, ``optimize --tree`` and ``batch``;
+- :mod:`~breakeven.formatting.measurements`: ``check``, ``compare``, ``bench``, ``ingest`` and
+  speedup intervals;
+- :mod:`~breakeven.formatting.fits`: ``fit``;
+- :mod:`~breakeven.formatting.deployment`: ``schedule`` and ``fleet``.
+
+The public renderers are re-exported here, each module imported when one of its names is
+first used: ``breakeven predict --json`` loads none of them (benchmarks/cli_startup.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_RENDERERS = {
+    "batch_html": "optimization",
+    "batch_text": "optimization",
+    "bench_text": "measurements",
+    "check_html": "measurements",
+    "check_text": "measurements",
+    "compare_html": "measurements",
+    "compare_rows": "measurements",
+    "compare_text": "measurements",
+    "fit_html": "fits",
+    "fit_text": "fits",
+    "fleet_html": "deployment",
+    "fleet_text": "deployment",
+    "format_value": "text",
+    "html_table": "text",
+    "ingest_text": "measurements",
+    "moe_html": "prediction",
+    "moe_text": "prediction",
+    "optimize_html": "optimization",
+    "optimize_text": "optimization",
+    "prediction_html": "prediction",
+    "prediction_text": "prediction",
+    "preformatted_html": "text",
+    "printable": "text",
+    "schedule_html": "deployment",
+    "schedule_text": "deployment",
+    "sensitivity_html": "prediction",
+    "sensitivity_text": "prediction",
+    "speedup_interval_html": "measurements",
+    "speedup_interval_text": "measurements",
+    "tree_search_html": "optimization",
+    "tree_search_text": "optimization",
+    "verdict": "prediction",
+}
+"""Each public renderer and the module of this package that defines it."""
+
+if TYPE_CHECKING:
+    from breakeven.formatting.deployment import (
+        fleet_html,
+        fleet_text,
+        schedule_html,
+        schedule_text,
+    )
+    from breakeven.formatting.fits import (
+        fit_html,
+        fit_text,
+    )
+    from breakeven.formatting.measurements import (
+        bench_text,
+        check_html,
+        check_text,
+        compare_html,
+        compare_rows,
+        compare_text,
+        ingest_text,
+        speedup_interval_html,
+        speedup_interval_text,
+    )
+    from breakeven.formatting.optimization import (
+        batch_html,
+        batch_text,
+        optimize_html,
+        optimize_text,
+        tree_search_html,
+        tree_search_text,
+    )
+    from breakeven.formatting.prediction import (
+        moe_html,
+        moe_text,
+        prediction_html,
+        prediction_text,
+        sensitivity_html,
+        sensitivity_text,
+        verdict,
+    )
+    from breakeven.formatting.text import (
+        format_value,
+        html_table,
+        preformatted_html,
+        printable,
+    )
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENDERERS:
+        module = importlib.import_module(f"breakeven.formatting.{_RENDERERS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'breakeven.formatting' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_RENDERERS])
+
+
+__all__ = [
+    "batch_html",
+    "batch_text",
+    "bench_text",
+    "check_html",
+    "check_text",
+    "compare_html",
+    "compare_rows",
+    "compare_text",
+    "fit_html",
+    "fit_text",
+    "fleet_html",
+    "fleet_text",
+    "format_value",
+    "html_table",
+    "ingest_text",
+    "moe_html",
+    "moe_text",
+    "optimize_html",
+    "optimize_text",
+    "prediction_html",
+    "prediction_text",
+    "preformatted_html",
+    "printable",
+    "schedule_html",
+    "schedule_text",
+    "sensitivity_html",
+    "sensitivity_text",
+    "speedup_interval_html",
+    "speedup_interval_text",
+    "tree_search_html",
+    "tree_search_text",
+    "verdict",
+]

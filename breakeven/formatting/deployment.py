@@ -1,0 +1,156 @@
+"""Renderers of ``schedule`` and ``fleet``: the configuration to deploy, and how it does."""
+
+from __future__ import annotations
+
+import json
+
+from breakeven.formatting.text import Row, grid, num, preformatted_html, printable
+from breakeven.quantities import number_text
+
+_ENGINE_NAMES = {
+    "vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",
+    "sglang": "SGLang (--speculative-adaptive-config)",
+    "vllm-legacy": "older vLLM (disable_by_batch_size)",
+}
+
+
+_SCHEDULE_COLUMNS = [
+    "batch [sequences]",
+    "k [tokens]",
+    "speedup [x]",
+    "best fixed k [x]",
+    "gain [%]",
+    "time share [%]",
+]
+
+
+def _loss(x: float) -> str:
+    return f"{x:.2%}" if x >= 5e-5 else "less than 0.01%"
+
+
+def schedule_text(r: Row) -> str:
+    """What ``breakeven schedule`` prints (``schedule_report``'s dict): the ranges, what the
+    schedule gains over the best fixed k and gives up by merging, and the config to paste."""
+    count = len(r["ranges"])
+    how = ""
+    if r["engine"] == "vllm-legacy":
+        how = (
+            f", the best of one k up to a batch and none from it on (the best k by batch "
+            f"makes {r['unmerged_ranges']} ranges; this gives up {_loss(r['merge_loss'])} "
+            "of their throughput)"
+        )
+    elif r["unmerged_ranges"] > count:
+        how = (
+            f", merged from {r['unmerged_ranges']} ranges of the best k at --min-gain "
+            f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput"
+        )
+    lines = [
+        f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
+        f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."
+    ]
+    rows = [
+        [
+            f"{x['first']}-{x['last']}",
+            str(x["k"]),
+            num(x["speedup"], ".3f"),
+            num(x["best_fixed_speedup"], ".3f"),
+            "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
+            f"{100 * x['share']:.1f}",
+        ]
+        for x in r["ranges"]
+    ]
+    lines += grid(_SCHEDULE_COLUMNS, rows, right=True)
+    lines.append(
+        f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
+        f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "
+        f"{number_text(r['best_fixed_speedup'], 3)}x: {r['gain']:+.2%}; no "
+        "speculation is 1."
+    )
+    b = r["breakeven_batch"]
+    lines.append(
+        "Break-even batch: "
+        + (
+            "none: no k beats plain decoding at any batch."
+            if b is None
+            else f"{b}; some k beats plain decoding up to it."
+            if isinstance(b, int)
+            else f"{b}; some k still beats plain decoding at batch {r['max_batch']}."
+        )
+    )
+    lines += [f"Note: {n}." for n in r["notes"]]
+    if r["flags"]:
+        lines += ["", "Launch with:", f"  {r['flags']}"]
+    if r.get("config_path") and r["config"] is not None:
+        lines += [f"with {r['config_path']} holding:", "  " + json.dumps(r["config"])]
+    return "\n".join(lines) + "\n"
+
+
+def schedule_html(r: Row) -> str:
+    """:func:`schedule_text` as HTML, for notebooks."""
+    return preformatted_html(schedule_text(r))
+
+
+_FLEET_COLUMNS = [
+    "instance",
+    "engine",
+    "model",
+    "steps",
+    "accept_len [tokens/cycle]",
+    "k [tokens]",
+    "batch [sequences]",
+    "tok_s [tok/s]",
+    "aggregate [tok/s]",
+]
+
+
+def fleet_text(r: Row) -> str:
+    """What ``breakeven fleet`` prints (``FleetResult.to_dict()``): a line per server, worst
+    first, then each server's flags."""
+    costs = any(i["predicted_speedup"] is not None for i in r["instances"])
+    heads = _FLEET_COLUMNS + (
+        ["predicted [x]", "break-even batch", "above it [%]", "schedule gain [%]"] if costs else []
+    )
+    rows = []
+    for i in r["instances"]:
+        row = [
+            printable(i["instance"]),
+            i["engine"],
+            printable(i["model"] or "-"),
+            str(i["points"]),
+            num(i["accept_len"], ".3f"),
+            num(i["k"], ".1f"),
+            num(i["batch"], ".1f"),
+            num(i["tok_s"], ".2f"),
+            num(i["aggregate_tok_s"], ".2f"),
+        ]
+        if costs:
+            share, gain = i["share_above_breakeven"], i["schedule_gain"]
+            row += [
+                num(i["predicted_speedup"], ".3f"),
+                num(i["breakeven_batch"], "g"),
+                "-" if share is None else f"{100 * share:.1f}",
+                "-" if gain is None else f"{100 * gain:+.1f}",
+            ]
+        rows.append(row)
+    lines = [
+        f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
+        f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "
+        f"{r['chunks']} range quer{'y' if r['chunks'] == 1 else 'ies'} per series), worst "
+        "first:"
+    ]
+    lines += grid(heads, rows, right=False)
+    lines.append(
+        "accept_len = 1 + rate(accepted) / rate(drafts), bonus token included; tok_s per "
+        "sequence = aggregate / running requests; means over the steps with data."
+    )
+    flagged = [
+        (i, f, n) for i in r["instances"] for f, n in zip(i["flags"], i["notes"], strict=False)
+    ]
+    lines += ["", f"Flags ({len(flagged)}):" if flagged else "Flags: none."]
+    lines += [f"  [{f}] {printable(i['instance'])}: {printable(n)}" for i, f, n in flagged]
+    return "\n".join(lines) + "\n"
+
+
+def fleet_html(r: Row) -> str:
+    """:func:`fleet_text` as HTML, for notebooks and ``fleet --report``'s page."""
+    return preformatted_html(fleet_text(r))

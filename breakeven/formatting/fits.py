@@ -1,0 +1,187 @@
+"""Renderer of ``fit``: per group the fitted cycle coefficients, the forward surfaces across
+batch sizes and the tree acceptances, each with the runs it was fitted on."""
+
+from __future__ import annotations
+
+from breakeven.formatting.text import Row, grid, num, preformatted_html, printable
+from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
+
+_FIT_COLUMNS = [
+    "k [tokens]",
+    "accept_len [tokens/cycle]",
+    "runs",
+    "implied cycle [ms]",
+    "fitted cycle [ms]",
+    "measured [x]",
+    "predicted [x]",
+    "held out [x]",
+]
+
+
+def fit_text(result: Row) -> str:
+    """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: per group, the fitted
+    coefficients with their units, what was merged, and the by-k table."""
+    lines: list[str] = [*(f"Note: {n}." for n in result["notes"])]
+    for g in result["groups"]:
+        where = ", ".join(
+            x
+            for x in (printable(g["model"]), printable(g["hardware"]), printable(g["spec_method"]))
+            if x
+        )
+        at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+        lines += [
+            f"{where or 'runs'}{at}: step {num(g['step_ms'], '.3f')} ms, "
+            f"draft cost {result['draft_cost']}, residual RMS "
+            f"{num(g['residual_rms_ms'], '.3f')} ms"
+        ]
+        merged = {m.split(" + ")[0]: m for m in g["merged"]}
+        for name, value in g["coefficients"].items():
+            if any(name in m.split(" + ")[1:] for m in g["merged"]):
+                continue  # its value is in the merged term's first
+            lines.append(
+                f"  {merged.get(name, name):<45} {num(value, '.4f'):>10} "
+                f"{CYCLE_COEFFICIENT_UNITS.get(name, 'ms')}"
+            )
+        rows = [
+            [
+                str(r["k"]),
+                num(r["accept_len"], ".3f") + (" (predicted)" if r["accept_len_predicted"] else ""),
+                str(r["runs"]),
+                num(r["implied_cycle_ms"], ".3f"),
+                num(r["predicted_cycle_ms"], ".3f"),
+                num(r["measured_speedup"], ".3f"),
+                num(r["predicted_speedup"], ".3f"),
+                num(r["held_out_speedup"], ".3f"),
+            ]
+            for r in g["by_k"]
+        ]
+        lines += grid(_FIT_COLUMNS, rows, right=True)
+        error = g["held_out_max_rel_error"]
+        best = (
+            f"best k {g['best_k']}: {num(g['best_speedup'], '.3f')}x predicted"
+            if g["best_k"] is not None
+            else "no best k: no speedup known"
+        )
+        lines.append(
+            f"  {best}; held-out error at most "
+            f"{'-' if error is None else format(error, '.1%')}; accept_len of a k not "
+            f"run: the fitted alpha {num(g['alpha'], '.4f')}, positions i.i.d."
+        )
+        lines += [f"  Note: {n}." for n in g["notes"]]
+        lines.append("")
+    for surface in result.get("surfaces", []):
+        lines += _surface_lines(surface)
+    for tree in result.get("trees", []):
+        lines += _tree_lines(tree)
+    lines.append(
+        "implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
+        "fitted cycle; held out = the same from the fit without that k's runs."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def fit_html(result: Row) -> str:
+    """:func:`fit_text` as HTML, for notebooks."""
+    return preformatted_html(fit_text(result))
+
+
+_SURFACE_COLUMNS = [
+    "batch [sequences]",
+    "steps",
+    "topk",
+    "verify tokens",
+    "accept_len [tokens/cycle]",
+    "measured [x]",
+    "predicted [x]",
+    "held out [x]",
+]
+
+
+_TREE_COLUMNS = [
+    "steps",
+    "topk",
+    "verify tokens",
+    "runs",
+    "accept_len [tokens/cycle]",
+    "predicted [tokens/cycle]",
+    "held out [tokens/cycle]",
+]
+
+
+def _tree_lines(x: Row) -> list[str]:
+    """A tree acceptance of ``fit``: alpha, rank_decay, and each configuration it was fitted
+    on, measured, predicted and held out."""
+    where = ", ".join(
+        v
+        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+        if v
+    )
+    lines = [
+        f"{where or 'runs'}, tree acceptance: the target's token is the draft's rank-r "
+        f"candidate with chance alpha x rank_decay^(r-1); alpha {num(x['alpha'], '.4f')}, "
+        f"rank_decay {num(x['rank_decay'], '.4f')} ({x['basis']})"
+    ]
+    rows = [
+        [
+            str(r["steps"]),
+            str(r["topk"]),
+            str(r["verify_tokens"]),
+            str(r["runs"]),
+            num(r["accept_len"], ".3f"),
+            num(r["predicted_accept_len"], ".3f"),
+            num(r["held_out_accept_len"], ".3f"),
+        ]
+        for r in x["runs"]
+    ]
+    lines += grid(_TREE_COLUMNS, rows, right=True)
+    error = x["held_out_max_rel_error"]
+    lines.append(
+        f"  held-out error at most {'-' if error is None else format(error, '.1%')}; "
+        "optimize --tree --fit-file searches trees with it."
+    )
+    lines += [f"  Note: {n}." for n in x.get("notes", [])]
+    return [*lines, ""]
+
+
+def _surface_lines(x: Row) -> list[str]:
+    """A forward surface t(B, q) of ``fit``: its coefficients and each run it was fitted on."""
+    where = ", ".join(
+        v
+        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+        if v
+    )
+    moe = x.get("moe")
+    routing = (
+        f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"
+        if moe
+        else "dense (no --experts)"
+    )
+    batches = ", ".join(str(b) for b in x["batches"])
+    lines = [
+        f"{where or 'runs'} across batch sizes {batches}: t(B, q) = weights + experts(B*q) "
+        f"+ kv*B + compute*B*q, cycle = t(B, verify tokens) + steps*(step + token*B*topk) "
+        f"+ spec_seq*B; {routing}; relative "
+        f"residual RMS {num(x['residual_rms'], '.1%')}"
+    ]
+    for name, value in x["coefficients"].items():
+        lines.append(f"  {name:<45} {num(value, '.4f'):>10} {SURFACE_TERM_UNITS[name]}")
+    lines += [f"  merged: {m}" for m in x["merged"]]
+    rows = [
+        [
+            str(p["batch"]),
+            str(p["steps"]),
+            str(p["topk"]),
+            str(p["verify_tokens"]),
+            num(p["accept_len"], ".3f"),
+            num(p["measured_speedup"], ".3f"),
+            num(p["predicted_speedup"], ".3f"),
+            num(p["held_out_speedup"], ".3f"),
+        ]
+        for p in x["points"]
+    ]
+    if rows:
+        lines += grid(_SURFACE_COLUMNS, rows, right=True)
+    error = x["held_out_max_rel_error"]
+    lines.append(f"  held-out error at most {'-' if error is None else format(error, '.1%')}.")
+    lines += [f"  Note: {n}." for n in x["notes"]]
+    return [*lines, ""]

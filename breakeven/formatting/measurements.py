@@ -1,0 +1,335 @@
+"""Renderers of measurements: ``check``, ``compare``, ``bench`` and ``ingest``."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from breakeven.formatting.text import (
+    Row,
+    grid,
+    html_table,
+    interval_text,
+    k_text,
+    num,
+    printable,
+    with_hardware,
+)
+
+_CHECK_COLUMNS = [
+    "model",
+    "label",
+    "k [tokens]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "measured [x]",
+    "95% CI [x]",
+    "verdict",
+    "accept_len [tokens/cycle]",
+    "predicted [x]",
+    "residual [x]",
+    "implied cycle [ms]",
+    "flags",
+]
+
+
+def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
+    """The check table's heads and cells (model names whole; hardware where runs differ)."""
+    rows = []
+    for c in r["comparisons"]:
+        rows.append(
+            [
+                printable(c["model"]) or "-",
+                printable(c["label"]) or "-",
+                k_text(c["num_spec_tokens"]),
+                num(c["tok_s"], ".2f"),
+                num(c["baseline_tok_s"], ".2f"),
+                num(c["measured_speedup"], ".3f"),
+                interval_text(c["ci_low"], c["ci_high"]),
+                c["verdict"],
+                num(c["accept_len"], ".3f"),
+                num(c["predicted_speedup"], ".3f"),
+                num(c["residual"], "+.3f"),
+                num(c["implied_cycle_ms"], ".3f"),
+                ", ".join(c["flags"]) or "-",
+            ]
+        )
+    hardware = [c["hardware"] for c in r["comparisons"]]
+    return with_hardware(_CHECK_COLUMNS, rows, hardware, after=0)
+
+
+def _flag_where(f: Row) -> str:
+    lines, count = f["lines"], f.get("line_count", len(f["lines"]))
+    more = f" and {count - len(lines)} more" if count > len(lines) else ""
+    return f" (lines {', '.join(map(str, lines))}{more})" if lines else ""
+
+
+def check_text(r: Row) -> str:
+    """What ``breakeven check`` prints (from ``CheckResult.to_dict()``): comparisons, server
+    cross-checks, flags."""
+    lines = ["Speculative runs against the baseline of the same model, hardware and concurrency:"]
+    heads, rows = _check_rows(r)
+    if rows:
+        lines += grid(heads, rows, right=False)
+    else:
+        lines.append("  none: no row has num_spec_tokens > 0")
+    lines.append(
+        "measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
+        "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s."
+    )
+    if r["server_checks"]:
+        lines += ["", "Server log against client benchmark:"]
+        for c in r["server_checks"]:
+            word = "agree" if c["agree"] else "DISAGREE"
+            lines.append(
+                f"  {printable(c['run_id'])}: server {num(c['server_tok_s'], '.2f')} "
+                f"tok/s, client {num(c['client_tok_s'], '.2f')} tok/s "
+                f"({num(c['ratio'], '.3f')}x): {word} within {r['tolerance']:.0%}"
+            )
+    flags = r["flags"]
+    lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
+    lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
+    if "schedule_check" in r:
+        lines += _against_lines(r["schedule_check"])
+    return "\n".join(lines) + "\n"
+
+
+def check_html(r: Row, flags: bool = True) -> str:
+    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports."""
+    table = html_table(*_check_rows(r))
+    if not flags:
+        return table
+    items = "".join(
+        f"<li><code>{html.escape(f['code'])}</code> {html.escape(printable(f['message']))}</li>"
+        for f in r["flags"]
+    )
+    return f"{table}<ul>{items}</ul>"
+
+
+_COMPARE_COLUMNS = [
+    "run",
+    "k [tokens]",
+    "concurrency [sequences]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "speedup [x]",
+    "95% interval [x]",
+    "verdict",
+    "accept_len [tokens/cycle]",
+    "break-even accept_len [tokens/cycle]",
+    "implied cycle [ms]",
+    "predicted [x]",
+    "residual [x]",
+    "flags",
+]
+
+
+def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
+    """The compare table's heads and cells, one row per speculative run (a hardware column
+    where the runs differ in hardware)."""
+    rows = []
+    for r in result["runs"]:
+        rows.append(
+            [
+                printable(r["label"]),
+                k_text(r["num_spec_tokens"]),
+                num(r["concurrency"], "g"),
+                num(r["tok_s"], ".2f"),
+                num(r["baseline_tok_s"], ".2f"),
+                num(r["measured_speedup"], ".3f"),
+                interval_text(r["ci_low"], r["ci_high"]),
+                r["verdict"],
+                num(r["accept_len"], ".3f"),
+                num(r["breakeven_accept_len"], ".3f"),
+                num(r["implied_cycle_ms"], ".3f"),
+                num(r["predicted_speedup"], ".3f"),
+                num(r["residual"], "+.3f"),
+                ", ".join(r["flags"]) or "-",
+            ]
+        )
+    hardware = [r.get("hardware") for r in result["runs"]]
+    return with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
+
+
+_AGAINST_COLUMNS = [
+    "run",
+    "batch [sequences]",
+    "k [tokens]",
+    "schedule's k [tokens]",
+    "measured [x]",
+    "95% interval [x]",
+    "predicted [x]",
+    "verdict",
+]
+
+
+def _against_lines(rows: list[Row]) -> list[str]:
+    """Each run against a schedule (``--schedule``): its batch, k, the schedule's k and
+    predicted speedup there, and the verdict."""
+    lines = ["", "Against the schedule (predicted: its speedup at the run's batch, with its k):"]
+    if not rows:
+        return [*lines, "  no run with a measured speedup and a concurrency"]
+    cells = [
+        [
+            printable(str(r["label"])),
+            str(r["batch"]),
+            "-" if r["k"] is None else f"{r['k']:g}",
+            "-" if r["schedule_k"] is None else str(r["schedule_k"]),
+            num(r["measured_speedup"], ".3f"),
+            "-"
+            if r["ci_low"] is None or r["ci_high"] is None
+            else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
+            num(r["predicted_speedup"], ".3f"),
+            r["verdict"],
+        ]
+        for r in rows
+    ]
+    lines += grid(_AGAINST_COLUMNS, cells, right=False)
+    lines.append(
+        "holds: the prediction is within the interval, widened by the tolerance; off: "
+        "it is not; other k: the run used another k than the schedule deploys there."
+    )
+    return lines
+
+
+def compare_text(result: Row) -> str:
+    """What ``breakeven compare`` prints, from ``CompareResult.to_dict()``: the headlines
+    first, then a row per speculative run, check's flags and advice."""
+    runs = result["runs"]
+    lines = [printable(r["headline"]) + "." for r in runs] or [
+        f"No speculative run could be compared with {printable(result['baseline'])}."
+    ]
+    heads, rows = compare_rows(result)
+    if rows:
+        lines += ["", *grid(heads, rows, right=False)]
+        lines.append(
+            "speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
+            "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms."
+        )
+        lines += [f"Interval of {printable(r['label'])}: {r['interval_method']}." for r in runs]
+    flags = result["flags"]
+    lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
+    lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
+    if result["advice"]:
+        lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
+    if "schedule_check" in result:
+        lines += _against_lines(result["schedule_check"])
+    return "\n".join(lines) + "\n"
+
+
+def compare_html(result: Row) -> str:
+    """The headlines, the compare table and the flags as HTML, for notebooks (``breakeven
+    compare --report`` writes the whole page: :func:`breakeven.report.compare_page`)."""
+    headlines = "".join(
+        f"<p><b>{html.escape(printable(r['headline']))}.</b></p>" for r in result["runs"]
+    )
+    if not headlines:
+        headlines = (
+            f"<p>No speculative run could be compared with "
+            f"{html.escape(printable(result['baseline']))}.</p>"
+        )
+    table = html_table(*compare_rows(result)) if result["runs"] else ""
+    items = "".join(
+        f"<li><code>{html.escape(f['code'])}</code> {html.escape(printable(f['message']))}</li>"
+        for f in result["flags"]
+    )
+    return f"{headlines}{table}<ul>{items}</ul>"
+
+
+def _speedup_interval_line(r: Row) -> str:
+    if r["ci_low"] is None or r["ci_high"] is None:
+        where = "no interval"
+    else:
+        where = f"95% interval {interval_text(r['ci_low'], r['ci_high'])}"
+    return (
+        f"Speedup {num(r['speedup'], '.3f')}x, {where} ({printable(r['interval_covers'])}; "
+        f"{printable(r['interval_method'])})."
+    )
+
+
+def speedup_interval_text(r: Row) -> str:
+    """A speedup and its 95% interval [x], what it covers and how it was estimated (from
+    ``SpeedupInterval.to_dict()``)."""
+    return _speedup_interval_line(r) + "\n"
+
+
+def speedup_interval_html(r: Row) -> str:
+    """The same as HTML, for notebooks."""
+    return f"<p>{html.escape(_speedup_interval_line(r))}</p>"
+
+
+def bench_text(levels: list[dict[str, Any]], label: str) -> str:
+    """What ``breakeven bench`` prints: one line per concurrency level."""
+    heads = [
+        "concurrency",
+        "requests",
+        "failed",
+        "tok_s [tok/s]",
+        "sd [tok/s]",
+        "aggregate_tok_s [tok/s]",
+        "accept_len [tokens/cycle]",
+    ]
+    rows = [
+        [
+            str(v["concurrency"]),
+            str(v["requests"]),
+            str(v["failed"]),
+            num(v["tok_s"], ".2f"),
+            num(v["tok_s_sd"], ".2f"),
+            num(v["aggregate_tok_s"], ".2f"),
+            num(v.get("accept_len"), ".3f"),
+        ]
+        for v in levels
+    ]
+    if any(v.get("server") for v in levels):  # the server's own counters (llama.cpp)
+        heads += ["server tok_s [tok/s]", "server step or cycle [ms]"]
+        for row, v in zip(rows, levels, strict=True):
+            server = v.get("server") or {}
+            ms = server.get("cycle_ms") or server.get("step_ms")
+            kind = " (cycle)" if server.get("cycle_ms") else " (step)" if ms else ""
+            row += [num(server.get("tok_s"), ".2f"), num(ms, ".3f") + kind]
+    lines = [
+        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
+        *grid(heads, rows, right=True),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
+    """A summary of ingested records (a :class:`~breakeven.iotools.records.Tally`), with what
+    ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""
+    if not tally.records:
+        return "No records.\n"
+    heads = [
+        "file",
+        "format",
+        "records",
+        "k",
+        "mean accept_len [tokens/cycle]",
+        "mean tok_s [tok/s]",
+        "mean aggregate_tok_s [tok/s]",
+    ]
+    cells = []
+    for (path, fmt), g in tally.groups.items():
+        tau, tok, agg = (tally.mean(g, key) for key in ("accept_len", "tok_s", "aggregate_tok_s"))
+        cells.append(
+            [
+                path,
+                fmt,
+                str(g["records"]),
+                ",".join(map(str, sorted(g["k"]))) or "-",
+                num(tau, ".3f"),
+                num(tok, ".2f"),
+                num(agg, ".2f"),
+            ]
+        )
+    lines = grid(heads, cells, right=False, indent="")
+    lines.append("")
+    lines.append(
+        f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
+        "tok_s is per sequence:"
+    )
+    meanings = tok_s_meanings or {}
+    for fmt in tally.formats():
+        lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,177 @@
+"""Renderers of ``optimize``, ``optimize --tree`` and ``batch``: the best k, the best tree and
+the break-even batch, each with the table it was chosen from."""
+
+from __future__ import annotations
+
+import html
+
+from breakeven.formatting.text import Row, grid, html_table, quantity_html_table, table
+from breakeven.quantities import number_text
+
+
+def _optimize_columns(r: Row) -> list[str]:
+    """Leviathan's normalised form (no ``step_ms``) has no costs in ms."""
+    if "step_ms" not in r:
+        return ["k", "accept_len", "speedup"]
+    return ["k", "accept_len", "verify_ms", "draft_ms", "cycle_ms", "speedup"]
+
+
+def _optimize_head(r: Row) -> str:
+    by_k = r["by_k"]
+    if r["best_k"]:
+        return (
+            f"Best k: {r['best_k']} draft tokens, speedup {number_text(r['speedup'], 3)}x "
+            "(best_k, speedup)."
+        )
+    top = max(by_k, key=lambda o: o["speedup"])
+    return (
+        f"Do not speculate: no k in 1..{by_k[-1]['k']} beats plain decoding (best_k = 0; the "
+        f"closest is {number_text(top['speedup'], 3)}x at k = {top['k']})."
+    )
+
+
+def optimize_text(r: Row) -> str:
+    """What ``breakeven optimize`` prints (from ``OptimizeResult.to_dict()``): the verdict,
+    then every k considered."""
+    lines = [_optimize_head(r)]
+    columns = _optimize_columns(r)
+    if "step_ms" not in r:
+        lines.append("Leviathan's form: verify = 1 target step, drafting = k * c target steps.")
+    else:
+        lines.append(f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}.")
+    if r.get("note"):
+        lines.append(f"Note: {r['note']}.")
+    lines.append("")
+    mark = next((i for i, o in enumerate(r["by_k"]) if o["k"] == r["best_k"]), None)
+    lines += table(r["by_k"], columns, mark)
+    return "\n".join(lines) + "\n"
+
+
+def optimize_html(r: Row) -> str:
+    """The by-k table as HTML, for notebooks."""
+    return f"<p>{html.escape(_optimize_head(r))}</p>" + quantity_html_table(
+        r["by_k"], _optimize_columns(r)
+    )
+
+
+_TREE_SEARCH_COLUMNS = [
+    "steps",
+    "topk",
+    "verify tokens",
+    "accept_len [tokens/cycle]",
+    "cycle [ms]",
+    "speedup [x]",
+]
+
+
+def _tree_option(o: Row) -> str:
+    return (
+        f"steps {o['steps']}, topk {o['topk']}, verify tokens {o['verify_tokens']}: "
+        f"accept_len {number_text(o['accept_len'], 3)} (modelled), cycle "
+        f"{number_text(o['cycle_ms'], 3)} ms, {number_text(o['speedup'], 3)}x"
+    )
+
+
+def _tree_rows(r: Row) -> list[list[str]]:
+    """The best trees searched, as cells."""
+    return [
+        [
+            str(o["steps"]),
+            str(o["topk"]),
+            str(o["verify_tokens"]),
+            number_text(o["accept_len"], 3),
+            number_text(o["cycle_ms"], 3),
+            number_text(o["speedup"], 3),
+        ]
+        for o in r["top"]
+    ]
+
+
+def tree_search_text(r: Row) -> str:
+    """What ``breakeven optimize --tree`` prints (from ``TreeSearch.to_dict()``): the best tree,
+    the best chain, the SGLang flags, and the best trees searched."""
+    best, chain = r["best_tree"], r["best_chain"]
+    lines = [f"Best tree: {_tree_option(best)}."]
+    if chain is not None:
+        gain = r["gain_over_chain"]
+        lines.append(
+            f"Best chain (topk 1, k = steps): {_tree_option(chain)}; the tree "
+            f"{'gains' if gain >= 0 else 'loses'} {abs(gain):.1%} over it."
+        )
+    if best["speedup"] <= 1:
+        lines.append("No tree beats plain decoding here: do not speculate.")
+    lines.append(
+        f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
+        f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}"
+    )
+    a = r["acceptance"]
+    lines.append(
+        f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}; "
+        f"acceptance alpha {number_text(a['alpha'], 4)}, rank_decay "
+        f"{number_text(a['rank_decay'], 4)} ({a['basis']}); {r['searched']} trees "
+        f"searched (steps <= {r['bounds']['max_steps']}, topk <= "
+        f"{r['bounds']['max_topk']}, verify tokens <= "
+        f"{r['bounds']['max_verify_tokens']})."
+    )
+    lines += [f"Note: {n}." for n in r["notes"]]
+    lines.append("")
+    lines += grid(_TREE_SEARCH_COLUMNS, _tree_rows(r), right=True, indent="")
+    return "\n".join(lines) + "\n"
+
+
+def tree_search_html(r: Row) -> str:
+    """The best tree and the best trees searched as HTML, for notebooks."""
+    return f"<p>Best tree: {html.escape(_tree_option(r['best_tree']))}.</p>" + html_table(
+        _TREE_SEARCH_COLUMNS, _tree_rows(r)
+    )
+
+
+def _breakeven_batch_sentence(r: Row) -> str:
+    b = r["breakeven_batch"]
+    if b is None:
+        return "Break-even batch: none; speculation never pays within the curve (breakeven_batch = null)."
+    if isinstance(b, str):
+        last = r["speedup_by_batch"][-1]
+        return (
+            f"Break-even batch: {b}; speculation still pays {number_text(last['speedup'], 3)}x "
+            f"at batch {r['max_batch']}, the largest swept."
+        )
+    return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
+
+
+def _sample(points: list[Row], keep: set[int]) -> list[int]:
+    """Indices to print: all of a short sweep, else powers of two, the ends and ``keep``."""
+    if len(points) <= 40:
+        return list(range(len(points)))
+    chosen = {0, len(points) - 1}
+    chosen |= {i for i, p in enumerate(points) if p["batch"] & (p["batch"] - 1) == 0}
+    chosen |= {i for i, p in enumerate(points) if p["batch"] in keep}
+    return sorted(chosen)
+
+
+_BATCH_COLUMNS = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
+
+
+def batch_text(r: Row) -> str:
+    """What ``breakeven batch`` prints (from ``BatchResult.to_dict()``): the break-even batch,
+    the schedule, the sweep."""
+    lines = [_breakeven_batch_sentence(r)]
+    if r.get("best_k_by_batch") is not None:
+        ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
+        lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
+    lines.append("")
+    b = r["breakeven_batch"]
+    keep = {b, b + 1} if isinstance(b, int) else set()
+    points = r["speedup_by_batch"]
+    shown = _sample(points, keep)
+    if len(shown) < len(points):
+        lines.append(f"Selected batch sizes of 1..{r['max_batch']} (--json lists them all):")
+    lines += table([points[i] for i in shown], _BATCH_COLUMNS)
+    return "\n".join(lines) + "\n"
+
+
+def batch_html(r: Row) -> str:
+    """The batch sweep as HTML, for notebooks."""
+    return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + quantity_html_table(
+        r["speedup_by_batch"], _BATCH_COLUMNS
+    )
