@@ -64,7 +64,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "CompareResult": "breakeven.compare",
     "compare": "breakeven.compare",
-    "parse_run": "breakeven.compare",
+    "parse_run": "breakeven.iotools.runs",
     "FitResult": "breakeven.fit",
     "fit": "breakeven.fit",
     "fit_file": "breakeven.fit",
