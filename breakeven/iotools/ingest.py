@@ -255,7 +255,7 @@ def _prometheus_records(
     if text is None:
         return []
     try:
-        return prometheus.read_metrics(
+        return prometheus.parse_metrics(
             text, previous, source=item.path, num_spec_tokens=item.num_spec_tokens
         )
     except ImportError as e:
