@@ -18,7 +18,7 @@ import time
 
 from breakeven.costs import TableCost
 from breakeven.optimize import speedup_grid
-from breakeven.schedule import _threshold, _Tokens, _weights, schedule_from_grid
+from breakeven.schedule import _threshold, _Tokens, batch_weights, schedule_from_grid
 
 CURVE = TableCost((1, 64, 1 << 20), (10.0, 10.0, 10 + 0.01 * ((1 << 20) - 64)))
 
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     grid = speedup_grid(CURVE, alpha=0.9, draft_step_ms=0.2, k_max=16, max_batch=args.batches)
-    weights = _weights(grid, None)
+    weights = batch_weights(grid, None)
     fast, a = timed(lambda: _threshold(_Tokens(grid, weights), len(grid.batches) - 1), args.repeat)
     slow, b = timed(lambda: threshold_by_batch(grid, weights), 1)
     assert a == b, (a, b)

@@ -29,7 +29,7 @@ _LAZY = {
     "check_file": "breakeven.check",
     "CompareResult": "breakeven.compare",
     "compare": "breakeven.compare",
-    "parse_run": "breakeven.compare",
+    "parse_run": "breakeven.iotools.runs",
     "ConstantCost": "breakeven.costs",
     "DraftCost": "breakeven.costs",
     "FittedCost": "breakeven.costs",

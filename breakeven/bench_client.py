@@ -38,9 +38,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
 from breakeven.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.iotools.httpclient import require_http
+from breakeven.iotools.metrics import spec_decode_series
+from breakeven.iotools.prometheus import parse_metrics
+from breakeven.iotools.records import iso_timestamp
 from breakeven.schema import COLUMN_NAMES
 
-INSTALL_HINT = "breakeven bench needs httpx and httpx-sse: pip install 'breakeven[bench]'"
 DEFAULT_PROMPTS = (
     "Explain how speculative decoding speeds up large language model inference.",
     "Write a short story about a lighthouse keeper who collects old maps.",
@@ -67,15 +70,6 @@ HEADERS = (BENCH_COLUMNS, _FIRST_COLUMNS)
 """Headers bench appends to: its own, and the one of bench CSVs written before the last four
 columns (rows appended to such a file keep its columns)."""
 ENV_PREFIXES = ("NCCL_", "CUDA_")
-
-
-def _require_http() -> Any:
-    try:
-        import httpx
-        import httpx_sse
-    except ImportError:
-        raise BreakevenError(INSTALL_HINT) from None
-    return httpx, httpx_sse
 
 
 def server_root(url: str) -> str:
@@ -366,7 +360,7 @@ class Bench:
         self.shown_root = shown_url(self.root, auth)
         self.redact = Redactor(config.api_key, auth=auth)
         self.on_result = on_result or (lambda level, result: None)
-        self.httpx, self.httpx_sse = _require_http()
+        self.httpx, self.httpx_sse = require_http()
         self.headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self.model = config.model
         self.version: str | None = None
@@ -692,9 +686,7 @@ class Bench:
         if before is None or after is None:
             return []
         try:
-            from breakeven.iotools.prometheus import read_metrics
-
-            return read_metrics(
+            return parse_metrics(
                 after, before, source="bench", num_spec_tokens=self.config.num_spec_tokens
             )
         except ImportError:
@@ -753,8 +745,7 @@ class Bench:
         why = (
             "answers nothing"
             if before is None or after is None
-            else "shows no spec-decode counters (vllm:spec_decode_*, llamacpp:spec_decode_*, "
-            "sglang:spec_accept_length)"
+            else f"shows no spec-decode counters ({', '.join(spec_decode_series())})"
         )
         self.warn(
             f"-k {k} was given, but {where} {why}: accept_len is left empty at "
@@ -767,7 +758,7 @@ class Bench:
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}",
             "label": c.label,
-            "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "timestamp": iso_timestamp(time.time()),
             "engine": self.engine,
             "model": model_name(self.model),
             "hardware": c.hardware,
@@ -804,7 +795,7 @@ class Bench:
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}",
             "label": c.label,
-            "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "timestamp": iso_timestamp(time.time()),
             "engine": self.engine,
             "model": model_name(self.model),
             "hardware": c.hardware,

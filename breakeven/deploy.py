@@ -33,7 +33,7 @@ from typing import Any
 
 from breakeven.errors import BreakevenError
 
-ENGINES = ("vllm", "sglang", "vllm-legacy")
+SCHEDULE_ENGINES = ("vllm", "sglang", "vllm-legacy")
 """The engines ``breakeven schedule`` writes for."""
 
 
@@ -139,8 +139,10 @@ def render(
     ``base_config`` is the speculative config the server runs already (its method, draft
     model), which the schedule's keys join; ``max_num_seqs`` is where vLLM's last range ends
     (default: the largest batch swept)."""
-    if engine not in ENGINES:
-        raise BreakevenError("{0}: got " + repr(engine) + f", expected one of {ENGINES}", "engine")
+    if engine not in SCHEDULE_ENGINES:
+        raise BreakevenError(
+            "{0}: got " + repr(engine) + f", expected one of {SCHEDULE_ENGINES}", "engine"
+        )
     base = dict(base_config or {})
     if method is not None:
         base["method"] = method
@@ -172,4 +174,4 @@ def engine_shape(engine: str) -> str:
     return "threshold" if engine == "vllm-legacy" else "ranges"
 
 
-__all__: Sequence[str] = ("ENGINES", "engine_shape", "render")
+__all__: Sequence[str] = ("SCHEDULE_ENGINES", "engine_shape", "render")

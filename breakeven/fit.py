@@ -32,7 +32,16 @@ from typing import Any
 
 from breakeven import formatting
 from breakeven.errors import BreakevenError
+from breakeven.iotools.fitfile import (
+    IDENTITY,
+    read_fit,
+    read_fitted_alpha,
+    read_surface,
+    read_tree,
+)
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, plain_json
+from breakeven.surface import BatchSurface
+from breakeven.tree import TreeAcceptance
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -631,6 +640,40 @@ def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict
     }
 
 
+def _identity(like: Any) -> dict[str, Any]:
+    """The model, hardware and method of ``like`` (a surface or a tree acceptance): what picks
+    its entries of a fit file."""
+    return {key: getattr(like, key, "") for key in IDENTITY}
+
+
+def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
+    """One group of a fit file (:func:`breakeven.iotools.fitfile.read_fit`), its coefficients
+    those of :data:`COEFFICIENTS`: the only one, or number ``group`` (from 1)."""
+    return read_fit(path, group, names=COEFFICIENTS)
+
+
+def load_surface(
+    path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
+) -> BatchSurface:
+    """One forward surface of a fit file: the only one, number ``index`` (from 1, picked with
+    ``flag``), or the one of the same model, hardware and method as ``like`` (a tree
+    acceptance)."""
+    identity = _identity(like) if like is not None else None
+    return BatchSurface.from_dict(read_surface(path, index, identity, flag))
+
+
+def load_tree(path: str, index: int | None = None) -> TreeAcceptance:
+    """One tree acceptance of a fit file: the only one, or number ``index`` (from 1; the
+    ``--fit-group`` of ``optimize --tree``)."""
+    return TreeAcceptance.from_dict(read_tree(path, index))
+
+
+def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
+    """The per-token acceptance [probability] a fit file holds for the model, hardware and
+    method of ``like`` (a surface), and where it comes from, in words."""
+    return read_fitted_alpha(path, _identity(like))
+
+
 __all__: Sequence[str] = (
     "COEFFICIENTS",
     "DRAFT_COSTS",
@@ -641,4 +684,8 @@ __all__: Sequence[str] = (
     "fit_file",
     "fit_group",
     "fitted_costs",
+    "load_fit",
+    "load_fitted_alpha",
+    "load_surface",
+    "load_tree",
 )

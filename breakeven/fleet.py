@@ -1,18 +1,9 @@
 """The fleet view: is speculation paying on each server, at the load it sees?  Read from the
 Prometheus that already keeps every server's metrics (``breakeven fleet``).
 
-The series read, by engine (names from each engine's metrics code):
-
-- **vLLM V1** (``vllm/v1/metrics/loggers.py``, ``vllm/v1/spec_decode/metrics.py``; 0.8 on):
-  counters ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
-  ``..._num_accepted_tokens_total``, ``vllm:generation_tokens_total``; gauge
-  ``vllm:num_requests_running``; by ``instance`` and ``model_name``.
-- **SGLang** (``python/sglang/srt/metrics/collector.py``): gauges ``sglang:spec_accept_length``,
-  ``sglang:gen_throughput`` [tok/s, all running requests] and ``sglang:num_running_reqs``; by
-  ``instance`` and ``model_name``.
-- **llama.cpp** (``tools/server``, ``--metrics``): vLLM's spec-decode counters after the prefix
-  ``llamacpp:``, ``llamacpp:tokens_predicted_total`` and ``..._seconds_total`` (the requests'
-  generation time) and the gauge ``llamacpp:requests_processing``; by ``instance``.
+The series read, by engine, are named in :mod:`breakeven.iotools.metrics` (vLLM V1's
+spec-decode counters, generated tokens and running requests; SGLang's gauges; llama.cpp's
+spec-decode counters and its requests' generation time).
 
 Over each step, ``accept_len = 1 + rate(accepted) / rate(drafts)`` (bonus token included, as
 everywhere in breakeven; SGLang's gauge counts it too), ``k = rate(draft tokens) /
@@ -32,37 +23,12 @@ from typing import Any
 
 from breakeven import formatting
 from breakeven.errors import BreakevenError
+from breakeven.iotools.metrics import METRICS
+from breakeven.iotools.records import iso_timestamp
 from breakeven.quantities import plain_json
 
-_VLLM = "vllm:spec_decode_num_"
-_LLAMA = "llamacpp:spec_decode_num_"
-
-ENGINES: dict[str, dict[str, Any]] = {
-    "vllm": {
-        "group": ("instance", "model_name"),
-        "accepted": _VLLM + "accepted_tokens_total",
-        "drafts": _VLLM + "drafts_total",
-        "draft_tokens": _VLLM + "draft_tokens_total",
-        "generated": "vllm:generation_tokens_total",
-        "running": "vllm:num_requests_running",
-    },
-    "sglang": {
-        "group": ("instance", "model_name"),
-        "accept_len": "sglang:spec_accept_length",
-        "throughput": "sglang:gen_throughput",
-        "running": "sglang:num_running_reqs",
-    },
-    "llamacpp": {
-        "group": ("instance",),
-        "accepted": _LLAMA + "accepted_tokens_total",
-        "drafts": _LLAMA + "drafts_total",
-        "draft_tokens": _LLAMA + "draft_tokens_total",
-        "generated": "llamacpp:tokens_predicted_total",
-        "seconds": "llamacpp:tokens_predicted_seconds_total",
-        "running": "llamacpp:requests_processing",
-    },
-}
-"""The series of each engine, and the labels a server is told apart by."""
+FLEET_ENGINES = tuple(METRICS)
+"""The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""
 
 
 def _selector(name: str, match: str) -> str:
@@ -73,18 +39,18 @@ def queries(engine: str, match: str, window: str) -> dict[str, str]:
     """PromQL for each quantity of ``engine`` (see the module): ``accept_len``, ``k``,
     ``aggregate_tok_s``, ``running`` and, where it differs from aggregate / running,
     ``tok_s``; ``match`` is a label matcher such as ``{job="vllm"}`` (or empty)."""
-    e = ENGINES[engine]
-    by = "sum by (" + ", ".join(e["group"]) + ")"
+    e = METRICS[engine]
+    by = "sum by (" + ", ".join(e.group) + ")"
 
     def rate(key: str) -> str:
-        return f"{by} (rate({_selector(e[key], match)}[{window}]))"
+        return f"{by} (rate({_selector(e.name(key), match)}[{window}]))"
 
-    out = {"running": f"{by} ({_selector(e['running'], match)})"}
+    out = {"running": f"{by} ({_selector(e.name('running'), match)})"}
     if engine == "sglang":
         out["accept_len"] = (
-            f"avg by ({', '.join(e['group'])}) ({_selector(e['accept_len'], match)})"
+            f"avg by ({', '.join(e.group)}) ({_selector(e.name('accept_len'), match)})"
         )
-        out["aggregate_tok_s"] = f"{by} ({_selector(e['throughput'], match)})"
+        out["aggregate_tok_s"] = f"{by} ({_selector(e.name('throughput'), match)})"
         return out
     out["accept_len"] = f"1 + {rate('accepted')} / {rate('drafts')}"
     out["k"] = f"{rate('draft_tokens')} / {rate('drafts')}"
@@ -154,14 +120,14 @@ class Chunk:
                     "label": instance,
                     "engine": self.engine,
                     "model": model or None,
-                    "timestamp": _iso(t),
+                    "timestamp": iso_timestamp(t),
                     "concurrency": float(running[i]) if busy[i] else None,
                     "num_spec_tokens": round(float(k[i])) if k[i] > 0 else None,
                     "tok_s": _number(tok_s[i]),
                     "aggregate_tok_s": _number(aggregate[i]),
                     "accept_len": _number(tau[i]),
                     "origin": "server",
-                    "source": f"{source} instance {instance} at {_iso(t)}",
+                    "source": f"{source} instance {instance} at {iso_timestamp(t)}",
                     "time": t,
                 }
 
@@ -183,12 +149,6 @@ def rows_of(
     for name, result in results.items():
         chunk.add(name, result)
     return chunk.rows(source)
-
-
-def _iso(t: float) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -323,7 +283,9 @@ def _instance(
     dropped = _drop([p[0] for p in spec], [p[1] for p in spec], tolerance)
     if dropped is not None:
         flags.append("acceptance_drop")
-        notes.append(f"accept_len fell by more than {tolerance:.0%} from {_iso(dropped)} on")
+        notes.append(
+            f"accept_len fell by more than {tolerance:.0%} from {iso_timestamp(dropped)} on"
+        )
     figures: dict[str, float] = {}
     if cost is not None and spec:
         figures = _against_cost(spec, cost)
@@ -340,8 +302,8 @@ def _instance(
         model,
         len(points),
         *(_mean(c) for c in columns[1:]),
-        _iso(points[0][0]),
-        _iso(points[-1][0]),
+        iso_timestamp(points[0][0]),
+        iso_timestamp(points[-1][0]),
         **figures,
         flags=tuple(flags),
         notes=tuple(notes),
@@ -380,7 +342,7 @@ def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int
     at other k from the alpha of its accept_len at k (i.i.d. positions)."""
     from breakeven.acceptance import alpha_from_accept_len
     from breakeven.optimize import speedup_grid
-    from breakeven.schedule import _weights, schedule_from_grid
+    from breakeven.schedule import batch_weights, schedule_from_grid
     from breakeven.surface import SurfaceCost
 
     if not 1 <= tau <= k + 1:
@@ -396,7 +358,7 @@ def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int
         max_batch=min(max(batches), 4096),
     )
     plan = schedule_from_grid(grid, min_gain=0.0, load=load)
-    weights = _weights(grid, load)
+    weights = batch_weights(grid, load)
     column = grid.ks.index(k)
     fixed = sum(
         w * (grid.speedup[i][column] if grid.speedup[i][column] == grid.speedup[i][column] else 0.0)
@@ -457,7 +419,7 @@ class FleetResult:
 
 
 __all__: Sequence[str] = (
-    "ENGINES",
+    "FLEET_ENGINES",
     "Chunk",
     "Collector",
     "FleetResult",

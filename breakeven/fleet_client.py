@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.iotools.httpclient import require_http
+from breakeven.iotools.records import iso_timestamp
 
 CHUNK_STEPS = 10_000
 """Steps per range query: under Prometheus' limit of 11,000 points per series."""
@@ -105,7 +107,6 @@ class PrometheusAPI:
     """A Prometheus server's range queries, with its errors as one line each."""
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 60.0) -> None:
-        from breakeven.bench_client import _require_http
         from breakeven.credentials import Redactor, shown_url, split_url
 
         bare, auth = split_url(url.strip())
@@ -118,7 +119,7 @@ class PrometheusAPI:
         self.root = bare.rstrip("/")
         self.shown = shown_url(self.root, auth)
         self.redact = Redactor(token, auth=auth)
-        httpx, _ = _require_http()
+        httpx, _ = require_http()
         self.httpx = httpx
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(
@@ -185,9 +186,9 @@ def iter_fleet(
 ) -> Iterator[dict[str, Any]]:
     """Every engine's rows over ``start..end``, chunk by chunk, as they are made; ``stats``
     gets ``queries`` (by engine) at once, then ``rows`` and ``chunks`` as they grow."""
-    from breakeven.fleet import ENGINES, Chunk, queries
+    from breakeven.fleet import FLEET_ENGINES, Chunk, queries
 
-    stats["queries"] = {engine: queries(engine, match, window) for engine in ENGINES}
+    stats["queries"] = {engine: queries(engine, match, window) for engine in FLEET_ENGINES}
     stats["rows"] = stats["chunks"] = 0
     blame = "match" if match else "prometheus"
     for first, last in chunks(start, end, step_s):
@@ -221,7 +222,7 @@ def read_fleet(
     time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
     import itertools
 
-    from breakeven.fleet import Collector, FleetResult, _iso
+    from breakeven.fleet import Collector, FleetResult
 
     collector, stats = Collector(), {}
     try:
@@ -233,7 +234,7 @@ def read_fleet(
             looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
             raise BreakevenError(
                 "{0}: no series of vLLM, SGLang or llama.cpp from "
-                + f"{_iso(first)} to {_iso(last)}; looked for "
+                + f"{iso_timestamp(first)} to {iso_timestamp(last)}; looked for "
                 + escape_braces(looked[:600]),
                 "prometheus",
             )
@@ -255,8 +256,8 @@ def read_fleet(
     result = FleetResult(
         tuple(instances),
         api.shown,
-        _iso(first),
-        _iso(last),
+        iso_timestamp(first),
+        iso_timestamp(last),
         step_s,
         stats["queries"],
         stats["rows"],

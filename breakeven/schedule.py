@@ -150,8 +150,17 @@ class ScheduleReport(dict[str, Any]):
         return self.schedule.plot(ax)
 
 
-def _weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
-    """Each swept batch's share of time times its plain throughput ``B / step`` [1/ms]."""
+def batch_weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
+    """Each swept batch's share of time times its plain throughput ``B / step`` [1/ms].
+
+    Parameters
+    ----------
+    grid : SpeedupGrid
+        The sweep (:func:`breakeven.optimize.speedup_grid`): its ``batches`` [sequences] and
+        their ``step_ms`` [ms].
+    load : mapping of int to float, optional
+        Each batch's share of time (a load profile); None: every batch alike.
+    """
     if load is None:
         shares = [1.0 / len(grid.batches)] * len(grid.batches)
     else:
@@ -304,7 +313,7 @@ def _checked(grid: Any, min_gain: Any, load: Mapping[int, float] | None, shape: 
         )
     if shape not in SHAPES:
         raise BreakevenError("{0}: got " + repr(shape) + f", expected one of {SHAPES}", "shape")
-    weights = _weights(grid, load)
+    weights = batch_weights(grid, load)
     if not sum(weights) > 0:
         raise BreakevenError(
             f"{{0}}: gives no time to the batch sizes swept (1 to {grid.max_batch})", "load"
@@ -329,7 +338,7 @@ def schedule_from_grid(
     weights = _checked(grid, min_gain, load, shape)
     n = len(grid.batches) - 1
     tokens = _Tokens(grid, weights)
-    uniform = _Tokens(grid, _weights(grid, None))
+    uniform = _Tokens(grid, batch_weights(grid, None))
     unmerged = _unmerged(tokens, _units(grid, graph_sizes), uniform)
     merged = (
         _threshold(tokens, n) if shape == "threshold" else _merge(tokens, unmerged, float(min_gain))
@@ -546,6 +555,7 @@ __all__: Sequence[str] = (
     "ScheduleRange",
     "ScheduleReport",
     "against",
+    "batch_weights",
     "plan",
     "schedule_from_grid",
     "schedule_report",

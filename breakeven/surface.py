@@ -109,6 +109,26 @@ class BatchSurface:
     """The batch sizes of the baseline runs [sequences]."""
     notes: tuple[str, ...] = ()
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchSurface:
+        """A surface as a fit file holds it (:func:`breakeven.iotools.fitfile.read_surface`):
+        ``model``, ``hardware``, ``spec_method``, ``coefficients`` [ms], ``moe`` (None or
+        ``experts``, ``top_k``, ``shared``) and ``batches`` [sequences]; the fit's points and
+        errors are not kept (NaN, empty)."""
+        moe = data.get("moe")
+        return cls(
+            str(data.get("model", "")),
+            str(data.get("hardware", "")),
+            str(data.get("spec_method", "")),
+            dict(data["coefficients"]),
+            (),
+            MoE(int(moe["experts"]), int(moe["top_k"]), int(moe.get("shared", 0))) if moe else None,
+            math.nan,
+            (),
+            math.nan,
+            tuple(data.get("batches", ())),
+        )
+
     def forward_ms(self, batch: Any, q: Any) -> Any:
         """t(B, q) [ms]."""
         c = self.coefficients

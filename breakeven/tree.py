@@ -170,6 +170,20 @@ class TreeAcceptance:
     spec_method: str = ""
     notes: tuple[str, ...] = field(default=())
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TreeAcceptance:
+        """A tree acceptance as a fit file holds it (:func:`breakeven.iotools.fitfile.read_tree`):
+        ``alpha`` [probability], ``rank_decay`` [fraction], ``basis``, ``model``, ``hardware``
+        and ``spec_method``; the fit's runs are not kept."""
+        return cls(
+            float(data["alpha"]),
+            float(data["rank_decay"]),
+            str(data.get("basis", "")),
+            model=str(data.get("model", "")),
+            hardware=str(data.get("hardware", "")),
+            spec_method=str(data.get("spec_method", "")),
+        )
+
     def accept_len(self, steps: int, topk: int = 1, verify_tokens: int | None = None) -> float:
         """Predicted accept_len [tokens/cycle] (:func:`tree_accept_len`)."""
         return tree_accept_len(self.alpha, self.rank_decay, steps, topk, verify_tokens)

@@ -502,7 +502,7 @@ def test_trtllm_iteration_with_spec_stats_follows_the_executor():
         },
     }
     assert bench.bench_format(obj) == bench.TRTLLM_ITERATION
-    r = bench.read_result(obj, bench.TRTLLM_ITERATION, "x:1")
+    r = bench.result_record(obj, bench.TRTLLM_ITERATION, "x:1")
     assert r["accept_len"] == 2.5 == (6 + 4) / 4
     assert r["tok_s"] == pytest.approx(1000 * 2.5 / 20) and r["cycle_ms"] == 20.0
 

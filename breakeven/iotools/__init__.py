@@ -1,7 +1,16 @@
-"""All file reading.  Readers are called ``read_*`` and return ``(data, metadata)``.
+"""All file reading.  Readers return plain data: frames, dicts, tuples; never analysis objects.
 
-Column names are renamed to breakeven's canonical ones.  A problem with a file
-is a :class:`~breakeven.BreakevenError` naming the file and the line.
+Names say what a function takes, as in pvlib: ``read_*`` opens a file (it takes
+a path, or a run's paths) and ``parse_*`` takes text already read (or a value
+given on the command line, such as ``parse_run``'s ``LABEL=FILE``).  Readers
+of tables return ``(data, metadata)``.  Column names are renamed to
+breakeven's canonical ones.  A problem with a file is a
+:class:`~breakeven.BreakevenError` naming the file and the line.
+
+What a format is, is said once: each engine's log lines in
+:mod:`breakeven.iotools.engines`, each benchmark tool's JSON results in
+:data:`breakeven.iotools.bench_results.BENCH_FORMAT_TABLE`, each engine's
+``/metrics`` series in :mod:`breakeven.iotools.metrics`.
 """
 
 from breakeven.iotools.curves import read_cost_curve

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from breakeven.iotools.records import PLACEHOLDERS
@@ -20,7 +22,6 @@ VLLM_BENCH_SERVE = "vllm_bench_serve"
 SGLANG_BENCH_SERVING = "sglang_bench_serving"
 SGLANG_BENCH_ONE_BATCH = "sglang_bench_one_batch"
 TRTLLM_ITERATION = "trtllm_iteration_stats"
-BENCH_FORMATS = (VLLM_BENCH_SERVE, SGLANG_BENCH_SERVING, SGLANG_BENCH_ONE_BATCH, TRTLLM_ITERATION)
 
 
 class FormatError(ValueError):
@@ -44,25 +45,43 @@ def _num(obj: dict[str, Any], key: str) -> float:
     return float(value) if math.isfinite(value) else math.nan
 
 
-def bench_format(obj: dict[str, Any]) -> str | None:
-    """Which benchmark tool wrote this result object, by its keys (None if none)."""
-    if "median_decode_latency" in obj or ("run_name" in obj and "batch_size" in obj):
-        return SGLANG_BENCH_ONE_BATCH
-    if "iterLatencyMS" in obj and ("inflightBatchingStats" in obj or "specDecodingStats" in obj):
-        return TRTLLM_ITERATION
-    vllm_keys = ("spec_decode_acceptance_length", "model_id", "request_goodput:", "tokenizer_id")
-    if any(key in obj for key in vllm_keys):
-        return VLLM_BENCH_SERVE
-    if "output_throughput" not in obj:
-        return None
-    if any(key in obj for key in ("mean_e2e_latency_ms", "median_e2e_latency_ms", "accept_length")):
-        return SGLANG_BENCH_SERVING
-    if "mean_tpot_ms" in obj or "median_tpot_ms" in obj:
-        return VLLM_BENCH_SERVE
-    return None
+@dataclass(frozen=True)
+class BenchFormat:
+    """A benchmark tool's result object: how it is recognised, and what its keys mean.
+
+    A record is made in this order: ``derive`` (the columns computed from several keys,
+    and the checks), ``numbers``, ``constants``, then ``texts``.
+    """
+
+    name: str
+    """The record's ``format``, and a value of ``ingest --format``."""
+    engine: str
+    """The engine the results are of (the record's ``engine``)."""
+    recognised_by: tuple[tuple[str, ...], ...]
+    """Key sets: an object holding every key of one of them is of this format (formats are
+    tried in :data:`BENCH_FORMAT_TABLE`'s order)."""
+    tok_s: str
+    """What the record's ``tok_s`` (per sequence) is, in words."""
+    fallback_by: tuple[tuple[str, ...], ...] = ()
+    """Key sets tried only after every format's ``recognised_by`` (keys other tools share)."""
+    numbers: tuple[tuple[str, str], ...] = ()
+    """``(column, key)``: a number copied from the result (NaN where absent)."""
+    constants: tuple[tuple[str, Any], ...] = ()
+    """``(column, value)``: what every result of the tool is (e.g. k = 0: it never drafts)."""
+    texts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(column, keys)``: a text copied from the first of ``keys`` that is set."""
+    derive: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+    """``derive(result, record)`` fills the columns computed from several keys; it raises
+    :class:`FormatError` for a result that lacks what the format must hold."""
+    origin: str = "client"
+    """Whose view the numbers are: the benchmark client's, or the server's."""
+    table: bool = False
+    """Whether the tool also prints its result as a "Serving Benchmark Result" table
+    (records of format ``name + "_table"``, :func:`parse_result_tables`)."""
 
 
 def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """A serving benchmark's request rates: tok_s from TPOT, ITL kept (see the module)."""
     tpot = _num(obj, "mean_tpot_ms")
     if math.isnan(tpot):
         tpot = _num(obj, "median_tpot_ms")
@@ -77,62 +96,43 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
     record["concurrency"] = _num(obj, "max_concurrency")
 
 
-def read_result(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
-    """One benchmark result object as a record in the measurement schema's names."""
-    if not isinstance(obj, dict):
-        raise FormatError(f"expected a JSON object, got {type(obj).__name__}")
-    if "_bad_position" in obj:
-        raise FormatError(obj["_bad_position"])
-    record: dict[str, Any] = {"format": fmt, "source": source, "origin": "client"}
-    if fmt == SGLANG_BENCH_ONE_BATCH:
-        latency_s = _num(obj, "median_decode_latency")
-        batch = _num(obj, "batch_size")
-        if math.isnan(latency_s) or latency_s <= 0 or math.isnan(batch):
-            raise FormatError("expected batch_size and median_decode_latency")
-        record.update(
-            engine="sglang",
-            label=obj.get("run_name"),
-            concurrency=batch,
-            num_spec_tokens=0,
-            step_ms=1000.0 * latency_s,
-            tok_s=1.0 / latency_s,
-            aggregate_tok_s=_num(obj, "median_decode_throughput"),
-        )
-        return record
-    if fmt == TRTLLM_ITERATION:
-        return _trtllm_iteration(obj, record)
+def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """``vllm bench serve``: its request rates, and the spec-decode counts of the run."""
     _client_rates(obj, record)
-    if fmt == SGLANG_BENCH_SERVING:
-        record.update(engine="sglang", label=obj.get("backend"))
-        tau = _num(obj, "accept_length")
-        if not math.isnan(tau):
-            record["accept_len"] = tau
-            record["note"] = "accept_length is the server's lifetime average, not this run's"
-        return record
+    if "spec_decode_acceptance_length" not in obj:
+        return
+    drafts = _num(obj, "spec_decode_num_drafts")
+    drafted = _num(obj, "spec_decode_draft_tokens")
+    per_position = obj.get("spec_decode_per_position_acceptance_rates")
+    k = len(per_position) if per_position else (round(drafted / drafts) if drafts else None)
     record.update(
-        engine="vllm",
-        label=obj.get("label") or obj.get("backend"),
-        model=obj.get("model_id"),
-        timestamp=obj.get("date"),
+        accept_len=_num(obj, "spec_decode_acceptance_length"),
+        acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
+        num_drafts=drafts,
+        draft_tokens=drafted,
+        accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
+        per_position=per_position,
+        num_spec_tokens=k,
     )
-    if "spec_decode_acceptance_length" in obj:
-        drafts = _num(obj, "spec_decode_num_drafts")
-        drafted = _num(obj, "spec_decode_draft_tokens")
-        per_position = obj.get("spec_decode_per_position_acceptance_rates")
-        k = len(per_position) if per_position else (round(drafted / drafts) if drafts else None)
-        record.update(
-            accept_len=_num(obj, "spec_decode_acceptance_length"),
-            acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
-            num_drafts=drafts,
-            draft_tokens=drafted,
-            accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
-            per_position=per_position,
-            num_spec_tokens=k,
-        )
-    return record
 
 
-def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+def _sglang_serving(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """SGLang ``bench_serving``: its request rates; its accept length is the server's."""
+    _client_rates(obj, record)
+    if not math.isnan(_num(obj, "accept_length")):
+        record["note"] = "accept_length is the server's lifetime average, not this run's"
+
+
+def _sglang_one_batch(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """SGLang ``bench_one_batch``: the decode step of one batch size."""
+    latency_s = _num(obj, "median_decode_latency")
+    batch = _num(obj, "batch_size")
+    if math.isnan(latency_s) or latency_s <= 0 or math.isnan(batch):
+        raise FormatError("expected batch_size and median_decode_latency")
+    record.update(step_ms=1000.0 * latency_s, tok_s=1.0 / latency_s)
+
+
+def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> None:
     """One TensorRT-LLM iteration (``trtllm-serve`` ``/metrics``, ``llm.get_stats()``).
 
     ``specDecodingStats`` is null unless the server speculates (the executor's
@@ -148,13 +148,7 @@ def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, 
     if not isinstance(batching, dict):
         raise FormatError(f"inflightBatchingStats is {batching!r}, expected an object")
     gen, ctx = _num(batching, "numGenRequests"), _num(batching, "numContextRequests")
-    record.update(
-        engine="trtllm",
-        origin="server",
-        timestamp=obj.get("timestamp"),
-        running_reqs=gen,
-        queue_reqs=_num(obj, "numQueuedRequests"),
-    )
+    record.update(running_reqs=gen, queue_reqs=_num(obj, "numQueuedRequests"))
     spec = obj.get("specDecodingStats")
     tokens = math.nan
     if spec is None:
@@ -181,6 +175,120 @@ def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> dict[str, 
             concurrency=gen,
             aggregate_tok_s=1000.0 * tokens * gen / latency,
         )
+
+
+_TPOT_RATE = "1000 / mean TPOT of the benchmark's requests"
+
+BENCH_FORMAT_TABLE = (
+    BenchFormat(
+        SGLANG_BENCH_ONE_BATCH,
+        engine="sglang",
+        recognised_by=(("median_decode_latency",), ("run_name", "batch_size")),
+        tok_s="1 / median decode latency of the batch",
+        derive=_sglang_one_batch,
+        numbers=(
+            ("concurrency", "batch_size"),
+            ("aggregate_tok_s", "median_decode_throughput"),
+        ),
+        constants=(("num_spec_tokens", 0),),
+        texts=(("label", ("run_name",)),),
+    ),
+    BenchFormat(
+        TRTLLM_ITERATION,
+        engine="trtllm",
+        recognised_by=(
+            ("iterLatencyMS", "inflightBatchingStats"),
+            ("iterLatencyMS", "specDecodingStats"),
+        ),
+        tok_s="tokens per request in a decode-only iteration / iterLatencyMS",
+        derive=_trtllm_iteration,
+        texts=(("timestamp", ("timestamp",)),),
+        origin="server",
+    ),
+    BenchFormat(
+        VLLM_BENCH_SERVE,
+        engine="vllm",
+        recognised_by=(
+            ("spec_decode_acceptance_length",),
+            ("model_id",),
+            ("request_goodput:",),
+            ("tokenizer_id",),
+        ),
+        fallback_by=(
+            ("output_throughput", "mean_tpot_ms"),
+            ("output_throughput", "median_tpot_ms"),
+        ),
+        tok_s=_TPOT_RATE,
+        derive=_vllm_serve,
+        texts=(("label", ("label", "backend")), ("model", ("model_id",)), ("timestamp", ("date",))),
+        table=True,
+    ),
+    BenchFormat(
+        SGLANG_BENCH_SERVING,
+        engine="sglang",
+        recognised_by=(
+            ("output_throughput", "mean_e2e_latency_ms"),
+            ("output_throughput", "median_e2e_latency_ms"),
+            ("output_throughput", "accept_length"),
+        ),
+        tok_s=_TPOT_RATE,
+        derive=_sglang_serving,
+        numbers=(("accept_len", "accept_length"),),
+        texts=(("label", ("backend",)),),
+        table=True,
+    ),
+)
+"""Every benchmark result format, each defined once: adding one is adding an entry here
+(and its fixtures in ``tests/data/engines/``)."""
+
+BENCH_FORMATS = tuple(f.name for f in BENCH_FORMAT_TABLE)
+_BY_NAME = {f.name: f for f in BENCH_FORMAT_TABLE}
+
+
+def bench_format(obj: dict[str, Any]) -> str | None:
+    """Which benchmark tool wrote this result object, by its keys (None if none): the first
+    format of :data:`BENCH_FORMAT_TABLE` one of whose key sets it holds, else the first whose
+    fallback key sets it holds."""
+    for attribute in ("recognised_by", "fallback_by"):
+        for fmt in BENCH_FORMAT_TABLE:
+            if any(all(key in obj for key in keys) for keys in getattr(fmt, attribute)):
+                return fmt.name
+    return None
+
+
+def bench_tok_s_meanings() -> dict[str, str]:
+    """What ``tok_s`` (per sequence) is, by benchmark record format (tables included)."""
+    meanings = {f.name: f.tok_s for f in BENCH_FORMAT_TABLE}
+    meanings.update({f"{f.name}_table": f.tok_s for f in BENCH_FORMAT_TABLE if f.table})
+    return meanings
+
+
+def result_record(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
+    """One benchmark result object (a parsed JSON object) as a record in the measurement
+    schema's names, as format ``fmt`` (one of :data:`BENCH_FORMATS`) maps its keys."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"expected a JSON object, got {type(obj).__name__}")
+    if "_bad_position" in obj:
+        raise FormatError(obj["_bad_position"])
+    spec = _BY_NAME[fmt]
+    record: dict[str, Any] = {
+        "format": fmt,
+        "source": source,
+        "origin": spec.origin,
+        "engine": spec.engine,
+    }
+    if spec.derive is not None:
+        spec.derive(obj, record)
+    for column, key in spec.numbers:
+        record[column] = _num(obj, key)
+    record.update(spec.constants)
+    for column, keys in spec.texts:
+        value = None
+        for key in keys:
+            value = obj.get(key)
+            if value:
+                break
+        record[column] = value
     return record
 
 

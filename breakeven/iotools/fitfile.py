@@ -1,20 +1,29 @@
-"""Fit files (``breakeven fit --out FIT.json``) read back: a group of the cycle by k for
-``predict`` and ``optimize --fit-file``, a forward surface for ``batch --fit-file``.  Every
-problem is one line naming ``--fit-file`` (or the flag that picks an entry)."""
+"""Fit files (``breakeven fit --out FIT.json``) read back, as plain data: a group of the cycle
+by k for ``predict`` and ``optimize --fit-file``, a forward surface for ``batch --fit-file``, a
+tree acceptance for ``optimize --tree``.  Every problem is one line naming ``--fit-file`` (or
+the flag that picks an entry).  The objects are built from the data on the analysis side
+(:func:`breakeven.fit.load_surface`, :func:`breakeven.fit.load_tree`).
+
+An entry's identity, ``like``, is a mapping of ``model``, ``hardware`` and ``spec_method``.
+"""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.iotools.sources import read_whole
+from breakeven.surface import TERMS
+
+IDENTITY = ("model", "hardware", "spec_method")
+"""The keys that tell a fit file's entries apart."""
 
 
-def load_fit_json(path: str) -> Any:
+def read_fit_json(path: str) -> Any:
     """A fit file's JSON, refused in one line naming ``fit_file`` (unreadable, not JSON)."""
-    import json
-
-    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(str(path)))
     try:
@@ -53,18 +62,19 @@ def _pick(
     return items[i - 1]
 
 
-def _group_name(g: dict[str, Any]) -> str:
-    parts = [str(g.get(key) or "") for key in ("model", "hardware", "spec_method")]
+def _group_name(g: Mapping[str, Any]) -> str:
+    parts = [str(g.get(key) or "") for key in IDENTITY]
     return " ".join(p for p in parts if p) or "unnamed"
 
 
-def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
-    """One group of a fit file: the only one, or number ``group`` (from 1, in the file's
-    order)."""
-    from breakeven.fit import COEFFICIENTS
-
+def read_fit(
+    path: str, group: int | None = None, names: Collection[str] | None = None
+) -> dict[str, Any]:
+    """One group of a fit file, as its JSON object: the only one, or number ``group`` (from
+    1, in the file's order).  Its coefficients are each a finite number >= 0 [ms], named in
+    ``names`` where given (:data:`breakeven.fit.COEFFICIENTS`)."""
     shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
+    data = read_fit_json(path)
     groups = data.get("groups") if isinstance(data, dict) else None
     if (
         not isinstance(groups, list)
@@ -79,7 +89,7 @@ def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
     listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
     chosen = _pick(groups, group, shown, "groups", "fit_group", listed)
     for name, value in chosen["coefficients"].items():
-        if name not in COEFFICIENTS or not (
+        if (names is not None and name not in names) or not (
             isinstance(value, (int, float)) and 0 <= value < math.inf
         ):
             raise BreakevenError(
@@ -96,23 +106,33 @@ def read_fit(path: str, group: int | None = None) -> dict[str, Any]:
     return chosen
 
 
-def _same(x: Any, like: Any) -> bool:
+def _same(x: Any, like: Mapping[str, Any]) -> bool:
     return isinstance(x, dict) and all(
-        str(x.get(key, "")) == str(getattr(like, key, ""))
-        for key in ("model", "hardware", "spec_method")
+        str(x.get(key, "")) == str(like.get(key, "")) for key in IDENTITY
     )
 
 
 def read_surface(
-    path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
-) -> Any:
-    """One forward surface of a fit file (a :class:`breakeven.surface.BatchSurface`): the
-    only one, number ``index`` (from 1, in the file's order, picked with ``flag``), or the
-    one of the same model, hardware and method as ``like`` (a tree acceptance)."""
-    from breakeven.surface import TERMS, BatchSurface, MoE
+    path: str,
+    index: int | None = None,
+    like: Mapping[str, Any] | None = None,
+    flag: str = "fit_surface",
+) -> dict[str, Any]:
+    """One forward surface of a fit file: the only one, number ``index`` (from 1, in the
+    file's order, picked with ``flag``), or the one of the same model, hardware and method as
+    ``like``.
 
+    Returns
+    -------
+    dict
+        ``model``, ``hardware``, ``spec_method`` (str); ``coefficients``, each of
+        :data:`breakeven.surface.TERMS` [ms, see :data:`breakeven.surface.UNITS`];
+        ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``batches``,
+        the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`
+        builds the surface.
+    """
     shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
+    data = read_fit_json(path)
     surfaces = data.get("surfaces") if isinstance(data, dict) else None
     if not isinstance(surfaces, list) or not surfaces:
         raise BreakevenError(
@@ -127,7 +147,7 @@ def read_surface(
                 "{0}: "
                 + shown
                 + " holds no forward surface of "
-                + escape_braces(_group_name(vars(like)))
+                + escape_braces(_group_name(like))
                 + ": its baselines "
                 "ran at one batch size",
                 "fit_file",
@@ -136,7 +156,11 @@ def read_surface(
     try:
         coefficients = {name: float(x["coefficients"][name]) for name in TERMS}
         moe = (
-            MoE(int(x["moe"]["experts"]), int(x["moe"]["top_k"]), int(x["moe"].get("shared", 0)))
+            {
+                "experts": int(x["moe"]["experts"]),
+                "top_k": int(x["moe"]["top_k"]),
+                "shared": int(x["moe"].get("shared", 0)),
+            }
             if x.get("moe")
             else None
         )
@@ -148,28 +172,29 @@ def read_surface(
         raise BreakevenError(
             "{0}: " + shown + " has a coefficient that is not a finite number >= 0 [ms]", "fit_file"
         )
-    return BatchSurface(
-        str(x.get("model", "")),
-        str(x.get("hardware", "")),
-        str(x.get("spec_method", "")),
-        coefficients,
-        (),
-        moe,
-        math.nan,
-        (),
-        math.nan,
-        tuple(x.get("batches", ())),
-    )
+    return {
+        "model": str(x.get("model", "")),
+        "hardware": str(x.get("hardware", "")),
+        "spec_method": str(x.get("spec_method", "")),
+        "coefficients": coefficients,
+        "moe": moe,
+        "batches": tuple(x.get("batches", ())),
+    }
 
 
-def read_tree(path: str, index: int | None = None) -> Any:
-    """One tree acceptance of a fit file (a :class:`breakeven.tree.TreeAcceptance`): the only
-    one, or number ``index`` (from 1, in the file's order; the ``--fit-group`` of
-    ``optimize --tree``)."""
-    from breakeven.tree import TreeAcceptance
+def read_tree(path: str, index: int | None = None) -> dict[str, Any]:
+    """One tree acceptance of a fit file: the only one, or number ``index`` (from 1, in the
+    file's order; the ``--fit-group`` of ``optimize --tree``).
 
+    Returns
+    -------
+    dict
+        ``alpha`` [probability], ``rank_decay`` [fraction], ``basis`` (how they were found),
+        ``model``, ``hardware`` and ``spec_method``.
+        :meth:`breakeven.tree.TreeAcceptance.from_dict` builds the acceptance.
+    """
     shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
+    data = read_fit_json(path)
     trees = data.get("trees") if isinstance(data, dict) else None
     if not isinstance(trees, list) or not trees:
         raise BreakevenError(
@@ -195,22 +220,22 @@ def read_tree(path: str, index: int | None = None) -> Any:
             "1] or rank_decay outside [0, 1 - alpha]",
             "fit_file",
         )
-    return TreeAcceptance(
-        alpha,
-        decay,
-        str(x.get("basis", "")),
-        model=str(x.get("model", "")),
-        hardware=str(x.get("hardware", "")),
-        spec_method=str(x.get("spec_method", "")),
-    )
+    return {
+        "alpha": alpha,
+        "rank_decay": decay,
+        "basis": str(x.get("basis", "")),
+        "model": str(x.get("model", "")),
+        "hardware": str(x.get("hardware", "")),
+        "spec_method": str(x.get("spec_method", "")),
+    }
 
 
-def fitted_alpha(path: str, like: Any) -> tuple[float, str]:
-    """The per-token acceptance a fit file holds for the model, hardware and method of
-    ``like`` (a surface): a chain group's fitted alpha, else a tree acceptance's; and where it
+def read_fitted_alpha(path: str, like: Mapping[str, Any]) -> tuple[float, str]:
+    """The per-token acceptance [probability] a fit file holds for the model, hardware and
+    method of ``like``: a chain group's fitted alpha, else a tree acceptance's; and where it
     comes from, in words."""
     shown = escape_braces(repr(str(path)))
-    data = load_fit_json(path)
+    data = read_fit_json(path)
     for key, what in (
         ("groups", "the fit's alpha of"),
         ("trees", "the tree acceptance's alpha of"),
@@ -224,8 +249,18 @@ def fitted_alpha(path: str, like: Any) -> tuple[float, str]:
         "{0}: "
         + shown
         + " holds no alpha of "
-        + escape_braces(_group_name(vars(like)))
+        + escape_braces(_group_name(like))
         + ": give the acceptance (--alpha, --per-position or "
         "--accept-len-by-k)",
         "fit_file",
     )
+
+
+__all__ = [
+    "IDENTITY",
+    "read_fit",
+    "read_fit_json",
+    "read_fitted_alpha",
+    "read_surface",
+    "read_tree",
+]

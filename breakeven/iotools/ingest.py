@@ -229,7 +229,7 @@ def _json_records(
             )
             continue
         try:
-            records.append(bench_results.read_result(obj, fmt, f"{path}:{line}"))
+            records.append(bench_results.result_record(obj, fmt, f"{path}:{line}"))
         except bench_results.FormatError as e:
             problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
     return records
@@ -255,7 +255,7 @@ def _prometheus_records(
     if text is None:
         return []
     try:
-        return prometheus.read_metrics(
+        return prometheus.parse_metrics(
             text, previous, source=item.path, num_spec_tokens=item.num_spec_tokens
         )
     except ImportError as e:
@@ -311,7 +311,7 @@ def _tables(
             )
             continue
         try:
-            record = bench_results.read_result(obj, fmt, "")
+            record = bench_results.result_record(obj, fmt, "")
         except bench_results.FormatError as e:
             problems.append((line, f"result table does not parse: {e}"))
             continue
@@ -326,15 +326,11 @@ def tok_s_meanings() -> dict[str, str]:
     """What ``tok_s`` (per sequence) is, by record format."""
     from breakeven.iotools.engines import engines
 
-    meanings = {
-        "vllm_bench_serve": "1000 / mean TPOT of the benchmark's requests",
-        "sglang_bench_serving": "1000 / mean TPOT of the benchmark's requests",
-        "sglang_bench_one_batch": "1 / median decode latency of the batch",
-        "trtllm_iteration_stats": "tokens per request in a decode-only iteration / iterLatencyMS",
-        prometheus.PROMETHEUS: "tokens predicted / seconds predicting (llama.cpp counters); "
-        "generation throughput / running requests (SGLang gauges)",
-    }
-    meanings.update({f"{fmt}_table": text for fmt, text in list(meanings.items())[:2]})
+    meanings = bench_results.bench_tok_s_meanings()
+    meanings[prometheus.PROMETHEUS] = (
+        "tokens predicted / seconds predicting (llama.cpp counters); "
+        "generation throughput / running requests (SGLang gauges)"
+    )
     for engine in engines():
         meanings.update(engine.tok_s)
     return meanings

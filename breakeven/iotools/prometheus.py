@@ -1,19 +1,16 @@
 """Prometheus text exposition from an engine's ``/metrics``: one scrape, or the difference of two.
 
-vLLM V1 counters (``_total``; labels ``model_name``, ``engine``):
-``vllm:spec_decode_num_drafts``, ``vllm:spec_decode_num_draft_tokens``,
-``vllm:spec_decode_num_accepted_tokens`` and ``..._per_pos`` (label
-``position``).  Over a run, the difference of a scrape after it and one
-before it gives ``accept_len = 1 + d(accepted) / d(drafts)``.  vLLM V0 had
-``..._num_emitted_tokens_total`` (``accept_len = emitted / (draft_tokens / k)``,
-k given by the user).  SGLang's gauges ``sglang:spec_accept_length``,
-``sglang:gen_throughput`` and ``sglang:num_running_reqs`` are read as they are.
+The series read are named in :mod:`breakeven.iotools.metrics`.  vLLM V1's spec-decode
+counters (``vllm:spec_decode_num_*``, by ``model_name`` and ``engine``; the accepted tokens
+also by ``position``): over a run, the difference of a scrape after it and one before it
+gives ``accept_len = 1 + d(accepted) / d(drafts)``.  vLLM V0 had an ``emitted`` counter
+(``accept_len = emitted / (draft_tokens / k)``, k given by the user).  SGLang's gauges
+(acceptance length, generation throughput, running requests) are read as they are.
 
-llama.cpp (``llamacpp:``, ``--metrics``) has vLLM V1's spec-decode counters after its prefix,
-and ``tokens_predicted_total`` and ``tokens_predicted_seconds_total``: the generation time of
-every request.  Their change gives the server's own per-sequence rate (``tok_s``) and its
-decode step (``step_ms``, seconds per token) or, when it drafted, its cycle (``cycle_ms``,
-seconds per verify cycle).
+llama.cpp (``--metrics``) has vLLM V1's spec-decode counters after its own prefix, and the
+tokens its requests generated and their generation time.  Their change gives the server's
+own per-sequence rate (``tok_s``) and its decode step (``step_ms``, seconds per token) or,
+when it drafted, its cycle (``cycle_ms``, seconds per verify cycle).
 
 The exposition format is parsed by ``prometheus_client`` (the ``metrics``
 extra: ``pip install 'breakeven[metrics]'``).
@@ -25,11 +22,17 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from breakeven.iotools.metrics import LLAMACPP, SGLANG, VLLM
+
 PROMETHEUS = "prometheus"
 INSTALL_HINT = "reading Prometheus text needs prometheus_client: pip install 'breakeven[metrics]'"
 
-_V1 = "vllm:spec_decode_num_"
-_LLAMACPP = "llamacpp:"
+_SPEC_DECODE = ("drafts", "draft_tokens", "accepted", "accepted_per_pos")
+# llama.cpp's spec-decode counters are vLLM V1's under its prefix: read as vLLM's.
+_LLAMACPP_AS_VLLM = {LLAMACPP.name(q): VLLM.name(q) for q in _SPEC_DECODE}
+_VLLM_AS_LLAMACPP = {v: k for k, v in _LLAMACPP_AS_VLLM.items()}
+_LLAMACPP_TIMES = frozenset(LLAMACPP.name(q) for q in ("generated", "seconds"))
+_READ = frozenset(m.name for engine in (VLLM, SGLANG) for m in engine.series.values())
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -46,7 +49,7 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
-def read_metrics(
+def parse_metrics(
     after: str, before: str | None = None, *, source: str, num_spec_tokens: int | None = None
 ) -> list[dict[str, Any]]:
     """Records from one scrape (``after``), or from the change since ``before``.
@@ -79,18 +82,18 @@ def _groups(now: dict[Any, float], then: dict[Any, float]) -> dict[Any, dict[str
     ``then``, gauges as they are, per-position counters under ``per_pos``."""
     groups: dict[tuple[tuple[str, str], ...], dict[str, Any]] = defaultdict(dict)
     for (name, labels), value in now.items():
-        if name.startswith(_LLAMACPP + "spec_decode_num_"):  # vLLM V1's names after the prefix
-            name = name.replace(_LLAMACPP, "vllm:", 1)
+        if name in _LLAMACPP_AS_VLLM:  # vLLM V1's names after the prefix
+            name = _LLAMACPP_AS_VLLM[name]
             labels = (*labels, ("__engine", "llamacpp"))
-        elif name.startswith(_LLAMACPP + "tokens_predicted"):
+        elif name in _LLAMACPP_TIMES:
             labels = (*labels, ("__engine", "llamacpp"))
-        elif not name.startswith(("vllm:spec_decode", "sglang:", "vllm:generation_tokens")):
+        elif name not in _READ:
             continue
         base = dict(labels)
         position = base.pop("position", None)
         key = tuple(sorted(base.items()))
         original = (
-            (name.replace("vllm:", _LLAMACPP, 1), labels[:-1])
+            (_VLLM_AS_LLAMACPP.get(name, name), labels[:-1])
             if "__engine" in base
             else (name, labels)
         )
@@ -113,12 +116,12 @@ def _record(
         "model": label.get("model_name"),
     }
     engine = label.get("__engine", "vllm")
-    drafts = m.get(_V1 + "drafts_total", math.nan)
-    drafted = m.get(_V1 + "draft_tokens_total", math.nan)
-    accepted = m.get(_V1 + "accepted_tokens_total", math.nan)
-    emitted = m.get(_V1 + "emitted_tokens_total", math.nan)
-    predicted = m.get(_LLAMACPP + "tokens_predicted_total", math.nan)
-    seconds = m.get(_LLAMACPP + "tokens_predicted_seconds_total", math.nan)
+    drafts = m.get(VLLM.name("drafts"), math.nan)
+    drafted = m.get(VLLM.name("draft_tokens"), math.nan)
+    accepted = m.get(VLLM.name("accepted"), math.nan)
+    emitted = m.get(VLLM.name("emitted"), math.nan)
+    predicted = m.get(LLAMACPP.name("generated"), math.nan)
+    seconds = m.get(LLAMACPP.name("seconds"), math.nan)
     if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
         record["tok_s"] = predicted / seconds
         # The server's own decode step, or cycle when it drafted: its generation time over
@@ -151,11 +154,11 @@ def _record(
         if k and drafted > 0:
             record["accept_len"] = emitted / (drafted / k)
             record["acceptance_rate"] = (record["accept_len"] - 1) / k
-    elif "sglang:spec_accept_length" in m or "sglang:gen_throughput" in m:
+    elif SGLANG.name("accept_len") in m or SGLANG.name("throughput") in m:
         record["engine"] = "sglang"
-        record["accept_len"] = m.get("sglang:spec_accept_length", math.nan)
-        record["gen_tok_s"] = m.get("sglang:gen_throughput", math.nan)
-        running = m.get("sglang:num_running_reqs", math.nan)
+        record["accept_len"] = m.get(SGLANG.name("accept_len"), math.nan)
+        record["gen_tok_s"] = m.get(SGLANG.name("throughput"), math.nan)
+        running = m.get(SGLANG.name("running"), math.nan)
         record["running_reqs"] = running
         if running and running > 0 and not math.isnan(record["gen_tok_s"]):
             record.update(

@@ -8,6 +8,7 @@ the Python API take them as dicts (``DataFrame.to_dicts``), ``--out`` as CSV row
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
@@ -231,3 +232,9 @@ class Tally:
         """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
         i = self.MEANS.index(key)
         return group["sum"][i] / group["n"][i] if group["n"][i] else None
+
+
+def iso_timestamp(t: float) -> str:
+    """A record's ``timestamp``: the time ``t`` [s since the Unix epoch] in ISO 8601, UTC, to
+    the second (``2026-02-26T10:00:00+00:00``)."""
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from queue import Full, Queue
 from typing import IO, Any, TypeVar
 
+from breakeven.iotools.metrics import PREFIXES
+
 T = TypeVar("T")
 U = TypeVar("U")
 
@@ -296,14 +298,11 @@ def _may_be_json(text: str) -> bool:
     return True
 
 
-_PROMETHEUS_PREFIXES = ("vllm:", "sglang:", "llamacpp:")
-
-
 def looks_like_prometheus(text: str) -> bool:
     """Whether ``text`` holds engine metrics in the Prometheus text format."""
     for line in text.splitlines()[:200]:
         line = line.strip()
-        for prefix in _PROMETHEUS_PREFIXES:
+        for prefix in PREFIXES:
             if line.startswith((f"# TYPE {prefix}", f"# HELP {prefix}")):
                 return True
             if line.startswith(prefix) and " " in line:
