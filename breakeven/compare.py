@@ -18,6 +18,7 @@ from typing import Any
 
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
+from breakeven.quantities import DEFAULT_TOLERANCE
 
 FAIL_IF = ("slower", "not-faster", "flagged")
 """Conditions ``--fail-if`` gates on (exit code 1 when one holds)."""
@@ -123,7 +124,7 @@ class CompareResult:
     flags: tuple[Any, ...]
     """check's flags (code, message, lines of the combined rows)."""
     advice: tuple[str, ...] = ()
-    tolerance: float = 0.05
+    tolerance: float = DEFAULT_TOLERANCE
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each run's files."""
     baselines: tuple[Any, ...] = ()
@@ -453,7 +454,7 @@ def compare(
     verify_ms: float | None = None,
     draft_ms: float | None = None,
     cycle_ms: float | None = None,
-    tolerance: float = 0.05,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> CompareResult:
     """Each speculative run in ``specs`` against ``baseline``.
 

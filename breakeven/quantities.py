@@ -290,6 +290,10 @@ MAX_K = 128
 MAX_BATCH = 4096
 MAX_SPEC_TOKENS = 4096  # k as ingest -k records it: any a server may use, within an int64
 
+DEFAULT_TOLERANCE = 0.05
+"""The relative tolerance [fraction] of check, compare and schedule checks by default: baseline
+drift, prediction mismatch and server/client agreement within 5%."""
+
 LARGEST_FIXED = 1e15
 """Numbers this large or larger are printed in exponent notation in text (never 300 digits)."""
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from breakeven.quantities import number_text
+from breakeven.quantities import DEFAULT_TOLERANCE, number_text
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;
@@ -224,7 +224,7 @@ def check_report_dir(out_dir: str, force: bool, name: str = "out") -> str:
 
 
 def write_report(
-    measurements: str, out_dir: str, *, tolerance: float = 0.05, force: bool = False
+    measurements: str, out_dir: str, *, tolerance: float = DEFAULT_TOLERANCE, force: bool = False
 ) -> str:
     """Check ``measurements`` and write ``out_dir/report.html`` atomically; returns its path."""
     from breakeven.check import check_file
