@@ -114,10 +114,10 @@ def surface_figure(
     if alpha_k:
         if p is None or (p.cost_ratio is None and ratio is None):
             raise BreakevenError(
-                "{0} needs the cycle cost: {1} with {2}, or a baseline and {3} or {4}",
+                # "-k" as the command line says it, not all of its spellings.
+                "{0} needs the cycle cost: {1} with -k, or a baseline and {2} or {3}",
                 "alpha_k",
                 "cost_ratio",
-                "k",
                 "verify_ms",
                 "cycle_ms",
             )
