@@ -26,11 +26,10 @@ from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
+from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
-from breakeven.quantities import plain_json
 from breakeven.schema import bad_number_message, first_bad_number
 
-DEFAULT_TOLERANCE = 0.05
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
 
@@ -326,7 +325,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
         returns them (a ``line`` column, when present, names rows in flags).
     tolerance : float
         Relative tolerance for baseline drift, prediction mismatch and
-        server/client agreement (default 0.05).
+        server/client agreement (default :data:`breakeven.quantities.DEFAULT_TOLERANCE`).
     """
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise BreakevenError(

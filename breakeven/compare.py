@@ -24,7 +24,7 @@ from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
 from breakeven.model import cycle_ms as cycle_of
-from breakeven.quantities import plain_json
+from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 
 __all__ = [
     "FAIL_IF",
@@ -100,7 +100,7 @@ class CompareResult:
     flags: tuple[Any, ...]
     """check's flags (code, message, lines of the combined rows)."""
     advice: tuple[str, ...] = ()
-    tolerance: float = 0.05
+    tolerance: float = DEFAULT_TOLERANCE
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each run's files."""
     baselines: tuple[Any, ...] = ()
@@ -208,7 +208,7 @@ def compare(
     verify_ms: float | None = None,
     draft_ms: float | None = None,
     cycle_ms: float | None = None,
-    tolerance: float = 0.05,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> CompareResult:
     """Each speculative run in ``specs`` against ``baseline``.
 

@@ -312,6 +312,10 @@ SURFACE_TERM_UNITS = {
 """Each term of a forward surface t(B, q) across batch sizes and of its draft cost, and its
 unit."""
 
+DEFAULT_TOLERANCE = 0.05
+"""The relative tolerance [fraction] of check, compare and schedule checks by default: baseline
+drift, prediction mismatch and server/client agreement within 5%."""
+
 LARGEST_FIXED = 1e15
 """Numbers this large or larger are printed in exponent notation in text (never 300 digits)."""
 

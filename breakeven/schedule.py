@@ -27,7 +27,7 @@ from typing import Any
 
 from breakeven import formatting
 from breakeven.errors import BreakevenError
-from breakeven.quantities import plain_json
+from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
 
@@ -428,7 +428,7 @@ the schedule deploys there; the schedule does not reach its batch."""
 def against(
     runs: Sequence[Mapping[str, Any]],
     by_batch: Sequence[Mapping[str, Any]],
-    tolerance: float = 0.05,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> list[dict[str, Any]]:
     """Each measured run (``check``'s comparisons, ``compare``'s runs: ``label``,
     ``concurrency``, ``num_spec_tokens``, ``measured_speedup``, ``ci_low``, ``ci_high``)

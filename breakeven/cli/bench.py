@@ -1,0 +1,194 @@
+"""``breakeven bench``: decode rates measured against an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from breakeven.cli import options as o
+from breakeven.cli.group import cli
+from breakeven.cli.params import Bounded, InputError, Values, levels
+from breakeven.quantities import MAX_SPEC_TOKENS
+
+
+@cli.command()
+@click.option(
+    "--url",
+    required=True,
+    metavar="URL",
+    help="The server: http://host:8000, with or without a trailing /v1.",
+)
+@click.option("--label", required=True, help="Name of this run, e.g. baseline or eagle3-k3.")
+@click.option("--model", help="Model to request (default: the first the server lists).")
+@click.option(
+    "--concurrency",
+    cls=Values,
+    default="1",
+    show_default=True,
+    callback=levels,
+    metavar="N [N ...]",
+    help="Concurrency levels to measure, e.g. --concurrency 1 8 32.",
+)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    type=int,
+    default=512,
+    show_default=True,
+    help="Tokens per request (generated to the end: ignore_eos).",
+)
+@click.option(
+    "--requests",
+    type=int,
+    metavar="N",
+    help="Requests per level (default: 4 x concurrency, at least 8).",
+)
+@click.option(
+    "--prompts",
+    "prompts",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help='Prompts, one per line or JSON Lines with a "prompt" key.',
+)
+@click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
+@click.option(
+    "--api-key-env",
+    "api_key_env",
+    metavar="VAR",
+    help="Environment variable holding the API key (never printed or written).",
+)
+@click.option(
+    "--num-spec-tokens",
+    "-k",
+    "--steps",
+    "num_spec_tokens",
+    type=int,
+    metavar="K",
+    help="k the server speculates with (a tree's steps); 0 for a baseline (default: "
+    "from /metrics).",
+)
+@click.option(
+    "--topk",
+    "spec_topk",
+    type=Bounded(1, MAX_SPEC_TOKENS),
+    metavar="T",
+    help="A tree draft's branches per step (SGLang's --speculative-eagle-topk).",
+)
+@click.option(
+    "--verify-tokens",
+    "verify_tokens",
+    type=Bounded(1, MAX_SPEC_TOKENS),
+    metavar="N",
+    help="A tree's tokens per sequence in the verify forward (SGLang's "
+    "--speculative-num-draft-tokens).",
+)
+@click.option("--spec-method", "spec_method", help="eagle3, mtp, ngram, draft_model, ...")
+@click.option("--hardware", help="GPUs and interconnect, e.g. '8x RTX PRO 6000 PCIe'.")
+@click.option(
+    "--env",
+    "env",
+    metavar="'K=V ...'",
+    help="More of the server's environment: flags, variables the client cannot see.",
+)
+@click.option(
+    "--ready-timeout",
+    "ready_timeout_s",
+    type=float,
+    default=120.0,
+    show_default=True,
+    metavar="S",
+    help="How long the server may take to list its models: 503 (loading) or a stalled reply [s].",
+)
+@click.option(
+    "--connect-timeout",
+    "connect_timeout_s",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="S",
+    help="How long a connection may take [s].",
+)
+@click.option(
+    "--idle-timeout",
+    "idle_timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="How long a request may go without a byte from the server [s]; "
+    "then it fails, and the level goes on.",
+)
+@click.option(
+    "--request-timeout",
+    "request_timeout_s",
+    type=float,
+    default=600.0,
+    show_default=True,
+    metavar="S",
+    help="How long one request may take in all [s] "
+    "(a server that trickles bytes); then it fails, and the level goes on.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Append a row per request to this measurements CSV.",
+)
+@o.json_option
+def bench(as_json: bool, out: str | None, **options: Any) -> None:
+    """Measure decode rates against any OpenAI-compatible server (vLLM, SGLang, ...).
+
+    Run it right before changing the server, and again after: each row carries
+    the environment (NCCL_*/CUDA_* variables, URL, model, server version,
+    host), so check can tell a stale baseline. Per request: TTFT, decode tok/s
+    with prefill excluded, TPOT, chunks and tokens per chunk. Per level:
+    per-sequence and aggregate tok/s, and accept_len from /metrics.
+
+    \b
+      breakeven bench --url http://localhost:8000/v1 --label baseline \\
+          --concurrency 1 8 --max-tokens 512 --out runs.csv
+    """
+    from breakeven.bench_client import Terminated, run_bench  # lazy: start-up
+    from breakeven.measure import bench_config  # lazy: start-up
+
+    config, note = bench_config(**options)
+    if note:
+        click.echo(f"Note: {note}", err=True)
+    total = sum(config.requests_at(c) for c in config.concurrency)
+    try:
+        if sys.stderr.isatty():  # a bar on a terminal; scripts and logs get no control characters
+            with click.progressbar(length=total, label="requests", file=sys.stderr) as bar:
+                levels, failures, rows = run_bench(config, out, lambda level, r: bar.update(1))
+        else:
+            levels, failures, rows = run_bench(config, out)
+    except KeyboardInterrupt as e:
+        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
+        kept = f"; every completed request's row is in {out}" if out else ""
+        click.echo(f"{what}{kept}.", err=True)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {k: (None if isinstance(v, float) and v != v else v) for k, v in level.items()}
+                    for level in levels
+                ],
+                indent=2,
+            )
+        )
+    else:
+        from breakeven.formatting import bench_text  # lazy: start-up
+
+        click.echo(bench_text(levels, config.label), nl=False)
+    if out:
+        click.echo(f"Appended {rows} rows to {out}.", err=True)
+    for warning in dict.fromkeys(w for level in levels for w in level.get("warnings", ())):
+        click.echo(f"Warning: {warning}.", err=True)
+    for failure in failures:
+        click.echo(f"Problem: {failure}", err=True)
+    if failures:
+        raise InputError(f"{len(failures)} request(s) failed; every completed one was recorded")

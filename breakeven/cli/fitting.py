@@ -1,0 +1,191 @@
+"""``breakeven fit`` and ``schedule``: costs fitted from runs, and the k to deploy at each batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from breakeven.cli import options as o
+from breakeven.cli.group import cli
+from breakeven.cli.params import (
+    FLOAT,
+    Bounded,
+    LibraryChoice,
+    definitions,
+    emit,
+    json_object,
+    k_list,
+    sizes,
+    writable,
+)
+from breakeven.quantities import MAX_BATCH
+
+SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_batch"]
+
+
+@cli.command(name="fit")
+@click.argument("runs", type=click.Path(dir_okay=False), metavar="RUNS.csv")
+@click.option(
+    "--draft-cost",
+    "draft_cost",
+    type=LibraryChoice("breakeven.fit", "DRAFT_COSTS"),
+    default="per-token",
+    show_default=True,
+    help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
+    "or one pass per cycle (MTP or Medusa heads).",
+)
+@click.option(
+    "--predict-k",
+    "predict_k",
+    callback=k_list,
+    metavar="K-K",
+    help="Also predict these k (1-8, 2,3,5): accept_len from the alpha fitted to the "
+    "runs, marked predicted.",
+)
+@click.option(
+    "--experts",
+    "experts",
+    type=Bounded(1, 100_000),
+    metavar="E",
+    help="A Mixture-of-Experts model's routed experts per layer, for the forward "
+    "surface across batch sizes (with --top-k).",
+)
+@click.option(
+    "--top-k",
+    "top_k",
+    type=Bounded(1, 100_000),
+    metavar="K",
+    help="Routed experts per token (with --experts).",
+)
+@click.option(
+    "--shared",
+    "shared",
+    type=Bounded(0, 100_000),
+    default=0,
+    metavar="S",
+    help="Shared experts, always active (default 0).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    callback=writable,
+    help="Also write the fit as JSON (what --json prints).",
+)
+@o.force
+@o.json_option
+def fit_command(runs: str, as_json: bool, **options: Any) -> None:
+    """The cycle's costs, fitted from measured runs; the speedup of k not run.
+
+    RUNS.csv is a measurements CSV (ingest --out, bench --out). Each speculative
+    run's implied cycle, 1000 * accept_len / tok_s (tok_s, else 1000 / tpot_ms),
+    is fitted as verify_base_ms + verify_per_token_ms * k + draft(k) +
+    overhead_ms, every coefficient >= 0 [ms], per model, hardware, concurrency
+    and drafting method; each group's baseline (k = 0) gives the step. Terms
+    the runs cannot tell apart are merged, and said. held_out_speedup is each
+    k predicted by the fit without its runs. Where baselines ran at two or
+    more concurrencies, the forward surface t(B, q) (weights, routed experts
+    with --experts/--top-k, KV per sequence, compute per token) and the
+    draft's cost are fitted across them too; batch --fit-file sweeps it.
+
+    \b
+      breakeven fit runs.csv --predict-k 1-8
+      breakeven fit runs.csv --out fit.json --json
+    """
+    from breakeven.inputs import fit_from_file  # lazy: start-up
+
+    result = fit_from_file(runs, **options)
+    if options["out"] is not None:
+        click.echo(f"Wrote {options['out']}.", err=True)
+    emit(result, as_json, "fit_text")
+
+
+@cli.command(epilog=definitions(SCHEDULE_KEYS))
+@o.batch_inputs
+@click.option(
+    "--engine",
+    "engine",
+    type=o.engine_choice,
+    required=True,
+    help="vllm: Dynamic SD's num_speculative_tokens_per_batch_size; "
+    "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size.",
+)
+@click.option(
+    "--min-gain",
+    "min_gain",
+    type=FLOAT,
+    default=0.02,
+    show_default=True,
+    metavar="F",
+    help="Merge neighbouring ranges while a merge gives up less than "
+    "this share of their throughput [fraction]; 0 keeps every change of k.",
+)
+@click.option(
+    "--load",
+    "load",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Time at each batch size: a batch,share CSV, or a server log or "
+    "measurements CSV (its running requests). Default: every batch swept alike.",
+)
+@click.option(
+    "--max-num-seqs",
+    "max_num_seqs",
+    type=Bounded(1, MAX_BATCH),
+    metavar="N",
+    help="The server's max_num_seqs: where vLLM's last range ends (default: the "
+    "largest batch swept).",
+)
+@click.option(
+    "--cuda-graph-sizes",
+    "graph_sizes",
+    callback=sizes,
+    metavar="1,2,4,8",
+    help="The server's CUDA-graph batch sizes (SGLang's --cuda-graph-bs): SGLang "
+    "rounds a batch up to one of them, so the ranges are made of whole buckets.",
+)
+@click.option(
+    "--method",
+    "method",
+    metavar="M",
+    help="The speculative method for the config (eagle3, mtp, ...; SGLang: EAGLE or EAGLE3).",
+)
+@click.option(
+    "--base-config",
+    "base_config",
+    callback=json_object,
+    metavar="JSON",
+    help="The speculative config the server runs (its method, draft model): the "
+    "schedule's keys join it.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    callback=writable,
+    help="Also write the engine's config as JSON (SGLang: the --speculative-adaptive-config file).",
+)
+@o.force
+@o.json_option
+def schedule(as_json: bool, **inputs: Any) -> None:
+    """The engine config that turns speculation up, down and off with load.
+
+    From batch's inputs (a --cost-curve or a --fit-file surface, acceptance at
+    several k, drafting), the best k at every batch size; neighbouring ranges
+    merged while a merge costs less than --min-gain of their throughput;
+    the gain over the best fixed k, weighted by the time at each batch
+    (--load); and the configuration to paste, following the engine's rules.
+
+    \b
+      breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\
+          --accept-len-by-k 2:2.36,3:2.79,4:3.08 --draft-step-ms 0.98 --engine vllm
+    """
+    from breakeven.inputs import schedule_from_files  # lazy: start-up
+
+    data = schedule_from_files(**inputs)
+    if inputs["out"] is not None and data["config"] is not None:
+        click.echo(f"Wrote {inputs['out']}.", err=True)
+    emit(data, as_json, "schedule_text")

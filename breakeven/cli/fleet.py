@@ -1,0 +1,135 @@
+"""``breakeven fleet``: is speculation paying across many servers? Read from Prometheus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from breakeven.cli import options as o
+from breakeven.cli.group import cli
+from breakeven.cli.params import FLOAT, Bounded, emit, writable
+
+
+@cli.command()
+@click.option(
+    "--prometheus",
+    "prometheus",
+    required=True,
+    metavar="URL",
+    help="The Prometheus server that keeps the engines' metrics: http://host:9090.",
+)
+@click.option("--start", "start", metavar="T", help="Start: Unix seconds or RFC 3339 (with --end).")
+@click.option("--end", "end", metavar="T", help="End (default now).")
+@click.option(
+    "--since",
+    "since",
+    metavar="DURATION",
+    help="Instead of --start: this long before --end, e.g. 6h (default 1h).",
+)
+@click.option(
+    "--step",
+    "step",
+    default="60s",
+    show_default=True,
+    metavar="DURATION",
+    help="Resolution of the range queries.",
+)
+@click.option(
+    "--window",
+    "window",
+    metavar="DURATION",
+    help="rate() window (default: twice the step, at least 1m).",
+)
+@click.option(
+    "--match",
+    "match",
+    default="",
+    metavar="'{job=\"vllm\"}'",
+    help="A label matcher every series is selected with.",
+)
+@click.option(
+    "--fit-file",
+    "fit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    help="A forward surface from breakeven fit: predicted speedup at the load each "
+    "server saw, its break-even batch and the time above it.",
+)
+@click.option(
+    "--fit-surface",
+    "fit_surface",
+    type=Bounded(1, 10**6),
+    metavar="N",
+    help="Which surface of --fit-file (1 = the first), when it holds several.",
+)
+@click.option(
+    "--tolerance",
+    type=FLOAT,
+    default=0.1,
+    show_default=True,
+    metavar="F",
+    help="acceptance_drop: accept_len fell by more than this fraction.",
+)
+@click.option(
+    "--max-share-above",
+    "max_share_above",
+    type=FLOAT,
+    default=0.1,
+    show_default=True,
+    metavar="F",
+    help="above_breakeven: more than this share of the time above the break-even batch.",
+)
+@click.option(
+    "--token-env",
+    "token_env",
+    metavar="VAR",
+    help="Environment variable holding a bearer token (never printed or written).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    callback=writable,
+    help="Also write every server's steps as a measurements CSV.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    callback=writable,
+    help="Also write DIR/report.html: the servers, their flags, "
+    "accept_len over time and the time above break-even.",
+)
+@click.option("--force", is_flag=True, help="Replace --out and DIR/report.html if they exist.")
+@o.json_option
+def fleet(
+    as_json: bool, report_dir: str | None, out: str | None, force: bool, **options: Any
+) -> None:
+    """Is speculation paying across many servers? Read from Prometheus.
+
+    For every vLLM, SGLang and llama.cpp server whose metrics Prometheus keeps:
+    accept_len (1 + rate(accepted) / rate(drafts), bonus token included),
+    per-sequence and aggregate decode rates and running requests, over time;
+    with --fit-file also the predicted speedup at the load it saw and the time
+    above its break-even batch. One line per server, worst first; flags
+    acceptance_drop and above_breakeven.
+
+    \b
+      breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
+    """
+    from breakeven.measure import fleet_from_prometheus  # lazy: start-up
+    from breakeven.report import check_report_dir, write_fleet_report  # lazy: start-up
+
+    if report_dir is not None:
+        check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
+    result, series = fleet_from_prometheus(out=out, force=force, **options)
+    if out is not None:
+        click.echo(f"Wrote {result['rows']} rows to {out}.", err=True)
+    emit(result, as_json, "fleet_text")
+    if report_dir is not None:
+        click.echo(
+            f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.", err=True
+        )

@@ -1,0 +1,316 @@
+"""Options that several commands share, alone and in bundles; each command's own options are
+written out above it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from breakeven.cli.params import (
+    FLOAT,
+    Bounded,
+    LibraryChoice,
+    accept_lens,
+    floats,
+)
+from breakeven.quantities import DEFAULT_TOLERANCE, MAX_BATCH, MAX_K, MAX_SPEC_TOKENS
+
+MS = "[ms]"
+
+
+def options(*decorators: Any) -> Any:
+    """Several click options as one decorator, in the order given."""
+
+    def apply(f: Any) -> Any:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
+)
+force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
+baseline = click.option(
+    "--baseline",
+    "baseline_tok_s",
+    type=FLOAT,
+    metavar="TOK_S",
+    help="Per-sequence decode rate without speculation [tok/s].",
+)
+step = click.option(
+    "--step-ms",
+    "step_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"Baseline decode step, instead of --baseline {MS}.",
+)
+overhead = click.option(
+    "--overhead-ms",
+    "overhead_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"Other per-cycle cost: sampling, scheduling (default 0) {MS}.",
+)
+draft_step = click.option(
+    "--draft-step-ms",
+    "draft_step_ms",
+    type=FLOAT,
+    metavar="MS",
+    help=f"One draft step; drafting costs k of them per cycle {MS}.",
+)
+k = click.option(
+    "-k",
+    "--draft-tokens",
+    "--steps",
+    "k",
+    type=int,
+    metavar="K",
+    help="Draft tokens per cycle (a tree's steps).",
+)
+accept_len = click.option(
+    "--accept-len",
+    "accept_len",
+    type=FLOAT,
+    metavar="TAU",
+    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
+)
+alpha = click.option(
+    "--alpha", "alpha", type=FLOAT, metavar="A", help="Per-token acceptance probability (i.i.d.)."
+)
+per_position = click.option(
+    "--per-position",
+    "per_position",
+    callback=floats,
+    metavar="0.9,0.8,0.6",
+    help="Per-position acceptance rates (vLLM prints them); tau(k) = 1 + a_1 + ... + a_k.",
+)
+accept_len_by_k = click.option(
+    "--accept-len-by-k",
+    "accept_len_by_k",
+    callback=accept_lens,
+    metavar="2.36,2.79,3.08",
+    help="Measured mean acceptance length [tokens/cycle] for "
+    "k = 1, 2, 3, ..., or for the k given as K:TAU "
+    "(2:1.64,3:1.72,5:1.80).",
+)
+max_k = click.option(
+    "--max-k",
+    "k_max",
+    type=Bounded(1, MAX_K),
+    default=16,
+    show_default=True,
+    help=f"Largest k considered (1 to {MAX_K}).",
+)
+fit = click.option(
+    "--fit",
+    type=LibraryChoice("breakeven.costs", "FORMS"),
+    default=None,
+    help="Fit the curve (scipy least squares) and extrapolate beyond it: "
+    "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
+    "the curve's points are interpolated.",
+)
+engine_choice = LibraryChoice("breakeven.deploy", "SCHEDULE_ENGINES")
+
+
+# The inputs of predict (and of plot surface, which draws from them).
+predict_inputs = options(
+    baseline,
+    step,
+    click.option(
+        "--verify-ms",
+        "verify_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"One target forward over k + 1 tokens {MS}.",
+    ),
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"All drafting in one cycle, not per token (default 0) {MS}.",
+    ),
+    overhead,
+    click.option(
+        "--cycle-ms",
+        "cycle_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Measured cycle time, instead of the three costs above {MS}.",
+    ),
+    accept_len,
+    alpha,
+    k,
+    per_position,
+    click.option(
+        "--cost-ratio",
+        "cost_ratio",
+        type=FLOAT,
+        metavar="C",
+        help="Leviathan's c: draft step / target step, verify = one target step; needs -k.",
+    ),
+)
+
+# The inputs of optimize (and of plot k).
+optimize_inputs = options(
+    alpha,
+    per_position,
+    accept_len_by_k,
+    click.option(
+        "--cost-ratio",
+        "cost_ratio",
+        type=FLOAT,
+        metavar="C",
+        help="Leviathan's c: draft step / target step, verify = one target step.",
+    ),
+    baseline,
+    step,
+    click.option(
+        "--verify-ms",
+        "verify_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Verify forward, the same at every k {MS}.",
+    ),
+    click.option(
+        "--verify-curve",
+        "verify_curve",
+        type=click.Path(dir_okay=False),
+        metavar="CSV",
+        help="Forward time against tokens per forward: columns "
+        "tokens,ms. Its time at `batch` tokens is the step unless a baseline is given.",
+    ),
+    fit,
+    draft_step,
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Drafting per cycle that does not grow with k {MS}.",
+    ),
+    overhead,
+    click.option(
+        "--batch",
+        "batch",
+        type=int,
+        default=1,
+        show_default=True,
+        help="Sequences decoded together (with --verify-curve).",
+    ),
+    max_k,
+)
+
+# The inputs of batch (and of schedule, plot batch and plot schedule).
+batch_inputs = options(
+    click.option(
+        "--cost-curve",
+        "cost_curve",
+        type=click.Path(dir_okay=False),
+        metavar="CSV",
+        help="Forward time against total tokens per forward "
+        "(batch x tokens per sequence): columns tokens,ms.",
+    ),
+    click.option(
+        "--fit-file",
+        "fit_file",
+        type=click.Path(dir_okay=False),
+        metavar="FIT.json",
+        help="Instead of --cost-curve: the forward surface t(B, q) and the draft's "
+        "cost that breakeven fit --out fitted across batch sizes.",
+    ),
+    click.option(
+        "--fit-surface",
+        "fit_surface",
+        type=Bounded(1, 10**6),
+        metavar="N",
+        help="Which surface of --fit-file (1 = the first), when it holds several.",
+    ),
+    fit,
+    accept_len,
+    k,
+    alpha,
+    per_position,
+    accept_len_by_k,
+    max_k,
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help=f"Drafting per cycle, the same at every batch {MS}.",
+    ),
+    draft_step,
+    overhead,
+    click.option(
+        "--topk",
+        "topk",
+        type=Bounded(1, MAX_SPEC_TOKENS),
+        default=1,
+        show_default=True,
+        metavar="T",
+        help="A tree draft at the one operating "
+        "point: branches per draft step (-k is then its steps, accept_len <= k + 1).",
+    ),
+    click.option(
+        "--verify-tokens",
+        "verify_tokens",
+        type=Bounded(1, MAX_SPEC_TOKENS),
+        metavar="N",
+        help="Tokens per sequence in the verify forward (a tree's "
+        "num_draft_tokens; default k + 1).",
+    ),
+    click.option(
+        "--max-batch",
+        "max_batch",
+        type=Bounded(1, MAX_BATCH),
+        metavar="N",
+        help=f"Largest batch to sweep, 1 to {MAX_BATCH} (default: the largest the "
+        "curve covers; 256 with --fit).",
+    ),
+)
+
+# A fit file's group, for predict and optimize.
+fit_file = options(
+    click.option(
+        "--fit-file",
+        "fit_file",
+        type=click.Path(dir_okay=False),
+        metavar="FIT.json",
+        help="The cycle's costs from breakeven fit --out, instead of --verify-ms, "
+        "--draft-ms and --overhead-ms; its step and alpha unless given.",
+    ),
+    click.option(
+        "--fit-group",
+        "fit_group",
+        type=Bounded(1, 10**6),
+        metavar="N",
+        help="Which group of --fit-file (1 = the first), when it holds several.",
+    ),
+)
+
+# What breakeven schedule printed, for check and compare.
+schedule_file = click.option(
+    "--schedule",
+    "schedule_file",
+    type=click.Path(dir_okay=False),
+    metavar="SCHEDULE.json",
+    help="What breakeven schedule --json printed: each run's measured speedup against the "
+    "schedule's k and predicted speedup at its batch.",
+)
+
+
+def tolerance(help: str) -> Any:
+    """``--tolerance F``, by default :data:`breakeven.quantities.DEFAULT_TOLERANCE`."""
+    return click.option(
+        "--tolerance",
+        type=FLOAT,
+        default=DEFAULT_TOLERANCE,
+        show_default=True,
+        metavar="F",
+        help=help,
+    )

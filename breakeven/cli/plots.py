@@ -1,0 +1,244 @@
+"""``breakeven plot ...`` and ``breakeven report``: pictures and HTML pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from breakeven.cli import options as o
+from breakeven.cli.group import Group, cli
+from breakeven.cli.params import FLOAT, Bounded, sizes, writable
+from breakeven.quantities import MAX_K
+
+out_picture = click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    metavar="FILE",
+    callback=writable,
+    help="Where to write the picture: .png, .svg or .pdf.",
+)
+
+
+def _save(ax: Any, out: str, force: bool) -> None:
+    from breakeven.plot import save  # lazy: start-up
+
+    save(ax, out, force=force)
+    click.echo(f"Wrote {out}.", err=True)
+
+
+@cli.group(cls=Group)
+def plot() -> None:
+    """Draw the pictures people decide from: surfaces with the break-even line, and more.
+
+    Every subcommand writes one PNG, SVG or PDF (by the suffix of --out) and
+    never replaces a file without --force.
+    """
+
+
+@plot.command(name="surface")
+@o.predict_inputs
+@click.option(
+    "--alpha-k",
+    "alpha_k",
+    is_flag=True,
+    help="Draw speedup over (alpha, k) instead of (accept_len, cycle/step).",
+)
+@click.option(
+    "--max-k",
+    "k_max",
+    type=Bounded(1, MAX_K),
+    default=16,
+    show_default=True,
+    help=f"Largest k of the (alpha, k) surface (1 to {MAX_K}).",
+)
+@click.option(
+    "--label",
+    default="measured",
+    show_default=True,
+    help="Label of the point the inputs place on the surface.",
+)
+@click.option(
+    "--point",
+    "points",
+    multiple=True,
+    metavar="LABEL:ACCEPT_LEN:CYCLE_MS",
+    help="Another run to place: its accept_len [tokens/cycle] and cycle [ms], over "
+    "the step of --baseline or --step-ms (repeat for several).",
+)
+@click.option(
+    "--from",
+    "from_csv",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Place every speculative run of a measurements CSV, as check pairs them: "
+    "at its measured speedup, at its predicted one where it has a cycle cost, and "
+    "against each other baseline where the baselines drifted.",
+)
+@out_picture
+@o.force
+def plot_surface(out: str, force: bool, **inputs: Any) -> None:
+    """Speedup surface with its break-even line; the inputs' operating point marked.
+
+    By default over (accept_len, cycle_ms / step_ms), where speculation breaks
+    even on the line accept_len = cycle / step. With --alpha-k, over (alpha, k)
+    for Leviathan's --cost-ratio or the inputs' cycle/step.
+
+    \b
+      breakeven plot surface --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
+          --accept-len 2.1 --out surface.png
+    """
+    from breakeven.drawing import surface_figure  # lazy: start-up
+
+    _save(surface_figure(**inputs), out, force)
+
+
+@plot.command(name="k")
+@o.optimize_inputs
+@out_picture
+@o.force
+def plot_k(out: str, force: bool, **inputs: Any) -> None:
+    """Speedup against k, the best k marked (optimize's inputs)."""
+    from breakeven.drawing import k_figure  # lazy: start-up
+
+    _save(k_figure(**inputs), out, force)
+
+
+@plot.command(name="batch")
+@o.batch_inputs
+@out_picture
+@o.force
+def plot_batch(out: str, force: bool, **inputs: Any) -> None:
+    """Speedup against batch size, the break-even batch marked (batch's inputs)."""
+    from breakeven.drawing import batch_figure  # lazy: start-up
+
+    _save(batch_figure(**inputs), out, force)
+
+
+@plot.command(name="schedule")
+@o.batch_inputs
+@click.option(
+    "--engine",
+    "engine",
+    type=o.engine_choice,
+    default="vllm",
+    show_default=True,
+    help="Whose schedule to draw (as schedule).",
+)
+@click.option(
+    "--min-gain",
+    "min_gain",
+    type=FLOAT,
+    default=0.02,
+    show_default=True,
+    metavar="F",
+    help="As schedule's --min-gain [fraction].",
+)
+@click.option(
+    "--load", "load", type=click.Path(dir_okay=False), metavar="FILE", help="As schedule's --load."
+)
+@click.option(
+    "--cuda-graph-sizes",
+    "graph_sizes",
+    callback=sizes,
+    metavar="1,2,4,8",
+    help="As schedule's --cuda-graph-sizes.",
+)
+@out_picture
+@o.force
+def plot_schedule(out: str, force: bool, **inputs: Any) -> None:
+    """Speedup against batch for each k, the schedule over them and the break-even batch."""
+    from breakeven.drawing import schedule_figure  # lazy: start-up
+
+    _save(schedule_figure(**inputs), out, force)
+
+
+@plot.command(name="check")
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@o.tolerance("Relative tolerance: the band drawn around measured = predicted.")
+@out_picture
+@o.force
+def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> None:
+    """Measured against predicted speedup, with y = x and the tolerance band (check's input)."""
+    from breakeven.drawing import check_figure  # lazy: start-up
+
+    _save(check_figure(measurements, tolerance), out, force)
+
+
+@plot.command(name="sensitivity")
+@o.baseline
+@o.step
+@click.option(
+    "--verify-ms",
+    "verify_ms",
+    type=FLOAT,
+    metavar="MS",
+    required=True,
+    help=f"One target forward over k + 1 tokens {o.MS}.",
+)
+@click.option(
+    "--draft-ms",
+    "draft_ms",
+    type=FLOAT,
+    default=0.0,
+    metavar="MS",
+    help=f"All drafting in one cycle (default 0) {o.MS}.",
+)
+@click.option(
+    "--overhead-ms",
+    "overhead_ms",
+    type=FLOAT,
+    default=0.0,
+    metavar="MS",
+    help=f"Other per-cycle cost (default 0) {o.MS}.",
+)
+@click.option(
+    "--accept-len",
+    "accept_len",
+    type=FLOAT,
+    required=True,
+    metavar="TAU",
+    help="Mean tokens emitted per cycle, bonus token included [tokens/cycle].",
+)
+@click.option(
+    "--delta",
+    type=FLOAT,
+    default=0.10,
+    show_default=True,
+    metavar="F",
+    help="How far each input is moved, down and up [fraction].",
+)
+@out_picture
+@o.force
+def plot_sensitivity(out: str, force: bool, **inputs: Any) -> None:
+    """Which input, moved by ±10%, moves the speedup most (a tornado chart)."""
+    from breakeven.drawing import sensitivity_figure  # lazy: start-up
+
+    _save(sensitivity_figure(**inputs), out, force)
+
+
+@cli.command()
+@click.argument("measurements", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    required=True,
+    metavar="DIR",
+    callback=writable,
+    help="Directory to write report.html into (created if missing).",
+)
+@o.tolerance("Relative tolerance, as for check.")
+@o.force
+def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
+    """A self-contained HTML report of a check: table, flags and figures.
+
+    \b
+      breakeven report data/case_study.csv --out report/
+    """
+    from breakeven.measure import report_from_file  # lazy: start-up
+
+    path = report_from_file(measurements, out, tolerance=tolerance, force=force)
+    click.echo(f"Wrote {path}.", err=True)

@@ -1,0 +1,206 @@
+"""The pictures of ``breakeven plot``, each made from the inputs its command takes.
+
+Each function resolves its inputs as the command does (a prediction's operating point,
+runs given as text, a measurements CSV's runs, cost curves and fit files through
+:mod:`breakeven.inputs`) and returns the matplotlib Axes of :mod:`breakeven.plot`, which
+:func:`breakeven.plot.save` writes.  Every problem is a :class:`BreakevenError` naming the
+Python arguments; the command line spells them as its flags.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from breakeven import plot as pictures
+from breakeven.check import check_file
+from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
+from breakeven.model import step_ms_from_baseline
+from breakeven.predict import predict
+from breakeven.quantities import DEFAULT_TOLERANCE
+from breakeven.sensitivity import sensitivity
+
+LARGEST_POINT = pictures.LARGEST_AXIS / 1.2
+"""The largest accept_len [tokens/cycle] or cycle/step a surface is drawn around (its axes
+reach 1.2 times the point)."""
+
+
+def surface_point(text: str, step_ms: float | None) -> tuple[float, float, str]:
+    """``LABEL:ACCEPT_LEN:CYCLE_MS`` as a point (accept_len, cycle / step, label).
+
+    Parameters
+    ----------
+    text : str
+        The run: its label, accept_len [tokens/cycle] and cycle [ms].
+    step_ms : float, optional
+        The baseline's step [ms], which the cycle is divided by; required.
+    """
+    parts = text.rsplit(":", 2)
+    shown = escape_braces(shorten(repr(text)))
+    if len(parts) != 3:
+        raise BreakevenError("{0}: got " + shown + ", expected LABEL:ACCEPT_LEN:CYCLE_MS", "points")
+    name, tau_text, cycle_text = parts
+    try:
+        tau, cycle = float(tau_text), float(cycle_text)
+    except ValueError:
+        raise BreakevenError(
+            "{0}: got " + shown + ", expected LABEL:ACCEPT_LEN:CYCLE_MS with numbers "
+            "for ACCEPT_LEN [tokens/cycle] and CYCLE_MS [ms]",
+            "points",
+        ) from None
+    if not (1 <= tau <= LARGEST_POINT and 0 < cycle < math.inf):
+        raise BreakevenError(
+            "{0}: got " + shown + f", expected ACCEPT_LEN in [1, {LARGEST_POINT:g}] "
+            "tokens/cycle and CYCLE_MS a finite number > 0 ms",
+            "points",
+        )
+    if step_ms is None:
+        raise BreakevenError(
+            "{0}: needs the baseline's step: give {1} or {2}", "points", "baseline_tok_s", "step_ms"
+        )
+    if not cycle / step_ms <= LARGEST_POINT:
+        raise BreakevenError(
+            "{0}: got " + shown + f", a cycle of {cycle / step_ms:g} baseline steps, "
+            f"too many to draw (at most {LARGEST_POINT:g})",
+            "points",
+        )
+    return tau, cycle / step_ms, name
+
+
+def _placed(from_csv: str) -> list[tuple[Any, ...]]:
+    """Every speculative run of a measurements CSV, placed as check pairs them."""
+    data = check_file(from_csv).to_dict()
+    placed = pictures.run_points(data["comparisons"], data["baselines"])
+    if not placed:
+        raise BreakevenError(
+            "{0}: " + escape_braces(from_csv) + " has no speculative run with an accept_len "
+            "and a measured rate or a cycle cost to place",
+            "from_csv",
+        )
+    return placed
+
+
+def surface_figure(
+    *,
+    alpha_k: bool = False,
+    k_max: int = 16,
+    label: str = "measured",
+    points: Sequence[str] = (),
+    from_csv: str | None = None,
+    **inputs: Any,
+) -> Any:
+    """The speedup surface with its break-even line, the inputs' operating point marked.
+
+    Parameters
+    ----------
+    alpha_k : bool
+        Draw over (alpha, k) for the cost ratio or cycle/step of the inputs, instead of
+        over (accept_len, cycle/step).
+    k_max : int
+        Largest k of the (alpha, k) surface.
+    label : str
+        Label of the point the inputs place.
+    points : sequence of str
+        More runs to place, ``LABEL:ACCEPT_LEN:CYCLE_MS`` (see :func:`surface_point`).
+    from_csv : str, optional
+        Place every speculative run of this measurements CSV.
+    **inputs
+        :func:`breakeven.predict.predict`'s inputs (none: an empty surface).
+    """
+    p = predict(**inputs) if any(v is not None for v in inputs.values()) else None
+    ratio = p.breakeven_accept_len / p.target_speedup if p and p.breakeven_accept_len else None
+    if alpha_k:
+        if p is None or (p.cost_ratio is None and ratio is None):
+            raise BreakevenError(
+                # "-k" as the command line says it, not all of its spellings.
+                "{0} needs the cycle cost: {1} with -k, or a baseline and {2} or {3}",
+                "alpha_k",
+                "cost_ratio",
+                "verify_ms",
+                "cycle_ms",
+            )
+        return pictures.surface_alpha_k(
+            cost_ratio=p.cost_ratio,
+            cycle_over_step=None if p.cost_ratio is not None else ratio,
+            k_max=k_max,
+            points=[(p.alpha, p.k, label)] if p.alpha is not None and p.k else [],
+        )
+    placed: list[tuple[Any, ...]] = (
+        [(p.accept_len, ratio, label)] if p and p.accept_len and ratio else []
+    )
+    for x, y, _ in placed:
+        if x > LARGEST_POINT:
+            raise BreakevenError(
+                "{0}: got " + f"{x!r}, too large to draw the surface to; "
+                f"expected at most {LARGEST_POINT:g} tokens/cycle",
+                "accept_len",
+            )
+        if y > LARGEST_POINT:
+            raise BreakevenError(
+                f"the cycle is {y:g} baseline steps, too many to draw the "
+                f"surface to (at most {LARGEST_POINT:g}): check the cycle's and the "
+                "baseline's flags"
+            )
+    step = p.step_ms if p is not None else None
+    placed += [surface_point(text, step) for text in points]
+    if from_csv is not None:
+        placed += _placed(from_csv)
+    return pictures.surface_around(placed)
+
+
+def k_figure(**inputs: Any) -> Any:
+    """Speedup against k, the best k marked, from
+    :func:`breakeven.inputs.optimize_from_files`'s inputs."""
+    return pictures.speedup_vs_k(optimize_from_files(**inputs))
+
+
+def batch_figure(**inputs: Any) -> Any:
+    """Speedup against batch size, the break-even batch marked, from
+    :func:`breakeven.inputs.batch_from_files`'s inputs."""
+    return pictures.speedup_vs_batch(batch_from_files(**inputs))
+
+
+def schedule_figure(**inputs: Any) -> Any:
+    """Speedup against batch for each k, the schedule over them and the break-even batch,
+    from :func:`breakeven.inputs.plan_from_files`'s inputs."""
+    return pictures.schedule(*plan_from_files(**inputs))
+
+
+def check_figure(measurements: str, tolerance: float = DEFAULT_TOLERANCE) -> Any:
+    """Measured against predicted speedup, with y = x and the tolerance band [fraction]."""
+    try:
+        return pictures.measured_vs_predicted(check_file(measurements, tolerance))
+    except pictures.NothingToDraw as e:
+        raise BreakevenError(escape_braces(f"{measurements}: nothing to draw: {e}")) from None
+
+
+def sensitivity_figure(
+    *, baseline_tok_s: float | None = None, step_ms: float | None = None, **inputs: Any
+) -> Any:
+    """Which input, moved by ``delta`` down and up, moves the speedup most (a tornado chart).
+
+    Parameters
+    ----------
+    baseline_tok_s, step_ms : float
+        The baseline, as a rate [tok/s] or a step [ms]: one of them.
+    **inputs
+        :func:`breakeven.sensitivity.sensitivity`'s other inputs.
+    """
+    if (baseline_tok_s is None) == (step_ms is None):
+        raise BreakevenError("give one of {0} or {1}", "baseline_tok_s", "step_ms")
+    step = step_ms if step_ms is not None else step_ms_from_baseline(baseline_tok_s)
+    return pictures.tornado(sensitivity(step_ms=step, **inputs))
+
+
+__all__ = [
+    "LARGEST_POINT",
+    "batch_figure",
+    "check_figure",
+    "k_figure",
+    "schedule_figure",
+    "sensitivity_figure",
+    "surface_figure",
+    "surface_point",
+]

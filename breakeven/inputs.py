@@ -1,0 +1,554 @@
+"""Cost models and acceptance resolved from arguments and files, as the commands resolve them.
+
+``breakeven predict --fit-file fit.json`` and a notebook's
+``predict_from_files(fit_file="fit.json", k=3)`` make the same decisions here: which
+costs a fit file supplies and which the caller gave, which cost curve a sweep prices
+(a ``tokens,ms`` CSV, fitted or interpolated, or a fitted forward surface), and where
+acceptance comes from when none is given.
+
+Every problem is a :class:`breakeven.errors.BreakevenError` naming the Python arguments
+(``fit_group needs fit_file``); the command line spells them as its flags.
+
+Fit files are read through :mod:`breakeven.fit` (``load_fit``, ``load_surface``, ``load_tree``,
+``load_fitted_alpha``).
+``breakeven predict`` imports it on its start-up path, so the analysis modules that
+``predict`` does not use are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from breakeven.errors import BreakevenError
+from breakeven.predict import Prediction, predict
+
+ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
+"""The arguments that give acceptance; a fit file's alpha is used only when none is given."""
+
+FIT_COST_INPUTS = (
+    "verify_ms",
+    "verify_curve",
+    "draft_ms",
+    "draft_step_ms",
+    "overhead_ms",
+    "cycle_ms",
+    "cost_ratio",
+)
+"""The cycle's cost arguments, which a fit file replaces (none may be given with it)."""
+
+_TREE_CLASHES = ("per_position", "accept_len_by_k", "cost_ratio", "verify_ms")
+
+
+# Cost curves and fit files as the inputs of predict and optimize.
+
+
+def read_curve(path: str | None, fit: str | None = None, *, name: str = "verify_curve") -> Any:
+    """The cost model a ``tokens,ms`` CSV describes: interpolated, or fitted with ``fit``.
+
+    Parameters
+    ----------
+    path : str, optional
+        A CSV of forward time [ms] against tokens per forward.  None gives None.
+    fit : {'linear', 'knee'}, optional
+        Fit the curve (:data:`breakeven.costs.FORMS`) and extrapolate beyond it.
+    name : str
+        The argument ``path`` came from (``verify_curve``, ``cost_curve``), named in errors.
+
+    Returns
+    -------
+    TableCost or FittedCost or None
+    """
+    if path is None:
+        if fit is not None:
+            raise BreakevenError("{0} needs {1}: there is no curve to fit", "fit", name)
+        return None
+    from breakeven.costs import TableCost  # lazy: start-up
+    from breakeven.iotools.curves import read_cost_curve  # lazy: start-up
+
+    data, meta = read_cost_curve(path)
+    table = TableCost(tuple(data["tokens"]), tuple(data["ms"]), source=meta["path"])
+    return table if fit is None else table.fit(fit)
+
+
+def with_fit_file(
+    inputs: Mapping[str, Any],
+    fit_file: str | None = None,
+    fit_group: int | None = None,
+    *,
+    form: str,
+) -> dict[str, Any]:
+    """``inputs`` with a fit file's cycle costs, and its step and alpha where none is given.
+
+    Parameters
+    ----------
+    inputs : mapping
+        Keyword arguments of :func:`breakeven.predict.predict` (``form='predict'``) or
+        :func:`breakeven.optimize.optimize` (``form='optimize'``).  None of
+        :data:`FIT_COST_INPUTS` may be given with ``fit_file``.
+    fit_file : str, optional
+        A fit file (``breakeven fit --out``); without it ``inputs`` come back as given.
+    fit_group : int, optional
+        Which group of ``fit_file`` (from 1).
+    form : {'predict', 'optimize'}
+        The costs at one ``k`` (verify, draft, overhead [ms]), or per draft token.
+    """
+    if fit_file is None:
+        if fit_group is not None:
+            raise BreakevenError("{0} needs {1}", "fit_group", "fit_file")
+        return dict(inputs)
+    from breakeven.fit import fitted_costs, load_fit  # lazy: start-up
+
+    clash = [n for n in FIT_COST_INPUTS if inputs.get(n) is not None]
+    if clash:
+        raise BreakevenError(
+            "{0} and {1} cannot be given together: the fit holds the cycle's costs",
+            "fit_file",
+            clash[0],
+        )
+    group = load_fit(fit_file, fit_group)
+    out = dict(inputs)
+    out.update(fitted_costs(group, form, inputs.get("k")))
+    if inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None:
+        out["step_ms"] = group.get("step_ms")
+    if all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS) and group.get("alpha") is not None:
+        out["alpha"] = group["alpha"]
+    return out
+
+
+def predict_from_files(
+    *, fit_file: str | None = None, fit_group: int | None = None, **inputs: Any
+) -> Prediction:
+    """:func:`breakeven.predict.predict`, with the cycle's costs from a fit file if one is given.
+
+    Parameters
+    ----------
+    fit_file, fit_group
+        As :func:`with_fit_file`.
+    **inputs
+        The keyword arguments of :func:`breakeven.predict.predict`.
+    """
+    return predict(**with_fit_file(inputs, fit_file, fit_group, form="predict"))
+
+
+def optimize_from_files(
+    *,
+    verify_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_group: int | None = None,
+    tree: bool = False,
+    rank_decay: float | None = None,
+    max_steps: int = 8,
+    max_topk: int = 8,
+    max_verify_tokens: int = 64,
+    **inputs: Any,
+) -> Any:
+    """The best k (:func:`breakeven.optimize.optimize`) or, with ``tree``, the best tree draft
+    (:func:`breakeven.optimize.optimize_tree`), with costs from a curve or a fit file.
+
+    Parameters
+    ----------
+    verify_curve : str, optional
+        A ``tokens,ms`` CSV of the verify forward (see :func:`read_curve`).
+    fit : {'linear', 'knee'}, optional
+        Fit ``verify_curve`` instead of interpolating it.
+    fit_file, fit_group
+        A fit file and its group (or, with ``tree``, its tree acceptance); see
+        :func:`with_fit_file`.
+    tree : bool
+        Search tree drafts over (steps, topk, verify tokens) instead of k.
+    rank_decay : float, optional
+        With ``tree`` and ``alpha``: each further candidate's chance over the one before.
+    max_steps, max_topk, max_verify_tokens : int
+        With ``tree``: the search's bounds.
+    **inputs
+        The other keyword arguments of :func:`breakeven.optimize.optimize`.
+
+    Returns
+    -------
+    OptimizeResult or TreeSearch
+    """
+    if tree:
+        return _optimize_tree(
+            inputs,
+            verify_curve,
+            fit,
+            fit_file,
+            fit_group,
+            rank_decay=rank_decay,
+            max_steps=max_steps,
+            max_topk=max_topk,
+            max_verify_tokens=max_verify_tokens,
+        )
+    from breakeven.optimize import optimize  # lazy: start-up
+
+    if rank_decay is not None:
+        raise BreakevenError(
+            "{0} needs {1}: it is the acceptance of a tree's branches", "rank_decay", "tree"
+        )
+    inputs = with_fit_file(
+        {**inputs, "verify_curve": verify_curve}, fit_file, fit_group, form="optimize"
+    )
+    curve = read_curve(inputs.pop("verify_curve"), fit, name="verify_curve")
+    return optimize(verify_curve=curve, **inputs)
+
+
+def _optimize_tree(
+    inputs: dict[str, Any],
+    verify_curve: str | None,
+    fit: str | None,
+    fit_file: str | None,
+    fit_group: int | None,
+    **bounds: Any,
+) -> Any:
+    """``optimize_from_files(tree=True)``: the search over (steps, topk, verify tokens)."""
+    from breakeven.fit import load_surface, load_tree  # lazy: start-up
+    from breakeven.optimize import optimize_tree  # lazy: start-up
+
+    clash = [n for n in _TREE_CLASHES if inputs.get(n) is not None]
+    if clash:
+        raise BreakevenError(
+            "{0} cannot be given with {1}: a tree's acceptance is alpha and "
+            "rank_decay, its verify grows with the tokens verified",
+            clash[0],
+            "tree",
+        )
+    acceptance = surface = None
+    if fit_file is not None:
+        if verify_curve is not None:
+            raise BreakevenError(
+                "{0} and {1} cannot be given together: the fit holds the cycle's costs",
+                "fit_file",
+                "verify_curve",
+            )
+        if inputs.get("alpha") is None and bounds["rank_decay"] is None:
+            acceptance = load_tree(fit_file, fit_group)
+        surface = load_surface(
+            fit_file, fit_group if acceptance is None else None, like=acceptance, name="fit_group"
+        )
+    elif fit_group is not None:
+        raise BreakevenError("{0} needs {1}", "fit_group", "fit_file")
+    curve = read_curve(verify_curve, fit, name="verify_curve")
+    return optimize_tree(
+        acceptance=acceptance,
+        alpha=inputs.get("alpha"),
+        surface=surface,
+        verify_curve=curve,
+        baseline_tok_s=inputs.get("baseline_tok_s"),
+        step_ms=inputs.get("step_ms"),
+        draft_ms=inputs.get("draft_ms"),
+        draft_step_ms=inputs.get("draft_step_ms"),
+        overhead_ms=inputs.get("overhead_ms"),
+        batch=inputs.get("batch", 1),
+        **bounds,
+    )
+
+
+# Batch sweeps and schedules: a cost curve of total tokens, or a fitted surface.
+
+
+def batch_cost(
+    *,
+    cost_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    **inputs: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """The cost model a batch sweep prices, and the sweep's other inputs.
+
+    Parameters
+    ----------
+    cost_curve : str, optional
+        A ``tokens,ms`` CSV: forward time [ms] against total tokens per forward.
+    fit : {'linear', 'knee'}, optional
+        Fit ``cost_curve`` instead of interpolating it.
+    fit_file : str, optional
+        Instead of ``cost_curve``: a fit file's forward surface t(B, q), whose draft cost is
+        used unless ``draft_ms`` or ``draft_step_ms`` is given.
+    fit_surface : int, optional
+        Which surface of ``fit_file`` (from 1).
+    **inputs
+        The other keyword arguments of :func:`breakeven.optimize.batch_sweep`.
+
+    Returns
+    -------
+    curve : cost model
+        A :class:`breakeven.costs.TableCost`, a fitted cost or a
+        :class:`breakeven.surface.SurfaceCost`.
+    inputs : dict
+        ``inputs``, with the surface's ``draft`` cost added where it applies.
+    """
+    from breakeven.fit import load_surface  # lazy: start-up
+
+    inputs = dict(inputs)
+    if fit_file is None:
+        if fit_surface is not None:
+            raise BreakevenError("{0} needs {1}", "fit_surface", "fit_file")
+        if cost_curve is None:
+            raise BreakevenError(
+                "give {0} CSV, or {1} FIT.json (breakeven fit --out)", "cost_curve", "fit_file"
+            )
+        return read_curve(cost_curve, fit, name="cost_curve"), inputs
+    if cost_curve is not None or fit is not None:
+        raise BreakevenError(
+            "{0} and {1} (or {2}) cannot be given together", "fit_file", "cost_curve", "fit"
+        )
+    from breakeven.surface import SurfaceCost  # lazy: start-up
+
+    curve = SurfaceCost(load_surface(fit_file, fit_surface))
+    if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:
+        inputs["draft"] = curve.draft
+    return curve, inputs
+
+
+def batch_from_files(**inputs: Any) -> Any:
+    """:func:`breakeven.optimize.batch_sweep` over the cost model of :func:`batch_cost`.
+
+    Parameters
+    ----------
+    **inputs
+        :func:`batch_cost`'s arguments and :func:`breakeven.optimize.batch_sweep`'s.
+
+    Returns
+    -------
+    BatchResult
+    """
+    from breakeven.optimize import batch_sweep  # lazy: start-up
+
+    curve, inputs = batch_cost(**inputs)
+    return batch_sweep(curve, **inputs)
+
+
+def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
+    """:func:`batch_cost`, and acceptance from the fit file where none is given.
+
+    Returns
+    -------
+    curve : cost model
+    inputs : dict
+        The sweep's other inputs, with ``alpha`` from the fit file where no acceptance
+        (:data:`ACCEPTANCE_INPUTS`) is given.
+    note : str
+        Where that alpha came from, or "".
+    """
+    from breakeven.fit import load_fitted_alpha  # lazy: start-up
+
+    fit_file = inputs.get("fit_file")
+    curve, inputs = batch_cost(**inputs)
+    note = ""
+    if fit_file is not None and all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS):
+        inputs["alpha"], where = load_fitted_alpha(fit_file, curve.surface)
+        note = f"acceptance: alpha {inputs['alpha']:.4f} ({where}), positions i.i.d."
+    return curve, inputs, note
+
+
+def read_load_profile(
+    load: str | None, *, shape: bool = False
+) -> tuple[dict[int, float] | None, str]:
+    """The share of time at each batch size (:func:`breakeven.iotools.load.read_load`).
+
+    Parameters
+    ----------
+    load : str, optional
+        A ``batch,share`` CSV, or a log or measurements CSV; None: every batch alike.
+    shape : bool
+        Name the file's shape in the source ("runs.csv (records)").
+
+    Returns
+    -------
+    profile : dict or None
+        ``{batch: share}``, shares summing to 1 [fraction].
+    source : str
+        The file, or "uniform".
+    """
+    if load is None:
+        return None, "uniform"
+    from breakeven.iotools.load import read_load  # lazy: start-up
+
+    profile, meta = read_load(load)
+    return profile, f"{meta['path']} ({meta['shape']})" if shape else meta["path"]
+
+
+def schedule_from_files(
+    *,
+    engine: str,
+    load: str | None = None,
+    out: str | None = None,
+    force: bool = False,
+    min_gain: float = 0.02,
+    max_num_seqs: int | None = None,
+    graph_sizes: Sequence[int] | None = None,
+    method: str | None = None,
+    base_config: dict[str, Any] | None = None,
+    **inputs: Any,
+) -> dict[str, Any]:
+    """What ``breakeven schedule`` prints (:func:`breakeven.schedule.schedule_report`), from
+    a cost curve or fit file, and the engine's config written to ``out`` as JSON.
+
+    Parameters
+    ----------
+    engine : str
+        One of :data:`breakeven.deploy.SCHEDULE_ENGINES`.
+    load : str, optional
+        A load profile file (see :func:`read_load_profile`).
+    out : str, optional
+        Also write the engine's config here (refused before any work if it exists,
+        unless ``force``).
+    force : bool
+        Replace ``out``.
+    min_gain : float
+        Merge neighbouring ranges while a merge gives up less than this share of their
+        throughput [fraction].
+    max_num_seqs, graph_sizes, method, base_config
+        As :func:`breakeven.schedule.schedule_report`.
+    **inputs
+        :func:`schedule_cost`'s arguments and the sweep's.
+    """
+    from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
+    from breakeven.iotools.outputs import write_json  # lazy: start-up
+    from breakeven.schedule import schedule_report  # lazy: start-up
+
+    if out is not None:
+        refuse_overwrite(out, force)
+    curve, inputs, note = schedule_cost(**inputs)
+    profile, source = read_load_profile(load, shape=True)
+    data = schedule_report(
+        curve,
+        engine=engine,
+        min_gain=min_gain,
+        load=profile,
+        load_source=source,
+        graph_sizes=graph_sizes,
+        method=method,
+        base_config=base_config,
+        max_num_seqs=max_num_seqs,
+        config_path=out,
+        **inputs,
+    )
+    if note:
+        data["notes"].insert(0, note)
+    if out is not None and data["config"] is not None:
+        write_json(out, data["config"], force=force)
+    return data
+
+
+def plan_from_files(
+    *,
+    engine: str = "vllm",
+    load: str | None = None,
+    min_gain: float = 0.02,
+    graph_sizes: Sequence[int] | None = None,
+    **inputs: Any,
+) -> tuple[Any, Any]:
+    """:func:`breakeven.schedule.plan` (the speedup grid and the schedule over it), from a cost
+    curve or fit file as :func:`schedule_from_files` takes them."""
+    from breakeven.schedule import plan  # lazy: start-up
+
+    curve, inputs, _ = schedule_cost(**inputs)
+    profile, source = read_load_profile(load)
+    return plan(
+        curve,
+        engine=engine,
+        min_gain=min_gain,
+        load=profile,
+        load_source=source,
+        graph_sizes=graph_sizes,
+        **inputs,
+    )
+
+
+# Fits.
+
+
+def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
+    """A Mixture-of-Experts model's routing (:class:`breakeven.surface.MoE`), or None.
+
+    Parameters
+    ----------
+    experts : int, optional
+        Routed experts per layer; given with ``top_k`` or not at all.
+    top_k : int, optional
+        Routed experts per token, at most ``experts``.
+    shared : int
+        Shared experts, always active.
+    """
+    if (experts is None) != (top_k is None):
+        raise BreakevenError(
+            "{0} and {1} go together: the model's expert routing", "experts", "top_k"
+        )
+    if experts is None:
+        return None
+    if top_k > experts:
+        raise BreakevenError(
+            "{0}: got " + str(top_k) + ", expected at most {1} (" + str(experts) + ")",
+            "top_k",
+            "experts",
+        )
+    from breakeven.surface import MoE  # lazy: start-up
+
+    return MoE(experts, top_k, shared)
+
+
+def fit_from_file(
+    runs: str,
+    *,
+    draft_cost: str = "per-token",
+    predict_k: Sequence[int] = (),
+    experts: int | None = None,
+    top_k: int | None = None,
+    shared: int = 0,
+    out: str | None = None,
+    force: bool = False,
+) -> Any:
+    """:func:`breakeven.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
+
+    Parameters
+    ----------
+    runs : str
+        A measurements CSV.
+    draft_cost : str
+        One of :data:`breakeven.fit.DRAFT_COSTS`.
+    predict_k : sequence of int
+        Also predict these k.
+    experts, top_k, shared
+        A Mixture-of-Experts model's routing (see :func:`moe_routing`).
+    out : str, optional
+        Also write the fit here (refused before any work if it exists, unless ``force``).
+    force : bool
+        Replace ``out``.
+
+    Returns
+    -------
+    FitResult
+    """
+    from breakeven.fit import fit_file  # lazy: start-up
+    from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
+    from breakeven.iotools.outputs import write_json  # lazy: start-up
+
+    moe = moe_routing(experts, top_k, shared)
+    if out is not None:
+        refuse_overwrite(out, force)
+    result = fit_file(runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe)
+    if out is not None:
+        write_json(out, result.to_dict(), force=force)
+    return result
+
+
+__all__: Sequence[str] = (
+    "ACCEPTANCE_INPUTS",
+    "FIT_COST_INPUTS",
+    "batch_cost",
+    "batch_from_files",
+    "fit_from_file",
+    "moe_routing",
+    "optimize_from_files",
+    "plan_from_files",
+    "predict_from_files",
+    "read_curve",
+    "read_load_profile",
+    "schedule_cost",
+    "schedule_from_files",
+    "with_fit_file",
+)

@@ -1,0 +1,337 @@
+"""Measurements resolved from arguments, files and the environment, as the commands do it.
+
+What ``breakeven check``, ``compare``, ``fleet`` and ``bench`` decide before and around
+their analysis, for a notebook as much as for the command line: each run against a
+schedule (``--schedule``), a flag given once or once per file, compare's speculative runs
+with what their files may not say, a fleet read from Prometheus with its time range and
+a bearer token from the environment, and bench's configuration with its API key.
+
+Every problem is a :class:`breakeven.errors.BreakevenError` naming the Python arguments;
+the command line spells them as its flags.  Secrets are read here and never shown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts
+from breakeven.check import check_file
+from breakeven.compare import CompareResult, RunInput, compare, parse_run
+from breakeven.credentials import clean_api_key
+from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.fit import load_surface
+from breakeven.fleet import check_match
+from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
+from breakeven.iotools.atomic import refuse_overwrite
+from breakeven.iotools.pipeline import per_file
+from breakeven.iotools.schedulefile import read_schedule
+from breakeven.quantities import DEFAULT_TOLERANCE
+from breakeven.report import check_report_dir, write_report
+from breakeven.schedule import against
+
+
+def with_schedule(
+    data: dict[str, Any],
+    runs: Sequence[dict[str, Any]],
+    schedule_file: str | None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> dict[str, Any]:
+    """``data`` with each run against a schedule's prediction at its batch.
+
+    Parameters
+    ----------
+    data : dict
+        A result's ``to_dict()``; returned as it is without ``schedule_file``.
+    runs : sequence of dict
+        Its measured runs (``check``'s comparisons, ``compare``'s runs).
+    schedule_file : str, optional
+        What ``breakeven schedule --json`` printed.
+    tolerance : float
+        Relative tolerance [fraction] (:func:`breakeven.schedule.against`).
+
+    Returns
+    -------
+    dict
+        ``data`` with ``schedule_check`` added.
+    """
+    if schedule_file is None:
+        return data
+    return {**data, "schedule_check": against(runs, read_schedule(schedule_file), tolerance)}
+
+
+def check_from_file(
+    measurements: str, tolerance: float = DEFAULT_TOLERANCE, schedule_file: str | None = None
+) -> dict[str, Any]:
+    """:func:`breakeven.check.check_file` as a dict, each run against a schedule if given.
+
+    Parameters
+    ----------
+    measurements : str
+        A measurements CSV.
+    tolerance : float
+        Relative tolerance [fraction].
+    schedule_file : str, optional
+        See :func:`with_schedule`.
+    """
+    data = check_file(measurements, tolerance).to_dict()
+    return with_schedule(data, data["comparisons"], schedule_file, tolerance)
+
+
+def report_from_file(
+    measurements: str, out_dir: str, *, tolerance: float = DEFAULT_TOLERANCE, force: bool = False
+) -> str:
+    """``breakeven report``: check a measurements CSV and write its page.
+
+    The directory is checked before the work, then the check's page goes to
+    ``out_dir/report.html`` atomically.
+
+    Parameters
+    ----------
+    measurements : str
+        Path of a measurements CSV (the schema of ``breakeven ingest --out``).
+    out_dir : str
+        Directory of the page (created if missing).
+    tolerance : float
+        Relative tolerance of the check [fraction].
+    force : bool
+        Replace an existing ``report.html``.
+
+    Returns
+    -------
+    str
+        The path of the page written.
+    """
+    check_report_dir(out_dir, force)
+    result = check_file(measurements, tolerance)
+    return write_report(result, out_dir, source=measurements, force=force)
+
+
+def spec_runs(
+    specs: Sequence[str],
+    *,
+    num_spec_tokens: Sequence[int] = (),
+    spec_topk: Sequence[int] = (),
+    verify_tokens: Sequence[int] = (),
+    spec_method: Sequence[str] = (),
+    env: Sequence[str] = (),
+) -> list[RunInput]:
+    """compare's speculative runs (:func:`breakeven.compare.parse_run`), each with what its files
+    may not say, given once for all runs or once per run
+    (:func:`breakeven.iotools.pipeline.per_file`)."""
+    runs = [parse_run(s) for s in specs]
+    given = {
+        "num_spec_tokens": num_spec_tokens,
+        "spec_method": spec_method,
+        "env": env,
+        "spec_topk": spec_topk,
+        "verify_tokens": verify_tokens,
+    }
+    columns = {name: per_file(name, values, len(runs)) for name, values in given.items()}
+    return [
+        replace(run, **{name: column[i] for name, column in columns.items()})
+        for i, run in enumerate(runs)
+    ]
+
+
+def compare_from_files(
+    baseline: str,
+    specs: Sequence[str],
+    *,
+    num_spec_tokens: Sequence[int] = (),
+    spec_topk: Sequence[int] = (),
+    verify_tokens: Sequence[int] = (),
+    spec_method: Sequence[str] = (),
+    env: Sequence[str] = (),
+    **costs: Any,
+) -> CompareResult:
+    """:func:`breakeven.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
+
+    Parameters
+    ----------
+    baseline : str
+        The baseline run.
+    specs : sequence of str
+        The speculative runs.
+    num_spec_tokens, spec_topk, verify_tokens, spec_method, env
+        What the runs' files may not say; see :func:`spec_runs`.
+    **costs
+        ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
+    """
+    runs = spec_runs(
+        specs,
+        num_spec_tokens=num_spec_tokens,
+        spec_topk=spec_topk,
+        verify_tokens=verify_tokens,
+        spec_method=spec_method,
+        env=env,
+    )
+    return compare(parse_run(baseline), runs, **costs)
+
+
+def secret_from_env(variable: str, name: str) -> str:
+    """The stripped value of the environment variable ``variable`` (a bearer token).
+
+    Parameters
+    ----------
+    variable : str
+        The variable's name.
+    name : str
+        The argument ``variable`` came from, named in errors.
+    """
+    token = os.environ.get(variable)
+    if not token:
+        raise BreakevenError(
+            "{0}: the variable " + escape_braces(shorten(variable)) + " is not set", name
+        )
+    return token.strip()
+
+
+def api_key_from_env(variable: str) -> tuple[str, str | None]:
+    """An API key from the environment variable ``variable``
+    (:func:`breakeven.credentials.clean_api_key`), and a note where it was cleaned.
+
+    Errors name ``api_key_env``; the key itself is never shown.
+    """
+    key = os.environ.get(variable)
+    if key is None:
+        shown = variable if variable.isidentifier() else shorten(repr(variable))
+        raise BreakevenError(
+            "{0}: the variable " + escape_braces(shown) + " is not set", "api_key_env"
+        )
+    return clean_api_key(key, variable)
+
+
+def bench_config(
+    *,
+    concurrency: Sequence[int],
+    prompts: str | None = None,
+    api_key_env: str | None = None,
+    **options: Any,
+) -> tuple[Config, str | None]:
+    """``breakeven bench``'s :class:`breakeven.bench_client.Config`, checked.
+
+    Parameters
+    ----------
+    concurrency : sequence of int
+        The levels to measure [requests in flight].
+    prompts : str, optional
+        A prompts file (:func:`breakeven.bench_client.read_prompts`); default: the built-in
+        prompts.
+    api_key_env : str, optional
+        The environment variable holding the API key (see :func:`api_key_from_env`).
+    **options
+        The other fields of :class:`breakeven.bench_client.Config`.
+
+    Returns
+    -------
+    config : Config
+    note : str or None
+        What was done to the key, to tell the user (never the key).
+    """
+    api_key = note = None
+    if api_key_env is not None:
+        api_key, note = api_key_from_env(api_key_env)
+    texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
+    config = Config(concurrency=tuple(concurrency), prompts=texts, api_key=api_key, **options)
+    config.check()
+    return config, note
+
+
+def fleet_from_prometheus(
+    prometheus: str,
+    *,
+    start: str | None = None,
+    end: str | None = None,
+    since: str | None = None,
+    step: str = "60s",
+    window: str | None = None,
+    match: str = "",
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    tolerance: float = 0.1,
+    max_share_above: float = 0.1,
+    token_env: str | None = None,
+    out: str | None = None,
+    force: bool = False,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every engine server a Prometheus keeps, read and summarised
+    (:func:`breakeven.fleet_client.read_fleet`).
+
+    Parameters
+    ----------
+    prometheus : str
+        The Prometheus server, ``http://host:9090``.
+    start, end : str, optional
+        Unix seconds or RFC 3339; ``end`` defaults to now.
+    since : str, optional
+        Instead of ``start``: this long before ``end`` (``6h``; default 1h).
+    step : str
+        Resolution of the range queries (``60s``).
+    window : str, optional
+        ``rate()`` window (default: twice the step, at least 60 s).
+    match : str
+        A label matcher every series is selected with (``{job="vllm"}``).
+    fit_file, fit_surface
+        A fit file's forward surface (see :func:`breakeven.fit.load_surface`):
+        predicted speedup at the load each server saw.
+    tolerance : float
+        ``acceptance_drop``: accept_len fell by more than this fraction.
+    max_share_above : float
+        ``above_breakeven``: more than this share of the time above the break-even batch.
+    token_env : str, optional
+        The environment variable holding a bearer token (never shown).
+    out : str, optional
+        Also write every server's steps as a measurements CSV (refused before any work if
+        it exists, unless ``force``).
+    force : bool
+        Replace ``out``.
+
+    Returns
+    -------
+    summary : dict
+        :class:`breakeven.fleet.FleetResult` as a dict.
+    series : dict
+        Each server's accept_len over time.
+    """
+    step_s = parse_duration(step, "step")
+    first, last = time_range(start, end, since, step_s)
+    rate_window = window or f"{max(60, int(2 * step_s))}s"
+    parse_duration(rate_window, "window")
+    matcher = check_match(match)
+    token = secret_from_env(token_env, "token_env") if token_env is not None else None
+    surface = None
+    if fit_file is not None:
+        surface = load_surface(fit_file, fit_surface)
+    elif fit_surface is not None:
+        raise BreakevenError("{0} needs {1}", "fit_surface", "fit_file")
+    if out is not None:
+        refuse_overwrite(out, force)
+    return read_fleet(
+        PrometheusAPI(prometheus, token),
+        first,
+        last,
+        step_s,
+        matcher,
+        rate_window,
+        out=out,
+        force=force,
+        surface=surface,
+        tolerance=tolerance,
+        max_share_above=max_share_above,
+    )
+
+
+__all__: Sequence[str] = (
+    "api_key_from_env",
+    "bench_config",
+    "check_from_file",
+    "compare_from_files",
+    "fleet_from_prometheus",
+    "report_from_file",
+    "secret_from_env",
+    "spec_runs",
+    "with_schedule",
+)
