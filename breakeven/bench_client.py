@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
-from breakeven.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.metrics import spec_decode_series
 from breakeven.iotools.prometheus import parse_metrics
@@ -230,12 +230,12 @@ def read_prompts(path: str) -> list[str]:
     named pipe is read as a stream)."""
     import json
 
-    from breakeven.iotools.sources import InputError, read_whole
+    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(path))
     try:  # a named pipe is read as a stream, or refused when no process writes it
         data = read_whole(path, 64 << 20)
-    except InputError as e:
+    except UnreadableInput as e:
         message = escape_braces(str(e))
         raise BreakevenError("{0}: " + shown + ": " + message, "prompts") from None
     if b"\0" in data:

@@ -189,11 +189,15 @@ class CheckResult:
     baselines: tuple[Baseline, ...] = ()
     """The baseline runs of each configuration and environment (``compare``'s report places a
     run against each)."""
+    schedule_check: tuple[dict[str, Any], ...] | None = None
+    """Each run against a schedule's k and predicted speedup at its batch
+    (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``; NaN
-        (not measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
-        return {
+        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``, and
+        ``schedule_check`` when a schedule was given; NaN (not measured) is None, an infinity
+        (an overflow) is kept for the caller to refuse."""
+        data = {
             "comparisons": [plain_json(asdict(c), keep_infinite=True) for c in self.comparisons],
             "flags": [
                 {
@@ -208,6 +212,9 @@ class CheckResult:
             "baselines": [plain_json(asdict(b), keep_infinite=True) for b in self.baselines],
             "tolerance": self.tolerance,
         }
+        if self.schedule_check is not None:
+            data["schedule_check"] = [dict(row) for row in self.schedule_check]
+        return data
 
     def to_frame(self) -> Any:
         """The comparisons as a pandas DataFrame."""
@@ -216,8 +223,8 @@ class CheckResult:
         return pd.DataFrame([asdict(c) for c in self.comparisons])
 
     def report(self) -> str:
-        """What ``breakeven check`` prints: the comparisons, the server cross-checks and the
-        flags."""
+        """What ``breakeven check`` prints: the comparisons, the server cross-checks, the
+        flags, and each run against a schedule when one was given."""
         return formatting.check_text(self.to_dict())
 
     def _repr_html_(self) -> str:

@@ -106,6 +106,9 @@ class CompareResult:
     baselines: tuple[Any, ...] = ()
     """check's baselines (:class:`breakeven.check.Baseline`): each configuration and
     environment's baseline runs, which a report places every run against."""
+    schedule_check: tuple[dict[str, Any], ...] | None = None
+    """Each run against a schedule's k and predicted speedup at its batch
+    (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -127,8 +130,9 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``baseline``, ``runs`` (one row per speculative run), check's ``flags``, ``advice``,
-        ``tolerance``, ``sources`` and ``baselines``; a number that is not finite is None."""
-        return {
+        ``tolerance``, ``sources`` and ``baselines``, and ``schedule_check`` when a schedule was
+        given; a number that is not finite is None."""
+        data = {
             "baseline": self.baseline,
             "runs": [plain_json(asdict(r)) for r in self.runs],
             "flags": [{"code": f.code, "message": f.message} for f in self.flags],
@@ -137,10 +141,13 @@ class CompareResult:
             "sources": {k: list(v) for k, v in self.sources.items()},
             "baselines": [plain_json(asdict(b)) for b in self.baselines],
         }
+        if self.schedule_check is not None:
+            data["schedule_check"] = [dict(row) for row in self.schedule_check]
+        return data
 
     def report(self) -> str:
         """What ``breakeven compare`` prints: the headlines, a row per speculative run,
-        check's flags and advice."""
+        check's flags and advice, and each run against a schedule when one was given."""
         return formatting.compare_text(self.to_dict())
 
     def _repr_html_(self) -> str:

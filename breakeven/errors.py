@@ -34,6 +34,15 @@ class BreakevenError(ValueError):
         return self.template.format(*(spell(name) for name in self.names))
 
 
+class UnreadableInput(BreakevenError):
+    """An input that cannot be opened or read: a directory, an empty or corrupt file, a pipe
+    no process writes to.  Its message says why and names no file; the reader that knows
+    which file and flag it was adds them."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(escape_braces(reason))
+
+
 def invalid_value(name: str, value: object, expected: str) -> BreakevenError:
     """The standard message: ``name: got VALUE, expected EXPECTED``."""
     shown = repr(value) if isinstance(value, str) else str(value)

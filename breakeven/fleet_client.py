@@ -216,8 +216,8 @@ def read_fleet(
     surface: Any = None,
     tolerance: float = 0.1,
     max_share_above: float = 0.1,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``breakeven fleet``: the summary (:class:`breakeven.fleet.FleetResult` as a dict), its
+) -> tuple[Any, dict[str, Any]]:
+    """``breakeven fleet``: the summary (a :class:`breakeven.fleet.FleetResult`), its
     rows streamed to ``out`` as they come (atomically), and each server's accept_len over
     time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
     import itertools
@@ -262,7 +262,7 @@ def read_fleet(
         stats["queries"],
         stats["rows"],
         stats["chunks"],
-    ).to_dict()
+    )
     return result, collector.series()
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts
-from breakeven.check import check_file
+from breakeven.check import CheckResult, check_file
 from breakeven.compare import CompareResult, RunInput, compare, parse_run
 from breakeven.credentials import clean_api_key
 from breakeven.errors import BreakevenError, escape_braces, shorten
@@ -33,39 +33,35 @@ from breakeven.report import check_report_dir, write_report
 from breakeven.schedule import against
 
 
-def with_schedule(
-    data: dict[str, Any],
-    runs: Sequence[dict[str, Any]],
-    schedule_file: str | None,
-    tolerance: float = DEFAULT_TOLERANCE,
-) -> dict[str, Any]:
-    """``data`` with each run against a schedule's prediction at its batch.
+def with_schedule(result: Any, schedule_file: str | None) -> Any:
+    """``result`` with each of its runs against a schedule's prediction at its batch.
 
     Parameters
     ----------
-    data : dict
-        A result's ``to_dict()``; returned as it is without ``schedule_file``.
-    runs : sequence of dict
-        Its measured runs (``check``'s comparisons, ``compare``'s runs).
+    result : CheckResult or CompareResult
+        A check (its comparisons are the runs) or a comparison (its runs); returned as it is
+        without ``schedule_file``.
     schedule_file : str, optional
         What ``breakeven schedule --json`` printed.
-    tolerance : float
-        Relative tolerance [fraction] (:func:`breakeven.schedule.against`).
 
     Returns
     -------
-    dict
-        ``data`` with ``schedule_check`` added.
+    CheckResult or CompareResult
+        ``result`` with ``schedule_check`` (:func:`breakeven.schedule.against`, at the
+        result's tolerance).
     """
     if schedule_file is None:
-        return data
-    return {**data, "schedule_check": against(runs, read_schedule(schedule_file), tolerance)}
+        return result
+    data = result.to_dict()
+    runs = data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
+    checked = against(runs, read_schedule(schedule_file), result.tolerance)
+    return replace(result, schedule_check=tuple(checked))
 
 
 def check_from_file(
     measurements: str, tolerance: float = DEFAULT_TOLERANCE, schedule_file: str | None = None
-) -> dict[str, Any]:
-    """:func:`breakeven.check.check_file` as a dict, each run against a schedule if given.
+) -> CheckResult:
+    """:func:`breakeven.check.check_file`, each run against a schedule if given.
 
     Parameters
     ----------
@@ -76,8 +72,7 @@ def check_from_file(
     schedule_file : str, optional
         See :func:`with_schedule`.
     """
-    data = check_file(measurements, tolerance).to_dict()
-    return with_schedule(data, data["comparisons"], schedule_file, tolerance)
+    return with_schedule(check_file(measurements, tolerance), schedule_file)
 
 
 def report_from_file(
@@ -145,6 +140,7 @@ def compare_from_files(
     verify_tokens: Sequence[int] = (),
     spec_method: Sequence[str] = (),
     env: Sequence[str] = (),
+    schedule_file: str | None = None,
     **costs: Any,
 ) -> CompareResult:
     """:func:`breakeven.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
@@ -157,6 +153,8 @@ def compare_from_files(
         The speculative runs.
     num_spec_tokens, spec_topk, verify_tokens, spec_method, env
         What the runs' files may not say; see :func:`spec_runs`.
+    schedule_file : str, optional
+        Each run against this schedule too; see :func:`with_schedule`.
     **costs
         ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
     """
@@ -168,7 +166,7 @@ def compare_from_files(
         spec_method=spec_method,
         env=env,
     )
-    return compare(parse_run(baseline), runs, **costs)
+    return with_schedule(compare(parse_run(baseline), runs, **costs), schedule_file)
 
 
 def secret_from_env(variable: str, name: str) -> str:
@@ -256,7 +254,7 @@ def fleet_from_prometheus(
     token_env: str | None = None,
     out: str | None = None,
     force: bool = False,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[Any, dict[str, Any]]:
     """Every engine server a Prometheus keeps, read and summarised
     (:func:`breakeven.fleet_client.read_fleet`).
 

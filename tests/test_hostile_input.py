@@ -25,6 +25,7 @@ from breakeven import BreakevenError
 from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.costs import expected_distinct_experts
+from breakeven.errors import UnreadableInput
 from breakeven.iotools import read_cost_curve, read_measurements, sources
 from breakeven.iotools.paths import check_output_path
 
@@ -220,7 +221,7 @@ class TestNamedPipes:
         fifo = tmp_path / "pipe"
         os.mkfifo(fifo)
         start = time.monotonic()
-        with pytest.raises(sources.InputError, match="within 2 s"):
+        with pytest.raises(UnreadableInput, match="within 2 s"):
             sources.open_file(str(fifo))
         assert sources.FIFO_WRITER_WAIT_S <= time.monotonic() - start < 10
 

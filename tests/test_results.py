@@ -243,7 +243,7 @@ def test_fleet_result(monkeypatch):
         1,
     )
     monkeypatch.setattr(
-        "breakeven.fleet_client.read_fleet", lambda *a, **k: (r.to_dict(), {"gpu-1:8000": ([], [])})
+        "breakeven.fleet_client.read_fleet", lambda *a, **k: (r, {"gpu-1:8000": ([], [])})
     )
     assert r.report() == printed("fleet", "--prometheus", "http://prom:9090", "--since", "6h")
     strict_json(r)

@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import Bounded, InputError, Values, levels
+from breakeven.cli.params import Bounded, CommandLineError, Values, levels
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -191,4 +191,6 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     for failure in failures:
         click.echo(f"Problem: {failure}", err=True)
     if failures:
-        raise InputError(f"{len(failures)} request(s) failed; every completed one was recorded")
+        raise CommandLineError(
+            f"{len(failures)} request(s) failed; every completed one was recorded"
+        )

@@ -99,7 +99,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     result = fit_from_file(runs, **options)
     if options["out"] is not None:
         click.echo(f"Wrote {options['out']}.", err=True)
-    emit(result, as_json, "fit_text")
+    emit(result, as_json)
 
 
 @cli.command(epilog=definitions(SCHEDULE_KEYS))
@@ -188,4 +188,4 @@ def schedule(as_json: bool, **inputs: Any) -> None:
     data = schedule_from_files(**inputs)
     if inputs["out"] is not None and data["config"] is not None:
         click.echo(f"Wrote {inputs['out']}.", err=True)
-    emit(data, as_json, "schedule_text")
+    emit(data, as_json)

@@ -127,8 +127,8 @@ def fleet(
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result, series = fleet_from_prometheus(out=out, force=force, **options)
     if out is not None:
-        click.echo(f"Wrote {result['rows']} rows to {out}.", err=True)
-    emit(result, as_json, "fleet_text")
+        click.echo(f"Wrote {result.rows} rows to {out}.", err=True)
+    emit(result, as_json)
     if report_dir is not None:
         click.echo(
             f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.", err=True

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from breakeven import __version__
-from breakeven.cli.params import InputError, flag
+from breakeven.cli.params import CommandLineError, flag
 from breakeven.errors import BreakevenError
 
 
@@ -27,7 +27,7 @@ class Command(click.Command):
         try:
             return super().invoke(ctx)
         except BreakevenError as e:
-            raise InputError(e.render(lambda name: spelled(self, name))) from None
+            raise CommandLineError(e.render(lambda name: spelled(self, name))) from None
 
 
 class Group(click.Group):

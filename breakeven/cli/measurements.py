@@ -9,7 +9,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import FLOAT, Bounded, InputError, LibraryChoice, emit, writable
+from breakeven.cli.params import FLOAT, Bounded, CommandLineError, LibraryChoice, emit, writable
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -163,7 +163,7 @@ def ingest(
     for problem in problems:
         click.echo(f"Problem: {problem}", err=True)
     if problems:
-        raise InputError(
+        raise CommandLineError(
             f"{len(problems)} problem(s) reading the input; each is "
             "named above with its file and line"
         )
@@ -192,7 +192,7 @@ def check_command(
     """
     from breakeven.measure import check_from_file  # lazy: start-up
 
-    emit(check_from_file(measurements, tolerance, schedule_file), as_json, "check_text")
+    emit(check_from_file(measurements, tolerance, schedule_file), as_json)
 
 
 @cli.command(name="compare")
@@ -308,16 +308,13 @@ def compare_command(
       breakeven compare base.json spec.json --fail-if slower --json
       breakeven compare base.log spec.log --report report/
     """
-    from breakeven.measure import compare_from_files, with_schedule  # lazy: start-up
+    from breakeven.measure import compare_from_files  # lazy: start-up
     from breakeven.report import check_report_dir, write_compare_report  # lazy: start-up
 
     if report_dir is not None:
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result = compare_from_files(**runs)
-    data = result.to_dict()
-    emit(
-        with_schedule(data, data["runs"], schedule_file, result.tolerance), as_json, "compare_text"
-    )
+    result = compare_from_files(**runs, schedule_file=schedule_file)
+    emit(result, as_json)
     if report_dir is not None:
         click.echo(f"Wrote {write_compare_report(result, report_dir, force=force)}.", err=True)
     if result.failed(fail_if):

@@ -13,16 +13,21 @@ from typing import Any
 
 import click
 
-from breakeven.errors import BreakevenError, shorten
+from breakeven.errors import BreakevenError, escape_braces, shorten
 from breakeven.quantities import MAX_BATCH, MAX_SPEC_TOKENS, QUANTITIES
 
 USAGE_ERROR = 2
 
 
-class InputError(click.ClickException):
-    """A user error, shown as one line with exit code 2."""
+class CommandLineError(BreakevenError, click.ClickException):
+    """A :class:`~breakeven.errors.BreakevenError` as click shows it: one line,
+    ``Error: ...``, with exit code 2.  Its message already spells the flags as typed."""
 
     exit_code = USAGE_ERROR
+
+    def __init__(self, message: str) -> None:
+        BreakevenError.__init__(self, escape_braces(message))
+        self.message = message
 
 
 def flag(param: click.Parameter) -> str:
@@ -51,12 +56,12 @@ def number(text: str, param: click.Parameter) -> float:
     value = float(text)
     typed = text.strip().lower()
     if math.isinf(value) and typed not in _INFINITIES:
-        raise InputError(
+        raise CommandLineError(
             f"{flag(param)}: got {shorten(text.strip())}, expected a number a double "
             "holds (at most about 1.8e308 in size)"
         )
     if value == 0 and any(c in "123456789" for c in typed.partition("e")[0]):
-        raise InputError(
+        raise CommandLineError(
             f"{flag(param)}: got {shorten(text.strip())}, expected 0 or a number a "
             "double holds (at least about 1e-308 in size)"
         )
@@ -73,6 +78,8 @@ class Float(click.ParamType):
             return value
         try:
             return number(str(value), param)
+        except CommandLineError:  # already one line naming the flag
+            raise
         except ValueError:
             self.fail(f"{value!r} is not a valid float.", param, ctx)
 
@@ -87,7 +94,7 @@ class Bounded(click.IntRange):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = click.INT.convert(value, param, ctx)
         if param is not None and not self.min <= number <= self.max:
-            raise InputError(
+            raise CommandLineError(
                 f"{flag(param)}: got {shorten(str(number))}, expected a "
                 f"whole number from {self.min} to {self.max}"
             )
@@ -125,6 +132,8 @@ def floats(ctx: click.Context, param: click.Parameter, value: str | None) -> Any
         return None
     try:
         return [number(part, param) for part in value.split(",") if part.strip()]
+    except CommandLineError:  # already one line naming the flag
+        raise
     except ValueError:
         raise click.BadParameter(
             f"got {shorten(repr(value))}, expected comma-separated numbers such as {param.metavar}"
@@ -141,6 +150,8 @@ def accept_lens(ctx: click.Context, param: click.Parameter, value: str | None) -
         try:
             k = int(k_text)
             out[k] = number(tau_text, param)
+        except CommandLineError:  # already one line naming the flag
+            raise
         except ValueError:
             raise click.BadParameter(
                 f"got {shorten(repr(value))}, expected K:TAU pairs such "
@@ -164,13 +175,13 @@ def sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         if not part:
             continue
         if not part.isdigit() or not 1 <= int(part) <= MAX_BATCH:
-            raise InputError(
+            raise CommandLineError(
                 f"{flag(param)}: got {shorten(repr(part))}, expected "
                 f"batch sizes from 1 to {MAX_BATCH} such as 1,2,4,8,16"
             )
         out.append(int(part))
     if not out:
-        raise InputError(f"{flag(param)}: got no batch size, expected such as 1,2,4,8")
+        raise CommandLineError(f"{flag(param)}: got no batch size, expected such as 1,2,4,8")
     return tuple(sorted(set(out)))
 
 
@@ -183,12 +194,14 @@ def k_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tup
         first, sep, last = part.strip().partition("-")
         try:
             low, high = int(first), int(last if sep else first)
+        except CommandLineError:  # already one line naming the flag
+            raise
         except ValueError:
-            raise InputError(
+            raise CommandLineError(
                 f"{flag(param)}: got {shorten(repr(value))}, expected k values such as 1-8 or 2,3,5"
             ) from None
         if not (1 <= low <= high <= MAX_SPEC_TOKENS):
-            raise InputError(
+            raise CommandLineError(
                 f"{flag(param)}: got {shorten(repr(value))}, expected k "
                 f"from 1 to {MAX_SPEC_TOKENS}, each range low-high"
             )
@@ -202,13 +215,15 @@ def json_object(ctx: click.Context, param: click.Parameter, value: str | None) -
         return None
     try:
         data = json.loads(value)
+    except CommandLineError:  # already one line naming the flag
+        raise
     except (ValueError, RecursionError) as e:
-        raise InputError(
+        raise CommandLineError(
             f"{flag(param)}: is not JSON ({shorten(str(e))}); expected "
             'an object such as \'{"method": "eagle3"}\''
         ) from None
     if not isinstance(data, dict):
-        raise InputError(f"{flag(param)}: got {shorten(value)}, expected a JSON object")
+        raise CommandLineError(f"{flag(param)}: got {shorten(value)}, expected a JSON object")
     return data
 
 
@@ -216,6 +231,8 @@ def levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int,
     """``1 8 32`` or ``1,8,32``: request counts >= 1."""
     try:
         found = tuple(int(v) for v in value.replace(",", " ").split())
+    except CommandLineError:  # already one line naming the flag
+        raise
     except ValueError:
         raise click.BadParameter(f"got {value!r}, expected whole numbers such as 1 8 32") from None
     if not found or any(v < 1 for v in found):
@@ -254,7 +271,7 @@ def writable(ctx: click.Context, param: click.Parameter, value: str | None) -> A
     try:
         return check_output_path(value, directory=directory)
     except BreakevenError as e:
-        raise InputError(e.render(lambda name: flag(param))) from None
+        raise CommandLineError(e.render(lambda name: flag(param))) from None
 
 
 def _not_finite(data: Any, where: str = "") -> str | None:
@@ -269,23 +286,21 @@ def _not_finite(data: Any, where: str = "") -> str | None:
     return next((bad for key, v in items if (bad := _not_finite(v, key)) is not None), None)
 
 
-def emit(result: Any, as_json: bool, text: str) -> None:
-    """Print ``result`` as one JSON object, or the text of the formatter named ``text``.
+def emit(result: Any, as_json: bool) -> None:
+    """Print ``result`` as one JSON object (its ``to_dict()``), or its ``report()``.
 
     Output is strict JSON (and a table never shows inf): a result that overflows a double,
     which only absurd inputs make, is refused in one line naming it (exit 2).  Quantities
     that no value satisfies are null already.
     """
-    data = result if isinstance(result, dict) else result.to_dict()
+    data = result.to_dict()
     bad = _not_finite(data)
     if bad is not None:
-        raise InputError(
+        raise CommandLineError(
             f"{bad} overflows: these inputs give a number beyond what a double "
             "holds (about 1.8e308); expected inputs of a realistic size"
         )
     if as_json:
         click.echo(json.dumps(data, indent=2, allow_nan=False))
         return
-    from breakeven import formatting  # lazy: start-up
-
-    click.echo(getattr(formatting, text)(data), nl=False)
+    click.echo(result.report(), nl=False)

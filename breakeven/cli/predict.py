@@ -60,7 +60,7 @@ def predict(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.inputs import predict_from_files  # lazy: start-up
 
-    emit(predict_from_files(**inputs), as_json, "prediction_text")
+    emit(predict_from_files(**inputs), as_json)
 
 
 tree_options = o.options(
@@ -131,8 +131,7 @@ def optimize(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.inputs import optimize_from_files  # lazy: start-up
 
-    text = "tree_search_text" if inputs["tree"] else "optimize_text"
-    emit(optimize_from_files(**inputs), as_json, text)
+    emit(optimize_from_files(**inputs), as_json)
 
 
 @cli.command(epilog=definitions(BATCH_KEYS))
@@ -152,7 +151,7 @@ def batch(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.inputs import batch_from_files  # lazy: start-up
 
-    emit(batch_from_files(**inputs), as_json, "batch_text")
+    emit(batch_from_files(**inputs), as_json)
 
 
 @cli.command(epilog=definitions(MOE_KEYS))
@@ -220,4 +219,4 @@ def moe(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.optimize import moe_summary  # lazy: start-up
 
-    emit(moe_summary(**inputs), as_json, "moe_text")
+    emit(moe_summary(**inputs), as_json)

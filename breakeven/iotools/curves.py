@@ -7,8 +7,8 @@ import math
 import os
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces, shorten
-from breakeven.iotools.sources import InputError, allow_long_cells, read_whole
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
+from breakeven.iotools.sources import allow_long_cells, read_whole
 
 # Canonical column -> the headers accepted for it (lower case).
 CURVE_COLUMNS = {
@@ -55,7 +55,7 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
     path = os.fspath(path)
     try:
         data = read_whole(path)  # a named pipe too, as a stream
-    except InputError as e:
+    except UnreadableInput as e:
         raise _error(path, None, str(e)) from None
     try:
         lines = data.decode("utf-8").splitlines()

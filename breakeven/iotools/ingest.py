@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from breakeven.errors import UnreadableInput
 from breakeven.iotools import bench_results, prometheus, sources
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
 from breakeven.iotools.sources import Problem
@@ -150,7 +151,7 @@ def _read_input(
 ) -> Iterator[Any]:
     try:
         source = sources.open_input(item.path)
-    except sources.InputError as e:
+    except UnreadableInput as e:
         problems.append(Problem(item.path, None, str(e)))
         return
     try:
@@ -171,7 +172,7 @@ def _read_input(
                 yield frame_of(records)
             return
         yield from _text_frames(item, source, problems, block_bytes)
-    except sources.InputError as e:
+    except UnreadableInput as e:
         problems.append(Problem(item.path, None, str(e)))
     finally:
         source.close()
@@ -243,7 +244,7 @@ def _prometheus_records(
     if before is not None:
         try:
             earlier = sources.open_input(os.fspath(before))
-        except sources.InputError as e:
+        except UnreadableInput as e:
             problems.append(Problem(os.fspath(before), None, str(e)))
             return []
         try:

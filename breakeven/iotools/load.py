@@ -19,7 +19,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
 
 
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
@@ -108,7 +108,7 @@ def _is_measurements(head: bytes) -> bool:
 def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str, Any]]:
     """A load profile (see the module): ``{batch: share}``, shares summing to 1, and
     metadata (``path``, ``shape``: 'table' or 'records', ``samples``)."""
-    from breakeven.iotools.sources import InputError, read_whole
+    from breakeven.iotools.sources import read_whole
 
     path = os.fspath(path)
     try:
@@ -119,7 +119,7 @@ def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str,
             data = read_whole(path) if _is_table(head) else b""
         else:
             data = read_whole(path)
-    except (InputError, OSError, ValueError) as e:
+    except (UnreadableInput, OSError, ValueError) as e:
         raise _error(path, None, str(e)) from None
     profile = _table(path, data.decode("utf-8", "replace")) if data else None
     shape = "table"

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
-from breakeven.iotools.sources import InputError, allow_long_cells, rereadable
+from breakeven.iotools.sources import allow_long_cells, rereadable
 from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES, bad_number_message, first_bad_number
 
 # Columns check cannot do without.
@@ -26,7 +26,7 @@ def _error(path: str, line: int | None, message: str) -> BreakevenError:
 
 def _reason(e: BaseException) -> str:
     """Why a file cannot be read, as its message says it."""
-    if isinstance(e, InputError):
+    if isinstance(e, UnreadableInput):
         return str(e)
     return f"cannot read it ({getattr(e, 'strerror', None) or e})"
 
@@ -144,7 +144,7 @@ def read_measurements(
     try:
         source = rereadable(path)  # a named pipe or device is read once, into memory
         head = _head(source)
-    except (InputError, OSError) as e:
+    except (UnreadableInput, OSError) as e:
         raise _error(path, None, _reason(e)) from None
     if not head.strip():
         raise _error(path, None, "is empty; expected a header line naming the schema's columns")

@@ -8,17 +8,17 @@ import json
 import math
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
 
 
 def read_schedule(path: str) -> list[dict[str, Any]]:
     """The ``by_batch`` rows (``batch``, ``k``, ``speedup``) of a ``schedule --json`` file."""
-    from breakeven.iotools.sources import InputError, read_whole
+    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(str(path)))
     try:
         data = json.loads(read_whole(path))
-    except (InputError, OSError) as e:
+    except (UnreadableInput, OSError) as e:
         raise BreakevenError(
             "{0}: cannot read " + shown + ": " + escape_braces(str(e)), "schedule_file"
         ) from None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from queue import Full, Queue
 from typing import IO, Any, TypeVar
 
+from breakeven.errors import UnreadableInput
 from breakeven.iotools.metrics import PREFIXES
 
 T = TypeVar("T")
@@ -62,10 +63,6 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.path}, line {self.line}" if self.line is not None else self.path
         return f"{where}: {self.message}"
-
-
-class InputError(OSError):
-    """An input that cannot be opened or read (its message names no file: the caller does)."""
 
 
 class _Chain:
@@ -119,10 +116,10 @@ class Input:
     compression: str | None
 
     def read_all(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-        """The whole (decompressed) content; raises InputError past ``limit`` bytes."""
+        """The whole (decompressed) content; raises UnreadableInput past ``limit`` bytes."""
         data = _read_exactly(self.stream, limit + 1)
         if len(data) > limit:
-            raise InputError(
+            raise UnreadableInput(
                 f"is over {limit >> 20} MiB; a JSON or metrics file may hold at "
                 f"most {limit >> 20} MiB"
             )
@@ -136,7 +133,7 @@ class Input:
 def open_input(path: str) -> Input:
     """Open ``path`` (or standard input for ``-``), decompressing by magic bytes.
 
-    Raises InputError for a directory, an empty input or one that cannot be
+    Raises UnreadableInput for a directory, an empty input or one that cannot be
     read or decompressed.
     """
     if path == STDIN:
@@ -156,11 +153,11 @@ def open_input(path: str) -> Input:
     except READ_ERRORS as e:
         if path != STDIN:
             raw.close()
-        raise InputError(f"cannot read it ({decompression_error(e)})") from None
+        raise UnreadableInput(f"cannot read it ({decompression_error(e)})") from None
     if not head:
         if path != STDIN:
             raw.close()
-        raise InputError("is empty" + (f" ({compression}-compressed)" if compression else ""))
+        raise UnreadableInput("is empty" + (f" ({compression}-compressed)" if compression else ""))
     return Input(path, _Chain(head, stream), head, compression)
 
 
@@ -170,22 +167,22 @@ def open_file(path: str) -> Any:
 
     A named pipe is read as a stream, from its writer to the writer's end; one that no
     process writes within :data:`FIFO_WRITER_WAIT_S` is refused (``open`` would wait for
-    ever).  Raises InputError for a directory and for what cannot be opened.
+    ever).  Raises UnreadableInput for a directory and for what cannot be opened.
     """
     try:
         info = os.stat(path)
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise InputError(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise UnreadableInput(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
     if stat.S_ISDIR(info.st_mode):
-        raise InputError("is a directory; expected a file")
+        raise UnreadableInput("is a directory; expected a file")
     try:
         if stat.S_ISFIFO(info.st_mode):
             return _open_fifo(path)
         return open(path, "rb", buffering=0)
-    except InputError:
+    except UnreadableInput:
         raise
     except OSError as e:
-        raise InputError(f"cannot read it ({e.strerror or e})") from None
+        raise UnreadableInput(f"cannot read it ({e.strerror or e})") from None
 
 
 def _open_fifo(path: str) -> Any:
@@ -210,7 +207,7 @@ def _open_fifo(path: str) -> Any:
             if first:
                 break
             if time.monotonic() >= deadline:
-                raise InputError(
+                raise UnreadableInput(
                     f"is a named pipe that no process wrote to within "
                     f"{FIFO_WRITER_WAIT_S:g} s; start its writer first, or pipe "
                     "into standard input (-)"
@@ -226,16 +223,16 @@ def _open_fifo(path: str) -> Any:
 
 def read_whole(path: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """All of ``path`` (not decompressed), a named pipe as :func:`open_file` reads it;
-    InputError past ``limit`` bytes, for a directory and for what cannot be read."""
+    UnreadableInput past ``limit`` bytes, for a directory and for what cannot be read."""
     stream = open_file(path)
     try:
         data = _read_exactly(stream, limit + 1)
     except OSError as e:
-        raise InputError(f"cannot read it ({e.strerror or e})") from None
+        raise UnreadableInput(f"cannot read it ({e.strerror or e})") from None
     finally:
         stream.close()
     if len(data) > limit:
-        raise InputError(
+        raise UnreadableInput(
             f"is over {limit >> 20} MiB, more than breakeven reads from a pipe "
             "or device; save it to a file"
         )
@@ -246,14 +243,14 @@ def rereadable(path: str) -> Any:
     """``path`` itself when it is a regular file, which readers may open as often as they
     like; else (a named pipe, a device) its whole content, read once, as a binary stream.
 
-    Raises InputError for a directory and for what cannot be opened or read.
+    Raises UnreadableInput for a directory and for what cannot be opened or read.
     """
     import io
 
     try:
         info = os.stat(path)
     except (OSError, ValueError) as e:
-        raise InputError(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise UnreadableInput(f"cannot read it ({getattr(e, 'strerror', None) or e})") from None
     if stat.S_ISREG(info.st_mode):
         return path
     return io.BytesIO(read_whole(path))
