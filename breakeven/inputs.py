@@ -225,7 +225,7 @@ def _optimize_tree(
         if inputs.get("alpha") is None and bounds["rank_decay"] is None:
             acceptance = load_tree(fit_file, fit_group)
         surface = load_surface(
-            fit_file, fit_group if acceptance is None else None, like=acceptance, name="fit_group"
+            fit_file, fit_group if acceptance is None else None, like=acceptance, flag="fit_group"
         )
     elif fit_group is not None:
         raise BreakevenError("{0} needs {1}", "fit_group", "fit_file")

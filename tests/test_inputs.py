@@ -224,7 +224,7 @@ def test_compare_runs_take_what_their_files_do_not_say():
 
 
 def test_check_from_file_is_check_and_adds_a_schedule_only_when_given():
-    assert check_from_file(str(CASE_STUDY)) == check.check_file(str(CASE_STUDY))
+    assert check_from_file(str(CASE_STUDY)).to_dict() == check.check_file(str(CASE_STUDY)).to_dict()
     result = check.check_file(str(CASE_STUDY))
     assert with_schedule(result, None) is result
 

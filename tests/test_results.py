@@ -211,7 +211,7 @@ def test_schedule_report():
 
 
 def test_fleet_result(monkeypatch):
-    """The server is faked at the library's edge (read_fleet): the command prints what the
+    """The server is faked at the library's edge (read_fleet, as measure calls it): the command prints what the
     result reports."""
     server = Instance(
         "vllm",
@@ -243,7 +243,7 @@ def test_fleet_result(monkeypatch):
         1,
     )
     monkeypatch.setattr(
-        "breakeven.fleet_client.read_fleet", lambda *a, **k: (r, {"gpu-1:8000": ([], [])})
+        "breakeven.measure.read_fleet", lambda *a, **k: (r, {"gpu-1:8000": ([], [])})
     )
     assert r.report() == printed("fleet", "--prometheus", "http://prom:9090", "--since", "6h")
     strict_json(r)
