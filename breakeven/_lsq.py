@@ -8,6 +8,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from scipy.optimize import nnls
+
 
 def proportional_groups(a: Any, names: Sequence[str]) -> tuple[list[list[int]], tuple[str, ...]]:
     """Columns the equations cannot tell apart, grouped (each group is fitted as one term):
@@ -37,7 +40,6 @@ def independent_groups(
     """The groups less those in the span of the ones before them (in order), which the
     equations cannot separate (a dependency of three or more columns), and a sentence for each
     one left out."""
-    import numpy as np
 
     kept: list[list[int]] = []
     dropped: tuple[str, ...] = ()
@@ -59,8 +61,6 @@ def solve_groups(
     """Non-negative least squares (``scipy.optimize.nnls``) over the groups' columns: the full
     coefficient vector (a group's value in its first column) and the residual RMS.  With
     ``scaled``, each column is divided by its largest value first (for conditioning)."""
-    import numpy as np
-    from scipy.optimize import nnls
 
     x = np.zeros(a.shape[1])
     if not len(b) or not groups:

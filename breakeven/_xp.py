@@ -67,7 +67,7 @@ class _NumpyNamespace:
     """numpy, with results of 0-d operations returned as scalars."""
 
     def __init__(self) -> None:
-        import numpy as np
+        import numpy as np  # lazy: start-up
 
         self.np = np
         self.nan = np.nan

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import io
+import json
 import math
 import os
 import platform
@@ -38,10 +40,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value
+from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.metrics import spec_decode_series
+from breakeven.iotools.paths import check_output_path
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
+from breakeven.iotools.sources import read_whole
 from breakeven.schema import COLUMN_NAMES
 
 DEFAULT_PROMPTS = (
@@ -228,9 +233,6 @@ def environment(root: str, model: str, version: str | None) -> str:
 def read_prompts(path: str) -> list[str]:
     """Prompts from a file: one per line, or JSON Lines with a "prompt" key (UTF-8 text; a
     named pipe is read as a stream)."""
-    import json
-
-    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(path))
     try:  # a named pipe is read as a stream, or refused when no process writes it
@@ -275,7 +277,6 @@ def read_prompts(path: str) -> list[str]:
 def _printable(text: str, limit: int) -> str:
     """Server text as it may be shown (:func:`breakeven.formatting.printable`), at most
     ``limit`` long."""
-    from breakeven.formatting import printable
 
     text = printable(text[: 4 * limit])
     return text[:limit] + ("..." if len(text) > limit else "")
@@ -543,7 +544,6 @@ class Bench:
             )
 
     async def _stream(self, client: Any, prompt: str, level: _Level | None) -> RequestResult:
-        import json
 
         path, body = self._payload(prompt)
         url = self.shown_root + path
@@ -859,7 +859,6 @@ class RowWriter:
         self.columns: tuple[str, ...] = BENCH_COLUMNS
         if path is None:
             return
-        from breakeven.iotools.paths import check_output_path
 
         check_output_path(path, "out")  # a missing directory, a directory, no permission
         shown = escape_braces(repr(path))
@@ -913,7 +912,7 @@ class RowWriter:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            import fcntl
+            import fcntl  # lazy: POSIX only
         except ImportError:  # not POSIX: appends of whole lines, without a lock
             yield
             return
@@ -925,7 +924,6 @@ class RowWriter:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def _append(self, values: Sequence[Any]) -> None:
-        import io
 
         assert self.fd is not None
         buffer = io.StringIO()

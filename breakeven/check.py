@@ -21,10 +21,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from breakeven import formatting
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
+from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
@@ -218,7 +222,6 @@ class CheckResult:
 
     def to_frame(self) -> Any:
         """The comparisons as a pandas DataFrame."""
-        import pandas as pd
 
         return pd.DataFrame([asdict(c) for c in self.comparisons])
 
@@ -253,8 +256,6 @@ def _launches(df: Any) -> Any:
     """Each row's launch (an integer), the unit of repetition of an interval: its
     ``run_id``; else the file of its ``source`` (a log's windows are one launch); else the
     row itself (a row typed into a CSV is a run of its own)."""
-    import numpy as np
-    import pandas as pd
 
     run_id = df["run_id"].astype("category")  # categories already: a view of the codes
     categories = run_id.cat.categories
@@ -372,8 +373,6 @@ class _Findings:
 def _categorical(column: Any) -> Any:
     """A text column as categories, a missing value as "" (one more category, made from the
     codes: each distinct text is hashed once, and groupby works on integer codes)."""
-    import numpy as np
-    import pandas as pd
 
     values = column.astype("category")
     codes = values.cat.codes.to_numpy()
@@ -391,8 +390,6 @@ def normalise(data: Any) -> Any:
     """The rows with every column check reads: texts as categories ("" when missing), numbers
     as floats (a bad one refused with its line), and ``line``, ``is_spec``, ``fingerprint``,
     ``concurrency_key``, ``launch`` and ``echo`` (a server row whose run a client measured)."""
-    import numpy as np
-    import pandas as pd
 
     df = data.copy(deep=False)  # columns are replaced below, never changed in place
     if "line" not in df.columns:
@@ -440,7 +437,6 @@ def _server_costs(df: Any) -> None:
 def flag_rows(df: Any, findings: _Findings) -> None:
     """Flag speculative rows whose accept_len is outside [1, k + 1], or whose tok_s is
     1000 / itl_ms where a chunk carries several tokens."""
-    import numpy as np
 
     spec = df["is_spec"].to_numpy()
     tau, k, line = (df[c].to_numpy() for c in ("accept_len", "num_spec_tokens", "line"))
@@ -546,7 +542,6 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     disagree by more than the tolerance or ran in different environments.  Drift is between
     runs (a run_id, or a label and environment), not between the requests of one run, whose
     spread the interval accounts for."""
-    import numpy as np
 
     rows = np.flatnonzero((~df["is_spec"] & df["tok_s"].notna() & ~df["echo"]).to_numpy())
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
@@ -620,8 +615,6 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
 def _values_at(column: Any, positions: Any) -> Any:
     """A column's values at some positions, as a numpy array; a categorical column's texts
     are looked up from its codes (its ``to_numpy()`` would build a string per row)."""
-    import numpy as np
-    import pandas as pd
 
     if isinstance(column.dtype, pd.CategoricalDtype):
         categories = np.asarray(column.cat.categories, dtype=object)
@@ -636,7 +629,6 @@ def _values_at(column: Any, positions: Any) -> Any:
 def _stable_order(number: Any, groups: int) -> Any:
     """Positions sorted by group number, in file order within a group (a radix sort, when the
     numbers fit 16 bits)."""
-    import numpy as np
 
     small = number.astype(np.int16) if groups < (1 << 15) else number
     return np.argsort(small, kind="stable")
@@ -644,7 +636,6 @@ def _stable_order(number: Any, groups: int) -> Any:
 
 def _positions(number: Any, keys: Sequence[Any]) -> dict[Any, Any]:
     """The positions (in file order) of each group's rows, by the group's key."""
-    import numpy as np
 
     order = _stable_order(number, len(keys))
     starts = np.searchsorted(number[order], np.arange(len(keys) + 1))
@@ -659,8 +650,6 @@ def _group_numbers(df: Any, rows: Any, keys: Sequence[str]) -> tuple[Any, Any]:
     """Each of ``rows`` (positions in ``df``) numbered by its group of equal ``keys``, groups
     in order of first appearance; and each group's first row.  One integer per row from the
     columns' codes, then one sort: a groupby of seven columns costs several times more."""
-    import numpy as np
-    import pandas as pd
 
     combined = np.zeros(len(rows), dtype=np.int64)
     span = 1
@@ -688,7 +677,6 @@ def _group_numbers(df: Any, rows: Any, keys: Sequence[str]) -> tuple[Any, Any]:
 def _first_appearance_small(values: Any, span: int) -> tuple[Any, Any]:
     """:func:`_first_appearance` of integers in ``[0, span)``: each value's first position by
     one scatter (the reversed positions written last win), then ranks."""
-    import numpy as np
 
     first = np.full(span, -1, dtype=np.int64)
     first[values[::-1]] = np.arange(len(values) - 1, -1, -1)
@@ -702,8 +690,6 @@ def _first_appearance_small(values: Any, span: int) -> tuple[Any, Any]:
 def _first_appearance(values: Any) -> tuple[Any, Any]:
     """``values`` numbered 0, 1, ... in order of first appearance (a hash, no sort), and the
     position of each number's first appearance."""
-    import numpy as np
-    import pandas as pd
 
     number, _ = pd.factorize(values)
     if not len(number):
@@ -714,7 +700,6 @@ def _first_appearance(values: Any) -> tuple[Any, Any]:
 
 def _group_means(number: Any, values: Any, groups: int) -> tuple[Any, Any]:
     """Each group's mean of ``values`` over its values that are not NaN, and their count."""
-    import numpy as np
 
     ok = ~np.isnan(values)
     count = np.bincount(number[ok], minlength=groups)
@@ -740,7 +725,6 @@ def pair(
 ) -> tuple[list[Comparison], list[SpeedupInterval]]:
     """Each speculative run (rows sharing :data:`_RUN_KEYS`) against its baseline: the same
     configuration, in the same environment where one ran in it (else ``stale_baseline``)."""
-    import numpy as np
 
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
@@ -800,7 +784,6 @@ def _pick_baseline(
 ) -> tuple[Any, set[str]]:
     """The baseline rows a run is compared with (positions in ``base``), and the codes raised:
     the same environment's where there are some, else all of the configuration's."""
-    import numpy as np
 
     model, hardware, conc, _, _, label, fp = key
     config = (model, hardware, conc)
@@ -858,7 +841,6 @@ def _pair_one(
     findings: _Findings,
 ) -> tuple[Comparison, SpeedupInterval]:
     """One run against its baseline: measured speedup and interval, prediction, residual."""
-    import numpy as np
 
     model, hardware, conc, k_value, method, label, fp = key
     spec_side = side_of_launches(spec_tok, spec_launch)
@@ -941,7 +923,6 @@ def _at_concurrency(value: float) -> str:
 
 def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """:func:`check` on a measurements CSV."""
-    from breakeven.iotools.measurements import read_measurements
 
     data, _ = read_measurements(path, columns=COLUMNS_USED)
     return check(data, tolerance)

@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from scipy.optimize import lsq_linear
+
 from breakeven import _xp
 from breakeven.errors import BreakevenError, invalid_value
 
@@ -132,7 +135,6 @@ class TableCost:
             i = max(1, next(j for j, x in enumerate(self.tokens) if x >= t))
             t0, t1, m0, m1 = self.tokens[i - 1], self.tokens[i], self.ms[i - 1], self.ms[i]
             return m0 + (m1 - m0) * (t - t0) / (t1 - t0)
-        import numpy as np
 
         return np.interp(t, self.tokens, self.ms)
 
@@ -194,7 +196,6 @@ class FittedCost:
         measured_tokens, measured_ms = self.points
         if not measured_tokens:
             return _fitted(self.form, t, self.a, self.b, self.c)
-        import numpy as np
 
         x = np.asarray(t, dtype=float)
         first, last = measured_tokens[0], measured_tokens[-1]
@@ -236,8 +237,6 @@ def fit_cost_curve(
     if form not in FORMS:
         raise invalid_value("form", form, "one of " + ", ".join(FORMS))
     t, m = _curve_points(tokens, ms, "")
-    import numpy as np
-    from scipy.optimize import lsq_linear
 
     n, y = np.asarray(t), np.asarray(m)
     if form == "linear":

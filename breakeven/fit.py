@@ -30,7 +30,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize_scalar
+
 from breakeven import formatting
+from breakeven._lsq import proportional_groups, solve_groups
+from breakeven.acceptance import _tau
 from breakeven.errors import BreakevenError
 from breakeven.iotools.fitfile import (
     IDENTITY,
@@ -39,9 +45,11 @@ from breakeven.iotools.fitfile import (
     read_surface,
     read_tree,
 )
-from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, plain_json
-from breakeven.surface import BatchSurface
-from breakeven.tree import TreeAcceptance
+from breakeven.iotools.measurements import read_measurements
+from breakeven.model import _speedup as formula
+from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, MAX_SPEC_TOKENS, plain_json
+from breakeven.surface import BatchSurface, fit_surface
+from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -165,7 +173,6 @@ class FitResult:
 
     def to_frame(self) -> Any:
         """Every group's by-k rows as one pandas DataFrame."""
-        import pandas as pd
 
         rows = [
             {
@@ -208,7 +215,6 @@ def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
     """The design matrix over (verify_base, verify_per_token, draft, overhead) and the
     right-hand sides [ms]: per row ``(k, cycle, verify, draft, profiled)``, one equation for
     each cost that is known."""
-    import numpy as np
 
     per_token = draft_cost == "per-token"
     a, b = [], []
@@ -227,10 +233,6 @@ def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
 
 def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
     """The i.i.d. per-token acceptance that best gives the runs' accept_len (least squares)."""
-    import numpy as np
-    from scipy.optimize import minimize_scalar
-
-    from breakeven.acceptance import _tau
 
     k = np.asarray(ks, dtype=float)
     tau = np.asarray(taus, dtype=float)
@@ -247,7 +249,6 @@ def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
 
 def _prepared(data: Any) -> Any:
     """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms."""
-    import pandas as pd
 
     df = data.copy(deep=False)
     for column in ("model", "hardware", "spec_method", "label"):
@@ -317,7 +318,6 @@ def _fitted(
         if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
             rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
     a, b = _equations(rows, draft_cost)
-    from breakeven._lsq import proportional_groups, solve_groups
 
     groups, merged = proportional_groups(a, names)
     x, rms = solve_groups(a, b, groups)
@@ -336,7 +336,6 @@ def _predicted(coefficients: dict[str, float], only: set[int] | None, k: int) ->
 
 
 def _speedup(tau: float, step: float, cycle: float) -> float:
-    from breakeven.model import _speedup as formula
 
     if not (tau >= 1 and step > 0 and cycle > 0):
         return math.nan
@@ -432,9 +431,6 @@ def _k_row(
 def _predicted_row(
     k: int, alpha: float, coefficients: dict[str, float], only: set[int] | None, step: float
 ) -> KRow:
-    import numpy as np
-
-    from breakeven.acceptance import _tau
 
     tau = float(_tau(np, alpha, k)) if math.isfinite(alpha) else math.nan
     cycle = _predicted(coefficients, only, k)
@@ -454,7 +450,6 @@ def _predicted_row(
 def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
     batch sizes (:mod:`breakeven.surface`)."""
-    from breakeven.surface import fit_surface
 
     k = df["num_spec_tokens"]
     known = (df["rate"] > 0) & (df["concurrency"] > 0)
@@ -493,7 +488,6 @@ def _trees(df: Any) -> tuple[Any, ...]:
     """Tree acceptance per model, hardware and method that ran a tree (spec_topk > 1), fitted
     to the mean accept_len of each configuration over every batch size
     (:func:`breakeven.tree.fit_tree_acceptance`)."""
-    from breakeven.tree import check_tree, fit_tree_acceptance
 
     k = df["num_spec_tokens"]
     spec = df[(k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
@@ -554,7 +548,6 @@ def fit(
     moe : breakeven.surface.MoE, optional
         The model's expert routing, for the forward surface across batch sizes.
     """
-    from breakeven.quantities import MAX_SPEC_TOKENS
 
     if draft_cost not in DRAFT_COSTS:
         raise BreakevenError(
@@ -612,7 +605,6 @@ def fit(
 
 def fit_file(path: str, **options: Any) -> FitResult:
     """:func:`fit` on a measurements CSV."""
-    from breakeven.iotools.measurements import read_measurements
 
     data, _ = read_measurements(path, columns=COLUMNS_USED)
     return fit(data, source=str(path), **options)

@@ -21,11 +21,18 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from breakeven import formatting
+from breakeven.acceptance import alpha_from_accept_len
 from breakeven.errors import BreakevenError
 from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
+from breakeven.model import _speedup
+from breakeven.optimize import speedup_grid
 from breakeven.quantities import plain_json
+from breakeven.schedule import batch_weights, schedule_from_grid
+from breakeven.surface import SurfaceCost
 
 FLEET_ENGINES = tuple(METRICS)
 """The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""
@@ -87,7 +94,6 @@ class Chunk:
 
     def add(self, name: str, result: Sequence[dict[str, Any]]) -> None:
         """Prometheus' ``matrix`` result of quantity ``name`` (:data:`_QUANTITIES`)."""
-        import numpy as np
 
         column = _QUANTITIES.index(name)
         for series in result:
@@ -105,7 +111,6 @@ class Chunk:
     def rows(self, source: str) -> Iterator[dict[str, Any]]:
         """Measurement rows (``origin=server``): one per server and step with an accept_len or
         a rate; a step without data is no row."""
-        import numpy as np
 
         for (instance, model), table in self.values.items():
             tau, k, aggregate, running, tok_s = (table[:, c] for c in range(len(_QUANTITIES)))
@@ -313,7 +318,6 @@ def _instance(
 def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]:
     """Predicted speedup at each step's batch and accept_len, and the share of steps above
     the break-even batch at the mean accept_len and k."""
-    from breakeven.model import _speedup
 
     k = max(1, round(_mean(p[2] for p in spec))) if math.isfinite(_mean(p[2] for p in spec)) else 1
     speedups = [
@@ -340,10 +344,6 @@ def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int
     """What the best schedule of k by batch (:mod:`breakeven.schedule`, every change of k kept)
     would have made over the fixed k the server ran, at the load it saw [fraction]: acceptance
     at other k from the alpha of its accept_len at k (i.i.d. positions)."""
-    from breakeven.acceptance import alpha_from_accept_len
-    from breakeven.optimize import speedup_grid
-    from breakeven.schedule import batch_weights, schedule_from_grid
-    from breakeven.surface import SurfaceCost
 
     if not 1 <= tau <= k + 1:
         return math.nan

@@ -11,15 +11,21 @@ Prometheus' own error), nothing found (with the series looked for).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
 
+from breakeven.credentials import Redactor, shown_url, split_url
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.fleet import FLEET_ENGINES, Chunk, Collector, FleetResult, queries
 from breakeven.iotools.httpclient import require_http
+from breakeven.iotools.measurements import write_measurements
 from breakeven.iotools.records import iso_timestamp
+from breakeven.schema import COLUMN_NAMES
 
 CHUNK_STEPS = 10_000
 """Steps per range query: under Prometheus' limit of 11,000 points per series."""
@@ -44,7 +50,6 @@ def parse_duration(text: str, name: str) -> float:
 
 def parse_time(text: str, name: str) -> float:
     """Unix seconds, or an RFC 3339 time (``2026-12-01T12:00:00Z``), as Unix seconds."""
-    from datetime import datetime, timezone
 
     value = str(text).strip()
     try:
@@ -107,7 +112,6 @@ class PrometheusAPI:
     """A Prometheus server's range queries, with its errors as one line each."""
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 60.0) -> None:
-        from breakeven.credentials import Redactor, shown_url, split_url
 
         bare, auth = split_url(url.strip())
         if not re.match(r"^https?://[^/\s]+", bare):
@@ -186,7 +190,6 @@ def iter_fleet(
 ) -> Iterator[dict[str, Any]]:
     """Every engine's rows over ``start..end``, chunk by chunk, as they are made; ``stats``
     gets ``queries`` (by engine) at once, then ``rows`` and ``chunks`` as they grow."""
-    from breakeven.fleet import FLEET_ENGINES, Chunk, queries
 
     stats["queries"] = {engine: queries(engine, match, window) for engine in FLEET_ENGINES}
     stats["rows"] = stats["chunks"] = 0
@@ -220,9 +223,6 @@ def read_fleet(
     """``breakeven fleet``: the summary (a :class:`breakeven.fleet.FleetResult`), its
     rows streamed to ``out`` as they come (atomically), and each server's accept_len over
     time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
-    import itertools
-
-    from breakeven.fleet import Collector, FleetResult
 
     collector, stats = Collector(), {}
     try:
@@ -242,9 +242,6 @@ def read_fleet(
             for _ in rows:
                 pass
         else:
-            from breakeven.iotools.measurements import write_measurements
-            from breakeven.schema import COLUMN_NAMES
-
             write_measurements(
                 itertools.chain([head], rows), out, force=force, columns=[*COLUMN_NAMES, "origin"]
             )

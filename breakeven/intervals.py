@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
+
 from breakeven import formatting
 from breakeven.quantities import plain_json
 
@@ -96,7 +99,6 @@ def batch_means(values: Sequence[float]) -> MeanEstimate:
     the error but not of the mean); the batch means' spread gives the error with
     ``b - 1`` degrees of freedom.
     """
-    import numpy as np
 
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
@@ -119,7 +121,6 @@ def batch_means(values: Sequence[float]) -> MeanEstimate:
 
 def across_launches(run_means: Sequence[float]) -> MeanEstimate:
     """The mean of two or more launches' mean rates, and its standard error."""
-    import numpy as np
 
     x = np.asarray(run_means, dtype=float)
     x = x[np.isfinite(x)]
@@ -133,7 +134,6 @@ def across_launches(run_means: Sequence[float]) -> MeanEstimate:
 
 def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
     """One side's estimate from its runs (each a time-ordered sequence of rates)."""
-    import numpy as np
 
     runs = [r for r in runs if len(r)]
     if len(runs) == 1:
@@ -146,7 +146,6 @@ def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
 def side_of_launches(values: Any, launches: Any) -> MeanEstimate:
     """One side's estimate from its rates and each rate's launch (any labels), in time order;
     vectorised, for many launches."""
-    import numpy as np
 
     values = np.asarray(values, dtype=float)
     keep = np.isfinite(values)
@@ -162,7 +161,6 @@ def side_of_launches(values: Any, launches: Any) -> MeanEstimate:
 def _launch_codes(launches: Any) -> Any:
     """Each value's launch as 0, 1, ...: in one pass where the launches come in order (as
     a log's do), else by sorting them."""
-    import numpy as np
 
     if (
         launches.dtype.kind in "iuf"
@@ -193,7 +191,6 @@ def interval_of(
 ) -> SpeedupInterval:
     """The speedup ``s.mean / b.mean`` of two sides' estimates, and its interval (log scale,
     delta method, Welch-Satterthwaite degrees of freedom)."""
-    from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
 
     ratio = s.mean / b.mean if b.mean > 0 and s.mean >= 0 else math.nan
     covers = _covers(s.launches, b.launches)

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from breakeven import _xp, formatting
 from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
-from breakeven.costs import ConstantCost, DraftCost
+from breakeven.costs import ConstantCost, DraftCost, expected_distinct_experts
 from breakeven.errors import BreakevenError
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
 from breakeven.quantities import MAX_BATCH, MAX_K, plain_json
+from breakeven.tree import TreeAcceptance, check_acceptance, search_trees
 
 DEFAULT_K_MAX = 16
 BEYOND_THE_CURVE = "beyond the curve"
@@ -150,7 +154,6 @@ class OptimizeResult:
 
     def to_frame(self) -> Any:
         """``by_k`` as a pandas DataFrame indexed by k."""
-        import pandas as pd
 
         return pd.DataFrame([asdict(o) for o in self.by_k]).set_index("k")
 
@@ -423,7 +426,6 @@ def _tree_acceptance(
 ) -> tuple[Any, list[str]]:
     """The tree acceptance given (a fit's), or made of ``alpha`` and ``rank_decay``; and the
     notes it needs."""
-    from breakeven.tree import TreeAcceptance, check_acceptance
 
     if acceptance is not None:
         if alpha is not None or rank_decay is not None:
@@ -478,7 +480,6 @@ def optimize_tree(
     tree's branches is then priced as drafting one (say so).  The step is the baseline's,
     else the cost model's at ``batch``.  See :func:`breakeven.tree.search_trees`.
     """
-    from breakeven.tree import search_trees
 
     acceptance, notes = _tree_acceptance(acceptance, alpha, rank_decay)
     if baseline_tok_s is not None and step_ms is not None:
@@ -507,7 +508,6 @@ def optimize_tree(
         max_topk=max_topk,
         max_verify_tokens=max_verify_tokens,
     )
-    from dataclasses import replace
 
     return replace(result, notes=(*result.notes, *notes), batch=batch)
 
@@ -542,7 +542,6 @@ def optimal_k(alpha: Any, cost_ratio: Any, k_max: int = DEFAULT_K_MAX) -> tuple[
     speedup : ndarray  [x]
         At best_k (1 where best_k is 0).
     """
-    import numpy as np
 
     xp = _xp.namespace(np.asarray(alpha))
     a = _xp.probability(xp, "alpha", alpha)[..., None]
@@ -601,7 +600,6 @@ class BatchResult:
 
     def to_frame(self) -> Any:
         """``speedup_by_batch`` as a pandas DataFrame indexed by batch."""
-        import pandas as pd
 
         return pd.DataFrame([asdict(p) for p in self.speedup_by_batch]).set_index("batch")
 
@@ -894,7 +892,6 @@ def moe_summary(
     ``step_bytes`` and ``verify_step_ratio = forward_bytes / step_bytes`` (a
     memory-bound forward's time follows the bytes it reads).
     """
-    from breakeven.costs import expected_distinct_experts
 
     if (dense_bytes is None) != (expert_bytes is None):
         raise BreakevenError("{0} and {1} go together", "dense_bytes", "expert_bytes")

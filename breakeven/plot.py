@@ -20,8 +20,14 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from breakeven import _xp
+from breakeven.acceptance import accept_len_from_alpha
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.formatting import printable
+from breakeven.iotools.atomic import atomic_path
+from breakeven.iotools.paths import check_output_path, output_error
+from breakeven.model import speedup
+from breakeven.quantities import MAX_K
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)
@@ -178,7 +184,6 @@ def surface(
         measured run, filled), ``"predicted"`` (from costs given, hollow), ``"other"`` (a
         measured run against another baseline, grey) or ``"given"`` (typed in; the default).
     """
-    from breakeven.model import speedup
 
     for name, (low, high) in (("accept_len", accept_len), ("cycle_over_step", cycle_over_step)):
         if not (0 < low < high <= LARGEST_AXIS):
@@ -236,15 +241,11 @@ def surface_alpha_k(
     Give ``cost_ratio`` (Leviathan's c: cycle = k * c + 1 target steps) or
     ``cycle_over_step`` (a cycle cost that does not change with k).
     """
-    from breakeven.acceptance import accept_len_from_alpha
-    from breakeven.model import speedup
 
     if (cost_ratio is None) == (cycle_over_step is None):
         raise BreakevenError("give one of {0} or {1}", "cost_ratio", "cycle_over_step")
     ax = _axes(ax)
     a = np.linspace(alpha[0], alpha[1], resolution)
-    from breakeven import _xp
-    from breakeven.quantities import MAX_K
 
     k = np.arange(1, _xp.count("k_max", k_max, MAX_K) + 1)[:, None]
     cycle = (
@@ -529,8 +530,6 @@ def save(ax_or_figure: Any, path: str | os.PathLike[str], *, force: bool = False
             "name ending in .png, .svg or .pdf",
             "out",
         )
-    from breakeven.iotools.atomic import atomic_path
-    from breakeven.iotools.paths import check_output_path, output_error
 
     check_output_path(path)
     figure = getattr(ax_or_figure, "figure", ax_or_figure)

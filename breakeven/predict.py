@@ -59,7 +59,7 @@ class Prediction:
 
     def to_frame(self) -> Any:
         """The determined quantities as a pandas DataFrame: one row each, with its unit."""
-        import pandas as pd
+        import pandas as pd  # lazy: start-up
 
         rows = [
             (key, value, QUANTITIES[key].unit)

@@ -25,8 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from breakeven import formatting
+from breakeven.deploy import engine_shape, render
 from breakeven.errors import BreakevenError
+from breakeven.optimize import speedup_grid
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
@@ -179,7 +183,6 @@ class _Tokens:
     where the model cannot price a batch of it at k (such a k is never chosen there)."""
 
     def __init__(self, grid: Any, weights: Sequence[float], strict: bool = True) -> None:
-        import numpy as np
 
         full = np.column_stack(
             [
@@ -200,7 +203,6 @@ class _Tokens:
 
     def all_k(self, lo: int, hi: int) -> Any:
         """Tokens over batches ``lo..hi`` (indices, inclusive) at every k of :attr:`ks`."""
-        import numpy as np
 
         values = self.sum[hi + 1] - self.sum[lo]
         return np.where(self.nan[hi + 1] - self.nan[lo] > 0, -np.inf, values)
@@ -253,7 +255,6 @@ def _threshold(tokens: _Tokens, n: int) -> list[list[int]]:
     """The best schedule of one k below a batch and none from it on (older vLLM's
     ``disable_by_batch_size``, which needs the switch at batch 2 or later), over batch
     indices 0..n."""
-    import numpy as np
 
     plain = tokens.sum[:, 0]
     after = plain[n + 1] - plain[1 : n + 2]  # no speculation from index cut on, cut = 1..n+1
@@ -486,7 +487,6 @@ def schedule_report(
 ) -> ScheduleReport:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
     for ``engine`` (:func:`breakeven.deploy.render`), as one dict that reports itself."""
-    from breakeven.deploy import render
 
     _, result = plan(
         curve,
@@ -528,8 +528,6 @@ def plan(
 ) -> tuple[Any, Schedule]:
     """The speedup grid of a sweep (:func:`breakeven.optimize.speedup_grid`'s inputs in
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
-    from breakeven.deploy import engine_shape
-    from breakeven.optimize import speedup_grid
 
     grid = speedup_grid(curve, **sweep)
     return grid, schedule_from_grid(

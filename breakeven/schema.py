@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Column:
@@ -139,7 +141,6 @@ def first_bad_number(data: Any) -> tuple[str, int, float] | None:
     ``(column, row position, value)``, or None.  Empty cells (NaN) are fine: every number
     the schema holds is a count, a rate, a time, a ratio or a fraction, none of them
     negative or infinite."""
-    import numpy as np
 
     found: tuple[str, int, float] | None = None
     for column in data.columns:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from breakeven import _xp, formatting, model
 
 
@@ -40,7 +42,6 @@ class Sensitivity:
 
     def to_frame(self) -> Any:
         """The rows as a pandas DataFrame indexed by input name."""
-        import pandas as pd
 
         return pd.DataFrame(
             [

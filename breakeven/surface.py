@@ -35,6 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from breakeven._lsq import independent_groups, proportional_groups, solve_groups
+from breakeven.costs import expected_distinct_experts
 from breakeven.errors import BreakevenError
 from breakeven.quantities import SURFACE_TERM_UNITS
 
@@ -61,7 +65,6 @@ class MoE:
     shared: int = 0
 
     def loaded(self, tokens: Any) -> Any:
-        from breakeven.costs import expected_distinct_experts
 
         return expected_distinct_experts(self.experts, self.top_k, tokens, self.shared)
 
@@ -193,9 +196,6 @@ def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> 
 
 def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[str, ...], float]:
     """Non-negative least squares on relative residuals, proportional columns merged."""
-    import numpy as np
-
-    from breakeven._lsq import independent_groups, proportional_groups, solve_groups
 
     a = np.array(rows, dtype=float).reshape(-1, len(TERMS))
     b = np.array(targets, dtype=float)

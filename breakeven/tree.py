@@ -34,8 +34,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
 
 from breakeven import formatting
 from breakeven.errors import BreakevenError
@@ -194,8 +197,6 @@ def _solve(
 ) -> tuple[float, float, bool, list[float]]:
     """(alpha, rank_decay, decay fitted?, the solver's x) by bounded least squares on log
     accept_len, from the best point of a coarse grid and from ``start`` (a solver's x)."""
-    import numpy as np
-    from scipy.optimize import least_squares
 
     trees = [c for c in configs if c[1] > 1]
     fit_decay = len(trees) >= 1 and len(configs) >= 2
@@ -305,7 +306,6 @@ class TreeSearch:
         return self.options[0]
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:
-        from dataclasses import asdict
 
         best = self.best
         return {

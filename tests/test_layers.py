@@ -64,7 +64,7 @@ def _imports_in_functions(path: Path) -> list[tuple[int, str]]:
             continue
         for inner in ast.walk(node):
             if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                said = lines[inner.lineno - 1] + lines[inner.lineno - 2]
+                said = "".join(lines[inner.lineno - 2 : inner.end_lineno])
                 if "# lazy:" not in said:
                     found.append((inner.lineno, lines[inner.lineno - 1].strip()))
     return found
@@ -73,7 +73,7 @@ def _imports_in_functions(path: Path) -> list[tuple[int, str]]:
 def test_imports_inside_functions_say_why():
     # An import belongs at the top of its module, where it shows the dependency graph; one made
     # inside a function is there for start-up time or an optional dependency, and says so with
-    # a "# lazy: ..." comment on its line or the line above.
+    # a "# lazy: ..." comment on its lines or the line above.
     unsaid = {
         str(path.relative_to(ROOT)): found
         for path in sorted(PACKAGE.rglob("*.py"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -37,7 +38,6 @@ later writer in the same directory removes those whose process (on this host) is
 
 
 def _host() -> str:
-    import socket
 
     return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
 
@@ -156,7 +156,7 @@ def write_bytes(path: str, *parts: Iterable[bytes], force: bool = False) -> None
 def directory_lock(path: str) -> Iterator[None]:
     """An exclusive lock on the directory of ``path``, shared by every breakeven writer."""
     try:
-        import fcntl
+        import fcntl  # lazy: POSIX only
     except ImportError:  # not POSIX: no lock
         yield
         return

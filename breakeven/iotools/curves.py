@@ -7,6 +7,8 @@ import math
 import os
 from typing import Any
 
+import pandas as pd
+
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
 from breakeven.iotools.sources import allow_long_cells, read_whole
 
@@ -125,8 +127,6 @@ def read_cost_curve(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
         rows.append(line_no)
     if len(tokens) < 2:
         raise _error(path, None, f"has {len(tokens)} data row(s); expected at least two points")
-
-    import pandas as pd
 
     data = pd.DataFrame({"tokens": tokens, "ms": ms})
     return data, {"path": path, "comments": comments, "lines": rows}

@@ -23,8 +23,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+import polars as pl
+
 from breakeven.errors import UnreadableInput
 from breakeven.iotools import bench_results, prometheus, sources
+from breakeven.iotools.engines import engines
+from breakeven.iotools.lines import TextScanner
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
 from breakeven.iotools.sources import Problem
 
@@ -75,7 +80,6 @@ class IngestResult:
 
     def to_frame(self) -> Any:
         """The records as a pandas DataFrame (missing values NaN or None)."""
-        import pandas as pd
 
         if self.frame is None:
             return pd.DataFrame(columns=list(RECORD_KEYS))
@@ -131,7 +135,6 @@ def iter_frames(
 
 
 def _stamp(frame: Any, item: Input) -> Any:
-    import polars as pl
 
     frame = stamped(frame, item.stamp)
     if item.num_spec_tokens is not None:  # k where the file does not tell it
@@ -269,8 +272,6 @@ def _prometheus_records(
 def _text_frames(
     item: Input, source: sources.Input, problems: list[Problem], block_bytes: int | None
 ) -> Iterator[Any]:
-    from breakeven.iotools.engines import engines
-    from breakeven.iotools.lines import TextScanner
 
     scanner = TextScanner(
         item.path,
@@ -325,7 +326,6 @@ def _tables(
 
 def tok_s_meanings() -> dict[str, str]:
     """What ``tok_s`` (per sequence) is, by record format."""
-    from breakeven.iotools.engines import engines
 
     meanings = bench_results.bench_tok_s_meanings()
     meanings[prometheus.PROMETHEUS] = (
@@ -368,7 +368,6 @@ def ingest(
     IngestResult
         Problems name the file and line; unrelated lines are ignored.
     """
-    import polars as pl
 
     result = IngestResult()
     frames = list(

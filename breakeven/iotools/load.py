@@ -20,6 +20,9 @@ from collections import Counter
 from typing import Any
 
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.ingest import ingest
+from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.sources import read_whole
 
 
 def _error(path: str, line: int | None, message: str) -> BreakevenError:
@@ -73,16 +76,12 @@ def _records(path: str, head: bytes) -> dict[int, float]:
     """The batch of every record with a concurrency: a measurements CSV's rows (``bench``,
     ``fleet``, ``ingest --out``), else what ``ingest`` reads of the file."""
     if _is_measurements(head):
-        from breakeven.iotools.measurements import read_measurements
-
         try:
             data, _ = read_measurements(path, columns=("concurrency",))
         except BreakevenError as e:
             raise BreakevenError("{0}: " + escape_braces(str(e)), "load") from None
         values = [float(v) for v in data["concurrency"].dropna().tolist()]
     else:
-        from breakeven.iotools.ingest import ingest
-
         result = ingest([path])
         if result.problems:
             raise BreakevenError("{0}: " + escape_braces(str(result.problems[0])), "load")
@@ -108,7 +107,6 @@ def _is_measurements(head: bytes) -> bool:
 def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str, Any]]:
     """A load profile (see the module): ``{batch: share}``, shares summing to 1, and
     metadata (``path``, ``shape``: 'table' or 'records', ``samples``)."""
-    from breakeven.iotools.sources import read_whole
 
     path = os.fspath(path)
     try:

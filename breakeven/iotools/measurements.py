@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
+
+import pandas as pd
 
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
 from breakeven.iotools.atomic import refuse_overwrite, write_text
@@ -41,7 +44,6 @@ def _head(source: Any) -> bytes:
 
 def _text(source: Any) -> Any:
     """A path or an in-memory stream as UTF-8 text, CSV newlines kept."""
-    import io
 
     if isinstance(source, str):
         return open(source, encoding="utf-8", newline="")
@@ -185,8 +187,6 @@ def read_measurements(
             f"no {', '.join(missing)} column(s); expected the "
             "measurement schema's columns (README, 'Measurement schema')",
         )
-
-    import pandas as pd
 
     wanted = None if columns is None else set(columns)
     usecols = None if wanted is None else (lambda c: c.strip() in wanted)

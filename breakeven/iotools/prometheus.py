@@ -37,7 +37,9 @@ _READ = frozenset(m.name for engine in (VLLM, SGLANG) for m in engine.series.val
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     try:
-        from prometheus_client.parser import text_string_to_metric_families
+        from prometheus_client.parser import (
+            text_string_to_metric_families,  # lazy: optional dependency (the metrics and bench extras)
+        )
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
     out = {}

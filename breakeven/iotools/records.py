@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+import polars as pl
+
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
 # columns of ingest --out, in this order.
 RECORD_KEYS = (
@@ -90,7 +92,6 @@ _TEXT = (
 
 def record_schema() -> dict[str, Any]:
     """The polars type of each record key."""
-    import polars as pl
 
     types: dict[str, Any] = {}
     for key in RECORD_KEYS:
@@ -111,7 +112,6 @@ def frame_of(records: Any) -> Any:
     """Records (a polars frame, or a list of dicts) as a frame of exactly the record schema:
     every key, in order, with its type; NaN and infinities become null (the one place they
     do): a rate of 1000 / 1e-320 ms is no measurement, and the CSV never holds ``inf``."""
-    import polars as pl
 
     schema = record_schema()
     if not isinstance(records, pl.DataFrame):
@@ -149,7 +149,6 @@ def _plain(record: dict[str, Any]) -> dict[str, Any]:
 
 def stamped(frame: Any, stamp: dict[str, Any]) -> Any:
     """``frame`` with the user's metadata: a given value replaces what the file said."""
-    import polars as pl
 
     types = record_schema()
     given = {key: pl.lit(value, types[key]) for key, value in stamp.items() if value is not None}
@@ -160,7 +159,6 @@ def csv_bytes(frame: Any, header: bool = False) -> bytes:
     """A record frame as measurement CSV rows, UTF-8: missing values empty, floats
     exactly (the shortest text that reads back as the same float), lists as
     ``[a, b]``, booleans True/False."""
-    import polars as pl
 
     shown = frame.with_columns(
         per_position=pl.lit("[")
@@ -193,7 +191,6 @@ class Tally:
 
     def count(self, frame: Any) -> None:
         """Count the records of a frame."""
-        import polars as pl
 
         if not frame.height:
             return

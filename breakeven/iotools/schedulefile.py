@@ -9,11 +9,11 @@ import math
 from typing import Any
 
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.sources import read_whole
 
 
 def read_schedule(path: str) -> list[dict[str, Any]]:
     """The ``by_batch`` rows (``batch``, ``k``, ``speedup``) of a ``schedule --json`` file."""
-    from breakeven.iotools.sources import read_whole
 
     shown = escape_braces(repr(str(path)))
     try:

@@ -15,15 +15,21 @@ breakeven knows.
 from __future__ import annotations
 
 import bz2
+import csv
+import fcntl
 import gzip
+import io
 import json
 import lzma
 import os
 import stat
 import sys
 import threading
+import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from queue import Full, Queue
 from typing import IO, Any, TypeVar
@@ -192,8 +198,6 @@ def _open_fifo(path: str) -> Any:
     nothing written yet, with data once it has written, and with nothing (end of file)
     while no writer has it open: the last is waited out for FIFO_WRITER_WAIT_S.
     """
-    import fcntl
-    import time
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     deadline = time.monotonic() + FIFO_WRITER_WAIT_S
@@ -245,7 +249,6 @@ def rereadable(path: str) -> Any:
 
     Raises UnreadableInput for a directory and for what cannot be opened or read.
     """
-    import io
 
     try:
         info = os.stat(path)
@@ -260,7 +263,6 @@ def allow_long_cells() -> None:
     """Let Python's csv module read cells of up to :data:`MAX_CELL_BYTES` (by default it
     raises ``field larger than field limit`` past 128 KiB, and a 200 KiB ``env`` cell is
     still a measurement)."""
-    import csv
 
     if csv.field_size_limit() < MAX_CELL_BYTES:
         csv.field_size_limit(MAX_CELL_BYTES)
@@ -424,8 +426,6 @@ def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
 def mapped(func: Callable[[T], U], items: Iterable[T], workers: int) -> Iterator[tuple[T, U]]:
     """``(item, func(item))`` for each item, in order, with ``func`` run on up to
     ``workers`` items at once in threads (for work that releases the GIL)."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
     if workers <= 1:
         for item in items:
