@@ -32,7 +32,7 @@ from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
-from breakeven.schema import bad_number_message, first_bad_number
+from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
@@ -299,20 +299,9 @@ COLUMNS_USED = (
     "speedup",
     "source",
 )
-_TEXT_COLUMNS = ("model", "hardware", "spec_method", "label", "env", "run_id", "origin")
-_NUMBER_COLUMNS = (
-    "concurrency",
-    "num_spec_tokens",
-    "tok_s",
-    "accept_len",
-    "cycle_ms",
-    "verify_ms",
-    "draft_ms",
-    "step_ms",
-    "tpot_ms",
-    "itl_ms",
-    "speedup",
-)
+# Their types are the schema's; source stays as written (a row's citation, never grouped on).
+_TEXT_COLUMNS = tuple(c for c in COLUMNS_USED if ALL_COLUMNS[c].kind == "text" and c != "source")
+_NUMBER_COLUMNS = tuple(c for c in COLUMNS_USED if ALL_COLUMNS[c].kind != "text")
 CONFIG = ["model", "hardware", "concurrency_key"]
 """What a speculative run and its baseline share: model, hardware and concurrency."""
 

@@ -171,15 +171,9 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         click.echo(f"{what}{kept}.", err=True)
         sys.exit(143 if isinstance(e, Terminated) else 130)
     if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {k: (None if isinstance(v, float) and v != v else v) for k, v in level.items()}
-                    for level in levels
-                ],
-                indent=2,
-            )
-        )
+        from breakeven.quantities import plain_json  # lazy: start-up
+
+        click.echo(json.dumps(plain_json(levels), indent=2, allow_nan=False))
     else:
         from breakeven.formatting import bench_text  # lazy: start-up
 

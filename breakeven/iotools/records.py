@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from breakeven.schema import ALL_COLUMNS
+
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
 # columns of ingest --out, in this order.
 RECORD_KEYS = (
@@ -74,20 +76,13 @@ PLACEHOLDERS = (
     "-infinity",
 )
 
-_TEXT = (
-    "run_id",
-    "label",
-    "timestamp",
-    "engine",
-    "model",
-    "hardware",
-    "spec_method",
-    "env",
-    "source",
-    "origin",
-    "format",
-    "note",
+# Each key's type: the schema's for its columns; of the engine's own figures, two are text.
+_TEXT = tuple(
+    k
+    for k in RECORD_KEYS
+    if k in ("format", "note") or (k in ALL_COLUMNS and ALL_COLUMNS[k].kind == "text")
 )
+_INTEGER = tuple(k for k in RECORD_KEYS if k in ALL_COLUMNS and ALL_COLUMNS[k].kind == "integer")
 
 
 def record_schema() -> dict[str, Any]:
@@ -97,7 +92,7 @@ def record_schema() -> dict[str, Any]:
     for key in RECORD_KEYS:
         if key in _TEXT:
             types[key] = pl.String
-        elif key in ("num_spec_tokens", "spec_topk", "verify_tokens"):
+        elif key in _INTEGER:
             types[key] = pl.Int64
         elif key == "per_position":
             types[key] = pl.List(pl.Float64)
