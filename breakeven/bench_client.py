@@ -341,6 +341,67 @@ class _Level:
     written: int = 0
 
 
+@dataclass
+class _Timing:
+    """One streamed request's tokens as they arrive: times from ``time.perf_counter`` [s],
+    counts [tokens]."""
+
+    start: float
+    first: float | None = None  # when the first chunk with text came
+    last: float | None = None
+    tokens_seen: int = 0  # the usage's count, or one per chunk without it
+    usage_tokens: int | None = None  # the latest usage's completion tokens
+    first_usage: int | None = None  # the usage as the first chunk with text came
+    chunks: int = 0  # chunks with text
+    gaps: list[float] = field(default_factory=list)  # between chunks with text [ms]
+    draft_counts: tuple[int | None, int | None] = (None, None)  # (drafted, accepted)
+
+    def add(
+        self, now: float, text: str, usage: int | None, drafted: tuple[int | None, int | None]
+    ) -> int:
+        """Take one event that came at ``now`` [s]; returns the tokens it newly streamed."""
+        if usage is not None:
+            self.usage_tokens = usage
+        if drafted[0] is not None:
+            self.draft_counts = drafted
+        if not text:
+            return 0
+        self.chunks += 1
+        seen = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen + 1
+        streamed = max(0, seen - self.tokens_seen)
+        self.tokens_seen = seen
+        if self.first is None:
+            self.first = now
+            self.first_usage = self.usage_tokens
+        else:
+            self.gaps.append(1000.0 * (now - self.last))
+        self.last = now
+        return streamed
+
+    def result(self, done: bool) -> RequestResult:
+        """The request's record: failed if the stream ended before ``[DONE]`` (``done``
+        false) or brought no tokens."""
+        if not done:
+            return RequestResult(False, "the stream ended before [DONE]")
+        if self.first is None:
+            return RequestResult(False, "no tokens came back")
+        total = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
+        # The first chunk's tokens arrive with the first token (prefill); decode is the rest.
+        # Without per-chunk usage, a chunk is taken to carry the mean number of tokens.
+        first_tokens = self.first_usage if self.first_usage is not None else total / self.chunks
+        return RequestResult(
+            True,
+            ttft_ms=1000.0 * (self.first - self.start),
+            decode_s=self.last - self.first,
+            completion_tokens=total,
+            first_chunk_tokens=first_tokens,
+            chunks=self.chunks,
+            chunk_gaps_ms=self.gaps,
+            draft_tokens=self.draft_counts[0],
+            accepted_tokens=self.draft_counts[1],
+        )
+
+
 class Bench:
     """One benchmark session against one server."""
 
@@ -544,83 +605,59 @@ class Bench:
             )
 
     async def _stream(self, client: Any, prompt: str, level: _Level | None) -> RequestResult:
-
+        """One request, streamed and timed; a fault is a failed request with its reason."""
         path, body = self._payload(prompt)
         url = self.shown_root + path
-        start = time.perf_counter()
-        first = last = None
-        tokens_seen = 0
-        usage_tokens = first_usage = None
-        chunks = 0
-        gaps: list[float] = []
-        draft_counts: tuple[int | None, int | None] = (None, None)
-        done = False
+        timing = _Timing(time.perf_counter())
         try:
             async with self.httpx_sse.aconnect_sse(
                 client, "POST", self.root + path, json=body
             ) as source:
                 if source.response.status_code != 200:
-                    await source.response.aread()
-                    text = self.redact(source.response.text)
-                    return RequestResult(
-                        False,
-                        f"HTTP {source.response.status_code} from {url}: {_printable(text, 200)}",
-                    )
-                async for event in source.aiter_sse():
-                    if event.data.strip() == "[DONE]":
-                        done = True
-                        break
-                    now = time.perf_counter()
-                    try:
-                        chunk = json.loads(event.data)
-                        text, usage = _chunk_text(chunk)
-                        drafted = _drafted(chunk)
-                    except ValueError:
-                        shown = _printable(self.redact(event.data), 80)
-                        return RequestResult(False, f"malformed server-sent event: {shown!r}")
-                    except _Malformed as e:
-                        return RequestResult(False, str(e))
-                    if usage is not None:
-                        usage_tokens = usage
-                    if drafted[0] is not None:
-                        draft_counts = drafted
-                    if not text:
-                        continue
-                    chunks += 1
-                    seen = usage_tokens if usage_tokens is not None else tokens_seen + 1
-                    if level is not None:
-                        level.streamed += max(0, seen - tokens_seen)
-                    tokens_seen = seen
-                    if first is None:
-                        first = now
-                        first_usage = usage_tokens
-                    else:
-                        gaps.append(1000.0 * (now - last))
-                    last = now
+                    return await self._refused(source.response, url)
+                try:
+                    done = await self._read_events(source, timing, level)
+                except _Malformed as e:
+                    return RequestResult(False, str(e))
         except self.httpx.TimeoutException as e:
             return RequestResult(False, self._timeout_reason(e))
         except (self.httpx.HTTPError, self.httpx_sse.SSEError) as e:
             reason = _printable(self.redact(str(e)), 200)
             return RequestResult(False, f"{type(e).__name__} mid-stream: {reason}")
-        if not done:
-            return RequestResult(False, "the stream ended before [DONE]")
-        if first is None:
-            return RequestResult(False, "no tokens came back")
-        total = usage_tokens if usage_tokens is not None else tokens_seen
-        # The first chunk's tokens arrive with the first token (prefill); decode is the rest.
-        # Without per-chunk usage, a chunk is taken to carry the mean number of tokens.
-        first_tokens = first_usage if first_usage is not None else total / chunks
+        return timing.result(done)
+
+    async def _refused(self, response: Any, url: str) -> RequestResult:
+        """The failed request of a reply other than 200, with its body (redacted, shortened)."""
+        await response.aread()
+        text = self.redact(response.text)
         return RequestResult(
-            True,
-            ttft_ms=1000.0 * (first - start),
-            decode_s=last - first,
-            completion_tokens=total,
-            first_chunk_tokens=first_tokens,
-            chunks=chunks,
-            chunk_gaps_ms=gaps,
-            draft_tokens=draft_counts[0],
-            accepted_tokens=draft_counts[1],
+            False, f"HTTP {response.status_code} from {url}: {_printable(text, 200)}"
         )
+
+    async def _read_events(self, source: Any, timing: _Timing, level: _Level | None) -> bool:
+        """Time the stream's events until ``[DONE]``; returns whether it came.  Each token
+        streamed counts in ``level``; raises :class:`_Malformed` for an event off the protocol."""
+        async for event in source.aiter_sse():
+            if event.data.strip() == "[DONE]":
+                return True
+            now = time.perf_counter()
+            text, usage, drafted = self._event(event.data)
+            streamed = timing.add(now, text, usage, drafted)
+            if level is not None:
+                level.streamed += streamed
+        return False
+
+    def _event(self, data: str) -> tuple[str, int | None, tuple[int | None, int | None]]:
+        """One server-sent event's text, its usage's completion tokens and the (drafted,
+        accepted) tokens of its timings [tokens] (None where absent)."""
+        try:
+            chunk = json.loads(data)
+            text, usage = _chunk_text(chunk)
+            drafted = _drafted(chunk)
+        except ValueError:
+            shown = _printable(self.redact(data), 80)
+            raise _Malformed(f"malformed server-sent event: {shown!r}") from None
+        return text, usage, drafted
 
     async def scrape(self, client: Any) -> str | None:
         """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""

@@ -818,6 +818,51 @@ def _pick_baseline(
     return candidates, codes | {"stale_baseline"}
 
 
+def _cycle_ms(row: Any) -> float:
+    """A run's cycle [ms]: profiled, else verify + draft; NaN unless positive."""
+    cycle = float(row.cycle)
+    if math.isnan(cycle):
+        cycle = float(row.verify) + (0.0 if math.isnan(row.draft) else float(row.draft))
+    return cycle if cycle > 0 else math.nan
+
+
+def _baseline_step_ms(steps: Any, b_mean: float) -> float:
+    """The baseline's decode step [ms]: the mean of its measured ``steps`` [ms], else
+    1000 / its mean rate ``b_mean`` [tok/s]; NaN if neither is known."""
+    steps = steps[~np.isnan(steps)]
+    return float(steps.mean()) if len(steps) else (_step_ms(b_mean) if b_mean > 0 else math.nan)
+
+
+def _mismatch(
+    label: str,
+    lines: tuple[int, ...],
+    measured: float,
+    predicted: float,
+    tau: float,
+    step: float,
+    cycle: float,
+    s_mean: float,
+    implied: float,
+) -> Flag:
+    """The flag of a measured speedup [x] off the cycle model's prediction [x], from accept_len
+    ``tau`` [tokens/cycle], the baseline ``step`` [ms] and the ``cycle`` [ms]; with the run's
+    mean rate ``s_mean`` [tok/s], the cycle it ``implied`` [ms]."""
+    return Flag(
+        "prediction_mismatch",
+        f"{label or 'A speculative run'} (line {lines[0]}): measured "
+        f"{_n(measured, 3)}x, the cycle model predicts {_n(predicted, 3)}x from "
+        f"accept_len {_n(tau, 3)}, step {_n(step, 3)} ms and cycle "
+        f"{_n(cycle, 3)} ms. "
+        + (
+            f"The measured run implies a {_n(implied, 3)} ms cycle: check"
+            if s_mean > 0
+            else "Check"
+        )
+        + " the cycle profile and the baseline.",
+        lines,
+    )
+
+
 def _pair_one(
     key: tuple[Any, ...],
     row: Any,
@@ -844,33 +889,16 @@ def _pair_one(
     low, high = interval.low, interval.high
     if published:
         measured, low, high = float(row.published), math.nan, math.nan
-    tau, cycle = float(row.tau), float(row.cycle)
-    if math.isnan(cycle):
-        cycle = float(row.verify) + (0.0 if math.isnan(row.draft) else float(row.draft))
-    cycle = cycle if cycle > 0 else math.nan
-    steps = base.step_ms[chosen]
-    steps = steps[~np.isnan(steps)]
-    step = float(steps.mean()) if len(steps) else (_step_ms(b_mean) if b_mean > 0 else math.nan)
+    tau = float(row.tau)
+    cycle = _cycle_ms(row)
+    step = _baseline_step_ms(base.step_ms[chosen], b_mean)
     predicted = float(_speedup(tau, step, cycle))
     implied = float(_implied_cycle_ms(tau, s_mean)) if s_mean > 0 else math.nan
     residual = measured - predicted
     if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
         codes.add("prediction_mismatch")
         findings.add(
-            Flag(
-                "prediction_mismatch",
-                f"{label or 'A speculative run'} (line {lines[0]}): measured "
-                f"{_n(measured, 3)}x, the cycle model predicts {_n(predicted, 3)}x from "
-                f"accept_len {_n(tau, 3)}, step {_n(step, 3)} ms and cycle "
-                f"{_n(cycle, 3)} ms. "
-                + (
-                    f"The measured run implies a {_n(implied, 3)} ms cycle: check"
-                    if s_mean > 0
-                    else "Check"
-                )
-                + " the cycle profile and the baseline.",
-                lines,
-            )
+            _mismatch(label, lines, measured, predicted, tau, step, cycle, s_mean, implied)
         )
     comparison = Comparison(
         label=label,

@@ -285,6 +285,47 @@ def draft_cost(draft_ms: float | None = None, draft_step_ms: float | None = None
     return DraftCost("autoregressive", step_ms=draft_step_ms, fixed_ms=fixed)
 
 
+def _optimize_normalised(
+    cost_ratio: float, measured: dict[str, Any], k_max: int, acceptance: dict[str, Any]
+) -> OptimizeResult:
+    """Best k in Leviathan's normalised form: verify = one target step, a draft step of
+    ``cost_ratio`` target steps [-]; raises if a measured cost is also given."""
+    clash = next((name for name, value in measured.items() if value is not None), None)
+    if clash is not None:
+        raise BreakevenError(
+            "{0} (Leviathan's normalised form) and {1} (a measured cost) cannot be given together",
+            "cost_ratio",
+            clash,
+        )
+    c = float(_xp.nonnegative(_xp.SCALAR, "cost_ratio", cost_ratio, "target steps"))
+    result = optimize_k(
+        verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c), k_max=k_max, **acceptance
+    )
+    return OptimizeResult(
+        result.best_k, result.speedup, result.by_k, 1.0, 1, normalised=True, note=result.note
+    )
+
+
+def _verify_cost(verify_ms: float | None, verify_curve: Any, step_ms: float | None) -> Any:
+    """The verify cost: ``verify_curve`` (a cost model of tokens per forward) or ``verify_ms``
+    [ms], which needs the baseline step ``step_ms`` [ms]; raises if neither is given."""
+    verify = verify_curve if verify_curve is not None else verify_ms
+    if verify is None:
+        raise BreakevenError(
+            "give the verify cost: {0}, {1}, or {2} for Leviathan's form",
+            "verify_ms",
+            "verify_curve",
+            "cost_ratio",
+        )
+    if verify_ms is not None:
+        _xp.positive(_xp.SCALAR, "verify_ms", verify_ms, "ms")
+        if step_ms is None:
+            raise BreakevenError(
+                "{0} needs a baseline: {1} or {2}", "verify_ms", "baseline_tok_s", "step_ms"
+            )
+    return verify
+
+
 def optimize(
     *,
     alpha: float | None = None,
@@ -325,37 +366,10 @@ def optimize(
             raise BreakevenError("{0} and {1} cannot be given together: give one", first, second)
     acceptance = dict(alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k)
     if cost_ratio is not None:
-        clash = next((name for name, value in measured.items() if value is not None), None)
-        if clash is not None:
-            raise BreakevenError(
-                "{0} (Leviathan's normalised form) and {1} (a measured cost) cannot be "
-                "given together",
-                "cost_ratio",
-                clash,
-            )
-        c = float(_xp.nonnegative(_xp.SCALAR, "cost_ratio", cost_ratio, "target steps"))
-        result = optimize_k(
-            verify=1.0, step_ms=1.0, draft=DraftCost("autoregressive", c), k_max=k_max, **acceptance
-        )
-        return OptimizeResult(
-            result.best_k, result.speedup, result.by_k, 1.0, 1, normalised=True, note=result.note
-        )
+        return _optimize_normalised(cost_ratio, measured, k_max, acceptance)
     if baseline_tok_s is not None:
         step_ms = model_step_ms(baseline_tok_s)
-    verify = verify_curve if verify_curve is not None else verify_ms
-    if verify is None:
-        raise BreakevenError(
-            "give the verify cost: {0}, {1}, or {2} for Leviathan's form",
-            "verify_ms",
-            "verify_curve",
-            "cost_ratio",
-        )
-    if verify_ms is not None:
-        _xp.positive(_xp.SCALAR, "verify_ms", verify_ms, "ms")
-        if step_ms is None:
-            raise BreakevenError(
-                "{0} needs a baseline: {1} or {2}", "verify_ms", "baseline_tok_s", "step_ms"
-            )
+    verify = _verify_cost(verify_ms, verify_curve, step_ms)
     for name, value in (("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms)):
         if value is not None:
             _xp.nonnegative(_xp.SCALAR, name, value, "ms")

@@ -114,6 +114,128 @@ def write_measurements(
     return rows
 
 
+def _open(path: str) -> Any:
+    """The file as a rereadable source (a path, or a pipe's bytes in memory); raises for a file
+    that cannot be read, is empty or is binary (judged by its first 64 KiB)."""
+    try:
+        source = rereadable(path)  # a named pipe or device is read once, into memory
+        head = _head(source)
+    except (UnreadableInput, OSError) as e:
+        raise _error(path, None, _reason(e)) from None
+    if not head.strip():
+        raise _error(path, None, "is empty; expected a header line naming the schema's columns")
+    if b"\0" in head:
+        raise _error(path, None, "is binary, not a CSV text file")
+    return source
+
+
+def _read_header(path: str, source: Any) -> tuple[list[str], int, list[str]]:
+    """The header's column names (stripped), its line number (from 1) and the comment lines
+    before it (``#`` and blank lines, ``#`` removed)."""
+    try:
+        with _text(source) as f:
+            comments = []
+            header_line = 0
+            for header_line, text in enumerate(f, start=1):  # noqa: B007
+                if text.startswith("#") or not text.strip():
+                    comments.append(text.lstrip("#").strip())
+                    continue
+                header = next(csv.reader([text]))
+                break
+            else:
+                raise _error(path, None, "holds only comments; expected a header line")
+    except UnicodeDecodeError as e:
+        raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except csv.Error as e:
+        raise _error(path, header_line, f"the header does not parse as CSV ({e})") from None
+    return [h.strip() for h in header], header_line, comments
+
+
+def _check_header(path: str, header: list[str], header_line: int) -> None:
+    """Raise for a column named twice, or a required column missing."""
+    twice = _repeated(header)
+    if twice:
+        name, first, second = twice
+        raise _error(
+            path,
+            header_line,
+            f"column {name!r} appears twice in the header (columns "
+            f"{first} and {second}); expected each column once",
+        )
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise _error(
+            path,
+            header_line,
+            f"no {', '.join(missing)} column(s); expected the "
+            "measurement schema's columns (README, 'Measurement schema')",
+        )
+
+
+def _read_rows(
+    path: str, source: Any, header: list[str], header_line: int, columns: Iterable[str] | None
+) -> Any:
+    """The rows after the header as a DataFrame, text columns as categories and the rest as
+    pandas reads them, with a ``line`` column (the file line); all-empty rows dropped."""
+    wanted = None if columns is None else set(columns)
+    usecols = None if wanted is None else (lambda c: c.strip() in wanted)
+    text_columns = [
+        c
+        for c in header
+        if (c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text")
+        and (wanted is None or c in wanted)
+    ]
+    if not isinstance(source, str):
+        source.seek(0)
+    try:
+        data = pd.read_csv(
+            source,
+            skiprows=header_line - 1,
+            dtype={c: "category" for c in text_columns},
+            usecols=usecols,
+            skip_blank_lines=False,
+            keep_default_na=False,
+            na_values=[""],
+            encoding="utf-8",
+        )
+    except (pd.errors.ParserError, ValueError) as e:
+        raise _error(path, None, f"does not parse as CSV ({e})") from None
+    data.columns = [str(c).strip() for c in data.columns]
+    data["line"] = range(header_line + 1, header_line + 1 + len(data))
+    return data.dropna(how="all", subset=[c for c in data.columns if c != "line"])
+
+
+def _to_numbers(path: str, data: Any) -> None:
+    """Convert, in place, the schema's numeric columns to numbers; raise, naming the line, for
+    a cell that is not a number, or one that is infinite or negative."""
+    for column in data.columns:
+        spec = ALL_COLUMNS.get(column)
+        if spec is None or spec.kind == "text" or data[column].dtype.kind in "fiu":
+            continue
+        numbers = pd.to_numeric(data[column], errors="coerce")
+        bad = numbers.isna() & data[column].notna()
+        if bad.any():
+            row = data[bad].iloc[0]
+            raise _error(
+                path,
+                int(row["line"]),
+                f"{column} is {shorten(repr(row[column]))}, expected a number [{spec.unit}] "
+                "or empty",
+            )
+        data[column] = numbers
+    found = first_bad_number(data)
+    if found is not None:
+        column, at, value = found
+        raise _error(path, int(data["line"].iloc[at]), bad_number_message(column, value))
+
+
+def _add_missing_columns(data: Any) -> None:
+    """Add, in place, the schema's columns the file lacks: empty (NaN, or None for text)."""
+    for column in COLUMN_NAMES:
+        if column not in data.columns:
+            data[column] = math.nan if ALL_COLUMNS[column].kind != "text" else None
+
+
 def read_measurements(
     path: str | os.PathLike[str], columns: Iterable[str] | None = None
 ) -> tuple[Any, dict[str, Any]]:
@@ -143,97 +265,11 @@ def read_measurements(
     cells may hold up to :data:`~breakeven.iotools.sources.MAX_CELL_BYTES`.
     """
     path = os.fspath(path)
-    try:
-        source = rereadable(path)  # a named pipe or device is read once, into memory
-        head = _head(source)
-    except (UnreadableInput, OSError) as e:
-        raise _error(path, None, _reason(e)) from None
-    if not head.strip():
-        raise _error(path, None, "is empty; expected a header line naming the schema's columns")
-    if b"\0" in head:
-        raise _error(path, None, "is binary, not a CSV text file")
+    source = _open(path)
     allow_long_cells()
-    try:
-        with _text(source) as f:
-            comments = []
-            header_line = 0
-            for header_line, text in enumerate(f, start=1):  # noqa: B007
-                if text.startswith("#") or not text.strip():
-                    comments.append(text.lstrip("#").strip())
-                    continue
-                header = next(csv.reader([text]))
-                break
-            else:
-                raise _error(path, None, "holds only comments; expected a header line")
-    except UnicodeDecodeError as e:
-        raise _error(path, None, f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except csv.Error as e:
-        raise _error(path, header_line, f"the header does not parse as CSV ({e})") from None
-    header = [h.strip() for h in header]
-    twice = _repeated(header)
-    if twice:
-        name, first, second = twice
-        raise _error(
-            path,
-            header_line,
-            f"column {name!r} appears twice in the header (columns "
-            f"{first} and {second}); expected each column once",
-        )
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise _error(
-            path,
-            header_line,
-            f"no {', '.join(missing)} column(s); expected the "
-            "measurement schema's columns (README, 'Measurement schema')",
-        )
-
-    wanted = None if columns is None else set(columns)
-    usecols = None if wanted is None else (lambda c: c.strip() in wanted)
-    text_columns = [
-        c
-        for c in header
-        if (c not in ALL_COLUMNS or ALL_COLUMNS[c].kind == "text")
-        and (wanted is None or c in wanted)
-    ]
-    if not isinstance(source, str):
-        source.seek(0)
-    try:
-        data = pd.read_csv(
-            source,
-            skiprows=header_line - 1,
-            dtype={c: "category" for c in text_columns},
-            usecols=usecols,
-            skip_blank_lines=False,
-            keep_default_na=False,
-            na_values=[""],
-            encoding="utf-8",
-        )
-    except (pd.errors.ParserError, ValueError) as e:
-        raise _error(path, None, f"does not parse as CSV ({e})") from None
-    data.columns = [str(c).strip() for c in data.columns]
-    data["line"] = range(header_line + 1, header_line + 1 + len(data))
-    data = data.dropna(how="all", subset=[c for c in data.columns if c != "line"])
-    for column in data.columns:
-        spec = ALL_COLUMNS.get(column)
-        if spec is None or spec.kind == "text" or data[column].dtype.kind in "fiu":
-            continue
-        numbers = pd.to_numeric(data[column], errors="coerce")
-        bad = numbers.isna() & data[column].notna()
-        if bad.any():
-            row = data[bad].iloc[0]
-            raise _error(
-                path,
-                int(row["line"]),
-                f"{column} is {shorten(repr(row[column]))}, expected a number [{spec.unit}] "
-                "or empty",
-            )
-        data[column] = numbers
-    found = first_bad_number(data)
-    if found is not None:
-        column, at, value = found
-        raise _error(path, int(data["line"].iloc[at]), bad_number_message(column, value))
-    for column in COLUMN_NAMES:
-        if column not in data.columns:
-            data[column] = math.nan if ALL_COLUMNS[column].kind != "text" else None
+    header, header_line, comments = _read_header(path, source)
+    _check_header(path, header, header_line)
+    data = _read_rows(path, source, header, header_line, columns)
+    _to_numbers(path, data)
+    _add_missing_columns(data)
     return data, {"path": path, "comments": comments}
