@@ -51,6 +51,38 @@ class TestVllmV1:
         assert r["accept_len"] == pytest.approx(1 + 89 / 65)  # printed: 2.37
         assert sum(r["per_position"]) == pytest.approx(r["accept_len"] - 1, abs=0.01)
 
+    def test_drafts_shorter_than_k_are_counted_from_the_per_position_rates(self, tmp_path):
+        # ngram proposes fewer than k tokens where its match is short.  The line is built as
+        # vLLM builds it (vllm/v1/spec_decode/metrics.py: SpecDecodingStats.observe_draft
+        # counts a draft per proposal; each position's rate is its accepted count over the
+        # drafts, printed "%.3f"; the mean acceptance length is 1 + accepted / drafts).
+        k = 3
+        drafts = (
+            [(3, 2)] * 20 + [(3, 0)] * 20 + [(1, 1)] * 30 + [(1, 0)] * 30
+        )  # (drafted, accepted)
+        per_position = [sum(1 for _, a in drafts if a > i) / len(drafts) for i in range(k)]
+        accepted = sum(a for _, a in drafts)
+        drafted = sum(d for d, _ in drafts)
+        mean = 1 + accepted / len(drafts)
+        line = (
+            "INFO 11-30 10:00:00 [metrics.py:101] SpecDecoding metrics: "
+            f"Mean acceptance length: {mean:.2f}, Accepted throughput: 7.00 tokens/s, "
+            f"Drafted throughput: 15.00 tokens/s, Accepted: {accepted} tokens, "
+            f"Drafted: {drafted} tokens, Per-position acceptance rate: "
+            + ", ".join(f"{p:.3f}" for p in per_position)
+            + f", Avg Draft acceptance rate: {100 * accepted / drafted:.1f}%\n"
+        )
+        log = tmp_path / "ngram.log"
+        log.write_text(line)
+        result = ingest([log])
+        assert not result.problems
+        (r,) = result.records
+        assert r["num_spec_tokens"] == k
+        assert r["num_drafts"] == pytest.approx(len(drafts), rel=1e-3)  # drafted / k says 50
+        assert r["accept_len"] == pytest.approx(mean, abs=0.005)  # drafted / k gave 2.4
+        assert round(r["accept_len"], 2) == round(mean, 2)
+        assert r["acceptance_rate"] == pytest.approx(accepted / drafted)
+
     def test_early_formats_without_k(self):
         rs, _ = records("vllm_v1_specdecoding_pr15902_format_change.txt")
         spec = [r for r in rs if r["format"] == "vllm_v1"]

@@ -7,7 +7,8 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   ``Mean acceptance length``, ``Accepted: N tokens``, ``Drafted: N tokens``,
   ``Per-position acceptance rate: a1, a2, ...`` (one rate per draft position,
   so k is their number).  ``accept_len = 1 + accepted / drafts`` with
-  ``drafts = drafted / k``.  Its first format (early 2025) said ``Speculative
+  ``drafts = drafted / k``, or ``accepted / sum(rates)`` where drafts were shorter than k
+  (:func:`_v1_drafts`).  Its first format (early 2025) said ``Speculative
   metrics: Draft acceptance rate: ..., Number of accepted tokens: ..., Number
   of draft tokens: ...``.  The line is logged only for intervals with drafts
   (``if not self.num_drafts: return``), and never without a speculative config.
@@ -216,6 +217,34 @@ def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
     )
 
 
+# Per-position rates are printed with 3 decimals ("%.3f"): their sum is off by up to this much
+# per position.
+_RATE_ROUNDING = 0.0005
+
+
+def _v1_drafts(row_k: pl.Expr) -> pl.Expr:
+    """Drafts in a V1 interval: ``drafted / k`` when every draft was k tokens long, else
+    ``accepted / sum(per-position rates)``.
+
+    vLLM counts drafts (``SpecDecodingStats.observe_draft``) and prints each position's
+    accepted count over them, so the rates add up to ``accepted / drafts`` exactly, whatever
+    the drafts' lengths.  A drafter that proposes fewer than k tokens (ngram without a match
+    long enough) makes ``drafted / k`` too few drafts and the acceptance length too long
+    (1.545 where vLLM printed 1.50).  ``drafted / k`` is kept, being exact, where it agrees
+    with the rates within their rounding; with no accepted token the rates tell nothing and
+    ``drafted / k`` (the fewest drafts that many tokens make) stands.
+    """
+    full = pl.col("draft_tokens") / row_k
+    rates = pl.col("per_position").list.sum()
+    from_rates = pl.col("accepted_tokens") / rates
+    band = from_rates * pl.col("per_position").list.len() * _RATE_ROUNDING / rates
+    return (
+        pl.when((rates > 0) & ((from_rates - full).abs() > band + 1e-9))
+        .then(from_rates)
+        .otherwise(full)
+    )
+
+
 def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
@@ -229,7 +258,7 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .when(kind.is_in([V1, V1_FIRST]))
         .then(v1_k)
     )
-    drafts = pl.col("draft_tokens") / row_k
+    drafts = _v1_drafts(row_k)
     v1_accept_len = (
         pl.when(row_k > 0)
         .then(pl.when(drafts > 0).then(1 + pl.col("accepted_tokens") / drafts))
