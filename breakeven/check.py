@@ -122,7 +122,8 @@ class Comparison:
     """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval' (too few
     values or launches: :mod:`breakeven.intervals`)."""
     accept_len: float
-    """Mean accept_len of the speculative rows [tokens/cycle]."""
+    """The run's accept_len [tokens/cycle]: pooled from counts, 1 + sum(accepted) /
+    sum(drafts), where its rows give their drafts (num_drafts); else their mean."""
     cycle_ms: float
     """Cycle cost from the rows: cycle_ms, or verify_ms + draft_ms [ms]."""
     predicted_speedup: float
@@ -297,6 +298,7 @@ COLUMNS_USED = (
     "tpot_ms",
     "itl_ms",
     "speedup",
+    "num_drafts",
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on).
@@ -697,6 +699,29 @@ def _group_means(number: Any, values: Any, groups: int) -> tuple[Any, Any]:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
 
 
+def _pooled_accept_len(number: Any, tau: Any, drafts: Any, groups: int) -> tuple[Any, Any]:
+    """Each group's accept_len pooled from counts, ``1 + sum(accepted) / sum(drafts)``, and
+    its count of values.
+
+    A row's accepted tokens are ``(accept_len - 1) * num_drafts``, so the pool is the
+    rows' accept_len weighted by their drafts: an interval of 1 draft weighs 1/23 of one of
+    23, as the engine's own counters weigh them.  A group in which some row with an
+    accept_len has no draft count (a source that prints only the ratio) is averaged, as
+    nothing else can be done with it.
+    """
+    mean, count = _group_means(number, tau, groups)
+    has_tau = ~np.isnan(tau)
+    weighted = has_tau & (drafts > 0)  # NaN compares False
+    unweighted = np.bincount(number[has_tau & ~weighted], minlength=groups)
+    w = np.bincount(number[weighted], weights=drafts[weighted], minlength=groups)
+    accepted = np.bincount(
+        number[weighted], weights=(tau[weighted] - 1) * drafts[weighted], minlength=groups
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = 1 + accepted / w
+    return np.where((unweighted == 0) & (w > 0), pooled, mean), count
+
+
 @dataclass(frozen=True)
 class _RunStats:
     """One speculative run's means over its rows."""
@@ -724,13 +749,18 @@ def pair(
     means = {
         name: _group_means(number, df[column].to_numpy(dtype=float)[rows], n)
         for name, column in (
-            ("tau", "accept_len"),
             ("cycle", "cycle_ms"),
             ("verify", "verify_ms"),
             ("draft", "draft_ms"),
             ("published", "speedup"),
         )
     }
+    means["tau"] = _pooled_accept_len(
+        number,
+        df["accept_len"].to_numpy(dtype=float)[rows],
+        df["num_drafts"].to_numpy(dtype=float)[rows],
+        n,
+    )
     order = _stable_order(number, n)  # rows of each group, in file order
     starts = np.searchsorted(number[order], np.arange(n + 1))
     tok = df["tok_s"].to_numpy(dtype=float)[rows]

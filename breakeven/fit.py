@@ -75,6 +75,7 @@ COLUMNS_USED = (
     "label",
     "spec_topk",
     "verify_tokens",
+    "num_drafts",
 )
 
 
@@ -85,7 +86,8 @@ class KRow:
     k: int
     """Draft tokens per cycle [tokens]."""
     accept_len: float
-    """Mean accept_len [tokens/cycle]; predicted from alpha where ``accept_len_predicted``."""
+    """accept_len of the runs [tokens/cycle]: pooled from counts (``num_drafts``) where the rows
+    give them, else their mean; predicted from alpha where ``accept_len_predicted``."""
     accept_len_predicted: bool
     """Whether accept_len is the fitted alpha's (no run at this k had one)."""
     runs: int
@@ -267,6 +269,7 @@ def _prepared(data: Any) -> Any:
         "cycle_ms",
         "spec_topk",
         "verify_tokens",
+        "num_drafts",
     ):
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
@@ -274,12 +277,19 @@ def _prepared(data: Any) -> Any:
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
+    # accept_len is pooled from counts where rows give their drafts (see _per_k).
+    weighted = df["accept_len"].notna() & (df["num_drafts"] > 0)
+    df["drafts"] = df["num_drafts"].where(weighted, 0.0)
+    df["accepted"] = ((df["accept_len"] - 1) * df["num_drafts"]).where(weighted, 0.0)
+    df["unweighted"] = (df["accept_len"].notna() & ~weighted).astype(int)
     return df
 
 
 def _per_k(spec: Any) -> Any:
-    """One row per group and k: the runs' mean accept_len and rate (over rows that have
-    them), how many rows have a rate, and the profiled costs' means."""
+    """One row per group and k: the runs' accept_len (pooled from counts, ``1 + sum(accepted)
+    / sum(drafts)``, where every row with one gives its drafts; else their mean) and mean
+    rate (over rows that have them), how many rows have a rate, and the profiled costs'
+    means."""
     table = (
         spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False)
         .agg(
@@ -289,8 +299,15 @@ def _per_k(spec: Any) -> Any:
             cycle=("cycle_ms", "mean"),
             verify=("verify_ms", "mean"),
             draft=("draft_ms", "mean"),
+            drafts=("drafts", "sum"),
+            accepted=("accepted", "sum"),
+            unweighted=("unweighted", "sum"),
         )
         .reset_index()
+    )
+    pooled = (table["drafts"] > 0) & (table["unweighted"] == 0)
+    table["accept_len"] = (1 + table["accepted"] / table["drafts"]).where(
+        pooled, table["accept_len"]
     )
     tau, rate = table["accept_len"], table["rate"]
     table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))

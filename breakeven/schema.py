@@ -129,6 +129,13 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "mean inter-token latency between streamed chunks; under speculation a chunk carries "
         "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms",
     ),
+    Column(
+        "num_drafts",
+        "number",
+        "cycles",
+        "verify cycles that drafted in the row's interval (vLLM's spec_decode_num_drafts); "
+        "a run's accept_len is pooled from counts, its rows' accept_len weighted by them",
+    ),
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)

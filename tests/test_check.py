@@ -96,6 +96,22 @@ def test_request_to_request_spread_within_one_run_is_not_drift():
     assert [f.code for f in check(again).flags] == ["baseline_drift"]  # a second run disagrees
 
 
+def test_accept_len_is_pooled_from_counts_never_a_mean_of_ratios():
+    # Two logging intervals of one run: 1 draft that kept its token, 23 drafts that kept 5.
+    # vLLM's own counters say 1 + 6 / 24 = 1.25; the mean of the two ratios says 1.61.
+    spec = {"label": "s", "num_spec_tokens": 3, "spec_method": "ngram", "run_id": "r"}
+    df = rows(
+        {"label": "b", "num_spec_tokens": 0, "tok_s": 50.0},
+        {**spec, "tok_s": 60.0, "accept_len": 2.0, "num_drafts": 1},
+        {**spec, "tok_s": 60.0, "accept_len": 1 + 5 / 23, "num_drafts": 23},
+    )
+    (c,) = check(df).comparisons
+    assert c.accept_len == pytest.approx(1 + 6 / 24)
+    # A source that prints only the ratio (no draft counts) can only be averaged.
+    unweighted = df.drop(columns="num_drafts")
+    assert check(unweighted).comparisons[0].accept_len == pytest.approx((2 + 1 + 5 / 23) / 2)
+
+
 def test_baseline_missing():
     result = check(rows({"num_spec_tokens": 3, "tok_s": 70.0, "accept_len": 2.0}))
     assert [f.code for f in result.flags] == ["baseline_missing"]

@@ -117,6 +117,29 @@ def test_runs_simulated_from_known_costs_give_them_back():
     assert g.residual_rms_ms == pytest.approx(0.05 / np.sqrt(3), rel=0.5)
 
 
+def test_accept_len_at_a_k_is_pooled_from_counts():
+    # Two logging intervals at k = 3 (1 draft, then 23) and one at k = 2: each k's
+    # accept_len is 1 + sum(accepted) / sum(drafts), not the mean of the intervals' ratios.
+    base = {"model": "m", "hardware": "h", "concurrency": 1, "spec_method": "ngram"}
+    data = pd.DataFrame(
+        [
+            {**base, "spec_method": "", "num_spec_tokens": 0, "tok_s": 50.0},
+            {**base, "num_spec_tokens": 3, "tok_s": 60.0, "accept_len": 2.0, "num_drafts": 1},
+            {
+                **base,
+                "num_spec_tokens": 3,
+                "tok_s": 60.0,
+                "accept_len": 1 + 5 / 23,
+                "num_drafts": 23,
+            },
+            {**base, "num_spec_tokens": 2, "tok_s": 58.0, "accept_len": 1.5, "num_drafts": 10},
+        ]
+    )
+    by_k = {row.k: row for row in fit(data).groups[0].by_k}
+    assert by_k[3].accept_len == pytest.approx(1 + 6 / 24)
+    assert by_k[2].accept_len == pytest.approx(1.5)
+
+
 def test_runs_at_one_k_cannot_extrapolate_and_say_so():
     rng = np.random.default_rng(5)
     (g,) = fit(simulated(rng, (8.0, 0.9, 0.4, 1.5), [3], 0.0), predict_k=[1, 5]).groups

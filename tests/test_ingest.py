@@ -83,6 +83,16 @@ class TestVllmV1:
         assert round(r["accept_len"], 2) == round(mean, 2)
         assert r["acceptance_rate"] == pytest.approx(accepted / drafted)
 
+    def test_the_summary_pools_accept_len_from_counts_issue19254(self):
+        # Two intervals, 129 and 496 drafts: 1 + (150 + 725) / (129 + 496) = 2.400, where the
+        # mean of their ratios (2.163 and 2.462) says 2.312.
+        out = CliRunner().invoke(
+            cli, ["ingest", str(DATA / "vllm_v1_specdecoding_issue19254_ngram_qwen3_32b.txt")]
+        )
+        assert out.exit_code == 0, out.output
+        (line,) = [x for x in out.output.splitlines() if " vllm_v1 " in x]
+        assert " 2.400 " in line
+
     def test_early_formats_without_k(self):
         rs, _ = records("vllm_v1_specdecoding_pr15902_format_change.txt")
         spec = [r for r in rs if r["format"] == "vllm_v1"]

@@ -305,7 +305,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         "format",
         "records",
         "k",
-        "mean accept_len [tokens/cycle]",
+        "accept_len [tokens/cycle]",
         "mean tok_s [tok/s]",
         "mean aggregate_tok_s [tok/s]",
     ]
@@ -327,7 +327,8 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     lines.append("")
     lines.append(
         f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
-        "tok_s is per sequence:"
+        "accept_len is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records "
+        "give their drafts. tok_s is per sequence:"
     )
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():

@@ -173,7 +173,8 @@ def csv_header() -> bytes:
 
 
 class Tally:
-    """Per file and format: how many records, which k, and mean acceptance and rates.
+    """Per file and format: how many records, which k, acceptance (pooled from counts where
+    the records give them) and mean rates.
 
     Memory grows with the number of (file, format) pairs, not with the records.
     """
@@ -195,6 +196,7 @@ class Tally:
             pl.col("num_spec_tokens").drop_nulls().unique().alias("k"),
             *(pl.col(m).sum().alias(f"sum_{m}") for m in self.MEANS),
             *(pl.col(m).count().alias(f"n_{m}") for m in self.MEANS),
+            *self._pool(frame),
         )
         for row in sums.iter_rows(named=True):
             g = self._group(row["path"], row["format"] or "-")
@@ -204,6 +206,24 @@ class Tally:
             for i, m in enumerate(self.MEANS):
                 g["sum"][i] += row[f"sum_{m}"] or 0.0
                 g["n"][i] += row[f"n_{m}"]
+            g["drafts"] += row["drafts"] or 0.0
+            g["accepted"] += row["accepted"] or 0.0
+            g["unweighted"] += row["unweighted"]
+
+    @staticmethod
+    def _pool(frame: Any) -> list[Any]:
+        """The sums that pool accept_len from counts: drafts, accepted tokens
+        (``(accept_len - 1) * num_drafts``) and the records with an accept_len but no drafts."""
+        tau = pl.col("accept_len")
+        drafts = pl.col("num_drafts") if "num_drafts" in frame.columns else pl.lit(None)
+        weighted = tau.is_not_null() & tau.is_not_nan() & (drafts.cast(pl.Float64) > 0)
+        return [
+            drafts.cast(pl.Float64).filter(weighted).sum().alias("drafts"),
+            ((tau - 1) * drafts.cast(pl.Float64)).filter(weighted).sum().alias("accepted"),
+            (tau.is_not_null() & tau.is_not_nan() & ~weighted.fill_null(False))
+            .sum()
+            .alias("unweighted"),
+        ]
 
     def _group(self, path: str, fmt: str) -> dict[str, Any]:
         g = self.groups.get((path, fmt))
@@ -213,6 +233,9 @@ class Tally:
                 "k": set(),
                 "sum": [0.0] * 3,
                 "n": [0] * 3,
+                "drafts": 0.0,
+                "accepted": 0.0,
+                "unweighted": 0,
             }
         return g
 
@@ -221,7 +244,12 @@ class Tally:
         return list(dict.fromkeys(fmt for _, fmt in self.groups))
 
     def mean(self, group: dict[str, Any], key: str) -> float | None:
-        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it."""
+        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it.
+
+        accept_len is pooled from counts, ``1 + sum(accepted) / sum(drafts)``, where every
+        record with one gives its drafts (``num_drafts``); else it is their mean."""
+        if key == "accept_len" and group["drafts"] > 0 and not group["unweighted"]:
+            return 1 + group["accepted"] / group["drafts"]
         i = self.MEANS.index(key)
         return group["sum"][i] / group["n"][i] if group["n"][i] else None
 
