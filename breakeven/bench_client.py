@@ -775,18 +775,32 @@ class Bench:
     def _warn_no_counters(
         self, concurrency: int, before: str | None, after: str | None, summary: dict[str, Any]
     ) -> None:
+        """Why a level given ``-k`` has no accept_len, as it is: ``/metrics`` answered nothing,
+        has no spec-decode series, or has them and they did not move (nothing was drafted
+        at this level: ngram drafts only where a prompt repeats itself)."""
         k = self.config.num_spec_tokens
         if not k or summary.get("accept_len") is not None:
             return
         where = f"{self.shown_root}/metrics"
-        why = (
-            "answers nothing"
-            if before is None or after is None
-            else f"shows no spec-decode counters ({', '.join(spec_decode_series())})"
+        series = spec_decode_series()
+        # llama-server shows them only when started so; another engine's flags differ.
+        hint = (
+            " (llama-server needs --metrics and --spec-type)"
+            if self.engine in ("llamacpp", "openai-compatible")
+            else ""
         )
+        if before is None or after is None:
+            why = "answers nothing"
+        elif any(name.rstrip("*") in after for name in series):
+            why = (
+                "has spec-decode counters that did not move (nothing was drafted: is a draft set?)"
+            )
+            hint = ""
+        else:
+            why = f"shows no spec-decode counters ({', '.join(series)})"
         self.warn(
             f"-k {k} was given, but {where} {why}: accept_len is left empty at "
-            f"concurrency {concurrency} (llama-server needs --metrics and --spec-type)"
+            f"concurrency {concurrency}{hint}"
         )
 
     def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:

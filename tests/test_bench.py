@@ -99,6 +99,17 @@ def test_multi_token_chunks_and_accept_len_from_metrics(tmp_path):
     assert row["num_spec_tokens"] == "4" and float(row["accept_len"]) == pytest.approx(3.0)
 
 
+def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
+    # The server shows vLLM's spec-decode counters but drafts nothing (ngram without a match):
+    # the warning says so, and names no other engine's flags.
+    with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+        result = bench("--url", server.url, "-k", 3, "--requests", 2, "--label", "s")
+    assert result.exit_code == 0, result.output
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert "spec-decode counters that did not move" in warning
+    assert "no spec-decode counters" not in warning and "llama-server" not in warning
+
+
 def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
     monkeypatch.setenv("NCCL_PROTO", "LL")
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
