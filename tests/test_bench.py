@@ -15,7 +15,15 @@ from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer
 
 from breakeven import BreakevenError
-from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench, server_root
+from breakeven.bench_client import (
+    BENCH_COLUMNS,
+    Config,
+    RequestResult,
+    _Level,
+    _summary,
+    run_bench,
+    server_root,
+)
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent
@@ -108,6 +116,53 @@ def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
     (warning,) = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
     assert "spec-decode counters that did not move" in warning
     assert "no spec-decode counters" not in warning and "llama-server" not in warning
+
+
+def test_a_level_rate_is_a_ratio_of_sums_and_a_burst_is_left_out():
+    # Three requests: 100 tokens in 2 s, 100 in 0.5 s, and 100 that came in 1 ms after a
+    # 0.5 s first token (a burst).  The level decoded 200 tokens in 2.5 s: 80 tok/s, where the
+    # mean of the rates says 125 without the burst and 33,375 with it.
+    results = [
+        RequestResult(True, ttft_ms=100.0, decode_s=2.0, completion_tokens=101),
+        RequestResult(True, ttft_ms=100.0, decode_s=0.5, completion_tokens=101),
+        RequestResult(True, ttft_ms=500.0, decode_s=0.001, completion_tokens=101),
+        RequestResult(False, "reset mid-stream"),
+    ]
+    assert [r.burst for r in results[:3]] == [False, False, True]
+    level = _Level(1, time.perf_counter(), None, results)
+    summary = _summary(level)
+    assert summary["tok_s"] == pytest.approx(200 / 2.5)
+    assert summary["bursts"] == 1 and summary["failed"] == 1 and summary["requests"] == 4
+    assert summary["tok_s_median"] == pytest.approx((50 + 200) / 2)
+    assert summary["tok_s_iqr"] == pytest.approx(0.5 * (200 - 50))
+
+
+def test_reading_metrics_never_holds_back_the_other_streams(tmp_path, monkeypatch):
+    # Each row's acceptance comes from /metrics, whose parse took 0.2-0.4 s on a loaded machine;
+    # here it takes a second of CPU.  In the event loop it stalled every other stream that long
+    # (their chunks then came as one burst); in a thread, the streams go on.
+    import breakeven.bench_client as bench_client
+
+    parse = bench_client.parse_metrics
+
+    def slow_parse(*args, **kwargs):
+        end = time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            pass
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(bench_client, "parse_metrics", slow_parse)
+    results = []
+    with FakeServer(Behaviour(seconds_per_token=0.01, num_spec_tokens=2)) as server:
+        config = Config(url=server.url, label="s", max_tokens=120, requests=6, concurrency=(3,))
+        (level,), failures, _ = run_bench(
+            config, str(tmp_path / "r.csv"), lambda c, r: results.append(r)
+        )
+    assert not failures and level["bursts"] == 0
+    # A stall shows as a gap of about 1000 ms between two chunks sent 10 ms apart, or, where
+    # it came before a request's first chunk, as a burst: 1.2 s of decode read in a moment.
+    assert max(gap for r in results for gap in r.chunk_gaps_ms) < 500
+    assert [r.decode_s for r in results if r.decode_s < 0.05 * r.ttft_ms / 1000] == []
 
 
 def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
