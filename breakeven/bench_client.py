@@ -696,16 +696,19 @@ class Bench:
         """The level's acceptance from its start to a reading of ``/metrics`` begun after
         ``ended`` [s, perf_counter].
 
-        Parsing a scrape takes 0.2-0.4 s on a loaded machine.  Done in the event loop, it
-        held back the chunks of every other request meanwhile, which then arrived as one
-        burst (a client measuring itself): so it runs in a thread, one at a time, and a
-        reading begun after ``ended`` serves every row waiting for one.
+        It is read in the event loop that streams the other requests, so it must be quick:
+        parsing a whole vLLM ``/metrics`` took 0.2-0.4 s on a loaded machine, and held back
+        every other request's chunks meanwhile, which then came as one burst (a client
+        measuring itself).  :func:`~breakeven.iotools.prometheus.parse_metrics` finds the few
+        counters it reads in one scan instead (milliseconds); a reading (scrape and parse)
+        runs one at a time, and one begun after ``ended`` serves every row waiting for one.
+        A parse in a thread or a process of its own was tried: on a machine of two cores it
+        took the CPU from the server being measured, and short requests read slow.
         """
         async with level.reading:
             if level.read_at < ended:
                 started = time.perf_counter()
-                after = await self.scrape(client)
-                level.acceptance = await asyncio.to_thread(self._acceptance, level.before, after)
+                level.acceptance = self._acceptance(level.before, await self.scrape(client))
                 level.read_at = started
             return dict(level.acceptance)
 
@@ -773,35 +776,35 @@ class Bench:
         if before is None or after is None:
             return []
         try:
-            return parse_metrics(
+            parsed: Any = parse_metrics(
                 after,
                 before,
                 source="bench",
                 num_spec_tokens=self.config.num_spec_tokens,
                 requests=requests,
             )
-        except ImportError:
+        except (ImportError, ValueError) as e:
+            parsed = e
+        return self._parsed(parsed)
+
+    def _parsed(self, parsed: Any) -> list[dict[str, Any]]:
+        """The records of a parse, or none with a warning for what it raised."""
+        if isinstance(parsed, ImportError):
             self.warn(
                 "reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
                 "accept_len and the server's own rates are left empty"
             )
-        except ValueError:
+            return []
+        if isinstance(parsed, ValueError):
             self.warn(
                 f"{self.shown_root}/metrics is not Prometheus text: accept_len and the "
                 "server's own rates are left empty"
             )
-        return []
+            return []
+        return parsed
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
-        for r in self._records(before, after):
-            if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
-                return {
-                    "accept_len": r["accept_len"],
-                    "acceptance_rate": r.get("acceptance_rate"),
-                    "num_spec_tokens": r.get("num_spec_tokens"),
-                    "per_position": r.get("per_position"),
-                }
-        return {}
+        return _acceptance(self._records(before, after))
 
     def _server_view(self, before: str | None, after: str | None, requests: int) -> dict[str, Any]:
         """The server's own rate and step or cycle over the level's ``requests`` (those that
@@ -930,6 +933,19 @@ class Bench:
             if self.config.env:
                 self.env += " " + self.config.env
             return [await self.level(client, c, write) for c in self.config.concurrency]
+
+
+def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The level's acceptance in the first record that has one (none: {})."""
+    for r in records:
+        if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
+            return {
+                "accept_len": r["accept_len"],
+                "acceptance_rate": r.get("acceptance_rate"),
+                "num_spec_tokens": r.get("num_spec_tokens"),
+                "per_position": r.get("per_position"),
+            }
+    return {}
 
 
 def _summary(level: _Level) -> dict[str, Any]:

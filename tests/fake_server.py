@@ -31,6 +31,9 @@ class Behaviour:
     malformed_sse: bool = False
     first_token_delay: float = 0.0
     usage_per_chunk: bool = True
+    # /metrics padded with this many histogram samples, as a real server's is (vLLM's runs to
+    # thousands of lines): its parse then takes that long.
+    metrics_padding: int = 0
     # Counters, as the metrics endpoint reports them.
     drafts: int = 0
     draft_tokens: int = 0
@@ -83,6 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
                     "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
                     f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
                 )
+                if b.metrics_padding:
+                    text += "# TYPE vllm:request_latency_seconds histogram\n" + "".join(
+                        f'vllm:request_latency_seconds_bucket{{model_name="{b.model}",le="{i}"}} 0\n'
+                        for i in range(b.metrics_padding)
+                    )
             data = text.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")

@@ -19,6 +19,7 @@ extra: ``pip install 'breakeven[metrics]'``).
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -35,7 +36,37 @@ _LLAMACPP_TIMES = frozenset(LLAMACPP.name(q) for q in ("generated", "seconds"))
 _READ = frozenset(m.name for engine in (VLLM, SGLANG) for m in engine.series.values())
 
 
+_WANTED = _READ | frozenset(_LLAMACPP_AS_VLLM) | _LLAMACPP_TIMES
+# A sample line of a series read: its name (longest first), its labels, white space, a value.
+_WANTED_LINE = re.compile(
+    "^(?:"
+    + "|".join(re.escape(n) for n in sorted(_WANTED, key=len, reverse=True))
+    + r")(?:\{[^\n]*\})?[ \t][^\n]*$",
+    re.M,
+)
+# A line that is neither a comment, nor blank, nor a sample: the text is not an exposition.
+_NOT_EXPOSITION = re.compile(
+    r"^(?!#|[ \t]*$|[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^\n]*\})?[ \t]+\S)", re.M
+)
+
+
+def _relevant(text: str) -> str:
+    """The sample lines of the series breakeven reads, found in one scan of ``text``.
+
+    A vLLM ``/metrics`` runs to thousands of histogram lines; parsing all of them took
+    0.2-0.4 s a scrape on a loaded machine, in the event loop ``bench`` measures with.  Its
+    few counters are found in milliseconds.  A text with a line that is neither a comment
+    nor a sample is refused (ValueError), as the parser would refuse it.
+    """
+    bad = _NOT_EXPOSITION.search(text)
+    if bad is not None:
+        line = text.count("\n", 0, bad.start()) + 1
+        raise ValueError(f"not Prometheus text exposition (line {line})")
+    return "".join(match.group(0) + "\n" for match in _WANTED_LINE.finditer(text))
+
+
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = _relevant(text)
     try:
         from prometheus_client.parser import (
             text_string_to_metric_families,  # lazy: optional dependency (the metrics and bench extras)
@@ -201,7 +232,8 @@ def _k(
 ) -> int | None:
     """k: the number of per-position series, unless they account for fewer accepted tokens
     than the total (a trimmed scrape, a position missing): then drafted / drafts."""
-    from_counts = round(drafted / drafts) if drafts else None
+    ratio = drafted / drafts if drafts else math.nan
+    from_counts = round(ratio) if math.isfinite(ratio) else None  # a counter may be missing
     if not per_pos:
         return from_counts
     if sum(per_pos.values()) < accepted - 0.5 and from_counts is not None:
