@@ -776,32 +776,24 @@ class Bench:
         if before is None or after is None:
             return []
         try:
-            parsed: Any = parse_metrics(
+            return parse_metrics(
                 after,
                 before,
                 source="bench",
                 num_spec_tokens=self.config.num_spec_tokens,
                 requests=requests,
             )
-        except (ImportError, ValueError) as e:
-            parsed = e
-        return self._parsed(parsed)
-
-    def _parsed(self, parsed: Any) -> list[dict[str, Any]]:
-        """The records of a parse, or none with a warning for what it raised."""
-        if isinstance(parsed, ImportError):
+        except ImportError:
             self.warn(
                 "reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
                 "accept_len and the server's own rates are left empty"
             )
-            return []
-        if isinstance(parsed, ValueError):
+        except ValueError:
             self.warn(
                 f"{self.shown_root}/metrics is not Prometheus text: accept_len and the "
                 "server's own rates are left empty"
             )
-            return []
-        return parsed
+        return []
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
         return _acceptance(self._records(before, after))

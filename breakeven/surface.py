@@ -42,15 +42,7 @@ from breakeven.costs import expected_distinct_experts
 from breakeven.errors import BreakevenError
 from breakeven.quantities import SURFACE_TERM_UNITS
 
-TERMS = (
-    "weights_ms",
-    "expert_ms",
-    "kv_ms",
-    "compute_ms",
-    "draft_step_ms",
-    "draft_token_ms",
-    "spec_seq_ms",
-)
+TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
 UNITS = SURFACE_TERM_UNITS
 """Each term and its unit (:data:`breakeven.quantities.SURFACE_TERM_UNITS`)."""

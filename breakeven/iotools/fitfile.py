@@ -16,7 +16,7 @@ from typing import Any
 
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.iotools.sources import read_whole
-from breakeven.surface import TERMS
+from breakeven.quantities import SURFACE_TERM_UNITS
 
 IDENTITY = ("model", "hardware", "spec_method")
 """The keys that tell a fit file's entries apart."""
@@ -126,7 +126,7 @@ def read_surface(
     -------
     dict
         ``model``, ``hardware``, ``spec_method`` (str); ``coefficients``, each of
-        :data:`breakeven.surface.TERMS` [ms, see :data:`breakeven.surface.UNITS`];
+        :data:`breakeven.quantities.SURFACE_TERM_UNITS` [ms];
         ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``batches``,
         the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`
         builds the surface.
@@ -154,7 +154,7 @@ def read_surface(
             )
     x = _pick(surfaces, index, shown, "surfaces", flag)
     try:
-        coefficients = {name: float(x["coefficients"][name]) for name in TERMS}
+        coefficients = {name: float(x["coefficients"][name]) for name in SURFACE_TERM_UNITS}
         moe = (
             {
                 "experts": int(x["moe"]["experts"]),

@@ -131,8 +131,6 @@ def _groups(now: dict[Any, float], then: dict[Any, float]) -> dict[Any, dict[str
             labels = (*labels, ("__engine", "llamacpp"))
         elif name in _LLAMACPP_TIMES:
             labels = (*labels, ("__engine", "llamacpp"))
-        elif name not in _READ:
-            continue
         base = dict(labels)
         position = base.pop("position", None)
         key = tuple(sorted(base.items()))
