@@ -122,24 +122,12 @@ class RequestResult:
     """Of them, accepted (``timings.draft_n_accepted``)."""
 
     @property
-    def decoded_tokens(self) -> float:
-        """Tokens after the first chunk [tokens]: what the decode time streamed."""
-        return self.completion_tokens - self.first_chunk_tokens
-
-    @property
     def decode_tok_s(self) -> float:
         """Tokens after the first chunk over the time after it [tok/s]: prefill excluded."""
-        decoded = self.decoded_tokens
+        decoded = self.completion_tokens - self.first_chunk_tokens
         if decoded <= 0 or not self.decode_s > 0:
             return math.nan
         return decoded / self.decode_s
-
-    @property
-    def burst(self) -> bool:
-        """Whether the request's output came in one burst: its decode time under
-        :data:`BURST_SHARE` of its time to first token.  Its chunks waited unread (a client
-        that fell behind, a proxy that buffered), so its decode time is not the server's."""
-        return self.decoded_tokens > 0 and self.decode_s < BURST_SHARE * self.ttft_ms / 1000.0
 
     @property
     def tpot_ms(self) -> float:
@@ -152,11 +140,6 @@ class RequestResult:
         """Mean gap between streamed chunks [ms]; about accept_len x TPOT under speculation."""
         return statistics.fmean(self.chunk_gaps_ms) if self.chunk_gaps_ms else math.nan
 
-
-BURST_SHARE = 0.05
-"""A request whose decode time is under this share of its time to first token came in one burst
-[fraction] (:attr:`RequestResult.burst`): a decode of tens of tokens takes longer than a
-twentieth of a prefill on any engine, where a burst's tokens arrive within a millisecond."""
 
 # Bounds of what one run may ask for: beyond them a run is a typing mistake, and would hold
 # that many requests' results in memory.
@@ -356,11 +339,6 @@ class _Level:
     results: list[RequestResult] = field(default_factory=list)
     streamed: int = 0  # tokens streamed to the level's requests so far
     written: int = 0
-    # /metrics is read and parsed for one row at a time, off the event loop; a reading that
-    # began after a request ended serves its row too.
-    reading: asyncio.Lock = field(default_factory=asyncio.Lock)
-    read_at: float = -math.inf
-    acceptance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -409,9 +387,8 @@ class _Timing:
             return RequestResult(False, "no tokens came back")
         total = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
         # The first chunk's tokens arrive with the first token (prefill); decode is the rest.
-        # Without per-chunk usage the first chunk is the prefill's one token: a speculating
-        # server streams a verify cycle's tokens together, but its first token comes alone.
-        first_tokens = self.first_usage if self.first_usage is not None else 1
+        # Without per-chunk usage, a chunk is taken to carry the mean number of tokens.
+        first_tokens = self.first_usage if self.first_usage is not None else total / self.chunks
         return RequestResult(
             True,
             ttft_ms=1000.0 * (self.first - self.start),
@@ -692,26 +669,6 @@ class Bench:
             return None
         return response.text if response.status_code == 200 else None
 
-    async def _acceptance_since(self, client: Any, level: _Level, ended: float) -> dict:
-        """The level's acceptance from its start to a reading of ``/metrics`` begun after
-        ``ended`` [s, perf_counter].
-
-        It is read in the event loop that streams the other requests, so it must be quick:
-        parsing a whole vLLM ``/metrics`` took 0.2-0.4 s on a loaded machine, and held back
-        every other request's chunks meanwhile, which then came as one burst (a client
-        measuring itself).  :func:`~breakeven.iotools.prometheus.parse_metrics` finds the few
-        counters it reads in one scan instead (milliseconds); a reading (scrape and parse)
-        runs one at a time, and one begun after ``ended`` serves every row waiting for one.
-        A parse in a thread or a process of its own was tried: on a machine of two cores it
-        took the CPU from the server being measured, and short requests read slow.
-        """
-        async with level.reading:
-            if level.read_at < ended:
-                started = time.perf_counter()
-                level.acceptance = self._acceptance(level.before, await self.scrape(client))
-                level.read_at = started
-            return dict(level.acceptance)
-
     async def level(self, client: Any, concurrency: int, write: Callable[[dict], None]) -> dict:
         """Run one concurrency level, writing each request's row as it completes.
 
@@ -728,11 +685,11 @@ class Bench:
 
         recording: list[asyncio.Task[None]] = []
 
-        async def record(result: RequestResult, ended: float) -> None:
+        async def record(result: RequestResult) -> None:
             # The row is written even when the run is stopped while /metrics is read.
             summary = _summary(level)
             try:
-                summary.update(await self._acceptance_since(client, level, ended))
+                summary.update(self._acceptance(level.before, await self.scrape(client)))
             finally:
                 write(self._row(concurrency, level.written, result, summary))
                 level.written += 1
@@ -745,43 +702,29 @@ class Bench:
                 if not result.ok:
                     self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
                 elif not math.isnan(result.decode_tok_s):  # the next request starts at once
-                    ended = time.perf_counter()
-                    recording.append(asyncio.ensure_future(record(result, ended)))
+                    recording.append(asyncio.ensure_future(record(result)))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         await asyncio.gather(*recording)
         summary = _summary(level)
         after = await self.scrape(client)
         summary.update(self._acceptance(level.before, after))
-        server = self._server_view(level.before, after, summary["requests"] - summary["failed"])
+        server = self._server_view(level.before, after)
         if server:
             summary["server"] = server
             write(self._server_row(concurrency, summary, server))
         self._warn_no_counters(concurrency, level.before, after, summary)
-        if summary["bursts"]:
-            self.warn(
-                f"{summary['bursts']} of {summary['requests'] - summary['failed']} requests at "
-                f"concurrency {concurrency} came in one burst (decode time under "
-                f"{BURST_SHARE:.0%} of their time to first token: their chunks waited unread); "
-                "they are left out of tok_s"
-            )
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
         return summary
 
-    def _records(
-        self, before: str | None, after: str | None, requests: int | None = None
-    ) -> list[dict[str, Any]]:
+    def _records(self, before: str | None, after: str | None) -> list[dict[str, Any]]:
         """The change of the server's counters over a level (:mod:`breakeven.iotools.prometheus`)."""
         if before is None or after is None:
             return []
         try:
             return parse_metrics(
-                after,
-                before,
-                source="bench",
-                num_spec_tokens=self.config.num_spec_tokens,
-                requests=requests,
+                after, before, source="bench", num_spec_tokens=self.config.num_spec_tokens
             )
         except ImportError:
             self.warn(
@@ -796,12 +739,20 @@ class Bench:
         return []
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
-        return _acceptance(self._records(before, after))
+        for r in self._records(before, after):
+            if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
+                return {
+                    "accept_len": r["accept_len"],
+                    "acceptance_rate": r.get("acceptance_rate"),
+                    "num_spec_tokens": r.get("num_spec_tokens"),
+                    "per_position": r.get("per_position"),
+                }
+        return {}
 
-    def _server_view(self, before: str | None, after: str | None, requests: int) -> dict[str, Any]:
-        """The server's own rate and step or cycle over the level's ``requests`` (those that
-        finished), where its counters tell them (llama.cpp's generation time)."""
-        for r in self._records(before, after, requests):
+    def _server_view(self, before: str | None, after: str | None) -> dict[str, Any]:
+        """The server's own rate and step or cycle over the level, where its counters tell
+        them (llama.cpp's generation time)."""
+        for r in self._records(before, after):
             if r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms")):
                 return {
                     key: r.get(key)
@@ -927,46 +878,18 @@ class Bench:
             return [await self.level(client, c, write) for c in self.config.concurrency]
 
 
-def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The level's acceptance in the first record that has one (none: {})."""
-    for r in records:
-        if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
-            return {
-                "accept_len": r["accept_len"],
-                "acceptance_rate": r.get("acceptance_rate"),
-                "num_spec_tokens": r.get("num_spec_tokens"),
-                "per_position": r.get("per_position"),
-            }
-    return {}
-
-
 def _summary(level: _Level) -> dict[str, Any]:
-    """A level so far: its request counts, per-sequence decode rate and spread, bursts, and
-    aggregate rate.
-
-    ``tok_s`` is a ratio of sums, the tokens the requests decoded over their decode time
-    [tok/s], never a mean of per-request rates (one request with a decode time near 0 would
-    read as 100,000 tok/s and carry the mean).  Requests that came in one burst
-    (:attr:`RequestResult.burst`) are counted in ``bursts`` and left out of it and of the
-    spread: ``tok_s_median`` and ``tok_s_iqr`` (the per-request rates' median and
-    interquartile range) and ``tok_s_sd``.  ``aggregate_tok_s`` is the tokens streamed to all
-    its requests since it started over that time.
-    """
+    """A level's request counts, mean per-sequence rate, its spread, and the aggregate rate
+    (tokens streamed to all its requests since it started, over that time), so far."""
     results = level.results
     good = [r for r in results if r.ok and not math.isnan(r.decode_tok_s)]
-    steady = [r for r in good if not r.burst]
-    rates = sorted(r.decode_tok_s for r in steady)
-    seconds = sum(r.decode_s for r in steady)
+    rates = [r.decode_tok_s for r in good]
     wall_s = time.perf_counter() - level.started
-    quartiles = statistics.quantiles(rates, n=4, method="inclusive") if len(rates) > 1 else None
     return {
         "concurrency": level.concurrency,
         "requests": len(results),
         "failed": len(results) - len(good),
-        "bursts": len(good) - len(steady),
-        "tok_s": sum(r.decoded_tokens for r in steady) / seconds if seconds > 0 else math.nan,
-        "tok_s_median": statistics.median(rates) if rates else math.nan,
-        "tok_s_iqr": quartiles[2] - quartiles[0] if quartiles else math.nan,
+        "tok_s": statistics.fmean(rates) if rates else math.nan,
         "tok_s_sd": statistics.stdev(rates) if len(rates) > 1 else math.nan,
         "aggregate_tok_s": level.streamed / wall_s if wall_s > 0 else math.nan,
     }

@@ -299,7 +299,6 @@ COLUMNS_USED = (
     "itl_ms",
     "speedup",
     "num_drafts",
-    "completion_tokens",
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on).
@@ -476,9 +475,9 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
         return []
     runs = df.loc[
         (df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
-        ["run_id", "origin", "tok_s", "completion_tokens", "line"],
+        ["run_id", "origin", "tok_s", "line"],
     ]
-    means = _pooled_rates(runs).unstack()
+    means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
     if not {"server", "client"} <= set(means.columns):
         return []
     both = means.dropna(subset=["server", "client"])
@@ -502,26 +501,6 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
                 lines,
             )
     return checks
-
-
-def _pooled_rates(runs: Any) -> Any:
-    """Each (run_id, origin)'s per-sequence rate [tok/s] as the engine's counters pool it: a
-    ratio of sums, the tokens decoded over the decode time, where rows give their tokens
-    (``completion_tokens``: ``(completion_tokens - 1) / tok_s`` is a request's decode time);
-    else the mean of the rows' rates (a server's row is one already)."""
-    decoded = runs["completion_tokens"] - 1
-    weighted = decoded > 0  # NaN compares False
-    frame = runs.assign(
-        tokens=decoded.where(weighted, 0.0),
-        seconds=(decoded / runs["tok_s"]).where(weighted, 0.0),
-        unweighted=(~weighted).astype(int),
-    )
-    grouped = frame.groupby(["run_id", "origin"], sort=False, observed=True)
-    sums = grouped[["tokens", "seconds", "unweighted"]].sum()
-    pooled = (sums["tokens"] / sums["seconds"]).where(
-        (sums["unweighted"] == 0) & (sums["seconds"] > 0)
-    )
-    return pooled.fillna(grouped["tok_s"].mean())
 
 
 @dataclass

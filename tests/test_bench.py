@@ -15,15 +15,7 @@ from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer
 
 from breakeven import BreakevenError
-from breakeven.bench_client import (
-    BENCH_COLUMNS,
-    Config,
-    RequestResult,
-    _Level,
-    _summary,
-    run_bench,
-    server_root,
-)
+from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench, server_root
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent
@@ -116,25 +108,6 @@ def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
     (warning,) = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
     assert "spec-decode counters that did not move" in warning
     assert "no spec-decode counters" not in warning and "llama-server" not in warning
-
-
-def test_a_level_rate_is_a_ratio_of_sums_and_a_burst_is_left_out():
-    # Three requests: 100 tokens in 2 s, 100 in 0.5 s, and 100 that came in 1 ms after a
-    # 0.5 s first token (a burst).  The level decoded 200 tokens in 2.5 s: 80 tok/s, where the
-    # mean of the rates says 125 without the burst and 33,375 with it.
-    results = [
-        RequestResult(True, ttft_ms=100.0, decode_s=2.0, completion_tokens=101),
-        RequestResult(True, ttft_ms=100.0, decode_s=0.5, completion_tokens=101),
-        RequestResult(True, ttft_ms=500.0, decode_s=0.001, completion_tokens=101),
-        RequestResult(False, "reset mid-stream"),
-    ]
-    assert [r.burst for r in results[:3]] == [False, False, True]
-    level = _Level(1, time.perf_counter(), None, results)
-    summary = _summary(level)
-    assert summary["tok_s"] == pytest.approx(200 / 2.5)
-    assert summary["bursts"] == 1 and summary["failed"] == 1 and summary["requests"] == 4
-    assert summary["tok_s_median"] == pytest.approx((50 + 200) / 2)
-    assert summary["tok_s_iqr"] == pytest.approx(0.5 * (200 - 50))
 
 
 def test_reading_metrics_parses_only_the_counters_it_reads(tmp_path, monkeypatch):

@@ -264,10 +264,8 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
         "concurrency",
         "requests",
         "failed",
-        "bursts",
         "tok_s [tok/s]",
-        "median [tok/s]",
-        "IQR [tok/s]",
+        "sd [tok/s]",
         "aggregate_tok_s [tok/s]",
         "accept_len [tokens/cycle]",
     ]
@@ -276,10 +274,8 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
             str(v["concurrency"]),
             str(v["requests"]),
             str(v["failed"]),
-            str(v.get("bursts", 0)),
             num(v["tok_s"], ".2f"),
-            num(v.get("tok_s_median"), ".2f"),
-            num(v.get("tok_s_iqr"), ".2f"),
+            num(v["tok_s_sd"], ".2f"),
             num(v["aggregate_tok_s"], ".2f"),
             num(v.get("accept_len"), ".3f"),
         ]
@@ -293,9 +289,7 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
             kind = " (cycle)" if server.get("cycle_ms") else " (step)" if ms else ""
             row += [num(server.get("tok_s"), ".2f"), num(ms, ".3f") + kind]
     lines = [
-        f"{label}: per-sequence decode rate by level (tok_s: the decoded tokens over the decode "
-        "time, summed over requests; prefill and bursts excluded), the requests' median and "
-        "interquartile range, and the aggregate rate",
+        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
         *grid(heads, rows, right=True),
     ]
     return "\n".join(lines) + "\n"

@@ -83,24 +83,13 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def parse_metrics(
-    after: str,
-    before: str | None = None,
-    *,
-    source: str,
-    num_spec_tokens: int | None = None,
-    requests: int | None = None,
+    after: str, before: str | None = None, *, source: str, num_spec_tokens: int | None = None
 ) -> list[dict[str, Any]]:
     """Records from one scrape (``after``), or from the change since ``before``.
 
     One record per (model, engine) label set that reports spec-decode or
     SGLang metrics.  Counters are differenced when ``before`` is given;
     gauges are read from ``after``.
-
-    ``requests``, the requests that finished between the scrapes where the caller knows them
-    (``bench`` does), makes llama.cpp's rate and step those of decoding: its generation time
-    runs from each request's first token, which its token count includes, so the decoded
-    tokens are the generated less one a request.  Without it they stand as the counters
-    give them, high by one token a request (1.6% at 64 tokens a request).
 
     Raises
     ------
@@ -110,7 +99,7 @@ def parse_metrics(
     groups = _groups(_samples(after), _samples(before) if before is not None else {})
     records = []
     for labels, m in groups.items():
-        record = _record(dict(labels), m, source, num_spec_tokens, requests)
+        record = _record(dict(labels), m, source, num_spec_tokens)
         if record is None:
             continue
         if before is not None:
@@ -152,7 +141,6 @@ def _record(
     m: dict[str, Any],
     source: str,
     num_spec_tokens: int | None,
-    requests: int | None = None,
 ) -> dict[str, Any] | None:
     """The record of one label set's samples, or None if they hold nothing breakeven reads."""
     record: dict[str, Any] = {
@@ -168,15 +156,14 @@ def _record(
     emitted = m.get(VLLM.name("emitted"), math.nan)
     predicted = m.get(LLAMACPP.name("generated"), math.nan)
     seconds = m.get(LLAMACPP.name("seconds"), math.nan)
-    decoded = predicted - requests if requests and predicted > requests else predicted
     if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
-        record["tok_s"] = decoded / seconds
+        record["tok_s"] = predicted / seconds
         # The server's own decode step, or cycle when it drafted: its generation time over
         # the tokens, or over the verify cycles (per sequence: each request's own time).
         if drafts > 0:
             record["cycle_ms"] = 1000.0 * seconds / drafts
         else:
-            record["step_ms"] = 1000.0 * seconds / decoded
+            record["step_ms"] = 1000.0 * seconds / predicted
     if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
         record["engine"] = engine
         per_pos = m.get("per_pos", {})
