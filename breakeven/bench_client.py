@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
@@ -47,6 +47,7 @@ from breakeven.iotools.paths import check_output_path
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
 from breakeven.iotools.sources import read_whole
+from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.schema import COLUMN_NAMES
 
 DEFAULT_PROMPTS = (
@@ -68,12 +69,23 @@ _FIRST_COLUMNS = (
     "tok_s_sd",
     "level_requests",
 )
-BENCH_COLUMNS = (*_FIRST_COLUMNS, "spec_topk", "verify_tokens", "draft_tokens", "accepted_tokens")
-"""The last four: a tree's branches and verify tokens (``--topk``, ``--verify-tokens``), and
-the tokens the server drafted and accepted for the request (llama.cpp's ``timings``)."""
-HEADERS = (BENCH_COLUMNS, _FIRST_COLUMNS)
-"""Headers bench appends to: its own, and the one of bench CSVs written before the last four
-columns (rows appended to such a file keep its columns)."""
+_TREE_AND_DRAFTS = (
+    *_FIRST_COLUMNS,
+    "spec_topk",
+    "verify_tokens",
+    "draft_tokens",
+    "accepted_tokens",
+)
+BENCH_COLUMNS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
+"""After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
+``--verify-tokens``); the tokens the server drafted and accepted for the request
+(llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
+them per request (vLLM with ``--per-request-spec-decode-metrics``), its verify cycles that
+drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
+(``acceptance_histogram``, counts joined by ``;``)."""
+HEADERS = (BENCH_COLUMNS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
+"""Headers bench appends to: its own, and those of bench CSVs written before its last columns
+(rows appended to such a file keep its columns)."""
 ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
@@ -117,17 +129,43 @@ class RequestResult:
     chunks: int = 0
     chunk_gaps_ms: list[float] = field(default_factory=list)
     draft_tokens: int | None = None
-    """Tokens the server drafted for the request (llama.cpp's ``timings.draft_n``)."""
+    """Tokens the server drafted for the request (llama.cpp's ``timings.draft_n``, vLLM's
+    ``metrics.speculative_decoding.num_draft_tokens``)."""
     accepted_tokens: int | None = None
-    """Of them, accepted (``timings.draft_n_accepted``)."""
+    """Of them, accepted (``timings.draft_n_accepted``, ``num_accepted_draft_tokens``)."""
+    num_drafts: int | None = None
+    """Its verify cycles that drafted (vLLM's ``num_spec_steps``)."""
+    acceptance_histogram: str | None = None
+    """Its cycles that accepted 0, 1, ... k drafted tokens, joined by ``;`` (vLLM's
+    ``acceptance_histogram``)."""
+
+    @property
+    def accept_len(self) -> float:
+        """The request's own accept_len [tokens/cycle], ``1 + accepted / num_drafts``, where
+        the server says both per request; else NaN."""
+        if self.num_drafts and self.accepted_tokens is not None:
+            return 1 + self.accepted_tokens / self.num_drafts
+        return math.nan
+
+    @property
+    def decoded_tokens(self) -> float:
+        """Tokens after the first chunk [tokens]: what the decode time streamed."""
+        return self.completion_tokens - self.first_chunk_tokens
 
     @property
     def decode_tok_s(self) -> float:
         """Tokens after the first chunk over the time after it [tok/s]: prefill excluded."""
-        decoded = self.completion_tokens - self.first_chunk_tokens
+        decoded = self.decoded_tokens
         if decoded <= 0 or not self.decode_s > 0:
             return math.nan
         return decoded / self.decode_s
+
+    @property
+    def burst(self) -> bool:
+        """Whether the request's output came in one burst: its decode time under
+        :data:`BURST_SHARE` of its time to first token.  Its chunks waited unread (a client
+        that fell behind, a proxy that buffered), so its decode time is not the server's."""
+        return self.decoded_tokens > 0 and self.decode_s < BURST_SHARE * self.ttft_ms / 1000.0
 
     @property
     def tpot_ms(self) -> float:
@@ -140,6 +178,11 @@ class RequestResult:
         """Mean gap between streamed chunks [ms]; about accept_len x TPOT under speculation."""
         return statistics.fmean(self.chunk_gaps_ms) if self.chunk_gaps_ms else math.nan
 
+
+BURST_SHARE = 0.05
+"""A request whose decode time is under this share of its time to first token came in one burst
+[fraction] (:attr:`RequestResult.burst`): a decode of tens of tokens takes longer than a
+twentieth of a prefill on any engine, where a burst's tokens arrive within a millisecond."""
 
 # Bounds of what one run may ask for: beyond them a run is a typing mistake, and would hold
 # that many requests' results in memory.
@@ -218,13 +261,15 @@ def model_name(served: str | None) -> str | None:
 
 
 def environment(root: str, model: str, version: str | None) -> str:
-    """The fingerprint written to every row: NCCL_*/CUDA_* variables, URL, model, version, host."""
+    """The environment written to every row: NCCL_*/CUDA_* variables, URL, model, version and
+    the client's host.  The URL and host are the client's choices, kept for provenance and
+    left out of the fingerprint ``check`` compares (:data:`breakeven.check.CLIENT_KEYS`)."""
     pairs = [
         f"{k}={v}"
         for k, v in sorted(os.environ.items())
         if k.startswith(ENV_PREFIXES) and " " not in v
     ]
-    pairs += [f"url={root}", f"model={model.replace(' ', '_')}", f"host={platform.node()}"]
+    pairs += [f"url={root}", f"model={model.replace(' ', '_')}", f"client_host={platform.node()}"]
     if version:
         pairs.append(f"server_version={version}")
     return " ".join(pairs)
@@ -297,13 +342,37 @@ class _Malformed(Exception):
     """A reply that breaks the protocol: the request fails with this reason."""
 
 
-def _drafted(chunk: Any) -> tuple[int | None, int | None]:
-    """(drafted, accepted) tokens of a request, from the ``timings`` llama.cpp's last chunk
-    carries (None where absent)."""
-    timings = chunk.get("timings") if isinstance(chunk, dict) else None
-    if not isinstance(timings, dict):
-        return None, None
-    return _count(timings.get("draft_n")), _count(timings.get("draft_n_accepted"))
+class _Drafts(NamedTuple):
+    """What a server says of one request's drafts [tokens, cycles] (None where it does not)."""
+
+    drafted: int | None = None
+    accepted: int | None = None
+    steps: int | None = None
+    histogram: str | None = None
+
+
+def _drafted(chunk: Any) -> _Drafts:
+    """A request's drafts, from the ``timings`` llama.cpp's last chunk carries, or the
+    ``metrics.speculative_decoding`` of vLLM's last (usage) chunk, which a vLLM started with
+    ``--per-request-spec-decode-metrics summary`` sends (vllm/v1/metrics/stats.py,
+    ``RequestSpecDecodeMetrics.to_dict``)."""
+    if not isinstance(chunk, dict):
+        return _Drafts()
+    timings = chunk.get("timings")
+    if isinstance(timings, dict):
+        return _Drafts(_count(timings.get("draft_n")), _count(timings.get("draft_n_accepted")))
+    metrics = chunk.get("metrics")
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(spec, dict):
+        return _Drafts()
+    histogram = spec.get("acceptance_histogram")
+    counts = [_count(c) for c in histogram] if isinstance(histogram, list) else []
+    return _Drafts(
+        _count(spec.get("num_draft_tokens")),
+        _count(spec.get("num_accepted_draft_tokens")),
+        _count(spec.get("num_spec_steps")),
+        ";".join(map(str, counts)) if counts and None not in counts else None,
+    )
 
 
 def _chunk_text(chunk: Any) -> tuple[str, int | None]:
@@ -339,6 +408,11 @@ class _Level:
     results: list[RequestResult] = field(default_factory=list)
     streamed: int = 0  # tokens streamed to the level's requests so far
     written: int = 0
+    # /metrics is read and parsed for one row at a time, off the event loop; a reading that
+    # began after a request ended serves its row too.
+    reading: asyncio.Lock = field(default_factory=asyncio.Lock)
+    read_at: float = -math.inf
+    acceptance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -354,16 +428,14 @@ class _Timing:
     first_usage: int | None = None  # the usage as the first chunk with text came
     chunks: int = 0  # chunks with text
     gaps: list[float] = field(default_factory=list)  # between chunks with text [ms]
-    draft_counts: tuple[int | None, int | None] = (None, None)  # (drafted, accepted)
+    drafts: _Drafts = field(default_factory=_Drafts)
 
-    def add(
-        self, now: float, text: str, usage: int | None, drafted: tuple[int | None, int | None]
-    ) -> int:
+    def add(self, now: float, text: str, usage: int | None, drafts: _Drafts) -> int:
         """Take one event that came at ``now`` [s]; returns the tokens it newly streamed."""
         if usage is not None:
             self.usage_tokens = usage
-        if drafted[0] is not None:
-            self.draft_counts = drafted
+        if drafts.drafted is not None:
+            self.drafts = drafts
         if not text:
             return 0
         self.chunks += 1
@@ -387,8 +459,9 @@ class _Timing:
             return RequestResult(False, "no tokens came back")
         total = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
         # The first chunk's tokens arrive with the first token (prefill); decode is the rest.
-        # Without per-chunk usage, a chunk is taken to carry the mean number of tokens.
-        first_tokens = self.first_usage if self.first_usage is not None else total / self.chunks
+        # Without per-chunk usage the first chunk is the prefill's one token: a speculating
+        # server streams a verify cycle's tokens together, but its first token comes alone.
+        first_tokens = self.first_usage if self.first_usage is not None else 1
         return RequestResult(
             True,
             ttft_ms=1000.0 * (self.first - self.start),
@@ -397,8 +470,10 @@ class _Timing:
             first_chunk_tokens=first_tokens,
             chunks=self.chunks,
             chunk_gaps_ms=self.gaps,
-            draft_tokens=self.draft_counts[0],
-            accepted_tokens=self.draft_counts[1],
+            draft_tokens=self.drafts.drafted,
+            accepted_tokens=self.drafts.accepted,
+            num_drafts=self.drafts.steps,
+            acceptance_histogram=self.drafts.histogram,
         )
 
 
@@ -647,9 +722,9 @@ class Bench:
                 level.streamed += streamed
         return False
 
-    def _event(self, data: str) -> tuple[str, int | None, tuple[int | None, int | None]]:
-        """One server-sent event's text, its usage's completion tokens and the (drafted,
-        accepted) tokens of its timings [tokens] (None where absent)."""
+    def _event(self, data: str) -> tuple[str, int | None, _Drafts]:
+        """One server-sent event's text, its usage's completion tokens and what it says of
+        the request's drafts (:func:`_drafted`)."""
         try:
             chunk = json.loads(data)
             text, usage = _chunk_text(chunk)
@@ -669,6 +744,26 @@ class Bench:
             return None
         return response.text if response.status_code == 200 else None
 
+    async def _acceptance_since(self, client: Any, level: _Level, ended: float) -> dict:
+        """The level's acceptance from its start to a reading of ``/metrics`` begun after
+        ``ended`` [s, perf_counter].
+
+        It is read in the event loop that streams the other requests, so it must be quick:
+        parsing a whole vLLM ``/metrics`` took 0.2-0.4 s on a loaded machine, and held back
+        every other request's chunks meanwhile, which then came as one burst (a client
+        measuring itself).  :func:`~breakeven.iotools.prometheus.parse_metrics` finds the few
+        counters it reads in one scan instead (milliseconds); a reading (scrape and parse)
+        runs one at a time, and one begun after ``ended`` serves every row waiting for one.
+        A parse in a thread or a process of its own was tried: on a machine of two cores it
+        took the CPU from the server being measured, and short requests read slow.
+        """
+        async with level.reading:
+            if level.read_at < ended:
+                started = time.perf_counter()
+                level.acceptance = self._acceptance(level.before, await self.scrape(client))
+                level.read_at = started
+            return dict(level.acceptance)
+
     async def level(self, client: Any, concurrency: int, write: Callable[[dict], None]) -> dict:
         """Run one concurrency level, writing each request's row as it completes.
 
@@ -685,11 +780,11 @@ class Bench:
 
         recording: list[asyncio.Task[None]] = []
 
-        async def record(result: RequestResult) -> None:
+        async def record(result: RequestResult, ended: float) -> None:
             # The row is written even when the run is stopped while /metrics is read.
             summary = _summary(level)
             try:
-                summary.update(self._acceptance(level.before, await self.scrape(client)))
+                summary.update(await self._acceptance_since(client, level, ended))
             finally:
                 write(self._row(concurrency, level.written, result, summary))
                 level.written += 1
@@ -702,29 +797,44 @@ class Bench:
                 if not result.ok:
                     self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
                 elif not math.isnan(result.decode_tok_s):  # the next request starts at once
-                    recording.append(asyncio.ensure_future(record(result)))
+                    ended = time.perf_counter()
+                    recording.append(asyncio.ensure_future(record(result, ended)))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         await asyncio.gather(*recording)
         summary = _summary(level)
         after = await self.scrape(client)
         summary.update(self._acceptance(level.before, after))
-        server = self._server_view(level.before, after)
+        server = self._server_view(level.before, after, summary["requests"] - summary["failed"])
         if server:
             summary["server"] = server
             write(self._server_row(concurrency, summary, server))
+            self._warn_disagreement(concurrency, summary["tok_s"], server.get("tok_s"))
         self._warn_no_counters(concurrency, level.before, after, summary)
+        if summary["bursts"]:
+            self.warn(
+                f"{summary['bursts']} of {summary['requests'] - summary['failed']} requests at "
+                f"concurrency {concurrency} came in one burst (decode time under "
+                f"{BURST_SHARE:.0%} of their time to first token: their chunks waited unread); "
+                "they are left out of tok_s"
+            )
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
         return summary
 
-    def _records(self, before: str | None, after: str | None) -> list[dict[str, Any]]:
+    def _records(
+        self, before: str | None, after: str | None, requests: int | None = None
+    ) -> list[dict[str, Any]]:
         """The change of the server's counters over a level (:mod:`breakeven.iotools.prometheus`)."""
         if before is None or after is None:
             return []
         try:
             return parse_metrics(
-                after, before, source="bench", num_spec_tokens=self.config.num_spec_tokens
+                after,
+                before,
+                source="bench",
+                num_spec_tokens=self.config.num_spec_tokens,
+                requests=requests,
             )
         except ImportError:
             self.warn(
@@ -739,33 +849,41 @@ class Bench:
         return []
 
     def _acceptance(self, before: str | None, after: str | None) -> dict[str, Any]:
-        for r in self._records(before, after):
-            if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
-                return {
-                    "accept_len": r["accept_len"],
-                    "acceptance_rate": r.get("acceptance_rate"),
-                    "num_spec_tokens": r.get("num_spec_tokens"),
-                    "per_position": r.get("per_position"),
-                }
+        return _acceptance(self._records(before, after))
+
+    def _server_view(self, before: str | None, after: str | None, requests: int) -> dict[str, Any]:
+        """The level as the server's counters saw it over its ``requests`` (those that
+        finished): its own rate and step or cycle where they tell them (llama.cpp's
+        generation time, vLLM's decode-time histograms), and its acceptance, pooled over the
+        whole level.  Empty where they tell neither."""
+        keys = (
+            "tok_s",
+            "step_ms",
+            "cycle_ms",
+            "accept_len",
+            "acceptance_rate",
+            "num_spec_tokens",
+            "num_drafts",
+        )
+        for r in self._records(before, after, requests):
+            timed = r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms"))
+            accepted = r.get("accept_len") is not None and not math.isnan(r["accept_len"])
+            if timed or accepted:
+                return {key: r.get(key) for key in keys if r.get(key) is not None}
         return {}
 
-    def _server_view(self, before: str | None, after: str | None) -> dict[str, Any]:
-        """The server's own rate and step or cycle over the level, where its counters tell
-        them (llama.cpp's generation time)."""
-        for r in self._records(before, after):
-            if r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms")):
-                return {
-                    key: r.get(key)
-                    for key in (
-                        "tok_s",
-                        "step_ms",
-                        "cycle_ms",
-                        "accept_len",
-                        "acceptance_rate",
-                        "num_spec_tokens",
-                    )
-                }
-        return {}
+    def _warn_disagreement(self, concurrency: int, client: float, server: Any) -> None:
+        """A warning where the level's per-sequence rate and the server's own differ by more
+        than :data:`~breakeven.quantities.DEFAULT_TOLERANCE`: one of them did not measure
+        decoding (a client that fell behind its streams, or requests of others)."""
+        if not isinstance(server, float) or not (client > 0 and server > 0):
+            return
+        if abs(client / server - 1) > DEFAULT_TOLERANCE:
+            self.warn(
+                f"at concurrency {concurrency} the client measured {client:.4g} tok/s per "
+                f"sequence and the server's counters {server:.4g} ({client / server - 1:+.0%}): "
+                "other requests on the server, or a client that fell behind its streams?"
+            )
 
     def warn(self, message: str) -> None:
         """One warning line for the command to print (each said once)."""
@@ -820,8 +938,7 @@ class Bench:
             "verify_tokens": c.verify_tokens,
             "tok_s": r.decode_tok_s,
             "aggregate_tok_s": level["aggregate_tok_s"],
-            "accept_len": level.get("accept_len"),
-            "acceptance_rate": level.get("acceptance_rate"),
+            **self._row_acceptance(r, level),
             "env": self.env,
             "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",
             "origin": "client",
@@ -835,12 +952,32 @@ class Bench:
             "level_requests": level["requests"],
             "draft_tokens": r.draft_tokens,
             "accepted_tokens": r.accepted_tokens,
+            "num_drafts": r.num_drafts,
+            "acceptance_histogram": r.acceptance_histogram,
         }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
+    @staticmethod
+    def _row_acceptance(r: RequestResult, level: dict) -> dict[str, Any]:
+        """A request row's accept_len and acceptance_rate: its own where the server says its
+        drafts per request (vLLM's per-request metrics: ``num_drafts`` then weighs it when
+        rows are pooled), else the level's from ``/metrics`` so far, a running value that
+        the level's last row and its server row hold in full."""
+        if not math.isnan(r.accept_len):
+            drafted = r.draft_tokens
+            return {
+                "accept_len": r.accept_len,
+                "acceptance_rate": r.accepted_tokens / drafted if drafted else None,
+            }
+        return {
+            "accept_len": level.get("accept_len"),
+            "acceptance_rate": level.get("acceptance_rate"),
+        }
+
     def _server_row(self, concurrency: int, level: dict, server: dict[str, Any]) -> dict[str, Any]:
         """The level as the server's counters saw it (``origin=server``): its per-sequence
-        rate, and its own decode step (a baseline) or cycle (a speculative run)."""
+        rate, and its own decode step (a baseline) or cycle (a speculative run), where they
+        tell them; its acceptance over the whole level, and the verify cycles that drafted."""
         c = self.config
         k = c.num_spec_tokens if c.num_spec_tokens is not None else server.get("num_spec_tokens")
         row = {
@@ -855,9 +992,10 @@ class Bench:
             "spec_method": c.spec_method,
             "spec_topk": c.spec_topk,
             "verify_tokens": c.verify_tokens,
-            "tok_s": server["tok_s"],
+            "tok_s": server.get("tok_s"),
             "accept_len": server.get("accept_len"),
             "acceptance_rate": server.get("acceptance_rate"),
+            "num_drafts": _whole(server.get("num_drafts")),
             "step_ms": server.get("step_ms"),
             "cycle_ms": server.get("cycle_ms"),
             "env": self.env,
@@ -878,18 +1016,51 @@ class Bench:
             return [await self.level(client, c, write) for c in self.config.concurrency]
 
 
+def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The level's acceptance in the first record that has one (none: {})."""
+    for r in records:
+        if r.get("accept_len") is not None and not math.isnan(r["accept_len"]):
+            return {
+                "accept_len": r["accept_len"],
+                "acceptance_rate": r.get("acceptance_rate"),
+                "num_spec_tokens": r.get("num_spec_tokens"),
+                "per_position": r.get("per_position"),
+            }
+    return {}
+
+
+def _whole(count: Any) -> Any:
+    """A count read from /metrics (a float there) as an int where it is whole."""
+    return int(count) if isinstance(count, float) and count.is_integer() else count
+
+
 def _summary(level: _Level) -> dict[str, Any]:
-    """A level's request counts, mean per-sequence rate, its spread, and the aggregate rate
-    (tokens streamed to all its requests since it started, over that time), so far."""
+    """A level so far: its request counts, per-sequence decode rate and spread, bursts, and
+    aggregate rate.
+
+    ``tok_s`` is a ratio of sums, the tokens the requests decoded over their decode time
+    [tok/s], never a mean of per-request rates (one request with a decode time near 0 would
+    read as 100,000 tok/s and carry the mean).  Requests that came in one burst
+    (:attr:`RequestResult.burst`) are counted in ``bursts`` and left out of it and of the
+    spread: ``tok_s_median`` and ``tok_s_iqr`` (the per-request rates' median and
+    interquartile range) and ``tok_s_sd``.  ``aggregate_tok_s`` is the tokens streamed to all
+    its requests since it started over that time.
+    """
     results = level.results
     good = [r for r in results if r.ok and not math.isnan(r.decode_tok_s)]
-    rates = [r.decode_tok_s for r in good]
+    steady = [r for r in good if not r.burst]
+    rates = sorted(r.decode_tok_s for r in steady)
+    seconds = sum(r.decode_s for r in steady)
     wall_s = time.perf_counter() - level.started
+    quartiles = statistics.quantiles(rates, n=4, method="inclusive") if len(rates) > 1 else None
     return {
         "concurrency": level.concurrency,
         "requests": len(results),
         "failed": len(results) - len(good),
-        "tok_s": statistics.fmean(rates) if rates else math.nan,
+        "bursts": len(good) - len(steady),
+        "tok_s": sum(r.decoded_tokens for r in steady) / seconds if seconds > 0 else math.nan,
+        "tok_s_median": statistics.median(rates) if rates else math.nan,
+        "tok_s_iqr": quartiles[2] - quartiles[0] if quartiles else math.nan,
         "tok_s_sd": statistics.stdev(rates) if len(rates) > 1 else math.nan,
         "aggregate_tok_s": level.streamed / wall_s if wall_s > 0 else math.nan,
     }

@@ -27,7 +27,14 @@ import pandas as pd
 from breakeven import formatting
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
-from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
+from breakeven.intervals import (
+    SpeedupInterval,
+    group_pooled_rates,
+    interval_of,
+    pooled_rate,
+    side_of_launches,
+    verdict,
+)
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
@@ -36,6 +43,10 @@ from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
+CLIENT_KEYS = frozenset({"url", "port", "host", "client_host"})
+"""``env`` keys of what the client chose, left out of a fingerprint: the URL and port it
+reached the server at, and the machine it ran on (``bench`` wrote that as ``host`` before it
+wrote ``client_host``).  Two servers launched alike on two ports are a fair A/B."""
 
 # Stable codes, and what each means.
 FLAGS = {
@@ -51,14 +62,15 @@ FLAGS = {
 
 
 def fingerprint(env: Any) -> str:
-    """The ``env`` pairs that describe the environment, sorted; speculation settings dropped,
-    and a password in a URL shown as ``***`` (flags print fingerprints)."""
+    """The ``env`` pairs that describe the server's environment, sorted: speculation settings
+    and what the client chose (:data:`CLIENT_KEYS`) dropped, and a password in a URL shown as
+    ``***`` (flags print fingerprints)."""
     if env is None or (isinstance(env, float) and math.isnan(env)):
         return ""
     pairs = []
     for item in str(env).split():
         key = item.split("=", 1)[0].lower().lstrip("-")
-        if not any(word in key for word in _SPEC_KEY_WORDS):
+        if key not in CLIENT_KEYS and not any(word in key for word in _SPEC_KEY_WORDS):
             pairs.append(item)
     return hide_url_passwords(" ".join(sorted(pairs)))
 
@@ -109,9 +121,11 @@ class Comparison:
     baseline_runs: int
     """Baseline rows compared with."""
     tok_s: float
-    """Mean per-sequence decode rate with speculation [tok/s]."""
+    """Per-sequence decode rate with speculation [tok/s]: a ratio of sums, the tokens its
+    requests decoded over their decode time, where its rows give their tokens
+    (completion_tokens); else the mean of its rows' rates (log windows)."""
     baseline_tok_s: float
-    """Mean per-sequence decode rate of the baseline [tok/s]."""
+    """Per-sequence decode rate of the baseline [tok/s], pooled as ``tok_s`` is."""
     measured_speedup: float
     """tok_s / baseline_tok_s [x]."""
     ci_low: float
@@ -249,10 +263,6 @@ def _lines(column: Any) -> tuple[int, ...]:
     return tuple(int(x) for x in values[:LINES_SHOWN])
 
 
-def _mean(values: Any) -> float:
-    return float(values.mean()) if len(values) else math.nan
-
-
 def _launches(df: Any) -> Any:
     """Each row's launch (an integer), the unit of repetition of an interval: its
     ``run_id``; else the file of its ``source`` (a log's windows are one launch); else the
@@ -299,6 +309,7 @@ COLUMNS_USED = (
     "itl_ms",
     "speedup",
     "num_drafts",
+    "completion_tokens",
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on).
@@ -404,6 +415,7 @@ def normalise(data: Any) -> Any:
     df["fingerprint"] = df["fingerprint"].astype("category")
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
     df["launch"] = _launches(df)
+    df["decoded"] = decoded_tokens(df["completion_tokens"])
     # A client row and the server's log of the same run are one measurement: keep the client's.
     server = df["origin"] == "server"
     measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
@@ -412,17 +424,36 @@ def normalise(data: Any) -> Any:
     return df
 
 
+def decoded_tokens(completion_tokens: Any) -> Any:
+    """The tokens a request decoded [tokens]: its ``completion_tokens`` less the first, which
+    came with the prefill (``tok_s`` is the rest over the time after it); NaN where not
+    known.  They weigh a request's rate where rates are pooled (:func:`~breakeven.intervals.
+    pooled_rate`)."""
+    decoded = pd.to_numeric(completion_tokens, errors="coerce") - 1
+    return decoded.where(decoded > 0)
+
+
 def _server_costs(df: Any) -> None:
-    """The server's own decode step and cycle (``bench`` records them from llama.cpp's
-    counters, ``origin=server``) given to the client rows of the same run that have none: the
-    prediction of a run then uses what the server measured."""
-    for column in ("cycle_ms", "step_ms"):
+    """The server's own view of a run (``bench`` records it from the server's counters,
+    ``origin=server``) given to the client rows of the same run (in place).
+
+    Its decode step and cycle go to the rows that have none: the prediction of a run then
+    uses what the server measured.  Its accept_len, pooled over the whole level, replaces a
+    client row's that the server did not give per request (no ``num_drafts``): such a row
+    holds the level's acceptance up to that request, a running value, and a mean of running
+    values is no one's acceptance."""
+    server = df["origin"] == "server"
+    for column in ("cycle_ms", "step_ms", "accept_len"):
         source = df["echo"] & df[column].notna()
         if not source.any():
             continue
         per_run = df.loc[source].groupby("run_id", observed=True)[column].mean().to_dict()
         fill = df["run_id"].astype(object).map(per_run).astype(float)
-        df[column] = df[column].fillna(fill.where(df["origin"] != "server"))
+        if column == "accept_len":
+            running = ~server & fill.notna() & df["num_drafts"].isna()
+            df[column] = df[column].where(~running, fill)
+        else:
+            df[column] = df[column].fillna(fill.where(~server))
 
 
 def flag_rows(df: Any, findings: _Findings) -> None:
@@ -475,9 +506,10 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
         return []
     runs = df.loc[
         (df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
-        ["run_id", "origin", "tok_s", "line"],
+        ["run_id", "origin", "tok_s", "completion_tokens", "line"],
     ]
-    means = runs.groupby(["run_id", "origin"], sort=False, observed=True)["tok_s"].mean().unstack()
+    runs = runs.assign(run_id=runs["run_id"].astype(str), origin=runs["origin"].astype(str))
+    means = _pooled_rates(runs).unstack()
     if not {"server", "client"} <= set(means.columns):
         return []
     both = means.dropna(subset=["server", "client"])
@@ -503,11 +535,27 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
     return checks
 
 
+def _pooled_rates(runs: Any) -> Any:
+    """Each (run_id, origin)'s per-sequence rate [tok/s], a ratio of sums
+    (:func:`~breakeven.intervals.pooled_rate`): the client's requests pooled as the server's
+    counters pool them (a server's row is one already)."""
+    number, keys = pd.factorize(pd.MultiIndex.from_frame(runs[["run_id", "origin"]]))
+    rates, _ = group_pooled_rates(
+        number,
+        runs["tok_s"].to_numpy(dtype=float),
+        decoded_tokens(runs["completion_tokens"]).to_numpy(dtype=float),
+        len(keys),
+    )
+    return pd.Series(rates, index=keys)
+
+
 @dataclass
 class _Baselines:
     """Baseline rows as arrays, indexed by configuration and by environment."""
 
     tok_s: Any
+    decoded: Any
+    """Each row's decoded tokens (NaN: not known), its rate's weight."""
     launch: Any
     step_ms: Any
     fingerprint: Any
@@ -524,7 +572,9 @@ class _Baselines:
         each set is estimated once)."""
         key = rows.tobytes()
         if key not in self.sides:
-            self.sides[key] = side_of_launches(self.tok_s[rows], self.launch[rows])
+            self.sides[key] = side_of_launches(
+                self.tok_s[rows], self.launch[rows], self.decoded[rows]
+            )
         return self.sides[key]
 
 
@@ -536,9 +586,10 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
 
     rows = np.flatnonzero((~df["is_spec"] & df["tok_s"].notna() & ~df["echo"]).to_numpy())
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
+    decoded = df["decoded"].to_numpy(dtype=float)[rows]
     line = df["line"].to_numpy()[rows]
     run, run_first = _group_numbers(df, rows, [*CONFIG, "run_id", "label", "fingerprint"])
-    run_mean = _group_means(run, tok, len(run_first))[0]
+    run_mean = group_pooled_rates(run, tok, decoded, len(run_first))[0]
     config, config_first = _group_numbers(df, rows, CONFIG)
     env, env_first = _group_numbers(df, rows, [*CONFIG, "fingerprint"])
     run_env, run_config = env[run_first], config[run_first]
@@ -592,6 +643,7 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         findings.add(Flag("baseline_drift", drift[key], _lines(line[at]), len(at)))
     return _Baselines(
         tok,
+        decoded,
         df["launch"].to_numpy()[rows],
         df["step_ms"].to_numpy(dtype=float)[rows],
         _values_at(df["fingerprint"], rows),
@@ -764,6 +816,7 @@ def pair(
     order = _stable_order(number, n)  # rows of each group, in file order
     starts = np.searchsorted(number[order], np.arange(n + 1))
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
+    decoded = df["decoded"].to_numpy(dtype=float)[rows]
     launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
     codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
     if findings.by_line:
@@ -782,6 +835,7 @@ def pair(
             key,
             stats,
             tok[at],
+            decoded[at],
             launch[at],
             _lines(line[at]),
             set(codes_by_group.get(g, ())),
@@ -897,6 +951,7 @@ def _pair_one(
     key: tuple[Any, ...],
     row: Any,
     spec_tok: Any,
+    spec_decoded: Any,
     spec_launch: Any,
     lines: tuple[int, ...],
     codes: set[str],
@@ -907,13 +962,14 @@ def _pair_one(
     """One run against its baseline: measured speedup and interval, prediction, residual."""
 
     model, hardware, conc, k_value, method, label, fp = key
-    spec_side = side_of_launches(spec_tok, spec_launch)
+    spec_side = side_of_launches(spec_tok, spec_launch, spec_decoded)
+    s_mean = pooled_rate(spec_tok, spec_decoded)
     spec_tok = spec_tok[~np.isnan(spec_tok)]
     published = row.n_published > 0 and len(spec_tok) == 0
     chosen, raised = _pick_baseline(key, lines, published, base, findings)
     codes |= raised
     base_tok = base.tok_s[chosen]
-    s_mean, b_mean = _mean(spec_tok), _mean(base_tok)
+    b_mean = pooled_rate(base_tok, base.decoded[chosen])
     measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
     interval = interval_of(spec_side, base.side(chosen))
     low, high = interval.low, interval.high

@@ -5,7 +5,7 @@ or printed tables; ``/metrics`` scrapes) or a measurements CSV, or several
 files of one run joined with ``+``.  The runs are read, labelled, put side by
 side and checked (:func:`breakeven.check.check`: pairing, flags, prediction
 from the costs given); each speedup then gets an interval whose unit of
-repetition is the launch (:mod:`breakeven.intervals`), and a headline in words.
+repetition is the run (:mod:`breakeven.intervals`), and a headline in words.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ class RunComparison:
     ci_high: float
     """Upper end [x]."""
     interval_covers: str
-    """What the interval covers: within one launch, or across N launches."""
+    """What the interval covers: within one run, or across N runs."""
     interval_method: str
-    """How each side's error was estimated (batch means, launches)."""
+    """How each side's error was estimated (batch means, runs)."""
     verdict: str
     """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval'."""
     accept_len: float
@@ -204,7 +204,7 @@ def _said(
         )
     return (
         f"{label} measured {speedup:.2f}x against {baseline}{where} (no interval: too few "
-        f"values in a launch; see interval_method)"
+        f"values in a run; see interval_method)"
     )
 
 
@@ -338,12 +338,12 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
 
 def _advice(runs: list[RunComparison], specs: Sequence[RunInput]) -> tuple[str, ...]:
     advice = []
-    if any("within one launch" in r.interval_covers for r in runs):
+    if any("within one run" in r.interval_covers for r in runs):
         advice.append(ADVICE_ONE_LAUNCH.capitalize() + ".")
     if any(r.verdict == "no interval" for r in runs):
         advice.append(
             f"Record more decode windows or requests: an interval needs at least "
-            f"{MIN_VALUES} per launch."
+            f"{MIN_VALUES} per run."
         )
     missing = [s.label for s in specs if s.label not in {r.label for r in runs}]
     if missing:

@@ -1,19 +1,26 @@
 """Intervals for a measured speedup that mean what they say.
 
-The unit of repetition is a *launch* (a server start, one ``bench`` invocation):
-the logging intervals or requests of one launch are correlated in time, and
-share whatever that launch got (placement, clocks, a cold cache), so they are
-not independent repeats.  Two cases:
+The unit of repetition is a *run*: a ``run_id`` (one ``bench`` invocation), else one
+log or file, or the files you join as one launch.  The logging intervals or requests
+of one run are correlated in time, and share whatever that run got (placement, clocks,
+a cold cache), so they are not independent repeats.  A run is not known to be a server
+launch: two ``bench`` invocations against one server are two runs of one launch, and
+launch-to-launch variation shows only between runs of separate launches.  Two cases:
 
-- **Within one launch** (a side has a single run): the mean rate's standard
+- **Within one run** (a side has a single run): the mean rate's standard
   error comes from *batch means*, the series cut into about n^(1/3) consecutive
   batches, at least 4 (the method for correlated simulation output; batches of
   about n^(2/3) values keep their means nearly independent: sqrt(n) batches
   covered 84-91% on an AR(1) series with phi 0.8-0.95, n^(1/3) covered 93%).  The
-  interval covers the noise inside the launch only, not launch-to-launch
-  variation, and says so.
-- **Across launches** (a side has two or more runs): each run is reduced to
-  its mean, and the runs are the sample.
+  interval covers the noise inside the run only, not run-to-run (or
+  launch-to-launch) variation, and says so.
+- **Across runs** (a side has two or more runs): each run is reduced to
+  its rate, and the runs are the sample.
+
+A rate is a ratio of sums, tokens over time, never a mean of rates
+(:func:`pooled_rate`): where the values give the tokens each one decoded (a ``bench``
+row's ``completion_tokens``), a run's rate, and each batch's, is the tokens over the
+time they took.
 
 The speedup is the ratio of mean rates, speculative over baseline; its interval
 is built on the log scale, ``log(m_s) - log(m_b)`` with the two standard errors
@@ -37,9 +44,9 @@ from breakeven.quantities import plain_json
 
 CONFIDENCE = 0.95
 MIN_BATCHES = 4
-"""Batches of one launch, at least."""
+"""Batches of one run, at least."""
 MIN_VALUES = 16
-"""Values (logging intervals, requests) one launch needs for an interval of its own."""
+"""Values (logging intervals, requests) one run needs for an interval of its own."""
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,16 @@ class MeanEstimate:
     """One side's mean rate, its standard error and where the error comes from."""
 
     mean: float
-    """Mean rate [tok/s]: of the launches' means, or of one launch's values."""
+    """Rate [tok/s]: the mean of the runs' rates, or one run's rate (a ratio of sums where
+    its values give their tokens)."""
     se: float
     """Standard error of ``mean`` [tok/s] (NaN where too few values)."""
     df: float
     """Degrees of freedom of ``se``."""
     launches: int
-    """Runs (launches) the side holds."""
+    """Runs the side holds (a run_id, a file, or files joined as one launch)."""
     method: str
-    """'batch means over N values in B batches', 'across N launches', or why there is no error."""
+    """'batch means over N values in B batches', 'across N runs', or why there is no error."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class SpeedupInterval:
     low: float
     high: float
     covers: str
-    """What the interval covers, in words: 'within one launch each', 'across 3 and 4 launches'."""
+    """What the interval covers, in words: 'within one run each', 'across 3 and 4 runs'."""
     method: str
     """How each side's error was estimated."""
 
@@ -91,44 +99,86 @@ class SpeedupInterval:
         return formatting.speedup_interval_html(self.to_dict())
 
 
-def batch_means(values: Sequence[float]) -> MeanEstimate:
-    """The mean of one launch's time-ordered values and its batch-means standard error.
+def pooled_rate(rates: Any, tokens: Any = None) -> float:
+    """The rate of values that each took their own time [tok/s]: a ratio of sums.
+
+    With ``tokens``, the tokens each value decoded, it is ``sum(tokens) / sum(tokens /
+    rates)``, the tokens over the time they took, as an engine's counters pool them: one
+    request that came in a burst (a decode time near 0, a rate of 100,000 tok/s) weighs
+    what its tokens weigh, and does not carry the result.  Where some value has a rate and
+    no tokens (a log's window, a source that gives only the rate), it is the mean of the
+    rates, as nothing else can be done.  NaN rates are left out; none at all: NaN.
+    """
+    (rate,), _ = group_pooled_rates(np.zeros(np.size(rates), dtype=np.int64), rates, tokens, 1)
+    return float(rate)
+
+
+def group_pooled_rates(number: Any, rates: Any, tokens: Any, groups: int) -> tuple[Any, Any]:
+    """:func:`pooled_rate` of each group (``number``: each value's group, 0 to ``groups`` - 1),
+    and each group's count of rates, vectorised."""
+    number = np.asarray(number, dtype=np.int64)
+    rates = np.asarray(rates, dtype=float)
+    ok = ~np.isnan(rates)
+    count = np.bincount(number[ok], minlength=groups)
+    total = np.bincount(number[ok], weights=rates[ok], minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        if tokens is None:
+            return mean, count
+        tokens = np.broadcast_to(np.asarray(tokens, dtype=float), rates.shape)
+        weighted = ok & (tokens > 0) & (rates > 0)  # NaN compares False
+        unweighted = np.bincount(number[ok & ~weighted], minlength=groups)
+        w = np.bincount(number[weighted], weights=tokens[weighted], minlength=groups)
+        seconds = np.bincount(
+            number[weighted], weights=tokens[weighted] / rates[weighted], minlength=groups
+        )
+        pooled = w / seconds
+    return np.where((unweighted == 0) & (seconds > 0), pooled, mean), count
+
+
+def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:
+    """The rate of one run's time-ordered values and its batch-means standard error.
 
     The series is cut into ``b = max(4, round(n ** (1/3)))`` consecutive batches of
     ``n // b`` values (the first ``n mod b`` values, the warm-up end, are left out of
-    the error but not of the mean); the batch means' spread gives the error with
-    ``b - 1`` degrees of freedom.
+    the error but not of the rate); the batches' rates' spread gives the error with
+    ``b - 1`` degrees of freedom.  With ``tokens`` (each value's decoded tokens), the run's
+    rate and each batch's are ratios of sums (:func:`pooled_rate`).
     """
 
     x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
+    finite = np.isfinite(x)
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[finite]
+    x = x[finite]
     n = len(x)
-    mean = float(x.mean()) if n else math.nan
+    mean = pooled_rate(x, w) if n else math.nan
     if n < MIN_VALUES:
         return MeanEstimate(
             mean,
             math.nan,
             math.nan,
             1,
-            f"one launch of {n} values: too few for an interval (needs {MIN_VALUES})",
+            f"one run of {n} values: too few for an interval (needs {MIN_VALUES})",
         )
     b = max(MIN_BATCHES, round(n ** (1 / 3)))
     size = n // b
-    batches = x[n - b * size :].reshape(b, size).mean(axis=1)
+    skip = n - b * size
+    batch = np.repeat(np.arange(b), size)
+    batches, _ = group_pooled_rates(batch, x[skip:], None if w is None else w[skip:], b)
     se = float(batches.std(ddof=1) / math.sqrt(b))
     return MeanEstimate(mean, se, b - 1.0, 1, f"batch means over {n} values in {b} batches")
 
 
 def across_launches(run_means: Sequence[float]) -> MeanEstimate:
-    """The mean of two or more launches' mean rates, and its standard error."""
+    """The mean of two or more runs' rates, and its standard error."""
 
     x = np.asarray(run_means, dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
     if n < 2:
-        raise ValueError("across_launches needs two or more launches")
+        raise ValueError("across_launches needs two or more runs")
     return MeanEstimate(
-        float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n, f"across {n} launches"
+        float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n, f"across {n} runs"
     )
 
 
@@ -143,19 +193,20 @@ def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
     return across_launches([float(np.mean(np.asarray(r, dtype=float))) for r in runs])
 
 
-def side_of_launches(values: Any, launches: Any) -> MeanEstimate:
-    """One side's estimate from its rates and each rate's launch (any labels), in time order;
-    vectorised, for many launches."""
+def side_of_launches(values: Any, launches: Any, tokens: Any = None) -> MeanEstimate:
+    """One side's estimate from its rates and each rate's run (any labels), in time order;
+    vectorised, for many runs.  With ``tokens`` (each value's decoded tokens), each run's
+    rate is a ratio of sums (:func:`pooled_rate`)."""
 
     values = np.asarray(values, dtype=float)
     keep = np.isfinite(values)
     values = values[keep]
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
     codes = _launch_codes(np.asarray(launches)[keep])
     if not len(codes) or codes.max() == 0:
-        return batch_means(values) if len(values) else side([])
-    counts = np.bincount(codes)
-    means = np.bincount(codes, weights=values)[counts > 0] / counts[counts > 0]
-    return across_launches(means)
+        return batch_means(values, w) if len(values) else side([])
+    rates, counts = group_pooled_rates(codes, values, w, int(codes.max()) + 1)
+    return across_launches(rates[counts > 0])
 
 
 def _launch_codes(launches: Any) -> Any:
@@ -222,16 +273,16 @@ def verdict(speedup: float, low: float, high: float) -> str:
 
 def _covers(spec_launches: int, base_launches: int) -> str:
     if spec_launches == base_launches == 1:
-        return "within one launch each, so launch-to-launch variation is not included"
+        return "within one run each, so run-to-run variation (a server restart) is not included"
     if spec_launches == 1 or base_launches == 1:
         one, many = (
             ("speculative", base_launches) if spec_launches == 1 else ("baseline", spec_launches)
         )
         return (
-            f"across {many} launches on one side, within one launch of the {one} run, whose "
-            "launch-to-launch variation is not included"
+            f"across {many} runs on one side, within one run of the {one} side, whose "
+            "run-to-run variation is not included"
         )
-    return f"across {spec_launches} and {base_launches} launches"
+    return f"across {spec_launches} and {base_launches} runs"
 
 
 ADVICE_ONE_LAUNCH = (

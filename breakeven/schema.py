@@ -130,6 +130,14 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms",
     ),
     Column(
+        "completion_tokens",
+        "number",
+        "tokens",
+        "tokens the server generated for the request (bench's rows); the first is the "
+        "prefill's, the rest took the request's decode time, (completion_tokens - 1) / tok_s, "
+        "so check pools the requests' rates as a ratio of sums",
+    ),
+    Column(
         "num_drafts",
         "number",
         "cycles",

@@ -34,6 +34,19 @@ class Behaviour:
     # /metrics padded with this many histogram samples, as a real server's is (vLLM's runs to
     # thousands of lines): its parse then takes that long.
     metrics_padding: int = 0
+    # With num_spec_tokens: the last (usage) chunk carries the request's own spec-decode counts
+    # under metrics.speculative_decoding, as vLLM's --per-request-spec-decode-metrics summary
+    # does (vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict, vLLM 0.32.0).
+    per_request_spec: bool = False
+    # vLLM's own timing on /metrics (request_generation_tokens, request_decode_time_seconds,
+    # inter_token_latency_seconds: sums and counts), its decode times scaled by timing_scale
+    # (below 1: a server whose clock disagrees with the client's).
+    timing_counters: bool = False
+    timing_scale: float = 1.0
+    finished: int = 0
+    generated: int = 0
+    decode_s: float = 0.0
+    steps: int = 0
     # Counters, as the metrics endpoint reports them.
     drafts: int = 0
     draft_tokens: int = 0
@@ -86,6 +99,19 @@ class _Handler(BaseHTTPRequestHandler):
                     "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
                     f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
                 )
+                if b.timing_counters:
+                    labels = f'{{engine="0",model_name="{b.model}"}}'
+                    text += "".join(
+                        f"vllm:{name}{labels} {value}\n"
+                        for name, value in (
+                            ("request_generation_tokens_sum", b.generated),
+                            ("request_generation_tokens_count", b.finished),
+                            ("request_decode_time_seconds_sum", b.decode_s),
+                            ("request_decode_time_seconds_count", b.finished),
+                            ("inter_token_latency_seconds_sum", b.decode_s),
+                            ("inter_token_latency_seconds_count", b.steps),
+                        )
+                    )
                 if b.metrics_padding:
                     text += "# TYPE vllm:request_latency_seconds histogram\n" + "".join(
                         f'vllm:request_latency_seconds_bucket{{model_name="{b.model}",le="{i}"}} 0\n'
@@ -125,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         time.sleep(b.first_token_delay)
         sent, chunks = 0, 0
+        histogram = [0] * (b.num_spec_tokens + 1)
+        first = None
         while sent < max_tokens:
             if resetting and chunks == b.reset_after_chunks:
                 # An abortive close: the client sees a connection reset mid-stream.
@@ -138,6 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
             sent += m
             chunks += 1
             if b.num_spec_tokens:
+                histogram[min(m - 1, b.num_spec_tokens)] += 1
                 with b.lock:
                     b.drafts += 1
                     b.draft_tokens += b.num_spec_tokens
@@ -155,8 +184,29 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
             self.wfile.flush()
+            first = first if first is not None else time.perf_counter()
+        with b.lock:
+            b.finished += 1
+            b.generated += sent
+            b.decode_s += b.timing_scale * (time.perf_counter() - first if first else 0.0)
+            b.steps += max(chunks - 1, 0)
         usage = {"prompt_tokens": 5, "completion_tokens": sent, "total_tokens": 5 + sent}
-        self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+        last: dict = {"choices": [], "usage": usage}
+        if b.per_request_spec and b.num_spec_tokens:
+            steps = sum(histogram)
+            accepted = sum(j * n for j, n in enumerate(histogram))
+            last["metrics"] = {
+                "speculative_decoding": {
+                    "mean_acceptance_length": 1 + accepted / steps if steps else 1.0,
+                    "draft_acceptance_rate": accepted / (steps * b.num_spec_tokens or 1),
+                    "acceptance_histogram": histogram,
+                    "num_spec_steps": steps,
+                    "num_accepted_draft_tokens": accepted,
+                    "num_draft_tokens": steps * b.num_spec_tokens,
+                    "num_spec_tokens": b.num_spec_tokens,
+                }
+            }
+        self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 

@@ -15,7 +15,15 @@ from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer
 
 from breakeven import BreakevenError
-from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench, server_root
+from breakeven.bench_client import (
+    BENCH_COLUMNS,
+    Config,
+    RequestResult,
+    _Level,
+    _summary,
+    run_bench,
+    server_root,
+)
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent
@@ -110,6 +118,25 @@ def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
     assert "no spec-decode counters" not in warning and "llama-server" not in warning
 
 
+def test_a_level_rate_is_a_ratio_of_sums_and_a_burst_is_left_out():
+    # Three requests: 100 tokens in 2 s, 100 in 0.5 s, and 100 that came in 1 ms after a
+    # 0.5 s first token (a burst).  The level decoded 200 tokens in 2.5 s: 80 tok/s, where the
+    # mean of the rates says 125 without the burst and 33,375 with it.
+    results = [
+        RequestResult(True, ttft_ms=100.0, decode_s=2.0, completion_tokens=101),
+        RequestResult(True, ttft_ms=100.0, decode_s=0.5, completion_tokens=101),
+        RequestResult(True, ttft_ms=500.0, decode_s=0.001, completion_tokens=101),
+        RequestResult(False, "reset mid-stream"),
+    ]
+    assert [r.burst for r in results[:3]] == [False, False, True]
+    level = _Level(1, time.perf_counter(), None, results)
+    summary = _summary(level)
+    assert summary["tok_s"] == pytest.approx(200 / 2.5)
+    assert summary["bursts"] == 1 and summary["failed"] == 1 and summary["requests"] == 4
+    assert summary["tok_s_median"] == pytest.approx((50 + 200) / 2)
+    assert summary["tok_s_iqr"] == pytest.approx(0.5 * (200 - 50))
+
+
 def test_reading_metrics_parses_only_the_counters_it_reads(tmp_path, monkeypatch):
     # Each row's acceptance comes from /metrics, read in the event loop that streams the other
     # requests.  A real /metrics holds thousands of histogram lines: parsed whole (0.2-0.4 s a
@@ -151,7 +178,7 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
         "model=fake-model",
         "server_version=fake-0.1",
         "tp=8",
-        "host=",
+        "client_host=",
     ):
         assert part in row["env"]
     assert row["num_spec_tokens"] == "0" and row["origin"] == "client" and row["timestamp"]
@@ -353,3 +380,56 @@ class TestBadInput:
 def test_fake_server_listens_on_loopback_only():
     with FakeServer() as server:
         assert server.httpd.server_address[0] == "127.0.0.1"
+
+
+def test_vllm_per_request_acceptance_is_recorded_and_pools_to_the_counters(tmp_path):
+    # Issue 23: a vLLM started with --per-request-spec-decode-metrics summary sends each
+    # request's drafts in its last chunk (metrics.speculative_decoding).  bench records them
+    # per request, with the histogram; pooled over the level they equal the change of the
+    # server's counters, which the level's server row holds.  (The fake server streams a
+    # verify cycle per chunk: 3 tokens a cycle, the last chunk of a request shorter.)
+    out = tmp_path / "r.csv"
+    behaviour = Behaviour(
+        seconds_per_token=0.001, tokens_per_chunk=3, num_spec_tokens=3, per_request_spec=True
+    )
+    with FakeServer(behaviour) as server:
+        run_bench(
+            Config(url=server.url, label="s", max_tokens=20, requests=4, num_spec_tokens=3), out
+        )
+    got = rows(out)
+    client = [r for r in got if r["origin"] == "client"]
+    (level,) = [r for r in got if r["origin"] == "server"]
+    assert len(client) == 4
+    for r in client:
+        # 20 tokens in chunks of 3: six cycles that accepted 2 drafts, one that accepted 1.
+        assert r["num_drafts"] == "7" and r["acceptance_histogram"] == "0;1;6;0"
+        assert float(r["accept_len"]) == pytest.approx(1 + 13 / 7)
+        assert r["accepted_tokens"] == "13" and r["draft_tokens"] == "21"
+    pooled = 1 + sum(int(r["accepted_tokens"]) for r in client) / sum(
+        int(r["num_drafts"]) for r in client
+    )
+    assert float(level["accept_len"]) == pytest.approx(pooled)
+    assert level["num_drafts"] == "28"
+
+
+def test_vllm_timing_histograms_give_a_server_row_and_a_disagreement_is_said(tmp_path):
+    # Issue 23, finding 8: vLLM's own view (its request decode-time and inter-token latency
+    # histograms) gives the level's server row: the server's per-sequence rate and its step
+    # (a baseline) or cycle.  A server whose decode time reads 30% low disagrees with the
+    # client by more than the tolerance: one warning line with both figures.
+    out = tmp_path / "r.csv"
+    with FakeServer(Behaviour(seconds_per_token=0.004, timing_counters=True)) as server:
+        run_bench(
+            Config(url=server.url, label="b", max_tokens=20, requests=3, num_spec_tokens=0),
+            out,
+        )
+    (level,) = [r for r in rows(out) if r["origin"] == "server"]
+    client = [r for r in rows(out) if r["origin"] == "client"]
+    assert level["run_id"] == client[0]["run_id"] and level["step_ms"] and not level["cycle_ms"]
+    # The server's rate is its tokens over its own time: 1000 / step, one token a step.
+    assert float(level["tok_s"]) == pytest.approx(1000 / float(level["step_ms"]), rel=0.02)
+    lying = Behaviour(seconds_per_token=0.004, timing_counters=True, timing_scale=0.7)
+    with FakeServer(lying) as server:
+        r = bench("--url", server.url, "--label", "l", "--max-tokens", 20, "--requests", 3)
+    assert r.exit_code == 0, r.output
+    assert "tok/s per sequence and the server's counters" in r.output

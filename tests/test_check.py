@@ -156,6 +156,19 @@ def test_server_client_mismatch():
     assert not result.server_checks[0].agree
 
 
+def test_a_client_set_against_the_server_is_a_ratio_of_sums():
+    # Two requests of 64 tokens at 50 and 200 tok/s decoded 126 tokens in 1.575 s: 80 tok/s,
+    # as the server's counters pool them; the mean of the two rates says 125.
+    client = {"num_spec_tokens": 0, "run_id": "r", "origin": "client", "completion_tokens": 64}
+    data = rows(
+        {**client, "tok_s": 50.0},
+        {**client, "tok_s": 200.0},
+        {"num_spec_tokens": 0, "tok_s": 80.0, "run_id": "r", "origin": "server"},
+    )
+    (checked,) = check(data).server_checks
+    assert checked.client_tok_s == pytest.approx(80.0) and checked.agree
+
+
 class TestRepeats:
     def test_rows_typed_as_runs_and_a_clear_win(self):
         base = [{"num_spec_tokens": 0, "tok_s": t} for t in (62.6, 63.0, 62.8, 63.1)]
@@ -242,3 +255,85 @@ def test_windows_of_one_log_are_one_launch_not_repeats():
     (c,) = check(rows(*base, *spec)).comparisons
     assert c.measured_speedup == pytest.approx(75.85 / 62.8)
     assert c.verdict == "no interval" and math.isnan(c.ci_low)
+
+
+def test_a_bench_level_has_the_servers_final_accept_len_not_a_mean_of_running_values():
+    # Issue 23, finding 4.  bench's request rows carry the level's accept_len up to each
+    # request, read from /metrics as it went (1.2, 1.8, 2.4 here: the first request's window
+    # was short); the level's server row holds the whole level's (2.5, over 40 drafts).  The
+    # run's accept_len is the level's, not the mean of the running values (1.8).
+    run = {"run_id": "spec-c1", "num_spec_tokens": 3, "completion_tokens": 65}
+    base = {"run_id": "base-c1", "num_spec_tokens": 0, "completion_tokens": 65}
+    data = rows(
+        *({**base, "tok_s": t, "origin": "client"} for t in (50.0, 50.0, 50.0)),
+        *(
+            {**run, "tok_s": t, "accept_len": a, "origin": "client"}
+            for t, a in ((100.0, 1.2), (100.0, 1.8), (100.0, 2.4))
+        ),
+        {**run, "tok_s": 100.0, "accept_len": 2.5, "num_drafts": 40, "origin": "server"},
+    )
+    (comparison,) = check(data).comparisons
+    assert comparison.accept_len == pytest.approx(2.5)
+    # Rows that give their own drafts (vLLM's per-request metrics) are pooled from counts.
+    own = rows(
+        *({**base, "tok_s": 50.0, "origin": "client"} for _ in range(2)),
+        {**run, "tok_s": 100.0, "accept_len": 2.0, "num_drafts": 30, "origin": "client"},
+        {**run, "tok_s": 100.0, "accept_len": 3.0, "num_drafts": 10, "origin": "client"},
+        {**run, "tok_s": 100.0, "accept_len": 2.25, "num_drafts": 40, "origin": "server"},
+    )
+    (comparison,) = check(own).comparisons
+    assert comparison.accept_len == pytest.approx(1 + (30 * 1 + 10 * 2) / 40)
+
+
+def test_two_servers_launched_alike_on_two_ports_are_a_fair_ab():
+    # Issue 23, finding 6: the URL, port and client host are the client's choices.  A baseline
+    # server and a speculative server started the same way, benchmarked from one machine at
+    # two ports, compare without stale_baseline; a server variable that differs still flags.
+    common = "NCCL_ALGO=Ring model=m server_version=0.32.0 client_host=box"
+    data = rows(
+        {"num_spec_tokens": 0, "tok_s": 50.0, "env": f"url=http://127.0.0.1:8000 {common}"},
+        {
+            "num_spec_tokens": 3,
+            "tok_s": 60.0,
+            "accept_len": 2.0,
+            "env": f"url=http://127.0.0.1:8001 {common}",
+        },
+    )
+    result = check(data)
+    assert "stale_baseline" not in {f.code for f in result.flags}
+    assert result.comparisons[0].measured_speedup == pytest.approx(1.2)
+    assert fingerprint(f"url=http://u:secret@h:1 host=a {common}") == fingerprint(common)
+    other = data.assign(env=[f"NCCL_PROTO=LL {common}", f"url=http://127.0.0.1:8001 {common}"])
+    assert "stale_baseline" in {f.code for f in check(other).flags}
+
+
+def test_a_run_rate_is_the_tokens_over_the_time_across_check_and_compare(tmp_path):
+    # A rate is a ratio of sums: two requests of 101 tokens at 50 and 200 tok/s decoded 200
+    # tokens in 2.5 s, 80 tok/s (the mean of their rates says 125).  check's run rate, its
+    # speedup and the baseline's rate all pool so.
+    def request(label, k, rate, run_id):
+        return {
+            "label": label,
+            "num_spec_tokens": k,
+            "tok_s": rate,
+            "completion_tokens": 101,
+            "run_id": run_id,
+            "origin": "client",
+        }
+
+    data = rows(
+        request("base", 0, 40.0, "b"),
+        request("base", 0, 40.0, "b"),
+        request("spec", 3, 50.0, "s"),
+        request("spec", 3, 200.0, "s"),
+    )
+    (comparison,) = check(data).comparisons
+    assert comparison.tok_s == pytest.approx(80.0)
+    assert comparison.baseline_tok_s == pytest.approx(40.0)
+    assert comparison.measured_speedup == pytest.approx(2.0)
+    path = tmp_path / "runs.csv"
+    data.to_csv(path, index=False)
+    r = CliRunner().invoke(cli, ["compare", f"base={path}", f"spec={path}", "--json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)["runs"]
+    assert row["tok_s"] == pytest.approx(80.0) and row["measured_speedup"] == pytest.approx(2.0)

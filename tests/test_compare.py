@@ -92,7 +92,10 @@ def test_long_logs_give_an_interval_within_one_launch(tmp_path):
     assert row.verdict == "faster" and row.ci_low < 1.2 < row.ci_high
     assert row.headline.startswith("eagle3 is 1.2")
     assert "faster than baseline (95% interval" in row.headline
-    assert "within one launch each, so launch-to-launch variation is not included" in row.headline
+    assert (
+        "within one run each, so run-to-run variation (a server restart) is not included"
+        in row.headline
+    )
     # The first window of a log may follow idle time: it keeps no rate, 63 are left.
     assert "batch means over 63 values in 4 batches" in row.interval_method
 
@@ -110,13 +113,13 @@ def test_launches_apart_and_files_of_one_launch_joined(tmp_path):
         [parse_run("spec=" + ",".join(map(str, specs)))],
     )
     (row,) = result.runs
-    assert row.interval_covers == "across 3 and 3 launches" and row.verdict == "faster"
+    assert row.interval_covers == "across 3 and 3 runs" and row.verdict == "faster"
     assert row.ci_low < 1.2 < row.ci_high and not result.advice
     joined = compare(
         parse_run("base=" + "+".join(map(str, bases))),
         [parse_run("spec=" + "+".join(map(str, specs)))],
     )
-    assert joined.runs[0].interval_covers.startswith("within one launch each")
+    assert joined.runs[0].interval_covers.startswith("within one run each")
 
 
 @pytest.mark.parametrize(
@@ -286,3 +289,24 @@ def test_a_baseline_of_another_model_is_named_in_the_flag(tmp_path):
     assert (
         "moonshotai/Kimi-K2.5" in flag["message"] and "Kimi-K2.5 INT4 on 8x RTX" in flag["message"]
     )
+
+
+def test_two_bench_invocations_are_two_runs_not_two_launches(tmp_path):
+    # Issue 23, finding 5: a bench CSV's run_ids are invocations of bench, not server starts
+    # (the server was never restarted between them).  compare counts them as runs and never
+    # calls them launches.
+    rng = np.random.default_rng(5)
+    lines = [
+        "model,hardware,concurrency,run_id,label,num_spec_tokens,tok_s,accept_len,"
+        "completion_tokens,origin"
+    ]
+    for run_id, k, mean in (("b-1", 0, 60), ("b-2", 0, 60), ("s-1", 3, 72), ("s-2", 3, 72)):
+        for rate in mean + rng.normal(0, 1.0, 20):
+            accept = 2.2 if k else ""
+            lines.append(f"m,h,1,{run_id},{run_id[0]},{k},{rate:.3f},{accept},65,client")
+    path = tmp_path / "bench.csv"
+    path.write_text("\n".join(lines) + "\n")
+    result = compare(parse_run(f"base={path}"), [parse_run(f"spec={path}")])
+    (row,) = result.runs
+    assert row.interval_covers == "across 2 and 2 runs"
+    assert "launch" not in row.headline and "launch" not in row.interval_method

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.intervals import batch_means, side, speedup_interval
+from breakeven.intervals import (
+    batch_means,
+    group_pooled_rates,
+    pooled_rate,
+    side,
+    side_of_launches,
+    speedup_interval,
+)
 
 TRUE_SPEEDUP = 72.0 / 60.0
 DATASETS = 500
@@ -72,13 +79,13 @@ def test_repeated_launches_with_a_launch_effect_cover_about_95_percent(launches)
 def test_what_the_interval_covers_is_said():
     rng = np.random.default_rng(0)
     one = speedup_interval([ar1(rng, 64, 72, 0.5)], [ar1(rng, 64, 60, 0.5)])
-    assert one.covers.startswith("within one launch each") and "batch means over 64" in one.method
+    assert one.covers.startswith("within one run each") and "batch means over 64" in one.method
     many = speedup_interval(
         [ar1(rng, 20, 72, 0.5) for _ in range(3)], [ar1(rng, 20, 60, 0.5) for _ in range(4)]
     )
-    assert many.covers == "across 3 and 4 launches" and many.low < many.speedup < many.high
+    assert many.covers == "across 3 and 4 runs" and many.low < many.speedup < many.high
     mixed = speedup_interval([ar1(rng, 64, 72, 0.5)], [ar1(rng, 20, 60, 0.5) for _ in range(3)])
-    assert "within one launch of the speculative run" in mixed.covers
+    assert "within one run of the speculative side" in mixed.covers
 
 
 def test_too_few_values_give_no_interval_and_say_why():
@@ -103,3 +110,51 @@ def test_interval_properties(spec, base, scale):
     assert scaled.low == pytest.approx(got.low, rel=1e-9)  # units do not matter
     swapped = speedup_interval([base], [spec])
     assert swapped.low == pytest.approx(1 / got.high, rel=1e-9)  # baseline over spec: inverse
+
+
+def test_a_burst_does_not_carry_the_rate():
+    # Issue 23, finding 1: 16 requests of 64 decoded tokens at about 10 tok/s, and one whose
+    # 64 tokens came in one burst 0.5 ms long (128,000 tok/s).  The mean of the rates reads
+    # 7,500 tok/s; the tokens over the time, 10.5 tok/s.
+    rates = np.array([10.0] * 16 + [128_000.0])
+    tokens = np.full(17, 64.0)
+    assert rates.mean() > 7_000
+    pooled = pooled_rate(rates, tokens)
+    assert pooled == pytest.approx(17 * 64 / (16 * 6.4 + 0.0005))
+    estimate = batch_means(rates, tokens)
+    assert estimate.mean == pytest.approx(pooled) and estimate.se < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 1e5, allow_nan=False), st.floats(1, 1e4, allow_nan=False)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_pooled_rate_is_the_tokens_over_the_time(requests):
+    rates = np.array([r for r, _ in requests])
+    tokens = np.array([t for _, t in requests])
+    seconds = tokens / rates
+    assert pooled_rate(rates, tokens) == pytest.approx(tokens.sum() / seconds.sum(), rel=1e-9)
+    # Splitting each request into two halves at its own rate changes nothing.
+    halves = pooled_rate(np.repeat(rates, 2), np.repeat(tokens / 2, 2))
+    assert halves == pytest.approx(pooled_rate(rates, tokens), rel=1e-9)
+    # Between the slowest and the fastest request, and never above the mean of the rates.
+    assert rates.min() * (1 - 1e-9) <= pooled_rate(rates, tokens) <= rates.max() * (1 + 1e-9)
+    assert pooled_rate(rates, tokens) <= rates.mean() * (1 + 1e-9) or len(set(tokens)) > 1
+
+
+def test_without_tokens_a_rate_is_the_mean_and_runs_are_the_unit():
+    # A log's windows give only rates: their mean.  Where one value of a group has no tokens
+    # the group is averaged, as nothing else can be done with it.
+    assert pooled_rate([10.0, 30.0]) == pytest.approx(20.0)
+    assert pooled_rate([10.0, 30.0], [5.0, np.nan]) == pytest.approx(20.0)
+    assert math.isnan(pooled_rate([np.nan]))
+    rates, counts = group_pooled_rates([0, 0, 1], [10.0, 30.0, 7.0], [30.0, 30.0, 1.0], 2)
+    assert rates == pytest.approx([60 / 4, 7.0]) and list(counts) == [2, 1]
+    # Two runs (bench invocations): each run's pooled rate, then across runs.
+    two = side_of_launches([10.0, 30.0, 20.0, 20.0], ["a", "a", "b", "b"], [30.0] * 4)
+    assert two.launches == 2 and two.mean == pytest.approx((15.0 + 20.0) / 2)
+    assert two.method == "across 2 runs"

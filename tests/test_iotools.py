@@ -135,9 +135,14 @@ def test_fleet_queries_name_only_the_registrys_series():
 def test_the_registry_gives_counters_and_gauges_with_their_meaning():
     for e in metrics.METRICS.values():
         assert all(m.name.startswith(e.prefix) for m in e.series.values())
-        assert all(m.kind in (metrics.COUNTER, metrics.GAUGE) for m in e.series.values())
+        kinds = (metrics.COUNTER, metrics.GAUGE, metrics.HISTOGRAM)
+        assert all(m.kind in kinds for m in e.series.values())
         assert all(
             m.name.endswith("_total") == (m.kind == metrics.COUNTER) for m in e.series.values()
+        )
+        assert all(
+            m.name.endswith(("_sum", "_count")) == (m.kind == metrics.HISTOGRAM)
+            for m in e.series.values()
         )
         assert all("[" in m.meaning for m in e.series.values())  # a unit
     assert metrics.VLLM.spec_decode == "vllm:spec_decode_num_"

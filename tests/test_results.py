@@ -160,8 +160,8 @@ def test_check_result_and_its_intervals(tmp_path):
     assert any(c.get_gid() == "identity" for c in ax.lines)
     (interval,) = r.intervals
     assert interval.report() == (
-        "Speedup 1.400x, 95% interval 1.344-1.459 (across 3 and 3 launches; speculative: "
-        "across 3 launches; baseline: across 3 launches).\n"
+        "Speedup 1.400x, 95% interval 1.344-1.459 (across 3 and 3 runs; speculative: "
+        "across 3 runs; baseline: across 3 runs).\n"
     )
     assert strict_json(interval)["ci_low"] == interval.low
     html_with(interval, "1.400x", "1.344-1.459")

@@ -264,8 +264,10 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
         "concurrency",
         "requests",
         "failed",
+        "bursts",
         "tok_s [tok/s]",
-        "sd [tok/s]",
+        "median [tok/s]",
+        "IQR [tok/s]",
         "aggregate_tok_s [tok/s]",
         "accept_len [tokens/cycle]",
     ]
@@ -274,8 +276,10 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
             str(v["concurrency"]),
             str(v["requests"]),
             str(v["failed"]),
+            str(v.get("bursts", 0)),
             num(v["tok_s"], ".2f"),
-            num(v["tok_s_sd"], ".2f"),
+            num(v.get("tok_s_median"), ".2f"),
+            num(v.get("tok_s_iqr"), ".2f"),
             num(v["aggregate_tok_s"], ".2f"),
             num(v.get("accept_len"), ".3f"),
         ]
@@ -289,7 +293,9 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
             kind = " (cycle)" if server.get("cycle_ms") else " (step)" if ms else ""
             row += [num(server.get("tok_s"), ".2f"), num(ms, ".3f") + kind]
     lines = [
-        f"{label}: per-sequence decode rate (tok_s, prefill excluded) and aggregate rate by level",
+        f"{label}: per-sequence decode rate by level (tok_s: the decoded tokens over the decode "
+        "time, summed over requests; prefill and bursts excluded), the requests' median and "
+        "interquartile range, and the aggregate rate",
         *grid(heads, rows, right=True),
     ]
     return "\n".join(lines) + "\n"
@@ -306,7 +312,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         "records",
         "k",
         "accept_len [tokens/cycle]",
-        "mean tok_s [tok/s]",
+        "tok_s [tok/s]",
         "mean aggregate_tok_s [tok/s]",
     ]
     cells = []
@@ -328,7 +334,8 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     lines.append(
         f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
         "accept_len is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records "
-        "give their drafts. tok_s is per sequence:"
+        "give their drafts; tok_s is a ratio of sums, decoded tokens over their time, where they "
+        "give their tokens, else the records' mean. tok_s is per sequence:"
     )
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():

@@ -78,6 +78,9 @@ class BenchFormat:
     table: bool = False
     """Whether the tool also prints its result as a "Serving Benchmark Result" table
     (records of format ``name + "_table"``, :func:`parse_result_tables`)."""
+    requests: Callable[[dict[str, Any], dict[str, Any]], list[dict[str, Any]]] | None = None
+    """``requests(result, record)``: the run's records, one per request where the result
+    holds its requests (:func:`result_records`); None: the run's one record."""
 
 
 def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
@@ -114,6 +117,66 @@ def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
         per_position=per_position,
         num_spec_tokens=k,
     )
+
+
+_DETAILED = ("output_lens", "ttfts", "latencies")
+"""``vllm bench serve --save-detailed``'s per-request lists this reads (``serve.py``)."""
+
+
+def _vllm_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+    """With ``--save-detailed``, a record per request that completed, in the order they
+    started: its own per-sequence rate, ``(output_len - 1) / (latency - ttft)`` [tok/s] (the
+    first token is the prefill's), and ``completion_tokens``, so that a run's rate is pooled
+    as a ratio of sums (:func:`breakeven.intervals.pooled_rate`: ``1000 / mean_tpot_ms`` where
+    the requests are of one length) and its requests give an interval.  The run's
+    acceptance, from the server's counters, is on every record.  Without the lists: the
+    run's one record."""
+    lists = [obj.get(key) for key in _DETAILED]
+    if not all(isinstance(values, list) for values in lists):
+        return [record]
+    outputs, ttfts, latencies = lists
+    n = len(outputs)
+    if len(ttfts) != n or len(latencies) != n:
+        raise FormatError(
+            f"output_lens, ttfts and latencies hold {n}, {len(ttfts)} and {len(latencies)} "
+            "values, expected one per request each"
+        )
+    errors = obj.get("errors") if isinstance(obj.get("errors"), list) else [""] * n
+    starts = obj.get("start_times")
+    order = range(n)
+    if isinstance(starts, list) and len(starts) == n:
+        keys = [_as_float(t) for t in starts]
+        if not any(math.isnan(t) for t in keys):
+            order = sorted(range(n), key=keys.__getitem__)
+    run = {key: value for key, value in record.items() if key not in _RUN_ONLY}
+    out = []
+    for i in order:
+        tokens, ttft, latency = (_as_float(v[i]) for v in lists)
+        if (i < len(errors) and errors[i]) or not tokens > 1 or not latency > ttft >= 0:
+            continue  # failed, or nothing decoded: no rate
+        decode_s = latency - ttft
+        out.append(
+            {
+                **run,
+                "tok_s": (tokens - 1) / decode_s,
+                "tpot_ms": 1000.0 * decode_s / (tokens - 1),
+                "ttft_ms": 1000.0 * ttft,
+                "completion_tokens": tokens,
+            }
+        )
+    return out or [record]
+
+
+_RUN_ONLY = frozenset({"tok_s", "tpot_ms", "itl_ms", "draft_tokens", "accepted_tokens"})
+"""A run's columns left off its request records: its rates (each request has its own) and
+its token totals (a sum over the records would count them once a request)."""
+
+
+def _as_float(value: Any) -> float:
+    """A list item as a number (NaN where it is not one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    return float(value)
 
 
 def _sglang_serving(obj: dict[str, Any], record: dict[str, Any]) -> None:
@@ -218,10 +281,12 @@ BENCH_FORMAT_TABLE = (
             ("output_throughput", "mean_tpot_ms"),
             ("output_throughput", "median_tpot_ms"),
         ),
-        tok_s=_TPOT_RATE,
+        tok_s=_TPOT_RATE + "; with --save-detailed, each request's (output_len - 1) / "
+        "(latency - ttft), a record per request",
         derive=_vllm_serve,
         texts=(("label", ("label", "backend")), ("model", ("model_id",)), ("timestamp", ("date",))),
         table=True,
+        requests=_vllm_requests,
     ),
     BenchFormat(
         SGLANG_BENCH_SERVING,
@@ -290,6 +355,14 @@ def result_record(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
                 break
         record[column] = value
     return record
+
+
+def result_records(obj: dict[str, Any], fmt: str, source: str) -> list[dict[str, Any]]:
+    """One benchmark result object as its records: one per request where the format reads
+    its requests (``vllm bench serve --save-detailed``), else :func:`result_record`'s one."""
+    record = result_record(obj, fmt, source)
+    expand = _BY_NAME[fmt].requests
+    return expand(obj, record) if expand is not None else [record]
 
 
 def parse_json_document(text: str) -> list[tuple[int, Any]]:

@@ -233,7 +233,7 @@ def _json_records(
             )
             continue
         try:
-            records.append(bench_results.result_record(obj, fmt, f"{path}:{line}"))
+            records.extend(bench_results.result_records(obj, fmt, f"{path}:{line}"))
         except bench_results.FormatError as e:
             problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
     return records

@@ -10,7 +10,12 @@ gives ``accept_len = 1 + d(accepted) / d(drafts)``.  vLLM V0 had an ``emitted`` 
 llama.cpp (``--metrics``) has vLLM V1's spec-decode counters after its own prefix, and the
 tokens its requests generated and their generation time.  Their change gives the server's
 own per-sequence rate (``tok_s``) and its decode step (``step_ms``, seconds per token) or,
-when it drafted, its cycle (``cycle_ms``, seconds per verify cycle).
+when it drafted, its cycle (``cycle_ms``, seconds per verify cycle).  vLLM V1 gives the same
+from its histograms' sums and counts (``vllm:request_generation_tokens``,
+``vllm:request_decode_time_seconds``, ``vllm:inter_token_latency_seconds``): the finished
+requests' decoded tokens over their decode time, and a decoding request's time per engine
+step, which is a step without speculation and a verify cycle with it.  A baseline scrape,
+without spec-decode counters, gives them too.
 
 The exposition format is parsed by ``prometheus_client`` (the ``metrics``
 extra: ``pip install 'breakeven[metrics]'``).
@@ -23,7 +28,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from breakeven.iotools.metrics import LLAMACPP, SGLANG, VLLM
+from breakeven.iotools.metrics import COUNTER, HISTOGRAM, LLAMACPP, SGLANG, VLLM
 
 PROMETHEUS = "prometheus"
 INSTALL_HINT = "reading Prometheus text needs prometheus_client: pip install 'breakeven[metrics]'"
@@ -34,9 +39,17 @@ _LLAMACPP_AS_VLLM = {LLAMACPP.name(q): VLLM.name(q) for q in _SPEC_DECODE}
 _VLLM_AS_LLAMACPP = {v: k for k, v in _LLAMACPP_AS_VLLM.items()}
 _LLAMACPP_TIMES = frozenset(LLAMACPP.name(q) for q in ("generated", "seconds"))
 _READ = frozenset(m.name for engine in (VLLM, SGLANG) for m in engine.series.values())
+_VLLM_TIMES = ("request_tokens", "requests", "decode_seconds", "iteration_seconds", "iterations")
 
 
 _WANTED = _READ | frozenset(_LLAMACPP_AS_VLLM) | _LLAMACPP_TIMES
+# Counters, and histograms' sums and counts: cumulative, differenced over a run.
+_CUMULATIVE = frozenset(
+    m.name
+    for engine in (VLLM, SGLANG, LLAMACPP)
+    for m in engine.series.values()
+    if m.kind in (COUNTER, HISTOGRAM)
+)
 # A sample line of a series read: its name (longest first), its labels, white space, a value.
 _WANTED_LINE = re.compile(
     "^(?:"
@@ -83,13 +96,24 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def parse_metrics(
-    after: str, before: str | None = None, *, source: str, num_spec_tokens: int | None = None
+    after: str,
+    before: str | None = None,
+    *,
+    source: str,
+    num_spec_tokens: int | None = None,
+    requests: int | None = None,
 ) -> list[dict[str, Any]]:
     """Records from one scrape (``after``), or from the change since ``before``.
 
     One record per (model, engine) label set that reports spec-decode or
     SGLang metrics.  Counters are differenced when ``before`` is given;
     gauges are read from ``after``.
+
+    ``requests``, the requests that finished between the scrapes where the caller knows them
+    (``bench`` does), makes llama.cpp's rate and step those of decoding: its generation time
+    runs from each request's first token, which its token count includes, so the decoded
+    tokens are the generated less one a request.  Without it they stand as the counters
+    give them, high by one token a request (1.6% at 64 tokens a request).
 
     Raises
     ------
@@ -99,7 +123,7 @@ def parse_metrics(
     groups = _groups(_samples(after), _samples(before) if before is not None else {})
     records = []
     for labels, m in groups.items():
-        record = _record(dict(labels), m, source, num_spec_tokens)
+        record = _record(dict(labels), m, source, num_spec_tokens, requests)
         if record is None:
             continue
         if before is not None:
@@ -128,7 +152,7 @@ def _groups(now: dict[Any, float], then: dict[Any, float]) -> dict[Any, dict[str
             if "__engine" in base
             else (name, labels)
         )
-        delta = value - then.get(original, 0.0) if name.endswith("_total") else value
+        delta = value - then.get(original, 0.0) if name in _CUMULATIVE else value
         if position is not None:
             groups[key].setdefault("per_pos", {})[int(position)] = delta
         else:
@@ -141,6 +165,7 @@ def _record(
     m: dict[str, Any],
     source: str,
     num_spec_tokens: int | None,
+    requests: int | None = None,
 ) -> dict[str, Any] | None:
     """The record of one label set's samples, or None if they hold nothing breakeven reads."""
     record: dict[str, Any] = {
@@ -156,14 +181,17 @@ def _record(
     emitted = m.get(VLLM.name("emitted"), math.nan)
     predicted = m.get(LLAMACPP.name("generated"), math.nan)
     seconds = m.get(LLAMACPP.name("seconds"), math.nan)
+    decoded = predicted - requests if requests and predicted > requests else predicted
     if predicted > 0 and seconds > 0:  # llama.cpp: generation time of the requests
-        record["tok_s"] = predicted / seconds
+        record["tok_s"] = decoded / seconds
         # The server's own decode step, or cycle when it drafted: its generation time over
         # the tokens, or over the verify cycles (per sequence: each request's own time).
         if drafts > 0:
             record["cycle_ms"] = 1000.0 * seconds / drafts
         else:
-            record["step_ms"] = 1000.0 * seconds / predicted
+            record["step_ms"] = 1000.0 * seconds / decoded
+    if engine == "vllm":
+        _vllm_times(m, drafts, record)
     if not math.isnan(drafts):  # vLLM V1, and llama.cpp (the same counters)
         record["engine"] = engine
         per_pos = m.get("per_pos", {})
@@ -201,11 +229,31 @@ def _record(
                 tok_s=record["gen_tok_s"] / running,
             )
         record["num_spec_tokens"] = num_spec_tokens
-    elif engine == "llamacpp" and "tok_s" in record:  # a server that never speculated
-        record["engine"] = "llamacpp"
+    elif "tok_s" in record:  # a server that never speculated: its rate and step
+        record["engine"] = engine
     else:
         return None
     return record
+
+
+def _vllm_times(m: dict[str, Any], drafts: float, record: dict[str, Any]) -> None:
+    """vLLM's own per-sequence rate (``tok_s``) and step (``step_ms``) or, where it drafted,
+    verify cycle (``cycle_ms``), from its timing histograms, into ``record`` where they tell.
+
+    The rate is the finished requests' decoded tokens (each request's first token is the
+    prefill's) over their decode time, a ratio of sums; the step or cycle is a decoding
+    request's time per engine step, summed over steps, over the steps.  An engine step of a
+    speculating server is a verify cycle, drafted or not (ngram drafts nothing where the
+    prompt does not repeat): ``cycle_ms`` is the time per step of every kind.
+    """
+    tokens, requests = (m.get(VLLM.name(q), math.nan) for q in ("request_tokens", "requests"))
+    decode_s = m.get(VLLM.name("decode_seconds"), math.nan)
+    steps_s, steps = (m.get(VLLM.name(q), math.nan) for q in ("iteration_seconds", "iterations"))
+    decoded = tokens - requests
+    if decoded > 0 and decode_s > 0:
+        record["tok_s"] = decoded / decode_s
+    if steps > 0 and steps_s > 0:
+        record["cycle_ms" if drafts > 0 else "step_ms"] = 1000.0 * steps_s / steps
 
 
 def _k(

@@ -42,6 +42,8 @@ RECORD_KEYS = (
     "origin",
     "tpot_ms",
     "itl_ms",
+    "ttft_ms",
+    "completion_tokens",
     "format",
     "gen_tok_s",
     "prompt_tok_s",
@@ -209,15 +211,29 @@ class Tally:
             g["drafts"] += row["drafts"] or 0.0
             g["accepted"] += row["accepted"] or 0.0
             g["unweighted"] += row["unweighted"]
+            g["decoded"] += row["decoded"] or 0.0
+            g["seconds"] += row["seconds"] or 0.0
+            g["unweighted_rates"] += row["unweighted_rates"]
 
     @staticmethod
     def _pool(frame: Any) -> list[Any]:
         """The sums that pool accept_len from counts: drafts, accepted tokens
-        (``(accept_len - 1) * num_drafts``) and the records with an accept_len but no drafts."""
+        (``(accept_len - 1) * num_drafts``) and the records with an accept_len but no drafts;
+        and those that pool tok_s as a ratio of sums: the decoded tokens (``completion_tokens``
+        less the prefill's first), their time, and the records with a rate but no tokens."""
         tau = pl.col("accept_len")
         drafts = pl.col("num_drafts") if "num_drafts" in frame.columns else pl.lit(None)
         weighted = tau.is_not_null() & tau.is_not_nan() & (drafts.cast(pl.Float64) > 0)
+        rate = pl.col("tok_s")
+        completion = (
+            pl.col("completion_tokens") if "completion_tokens" in frame.columns else pl.lit(None)
+        )
+        decoded = completion.cast(pl.Float64) - 1
+        timed = rate.is_not_null() & (rate > 0) & (decoded > 0)
         return [
+            decoded.filter(timed).sum().alias("decoded"),
+            (decoded / rate).filter(timed).sum().alias("seconds"),
+            (rate.is_not_null() & ~timed.fill_null(False)).sum().alias("unweighted_rates"),
             drafts.cast(pl.Float64).filter(weighted).sum().alias("drafts"),
             ((tau - 1) * drafts.cast(pl.Float64)).filter(weighted).sum().alias("accepted"),
             (tau.is_not_null() & tau.is_not_nan() & ~weighted.fill_null(False))
@@ -236,6 +252,9 @@ class Tally:
                 "drafts": 0.0,
                 "accepted": 0.0,
                 "unweighted": 0,
+                "decoded": 0.0,
+                "seconds": 0.0,
+                "unweighted_rates": 0,
             }
         return g
 
@@ -244,12 +263,16 @@ class Tally:
         return list(dict.fromkeys(fmt for _, fmt in self.groups))
 
     def mean(self, group: dict[str, Any], key: str) -> float | None:
-        """Mean of accept_len, tok_s or aggregate_tok_s over a group's records that have it.
+        """accept_len, tok_s or aggregate_tok_s over a group's records that have it.
 
         accept_len is pooled from counts, ``1 + sum(accepted) / sum(drafts)``, where every
-        record with one gives its drafts (``num_drafts``); else it is their mean."""
+        record with one gives its drafts (``num_drafts``); tok_s is a ratio of sums, the
+        decoded tokens over their time, where every record with one gives its tokens
+        (``completion_tokens``); else each is the records' mean."""
         if key == "accept_len" and group["drafts"] > 0 and not group["unweighted"]:
             return 1 + group["accepted"] / group["drafts"]
+        if key == "tok_s" and group["seconds"] > 0 and not group["unweighted_rates"]:
+            return group["decoded"] / group["seconds"]
         i = self.MEANS.index(key)
         return group["sum"][i] / group["n"][i] if group["n"][i] else None
 

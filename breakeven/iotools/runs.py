@@ -127,7 +127,11 @@ def read_run(run: RunInput, baseline: bool = False, columns: Sequence[str] | Non
         measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
     if not measured.any():
         shown = escape_braces(" + ".join(run.paths))
-        raise BreakevenError(shown + " holds no decode rate (tok_s) to compare")
+        raise BreakevenError(
+            shown + " holds no decode rate (tok_s) to compare (a vLLM log has one only in "
+            "windows where no request started: measure with breakeven bench, or ingest two "
+            "/metrics scrapes with --before)"
+        )
     return data
 
 

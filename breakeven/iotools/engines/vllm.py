@@ -21,8 +21,11 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   reqs, Waiting|Pending: N reqs``: the throughput of all running requests.  A
   spec-decode line printed right after it with the same timestamp is one
   record with it; the per-sequence rate is ``generation throughput /
-  running``.  A log with throughput lines and no spec-decode line at all is a
-  baseline (k = 0).
+  running``, in a window where no request started (prompt throughput 0): a window
+  with prefill counts it, and any idle time before it, in its throughput (at
+  concurrency 1 with gaps between requests, 30-45% low), so it gets no ``tok_s``, a
+  note, and its throughput as ``aggregate_tok_s`` only.  A log with throughput lines
+  and no spec-decode line at all is a baseline (k = 0).
 - The engine's launch line, ``Initializing a V1 LLM engine (vX) with config:
   model=..., speculative_config=SpeculativeConfig(method='eagle3', model=...,
   num_spec_tokens=3), ..., served_model_name=...`` (``vllm/v1/engine/core.py``,
@@ -47,6 +50,11 @@ SPEC = (V1, V1_FIRST, V0)
 LAUNCH = "vllm_engine_config"
 _LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String, "launch_k": pl.Float64}
 _THROUGHPUT_FIELDS = ("prompt_tok_s", "gen_tok_s", "running_reqs", "queue_reqs")
+PREFILL_NOTE = (
+    "requests started in this window (prompt throughput above 0): its generation throughput "
+    "counts their prefill and any idle time before them, so it is not a decode rate (tok_s "
+    "left empty; bench, or the difference of two /metrics scrapes, measures one)"
+)
 
 _TIMESTAMP = Field(
     "timestamp", r"(?:INFO|WARNING|DEBUG|ERROR) +(\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text"
@@ -268,7 +276,15 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         pl.col("emitted_tokens") / drafts
     )
     accept_len = pl.when(kind == V0).then(v0_accept_len).otherwise(v1_accept_len)
-    rate = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
+    generated = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
+    # Requests started in the window: its throughput counts their prefill, and the idle time
+    # before them (at concurrency 1 with gaps between requests it read 30-45% low).
+    prefill = pl.col("prompt_tok_s").fill_null(0.0) > 0
+    rate = generated & ~prefill
+    restarted = pl.when(pl.col("restarted")).then(
+        pl.lit("counters since server start (first line, or after a restart)")
+    )
+    mixed = pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE))
     return [
         pl.when(kind == THROUGHPUT)
         .then(pl.lit(THROUGHPUT))
@@ -284,12 +300,10 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .when(pl.col("draft_tokens") > 0)
         .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
         .alias("acceptance_rate"),
-        pl.when(pl.col("restarted"))
-        .then(pl.lit("counters since server start (first line, or after a restart)"))
-        .alias("note"),
-        pl.when(rate).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
+        pl.concat_str([restarted, mixed], separator="; ", ignore_nulls=True).alias("note"),
+        pl.when(generated).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
-        pl.when(rate).then(pl.col("running_reqs")).alias("concurrency"),
+        pl.when(generated).then(pl.col("running_reqs")).alias("concurrency"),
         (kind == THROUGHPUT).alias("undecided"),
     ]
 
@@ -301,8 +315,11 @@ ENGINE = Engine(
     speculative_kinds=frozenset(SPEC),
     baseline_note="no spec-decode line in this log: a baseline (k = 0)",
     tok_s={
-        THROUGHPUT: "Avg generation throughput / Running requests",
-        V1: "Avg generation throughput / Running requests (the throughput line beside it)",
-        V0: "Avg generation throughput / Running requests (the throughput line beside it)",
+        THROUGHPUT: "Avg generation throughput / Running requests, where no request started "
+        "in the window",
+        V1: "Avg generation throughput / Running requests (the throughput line beside it), "
+        "where no request started in the window",
+        V0: "Avg generation throughput / Running requests (the throughput line beside it), "
+        "where no request started in the window",
     },
 )
