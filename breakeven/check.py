@@ -27,16 +27,16 @@ import pandas as pd
 from breakeven import formatting
 from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
-from breakeven.intervals import (
-    SpeedupInterval,
-    group_pooled_rates,
-    interval_of,
-    pooled_rate,
-    side_of_launches,
-    verdict,
-)
+from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
+from breakeven.pooling import (
+    decoded_tokens,
+    group_pooled_rates,
+    pooled_rate,
+    server_echoes,
+    take_server_view,
+)
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
 from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
@@ -417,43 +417,9 @@ def normalise(data: Any) -> Any:
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
     # A client row and the server's log of the same run are one measurement: keep the client's.
-    server = df["origin"] == "server"
-    measured_by_client = df.loc[~server & df["tok_s"].notna(), "run_id"]
-    df["echo"] = server & (df["run_id"] != "") & df["run_id"].isin(measured_by_client)
-    _server_costs(df)
+    df["echo"] = server_echoes(df)
+    take_server_view(df, df["echo"])
     return df
-
-
-def decoded_tokens(completion_tokens: Any) -> Any:
-    """The tokens a request decoded [tokens]: its ``completion_tokens`` less the first, which
-    came with the prefill (``tok_s`` is the rest over the time after it); NaN where not
-    known.  They weigh a request's rate where rates are pooled (:func:`~breakeven.intervals.
-    pooled_rate`)."""
-    decoded = pd.to_numeric(completion_tokens, errors="coerce") - 1
-    return decoded.where(decoded > 0)
-
-
-def _server_costs(df: Any) -> None:
-    """The server's own view of a run (``bench`` records it from the server's counters,
-    ``origin=server``) given to the client rows of the same run (in place).
-
-    Its decode step and cycle go to the rows that have none: the prediction of a run then
-    uses what the server measured.  Its accept_len, pooled over the whole level, replaces a
-    client row's that the server did not give per request (no ``num_drafts``): such a row
-    holds the level's acceptance up to that request, a running value, and a mean of running
-    values is no one's acceptance."""
-    server = df["origin"] == "server"
-    for column in ("cycle_ms", "step_ms", "accept_len"):
-        source = df["echo"] & df[column].notna()
-        if not source.any():
-            continue
-        per_run = df.loc[source].groupby("run_id", observed=True)[column].mean().to_dict()
-        fill = df["run_id"].astype(object).map(per_run).astype(float)
-        if column == "accept_len":
-            running = ~server & fill.notna() & df["num_drafts"].isna()
-            df[column] = df[column].where(~running, fill)
-        else:
-            df[column] = df[column].fillna(fill.where(~server))
 
 
 def flag_rows(df: Any, findings: _Findings) -> None:

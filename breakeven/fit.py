@@ -47,6 +47,7 @@ from breakeven.iotools.fitfile import (
 )
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
+from breakeven.pooling import decoded_tokens, pooled_rate, server_echoes, take_server_view
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, MAX_SPEC_TOKENS, plain_json
 from breakeven.surface import BatchSurface, fit_surface
 from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
@@ -250,7 +251,10 @@ def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
 
 
 def _prepared(data: Any) -> Any:
-    """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms."""
+    """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms; the
+    server's view of a run measured by a client too (``bench``'s ``origin=server`` row) given
+    to the client's rows and not counted as a row of its own (:mod:`breakeven.pooling`), and
+    each row's ``decoded`` tokens, which weigh its rate where rates are pooled."""
 
     df = data.copy(deep=False)
     for column in ("model", "hardware", "spec_method", "label"):
@@ -274,6 +278,13 @@ def _prepared(data: Any) -> Any:
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
         )
+    if "tok_s" in data.columns and "run_id" in data.columns:
+        echo = server_echoes(df)
+        take_server_view(df, echo)
+        df = df[~echo.to_numpy()].copy()
+    df["decoded"] = (
+        decoded_tokens(df["completion_tokens"]) if "completion_tokens" in df.columns else math.nan
+    )
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
@@ -287,14 +298,23 @@ def _prepared(data: Any) -> Any:
 
 def _per_k(spec: Any) -> Any:
     """One row per group and k: the runs' accept_len (pooled from counts, ``1 + sum(accepted)
-    / sum(drafts)``, where every row with one gives its drafts; else their mean) and mean
-    rate (over rows that have them), how many rows have a rate, and the profiled costs'
-    means."""
+    / sum(drafts)``, where every row with one gives its drafts; else their mean) and rate (a
+    ratio of sums, the decoded tokens over their time, where every row with a rate gives its
+    tokens; else their mean), how many rows have a rate, and the profiled costs' means."""
+    timed = (spec["rate"] > 0) & (spec["decoded"] > 0)
+    spec = spec.assign(
+        tokens=spec["decoded"].where(timed, 0.0),
+        seconds=(spec["decoded"] / spec["rate"]).where(timed, 0.0),
+        untimed=(spec["rate"].notna() & ~timed).astype(int),
+    )
     table = (
         spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False)
         .agg(
             accept_len=("accept_len", "mean"),
             rate=("rate", "mean"),
+            tokens=("tokens", "sum"),
+            seconds=("seconds", "sum"),
+            untimed=("untimed", "sum"),
             runs=("rate", "count"),
             cycle=("cycle_ms", "mean"),
             verify=("verify_ms", "mean"),
@@ -309,9 +329,20 @@ def _per_k(spec: Any) -> Any:
     table["accept_len"] = (1 + table["accepted"] / table["drafts"]).where(
         pooled, table["accept_len"]
     )
+    # A rate is a ratio of sums where every row gives its tokens (pooling.pooled_rate).
+    summed = (table["seconds"] > 0) & (table["untimed"] == 0)
+    table["rate"] = (table["tokens"] / table["seconds"]).where(summed, table["rate"])
     tau, rate = table["accept_len"], table["rate"]
     table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))
     return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
+
+
+def _pooled_tau(rows: Any) -> float:
+    """The rows' accept_len pooled from counts where every row with one gives its drafts,
+    else their mean (as :func:`_per_k` pools it)."""
+    if rows["drafts"].sum() > 0 and not rows["unweighted"].sum():
+        return float(1 + rows["accepted"].sum() / rows["drafts"].sum())
+    return float(rows["accept_len"].mean())
 
 
 def _entries(rows: Any) -> list[dict[str, Any]]:
@@ -480,7 +511,7 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     ):
         own = base[(base["model"] == model) & (base["hardware"] == hardware)]
         steps = [
-            {"batch": int(c), "step": 1000.0 / float(g["rate"].mean())}
+            {"batch": int(c), "step": 1000.0 / pooled_rate(g["rate"], g["decoded"])}
             for c, g in own.groupby("concurrency")
         ]
         if len(steps) < 2:
@@ -492,8 +523,8 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
                 "steps": int(s),
                 "topk": int(t),
                 "verify_tokens": int(n),
-                "accept_len": float(g["accept_len"].mean()),
-                "cycle": 1000.0 * float(g["accept_len"].mean()) / float(g["rate"].mean()),
+                "accept_len": _pooled_tau(g),
+                "cycle": 1000.0 * _pooled_tau(g) / pooled_rate(g["rate"], g["decoded"]),
             }
             for (c, s, t, n), g in runs.groupby(keys, sort=False)
         ]
@@ -583,7 +614,10 @@ def fit(
     per_k = _per_k(df[(k > 0) & (k == k.round()) & chain])
     base = df[k == 0]
     steps = base[base["step_ms"] > 0].groupby(_GROUP[:3])["step_ms"].mean().to_dict()
-    rates = base[base["rate"] > 0].groupby(_GROUP[:3])["rate"].mean().to_dict()
+    rates = {
+        key: pooled_rate(g["rate"], g["decoded"])
+        for key, g in base[base["rate"] > 0].groupby(_GROUP[:3])
+    }
     groups = []
     for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
         config = tuple(key[:3])

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
 
 from breakeven import formatting
+from breakeven.pooling import group_pooled_rates, pooled_rate
 from breakeven.quantities import plain_json
 
 CONFIDENCE = 0.95
@@ -97,43 +98,6 @@ class SpeedupInterval:
 
     def _repr_html_(self) -> str:
         return formatting.speedup_interval_html(self.to_dict())
-
-
-def pooled_rate(rates: Any, tokens: Any = None) -> float:
-    """The rate of values that each took their own time [tok/s]: a ratio of sums.
-
-    With ``tokens``, the tokens each value decoded, it is ``sum(tokens) / sum(tokens /
-    rates)``, the tokens over the time they took, as an engine's counters pool them: one
-    request that came in a burst (a decode time near 0, a rate of 100,000 tok/s) weighs
-    what its tokens weigh, and does not carry the result.  Where some value has a rate and
-    no tokens (a log's window, a source that gives only the rate), it is the mean of the
-    rates, as nothing else can be done.  NaN rates are left out; none at all: NaN.
-    """
-    (rate,), _ = group_pooled_rates(np.zeros(np.size(rates), dtype=np.int64), rates, tokens, 1)
-    return float(rate)
-
-
-def group_pooled_rates(number: Any, rates: Any, tokens: Any, groups: int) -> tuple[Any, Any]:
-    """:func:`pooled_rate` of each group (``number``: each value's group, 0 to ``groups`` - 1),
-    and each group's count of rates, vectorised."""
-    number = np.asarray(number, dtype=np.int64)
-    rates = np.asarray(rates, dtype=float)
-    ok = ~np.isnan(rates)
-    count = np.bincount(number[ok], minlength=groups)
-    total = np.bincount(number[ok], weights=rates[ok], minlength=groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-        if tokens is None:
-            return mean, count
-        tokens = np.broadcast_to(np.asarray(tokens, dtype=float), rates.shape)
-        weighted = ok & (tokens > 0) & (rates > 0)  # NaN compares False
-        unweighted = np.bincount(number[ok & ~weighted], minlength=groups)
-        w = np.bincount(number[weighted], weights=tokens[weighted], minlength=groups)
-        seconds = np.bincount(
-            number[weighted], weights=tokens[weighted] / rates[weighted], minlength=groups
-        )
-        pooled = w / seconds
-    return np.where((unweighted == 0) & (seconds > 0), pooled, mean), count
 
 
 def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:

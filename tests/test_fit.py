@@ -322,3 +322,47 @@ def test_rows_without_k_are_left_out_and_said():
     result = fit(data)
     assert any("1 rows with an accept_len but no num_spec_tokens" in n for n in result.notes)
     assert [r.k for r in result.groups[0].by_k] == [2, 4]
+
+
+def test_fit_pools_a_bench_csv_as_check_does():
+    # Issue 23: a bench CSV holds request rows (rates, and the level's running accept_len) and
+    # the level's server row (the whole level's accept_len, and the server's cycle).  fit
+    # takes the run as check does: the server's accept_len and its tokens over time as the
+    # rate, the server row not a repeat of its own.
+    def level(k, rates, running, whole, run_id):
+        rows = [
+            {
+                "model": "m",
+                "hardware": "h",
+                "concurrency": 1,
+                "num_spec_tokens": k,
+                "tok_s": rate,
+                "accept_len": tau,
+                "completion_tokens": 101,
+                "run_id": run_id,
+                "origin": "client",
+            }
+            for rate, tau in zip(rates, running, strict=True)
+        ]
+        if whole is not None:
+            rows.append(
+                {
+                    **rows[0],
+                    "tok_s": 999.0,
+                    "accept_len": whole,
+                    "num_drafts": 40,
+                    "origin": "server",
+                }
+            )
+        return rows
+
+    data = pd.DataFrame(
+        level(0, [40.0, 40.0], [None, None], None, "b")
+        + level(2, [50.0, 200.0], [1.2, 1.8], 2.5, "s2")
+        + level(4, [60.0, 60.0], [2.0, 2.6], 3.0, "s4")
+    )
+    (group,) = fit(data).groups
+    by_k = {r.k: r for r in group.by_k}
+    assert by_k[2].accept_len == pytest.approx(2.5) and by_k[4].accept_len == pytest.approx(3.0)
+    assert by_k[2].runs == 2  # the server row is not a third
+    assert by_k[2].measured_speedup == pytest.approx(80.0 / 40.0)

@@ -9,14 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.intervals import (
-    batch_means,
-    group_pooled_rates,
-    pooled_rate,
-    side,
-    side_of_launches,
-    speedup_interval,
-)
+from breakeven.intervals import batch_means, side, side_of_launches, speedup_interval
+from breakeven.pooling import group_pooled_rates, pooled_rate
 
 TRUE_SPEEDUP = 72.0 / 60.0
 DATASETS = 500

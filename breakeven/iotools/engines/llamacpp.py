@@ -145,6 +145,15 @@ def sequence(
             pl.col("accepted_tokens") / pl.col("draft_tokens")
         ),
         undecided=kind == EVAL,
+        # The request's tokens as its rate counts them, and the prefill's first: its rate is
+        # then pooled with others' as a ratio of sums.
+        completion_tokens=pl.when((pl.col("tok_s") > 0) & (pl.col("eval_ms") > 0)).then(
+            1 + pl.col("tok_s") * pl.col("eval_ms") / 1000
+        ),
+        # Its verify cycles, accepted / (mean len - 1), weigh its accept_len when pooled.
+        num_drafts=pl.when((pl.col("accept_len") > 1) & (pl.col("accepted_tokens") > 0)).then(
+            pl.col("accepted_tokens") / (pl.col("accept_len") - 1)
+        ),
     )
     return records.drop("kind", "merge", "task", "eval_ms", "eval_tokens"), new_state
 
