@@ -23,7 +23,7 @@ from pathlib import Path
 
 from local_process import free_port
 
-__all__ = ["START_TIMEOUT_S", "Server", "binary", "environment", "python", "vllm_server"]
+__all__ = ["START_TIMEOUT_S", "Launch", "Server", "binary", "environment", "python", "vllm_server"]
 
 # Start to /health 200 took 47-112 s on this project's 2-core machines (three processes, and
 # the model's first forward); under a second pytest it takes longer.
@@ -201,6 +201,82 @@ def stop(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
         process.wait(timeout=10)
 
 
+class Launch:
+    """A ``vllm serve`` started but not yet waited for: start several, then :meth:`wait` for
+    each, and their starts overlap (two at once took 56-59 s each here, one alone 49 s)."""
+
+    def __init__(
+        self,
+        model: Path,
+        log: Path,
+        *,
+        name: str = "tiny",
+        speculative: dict | None = None,
+        per_request_metrics: str | None = None,
+        extra: Sequence[str] = (),
+    ) -> None:
+        exe = binary()
+        if exe is None:
+            raise RuntimeError("vLLM is not installed: see the README's vLLM suite")
+        self.model, self.log, self.name = Path(model), Path(log), name
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        args = serve_args(
+            exe,
+            self.model,
+            port,
+            name=name,
+            speculative=speculative,
+            per_request_metrics=per_request_metrics,
+            extra=extra,
+        )
+        self.t0 = time.monotonic()
+        with open(log, "ab") as out:
+            out.write(("+ " + " ".join(args) + "\n").encode("utf-8"))
+            out.flush()
+            self.process = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=environment(exe),
+                start_new_session=True,  # setsid: its own process group, stopped as one
+            )
+
+    def wait(self, timeout_s: float = START_TIMEOUT_S) -> Server:
+        """The server once /health answers 200; an exit first, or ``timeout_s`` from the
+        start, raises RuntimeError with the end of its log (the server is then stopped)."""
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(
+                        f"vllm serve exited with {self.process.returncode}: {self._tail()}"
+                    )
+                try:
+                    with urllib.request.urlopen(self.url + "/health", timeout=5) as reply:
+                        if reply.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() - self.t0 > timeout_s:
+                    raise RuntimeError(
+                        f"vllm serve not ready within {timeout_s:g} s: {self._tail()}"
+                    )
+                time.sleep(0.5)
+        except BaseException:
+            self.stop()
+            raise
+        return Server(
+            self.url, self.log, self.process, self.model, self.name, time.monotonic() - self.t0
+        )
+
+    def stop(self) -> None:
+        stop(self.process)
+
+    def _tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
 @contextmanager
 def vllm_server(
     model: Path,
@@ -215,51 +291,15 @@ def vllm_server(
     """``vllm serve model`` (with ``speculative``: the ``--speculative-config`` JSON), ready to
     serve, and stopped with its process group when the block ends.  A failed start (an exit, or
     no /health 200 within ``timeout_s``) raises RuntimeError with the end of its log."""
-    exe = binary()
-    if exe is None:
-        raise RuntimeError("vLLM is not installed: see the README's vLLM suite")
-    port = free_port()
-    args = serve_args(
-        exe,
+    launch = Launch(
         model,
-        port,
+        log,
         name=name,
         speculative=speculative,
         per_request_metrics=per_request_metrics,
         extra=extra,
     )
-    url = f"http://127.0.0.1:{port}"
-    t0 = time.monotonic()
-    with open(log, "ab") as out:
-        out.write(("+ " + " ".join(args) + "\n").encode("utf-8"))
-        out.flush()
-        process = subprocess.Popen(
-            args,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=environment(exe),
-            start_new_session=True,  # setsid: its own process group, stopped as one
-        )
     try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"vllm serve exited with {process.returncode}: "
-                    f"{log.read_text(errors='replace')[-3000:]}"
-                )
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() - t0 > timeout_s:
-                raise RuntimeError(
-                    f"vllm serve not ready within {timeout_s:g} s: "
-                    f"{log.read_text(errors='replace')[-3000:]}"
-                )
-            time.sleep(0.5)
-        yield Server(url, log, process, Path(model), name, time.monotonic() - t0)
+        yield launch.wait(timeout_s)
     finally:
-        stop(process)
+        launch.stop()
