@@ -231,6 +231,9 @@ class Window:
     def __exit__(self, *exc) -> None:
         time.sleep(SETTLE_S)
         self.delta = change(self.before, counters(self.server.metrics()))
+        self._cut()
+
+    def _cut(self) -> None:
         with open(self.server.log, "rb") as f:
             f.seek(self.offset)
             self.log.write_bytes(f.read())
@@ -240,11 +243,20 @@ class Window:
         """The counters' acceptance: 1 + accepted / drafts."""
         return 1 + self.delta["accepted_tokens"] / self.delta["drafts"]
 
-    def logged(self, k: int = K) -> list[dict]:
-        """``breakeven ingest``'s records of the window's SpecDecoding lines."""
-        result = ingest([self.log], num_spec_tokens=k)
-        assert not result.problems, result.problems
-        return [r for r in result.records if r.get("accepted_tokens") is not None]
+    def logged(self, k: int = K, wait_s: float = 20.0) -> list[dict]:
+        """``breakeven ingest``'s records of the window's SpecDecoding lines.  A loaded machine
+        may write the last window late: the log is read again, for up to ``wait_s``, until its
+        windows hold as many draft tokens as the counters' change (the test then compares)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            result = ingest([self.log], num_spec_tokens=k)
+            assert not result.problems, result.problems
+            records = [r for r in result.records if r.get("accepted_tokens") is not None]
+            drafted = sum(r["draft_tokens"] for r in records)
+            if drafted >= self.delta.get("draft_tokens", 0) or time.monotonic() > deadline:
+                return records
+            time.sleep(LOG_INTERVAL_S)
+            self._cut()
 
 
 def pooled(records: list[dict]) -> float:
@@ -370,13 +382,15 @@ def test_ngram_log_accept_len_is_the_counters(vllm, tmp_path):
     breakeven ingest, still pool to the counters' accept_len."""
     server = vllm.get("ngram")
     warm(server)
-    prompts = ["mika mika mika mika", "1 2 3 1 2 3 1 2 3", "ba be bi ba be bi ba be"]
+    # Greedy decoding of fixed prompts by fixed models is deterministic: these gave 4 short
+    # drafts of 119 here (353 draft tokens; 3 fewer prompts of 120 tokens gave none).
+    prompts = ["mika mika mika mika mika", "1 2 3 1 2 3 1 2 3", "dumi maba dumi maba dumi"]
+    prompts.append("ge ge ge ge ge ge")
     with Window(server, tmp_path) as w:
         for p in prompts:
-            server.complete(p, max_tokens=120)
+            server.complete(p, max_tokens=200)
     assert w.delta["drafts"] > 0
-    # Deterministic (greedy, fixed prompts and models): some drafts here are short.
-    assert w.delta["draft_tokens"] < K * w.delta["drafts"]
+    assert w.delta["draft_tokens"] < K * w.delta["drafts"], w.delta  # some drafts are short
     logged = w.logged()
     assert sum(r["accepted_tokens"] for r in logged) == w.delta["accepted_tokens"]
     assert sum(r["draft_tokens"] for r in logged) == w.delta["draft_tokens"]
