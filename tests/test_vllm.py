@@ -7,8 +7,8 @@ with random weights, a draft of its first 2 blocks (the target's later blocks sc
 accept_len about 3.1-3.4 at k = 3), a random EAGLE-3 head and a MiMo-style model with one MTP
 layer (both accepted about never: accept_len about 1.0).
 
-Servers start on 127.0.0.1 on free ports, each configuration once (47-112 s each on 2 cores;
-two start at once), and are shared by the tests that use it through the ``vllm`` fixture;
+Servers start on 127.0.0.1 on free ports, each configuration once (50-65 s each here on 2 cores,
+two starting at once), and are shared by the tests that use it through the ``vllm`` fixture;
 at most two are alive at a time (about 3 GB of RAM each).  An idle server costs about 2% of a
 core here (no busy polling), so a server left alive beside a measurement does not disturb it.
 Every server is stopped with its process group when the session ends, or when a third is
