@@ -21,6 +21,7 @@ extra: ``pip install 'breakeven[bench]'``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import io
 import json
@@ -138,6 +139,8 @@ class RequestResult:
     acceptance_histogram: str | None = None
     """Its cycles that accepted 0, 1, ... k drafted tokens, joined by ``;`` (vLLM's
     ``acceptance_histogram``)."""
+    num_spec_tokens: int | None = None
+    """The server's k, where it says it per request (vLLM's ``num_spec_tokens``)."""
 
     @property
     def accept_len(self) -> float:
@@ -178,6 +181,9 @@ class RequestResult:
         """Mean gap between streamed chunks [ms]; about accept_len x TPOT under speculation."""
         return statistics.fmean(self.chunk_gaps_ms) if self.chunk_gaps_ms else math.nan
 
+
+INTERRUPTED_SCRAPE_S = 3.0
+"""How long a stopped level waits for its last ``/metrics`` scrape [s]."""
 
 BURST_SHARE = 0.05
 """A request whose decode time is under this share of its time to first token came in one burst
@@ -349,6 +355,7 @@ class _Drafts(NamedTuple):
     accepted: int | None = None
     steps: int | None = None
     histogram: str | None = None
+    k: int | None = None
 
 
 def _drafted(chunk: Any) -> _Drafts:
@@ -372,6 +379,7 @@ def _drafted(chunk: Any) -> _Drafts:
         _count(spec.get("num_accepted_draft_tokens")),
         _count(spec.get("num_spec_steps")),
         ";".join(map(str, counts)) if counts and None not in counts else None,
+        _count(spec.get("num_spec_tokens")),
     )
 
 
@@ -408,11 +416,6 @@ class _Level:
     results: list[RequestResult] = field(default_factory=list)
     streamed: int = 0  # tokens streamed to the level's requests so far
     written: int = 0
-    # /metrics is read and parsed for one row at a time, off the event loop; a reading that
-    # began after a request ended serves its row too.
-    reading: asyncio.Lock = field(default_factory=asyncio.Lock)
-    read_at: float = -math.inf
-    acceptance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -474,6 +477,7 @@ class _Timing:
             accepted_tokens=self.drafts.accepted,
             num_drafts=self.drafts.steps,
             acceptance_histogram=self.drafts.histogram,
+            num_spec_tokens=self.drafts.k,
         )
 
 
@@ -744,50 +748,25 @@ class Bench:
             return None
         return response.text if response.status_code == 200 else None
 
-    async def _acceptance_since(self, client: Any, level: _Level, ended: float) -> dict:
-        """The level's acceptance from its start to a reading of ``/metrics`` begun after
-        ``ended`` [s, perf_counter].
-
-        It is read in the event loop that streams the other requests, so it must be quick:
-        parsing a whole vLLM ``/metrics`` took 0.2-0.4 s on a loaded machine, and held back
-        every other request's chunks meanwhile, which then came as one burst (a client
-        measuring itself).  :func:`~breakeven.iotools.prometheus.parse_metrics` finds the few
-        counters it reads in one scan instead (milliseconds); a reading (scrape and parse)
-        runs one at a time, and one begun after ``ended`` serves every row waiting for one.
-        A parse in a thread or a process of its own was tried: on a machine of two cores it
-        took the CPU from the server being measured, and short requests read slow.
-        """
-        async with level.reading:
-            if level.read_at < ended:
-                started = time.perf_counter()
-                level.acceptance = self._acceptance(level.before, await self.scrape(client))
-                level.read_at = started
-            return dict(level.acceptance)
-
     async def level(self, client: Any, concurrency: int, write: Callable[[dict], None]) -> dict:
-        """Run one concurrency level, writing each request's row as it completes.
+        """Run one concurrency level, writing each request's row as it completes, then the
+        level's server row (its counters' change over the level).
 
-        A row's level columns (aggregate_tok_s, accept_len, acceptance_rate,
-        tok_s_sd, level_requests) describe the level from its start to that
-        row's completion; the level's last row describes all of it.  So an
-        interruption (Ctrl-C, SIGTERM, a crash) loses only the requests in flight.
+        ``/metrics`` is read only before and after the level, never while its requests
+        stream: a vLLM server builds ``/metrics`` in the process that streams the replies,
+        and a scrape between requests held the next request's first token back (first tokens
+        of 1.7-3.1 s, then bursts, on this suite's CPU server), so the client measured the
+        scrape.  A row's level columns (aggregate_tok_s, tok_s_sd, level_requests) describe
+        the level from its start to that row's completion; its accept_len is the request's
+        own where the server says it per request, else empty: the level's is the server
+        row's.  An interruption (Ctrl-C, SIGTERM) loses only the requests in flight: the
+        server row of the level so far is written first (one scrape, at most a few seconds).
         """
         c = self.config
         n = c.requests_at(concurrency)
         warned = len(self.warnings)
         level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
         queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
-
-        recording: list[asyncio.Task[None]] = []
-
-        async def record(result: RequestResult, ended: float) -> None:
-            # The row is written even when the run is stopped while /metrics is read.
-            summary = _summary(level)
-            try:
-                summary.update(await self._acceptance_since(client, level, ended))
-            finally:
-                write(self._row(concurrency, level.written, result, summary))
-                level.written += 1
 
         async def worker() -> None:
             for i in queued:
@@ -796,21 +775,20 @@ class Bench:
                 self.on_result(concurrency, result)
                 if not result.ok:
                     self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
-                elif not math.isnan(result.decode_tok_s):  # the next request starts at once
-                    ended = time.perf_counter()
-                    recording.append(asyncio.ensure_future(record(result, ended)))
+                elif not math.isnan(result.decode_tok_s):
+                    write(self._row(concurrency, level.written, result, _summary(level)))
+                    level.written += 1
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        await asyncio.gather(*recording)
-        summary = _summary(level)
-        after = await self.scrape(client)
-        summary.update(self._acceptance(level.before, after))
-        server = self._server_view(level.before, after, summary["requests"] - summary["failed"])
-        if server:
-            summary["server"] = server
-            write(self._server_row(concurrency, summary, server))
-            self._warn_disagreement(concurrency, summary["tok_s"], server.get("tok_s"))
-        self._warn_no_counters(concurrency, level.before, after, summary)
+        try:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        except asyncio.CancelledError:
+            # Stopped: the level's counters so far, read once (briefly), are not lost.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                after = await asyncio.wait_for(self.scrape(client), INTERRUPTED_SCRAPE_S)
+                self._close_level(level, after, write)
+            raise
+        summary = self._close_level(level, await self.scrape(client), write)
+        self._warn_no_counters(concurrency, level.before, summary.pop("_after"), summary)
         if summary["bursts"]:
             self.warn(
                 f"{summary['bursts']} of {summary['requests'] - summary['failed']} requests at "
@@ -820,6 +798,22 @@ class Bench:
             )
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
+        return summary
+
+    def _close_level(
+        self, level: _Level, after: str | None, write: Callable[[dict], None]
+    ) -> dict[str, Any]:
+        """The level's summary with its counters' change since its start (``after``, a
+        scrape), and its server row written where the counters tell something."""
+        concurrency = level.concurrency
+        summary = _summary(level)
+        summary.update(self._acceptance(level.before, after))
+        server = self._server_view(level.before, after, summary["requests"] - summary["failed"])
+        if server:
+            summary["server"] = server
+            write(self._server_row(concurrency, summary, server))
+            self._warn_disagreement(concurrency, summary["tok_s"], server.get("tok_s"))
+        summary["_after"] = after
         return summary
 
     def _records(
@@ -923,7 +917,9 @@ class Bench:
 
     def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:
         c = self.config
-        k = c.num_spec_tokens if c.num_spec_tokens is not None else level.get("num_spec_tokens")
+        # k: as given, else the request's own (vLLM's per-request metrics), else the level's
+        # server row says it (check takes it from there).
+        k = c.num_spec_tokens if c.num_spec_tokens is not None else r.num_spec_tokens
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}",
             "label": c.label,
@@ -938,7 +934,7 @@ class Bench:
             "verify_tokens": c.verify_tokens,
             "tok_s": r.decode_tok_s,
             "aggregate_tok_s": level["aggregate_tok_s"],
-            **self._row_acceptance(r, level),
+            **self._row_acceptance(r),
             "env": self.env,
             "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",
             "origin": "client",
@@ -958,20 +954,17 @@ class Bench:
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
     @staticmethod
-    def _row_acceptance(r: RequestResult, level: dict) -> dict[str, Any]:
+    def _row_acceptance(r: RequestResult) -> dict[str, Any]:
         """A request row's accept_len and acceptance_rate: its own where the server says its
         drafts per request (vLLM's per-request metrics: ``num_drafts`` then weighs it when
-        rows are pooled), else the level's from ``/metrics`` so far, a running value that
-        the level's last row and its server row hold in full."""
-        if not math.isnan(r.accept_len):
-            drafted = r.draft_tokens
-            return {
-                "accept_len": r.accept_len,
-                "acceptance_rate": r.accepted_tokens / drafted if drafted else None,
-            }
+        rows are pooled), else empty: the level's is its server row's (``/metrics`` is not
+        read while the level runs)."""
+        if math.isnan(r.accept_len):
+            return {"accept_len": None, "acceptance_rate": None}
+        drafted = r.draft_tokens
         return {
-            "accept_len": level.get("accept_len"),
-            "acceptance_rate": level.get("acceptance_rate"),
+            "accept_len": r.accept_len,
+            "acceptance_rate": r.accepted_tokens / drafted if drafted else None,
         }
 
     def _server_row(self, concurrency: int, level: dict, server: dict[str, Any]) -> dict[str, Any]:

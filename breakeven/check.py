@@ -407,6 +407,10 @@ def normalise(data: Any) -> Any:
         column, at, value = found
         message = f"line {int(df['line'].iloc[at])}: {bad_number_message(column, value)}"
         raise BreakevenError(escape_braces(message))
+    # A client row and the server's log of the same run are one measurement: keep the client's,
+    # with what the server measured of it.
+    df["echo"] = server_echoes(df)
+    take_server_view(df, df["echo"])
     k = df["num_spec_tokens"]
     spec_signs = df["accept_len"].notna() | (df["spec_method"] != "")
     df["is_spec"] = (k > 0) | (k.isna() & spec_signs)
@@ -416,9 +420,6 @@ def normalise(data: Any) -> Any:
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
-    # A client row and the server's log of the same run are one measurement: keep the client's.
-    df["echo"] = server_echoes(df)
-    take_server_view(df, df["echo"])
     return df
 
 

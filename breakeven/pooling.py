@@ -88,8 +88,8 @@ def take_server_view(df: Any, echo: Any) -> None:
     """The server's view of a run (``echo``: :func:`server_echoes`) given to the client rows
     of the same run (in place).
 
-    Its decode step and cycle go to the rows that have none: a prediction of the run then uses
-    what the server measured.  Its accept_len, pooled over the whole level, replaces a client
+    Its decode step and cycle, and its k, go to the rows that have none: a prediction of the
+    run then uses what the server measured (``bench`` without ``-k`` leaves k to it).  Its accept_len, pooled over the whole level, replaces a client
     row's that the server did not give per request (no ``num_drafts``): such a row holds the
     level's acceptance up to that request, a running value, and a mean of running values is
     no one's acceptance.
@@ -102,7 +102,7 @@ def take_server_view(df: Any, echo: Any) -> None:
         if "num_drafts" in df.columns
         else pd.Series(np.nan, df.index)
     )
-    for column in ("cycle_ms", "step_ms", "accept_len"):
+    for column in ("cycle_ms", "step_ms", "num_spec_tokens", "accept_len"):
         if column not in df.columns:
             continue
         values = pd.to_numeric(df[column], errors="coerce")

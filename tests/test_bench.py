@@ -24,6 +24,7 @@ from breakeven.bench_client import (
     run_bench,
     server_root,
 )
+from breakeven.check import check_file
 from breakeven.cli import cli
 
 HERE = Path(__file__).resolve().parent
@@ -104,7 +105,14 @@ def test_multi_token_chunks_and_accept_len_from_metrics(tmp_path):
     row = rows(out)[0]
     assert float(row["tokens_per_chunk"]) == pytest.approx(3.0)
     assert float(row["itl_ms"]) == pytest.approx(3 * float(row["tpot_ms"]), rel=0.15)
-    assert row["num_spec_tokens"] == "4" and float(row["accept_len"]) == pytest.approx(3.0)
+    # /metrics is read between levels only: a request row has no acceptance of its own here
+    # (this server does not say it per request); the level's server row has the level's, and
+    # check gives it, and its k, to the run.
+    assert row["num_spec_tokens"] == "" and row["accept_len"] == ""
+    (level,) = [r for r in rows(out) if r["origin"] == "server"]
+    assert level["num_spec_tokens"] == "4" and float(level["accept_len"]) == pytest.approx(3.0)
+    (comparison,) = check_file(str(out)).comparisons
+    assert comparison.num_spec_tokens == 4 and comparison.accept_len == pytest.approx(3.0)
 
 
 def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
