@@ -467,6 +467,7 @@ class _Timing:
     usage_tokens: int | None = None  # the latest usage's completion tokens
     times: list[float] = field(default_factory=list)  # when each chunk with text came
     seen: list[int] = field(default_factory=list)  # the tokens streamed up to each of them
+    counted: bool = True  # whether every chunk with text came with its usage (a token count)
     drafts: _Drafts = field(default_factory=_Drafts)
 
     @property
@@ -482,6 +483,8 @@ class _Timing:
             self.drafts = drafts
         if not text:
             return 0
+        if usage is None:
+            self.counted = False
         seen = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen + 1
         streamed = max(0, seen - self.tokens_seen)
         self.tokens_seen = seen
@@ -498,7 +501,11 @@ class _Timing:
             return RequestResult(False, "no tokens came back")
         total = self.usage_tokens if self.usage_tokens is not None else self.tokens_seen
         gaps = [1000.0 * (b - a) for a, b in zip(self.times, self.times[1:], strict=False)]
-        first, last = _live_window(gaps)
+        # Without a token count in every chunk (llama.cpp streams none), a chunk may hold
+        # several tokens: the stream is timed whole, its first chunk taken as the prefill's
+        # one token and every token as come by its last chunk.
+        first, last = _live_window(gaps) if self.counted else (0, len(gaps))
+        seen = self.seen if self.counted else [1] + [total] * len(gaps)
         return RequestResult(
             True,
             ttft_ms=1000.0 * (self.times[0] - self.start),
@@ -507,10 +514,10 @@ class _Timing:
             # The first chunk's tokens arrive with the first token (prefill); decode is the
             # rest.  Without per-chunk usage a chunk counts one token: a speculating server
             # streams a verify cycle's tokens together, but its first token comes alone.
-            first_chunk_tokens=self.seen[first],
+            first_chunk_tokens=seen[first],
             # Tokens after the last chunk timed (after the last with text: half a
             # character, a stop string) came after the decode time measured.
-            trailing_tokens=max(0, total - self.seen[last]),
+            trailing_tokens=max(0, total - seen[last]),
             chunks=self.chunks,
             chunk_gaps_ms=gaps,
             draft_tokens=self.drafts.drafted,

@@ -480,3 +480,18 @@ def test_a_stream_read_late_at_its_start_or_end_is_timed_where_it_was_live():
     # Chunks that came in pairs mid-stream move neither end.
     pairs = [t + (0.005 if i % 2 else 0) for i, t in enumerate(live)]
     assert stream(pairs).decode_tok_s == pytest.approx(1 / step, rel=0.01)
+
+
+def test_a_stream_without_token_counts_is_timed_whole():
+    # llama.cpp streams no usage per chunk, and a chunk may hold several tokens: the stream
+    # is timed from its first chunk (the prefill's one token) to its last, every token of the
+    # final usage counted (the real llama-server test read 2x slow when chunks were counted).
+    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+
+    timing = _Timing(start=0.0)
+    for i in range(20):
+        timing.add(0.05 + 0.01 * i, "xyz", None, _Drafts())
+    timing.add(0.3, "", 64, _Drafts())  # the final usage: 64 tokens in 20 chunks
+    result = timing.result(done=True)
+    assert result.decoded_tokens == 63 and result.trailing_tokens == 0
+    assert result.decode_tok_s == pytest.approx(63 / 0.19)
