@@ -614,8 +614,6 @@ def test_compare_reads_vllm_bench_serve_as_it_measures_itself(ab):
         assert row["accept_len"] == pytest.approx(
             run.served[("draft_model", c)]["spec_decode_acceptance_length"]
         )
-        if c == 4:  # 16 requests a side: an interval within the run
-            assert row["ci_low"] is not None and row["ci_low"] <= row["measured_speedup"]
 
 
 def test_check_predicts_the_speedup_from_the_servers_step_and_cycle(ab):
