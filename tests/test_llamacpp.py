@@ -254,8 +254,13 @@ def test_k_without_drafts_is_one_warning_that_says_what_is_true(models, tmp_path
         )
     assert level.get("accept_len") is None
     warnings = [line for line in stderr.splitlines() if line.startswith("Warning:")]
-    assert len(warnings) == 1 and "counters that did not move" in warnings[0], stderr
-    assert "no spec-decode counters" not in warnings[0]
+    # One warning on acceptance.  (A tiny model streams 2,000 tokens a second here, faster than
+    # a client on a shared core reads them at times: bench may also say that its rate and the
+    # server's disagree, which is true then.)
+    about_acceptance = [w for w in warnings if "server's counters" not in w]
+    assert len(about_acceptance) == 1, stderr
+    assert "counters that did not move" in about_acceptance[0], stderr
+    assert "no spec-decode counters" not in about_acceptance[0]
 
 
 def test_the_suite_needs_the_engine_under_ci():
