@@ -32,6 +32,7 @@ from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.pooling import (
     decoded_tokens,
+    group_pooled_accept_len,
     group_pooled_rates,
     pooled_rate,
     server_echoes,
@@ -718,29 +719,6 @@ def _group_means(number: Any, values: Any, groups: int) -> tuple[Any, Any]:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan), count
 
 
-def _pooled_accept_len(number: Any, tau: Any, drafts: Any, groups: int) -> tuple[Any, Any]:
-    """Each group's accept_len pooled from counts, ``1 + sum(accepted) / sum(drafts)``, and
-    its count of values.
-
-    A row's accepted tokens are ``(accept_len - 1) * num_drafts``, so the pool is the
-    rows' accept_len weighted by their drafts: an interval of 1 draft weighs 1/23 of one of
-    23, as the engine's own counters weigh them.  A group in which some row with an
-    accept_len has no draft count (a source that prints only the ratio) is averaged, as
-    nothing else can be done with it.
-    """
-    mean, count = _group_means(number, tau, groups)
-    has_tau = ~np.isnan(tau)
-    weighted = has_tau & (drafts > 0)  # NaN compares False
-    unweighted = np.bincount(number[has_tau & ~weighted], minlength=groups)
-    w = np.bincount(number[weighted], weights=drafts[weighted], minlength=groups)
-    accepted = np.bincount(
-        number[weighted], weights=(tau[weighted] - 1) * drafts[weighted], minlength=groups
-    )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pooled = 1 + accepted / w
-    return np.where((unweighted == 0) & (w > 0), pooled, mean), count
-
-
 @dataclass(frozen=True)
 class _RunStats:
     """One speculative run's means over its rows."""
@@ -774,7 +752,7 @@ def pair(
             ("published", "speedup"),
         )
     }
-    means["tau"] = _pooled_accept_len(
+    means["tau"] = group_pooled_accept_len(
         number,
         df["accept_len"].to_numpy(dtype=float)[rows],
         df["num_drafts"].to_numpy(dtype=float)[rows],

@@ -47,7 +47,14 @@ from breakeven.iotools.fitfile import (
 )
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
-from breakeven.pooling import decoded_tokens, pooled_rate, server_echoes, take_server_view
+from breakeven.pooling import (
+    decoded_tokens,
+    group_pooled_accept_len,
+    group_pooled_rates,
+    pooled_rate,
+    server_echoes,
+    take_server_view,
+)
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, MAX_SPEC_TOKENS, plain_json
 from breakeven.surface import BatchSurface, fit_surface
 from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
@@ -288,11 +295,6 @@ def _prepared(data: Any) -> Any:
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
-    # accept_len is pooled from counts where rows give their drafts (see _per_k).
-    weighted = df["accept_len"].notna() & (df["num_drafts"] > 0)
-    df["drafts"] = df["num_drafts"].where(weighted, 0.0)
-    df["accepted"] = ((df["accept_len"] - 1) * df["num_drafts"]).where(weighted, 0.0)
-    df["unweighted"] = (df["accept_len"].notna() & ~weighted).astype(int)
     return df
 
 
@@ -301,48 +303,30 @@ def _per_k(spec: Any) -> Any:
     / sum(drafts)``, where every row with one gives its drafts; else their mean) and rate (a
     ratio of sums, the decoded tokens over their time, where every row with a rate gives its
     tokens; else their mean), how many rows have a rate, and the profiled costs' means."""
-    timed = (spec["rate"] > 0) & (spec["decoded"] > 0)
-    spec = spec.assign(
-        tokens=spec["decoded"].where(timed, 0.0),
-        seconds=(spec["decoded"] / spec["rate"]).where(timed, 0.0),
-        untimed=(spec["rate"].notna() & ~timed).astype(int),
-    )
-    table = (
-        spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False)
-        .agg(
-            accept_len=("accept_len", "mean"),
-            rate=("rate", "mean"),
-            tokens=("tokens", "sum"),
-            seconds=("seconds", "sum"),
-            untimed=("untimed", "sum"),
-            runs=("rate", "count"),
-            cycle=("cycle_ms", "mean"),
-            verify=("verify_ms", "mean"),
-            draft=("draft_ms", "mean"),
-            drafts=("drafts", "sum"),
-            accepted=("accepted", "sum"),
-            unweighted=("unweighted", "sum"),
-        )
-        .reset_index()
-    )
-    pooled = (table["drafts"] > 0) & (table["unweighted"] == 0)
-    table["accept_len"] = (1 + table["accepted"] / table["drafts"]).where(
-        pooled, table["accept_len"]
-    )
-    # A rate is a ratio of sums where every row gives its tokens (pooling.pooled_rate).
-    summed = (table["seconds"] > 0) & (table["untimed"] == 0)
-    table["rate"] = (table["tokens"] / table["seconds"]).where(summed, table["rate"])
+    groups = spec.groupby([*_GROUP, "num_spec_tokens"], sort=False, dropna=False)
+    table = groups.agg(
+        runs=("rate", "count"),
+        cycle=("cycle_ms", "mean"),
+        verify=("verify_ms", "mean"),
+        draft=("draft_ms", "mean"),
+    ).reset_index()
+    number, n = groups.ngroup().to_numpy(), len(table)  # the table's rows, in its order
+    table["accept_len"] = _pooled_tau_of(spec, number, n)
+    table["rate"] = group_pooled_rates(number, spec["rate"], spec["decoded"], n)[0]
     tau, rate = table["accept_len"], table["rate"]
     table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))
     return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
 
 
+def _pooled_tau_of(rows: Any, number: Any, groups: int) -> Any:
+    """Each group's accept_len (``number``: each row's group), pooled from counts
+    (:func:`~breakeven.pooling.group_pooled_accept_len`)."""
+    return group_pooled_accept_len(number, rows["accept_len"], rows["num_drafts"], groups)[0]
+
+
 def _pooled_tau(rows: Any) -> float:
-    """The rows' accept_len pooled from counts where every row with one gives its drafts,
-    else their mean (as :func:`_per_k` pools it)."""
-    if rows["drafts"].sum() > 0 and not rows["unweighted"].sum():
-        return float(1 + rows["accepted"].sum() / rows["drafts"].sum())
-    return float(rows["accept_len"].mean())
+    """The rows' accept_len, pooled as :func:`_per_k` pools it."""
+    return float(_pooled_tau_of(rows, np.zeros(len(rows), dtype=np.int64), 1)[0])
 
 
 def _entries(rows: Any) -> list[dict[str, Any]]:

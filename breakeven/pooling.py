@@ -3,6 +3,8 @@ ratios.
 
 - A per-sequence rate over several requests or rows is the tokens they decoded over the time
   they took (:func:`pooled_rate`), never the mean of their rates.
+- An accept_len over several rows is ``1 + sum(accepted) / sum(drafts)``
+  (:func:`group_pooled_accept_len`), never the mean of their ratios.
 - A run measured by a client (``bench``'s request rows) and by the server's own counters (the
   level's row of ``origin=server``, same ``run_id``) is one measurement: the server's view
   gives the run its step, cycle and acceptance over the whole level
@@ -21,6 +23,7 @@ import pandas as pd
 
 __all__ = [
     "decoded_tokens",
+    "group_pooled_accept_len",
     "group_pooled_rates",
     "pooled_rate",
     "server_echoes",
@@ -63,6 +66,31 @@ def group_pooled_rates(number: Any, rates: Any, tokens: Any, groups: int) -> tup
         )
         pooled = w / seconds
     return np.where((unweighted == 0) & (seconds > 0), pooled, mean), count
+
+
+def group_pooled_accept_len(number: Any, tau: Any, drafts: Any, groups: int) -> tuple[Any, Any]:
+    """Each group's accept_len pooled from counts, ``1 + sum(accepted) / sum(drafts)``, and
+    its count of values.
+
+    A row's accepted tokens are ``(accept_len - 1) * num_drafts``, so the pool is the
+    rows' accept_len weighted by their drafts: an interval of 1 draft weighs 1/23 of one of
+    23, as the engine's own counters weigh them.  A group in which some row with an
+    accept_len has no draft count (a source that prints only the ratio) is averaged, as
+    nothing else can be done with it.
+    """
+    number = np.asarray(number, dtype=np.int64)
+    tau, drafts = np.asarray(tau, dtype=float), np.asarray(drafts, dtype=float)
+    mean, count = group_pooled_rates(number, tau, None, groups)  # without tokens: the mean
+    has_tau = ~np.isnan(tau)
+    weighted = has_tau & (drafts > 0)  # NaN compares False
+    unweighted = np.bincount(number[has_tau & ~weighted], minlength=groups)
+    w = np.bincount(number[weighted], weights=drafts[weighted], minlength=groups)
+    accepted = np.bincount(
+        number[weighted], weights=(tau[weighted] - 1) * drafts[weighted], minlength=groups
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = 1 + accepted / w
+    return np.where((unweighted == 0) & (w > 0), pooled, mean), count
 
 
 def decoded_tokens(completion_tokens: Any) -> Any:
