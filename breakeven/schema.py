@@ -138,6 +138,31 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "so check pools the requests' rates as a ratio of sums",
     ),
     Column(
+        "launch_id",
+        "text",
+        "-",
+        "the server launch (one process start with one configuration and environment) the row "
+        "was measured in: rows with the same launch_id ran in the same server process; empty "
+        "when the source does not say",
+    ),
+    Column(
+        "launched_at",
+        "text",
+        "-",
+        "when that launch started, ISO 8601 (the server's process start time, or its log's "
+        "launch line; a log date without a year is kept as printed)",
+    ),
+    Column(
+        "env_from",
+        "text",
+        "-",
+        "where env came from: server (the server process's own command line and environment, "
+        "read on its host), file (a unit, docker inspect or KEY=VALUE file the user named), "
+        "endpoints (what the server serves: its version and configuration, not its "
+        "environment), log (the engine log's launch lines: its arguments, not its "
+        "environment), client (only the client's side); empty: typed by hand, as written",
+    ),
+    Column(
         "num_drafts",
         "number",
         "cycles",
