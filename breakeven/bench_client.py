@@ -47,6 +47,15 @@ from breakeven.iotools.metrics import spec_decode_series
 from breakeven.iotools.paths import check_output_path
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
+from breakeven.iotools.server import (
+    ServerLaunch,
+    endpoint_pairs,
+    launch_metrics,
+    local_server,
+    read_server_env,
+    started_iso,
+    user_pairs,
+)
 from breakeven.iotools.sources import read_whole
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.schema import COLUMN_NAMES
@@ -77,17 +86,19 @@ _TREE_AND_DRAFTS = (
     "draft_tokens",
     "accepted_tokens",
 )
-BENCH_COLUMNS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
+_PER_REQUEST_DRAFTS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
+BENCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
 """After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
 ``--verify-tokens``); the tokens the server drafted and accepted for the request
 (llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
 them per request (vLLM with ``--per-request-spec-decode-metrics``), its verify cycles that
 drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
-(``acceptance_histogram``, counts joined by ``;``)."""
-HEADERS = (BENCH_COLUMNS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
+(``acceptance_histogram``, counts joined by ``;``); then the server's launch
+(:mod:`breakeven.iotools.server`): ``launch_id``, ``launched_at`` and where ``env`` came from,
+``env_from``."""
+HEADERS = (BENCH_COLUMNS, _PER_REQUEST_DRAFTS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
 """Headers bench appends to: its own, and those of bench CSVs written before its last columns
 (rows appended to such a file keep its columns)."""
-ENV_PREFIXES = ("NCCL_", "CUDA_")
 
 
 def server_root(url: str) -> str:
@@ -227,6 +238,10 @@ class Config:
     spec_method: str | None = None
     hardware: str | None = None
     env: str | None = None
+    """More of the server's launch, as ``K=V`` pairs the client cannot see."""
+    server_env_from: str | None = None
+    """Where the server's environment is written, when bench cannot read its process: a
+    process id, a systemd unit, a docker inspect JSON or a KEY=VALUE file."""
     ready_timeout_s: float = 120.0
     """How long the server may take to become ready (503 while loading, a stalled reply) [s]."""
     connect_timeout_s: float = 5.0
@@ -274,18 +289,20 @@ def model_name(served: str | None) -> str | None:
     return served
 
 
-def environment(root: str, model: str, version: str | None) -> str:
-    """The environment written to every row: NCCL_*/CUDA_* variables, URL, model, version and
+def environment(
+    root: str, model: str, version: str | None, launch: ServerLaunch | None = None
+) -> str:
+    """The launch written to every row: the server's own settings (``launch``: its arguments
+    and environment, or its endpoints' configuration), model and version, then the URL and
     the client's host.  The URL and host are the client's choices, kept for provenance and
-    left out of the fingerprint ``check`` compares (:data:`breakeven.check.CLIENT_KEYS`)."""
-    pairs = [
-        f"{k}={v}"
-        for k, v in sorted(os.environ.items())
-        if k.startswith(ENV_PREFIXES) and " " not in v
-    ]
-    pairs += [f"url={root}", f"model={model.replace(' ', '_')}", f"client_host={platform.node()}"]
+    left out of the fingerprint ``check`` compares
+    (:func:`breakeven.provenance.is_client_key`).  The client's own environment is not
+    recorded: the variables that tune a server are the server's."""
+    pairs = list(launch.pairs) if launch is not None else []
+    pairs += [f"model={model.replace(' ', '_')}"]
     if version:
         pairs.append(f"server_version={version}")
+    pairs += [f"url={root}", f"client_host={platform.node()}"]
     return " ".join(pairs)
 
 
@@ -558,6 +575,10 @@ class Bench:
         self.loading = False  # the last /v1/models reply was 503
         self.started = ""
         self.env = ""
+        self.served: dict[str, Any] | None = None  # /props or /get_server_info
+        self.launch = ServerLaunch()
+        self.launch_id = ""
+        self.launched_at = ""
 
     def _client(self) -> Any:
         c = self.config
@@ -695,7 +716,46 @@ class Bench:
             if isinstance(body, dict) and isinstance(body.get(key), (str, int, float)):
                 self.version = _printable(str(body[key]), 40).replace(" ", "_")
                 self.engine = engine
+                self.served = body
                 break
+
+    async def _find_launch(self, client: Any) -> None:
+        """The server's launch: its settings (from its own process on this host, else the
+        file named by ``server_env_from``, else what its endpoints serve), its start and so
+        its identity (``launch_id``: the server's address and start, to the second)."""
+        metrics = await self.scrape(client)
+        started, cache = launch_metrics(metrics)
+        served = endpoint_pairs(self.engine, self.served, cache)
+        parts = urlsplit(self.root)
+        if self.config.server_env_from:
+            launch = read_server_env(self.config.server_env_from)
+        else:
+            launch = local_server(parts.hostname or "", parts.port or _default_port(parts.scheme))
+        if launch is None or not launch.pairs:
+            note = launch.note if launch is not None else ""
+            launch = ServerLaunch(env_from="endpoints", where=f"{self.shown_root}", note=note)
+        launch = ServerLaunch(
+            (*launch.pairs, *served, *user_pairs(self.config.env)),
+            launch.env_from,
+            launch.started if launch.started is not None else started,
+            launch.where,
+            launch.note,
+        )
+        self.launch = launch
+        self.launched_at = started_iso(launch.started)
+        self.launch_id = f"{parts.netloc}@{self.launched_at}" if self.launched_at else ""
+        if launch.note:
+            self.warn(launch.note)
+
+    def launch_summary(self) -> dict[str, Any]:
+        """The server's launch as the rows record it, and where its fingerprint came from."""
+        return {
+            "launch_id": self.launch_id or None,
+            "launched_at": self.launched_at or None,
+            "env_from": self.launch.env_from,
+            "read_from": self.launch.where,
+            "settings": len(self.launch.pairs),
+        }
 
     def _payload(self, prompt: str) -> tuple[str, dict[str, Any]]:
         c = self.config
@@ -843,6 +903,7 @@ class Bench:
                 f"{BURST_SHARE:.0%} of their time to first token: their chunks waited unread); "
                 "they are left out of tok_s"
             )
+        summary["launch"] = self.launch_summary()
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
         return summary
@@ -997,8 +1058,16 @@ class Bench:
             "accepted_tokens": r.accepted_tokens,
             "num_drafts": r.num_drafts,
             "acceptance_histogram": r.acceptance_histogram,
+            **self._launch_columns(),
         }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
+
+    def _launch_columns(self) -> dict[str, Any]:
+        return {
+            "launch_id": self.launch_id,
+            "launched_at": self.launched_at,
+            "env_from": self.launch.env_from,
+        }
 
     @staticmethod
     def _row_acceptance(r: RequestResult) -> dict[str, Any]:
@@ -1043,6 +1112,7 @@ class Bench:
             "counters over the level",
             "origin": "server",
             "level_requests": level["requests"],
+            **self._launch_columns(),
         }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
@@ -1050,10 +1120,13 @@ class Bench:
         async with self._client() as client:
             await self.probe(client)
             self.started = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            self.env = environment(self.shown_root, self.model, self.version)
-            if self.config.env:
-                self.env += " " + self.config.env
+            await self._find_launch(client)
+            self.env = environment(self.shown_root, self.model, self.version, self.launch)
             return [await self.level(client, c, write) for c in self.config.concurrency]
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
 
 
 def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:

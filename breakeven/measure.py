@@ -28,6 +28,7 @@ from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, ti
 from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.schedulefile import read_schedule
+from breakeven.iotools.server import read_server_env
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
 from breakeven.schedule import against
@@ -233,6 +234,8 @@ def bench_config(
     if api_key_env is not None:
         api_key, note = api_key_from_env(api_key_env)
     texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
+    if options.get("server_env_from"):
+        read_server_env(options["server_env_from"])  # refused now, before any request
     config = Config(concurrency=tuple(concurrency), prompts=texts, api_key=api_key, **options)
     config.check()
     return config, note

@@ -229,3 +229,19 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+if __name__ == "__main__":
+    # A fake server in a process of its own (its command line and environment are its own,
+    # as a real server's are): python tests/fake_server.py PORT [SECONDS_PER_TOKEN] [ARGS...]
+    # (arguments after these are ignored: they stand for a server's flags).
+    import sys
+
+    server = FakeServer(
+        Behaviour(seconds_per_token=float(sys.argv[2]) if len(sys.argv) > 2 else 0.001)
+    )
+    server.httpd.server_close()
+    server.httpd = ThreadingHTTPServer(
+        ("127.0.0.1", int(sys.argv[1])), server.httpd.RequestHandlerClass
+    )
+    server.httpd.serve_forever()

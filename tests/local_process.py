@@ -3,10 +3,11 @@ in time), and always stopped, killed if it must be."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,13 +22,23 @@ def free_port() -> int:
 
 @contextmanager
 def serving(
-    args: Sequence[str], log: Path, ready: Callable[[], bool], name: str
+    args: Sequence[str],
+    log: Path,
+    ready: Callable[[], bool],
+    name: str,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen]:
-    """``args`` run with its output appended to ``log``, once ``ready()`` is true (an OSError
+    """``args`` run with its output appended to ``log`` (and ``env`` added to this process's
+    environment: the server's own, not the client's), once ``ready()`` is true (an OSError
     from it means not yet); an exit or :data:`START_TIMEOUT_S` first is a RuntimeError."""
+    environ = {**os.environ, **(env or {})}
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            list(args), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            list(args),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environ,
         )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -3,16 +3,21 @@ OpenAI streaming protocol, emits multi-token chunks like a speculating server, k
 counters, and misbehaves on request."""
 
 import csv
+import json
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer
+from local_process import free_port, serving
 
 from breakeven import BreakevenError
 from breakeven.bench_client import (
@@ -169,7 +174,8 @@ def test_reading_metrics_parses_only_the_counters_it_reads(tmp_path, monkeypatch
     assert parsed_lines and max(parsed_lines) <= 3, parsed_lines  # of 20,000 and more
 
 
-def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
+def test_rows_carry_the_servers_launch_not_the_clients_environment(tmp_path, monkeypatch):
+    """The variables that tune a server are the server's: the client's NCCL_* are not its."""
     monkeypatch.setenv("NCCL_PROTO", "LL")
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
         out = tmp_path / "r.csv"
@@ -181,7 +187,6 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
         )
     (row,) = rows(out)
     for part in (
-        "NCCL_PROTO=LL",
         f"url={server.url}",
         "model=fake-model",
         "server_version=fake-0.1",
@@ -189,7 +194,153 @@ def test_rows_carry_the_environment_fingerprint(tmp_path, monkeypatch):
         "client_host=",
     ):
         assert part in row["env"]
+    # This fake server runs in the test's own process, started before the variable was set.
+    assert "NCCL_PROTO=LL" not in row["env"]
+    assert row["env_from"] == "server" and row["launch_id"] and row["launched_at"]
     assert row["num_spec_tokens"] == "0" and row["origin"] == "client" and row["timestamp"]
+
+
+SERVER_SECRETS = {
+    "VLLM_API_KEY": "sk-vllm-server-secret",
+    "HF_TOKEN": "hf_server_secret_token",
+    "NCCL_IB_TOKEN": "nccl-secret-value",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
+    "DATABASE_URL": "postgres://u:dbpassword@db/x",
+}
+
+
+@contextmanager
+def server_process(tmp_path, env, *flags):
+    """The fake server in a process of its own, with ``env`` in its environment only."""
+    port = free_port()
+    args = [sys.executable, str(Path(__file__).parent / "fake_server.py"), str(port), "0.001"]
+    with serving([*args, *flags], tmp_path / f"server-{port}.log", _ready(port), "fake", env):
+        yield f"http://127.0.0.1:{port}"
+
+
+def _ready(port):
+    def ready():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as r:
+            return r.status == 200
+
+    return ready
+
+
+def test_the_servers_own_environment_is_read_from_its_process_and_secrets_never_are(
+    tmp_path, monkeypatch
+):
+    server_env = {"NCCL_PROTO": "LL", "LLAMA_ARG_THREADS": "2", "OMP_NUM_THREADS": "4"}
+    server_env |= SERVER_SECRETS
+    flags = ("--api-key", "sk-cmdline-secret", "--hf-token=hf_cmd_secret", "--tp", "8")
+    out = tmp_path / "r.csv"
+    with server_process(tmp_path, server_env, *flags) as url:
+        monkeypatch.setenv("NCCL_ALGO", "Tree")  # the client's, set after the server started
+        result = CliRunner().invoke(
+            cli,
+            ["bench", "--url", url, "--label", "b", "--requests", "1", "--max-tokens", "8"]
+            + ["-k", "0", "--out", str(out), "--json"],
+        )
+    assert result.exit_code == 0, result.output
+    (row,) = rows(out)
+    for part in ("NCCL_PROTO=LL", "LLAMA_ARG_THREADS=2", "OMP_NUM_THREADS=4", "--tp=8"):
+        assert part in row["env"].split()
+    assert "--api-key=***" in row["env"].split()
+    assert "NCCL_ALGO" not in row["env"]
+    assert row["env_from"] == "server"
+    launched = datetime.fromisoformat(row["launched_at"].replace("Z", "+00:00"))
+    assert abs((datetime.now(timezone.utc) - launched).total_seconds()) < 600
+    written = out.read_text() + result.output
+    for name, secret in SERVER_SECRETS.items():
+        assert secret not in written and name not in written
+    assert "sk-cmdline-secret" not in written and "hf_cmd_secret" not in written
+    assert "Launch:" in result.output and "the server's own process" in result.output
+
+
+def test_two_launches_on_one_port_have_two_launch_ids_and_two_servers_on_two_ports_are_alike(
+    tmp_path,
+):
+    """A restart is a new launch; two servers started alike on two ports have one fingerprint."""
+    out = tmp_path / "r.csv"
+    port = free_port()
+    args = [sys.executable, str(Path(__file__).parent / "fake_server.py"), str(port), "0.001"]
+    for label in ("first", "restarted"):
+        with serving(args, tmp_path / "s.log", _ready(port), "fake", {"NCCL_PROTO": "LL"}):
+            run_bench(Config(url=f"http://127.0.0.1:{port}", label=label, requests=1), out)
+        time.sleep(1.1)  # launches are told apart to the second
+    with server_process(tmp_path, {"NCCL_PROTO": "LL"}) as other:
+        run_bench(Config(url=other, label="other-port", requests=1), out)
+    first, restarted, other_port = rows(out)
+    assert len({first["launch_id"], restarted["launch_id"], other_port["launch_id"]}) == 3
+    from breakeven.provenance import fingerprint
+
+    assert fingerprint(first["env"]) == fingerprint(restarted["env"])
+    # The port is the client's choice, and the fake server's own argument: only it differs.
+    differs = set(fingerprint(first["env"]).split()) ^ set(fingerprint(other_port["env"]).split())
+    assert all(item.startswith("arg=") for item in differs), differs
+
+
+def test_server_env_from_a_systemd_unit_docker_inspect_and_a_key_value_file(tmp_path):
+    from breakeven.iotools.server import read_server_env
+
+    extra = tmp_path / "extra.env"
+    extra.write_text("NCCL_BUFFSIZE=16777216\nVLLM_API_KEY=sk-in-env-file\n")
+    unit = tmp_path / "sglang.service"
+    unit.write_text(
+        "[Unit]\nDescription=SGLang\n[Service]\n"
+        'Environment="NCCL_PROTO=LL" "NCCL_ALGO=Ring" HF_TOKEN=hf_x\n'
+        f"EnvironmentFile={extra}\n"
+        "ExecStart=/usr/bin/python -m sglang.launch_server --model-path /m --tp 8 "
+        "--api-key sk-unit --speculative-algorithm EAGLE3\n"
+    )
+    launch = read_server_env(str(unit))
+    assert launch.env_from == "file"
+    for part in ("NCCL_PROTO=LL", "NCCL_ALGO=Ring", "NCCL_BUFFSIZE=16777216", "--tp=8"):
+        assert part in launch.pairs
+    text = " ".join(launch.pairs)
+    assert "sk-unit" not in text and "hf_x" not in text and "sk-in-env-file" not in text
+    docker = tmp_path / "inspect.json"
+    docker.write_text(
+        json.dumps(
+            [
+                {
+                    "Config": {
+                        "Env": ["NCCL_P2P_LEVEL=SYS", "PATH=/usr/bin", "HF_TOKEN=hf_y"],
+                        "Cmd": ["--model", "m", "--tensor-parallel-size", "8"],
+                        "Entrypoint": ["vllm", "serve"],
+                    },
+                    "State": {"StartedAt": "2026-02-26T16:41:03.123456789Z"},
+                }
+            ]
+        )
+    )
+    launch = read_server_env(str(docker))
+    assert "NCCL_P2P_LEVEL=SYS" in launch.pairs and "--tensor-parallel-size=8" in launch.pairs
+    assert not any(p.startswith(("PATH=", "HF_TOKEN")) for p in launch.pairs)
+    start = datetime(2026, 2, 26, 16, 41, 3, 123456, tzinfo=timezone.utc).timestamp()
+    assert launch.started == pytest.approx(start)
+    plain = tmp_path / "server.env"
+    plain.write_text("# saved from the server\nexport NCCL_PROTO='LL'\nSECRET_THING=x\n")
+    assert read_server_env(str(plain)).pairs == ("NCCL_PROTO=LL",)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "cannot read it"),
+        ("just some words\n", "holds no KEY=VALUE line"),
+    ],
+)
+def test_a_bad_server_env_from_is_one_line_naming_the_flag(tmp_path, content, expected):
+    path = tmp_path / "env.txt"
+    if content is not None:
+        path.write_text(content)
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "--url", "http://127.0.0.1:9", "--label", "x", "--server-env-from", str(path)],
+    )
+    assert result.exit_code == 2
+    assert "--server-env-from" in result.output and expected in result.output
+    assert "Traceback" not in result.output
 
 
 def test_bench_rows_feed_check(tmp_path):

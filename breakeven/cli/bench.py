@@ -91,7 +91,17 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     "--env",
     "env",
     metavar="'K=V ...'",
-    help="More of the server's environment: flags, variables the client cannot see.",
+    help="More of the server's launch, as K=V pairs bench cannot see (variables holding "
+    "KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are dropped).",
+)
+@click.option(
+    "--server-env-from",
+    "server_env_from",
+    metavar="PID|FILE",
+    help="Where the server's environment is, when it does not run on this host as your user: "
+    "its process id, its systemd unit (Environment=, EnvironmentFile=, ExecStart=), docker "
+    "inspect's JSON, or a KEY=VALUE file. Only NCCL_*, CUDA_*, VLLM_*, SGLANG_*, LLAMA_ARG_*, "
+    "OMP_* and TORCH_* variables are kept.",
 )
 @click.option(
     "--ready-timeout",
@@ -143,10 +153,12 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     """Measure decode rates against any OpenAI-compatible server (vLLM, SGLang, ...).
 
     Run it right before changing the server, and again after: each row carries
-    the environment (NCCL_*/CUDA_* variables, URL, model, server version,
-    host), so check can tell a stale baseline. Per request: TTFT, decode tok/s
-    with prefill excluded, TPOT, chunks and tokens per chunk. Per level:
-    per-sequence and aggregate tok/s, and accept_len from /metrics.
+    the server's launch (launch_id, launched_at) and its settings (env: the
+    server process's arguments and NCCL_*, CUDA_*, VLLM_*, ... variables, read
+    from /proc where it runs on this host, else --server-env-from, and what its
+    endpoints serve), so check can tell a stale baseline. Per request: TTFT,
+    decode tok/s with prefill excluded, TPOT, chunks and tokens per chunk. Per
+    level: per-sequence and aggregate tok/s, and accept_len from /metrics.
 
     \b
       breakeven bench --url http://localhost:8000/v1 --label baseline \\
@@ -154,6 +166,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     """
     from breakeven.bench_client import Terminated, run_bench  # lazy: start-up
     from breakeven.measure import bench_config  # lazy: start-up
+    from breakeven.provenance import launch_text  # lazy: start-up
 
     config, note = bench_config(**options)
     if note:
@@ -180,6 +193,8 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         click.echo(bench_text(levels, config.label), nl=False)
     if out:
         click.echo(f"Appended {rows} rows to {out}.", err=True)
+    if levels:
+        click.echo(f"Launch: {launch_text(levels[0]['launch'])}", err=True)
     for warning in dict.fromkeys(w for level in levels for w in level.get("warnings", ())):
         click.echo(f"Warning: {warning}.", err=True)
     for failure in failures:

@@ -1,0 +1,443 @@
+"""What a server says of its launch: its process on this host, a file naming its environment,
+and its endpoints.
+
+- **Its process**, where it runs on this host: the process listening on the URL's port is
+  found from ``/proc/net/tcp`` and ``/proc/net/tcp6`` (a listening socket's inode) and the
+  ``/proc/PID/fd`` links that name that socket.  Its ``cmdline`` gives its arguments, its
+  ``environ`` its environment (only :data:`breakeven.provenance.ENV_PREFIXES`, never a
+  secret), its ``stat`` its start time (clock ticks after boot, ``btime`` of ``/proc/stat``).
+  Another user's process cannot be read: the reason is said, and ``--server-env-from``
+  named.
+- **A file** (``--server-env-from``): a process id, a systemd unit (``Environment=``,
+  ``EnvironmentFile=`` and ``ExecStart=`` lines), a ``docker inspect`` JSON
+  (``Config.Env``, ``Config.Cmd``/``Args``, ``State.StartedAt``) or a ``KEY=VALUE`` file.
+- **Its endpoints** (read by ``bench``): vLLM's ``/version`` and, on ``/metrics``,
+  ``process_start_time_seconds`` (the API server's start, a launch's identity) and
+  ``vllm:cache_config_info``'s settings (:data:`VLLM_CACHE_SETTINGS`: the derived sizes, such
+  as ``num_gpu_blocks``, change with a draft model's memory and are left out); SGLang's
+  ``/get_server_info`` (its ``server_args`` and ``version``); llama.cpp's ``/props``
+  (``build_info``, ``model_path``, ``total_slots``, ``default_generation_settings.n_ctx``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import shlex
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.sources import read_whole
+from breakeven.provenance import (
+    is_environment_key,
+    secret_free,
+    server_arguments,
+    server_environment,
+)
+
+VLLM_CACHE_SETTINGS = (
+    "block_size",
+    "cache_dtype",
+    "gpu_memory_utilization",
+    "enable_prefix_caching",
+    "prefix_caching_hash_algo",
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
+    "kv_offloading_backend",
+    "kv_offloading_size",
+    "swap_space",
+    "cpu_offload_gb",
+    "calculate_kv_scales",
+)
+"""The labels of ``vllm:cache_config_info`` a launch sets (a flag or a variable); the others
+are derived at start-up, some from the memory a draft model takes."""
+SGLANG_VOLATILE = frozenset(
+    {"random_seed", "nccl_port", "dist_init_addr", "port", "host", "file_storage_path"}
+)
+"""``server_args`` SGLang fills per launch when not given (a random seed, free ports)."""
+_MAX_FILE = 4 << 20
+
+
+@dataclass(frozen=True)
+class ServerLaunch:
+    """What is known of one server launch."""
+
+    pairs: tuple[str, ...] = ()
+    """Its settings as ``key=value`` pairs: arguments, environment variables, served
+    configuration (secrets never among them)."""
+    env_from: str = "client"
+    """Where they came from: ``server``, ``file``, ``endpoints`` or ``client``
+    (:data:`breakeven.provenance.ENV_SOURCES`)."""
+    started: float | None = None
+    """When the launch started [s since the epoch], where known."""
+    where: str = ""
+    """Where they were read, in words (``pid 1234 on this host``)."""
+    note: str = ""
+    """Why the server's own environment could not be read, where it could not."""
+
+
+# --- the process on this host -------------------------------------------------------------
+
+
+def is_local_host(host: str) -> bool:
+    """Whether ``host`` is this machine: a loopback name or address, or an address this
+    machine can bind (only a local address can be bound)."""
+    if host in ("localhost", "0.0.0.0", "::"):
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False
+    for family, _, _, _, address in infos:
+        ip = address[0]
+        try:
+            if ipaddress.ip_address(ip.split("%")[0]).is_loopback:
+                return True
+        except ValueError:
+            continue
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((ip, 0))
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _listening_inodes(port: int, proc: str) -> set[str]:
+    inodes = set()
+    for table in ("net/tcp", "net/tcp6"):
+        try:
+            with open(os.path.join(proc, table), encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: LISTEN
+                continue
+            try:
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+            except (IndexError, ValueError):
+                continue
+    return inodes
+
+
+def listening_process(port: int, proc: str = "/proc") -> int | None:
+    """The process id holding a socket that listens on ``port`` on this host, or None (no
+    such socket, or its process is another user's)."""
+    inodes = _listening_inodes(port, proc)
+    if not inodes:
+        return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return None
+    for pid in sorted(pids, key=int):
+        fd_dir = os.path.join(proc, pid, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(os.path.join(fd_dir, fd)) in wanted:
+                    return int(pid)
+            except OSError:
+                continue
+    return None
+
+
+def _start_time(pid: int, proc: str) -> float | None:
+    """A process's start [s since the epoch]: field 22 of its ``stat`` (clock ticks after
+    boot) plus the boot time (``btime`` in ``/proc/stat``)."""
+    try:
+        with open(os.path.join(proc, str(pid), "stat"), encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+        with open(os.path.join(proc, "stat"), encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _nul_separated(path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return [part.decode("utf-8", "replace") for part in data.split(b"\0") if part]
+
+
+def read_process(pid: int, proc: str = "/proc") -> ServerLaunch:
+    """A process's launch: its arguments, its environment (the listed prefixes only), its
+    start.  Raises :class:`UnreadableInput` when it is gone or another user's."""
+    argv = _nul_separated(os.path.join(proc, str(pid), "cmdline"))
+    environ = _nul_separated(os.path.join(proc, str(pid), "environ"))
+    if argv is None or environ is None:
+        raise UnreadableInput(
+            f"process {pid}: its command line or environment cannot be read (gone, or "
+            "another user's: run breakeven as that user, or name a file with "
+            "--server-env-from)"
+        )
+    variables = dict(item.split("=", 1) for item in environ if "=" in item)
+    pairs = (*server_arguments(argv), *server_environment(variables))
+    return ServerLaunch(
+        tuple(pairs), "server", _start_time(pid, proc), f"pid {pid} on this host (/proc)"
+    )
+
+
+def local_server(host: str, port: int, proc: str = "/proc") -> ServerLaunch | None:
+    """The launch of the server listening on ``host:port``, where that is this machine and
+    its process can be read; else None, or a launch of nothing with a note saying why."""
+    if not is_local_host(host) or not os.path.isdir(os.path.join(proc, "net")):
+        return None
+    pid = listening_process(port, proc)
+    if pid is None:
+        if _listening_inodes(port, proc):
+            return ServerLaunch(
+                note=f"the process listening on port {port} is another user's: its "
+                "environment cannot be read (name it with --server-env-from)"
+            )
+        return None
+    try:
+        launch = read_process(pid, proc)
+    except UnreadableInput as e:
+        return ServerLaunch(note=str(e))
+    comm = _nul_separated(os.path.join(proc, str(pid), "comm")) or [""]
+    if comm[0].strip() in ("docker-proxy", "rootlesskit", "slirp4netns", "kubectl"):
+        return ServerLaunch(
+            note=f"port {port} is forwarded by {comm[0].strip()} (pid {pid}), not served by the "
+            "server itself: name its environment with --server-env-from (docker inspect's "
+            "JSON, say)"
+        )
+    return launch
+
+
+# --- a file the user names -----------------------------------------------------------------
+
+
+def _key_values(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``export`` and quotes allowed, ``#`` comments skipped)."""
+    found = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].strip()
+        key, eq, value = line.partition("=")
+        if eq and key.strip():
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            found[key.strip()] = value
+    return found
+
+
+def _unit(text: str, shown: str) -> tuple[dict[str, str], list[str]]:
+    """A systemd unit's environment (``Environment=`` and ``EnvironmentFile=``) and its
+    ``ExecStart=`` command line."""
+    environ: dict[str, str] = {}
+    argv: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        key, eq, value = line.partition("=")
+        key = key.strip()
+        if not eq:
+            continue
+        if key == "Environment":
+            for word in shlex.split(value):
+                name, eq2, val = word.partition("=")
+                if eq2:
+                    environ[name] = val
+        elif key == "EnvironmentFile":
+            path = value.strip()
+            optional = path.startswith("-")
+            path = path.lstrip("-")
+            try:
+                environ.update(_key_values(read_whole(path, _MAX_FILE).decode("utf-8", "replace")))
+            except UnreadableInput as e:
+                if not optional:
+                    raise UnreadableInput(
+                        f"{shown}: its EnvironmentFile {path!r} cannot be read ({e})"
+                    ) from None
+        elif key == "ExecStart":
+            command = value.strip().lstrip("@-:+!")
+            try:
+                argv = shlex.split(command)
+            except ValueError:
+                argv = command.split()
+    return environ, argv
+
+
+def _docker(body: Any) -> tuple[dict[str, str], list[str], float | None] | None:
+    """``docker inspect``'s JSON (a list of one container, or the container): its
+    ``Config.Env``, its command, and ``State.StartedAt``."""
+    if isinstance(body, list) and body and isinstance(body[0], dict):
+        body = body[0]
+    if not isinstance(body, dict) or not isinstance(body.get("Config"), dict):
+        return None
+    config = body["Config"]
+    env = config.get("Env") or []
+    environ = dict(str(e).split("=", 1) for e in env if "=" in str(e))
+    argv = [str(w) for w in (config.get("Entrypoint") or []) + (config.get("Cmd") or [])]
+    started = None
+    state = body.get("State")
+    if isinstance(state, dict) and isinstance(state.get("StartedAt"), str):
+        text = state["StartedAt"].replace("Z", "+00:00")
+        if "." in text:  # nanoseconds: Python reads microseconds
+            head, _, tail = text.partition(".")
+            digits = "".join(c for c in tail if c.isdigit())
+            zone = tail[len(digits) :]
+            text = f"{head}.{digits[:6]}{zone}"
+        try:
+            started = datetime.fromisoformat(text).timestamp()
+        except ValueError:
+            started = None
+    return environ, ["docker", *argv], started
+
+
+def read_server_env(source: str) -> ServerLaunch:
+    """``--server-env-from``: a process id, a systemd unit, a ``docker inspect`` JSON or a
+    ``KEY=VALUE`` file.  Raises :class:`BreakevenError` naming the option when it cannot be
+    read or holds nothing of a server's launch."""
+    shown = escape_braces(repr(source))
+    if source.strip().isdigit():
+        try:
+            return read_process(int(source))
+        except UnreadableInput as e:
+            raise BreakevenError("{0}: " + escape_braces(str(e)), "server_env_from") from None
+    try:
+        text = read_whole(source, _MAX_FILE).decode("utf-8", "replace")
+    except UnreadableInput as e:
+        raise BreakevenError(
+            "{0}: " + f"{shown}: " + escape_braces(str(e)), "server_env_from"
+        ) from None
+    started = None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    docker = _docker(body) if body is not None else None
+    try:
+        if docker is not None:
+            environ, argv, started = docker
+            kind = "docker inspect JSON"
+        elif "[Service]" in text or any(
+            line.strip().startswith(("Environment=", "ExecStart=", "EnvironmentFile="))
+            for line in text.splitlines()
+        ):
+            environ, argv = _unit(text, source)
+            kind = "systemd unit"
+        else:
+            environ, argv = _key_values(text), []
+            kind = "KEY=VALUE file"
+    except UnreadableInput as e:
+        raise BreakevenError("{0}: " + escape_braces(str(e)), "server_env_from") from None
+    if not environ and not argv:
+        raise BreakevenError(
+            "{0}: "
+            + f"{shown} holds no KEY=VALUE line, Environment= or ExecStart= line, or docker "
+            "inspect Config: expected a systemd unit, docker inspect's JSON or a KEY=VALUE file",
+            "server_env_from",
+        )
+    pairs = (*(server_arguments(argv) if argv else ()), *server_environment(environ))
+    return ServerLaunch(tuple(pairs), "file", started, f"{kind} {source}")
+
+
+# --- the endpoints --------------------------------------------------------------------------
+
+
+def _word(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else value
+    return "_".join(str(text).split()) or '""'
+
+
+def endpoint_pairs(
+    engine: str, body: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The launch settings an engine serves, as pairs: llama.cpp's ``/props``, SGLang's
+    ``/get_server_info`` (``body``), vLLM's ``vllm:cache_config_info`` labels (``metrics``:
+    label name to value)."""
+    pairs: list[str] = []
+    if engine == "llamacpp" and body:
+        for key in ("build_info", "model_path", "total_slots"):
+            if isinstance(body.get(key), (str, int, float)):
+                pairs.append(f"{key}={_word(body[key])}")
+        settings = body.get("default_generation_settings")
+        if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
+            pairs.append(f"n_ctx={settings['n_ctx']}")
+    elif engine == "sglang" and body:
+        args = body.get("server_args") if isinstance(body.get("server_args"), dict) else body
+        for key, value in sorted(args.items()):
+            if key in SGLANG_VOLATILE or not isinstance(value, (str, int, float, bool)):
+                continue
+            pairs.append(f"{key}={_word(value)}")
+    elif engine == "vllm" and metrics:
+        for key in VLLM_CACHE_SETTINGS:
+            if key in metrics:
+                pairs.append(f"cache_config.{key}={_word(metrics[key])}")
+    return secret_free(pairs)
+
+
+def user_pairs(text: str | None) -> list[str]:
+    """``--env``'s pairs, with any variable holding a secret's name dropped."""
+    return secret_free((text or "").split())
+
+
+def started_iso(started: float | None) -> str:
+    """A launch's start as ``launched_at`` writes it: ISO 8601 UTC, to the second."""
+    if started is None:
+        return ""
+    moment = datetime.fromtimestamp(int(started), tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def only_environment(pairs: Sequence[str]) -> list[str]:
+    """The environment variables among ``pairs``."""
+    return [p for p in pairs if is_environment_key(p)]
+
+
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+PROCESS_START = "process_start_time_seconds"
+"""The standard process collector's gauge (vLLM's API server exports it): a launch's start."""
+VLLM_CACHE_INFO = "vllm:cache_config_info"
+
+
+def launch_metrics(text: str | None) -> tuple[float | None, dict[str, str]]:
+    """From ``/metrics`` text: the process's start [s since the epoch] and the labels of
+    ``vllm:cache_config_info`` (empty where absent)."""
+    started, labels = None, {}
+    for line in (text or "").splitlines():
+        if line.startswith(PROCESS_START + " "):
+            try:
+                started = float(line.split()[1])
+            except (IndexError, ValueError):
+                started = None
+        elif line.startswith(VLLM_CACHE_INFO + "{") and not labels:
+            labels = dict(_LABEL.findall(line[len(VLLM_CACHE_INFO) :].rsplit("}", 1)[0]))
+    return started, labels
+
+
+__all__: Sequence[str] = (
+    "ServerLaunch",
+    "endpoint_pairs",
+    "is_local_host",
+    "launch_metrics",
+    "listening_process",
+    "local_server",
+    "read_process",
+    "read_server_env",
+    "started_iso",
+)

@@ -1,0 +1,230 @@
+"""A server launch and its fingerprint: what makes a baseline fair.
+
+A *launch* is one server process start, with one configuration and one environment.  A
+baseline is fair when it comes from the speculative run's launch, or from another launch
+whose configuration and environment differ only in the speculation settings.  The
+*fingerprint* of a launch is its settings as ``key=value`` pairs (the ``env`` column): the
+server's command-line arguments, the environment variables it was started with (only those
+under :data:`ENV_PREFIXES`), and what its endpoints serve (version, cache configuration),
+less the speculation settings (:func:`is_spec_key`) and less what the client chose, the URL
+and port it reached the server at (:func:`is_client_key`).
+
+Secrets never enter a fingerprint: an environment variable whose name holds one of
+:data:`SECRET_NAME_PARTS` is dropped, and the value of an argument such as ``--api-key`` is
+written as ``***`` (:func:`server_arguments`).  Every other variable is never read at all:
+it may hold a secret under a name no list foresees.
+
+This module is pure (no I/O): reading a process, a unit file or an endpoint is
+:mod:`breakeven.iotools.server`'s job.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from breakeven.credentials import MASK, hide_url_passwords
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "VLLM_", "SGLANG_", "LLAMA_ARG_", "OMP_", "TORCH_")
+"""The environment variables of a server that are read, and only those: the ones that tune
+collectives (``NCCL_*``), devices (``CUDA_*``), the engines (``VLLM_*``, ``SGLANG_*``,
+``LLAMA_ARG_*``) and threads (``OMP_*``, ``TORCH_*``)."""
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+"""A variable whose name holds one of these is dropped, even under :data:`ENV_PREFIXES`
+(``VLLM_API_KEY`` is a vLLM variable)."""
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials"}
+)
+ENV_SOURCES = {
+    "server": "the server's own process (its command line and environment, read on its host)",
+    "file": "a file the user named (--server-env-from: a unit, docker inspect or KEY=VALUE "
+    "file) and the server's endpoints",
+    "endpoints": "only what the server serves (version and configuration): not its environment",
+    "log": "the engine log's launch lines (its arguments): not its environment",
+    "client": "only the client's side: nothing of the server's launch",
+    "": "as typed in the file",
+}
+"""Where a row's ``env`` came from (its ``env_from``), in words."""
+ENVIRONMENT_KNOWN = frozenset({"server", "file", ""})
+"""``env_from`` values whose ``env`` includes the server's environment variables (typed
+rows are taken as written, when they hold anything)."""
+_SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram", "lookahead")
+_CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
+_DATE = re.compile(
+    r"^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
+    r"(Z|[+-]\d\d:?\d\d)?$"
+)
+
+
+def key_of(item: str) -> str:
+    """The key of a ``key=value`` pair, as the filters compare it: lower case, without
+    leading dashes, ``-`` read as ``_`` (``--spec-draft-model`` -> ``spec_draft_model``)."""
+    return item.split("=", 1)[0].lower().lstrip("-").replace("-", "_")
+
+
+def is_spec_key(item: str) -> bool:
+    """Whether a pair configures speculation only (its key holds "spec", "draft", "eagle",
+    "medusa", "mtp", "ngram" or "lookahead"): a baseline and a speculative run may differ
+    in it and still be a fair pair."""
+    key = key_of(item)
+    return any(word in key for word in _SPEC_KEY_WORDS)
+
+
+def is_client_key(item: str) -> bool:
+    """Whether a pair is what the client chose: the URL, host and port it reached the server
+    at, and the machine it ran on.  Two servers launched alike on two ports are a fair
+    A/B, so these are kept for provenance and left out of a fingerprint."""
+    return key_of(item) in _CLIENT_KEYS
+
+
+def is_environment_key(item: str) -> bool:
+    """Whether a pair is an environment variable (its key under :data:`ENV_PREFIXES`)."""
+    return item.split("=", 1)[0].startswith(ENV_PREFIXES)
+
+
+def fingerprint(env: Any) -> str:
+    """The pairs of ``env`` that describe the server's launch, sorted: speculation settings
+    and what the client chose dropped, and a password in a URL shown as ``***``."""
+    if env is None or (isinstance(env, float) and math.isnan(env)):
+        return ""
+    pairs = [item for item in str(env).split() if not (is_client_key(item) or is_spec_key(item))]
+    return hide_url_passwords(" ".join(sorted(pairs)))
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name holds a secret's (:data:`SECRET_NAME_PARTS`)."""
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+def server_environment(environ: Mapping[str, str]) -> list[str]:
+    """The ``NAME=value`` pairs of a server's environment that a fingerprint holds: names
+    under :data:`ENV_PREFIXES`, less those holding a secret's name; whitespace in a value
+    written as ``_`` (pairs are separated by spaces)."""
+    return sorted(
+        f"{name}={_one_word(value)}"
+        for name, value in environ.items()
+        if name.startswith(ENV_PREFIXES) and not secret_name(name)
+    )
+
+
+def _secret_flag(flag: str) -> bool:
+    words = set(re.split(r"[-_]+", flag.lower().lstrip("-")))
+    return bool(words & _SECRET_WORDS) or "api_key" in flag.lower().replace("-", "_")
+
+
+def _one_word(value: str) -> str:
+    return hide_url_passwords(re.sub(r"\s+", "_", value.strip())) or '""'
+
+
+def server_arguments(argv: Sequence[str]) -> list[str]:
+    """A server's command line as pairs, in order: ``--flag=value`` (a flag followed by a
+    value, or written with ``=``), ``--flag`` (a switch), ``arg=value`` (a positional word,
+    such as ``serve`` or the model).  The program itself (``argv[0]``) is left out; the value
+    of a flag whose name is a secret's (``--api-key``, ``--hf-token``) is ``***``."""
+    pairs: list[str] = []
+    words = list(argv[1:])
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word.startswith("-") and len(word) > 1 and not _is_number(word):
+            flag, eq, value = word.partition("=")
+            if not eq and i < len(words) and not _looks_like_flag(words[i]):
+                value, eq = words[i], "="
+                i += 1
+            if eq:
+                shown = MASK if _secret_flag(flag) else _one_word(value)
+                pairs.append(f"{flag}={shown}")
+            else:
+                pairs.append(flag)
+        else:
+            pairs.append(f"arg={_one_word(word)}")
+    return pairs
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_flag(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _is_number(word)
+
+
+def secret_free(pairs: Iterable[str]) -> list[str]:
+    """Pairs from a file or a user, with environment variables holding a secret's name
+    dropped and a URL's password hidden."""
+    kept = []
+    for item in pairs:
+        name = item.split("=", 1)[0]
+        if is_environment_key(item) and secret_name(name):
+            continue
+        kept.append(hide_url_passwords(item))
+    return kept
+
+
+def parse_time(text: Any) -> datetime | None:
+    """An ISO 8601 date or time (``2026-02-02``, ``2026-02-26T16:41``, with seconds, a
+    fraction, ``Z`` or an offset) as an aware datetime (UTC where no zone is written);
+    None for anything else (an empty cell, a date printed without its year)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return None
+    match = _DATE.match(str(text).strip())
+    if not match:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def shown_time(moment: datetime) -> str:
+    """A moment as flags print it: ``2026-02-26 16:41`` (to the minute)."""
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def age_text(seconds: float) -> str:
+    """A duration in the unit a person reads it in: ``40 s``, ``12 minutes``, ``5 hours``,
+    ``24 days``."""
+    seconds = abs(seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} minutes"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} hours"
+    return f"{seconds / 86400:.0f} days"
+
+
+def launch_text(launch: Mapping[str, Any]) -> str:
+    """bench's line on the server's launch (a level summary's ``launch``)."""
+    source = launch.get("env_from") or ""
+    when = f", started {launch['launched_at']}" if launch.get("launched_at") else ""
+    where = f" ({launch['read_from']})" if launch.get("read_from") else ""
+    ident = launch.get("launch_id") or "not known (the server does not say when it started)"
+    return f"{ident}{when}; its settings came from {ENV_SOURCES.get(source, source)}{where}."
+
+
+__all__: Sequence[str] = (
+    "ENVIRONMENT_KNOWN",
+    "ENV_PREFIXES",
+    "ENV_SOURCES",
+    "SECRET_NAME_PARTS",
+    "age_text",
+    "fingerprint",
+    "is_client_key",
+    "is_spec_key",
+    "launch_text",
+    "parse_time",
+    "secret_free",
+    "server_arguments",
+    "server_environment",
+)
