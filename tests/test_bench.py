@@ -237,8 +237,22 @@ def test_the_servers_own_environment_is_read_from_its_process_and_secrets_never_
         monkeypatch.setenv("NCCL_ALGO", "Tree")  # the client's, set after the server started
         result = CliRunner().invoke(
             cli,
-            ["bench", "--url", url, "--label", "b", "--requests", "1", "--max-tokens", "8"]
-            + ["-k", "0", "--out", str(out), "--json"],
+            [
+                "bench",
+                "--url",
+                url,
+                "--label",
+                "b",
+                "--requests",
+                "1",
+                "--max-tokens",
+                "8",
+                "-k",
+                "0",
+                "--out",
+                str(out),
+                "--json",
+            ],
         )
     assert result.exit_code == 0, result.output
     (row,) = rows(out)
