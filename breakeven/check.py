@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from breakeven import formatting
-from breakeven.credentials import hide_url_passwords
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.iotools.measurements import read_measurements
@@ -38,53 +37,33 @@ from breakeven.pooling import (
     server_echoes,
     take_server_view,
 )
+from breakeven.provenance import (
+    ENV_SOURCES,
+    ENVIRONMENT_KNOWN,
+    age_text,
+    fingerprint,
+    is_environment_key,
+)
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
 from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
-_SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram")
-CLIENT_KEYS = frozenset({"url", "port", "host", "client_host"})
-"""``env`` keys of what the client chose, left out of a fingerprint: the URL and port it
-reached the server at, and the machine it ran on (``bench`` wrote that as ``host`` before it
-wrote ``client_host``).  Two servers launched alike on two ports are a fair A/B."""
 
 # Stable codes, and what each means.
 FLAGS = {
     "baseline_drift": "baselines of the same model, hardware and concurrency disagree",
     "baseline_missing": "no baseline run of the same model, hardware and concurrency",
-    "stale_baseline": "the baseline ran in another environment than the speculative run",
+    "stale_baseline": "the baseline ran in another launch whose settings differ from the "
+    "speculative run's launch (more than speculation)",
+    "baseline_unverified": "the baseline ran in another launch, and nothing shows whether that "
+    "launch was configured the same way as the speculative run's",
     "prediction_mismatch": "the measured speedup differs from the predicted one by more than "
     "the tolerance",
     "accept_len_out_of_range": "accept_len is outside [1, k + 1]",
     "itl_per_chunk": "tok_s was computed from ITL, not TPOT",
     "server_client_mismatch": "the server's own throughput and the client benchmark disagree",
 }
-
-
-def fingerprint(env: Any) -> str:
-    """The ``env`` pairs that describe the server's environment, sorted: speculation settings
-    and what the client chose (:data:`CLIENT_KEYS`) dropped, and a password in a URL shown as
-    ``***`` (flags print fingerprints)."""
-    if env is None or (isinstance(env, float) and math.isnan(env)):
-        return ""
-    pairs = []
-    for item in str(env).split():
-        key = item.split("=", 1)[0].lower().lstrip("-")
-        if key not in CLIENT_KEYS and not any(word in key for word in _SPEC_KEY_WORDS):
-            pairs.append(item)
-    return hide_url_passwords(" ".join(sorted(pairs)))
-
-
-def _env_difference(a: str, b: str) -> str:
-    """'K=V only here; K=V only there' between two fingerprints."""
-    left, right = set(a.split()), set(b.split())
-    parts = []
-    if left - right:
-        parts.append("here " + " ".join(sorted(left - right)))
-    if right - left:
-        parts.append("there " + " ".join(sorted(right - left)))
-    return "; ".join(parts) or "none"
 
 
 @dataclass(frozen=True)
@@ -155,6 +134,8 @@ class Comparison:
     """Lines of the baseline rows compared with (the first :data:`LINES_SHOWN`)."""
     fingerprint: str = ""
     """The run's environment (:func:`fingerprint`)."""
+    launch_note: str = ""
+    """Why the baseline's launch is stale or unverified, in a clause (empty when fair)."""
 
 
 @dataclass(frozen=True)
@@ -422,10 +403,53 @@ def normalise(data: Any) -> Any:
     envs = df["env"].cat.categories
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
     df["fingerprint"] = df["fingerprint"].astype("category")
+    df["env_known"], df["recorded"] = _knowledge(df)
+    df["when"], df["when_text"] = _when(df)
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
     return df
+
+
+def _per_category(column: Any, func: Any, dtype: Any = object) -> Any:
+    """``func`` of each row's text, computed once per distinct text (a categorical column)."""
+    values = np.array([func(str(c)) for c in column.cat.categories], dtype=dtype)
+    codes = column.cat.codes.to_numpy()
+    return values[codes] if len(values) else np.zeros(len(codes), dtype=dtype)
+
+
+def _knowledge(df: Any) -> tuple[Any, Any]:
+    """Each row's ``env_known`` (its env holds its server's environment: read from the
+    server's process or a file, or typed; :data:`breakeven.provenance.ENVIRONMENT_KNOWN`)
+    and ``recorded`` (anything of its launch is recorded: an id, a time, settings)."""
+    source = _per_category(df["env_from"], str)
+    has_fp = _per_category(df["fingerprint"], bool, bool)
+    # bench wrote the client's variables and no env_from before it read the server's.
+    client_only = _per_category(df["env"], lambda e: "client_host=" in e or " host=" in e, bool)
+    typed = source == ""
+    known = np.where(typed, has_fp & ~client_only, np.isin(source, list(ENVIRONMENT_KNOWN - {""})))
+    recorded = has_fp | ~typed
+    for column in ("launch_id", "launched_at", "timestamp"):
+        recorded = recorded | _per_category(df[column], bool, bool)
+    return known, recorded
+
+
+def _when(df: Any) -> tuple[Any, Any]:
+    """Each row's time [s since the epoch; NaN where no full date is written]: its launch's
+    start, else its measurement's; and that time as written (a date without its year)."""
+
+    def seconds(column: Any) -> Any:
+        categories = pd.Index(column.cat.categories.astype(str))
+        parsed = pd.to_datetime(categories, format="ISO8601", utc=True, errors="coerce")
+        epoch = (parsed - pd.Timestamp("1970-01-01", tz="UTC")).total_seconds()
+        values = np.asarray(epoch, dtype=float)
+        return values[column.cat.codes.to_numpy()] if len(values) else np.full(len(column), np.nan)
+
+    launched, measured = seconds(df["launched_at"]), seconds(df["timestamp"])
+    when = np.where(np.isnan(launched), measured, launched)
+    launched_text = _per_category(df["launched_at"], str)
+    text = np.where(launched_text != "", launched_text, _per_category(df["timestamp"], str))
+    return when, text
 
 
 def flag_rows(df: Any, findings: _Findings) -> None:
@@ -537,6 +561,15 @@ class _Baselines:
     drift: dict[Any, str]
     """Configurations whose baselines disagree, with the flag's sentence."""
     summary: list[Baseline]
+    launch_id: Any
+    """Each row's launch_id ("" where not recorded)."""
+    env_known: Any
+    recorded: Any
+    when: Any
+    when_text: Any
+    env_from: Any
+    fingerprints: dict[Any, list[Any]]
+    """Each configuration's baseline fingerprints, in file order."""
     sides: dict[Any, Any] = field(default_factory=dict)
 
     def side(self, rows: Any) -> Any:
@@ -624,6 +657,13 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         by_env,
         drift,
         summary,
+        _values_at(df["launch_id"], rows),
+        df["env_known"].to_numpy()[rows],
+        df["recorded"].to_numpy()[rows],
+        df["when"].to_numpy()[rows],
+        df["when_text"].to_numpy()[rows],
+        _values_at(df["env_from"], rows),
+        {key: [fp for fp, _ in means] for key, means in envs_by_config.items()},
     )
 
 
@@ -767,6 +807,14 @@ def pair(
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
     decoded = df["decoded"].to_numpy(dtype=float)[rows]
     launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
+    provenance = _Provenance(
+        _values_at(df["launch_id"], rows),
+        df["env_known"].to_numpy()[rows],
+        df["recorded"].to_numpy()[rows],
+        df["when"].to_numpy()[rows],
+        df["when_text"].to_numpy()[rows],
+        _values_at(df["env_from"], rows),
+    )
     codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
     if findings.by_line:
         for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
@@ -786,6 +834,7 @@ def pair(
             tok[at],
             decoded[at],
             launch[at],
+            provenance.side(at, str(key[-1])),
             _lines(line[at]),
             set(codes_by_group.get(g, ())),
             base,
@@ -797,25 +846,101 @@ def pair(
     return comparisons, intervals
 
 
+@dataclass(frozen=True)
+class _Side:
+    """What is recorded of the launches of some rows (a speculative run, or baselines)."""
+
+    launches: frozenset[str]
+    """Their launch_ids (those recorded)."""
+    known: bool
+    """Every row's env holds its server's environment."""
+    recorded: bool
+    """Anything of a launch is recorded (an id, a time, settings)."""
+    when: float
+    """The earliest launch start, else measurement [s since the epoch]; NaN: no full date."""
+    when_text: str
+    """The first time as written, where none is a full date."""
+    source: str
+    """Where the first row's env came from (``env_from``)."""
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class _Provenance:
+    """The launch columns of some rows, as arrays."""
+
+    launch_id: Any
+    env_known: Any
+    recorded: Any
+    when: Any
+    when_text: Any
+    env_from: Any
+
+    def side(self, at: Any, fp: str) -> _Side:
+        when = self.when[at]
+        timed = when[~np.isnan(when)]
+        texts = [str(t) for t in self.when_text[at] if str(t)]
+        return _Side(
+            frozenset(str(x) for x in self.launch_id[at] if str(x)),
+            bool(self.env_known[at].all()),
+            bool(self.recorded[at].any()),
+            float(timed.min()) if len(timed) else math.nan,
+            texts[0] if texts else "",
+            str(self.env_from[at[0]]) if len(at) else "",
+            fp,
+        )
+
+
+def _kind(source: str) -> str:
+    """Sources whose settings are named alike: a process's command line reads the same from
+    /proc and from a unit's ExecStart."""
+    return "process" if source in ("server", "file") else source
+
+
+def _judge(spec: _Side, base: _Side) -> tuple[str, list[str], list[str]]:
+    """``fair``, ``unverified`` or ``stale``, and the settings only the baseline's launch had
+    and only the speculative run's launch has.  Settings are compared where both sides know
+    them: variables only where both know the server's environment; arguments and served
+    configuration only where both were read alike (a log's and a process's name them
+    differently)."""
+    a, b = set(spec.fingerprint.split()), set(base.fingerprint.split())
+    if _kind(spec.source) != _kind(base.source):
+        a, b = ({p for p in x if is_environment_key(p)} for x in (a, b))
+    both = spec.known and base.known
+    if not both:
+        a, b = ({p for p in x if not is_environment_key(p)} for x in (a, b))
+        if not a or not b:
+            return "unverified", [], []
+    if a != b:
+        return "stale", sorted(b - a), sorted(a - b)
+    return ("fair" if both else "unverified"), [], []
+
+
 def _pick_baseline(
     key: tuple[Any, ...],
+    spec: _Side,
     lines: tuple[int, ...],
     published: bool,
     base: _Baselines,
     findings: _Findings,
-) -> tuple[Any, set[str]]:
-    """The baseline rows a run is compared with (positions in ``base``), and the codes raised:
-    the same environment's where there are some, else all of the configuration's."""
+) -> tuple[Any, set[str], str]:
+    """The baseline rows a run is compared with (positions in ``base``), the codes raised,
+    and why the baseline's launch is stale or unverified (a clause; empty when fair).
 
-    model, hardware, conc, _, _, label, fp = key
+    By preference: the baselines of the run's own launch; else those of launches whose
+    settings equal the run's launch's, less speculation, where both are known (fair); else
+    those whose settings cannot be told apart (``baseline_unverified``, said where anything
+    of a launch is recorded); else all of the configuration's (``stale_baseline``, naming
+    what differs)."""
+
+    model, hardware, conc, _, _, label, _ = key
     config = (model, hardware, conc)
     none = np.array([], dtype=int)
     codes = {"baseline_drift"} if config in base.drift else set()
     candidates = base.by_config.get(config, none)
-    same_env = base.by_env.get((*config, fp), none)
     where = f"{label or 'A speculative run'} (line {lines[0]})"
     if published:
-        return none, codes  # the source's own speedup needs no baseline row
+        return none, codes, ""  # the source's own speedup needs no baseline row
     if not len(candidates):
         there = sorted(
             {
@@ -835,20 +960,104 @@ def _pick_baseline(
                 lines,
             )
         )
-        return none, codes | {"baseline_missing"}
-    if len(same_env):
-        return same_env, codes
-    differs = _env_difference(fp, base.fingerprint[candidates[0]])
+        return none, codes | {"baseline_missing"}, ""
+    if spec.launches:
+        ids = base.launch_id[candidates].astype(str)
+        same_launch = candidates[np.isin(ids, list(spec.launches))]
+        if len(same_launch):
+            return same_launch, codes, ""
+    provenance = _Provenance(
+        base.launch_id, base.env_known, base.recorded, base.when, base.when_text, base.env_from
+    )
+    judged = {"fair": [], "unverified": [], "stale": []}
+    for base_fp in base.fingerprints.get(config, []):
+        at = base.by_env[(*config, base_fp)]
+        side = provenance.side(at, str(base_fp))
+        verdict_, only_base, only_spec = _judge(spec, side)
+        judged[verdict_].append((at, side, only_base, only_spec))
+    if judged["fair"]:
+        return np.sort(np.concatenate([at for at, *_ in judged["fair"]])), codes, ""
+    if judged["unverified"]:
+        chosen = np.sort(np.concatenate([at for at, *_ in judged["unverified"]]))
+        _, side, _, _ = judged["unverified"][0]
+        if not (spec.recorded or side.recorded):
+            return chosen, codes, ""  # nothing of either launch is recorded: nothing to say
+        cause = _unverified_cause(spec, side)
+        findings.add(
+            Flag(
+                "baseline_unverified",
+                f"{where}: {cause}. {_sources(spec, side)} Re-measure the baseline right "
+                "before the speculative run, or record both launches' environment: bench "
+                "reads it from the server's own process on its host, or from "
+                "--server-env-from.",
+                lines + _lines(base.line[chosen]),
+            )
+        )
+        return chosen, codes | {"baseline_unverified"}, cause
+    _, side, only_base, only_spec = judged["stale"][0]
+    cause = _stale_cause(spec, side, only_base, only_spec)
     findings.add(
         Flag(
             "stale_baseline",
-            f"{where} is compared with a baseline from another environment (env "
-            f"differs: {differs}). Its speedup is not trustworthy: re-measure the "
-            "baseline with the same environment.",
+            f"{where} is compared with a baseline from another launch with other settings: "
+            f"{cause}. Its speedup is not trustworthy: re-measure the baseline in a launch "
+            "with the speculative run's settings (speculation off), or restore the settings. "
+            + _sources(spec, side),
             lines + _lines(base.line[candidates]),
         )
     )
-    return candidates, codes | {"stale_baseline"}
+    return candidates, codes | {"stale_baseline"}, cause
+
+
+def _time_of(side: _Side) -> str:
+    """' (2026-02-26 16:41)' (as written, to the minute), or nothing."""
+    text = side.when_text.replace("T", " ")[:16]
+    return f" ({text})" if text else ""
+
+
+def _source_of(side: _Side) -> str:
+    if side.source == "" and not side.fingerprint:
+        return "nothing (no env recorded)"
+    return ENV_SOURCES.get(side.source, side.source)
+
+
+def _sources(spec: _Side, base: _Side) -> str:
+    """Where each side's settings came from, as a sentence."""
+    if _source_of(spec) == _source_of(base):
+        if _source_of(base).startswith("nothing"):
+            return "Neither launch's settings are recorded (no env)."
+        return f"Both launches' settings came from {_source_of(base)}."
+    return (
+        f"The baseline's settings came from {_source_of(base)}; the speculative run's from "
+        f"{_source_of(spec)}."
+    )
+
+
+def _stale_cause(spec: _Side, base: _Side, only_base: list[str], only_spec: list[str]) -> str:
+    had = " ".join(only_base) if only_base else "none of the speculative run's settings below"
+    has = " ".join(only_spec) if only_spec else "none of them"
+    return (
+        f"the baseline's launch{_time_of(base)} had {had}; the speculative run's launch"
+        f"{_time_of(spec)} has {has}"
+    )
+
+
+def _unverified_cause(spec: _Side, base: _Side) -> str:
+    if not (math.isnan(spec.when) or math.isnan(base.when)):
+        gap = spec.when - base.when
+        order = "earlier" if gap >= 0 else "later"
+        age = f" {age_text(gap)} {order} ({_time_of(base)[2:-1]}; the run {_time_of(spec)[2:-1]})"
+    elif base.when_text or spec.when_text:
+        age = (
+            f" (the baseline {base.when_text or 'undated'}, the run {spec.when_text or 'undated'}"
+            ": no full date, so no age)"
+        )
+    else:
+        age = " (neither is dated)"
+    return (
+        f"the baseline came from another launch{age}, and nothing shows whether that launch "
+        "was configured the same way"
+    )
 
 
 def _cycle_ms(row: Any) -> float:
@@ -902,6 +1111,7 @@ def _pair_one(
     spec_tok: Any,
     spec_decoded: Any,
     spec_launch: Any,
+    spec: _Side,
     lines: tuple[int, ...],
     codes: set[str],
     base: _Baselines,
@@ -915,7 +1125,7 @@ def _pair_one(
     s_mean = pooled_rate(spec_tok, spec_decoded)
     spec_tok = spec_tok[~np.isnan(spec_tok)]
     published = row.n_published > 0 and len(spec_tok) == 0
-    chosen, raised = _pick_baseline(key, lines, published, base, findings)
+    chosen, raised, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
     codes |= raised
     base_tok = base.tok_s[chosen]
     b_mean = pooled_rate(base_tok, base.decoded[chosen])
@@ -959,6 +1169,7 @@ def _pair_one(
         lines=lines,
         baseline_lines=_lines(base.line[chosen]),
         fingerprint=str(fp),
+        launch_note=launch_note,
     )
     return comparison, interval
 

@@ -172,12 +172,22 @@ def _headline(
     covers: str,
     where: str,
     flags: Sequence[str],
+    launch_note: str = "",
 ) -> str:
-    """The answer in one sentence; then, when check flagged the run, what it found."""
+    """The answer in one sentence; then, when check flagged the run, what it found (for a
+    baseline from another launch, its cause: what differs, or how long before it ran)."""
     said = _said(label, baseline, speedup, low, high, verdict, covers, where)
     if not flags:
         return said
-    return said + "; flagged: " + "; ".join(f"{FLAGS[c]} ({c})" for c in flags)
+    launch_flags = ("stale_baseline", "baseline_unverified")
+    return (
+        said
+        + "; flagged: "
+        + "; ".join(
+            f"{c}: {launch_note}" if c in launch_flags and launch_note else f"{FLAGS[c]} ({c})"
+            for c in flags
+        )
+    )
 
 
 def _said(
@@ -332,6 +342,7 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
             interval.covers,
             where,
             c.flags,
+            c.launch_note,
         ),
     )
 

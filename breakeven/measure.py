@@ -21,7 +21,7 @@ from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts
 from breakeven.check import CheckResult, check_file
 from breakeven.compare import CompareResult, RunInput, compare, parse_run
 from breakeven.credentials import clean_api_key
-from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
 from breakeven.fit import load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
@@ -29,6 +29,7 @@ from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
+from breakeven.provenance import parse_time
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
 from breakeven.schedule import against
@@ -132,10 +133,44 @@ def spec_runs(
     ]
 
 
+def typed_run(
+    label: str,
+    tok_s: float,
+    at: str | None = None,
+    env: str | None = None,
+    accept_len: float | None = None,
+    *,
+    prefix: str,
+) -> RunInput:
+    """A run typed in (``compare --baseline-tok-s 90 --baseline-at 2026-02-02``): one row,
+    its rate [tok/s], when it was measured (ISO 8601), the settings of its launch and, for a
+    speculative run, its accept_len [tokens/cycle].  A bad date names its flag
+    (``prefix`` + ``_at``)."""
+    if at is not None and parse_time(at) is None:
+        raise invalid_value(
+            f"{prefix}_at", at, "an ISO 8601 date or time, such as 2026-02-02 or 2026-02-26T16:41"
+        )
+    given = {
+        "tok_s": float(tok_s),
+        "timestamp": at,
+        "env": env,
+        "accept_len": accept_len,
+        "source": f"typed: --{prefix.replace('_', '-')}-tok-s {tok_s:g}"
+        + (f" --{prefix.replace('_', '-')}-at {at}" if at else ""),
+    }
+    return RunInput(label, (), typed=tuple((k, v) for k, v in given.items() if v is not None))
+
+
 def compare_from_files(
-    baseline: str,
+    baseline: str | None,
     specs: Sequence[str],
     *,
+    baseline_tok_s: float | None = None,
+    baseline_at: str | None = None,
+    baseline_env: str | None = None,
+    spec_tok_s: float | None = None,
+    spec_at: str | None = None,
+    accept_len: float | None = None,
     num_spec_tokens: Sequence[int] = (),
     spec_topk: Sequence[int] = (),
     verify_tokens: Sequence[int] = (),
@@ -156,18 +191,60 @@ def compare_from_files(
         What the runs' files may not say; see :func:`spec_runs`.
     schedule_file : str, optional
         Each run against this schedule too; see :func:`with_schedule`.
+    baseline_tok_s, baseline_at, baseline_env
+        A baseline typed in instead of ``baseline`` (its rate [tok/s], date, settings);
+        ``baseline`` is then a speculative run's file, if given.
+    spec_tok_s, spec_at, accept_len
+        A speculative run typed in (its rate [tok/s], date, accept_len [tokens/cycle]), its
+        settings in ``env`` and its k in ``num_spec_tokens``.
     **costs
         ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
     """
+    files = [baseline, *specs] if baseline is not None else list(specs)
+    if baseline_tok_s is not None:
+        base = typed_run("baseline", baseline_tok_s, baseline_at, baseline_env, prefix="baseline")
+    elif files:
+        base = parse_run(files.pop(0))
+        if baseline_env is not None:
+            base = replace(base, env=baseline_env)
+    else:
+        raise BreakevenError(
+            "{0}: give a baseline file, or type one in with --baseline-tok-s", "baseline"
+        )
+    for name, value in (("baseline_at", baseline_at), ("spec_at", spec_at)):
+        if (
+            value is not None
+            and {"baseline_at": baseline_tok_s, "spec_at": spec_tok_s}[name] is None
+        ):
+            raise BreakevenError(
+                "{0}: dates a typed-in rate; give it with {1}",
+                name,
+                name.replace("_at", "_tok_s"),
+            )
+    typed = []
+    if spec_tok_s is not None:
+        env_typed = env[0] if len(env) == 1 and not files else None
+        typed.append(typed_run("spec", spec_tok_s, spec_at, env_typed, accept_len, prefix="spec"))
+    elif accept_len is not None:
+        raise BreakevenError(
+            "{0}: goes with {1} (a typed-in speculative run)", "accept_len", "spec_tok_s"
+        )
+    if not files and not typed:
+        raise BreakevenError(
+            "{0}: give a speculative run's file, or type one in with --spec-tok-s", "specs"
+        )
     runs = spec_runs(
-        specs,
+        files,
         num_spec_tokens=num_spec_tokens,
         spec_topk=spec_topk,
         verify_tokens=verify_tokens,
         spec_method=spec_method,
-        env=env,
+        env=env if files else (),
     )
-    return with_schedule(compare(parse_run(baseline), runs, **costs), schedule_file)
+    if typed:
+        k = num_spec_tokens[-1] if num_spec_tokens else None
+        runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
+    return with_schedule(compare(base, runs, **costs), schedule_file)
 
 
 def secret_from_env(variable: str, name: str) -> str:

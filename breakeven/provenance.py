@@ -186,11 +186,6 @@ def parse_time(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def shown_time(moment: datetime) -> str:
-    """A moment as flags print it: ``2026-02-26 16:41`` (to the minute)."""
-    return moment.strftime("%Y-%m-%d %H:%M")
-
-
 def age_text(seconds: float) -> str:
     """A duration in the unit a person reads it in: ``40 s``, ``12 minutes``, ``5 hours``,
     ``24 days``."""
@@ -201,7 +196,7 @@ def age_text(seconds: float) -> str:
         return f"{seconds / 60:.0f} minutes"
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.0f} hours"
-    return f"{seconds / 86400:.0f} days"
+    return f"{int(seconds // 86400)} days"  # whole days: dates 24 days apart are "24 days"
 
 
 def launch_text(launch: Mapping[str, Any]) -> str:

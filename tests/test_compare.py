@@ -229,8 +229,17 @@ def test_the_case_study_end_to_end_with_compare_only(tmp_path, base, spec):
     assert row["accept_len"] == pytest.approx(2.1, abs=0.01) and row["num_spec_tokens"] == 3
     assert row["implied_cycle_ms"] == pytest.approx(1000 * 2.1 / 75.9, rel=0.01)
     line = first_line((report / "report.html").read_text())
-    assert line.startswith("eagle3-k3 measured 1.21x against baseline") and "flagged" not in line
+    assert line.startswith("eagle3-k3 measured 1.21x against baseline")
     assert 'class="headline noise"' in (report / "report.html").read_text()  # no interval
+    # Two files of two launches, neither recording its server's environment: the headline says
+    # so, with how long before the baseline ran (the constructed vLLM files share one date).
+    assert "flagged: baseline_unverified: the baseline came from another launch, " in line
+    if base.suffix == ".log":
+        assert "20 minutes before it (2026-02-26 16:41)" in line
+    assert "nothing shows whether that launch was configured the same way" in line
+    # The same files with the launches' settings named: a fair pair.
+    r = run(f"baseline={base}", f"eagle3-k3={spec}", "-k", 3, "--env", "tp=8", "--json")
+    assert json.loads(r.stdout)["runs"][0]["flags"] == []
 
 
 @pytest.mark.parametrize("spec", [CASE / "sglang_eagle3_k3.log", VLLM_SPEC])
@@ -248,7 +257,9 @@ def test_against_the_stale_90_baseline_the_report_says_so_first(tmp_path, spec):
     line = first_line((report / "report.html").read_text())
     assert line.startswith("eagle3-k3 measured 0.84x against stale")
     assert (
-        "the baseline ran in another environment than the speculative run (stale_baseline)" in line
+        "flagged: stale_baseline: the baseline's launch had NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 "
+        "NCCL_MAX_NCHANNELS=16 NCCL_NTHREADS=512 NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL; the "
+        "speculative run's launch (2026-02-26 17:02) has none of them." in line
     )
     assert r.output.splitlines()[0] == line  # the terminal's first line is the page's
 

@@ -196,8 +196,51 @@ def check_command(
 
 
 @cli.command(name="compare")
-@click.argument("baseline", metavar="BASELINE")
-@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@click.argument("baseline", metavar="BASELINE", required=False)
+@click.argument("specs", nargs=-1, metavar="SPEC...")
+@click.option(
+    "--baseline-tok-s",
+    "baseline_tok_s",
+    type=FLOAT,
+    metavar="TOK_S",
+    help="A baseline typed in instead of BASELINE: its per-sequence decode rate [tok/s]. "
+    "The arguments are then all SPECs.",
+)
+@click.option(
+    "--baseline-at",
+    "baseline_at",
+    metavar="DATE",
+    help="When the typed-in baseline was measured (ISO 8601: 2026-02-02, 2026-02-02T09:14).",
+)
+@click.option(
+    "--baseline-env",
+    "baseline_env",
+    metavar="'K=V ...'",
+    help="The baseline launch's settings (NCCL_* variables, server flags), as --env gives "
+    "each SPEC's.",
+)
+@click.option(
+    "--spec-tok-s",
+    "spec_tok_s",
+    type=FLOAT,
+    metavar="TOK_S",
+    help="A speculative run typed in: its per-sequence decode rate [tok/s] (k with -k, "
+    "settings with --env).",
+)
+@click.option(
+    "--spec-at",
+    "spec_at",
+    metavar="DATE",
+    help="When the typed-in speculative run was measured (ISO 8601).",
+)
+@click.option(
+    "--accept-len",
+    "accept_len",
+    type=FLOAT,
+    metavar="TAU",
+    help="The typed-in speculative run's mean acceptance length [tokens/cycle, bonus "
+    "token included].",
+)
 @click.option(
     "-k",
     "--num-spec-tokens",
@@ -307,6 +350,8 @@ def compare_command(
       breakeven compare baseline=base.log eagle3=spec.log -k 3 --verify-ms 28.7 --draft-ms 1.2
       breakeven compare base.json spec.json --fail-if slower --json
       breakeven compare base.log spec.log --report report/
+      breakeven compare --baseline-tok-s 90 --baseline-at 2026-02-02 \\
+          --spec-tok-s 75.9 --spec-at 2026-02-26 --accept-len 2.1 -k 3
     """
     from breakeven.measure import compare_from_files  # lazy: start-up
     from breakeven.report import check_report_dir, write_compare_report  # lazy: start-up

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -353,8 +354,15 @@ def result_record(obj: dict[str, Any], fmt: str, source: str) -> dict[str, Any]:
             value = obj.get(key)
             if value:
                 break
+        if column == "timestamp" and isinstance(value, str):
+            value = _COMPACT_DATE.sub(r"\1-\2-\3T\4:\5:\6", value.strip())
         record[column] = value
     return record
+
+
+_COMPACT_DATE = re.compile(r"^(\d{4})(\d\d)(\d\d)-(\d\d)(\d\d)(\d\d)$")
+"""``vllm bench serve``'s ``date`` (``20260226-170210``: ``%Y%m%d-%H%M%S``, local time), made
+ISO 8601."""
 
 
 def result_records(obj: dict[str, Any], fmt: str, source: str) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ the comparison itself is :mod:`breakeven.compare`'s.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Sequence
@@ -50,6 +51,9 @@ class RunInput:
     """A tree draft's branches per step (None: what the files say)."""
     verify_tokens: int | None = None
     """A tree's tokens per sequence in the verify forward (None: what the files say)."""
+    typed: tuple[tuple[str, Any], ...] = ()
+    """A run typed in instead of read from files: its one row's columns and values (its
+    ``tok_s``, ``timestamp``, ``accept_len``, ...)."""
 
 
 def parse_run(text: str, name: str = "runs") -> RunInput:
@@ -109,6 +113,10 @@ def read_run(run: RunInput, baseline: bool = False, columns: Sequence[str] | Non
         a record fills); ``line``, each record's line in its file, is always kept.
     """
     frames = []
+    if run.typed:
+        row = {"run_id": run.label, "num_spec_tokens": math.nan, **dict(run.typed)}
+        row["line"] = math.nan
+        frames.append(pd.DataFrame([row]))
     for path, launch in _launches(run):
         if is_measurements_csv(path):
             frame = _csv_rows(path, baseline)
@@ -126,7 +134,7 @@ def read_run(run: RunInput, baseline: bool = False, columns: Sequence[str] | Non
     if "speedup" in data.columns:  # a published speedup
         measured |= pd.to_numeric(data["speedup"], errors="coerce").notna()
     if not measured.any():
-        shown = escape_braces(" + ".join(run.paths))
+        shown = escape_braces(" + ".join(run.paths) or run.label)
         raise BreakevenError(
             shown + " holds no decode rate (tok_s) to compare (a vLLM log has one only in "
             "windows where no request started: measure with breakeven bench, or ingest two "
