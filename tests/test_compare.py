@@ -233,12 +233,18 @@ def test_the_case_study_end_to_end_with_compare_only(tmp_path, base, spec):
     assert 'class="headline noise"' in (report / "report.html").read_text()  # no interval
     # Two files of two launches, neither recording its server's environment: the headline says
     # so, with how long before the baseline ran (the constructed vLLM files share one date).
-    assert "flagged: baseline_unverified: the baseline came from another launch, " in line
+    assert "flagged: baseline_unverified: the baseline came from another launch " in line
     if base.suffix == ".log":
-        assert "20 minutes before it (2026-02-26 16:41)" in line
+        assert "20 minutes earlier (2026-02-26 16:41; the run 2026-02-26 17:02)" in line
     assert "nothing shows whether that launch was configured the same way" in line
     # The same files with the launches' settings named: a fair pair.
     r = run(f"baseline={base}", f"eagle3-k3={spec}", "-k", 3, "--env", "tp=8", "--json")
+    assert json.loads(r.stdout)["runs"][0]["flags"] == ["baseline_unverified"]  # one side
+    r = run(
+        f"baseline={base}",
+        f"eagle3-k3={spec}",
+        *("-k", 3, "--env", "tp=8", "--baseline-env", "tp=8", "--json"),
+    )
     assert json.loads(r.stdout)["runs"][0]["flags"] == []
 
 
