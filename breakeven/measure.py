@@ -26,6 +26,7 @@ from breakeven.fit import load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 from breakeven.iotools.atomic import refuse_overwrite
+from breakeven.iotools.ingest import check_year
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.quantities import DEFAULT_TOLERANCE
@@ -141,6 +142,7 @@ def compare_from_files(
     spec_method: Sequence[str] = (),
     env: Sequence[str] = (),
     schedule_file: str | None = None,
+    year: int | None = None,
     **costs: Any,
 ) -> CompareResult:
     """:func:`breakeven.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
@@ -155,9 +157,12 @@ def compare_from_files(
         What the runs' files may not say; see :func:`spec_runs`.
     schedule_file : str, optional
         Each run against this schedule too; see :func:`with_schedule`.
+    year : int, optional
+        The year of dates the runs' logs print without one (1970 to 2100).
     **costs
         ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
     """
+    check_year(year)
     runs = spec_runs(
         specs,
         num_spec_tokens=num_spec_tokens,
@@ -166,7 +171,9 @@ def compare_from_files(
         spec_method=spec_method,
         env=env,
     )
-    return with_schedule(compare(parse_run(baseline), runs, **costs), schedule_file)
+    base = replace(parse_run(baseline), year=year)
+    runs = [replace(run, year=year) for run in runs]
+    return with_schedule(compare(base, runs, **costs), schedule_file)
 
 
 def secret_from_env(variable: str, name: str) -> str:

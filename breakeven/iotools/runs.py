@@ -50,6 +50,8 @@ class RunInput:
     """A tree draft's branches per step (None: what the files say)."""
     verify_tokens: int | None = None
     """A tree's tokens per sequence in the verify forward (None: what the files say)."""
+    year: int | None = None
+    """The year of dates its logs print without one (None: kept as printed)."""
 
 
 def parse_run(text: str, name: str = "runs") -> RunInput:
@@ -153,7 +155,9 @@ def _ingested_rows(run: RunInput, path: str, columns: Sequence[str] | None) -> A
         "verify_tokens": run.verify_tokens,
     }
     problems: list[Any] = []
-    read = Input(path, {k: v for k, v in stamp.items() if v is not None}, run.num_spec_tokens)
+    read = Input(
+        path, {k: v for k, v in stamp.items() if v is not None}, run.num_spec_tokens, run.year
+    )
     # Each frame narrowed to the columns wanted as it comes: a 1 GiB log's records are
     # never held whole.
     narrow = [_narrow(f, columns) for f in iter_frames([read], problems)]
