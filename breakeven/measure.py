@@ -26,6 +26,7 @@ from breakeven.fit import load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 from breakeven.iotools.atomic import refuse_overwrite
+from breakeven.iotools.ingest import check_year
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
@@ -177,6 +178,7 @@ def compare_from_files(
     spec_method: Sequence[str] = (),
     env: Sequence[str] = (),
     schedule_file: str | None = None,
+    year: int | None = None,
     **costs: Any,
 ) -> CompareResult:
     """:func:`breakeven.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
@@ -197,9 +199,12 @@ def compare_from_files(
     spec_tok_s, spec_at, accept_len
         A speculative run typed in (its rate [tok/s], date, accept_len [tokens/cycle]), its
         settings in ``env`` and its k in ``num_spec_tokens``.
+    year : int, optional
+        The year of dates the runs' logs print without one (1970 to 2100).
     **costs
         ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
     """
+    check_year(year)
     files = [baseline, *specs] if baseline is not None else list(specs)
     if baseline_tok_s is not None:
         base = typed_run("baseline", baseline_tok_s, baseline_at, baseline_env, prefix="baseline")
@@ -244,6 +249,8 @@ def compare_from_files(
     if typed:
         k = num_spec_tokens[-1] if num_spec_tokens else None
         runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
+    base = replace(base, year=year)
+    runs = [replace(run, year=year) for run in runs]
     return with_schedule(compare(base, runs, **costs), schedule_file)
 
 

@@ -117,6 +117,7 @@ GOOD = {
     "num_spec_tokens": ["3", "0"],
     "run_id": ["r1"],
     "jobs": ["2"],
+    "year": ["2026"],
     "requests": ["2"],
     "api_key_env": ["BREAKEVEN_FUZZ_KEY"],
     "predict_k": ["1-8", "2,3,5"],

@@ -500,6 +500,55 @@ class TestLaunchLines:
             for r in after
         )
 
+    def test_sglang_launch_id_launched_at_and_env_per_launch(self, tmp_path):
+        spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+        base = self._decode("sglang_decode_batch_issue2271_no_spec_2024.txt")
+        path = self._log(tmp_path, self.LAUNCH, spec, self.RESTART, base)
+        rs = ingest([path]).records
+        restart = 2 + spec.count("\n")
+        trees = [r for r in rs if r["accept_len"] is not None]
+        after = [r for r in rs if r["accept_len"] is None]
+        assert {(r["launch_id"], r["launched_at"]) for r in trees} == {
+            (f"{path}:1", "2025-10-22T10:27:40")
+        }
+        assert {(r["launch_id"], r["launched_at"]) for r in after} == {
+            (f"{path}:{restart}", "2025-10-22T10:29:40")
+        }
+        assert {r["env_from"] for r in rs} == {"log"}
+        (env,) = {r["env"] for r in trees}
+        assert env.split() == [
+            "model_path=Qwen/Qwen3-8B",
+            "tokenizer_path=Qwen/Qwen3-8B",
+            "served_model_name=Qwen/Qwen3-8B",
+            "speculative_algorithm=EAGLE3",
+            "speculative_draft_model_path=AngelSlim/x",
+            "speculative_num_steps=5",
+            "speculative_eagle_topk=4",
+            "speculative_num_draft_tokens=16",
+            "speculative_accept_threshold_single=1.0",
+        ]
+        # Fields that are None are left out (the dataclass prints every field).
+        assert {r["env"] for r in after} == {
+            "model_path=Qwen/Qwen3-8B served_model_name=Qwen/Qwen3-8B"
+        }
+
+    def test_sglang_secrets_are_masked(self, tmp_path):
+        # CONSTRUCTED, as LAUNCH: ServerArgs has api_key and admin_api_key fields
+        # (python/sglang/srt/server_args.py), printed by the dataclass's repr.
+        launch = self.LAUNCH.replace(
+            "speculative_num_steps=5,",
+            "speculative_num_steps=5, api_key='sk-x', admin_api_key='adm-secret', "
+            "host='127.0.0.1', port=30000,",
+        )
+        spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
+        path = self._log(tmp_path, launch, spec)
+        out = tmp_path / "runs.csv"
+        result = CliRunner().invoke(cli, ["ingest", str(path), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        text = out.read_text()
+        assert "sk-x" not in text and "adm-secret" not in text
+        assert "api_key=*** admin_api_key=***" in text
+
     def test_sglang_k_flag_wins_and_blocks_carry_the_launch(self, tmp_path, monkeypatch):
         spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
         path = self._log(tmp_path, self.LAUNCH, spec)

@@ -36,21 +36,28 @@ def as_written(text: str) -> str:
     return "".join(body)
 
 
+CITED = ("source", "launch_id")  # file:line citations
+
+
 def comparable(result, path):
-    """Records with the file's name taken out of ``source`` (line numbers kept)."""
-    return [{**r, "source": r["source"].replace(str(path), "")} for r in result.records]
+    """Records with the file's name taken out of ``source`` and ``launch_id`` (line numbers
+    kept)."""
+    return [
+        {**r, **{c: r[c].replace(str(path), "") for c in CITED if r[c] is not None}}
+        for r in result.records
+    ]
 
 
 def shifted(records, lines_removed):
     out = []
     for r in records:
-        where, _, line = r["source"].rpartition(":")
-        out.append(
-            {
-                **r,
-                "source": f"{where}:{int(line) - lines_removed}" if line.isdigit() else r["source"],
-            }
-        )
+        moved = {}
+        for c in CITED:
+            if r[c] is None:
+                continue
+            where, _, line = r[c].rpartition(":")
+            moved[c] = f"{where}:{int(line) - lines_removed}" if line.isdigit() else r[c]
+        out.append({**r, **moved})
     return out
 
 

@@ -108,6 +108,14 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     metavar="N",
     help="Threads for reading text (default: one per CPU).",
 )
+@click.option(
+    "--year",
+    "year",
+    type=Bounded(1970, 2100),
+    metavar="YYYY",
+    help="The year of dates logged without one (vLLM's MM-DD HH:MM:SS): timestamp and "
+    "launched_at then read YYYY-MM-DDTHH:MM:SS. Without it they stay as printed.",
+)
 @o.json_option
 def ingest(
     files: tuple[str, ...],
@@ -117,6 +125,7 @@ def ingest(
     force: bool,
     append: bool,
     jobs: int | None,
+    year: int | None,
     as_json: bool,
     **per_file: Any,
 ) -> None:
@@ -150,6 +159,7 @@ def ingest(
         before=before,
         jobs=jobs,
         json=array,
+        year=year,
     )
     if out is not None:
         click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.", err=True)
@@ -321,6 +331,14 @@ def check_command(
     "first, coloured, then the table, flags and figures (created if missing).",
 )
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
+@click.option(
+    "--year",
+    "year",
+    type=Bounded(1970, 2100),
+    metavar="YYYY",
+    help="The year of dates logged without one (vLLM's MM-DD HH:MM:SS): timestamp and "
+    "launched_at then read YYYY-MM-DDTHH:MM:SS. Without it they stay as printed.",
+)
 @o.schedule_file
 @o.json_option
 def compare_command(

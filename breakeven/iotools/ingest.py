@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
-from breakeven.errors import UnreadableInput
+from breakeven.errors import UnreadableInput, invalid_value
 from breakeven.iotools import bench_results, prometheus, sources
 from breakeven.iotools.engines import engines
 from breakeven.iotools.lines import TextScanner
@@ -63,6 +63,23 @@ class Input:
     ``hardware``, ``env``, ``spec_method``): it replaces what the file says."""
     num_spec_tokens: int | None = None
     """k, for lines that do not print it (and it is stamped on records that have none)."""
+    year: int | None = None
+    """The year of dates printed without one (vLLM's ``MM-DD HH:MM:SS``): with it they
+    become ISO 8601 in ``timestamp`` and ``launched_at``; without, they stay as printed."""
+
+
+YEARS = (1970, 2100)
+"""The years ``year`` may be."""
+
+
+def check_year(year: int | None, name: str = "year") -> int | None:
+    """``year`` if it is None or a whole number in :data:`YEARS`, else a
+    :class:`~breakeven.errors.BreakevenError` naming ``name``."""
+    if year is None:
+        return None
+    if isinstance(year, bool) or not isinstance(year, int) or not YEARS[0] <= year <= YEARS[1]:
+        raise invalid_value(name, year, f"a whole number from {YEARS[0]} to {YEARS[1]}")
+    return year
 
 
 @dataclass
@@ -91,13 +108,15 @@ def _inputs(
     paths: Sequence[str | os.PathLike[str] | Input],
     stamp: dict[str, Any] | None,
     num_spec_tokens: int | None,
+    year: int | None = None,
 ) -> list[Input]:
+    check_year(year)
     out = []
     for p in paths:
         item = p if isinstance(p, Input) else Input(os.fspath(p))
         merged = {**(stamp or {}), **{k: v for k, v in item.stamp.items() if v is not None}}
         k = item.num_spec_tokens if item.num_spec_tokens is not None else num_spec_tokens
-        out.append(Input(item.path, merged, k))
+        out.append(Input(item.path, merged, k, check_year(item.year) or year))
     return out
 
 
@@ -110,13 +129,14 @@ def iter_frames(
     num_spec_tokens: int | None = None,
     stamp: dict[str, Any] | None = None,
     block_bytes: int | None = None,
+    year: int | None = None,
 ) -> Iterator[Any]:
     """Stream record frames from engine logs, benchmark results and metrics scrapes.
 
     Text is read in bounded memory; problems (naming file and line) are
     appended to ``problems``.  See :func:`ingest` for the parameters.
     """
-    for item in _inputs(paths, stamp, num_spec_tokens):
+    for item in _inputs(paths, stamp, num_spec_tokens, year):
         known, found = len(problems), 0
         for frame in _read_input(item, format, before, problems, block_bytes):
             found += frame.height
@@ -279,6 +299,7 @@ def _text_frames(
         item.num_spec_tokens,
         _tables,
         (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION),
+        year=item.year,
     )
 
     def mark(block: Any) -> Any:
@@ -344,6 +365,7 @@ def ingest(
     before: str | os.PathLike[str] | None = None,
     num_spec_tokens: int | None = None,
     stamp: dict[str, Any] | None = None,
+    year: int | None = None,
 ) -> IngestResult:
     """Records from engine logs, benchmark results and metrics scrapes.
 
@@ -362,6 +384,9 @@ def ingest(
     stamp : dict, optional
         Values for every record (``label``, ``run_id``, ``model``,
         ``hardware``, ``env``, ``spec_method``); they replace what a file says.
+    year : int, optional
+        The year of dates logged without one (vLLM's ``MM-DD HH:MM:SS``), 1970 to 2100:
+        ``timestamp`` and ``launched_at`` then read ``YYYY-MM-DDTHH:MM:SS``.
 
     Returns
     -------
@@ -378,6 +403,7 @@ def ingest(
             before=before,
             num_spec_tokens=num_spec_tokens,
             stamp=stamp,
+            year=year,
         )
     )
     result.frame = pl.concat(frames) if frames else frame_of([])

@@ -24,6 +24,8 @@ record is left out.
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from breakeven.credentials import MASK, hide_url_passwords
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
 
@@ -109,43 +112,199 @@ def with_pending(
     return rows
 
 
+# Launch lines: every engine's launch kinds give ``launch_time`` (the line's timestamp, as the
+# engine prints it) and ``launch_env`` (its settings as ``key=value`` pairs, see
+# :func:`env_text`); :func:`carry_launch` puts them on the rows after them as ``launched_at``,
+# ``env`` and ``launch_line`` (the line that started the launch: the scanner cites it as
+# ``launch_id``).
+LAUNCH_COLUMNS = {"launch_line": pl.Int64, "launched_at": pl.String, "env": pl.String}
+SECRET_WORDS = frozenset(
+    {"key", "token", "secret", "secrets", "password", "passwords", "credential", "credentials"}
+)
+"""A key holding one of these words (split at ``_``, ``-`` and ``.``) has a secret value:
+``api_key``, ``hf_token``, ``db-password``."""
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether ``key`` names a secret (:data:`SECRET_WORDS`)."""
+    return any(word in SECRET_WORDS for word in re.split(r"[_.\-\s]+", key.lower()))
+
+
+def env_text(pairs: Any) -> str | None:
+    """Launch settings (``(key, value)`` pairs; a nested dict's keys as ``parent.child``) as
+    ``env`` text: ``key=value`` separated by spaces, whitespace in a value as ``_``, lists as
+    JSON without spaces, a secret's value (:func:`is_secret_key`) as ``***`` and a URL's
+    password hidden.  None when there are no pairs."""
+    out: list[str] = []
+
+    def add(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                add(f"{key}.{k}", v)
+            return
+        if is_secret_key(key):
+            shown = MASK
+        elif isinstance(value, (list, tuple, set)):
+            shown = json.dumps(list(value), separators=(",", ":"), default=str)
+        else:
+            shown = str(value)
+        shown = hide_url_passwords(re.sub(r"\s+", "_", shown.strip()))
+        name = re.sub(r"\s+", "_", key.strip())
+        out.append(f"{name}={shown}")
+
+    for key, value in pairs:
+        add(str(key), value)
+    return " ".join(out) or None
+
+
+def _top_level(text: str, separator: str = ",") -> list[str]:
+    """``text`` split at ``separator`` outside brackets and quotes (a Python repr's items)."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        elif c == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _literal(text: str) -> Any:
+    """A Python literal as printed (``'a'``, ``3``, ``['x']``, ``None``), else the text."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def dict_env(text: str | None) -> str | None:
+    """``env`` text of a printed Python dict (vLLM's ``non-default args: {...}``)."""
+    if not text:
+        return None
+    value = _literal(text)
+    if isinstance(value, dict):
+        return env_text(value.items())
+    pairs = []  # a repr literal_eval refuses (an enum's <...>): item by item
+    for item in _top_level(text.strip()[1:-1]):
+        key, sep, rest = item.partition(":")
+        if sep:
+            pairs.append((_literal(key.strip()), _literal(rest.strip())))
+    return env_text(pairs)
+
+
+def call_env(text: str | None, keep_none: bool = False) -> str | None:
+    """``env`` text of a dataclass's printed arguments, ``a=1, b='x', ...`` (SGLang's
+    ``ServerArgs(...)``); fields that are None are left out unless ``keep_none``."""
+    if not text:
+        return None
+    pairs = []
+    for item in _top_level(text):
+        key, sep, rest = item.partition("=")
+        if sep and key.strip().isidentifier():
+            value = _literal(rest.strip())
+            if value is not None or keep_none:
+                pairs.append((key.strip(), value))
+    return env_text(pairs)
+
+
+def env_from(expr: pl.Expr, function: Callable[[str], str | None]) -> pl.Expr:
+    """A launch field's printed settings made ``env`` text by ``function`` (launch lines are
+    few: a Python function a line costs nothing)."""
+    return expr.map_elements(function, return_dtype=pl.String, skip_nulls=True)
+
+
 def carry_launch(
-    rows: pl.DataFrame, state: dict[str, Any], kind: str, columns: dict[str, Any]
+    rows: pl.DataFrame, state: dict[str, Any], kind: str | tuple[str, ...], columns: dict[str, Any]
 ) -> pl.DataFrame:
-    """An engine's rows without its launch lines (``kind``: the server's configuration, as
-    SGLang's ``server_args=`` line prints it), each row with the ``columns`` (name: type) of
-    the last launch line before it, in this block or an earlier one (``state['launch']``,
-    updated here).  A second launch line (a restart) starts a new configuration."""
+    """An engine's rows without its launch lines (``kind``: their kinds, e.g. SGLang's
+    ``server_args=`` line), each row with the ``columns`` (name: type) of the launch before
+    it, in this block or an earlier one (``state['launch']``, updated here), and
+    :data:`LAUNCH_COLUMNS`: ``launch_line``, ``launched_at`` (the lines' ``launch_time``) and
+    ``env`` (their ``launch_env``).
+
+    A launch line starts a launch, unless it folds into the one before: no other row came
+    between them and its kind has not been seen in that launch, or says nothing new (vLLM's
+    ``non-default args`` then its engine config; llama.cpp's build, system_info and
+    listening lines).  A folded launch keeps its first line and takes the values it lacked;
+    a launch line after rows (a restart) starts a new configuration."""
     if not rows.height:
         return rows  # no lines (a final call with nothing held): nothing to carry
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    columns = {**columns, **LAUNCH_COLUMNS}
     last = state.get("launch") or {}
-    launches = rows.filter(pl.col("kind") == kind)
-    if not launches.height and not last:
+    is_launch = pl.col("kind").is_in(kinds)
+    if not rows.filter(is_launch).height and not last:
         return rows
+    fields = {**columns, "launch_time": pl.String, "launch_env": pl.String}
     rows = rows.with_columns(
-        pl.lit(None, t).alias(c) for c, t in columns.items() if c not in rows.columns
+        pl.lit(None, t).alias(c) for c, t in fields.items() if c not in rows.columns
+    ).with_columns(
+        launch_line=pl.col("line").cast(pl.Int64),
+        launched_at=pl.col("launch_time"),
+        env=pl.col("launch_env"),
+        _measured=(~is_launch).cum_sum(),
     )
-    launches = rows.filter(pl.col("kind") == kind)
-    # Each row's configuration is that of the launch lines before it (0: the earlier blocks').
-    configs = (
-        pl.concat(
-            [
-                pl.DataFrame([{c: last.get(c) for c in columns}], schema=columns),
-                launches.select(pl.col(c).cast(t) for c, t in columns.items()),
-            ]
-        )
-        .with_row_index("_launch", 0)
-        .with_columns(pl.col("_launch").cast(pl.UInt32))
-    )
-    launch = (pl.col("kind") == kind).cum_sum().cast(pl.UInt32).alias("_launch")
+    launches = rows.filter(is_launch)
+    current = {c: last.get(c) for c in columns}
+    seen = set(last.get("_kinds", ()))
+    fresh = bool(last.get("_fresh")) and bool(last)
+    configs, starts, measured = [current], [], 0
+    for row in launches.iter_rows(named=True):
+        if row["_measured"] != measured:
+            fresh, measured = False, row["_measured"]
+        values = {c: row[c] for c in columns}
+        new_pairs = set((values["env"] or "").split()) - set((current["env"] or "").split())
+        if fresh and (row["kind"] not in seen or not new_pairs):
+            merged = {c: values[c] if current[c] is None else current[c] for c in columns}
+            merged["env"] = _merged_env(current["env"], values["env"])
+            current = configs[-1] = merged
+            seen.add(row["kind"])
+        else:
+            current = values
+            configs.append(current)
+            starts.append(row["line"])
+            seen = {row["kind"]}
+        fresh = True
+    total = rows["_measured"][-1] if rows.height else 0
+    if launches.height or any(v is not None for v in current.values()):
+        state["launch"] = {
+            **current,
+            "_kinds": sorted(seen),
+            "_fresh": fresh and total == measured,
+        }
+    frame = pl.DataFrame([{c: cfg.get(c) for c in columns} for cfg in configs], schema=columns)
+    frame = frame.with_row_index("_launch", 0).with_columns(pl.col("_launch").cast(pl.UInt32))
+    started = (is_launch & pl.col("line").is_in(starts)).cum_sum().cast(pl.UInt32)
     rows = (
-        rows.drop(list(columns))
-        .with_columns(launch)
-        .join(configs, on="_launch", how="left", maintain_order="left")
+        rows.drop([*fields, "_measured"])
+        .with_columns(started.alias("_launch"))
+        .join(frame, on="_launch", how="left", maintain_order="left")
     )
-    if launches.height:
-        state["launch"] = configs.drop("_launch").tail(1).to_dicts()[0]
-    return rows.filter(pl.col("kind") != kind).drop("_launch")
+    return rows.filter(~is_launch).drop("_launch")
+
+
+def _merged_env(first: str | None, then: str | None) -> str | None:
+    """Two launch lines' ``env`` as one: the pairs of ``then`` whose key ``first`` lacks
+    follow those of ``first``."""
+    if not then:
+        return first
+    if not first:
+        return then
+    keys = {pair.split("=", 1)[0] for pair in first.split()}
+    more = [pair for pair in then.split() if pair.split("=", 1)[0] not in keys]
+    return " ".join([first, *more])
 
 
 def merge_into_previous(
@@ -185,6 +344,12 @@ def merge_into_previous(
         held = rows.tail(1).drop("merge", "absorbed")
         rows = rows.head(-1)
     return rows.filter(~pl.col("absorbed")).drop("absorbed"), held
+
+
+def with_year(expr: pl.Expr, year: int) -> pl.Expr:
+    """Dates printed without a year (``MM-DD HH:MM:SS``, vLLM's) as ISO 8601 in ``year``;
+    other values as they are."""
+    return expr.str.replace(r"^(\d\d-\d\d) (\d\d:\d\d:\d\d)$", f"{year:04d}" + "-${1}T${2}")
 
 
 def number(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -292,6 +457,8 @@ class TextScanner:
         unfinished table must be read again with the next block (or None).
     table_markers : tuple of str
         Literals that start a result table.
+    year : int, optional
+        The year of dates printed without one: they become ISO 8601.
     """
 
     def __init__(
@@ -301,8 +468,11 @@ class TextScanner:
         num_spec_tokens: int | None = None,
         table_reader: Callable[..., Any] | None = None,
         table_markers: tuple[str, ...] = (),
+        year: int | None = None,
     ) -> None:
         self.name = name
+        self.year = year
+        """The year of dates printed without one (vLLM's ``MM-DD HH:MM:SS``), or None."""
         self.engines = engines
         self.k = num_spec_tokens
         self.kinds = [kind for e in engines for kind in e.kinds]
@@ -518,10 +688,26 @@ class TextScanner:
         return (frame if records else []), [Problem(self.name, ln, m) for ln, m in problems]
 
     def _complete(self, records: pl.DataFrame, engine: str) -> pl.DataFrame:
-        """Engine records as frames of the record schema, with engine, origin and source."""
+        """Engine records as frames of the record schema, with engine, origin and source; a
+        launch line's as ``launch_id`` (cited like ``source``) and ``env_from`` ``log``; dates
+        without a year given :attr:`year`."""
         records = records.with_columns(
             engine=pl.lit(engine),
             origin=pl.col("origin") if "origin" in records.columns else pl.lit("server"),
             source=pl.lit(self.name + ":") + pl.col("line").cast(pl.String),
         )
+        if "launch_line" in records.columns:
+            launched = pl.col("launch_line").is_not_null()
+            records = records.with_columns(
+                launch_id=pl.when(launched).then(
+                    pl.lit(self.name + ":") + pl.col("launch_line").cast(pl.String)
+                ),
+                env_from=pl.when(launched & pl.col("env").is_not_null()).then(pl.lit("log")),
+            )
+        if self.year is not None:
+            records = records.with_columns(
+                with_year(pl.col(c), self.year).alias(c)
+                for c in ("timestamp", "launched_at")
+                if c in records.columns
+            )
         return frame_of(records)

@@ -140,6 +140,7 @@ def write_ingest(
     before: str | None = None,
     jobs: int | None = None,
     json: JsonArray | None = None,
+    year: int | None = None,
 ) -> tuple[Tally, list[Problem]]:
     """Read ``inputs`` into records, written to ``out`` and/or ``json`` as they stream in.
 
@@ -162,6 +163,8 @@ def write_ingest(
         Threads for reading text (see :func:`limit_threads`).
     json : JsonArray, optional
         Also add every frame here (the caller closes it).
+    year : int, optional
+        The year of dates logged without one (see :func:`breakeven.iotools.ingest.ingest`).
 
     Returns
     -------
@@ -177,7 +180,7 @@ def write_ingest(
     limit_threads(jobs)
     problems: list[Problem] = []
     tally = Tally()
-    frames = ahead(iter_frames(inputs, problems, format=format, before=before), depth=1)
+    frames = ahead(iter_frames(inputs, problems, format=format, before=before, year=year), depth=1)
 
     def counted() -> Iterator[Any]:
         for frame in frames:

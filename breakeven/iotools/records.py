@@ -152,6 +152,8 @@ def stamped(frame: Any, stamp: dict[str, Any]) -> Any:
 
     types = record_schema()
     given = {key: pl.lit(value, types[key]) for key, value in stamp.items() if value is not None}
+    if "env" in given:  # typed by hand: not the log's
+        given["env_from"] = pl.lit(None, pl.String)
     return frame.with_columns(**given) if given else frame
 
 

@@ -54,6 +54,8 @@ class RunInput:
     typed: tuple[tuple[str, Any], ...] = ()
     """A run typed in instead of read from files: its one row's columns and values (its
     ``tok_s``, ``timestamp``, ``accept_len``, ...)."""
+    year: int | None = None
+    """The year of dates its logs print without one (None: kept as printed)."""
 
 
 def parse_run(text: str, name: str = "runs") -> RunInput:
@@ -161,7 +163,9 @@ def _ingested_rows(run: RunInput, path: str, columns: Sequence[str] | None) -> A
         "verify_tokens": run.verify_tokens,
     }
     problems: list[Any] = []
-    read = Input(path, {k: v for k, v in stamp.items() if v is not None}, run.num_spec_tokens)
+    read = Input(
+        path, {k: v for k, v in stamp.items() if v is not None}, run.num_spec_tokens, run.year
+    )
     # Each frame narrowed to the columns wanted as it comes: a 1 GiB log's records are
     # never held whole.
     narrow = [_narrow(f, columns) for f in iter_frames([read], problems)]

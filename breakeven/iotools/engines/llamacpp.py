@@ -24,6 +24,14 @@ line, so a log without any draft line is a baseline (k = 0); in a log that has
 some, a request without one has k unknown.  k is not printed (it is
 ``--spec-draft-n-max``): give it with ``-k``, or it comes from the number of
 per-position rates where the line lists them.
+
+Launch lines (``common/common.cpp``, ``tools/server/server.cpp``): ``build: N (commit)
+with CC for TARGET`` (late 2026, at ``-lv 4``: ``common_params_print_info: build N
+(commit) with ...``) gives ``build=N commit=...``; ``system_info: n_threads = N
+(n_threads_batch = M) / CPUS | ...`` gives ``n_threads=N n_threads_batch=M``; ``main:
+server is listening on http://...`` (late 2026: ``llama_server: listening on http://...``)
+marks the launch up and gives nothing (the address is the client's choice).  The lines of
+one start are one launch; its timestamp is time since start, so ``launched_at`` is empty.
 """
 
 from __future__ import annotations
@@ -32,12 +40,18 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind, merge_into_previous
+from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch, merge_into_previous
 
 EVAL = "llamacpp_eval"
 DRAFT = "llamacpp_draft"
 ACC_POS = "llamacpp_acc_per_pos"  # -lv 4: the request's acceptance rate at each draft position
 FORMAT = "llamacpp_server"
+BUILD = "llamacpp_build"  # "build: N (commit) with CC for TARGET" (common_init)
+BUILD_INFO = "llamacpp_build_info"  # late 2026: "common_params_print_info: build N (commit) ..."
+SYSTEM_INFO = "llamacpp_system_info"
+LISTENING = "llamacpp_listening"
+LAUNCHES = (BUILD, BUILD_INFO, SYSTEM_INFO, LISTENING)
+_BUILD = r"\bbuild:? (\d+ \([^)\s]*\)) with .+ for \S"
 
 _WHERE = (
     Field("timestamp", r"(\d+\.\d\d\.\d{3}\.\d{3}) [IWED] ", "time", kind="text"),
@@ -76,6 +90,43 @@ KINDS = (
         required=("accepted_tokens", "draft_tokens"),
     ),
     LineKind(
+        BUILD,
+        "llamacpp",
+        "build: ",
+        match=_BUILD,
+        fields=(Field("launch_env", _BUILD, "build", kind="text", transform=lambda e: _build(e)),),
+    ),
+    LineKind(
+        BUILD_INFO,
+        "llamacpp",
+        "common_params_print_info: build ",
+        match=_BUILD,
+        fields=(Field("launch_env", _BUILD, "build", kind="text", transform=lambda e: _build(e)),),
+    ),
+    LineKind(
+        SYSTEM_INFO,
+        "llamacpp",
+        "system_info: n_threads = ",
+        fields=(
+            Field(
+                "launch_env",
+                r"system_info: n_threads = (\d+(?: \(n_threads_batch = \d+\))?)",
+                "n_threads",
+                kind="text",
+                transform=lambda e: e.str.replace(
+                    r"^(\d+) \(n_threads_batch = (\d+)\)$", "${1} n_threads_batch=${2}"
+                ).str.replace(r"^", "n_threads="),
+            ),
+        ),
+    ),
+    # The server is up; the address is the client's choice, not the launch's setting.
+    LineKind(
+        LISTENING,
+        "llamacpp",
+        "listening on http",
+        match=r"(?:server is|llama_server:) listening on https?://",
+    ),
+    LineKind(
         ACC_POS,
         "llamacpp",
         "acc per pos = (",
@@ -86,6 +137,12 @@ KINDS = (
         required=("per_position",),
     ),
 )
+
+
+def _build(printed: pl.Expr) -> pl.Expr:
+    """``N (commit)`` as ``build=N commit=commit``."""
+    return printed.str.replace(r"^(\d+) \(([^)]*)\)$", "build=${1} commit=${2}")
+
 
 _COLUMNS = {
     "timestamp": pl.String,
@@ -105,6 +162,8 @@ def sequence(
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
     """Records of requests.  State: the last eval line, while no line after it has told
     whether a draft line belongs to it (``pending``)."""
+    launch = {"launch": state.get("launch")}
+    rows = carry_launch(rows, launch, LAUNCHES, {})
     task = pl.col("task")
     same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
     rows, pending = merge_into_previous(
@@ -129,7 +188,11 @@ def sequence(
         ),
         final,
     )
-    new_state: dict[str, Any] = {"pending": pending, "pending_draft": pending_draft}
+    new_state: dict[str, Any] = {
+        "pending": pending,
+        "pending_draft": pending_draft,
+        "launch": launch.get("launch"),
+    }
     if not rows.height:
         return None, new_state
     kind = pl.col("kind")

@@ -22,7 +22,9 @@ to steps + 1 when topk is 1), says how the server drafts: the decode records
 after it take ``speculative_num_steps`` as k (unless ``-k`` is given),
 ``speculative_eagle_topk`` as ``spec_topk``, ``speculative_num_draft_tokens`` as
 ``verify_tokens``, ``speculative_algorithm`` (lower case) as ``spec_method``
-and ``served_model_name`` as the model.
+and ``served_model_name`` as the model.  Its fields are the launch's ``env`` (those that
+are None left out: the dataclass prints every field, set or not), its timestamp
+``launched_at``; a second such line (a restart) starts another launch.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch
+from breakeven.iotools.lines import Engine, Field, LineKind, call_env, carry_launch, env_from
 
 DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
@@ -74,6 +76,20 @@ KINDS = (
         "sglang",
         "server_args=ServerArgs(",
         fields=(
+            Field(
+                "launch_time",
+                _TIMESTAMP.pattern,
+                "time",
+                kind="text",
+                transform=_TIMESTAMP.transform,
+            ),
+            Field(
+                "launch_env",
+                r"server_args=ServerArgs\((.*)\)\s*$",
+                "server_args",
+                kind="text",
+                transform=lambda e: env_from(e, call_env),
+            ),
             Field(
                 "launch_model", r"\bserved_model_name='([^']*)'", "served_model_name", kind="text"
             ),

@@ -31,7 +31,16 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   num_spec_tokens=3), ..., served_model_name=...`` (``vllm/v1/engine/core.py``,
   the config's ``__str__`` in ``vllm/config/``): the records after it take the
   method as ``spec_method``, the served model name as the model, and
-  ``num_spec_tokens`` as k where a line does not tell it.
+  ``num_spec_tokens`` as k where a line does not tell it, and its version as
+  ``version=`` in ``env``.
+- ``non-default args: {'model': ..., 'port': 8001, 'speculative_config': {...}}``
+  (``log_non_default_args``, ``vllm/entrypoints/utils.py``, later
+  ``vllm/entrypoints/serve/utils/api_utils.py``; a dict's repr), a few lines before the
+  engine config: the launch's settings, as ``env`` (a nested dict's keys as
+  ``speculative_config.method``; secrets as ``***``).  The two lines are one launch
+  (:func:`breakeven.iotools.lines.carry_launch`); a restart prints them again.  Only the
+  version is taken from the engine config line: the rest is every setting resolved, some
+  3,000 characters that differ between runs only where the arguments do.
 """
 
 from __future__ import annotations
@@ -40,7 +49,15 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch, merge_into_previous
+from breakeven.iotools.lines import (
+    Engine,
+    Field,
+    LineKind,
+    carry_launch,
+    dict_env,
+    env_from,
+    merge_into_previous,
+)
 
 THROUGHPUT = "vllm_throughput"
 V1 = "vllm_v1"
@@ -48,6 +65,8 @@ V1_FIRST = "vllm_v1_first_format"
 V0 = "vllm_v0"
 SPEC = (V1, V1_FIRST, V0)
 LAUNCH = "vllm_engine_config"
+ARGS = "vllm_non_default_args"
+LAUNCHES = (ARGS, LAUNCH)
 _LAUNCH_COLUMNS = {"launch_model": pl.String, "launch_method": pl.String, "launch_k": pl.Float64}
 _THROUGHPUT_FIELDS = ("prompt_tok_s", "gen_tok_s", "running_reqs", "queue_reqs")
 PREFILL_NOTE = (
@@ -58,6 +77,12 @@ PREFILL_NOTE = (
 
 _TIMESTAMP = Field(
     "timestamp", r"(?:INFO|WARNING|DEBUG|ERROR) +(\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text"
+)
+_LAUNCH_TIME = Field(
+    "launch_time",
+    r"(?:INFO|WARNING|DEBUG|ERROR) +(\d\d-\d\d \d\d:\d\d:\d\d)",
+    "time",
+    kind="text",
 )
 _FIRST_COUNTS = (
     Field("accepted_tokens", r"Number of accepted tokens: ([^,]*)", "Number of accepted tokens"),
@@ -133,11 +158,34 @@ KINDS = (
         required=("accepted_tokens", "draft_tokens"),
     ),
     LineKind(
+        ARGS,
+        "vllm",
+        "non-default args: {",
+        fields=(
+            _LAUNCH_TIME,
+            Field(
+                "launch_env",
+                r"non-default args: (\{.*\})\s*$",
+                "non-default args",
+                kind="text",
+                transform=lambda e: env_from(e, dict_env),
+            ),
+        ),
+    ),
+    LineKind(
         LAUNCH,
         "vllm",
         " LLM engine (v",
         also="with config:",
         fields=(
+            _LAUNCH_TIME,
+            Field(
+                "launch_env",
+                r" LLM engine \(v([^)\s]+)\)",
+                "version",
+                kind="text",
+                transform=lambda e: pl.lit("version=") + e,
+            ),
             Field("launch_model", r"\bserved_model_name=([^,]*)", "served_model_name", kind="text"),
             Field(
                 "launch_method",
@@ -172,7 +220,7 @@ def sequence(
     told yet whether a spec-decode line merges into it (``pending``), and V0's counters at
     its last line (``v0_last``)."""
     launch = {"launch": state.get("launch")}
-    rows = carry_launch(rows, launch, LAUNCH, _LAUNCH_COLUMNS)
+    rows = carry_launch(rows, launch, LAUNCHES, _LAUNCH_COLUMNS)
     ts = pl.col("timestamp")
     rows, pending = merge_into_previous(
         rows,
