@@ -231,17 +231,24 @@ class FakeServer:
         self.httpd.server_close()
 
 
-if __name__ == "__main__":
-    # A fake server in a process of its own (its command line and environment are its own,
-    # as a real server's are): python tests/fake_server.py PORT [SECONDS_PER_TOKEN] [ARGS...]
-    # (arguments after these are ignored: they stand for a server's flags).
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    """A fake server in a process of its own, whose command line and environment are its own
+    as a real server's are: ``python tests/fake_server.py --port N [--seconds-per-token S]
+    [--num-spec-tokens K] [FLAG ...]`` (other flags are accepted and ignored: they stand for a
+    server's own)."""
+    import argparse
 
-    server = FakeServer(
-        Behaviour(seconds_per_token=float(sys.argv[2]) if len(sys.argv) > 2 else 0.001)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seconds-per-token", type=float, default=0.001)
+    parser.add_argument("--num-spec-tokens", type=int, default=0)
+    args, _ = parser.parse_known_args(argv)
+    behaviour = Behaviour(
+        seconds_per_token=args.seconds_per_token, num_spec_tokens=args.num_spec_tokens
     )
-    server.httpd.server_close()
-    server.httpd = ThreadingHTTPServer(
-        ("127.0.0.1", int(sys.argv[1])), server.httpd.RequestHandlerClass
-    )
-    server.httpd.serve_forever()
+    handler = type("Handler", (_Handler,), {"behaviour": behaviour})
+    ThreadingHTTPServer(("127.0.0.1", args.port), handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()
