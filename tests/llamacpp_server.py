@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,13 +51,16 @@ def llama_server(
     *,
     draft: Path | None = None,
     k: int = 4,
-    threads: int = 1,
+    threads: int | None = 1,
     port: int | None = None,
     slots: int = 4,
     extra: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Server]:
     """llama-server on ``model`` (with ``draft``: speculative, up to ``k`` draft tokens),
-    ready to serve, and stopped (killed if it must be) when the block ends."""
+    ready to serve, and stopped (killed if it must be) when the block ends.  ``threads=None``
+    leaves ``-t`` out (``LLAMA_ARG_THREADS`` in ``env``, the server's own environment, then
+    sets it)."""
     exe = binary()
     if exe is None:
         raise RuntimeError("llama-server is not installed: pip install '.[engine]'")
@@ -70,8 +73,7 @@ def llama_server(
         "127.0.0.1",
         "--port",
         str(port),
-        "-t",
-        str(threads),
+        *(("-t", str(threads)) if threads is not None else ()),
         "-c",
         "2048",
         "-np",
@@ -98,5 +100,5 @@ def llama_server(
         with urllib.request.urlopen(url + "/health", timeout=10) as reply:
             return '"ok"' in reply.read().decode("utf-8")
 
-    with serving(args, log, ready, "llama-server") as process:
+    with serving(args, log, ready, "llama-server", env) as process:
         yield Server(url, log, process)

@@ -234,6 +234,48 @@ def test_the_seed_story_on_a_real_server(wide, tmp_path):
     assert c.measured_speedup > 1.1  # the wide target at high acceptance: speculation pays
 
 
+def test_the_seed_story_read_from_the_servers_own_environment(wide, tmp_path):
+    """The seed's story as it happened: the tuning was in the *server's* environment
+    (LLAMA_ARG_THREADS stands for the NCCL variables), and a restart lost it.  The client
+    never has the variable, and no --env is given: bench reads it from the server's own /proc
+    entry.  check and compare flag stale_baseline naming it; with a baseline re-measured after
+    the restart, the speculative run is paired with that one."""
+    target, draft = wide
+    out = tmp_path / "runs.csv"
+    assert "LLAMA_ARG_THREADS" not in os.environ
+    port = free_port()
+    tuned = {"LLAMA_ARG_THREADS": "2"}
+    with llama_server(target, tmp_path / "tuned.log", port=port, threads=None, env=tuned) as s:
+        bench(s.url, out, "base-tuned", "-k", 0, "--requests", 4)
+    with llama_server(
+        target, tmp_path / "spec.log", draft=draft, k=K, port=port, threads=None
+    ) as server:
+        bench(server.url, out, "spec", "-k", K, "--requests", 4)
+    stale = tmp_path / "stale.csv"
+    stale.write_text(out.read_text())
+    result = check_file(str(stale))
+    (found,) = [f for f in result.flags if f.code == "stale_baseline"]
+    assert "the baseline's launch (" in found.message
+    assert "had LLAMA_ARG_THREADS=2;" in found.message and "has none of them" in found.message
+    assert "the server's own process" in found.message
+    r = CliRunner().invoke(cli, ["compare", f"base-tuned={stale}", f"spec={stale}", "--json"])
+    assert r.exit_code == 0, r.output
+    (run,) = json.loads(r.output)["runs"]
+    assert "stale_baseline" in run["flags"]
+    assert "stale_baseline: the baseline's launch" in run["headline"]
+    assert "had LLAMA_ARG_THREADS=2" in run["headline"]
+    with llama_server(target, tmp_path / "restarted.log", port=port, threads=None) as server:
+        bench(server.url, out, "base-restarted", "-k", 0, "--requests", 4)
+    result = check_file(str(out))
+    codes = {f.code for f in result.flags}
+    assert "stale_baseline" not in codes and "baseline_unverified" not in codes
+    (c,) = result.comparisons
+    restarted = [r for r in rows(out, "client") if r["label"] == "base-restarted"]
+    assert c.baseline_runs == len(restarted)
+    launches = {r["label"]: r["launch_id"] for r in rows(out, "client")}
+    assert len(set(launches.values())) == 3 and all(launches.values())
+
+
 def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
     """The seed's benchmark hit /v1/v1/models; bench strips the /v1 users give."""
     target, _ = models[LOW]
