@@ -29,6 +29,7 @@ Without vLLM the suite is skipped, except under CI, where it fails.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -61,6 +62,9 @@ SETTLE_S = 2.5 * LOG_INTERVAL_S  # a log window has closed and been written sinc
 # --speculative-config; "{name}" in it is a model directory's path.
 CONFIGS: dict[str, dict] = {
     "baseline": {"model": "target"},
+    # The same launch with a variable vLLM reads at start-up set in its environment only (the
+    # seed's NCCL tuning, lost on a restart): 2 GiB of KV cache instead of 1.
+    "baseline_tuned": {"model": "target", "env": {"VLLM_CPU_KVCACHE_SPACE": "2"}},
     "draft_model": {
         "model": "target",
         "speculative": {"method": "draft_model", "model": "{draft}", "num_speculative_tokens": K},
@@ -154,6 +158,7 @@ class Pool:
             self.logs / f"{name}.log",
             speculative=spec,
             per_request_metrics=config.get("per_request_metrics"),
+            env=config.get("env"),
         )
 
     def close(self) -> None:
@@ -654,3 +659,36 @@ def test_check_predicts_the_speedup_from_the_servers_step_and_cycle(ab):
         return out
 
     within(ab, misses, "check's prediction from the server's step and cycle")
+
+
+def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
+    """A baseline on a vLLM launched with VLLM_CPU_KVCACHE_SPACE=2 in its own environment,
+    then a speculative run on another launch without it: check names the variable, read from
+    the server's /proc entry (never from the client's), with both launches' start times from
+    process_start_time_seconds, which tells the two launches apart."""
+    out = tmp_path / "runs.csv"
+    tuned = vllm.get("baseline_tuned")
+    bench(tuned, out, "tuned", "-k", 0, "--requests", 2)
+    spec = vllm.get("draft_model")
+    bench(spec, out, "spec", "-k", K, "--requests", 2)
+    starts = [
+        next(
+            float(line.split()[1])
+            for line in server.metrics().splitlines()
+            if line.startswith("process_start_time_seconds ")
+        )
+        for server in (tuned, spec)
+    ]
+    assert starts[0] != starts[1]
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    by_label = {r["label"]: r for r in rows}
+    assert by_label["tuned"]["launch_id"] != by_label["spec"]["launch_id"]
+    assert {r["env_from"] for r in rows} == {"server"}
+    assert "VLLM_CPU_KVCACHE_SPACE=2" in by_label["tuned"]["env"].split()
+    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    flags = [f for f in json.loads(r.output)["flags"] if f["code"] == "stale_baseline"]
+    assert len(flags) == 1, r.output
+    assert "VLLM_CPU_KVCACHE_SPACE=2" in flags[0]["message"]
+    assert "VLLM_CPU_KVCACHE_SPACE=1" in flags[0]["message"]  # what the run's launch has

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,6 +214,7 @@ class Launch:
         speculative: dict | None = None,
         per_request_metrics: str | None = None,
         extra: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         exe = binary()
         if exe is None:
@@ -239,7 +240,7 @@ class Launch:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=environment(exe),
+                env={**environment(exe), **(env or {})},
                 start_new_session=True,  # setsid: its own process group, stopped as one
             )
 
