@@ -3,15 +3,20 @@
 Each speculative run (``num_spec_tokens > 0``) is paired with the baseline runs
 (``num_spec_tokens == 0``) of the same model, hardware and concurrency.  Rows
 that share a label, k, method and environment fingerprint are repeats of one
-run.  For each pairing: the measured speedup (speculative over baseline mean
-``tok_s``) with a bootstrap confidence interval, the speedup the cycle model
-predicts from the run's ``accept_len`` and cycle cost, their residual, and the
-cycle cost the measurement implies, ``1000 * accept_len / tok_s``.
+run.  For each pairing: the measured speedup (speculative over baseline
+``tok_s``, each a ratio of sums) with a bootstrap confidence interval whose unit
+is the launch, the speedup the cycle model predicts from the run's ``accept_len``
+and cycle cost, their residual, and the cycle cost the measurement implies,
+``1000 * accept_len / tok_s``.
 
-The environment fingerprint is the ``env`` column's ``key=value`` pairs less
-those that only configure speculation (keys holding "spec", "draft",
-"eagle", "medusa", "mtp" or "ngram").  Two runs with different fingerprints ran
-in different environments: the case study's NCCL variables, lost on restart.
+A baseline is judged by its *launch* (one server start: ``launch_id``,
+``launched_at``; :mod:`breakeven.provenance`), never by its URL.  It is fair when
+it comes from the run's own launch, or from a launch whose settings (the
+fingerprint: ``env`` less speculation and less what the client chose) equal the
+run's launch's where both know their server's environment.  Otherwise it is
+``baseline_unverified`` (another launch, how long before, nothing recorded of
+its environment) or ``stale_baseline`` (what differs, named, with both
+launches' times): the case study's NCCL variables, lost on a restart.
 """
 
 from __future__ import annotations
@@ -247,18 +252,24 @@ def _lines(column: Any) -> tuple[int, ...]:
 
 def _launches(df: Any) -> Any:
     """Each row's launch (an integer), the unit of repetition of an interval: its
+    ``launch_id`` (runs repeated within one server launch are not launches); else its
     ``run_id``; else the file of its ``source`` (a log's windows are one launch); else the
     row itself (a row typed into a CSV is a run of its own)."""
 
-    run_id = df["run_id"].astype("category")  # categories already: a view of the codes
-    categories = run_id.cat.categories
-    codes = run_id.cat.codes.to_numpy().astype(np.int64)
-    if "" in categories:
-        codes[codes == categories.get_loc("")] = -1
+    codes = np.full(len(df), -1, dtype=np.int64)
+    offset = 0
+    for column in ("launch_id", "run_id"):  # a launch_id first; else a run_id
+        values = df[column].astype("category")  # categories already: a view of the codes
+        categories = values.cat.categories
+        these = values.cat.codes.to_numpy().astype(np.int64)
+        if "" in categories:
+            these[these == categories.get_loc("")] = -1
+        fill = (codes < 0) & (these >= 0)
+        codes[fill] = offset + these[fill]
+        offset += len(categories)
     launch = codes.copy()
     missing = np.flatnonzero(launch < 0)
     if len(missing):
-        offset = len(categories)
         if "source" in df.columns:
             sources = df["source"].to_numpy(dtype=object)[missing]
             files = pd.Series(sources, dtype=object).str.replace(r":\d+$", "", regex=True)

@@ -52,6 +52,10 @@ ENVIRONMENT_KNOWN = frozenset({"server", "file", ""})
 """``env_from`` values whose ``env`` includes the server's environment variables (typed
 rows are taken as written, when they hold anything)."""
 _SPEC_KEY_WORDS = ("spec", "draft", "eagle", "medusa", "mtp", "ngram", "lookahead")
+_SPEC_SHORT_FLAGS = frozenset({"md", "cd", "ngld", "td", "tbd", "devd", "ctkd", "ctvd"})
+"""llama-server's short flags of the draft model (``-md`` for ``--model-draft``, ``-cd``,
+``-ngld``, ``-td``, ``-tbd``, ``-devd``, ``-ctkd``, ``-ctvd``: its context, layers, threads,
+devices and cache types), in ``common/arg.cpp``."""
 _CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
 _DATE = re.compile(
     r"^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
@@ -70,7 +74,7 @@ def is_spec_key(item: str) -> bool:
     "medusa", "mtp", "ngram" or "lookahead"): a baseline and a speculative run may differ
     in it and still be a fair pair."""
     key = key_of(item)
-    return any(word in key for word in _SPEC_KEY_WORDS)
+    return key in _SPEC_SHORT_FLAGS or any(word in key for word in _SPEC_KEY_WORDS)
 
 
 def is_client_key(item: str) -> bool:
@@ -159,13 +163,16 @@ def _looks_like_flag(word: str) -> bool:
 
 
 def secret_free(pairs: Iterable[str]) -> list[str]:
-    """Pairs from a file or a user, with environment variables holding a secret's name
-    dropped and a URL's password hidden."""
+    """Pairs from a file, a server's endpoint or a user: an environment variable holding a
+    secret's name dropped, the value of a setting named like a secret (``api_key``,
+    ``--hf-token``) written ``***``, and a URL's password hidden."""
     kept = []
     for item in pairs:
-        name = item.split("=", 1)[0]
+        name, eq, _ = item.partition("=")
         if is_environment_key(item) and secret_name(name):
             continue
+        if eq and _secret_flag(name):
+            item = f"{name}={MASK}"
         kept.append(hide_url_passwords(item))
     return kept
 

@@ -311,6 +311,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         "format",
         "records",
         "k",
+        "launches",
         "accept_len [tokens/cycle]",
         "tok_s [tok/s]",
         "mean aggregate_tok_s [tok/s]",
@@ -324,6 +325,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
                 fmt,
                 str(g["records"]),
                 ",".join(map(str, sorted(g["k"]))) or "-",
+                str(len(g["launches"])) if g["launches"] else "-",
                 num(tau, ".3f"),
                 num(tok, ".2f"),
                 num(agg, ".2f"),
@@ -340,4 +342,10 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():
         lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
+    yearless = [path for (path, _), g in tally.groups.items() if g["yearless"]]
+    if yearless:
+        lines.append(
+            f"Dates without a year in {', '.join(dict.fromkeys(yearless))}: kept as printed, so "
+            "check tells no launch's age from them; give --year YYYY to date them."
+        )
     return "\n".join(lines) + "\n"

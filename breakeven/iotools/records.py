@@ -204,6 +204,7 @@ class Tally:
             *(pl.col(m).sum().alias(f"sum_{m}") for m in self.MEANS),
             *(pl.col(m).count().alias(f"n_{m}") for m in self.MEANS),
             *self._pool(frame),
+            *self._launches(frame),
         )
         for row in sums.iter_rows(named=True):
             g = self._group(row["path"], row["format"] or "-")
@@ -219,6 +220,31 @@ class Tally:
             g["decoded"] += row["decoded"] or 0.0
             g["seconds"] += row["seconds"] or 0.0
             g["unweighted_rates"] += row["unweighted_rates"]
+            g["launches"] |= set(row["launches"])
+            g["yearless"] = g["yearless"] or bool(row["yearless"])
+
+    @staticmethod
+    def _launches(frame: Any) -> list[Any]:
+        """The launches seen (``launch_id``s), and whether any launch's date lacks its year
+        (a vLLM log read without ``--year``)."""
+        if "launch_id" not in frame.columns:
+            return [
+                pl.lit([], pl.List(pl.String)).first().alias("launches"),
+                pl.lit(False).alias("yearless"),
+            ]
+        at = (
+            pl.col("launched_at").cast(pl.String)
+            if "launched_at" in frame.columns
+            else pl.lit(None, pl.String)
+        )
+        return [
+            pl.col("launch_id")
+            .cast(pl.String)
+            .filter(pl.col("launch_id").is_not_null() & (pl.col("launch_id").cast(pl.String) != ""))
+            .unique()
+            .alias("launches"),
+            (at.is_not_null() & (at != "") & ~at.str.contains(r"^\d{4}-")).any().alias("yearless"),
+        ]
 
     @staticmethod
     def _pool(frame: Any) -> list[Any]:
@@ -260,6 +286,8 @@ class Tally:
                 "decoded": 0.0,
                 "seconds": 0.0,
                 "unweighted_rates": 0,
+                "launches": set(),
+                "yearless": False,
             }
         return g
 

@@ -15,7 +15,7 @@ and its endpoints.
   ``process_start_time_seconds`` (the API server's start, a launch's identity) and
   ``vllm:cache_config_info``'s settings (:data:`VLLM_CACHE_SETTINGS`: the derived sizes, such
   as ``num_gpu_blocks``, change with a draft model's memory and are left out); SGLang's
-  ``/get_server_info`` (its ``server_args`` and ``version``); llama.cpp's ``/props``
+  ``/get_server_info`` (:data:`SGLANG_SETTINGS` and ``version``); llama.cpp's ``/props``
   (``build_info``, ``model_path``, ``total_slots``, ``default_generation_settings.n_ctx``).
 """
 
@@ -57,10 +57,25 @@ VLLM_CACHE_SETTINGS = (
 )
 """The labels of ``vllm:cache_config_info`` a launch sets (a flag or a variable); the others
 are derived at start-up, some from the memory a draft model takes."""
-SGLANG_VOLATILE = frozenset(
-    {"random_seed", "nccl_port", "dist_init_addr", "port", "host", "file_storage_path"}
+SGLANG_SETTINGS = (
+    "model_path",
+    "tp_size",
+    "pp_size",
+    "dp_size",
+    "ep_size",
+    "dtype",
+    "kv_cache_dtype",
+    "quantization",
+    "context_length",
+    "enable_dp_attention",
+    "disable_radix_cache",
+    "enable_torch_compile",
 )
-"""``server_args`` SGLang fills per launch when not given (a random seed, free ports)."""
+"""The settings of SGLang's ``/get_server_info`` a launch sets and speculation leaves alone.
+The reply also holds settings SGLang adjusts when speculation is on (``mem_fraction_static``,
+``cuda_graph_max_bs``, ``chunked_prefill_size``), sizes derived at start-up
+(``max_total_num_tokens``), per-launch values (``random_seed``, ports) and the API keys: none
+of those is read."""
 _MAX_FILE = 4 << 20
 
 
@@ -380,10 +395,9 @@ def endpoint_pairs(
             pairs.append(f"n_ctx={settings['n_ctx']}")
     elif engine == "sglang" and body:
         args = body.get("server_args") if isinstance(body.get("server_args"), dict) else body
-        for key, value in sorted(args.items()):
-            if key in SGLANG_VOLATILE or not isinstance(value, (str, int, float, bool)):
-                continue
-            pairs.append(f"{key}={_word(value)}")
+        for key in SGLANG_SETTINGS:
+            if isinstance(args.get(key), (str, int, float, bool)):
+                pairs.append(f"{key}={_word(args[key])}")
     elif engine == "vllm" and metrics:
         for key in VLLM_CACHE_SETTINGS:
             if key in metrics:
