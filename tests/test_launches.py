@@ -209,7 +209,7 @@ def test_two_servers_launched_alike_on_two_ports_are_fair_and_a_lost_variable_is
     assert "had NCCL_PROTO=LL; the speculative run's launch" in flag(result, "stale_baseline")
 
 
-def test_the_runs_own_launch_is_preferred_and_the_interval_counts_launches(tmp_path):
+def test_the_runs_own_launch_is_preferred(tmp_path):
     """Baselines of the speculative run's own launch win over a fair one of another launch."""
     env = "--tp=8 NCCL_PROTO=LL"
     rows = [HEADER]
@@ -279,3 +279,31 @@ def test_bench_then_check_across_restarts_names_the_servers_lost_variables(tmp_p
     (c,) = result.comparisons
     restarted = [float(r["tok_s"]) for r in rows if r["label"] == "restarted" and r["tok_s"]]
     assert c.baseline_runs == len(restarted)
+
+
+def test_the_intervals_unit_is_the_launch_not_the_benchmark_call():
+    """Two bench runs within one server launch are repeats inside that launch: the interval
+    says it covers one launch a side; the same rows without their launch are two runs a side."""
+    import pandas as pd
+
+    rows = []
+    for side, k, rate, launch in (("base", 0, 50.0, "A"), ("spec", 3, 60.0, "B")):
+        for run in (1, 2):
+            for i in range(20):
+                rows.append(
+                    {
+                        "label": side,
+                        "run_id": f"{side}-{run}",
+                        "launch_id": launch,
+                        "env": "NCCL_PROTO=LL",
+                        "env_from": "server",
+                        "num_spec_tokens": k,
+                        "tok_s": rate * (1 + 0.01 * ((i * 7 + run) % 5 - 2)),
+                        "accept_len": 2.0 if k else None,
+                    }
+                )
+    data = pd.DataFrame(rows)
+    (interval,) = check(data).intervals
+    assert interval.covers.startswith("within one run each")
+    (interval,) = check(data.drop(columns=["launch_id"])).intervals
+    assert interval.covers.startswith("across 2 and 2 runs")

@@ -274,6 +274,9 @@ def test_the_seed_story_read_from_the_servers_own_environment(wide, tmp_path):
     assert c.baseline_runs == len(restarted)
     launches = {r["label"]: r["launch_id"] for r in rows(out, "client")}
     assert len(set(launches.values())) == 3 and all(launches.values())
+    # What llama-server serves of its launch (/props) is in each row's settings too.
+    env = rows(out, "client")[0]["env"].split()
+    assert any(p.startswith("build_info=") for p in env) and "total_slots=4" in env
 
 
 def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
