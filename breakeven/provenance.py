@@ -209,10 +209,16 @@ def age_text(seconds: float) -> str:
 def launch_text(launch: Mapping[str, Any]) -> str:
     """bench's line on the server's launch (a level summary's ``launch``)."""
     source = launch.get("env_from") or ""
-    when = f", started {launch['launched_at']}" if launch.get("launched_at") else ""
-    where = f" ({launch['read_from']})" if launch.get("read_from") else ""
     ident = launch.get("launch_id") or "not known (the server does not say when it started)"
-    return f"{ident}{when}; its settings came from {ENV_SOURCES.get(source, source)}{where}."
+    said = f"{ident}; {launch.get('settings', 0)} settings from {ENV_SOURCES.get(source, source)}"
+    if source in ("server", "file") and launch.get("read_from"):
+        said += f", read from {launch['read_from']}"
+    if source not in ENVIRONMENT_KNOWN:
+        said += (
+            ". check cannot tell whether another launch had the same environment: run bench on "
+            "the server's host as its user, or give --server-env-from"
+        )
+    return said + "."
 
 
 __all__: Sequence[str] = (

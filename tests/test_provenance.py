@@ -178,3 +178,10 @@ def test_what_an_endpoint_serves_keeps_launch_settings_and_never_a_key():
     pairs = endpoint_pairs("vllm", None, cache)
     assert "cache_config.kv_cache_memory_bytes=1073741824" in pairs
     assert not any("num_gpu_blocks=" in p for p in pairs)  # derived: a draft model changes it
+
+
+def test_a_hostile_servers_megabyte_setting_is_cut():
+    from breakeven.iotools.server import MAX_VALUE_CHARS, endpoint_pairs
+
+    (pair,) = endpoint_pairs("llamacpp", {"build_info": "x" * 1_000_000})
+    assert len(pair) == len("build_info=") + MAX_VALUE_CHARS and pair.endswith("...")

@@ -374,9 +374,15 @@ def read_server_env(source: str) -> ServerLaunch:
 # --- the endpoints --------------------------------------------------------------------------
 
 
+MAX_VALUE_CHARS = 200
+"""A served setting's value is cut to this many characters (a hostile server's megabytes
+would be written on every row)."""
+
+
 def _word(value: Any) -> str:
     text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else value
-    return "_".join(str(text).split()) or '""'
+    word = "_".join(str(text).split()) or '""'
+    return word if len(word) <= MAX_VALUE_CHARS else word[: MAX_VALUE_CHARS - 3] + "..."
 
 
 def endpoint_pairs(
