@@ -4,7 +4,7 @@ Targets: the analysis of 10^6 rows in at most 2 s (issue 4); the whole ``breakev
 --json`` command in at most 1.5 s (issue 12).  The file holds
 repeated runs of many configurations (models x hardware x concurrency x k),
 with baselines in two environments so that the drift and stale-baseline logic
-runs.  Reported: reading the CSV, the analysis alone, and the whole
+runs, and the columns bench writes of each row's launch (a distinct timestamp per row).  Reported: reading the CSV, the analysis alone, and the whole
 ``breakeven check --json`` command.
 
     python benchmarks/check_speed.py [--rows 1000000] [--repeat 5]
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from breakeven.check import COLUMNS_USED, check
+from breakeven.check import COLUMNS_USED, TIME_COLUMNS, check
 from breakeven.iotools.measurements import read_measurements
 
 
@@ -51,6 +51,14 @@ def generate(path: Path, rows: int, seed: int = 3) -> None:
             "cycle_ms": np.where(k > 0, 25 + 2 * k, np.nan),
             "env": rng.choice(envs, rows),
             "source": "generated",
+            # As bench writes them: a timestamp per request (each distinct), and each run's
+            # launch, its start and where its settings came from.
+            "timestamp": pd.date_range("2026-02-26T16:41", periods=rows, freq="s").strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            ),
+            "launch_id": [f"h:8000@{i // 500}" for i in range(rows)],
+            "launched_at": "2026-02-26T16:40:00Z",
+            "env_from": "server",
         }
     )
     frame.to_csv(path, index=False)
@@ -66,7 +74,7 @@ def main() -> None:
         path = work / "measurements.csv"
         generate(path, args.rows)
         start = time.perf_counter()
-        data, _ = read_measurements(path, COLUMNS_USED)  # as check_file reads it
+        data, _ = read_measurements(path, COLUMNS_USED, TIME_COLUMNS)  # as check_file does
         read_s = time.perf_counter() - start
         start = time.perf_counter()
         result = check(data)

@@ -310,7 +310,13 @@ COLUMNS_USED = (
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on).
-_TEXT_COLUMNS = tuple(c for c in COLUMNS_USED if ALL_COLUMNS[c].kind == "text" and c != "source")
+TIME_COLUMNS = ("launched_at", "timestamp")
+"""Read as datetimes where a file writes them in one ISO 8601 form (bench's), else as text."""
+_TEXT_COLUMNS = tuple(
+    c
+    for c in COLUMNS_USED
+    if ALL_COLUMNS[c].kind == "text" and c != "source" and c not in TIME_COLUMNS
+)
 _NUMBER_COLUMNS = tuple(c for c in COLUMNS_USED if ALL_COLUMNS[c].kind != "text")
 CONFIG = ["model", "hardware", "concurrency_key"]
 """What a speculative run and its baseline share: model, hardware and concurrency."""
@@ -414,12 +420,38 @@ def normalise(data: Any) -> Any:
     envs = df["env"].cat.categories
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
     df["fingerprint"] = df["fingerprint"].astype("category")
+    for column in TIME_COLUMNS:
+        df[column] = _time_column(df[column]) if column in df.columns else _empty_text(len(df))
+    df["launch_code"] = _codes(df["launch_id"])
     df["env_known"], df["recorded"] = _knowledge(df)
-    df["when"], df["when_text"] = _when(df)
+    df["when"] = _when(df)
     df["concurrency_key"] = df["concurrency"].fillna(-1.0)
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
     return df
+
+
+def _empty_text(rows: int) -> Any:
+    return pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8), [""])
+
+
+def _time_column(column: Any) -> Any:
+    """A time column as read: datetimes (one ISO 8601 form throughout), else text as
+    categories ("" when missing)."""
+    if column.dtype.kind == "M":
+        return column
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return _categorical(column)
+    return _categorical(column.astype(str).where(column.notna(), ""))
+
+
+def _codes(column: Any) -> Any:
+    """A categorical text column's codes, -1 where it is empty."""
+    codes = column.cat.codes.to_numpy().astype(np.int64)
+    categories = column.cat.categories
+    if "" in categories:
+        codes[codes == categories.get_loc("")] = -1
+    return codes
 
 
 def _per_category(column: Any, func: Any, dtype: Any = object) -> Any:
@@ -427,6 +459,13 @@ def _per_category(column: Any, func: Any, dtype: Any = object) -> Any:
     values = np.array([func(str(c)) for c in column.cat.categories], dtype=dtype)
     codes = column.cat.codes.to_numpy()
     return values[codes] if len(values) else np.zeros(len(codes), dtype=dtype)
+
+
+def _has(column: Any) -> Any:
+    """Whether each row holds a value (a time, or a text that is not empty)."""
+    if column.dtype.kind == "M":
+        return column.notna().to_numpy()
+    return _codes(column) >= 0
 
 
 def _knowledge(df: Any) -> tuple[Any, Any]:
@@ -439,28 +478,44 @@ def _knowledge(df: Any) -> tuple[Any, Any]:
     client_only = _per_category(df["env"], lambda e: "client_host=" in e or " host=" in e, bool)
     typed = source == ""
     known = np.where(typed, has_fp & ~client_only, np.isin(source, list(ENVIRONMENT_KNOWN - {""})))
-    recorded = has_fp | ~typed
-    for column in ("launch_id", "launched_at", "timestamp"):
-        recorded = recorded | _per_category(df[column], bool, bool)
+    recorded = has_fp | ~typed | (df["launch_code"].to_numpy() >= 0)
+    for column in TIME_COLUMNS:
+        recorded = recorded | _has(df[column])
     return known, recorded
 
 
-def _when(df: Any) -> tuple[Any, Any]:
+def _seconds(column: Any) -> Any:
+    """Each row's time [s since the epoch; NaN where no full ISO 8601 date is written; a time
+    without a zone is taken as UTC]."""
+    if column.dtype.kind == "M":
+        times = column if column.dt.tz is not None else column.dt.tz_localize("UTC")
+        return (times - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
+    categories = pd.Index(column.cat.categories.astype(str))
+    parsed = pd.to_datetime(categories, format="ISO8601", utc=True, errors="coerce")
+    values = np.asarray((parsed - pd.Timestamp(0, tz="UTC")).total_seconds(), dtype=float)
+    return values[column.cat.codes.to_numpy()] if len(values) else np.full(len(column), np.nan)
+
+
+def _when(df: Any) -> Any:
     """Each row's time [s since the epoch; NaN where no full date is written]: its launch's
-    start, else its measurement's; and that time as written (a date without its year)."""
+    start, else its measurement's."""
+    launched, measured = _seconds(df["launched_at"]), _seconds(df["timestamp"])
+    return np.where(np.isnan(launched), measured, launched)
 
-    def seconds(column: Any) -> Any:
-        categories = pd.Index(column.cat.categories.astype(str))
-        parsed = pd.to_datetime(categories, format="ISO8601", utc=True, errors="coerce")
-        epoch = (parsed - pd.Timestamp("1970-01-01", tz="UTC")).total_seconds()
-        values = np.asarray(epoch, dtype=float)
-        return values[column.cat.codes.to_numpy()] if len(values) else np.full(len(column), np.nan)
 
-    launched, measured = seconds(df["launched_at"]), seconds(df["timestamp"])
-    when = np.where(np.isnan(launched), measured, launched)
-    launched_text = _per_category(df["launched_at"], str)
-    text = np.where(launched_text != "", launched_text, _per_category(df["timestamp"], str))
-    return when, text
+def _time_text(df: Any, positions: Any) -> str:
+    """The first time written at these rows (their launch's start, else their
+    measurement's), as written: a text without its year stays as printed."""
+    for column in TIME_COLUMNS:
+        values = df[column].iloc[positions]
+        present = values[values.notna() & (values.astype(str) != "")]
+        if len(present):
+            first = present.iloc[0]
+            if not isinstance(first, pd.Timestamp):
+                return str(first)
+            midnight = first == first.normalize()  # a date written without its time
+            return first.strftime("%Y-%m-%d" if midnight else "%Y-%m-%dT%H:%M:%S")
+    return ""
 
 
 def flag_rows(df: Any, findings: _Findings) -> None:
@@ -572,13 +627,8 @@ class _Baselines:
     drift: dict[Any, str]
     """Configurations whose baselines disagree, with the flag's sentence."""
     summary: list[Baseline]
-    launch_id: Any
-    """Each row's launch_id ("" where not recorded)."""
-    env_known: Any
-    recorded: Any
-    when: Any
-    when_text: Any
-    env_from: Any
+    provenance: _Provenance
+    """The rows' launches."""
     fingerprints: dict[Any, list[Any]]
     """Each configuration's baseline fingerprints, in file order."""
     sides: dict[Any, Any] = field(default_factory=dict)
@@ -668,12 +718,7 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         by_env,
         drift,
         summary,
-        _values_at(df["launch_id"], rows),
-        df["env_known"].to_numpy()[rows],
-        df["recorded"].to_numpy()[rows],
-        df["when"].to_numpy()[rows],
-        df["when_text"].to_numpy()[rows],
-        _values_at(df["env_from"], rows),
+        _Provenance.of(df, rows),
         {key: [fp for fp, _ in means] for key, means in envs_by_config.items()},
     )
 
@@ -818,14 +863,7 @@ def pair(
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
     decoded = df["decoded"].to_numpy(dtype=float)[rows]
     launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
-    provenance = _Provenance(
-        _values_at(df["launch_id"], rows),
-        df["env_known"].to_numpy()[rows],
-        df["recorded"].to_numpy()[rows],
-        df["when"].to_numpy()[rows],
-        df["when_text"].to_numpy()[rows],
-        _values_at(df["env_from"], rows),
-    )
+    provenance = _Provenance.of(df, rows)
     codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
     if findings.by_line:
         for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
@@ -861,44 +899,64 @@ def pair(
 class _Side:
     """What is recorded of the launches of some rows (a speculative run, or baselines)."""
 
-    launches: frozenset[str]
-    """Their launch_ids (those recorded)."""
+    launches: Any
+    """Their launches (codes of their launch_ids, where recorded; an array)."""
     known: bool
     """Every row's env holds its server's environment."""
     recorded: bool
     """Anything of a launch is recorded (an id, a time, settings)."""
     when: float
     """The earliest launch start, else measurement [s since the epoch]; NaN: no full date."""
-    when_text: str
-    """The first time as written, where none is a full date."""
     source: str
     """Where the first row's env came from (``env_from``)."""
     fingerprint: str
+    texts: Any = field(default=None, compare=False, repr=False)
+    """A function giving the first time written at these rows, as written (read only for a
+    flag's sentence)."""
+
+    @property
+    def when_text(self) -> str:
+        return self.texts() if self.texts is not None else ""
 
 
 @dataclass(frozen=True)
 class _Provenance:
-    """The launch columns of some rows, as arrays."""
+    """The launch columns of some rows (``rows``, positions in ``df``), as arrays."""
 
-    launch_id: Any
+    df: Any
+    rows: Any
+    launch_code: Any
     env_known: Any
     recorded: Any
     when: Any
-    when_text: Any
     env_from: Any
 
+    @classmethod
+    def of(cls, df: Any, rows: Any) -> _Provenance:
+        return cls(
+            df,
+            rows,
+            df["launch_code"].to_numpy()[rows],
+            df["env_known"].to_numpy()[rows],
+            df["recorded"].to_numpy()[rows],
+            df["when"].to_numpy()[rows],
+            _values_at(df["env_from"], rows),
+        )
+
     def side(self, at: Any, fp: str) -> _Side:
+        """What is recorded of the launches of the rows at ``at`` (positions in ``rows``),
+        whose fingerprint is ``fp``."""
         when = self.when[at]
         timed = when[~np.isnan(when)]
-        texts = [str(t) for t in self.when_text[at] if str(t)]
+        codes = self.launch_code[at]
         return _Side(
-            frozenset(str(x) for x in self.launch_id[at] if str(x)),
+            np.unique(codes[codes >= 0]),
             bool(self.env_known[at].all()),
             bool(self.recorded[at].any()),
             float(timed.min()) if len(timed) else math.nan,
-            texts[0] if texts else "",
             str(self.env_from[at[0]]) if len(at) else "",
             fp,
+            lambda: _time_text(self.df, self.rows[at]),
         )
 
 
@@ -972,14 +1030,11 @@ def _pick_baseline(
             )
         )
         return none, codes | {"baseline_missing"}, ""
-    if spec.launches:
-        ids = base.launch_id[candidates].astype(str)
-        same_launch = candidates[np.isin(ids, list(spec.launches))]
-        if len(same_launch):
-            return same_launch, codes, ""
-    provenance = _Provenance(
-        base.launch_id, base.env_known, base.recorded, base.when, base.when_text, base.env_from
-    )
+    if len(spec.launches):
+        ours = np.isin(base.provenance.launch_code[candidates], spec.launches, kind="table")
+        if ours.any():
+            return candidates[ours], codes, ""
+    provenance = base.provenance
     judged = {"fair": [], "unverified": [], "stale": []}
     for base_fp in base.fingerprints.get(config, []):
         at = base.by_env[(*config, base_fp)]
@@ -1198,7 +1253,7 @@ def _at_concurrency(value: float) -> str:
 def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """:func:`check` on a measurements CSV."""
 
-    data, _ = read_measurements(path, columns=COLUMNS_USED)
+    data, _ = read_measurements(path, columns=COLUMNS_USED, times=TIME_COLUMNS)
     return check(data, tolerance)
 
 
