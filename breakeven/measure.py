@@ -12,6 +12,7 @@ the command line spells them as its flags.  Secrets are read here and never show
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -147,6 +148,12 @@ def typed_run(
     its rate [tok/s], when it was measured (ISO 8601), the settings of its launch and, for a
     speculative run, its accept_len [tokens/cycle].  A bad date names its flag
     (``prefix`` + ``_at``)."""
+    if not (math.isfinite(tok_s) and tok_s > 0):
+        raise invalid_value(f"{prefix}_tok_s", tok_s, "a decode rate above 0 [tok/s]")
+    if accept_len is not None and not (math.isfinite(accept_len) and accept_len >= 1):
+        raise invalid_value(
+            "accept_len", accept_len, "a mean acceptance length of at least 1 [tokens/cycle]"
+        )
     if at is not None and parse_time(at) is None:
         raise invalid_value(
             f"{prefix}_at", at, "an ISO 8601 date or time, such as 2026-02-02 or 2026-02-26T16:41"
@@ -214,7 +221,7 @@ def compare_from_files(
             base = replace(base, env=baseline_env)
     else:
         raise BreakevenError(
-            "{0}: give a baseline file, or type one in with --baseline-tok-s", "baseline"
+            "BASELINE: give a baseline file, or type one in with {0}", "baseline_tok_s"
         )
     for name, value in (("baseline_at", baseline_at), ("spec_at", spec_at)):
         if (
@@ -236,7 +243,7 @@ def compare_from_files(
         )
     if not files and not typed:
         raise BreakevenError(
-            "{0}: give a speculative run's file, or type one in with --spec-tok-s", "specs"
+            "SPEC: give a speculative run's file, or type one in with {0}", "spec_tok_s"
         )
     runs = spec_runs(
         files,

@@ -307,3 +307,27 @@ def test_the_intervals_unit_is_the_launch_not_the_benchmark_call():
     assert interval.covers.startswith("within one run each")
     (interval,) = check(data.drop(columns=["launch_id"])).intervals
     assert interval.covers.startswith("across 2 and 2 runs")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--baseline-tok-s", "-5", "--spec-tok-s", "75.9"], "--baseline-tok-s: got -5.0"),
+        (["--baseline-tok-s", "nan", "--spec-tok-s", "75.9"], "--baseline-tok-s: got nan"),
+        (["--baseline-tok-s", "90", "--spec-tok-s", "0"], "--spec-tok-s: got 0.0"),
+        (["--baseline-tok-s", "90", "--spec-tok-s", "75.9", "--accept-len", "0.5"], "--accept-len"),
+        (
+            ["--baseline-tok-s", "90", "--baseline-at", "yesterday", "--spec-tok-s", "75"],
+            "ISO 8601",
+        ),
+        (["--baseline-at", "2026-02-02", "x.log", "y.log"], "--baseline-at: dates a typed-in"),
+        (["--spec-tok-s", "75.9"], "BASELINE: give a baseline file"),
+        (["--baseline-tok-s", "90"], "SPEC: give a speculative run's file"),
+        (["--baseline-tok-s", "90", "--accept-len", "2"], "--accept-len: goes with"),
+    ],
+)
+def test_a_typed_in_run_that_is_wrong_is_one_line_naming_its_flag(args, expected):
+    r = CliRunner().invoke(cli, ["compare", *args])
+    assert r.exit_code == 2, r.output
+    assert expected in r.output and len(r.output.strip().splitlines()) == 1
+    assert "Traceback" not in r.output
