@@ -1,15 +1,9 @@
-"""Every splitter is linear: doubling a line's length at most about doubles its parse time.
-
-Measured as a ratio within one run (best of several repeats, so that a busy machine's noise
-cancels): a quadratic splitter, such as the old ``logs._fields`` that built a line with
-``+=``, takes four times as long on a line twice as long, and a 1 MB line took 5.5 s.  The
-bound (3) is generous for a noisy 2-CPU machine; the sizes make a line's own cost dominate
-each call.
-"""
+"""Long lines are read right: the inputs whose parse time was once quadratic in a line's
+length (a splitter that built a line with ``+=``, a URL scheme tried at every position) give
+their records and texts whole.  How their time grows with their length is a speed figure, in
+``benchmarks/linear_time.py`` (a timing ratio is not a test: these machines are shared)."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -17,25 +11,6 @@ from breakeven.credentials import hide_url_passwords
 from breakeven.formatting import printable
 from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest
-
-RATIO = 3.0
-REPEATS = 5
-
-
-def _best(call) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def _ratio(make, size: int) -> float:
-    """Time of ``make(2 * size)`` over time of ``make(size)``, each the best of REPEATS."""
-    small, large = make(size), make(2 * size)
-    small()  # warm: imports, compiled patterns
-    return _best(large) / _best(small)
 
 
 # Log lines of each kind ingest reads, made long where a line can grow: a list of
@@ -89,40 +64,34 @@ LINES = {
 
 
 @pytest.mark.parametrize("kind", list(LINES))
-def test_ingest_parses_a_line_in_linear_time(tmp_path, kind):
+def test_ingest_reads_a_long_line_of_each_kind(tmp_path, kind):
     line, size = LINES[kind]
+    path = tmp_path / f"{kind}.log"
+    path.write_text(line(size) * 4)
+    records = ingest([path]).records
+    assert records, kind
+    if kind == "vllm":
+        assert {r["num_spec_tokens"] for r in records} == {size}  # one rate per position
+    if kind == "llamacpp":
+        assert {r["accept_len"] for r in records} == {1.5}
+    if kind == "sglang":
+        assert {r["accept_len"] for r in records} == {2.17}
 
-    def make(n):
-        path = tmp_path / f"{kind}-{n}.log"
-        path.write_text(line(n) * 4)
-        return lambda: ingest([path])
 
-    assert len(make(size // 100)().records) >= 1  # the lines are read, not skipped
-    assert _ratio(make, size) < RATIO
-
-
-def test_printed_tables_split_in_linear_time():
-    def make(n):
-        text = _table(n) * 20
-        return lambda: parse_result_tables(text)
-
-    assert _ratio(make, 100_000) < RATIO
+def test_a_printed_table_with_a_long_line_is_split():
+    tables, unfinished = parse_result_tables(_table(100_000) * 20)
+    assert len(tables) == 20 and unfinished is None
+    assert {t["mean_tpot_ms"] for _, t in tables} == {12.5}
 
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "x" * 200_000,  # one long word: a URL scheme tried at every position was quadratic
-        "http://" + "u" * 200_000,
-        "a:" * 100_000,
-    ],
+    ["x" * 200_000, "http://" + "u" * 200_000, "a:" * 100_000],
     ids=["word", "userinfo", "colons"],
 )
-def test_url_passwords_are_hidden_in_linear_time(text):
-    def make(n):
-        return lambda: hide_url_passwords(text[:n])
-
-    assert _ratio(make, len(text) // 2) < RATIO
+def test_long_texts_without_a_password_are_left_whole(text):
+    assert hide_url_passwords(text) == text
+    assert hide_url_passwords(text + " http://u:pw@h/") == text + " http://u:***@h/"
 
 
 @pytest.mark.parametrize(
@@ -130,8 +99,5 @@ def test_url_passwords_are_hidden_in_linear_time(text):
     ["\x1b[" + "1" * 100_000, "\x1b]" + "t" * 100_000, "\x1b[" * 50_000],
     ids=["csi", "osc", "many"],
 )
-def test_control_characters_are_stripped_in_linear_time(text):
-    def make(n):
-        return lambda: printable(text[:n])
-
-    assert _ratio(make, len(text) // 2) < RATIO
+def test_long_control_sequences_are_stripped(text):
+    assert "\x1b" not in printable(text)
