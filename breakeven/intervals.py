@@ -218,9 +218,17 @@ def interval_of(
         return SpeedupInterval(ratio, ratio, ratio, covers, method)
     df = se_log**4 / (rel_s**4 / s.df + rel_b**4 / b.df)  # Welch-Satterthwaite
     t = float(stdtrit(df, (1 + confidence) / 2))
-    return SpeedupInterval(
-        ratio, ratio * math.exp(-t * se_log), ratio * math.exp(t * se_log), covers, method
-    )
+    half = t * se_log  # the half-width on the log scale
+    if not half < _MAX_LOG_HALF_WIDTH:  # a side's error dwarfs its mean: no bound above
+        return SpeedupInterval(ratio, 0.0, math.inf, covers, method)
+    return SpeedupInterval(ratio, ratio * math.exp(-half), ratio * math.exp(half), covers, method)
+
+
+_MAX_LOG_HALF_WIDTH = 700.0
+"""Beyond this half-width on the log scale, ``exp`` overflows a float: the interval is then
+(0, inf).  One real case: ``vllm bench serve`` at concurrency 4 on a loaded machine, whose
+client read a request's tokens all at once, so that its decode time was near 0 and its rate
+huge."""
 
 
 def verdict(speedup: float, low: float, high: float) -> str:

@@ -152,3 +152,18 @@ def test_without_tokens_a_rate_is_the_mean_and_runs_are_the_unit():
     two = side_of_launches([10.0, 30.0, 20.0, 20.0], ["a", "a", "b", "b"], [30.0] * 4)
     assert two.launches == 2 and two.mean == pytest.approx((15.0 + 20.0) / 2)
     assert two.method == "across 2 runs"
+
+
+def test_an_error_that_dwarfs_its_mean_gives_an_unbounded_interval_not_an_overflow():
+    """A side whose standard error is a thousand times its mean (a request whose tokens were
+    read all at once: a decode time near 0, a rate near infinity) once overflowed exp()."""
+    import math
+
+    from breakeven.intervals import MeanEstimate, interval_of, verdict
+
+    spec = MeanEstimate(100.0, 1e5, 1.0, 2, "across 2 runs")
+    base = MeanEstimate(50.0, 1.0, 10.0, 2, "across 2 runs")
+    interval = interval_of(spec, base)
+    assert interval.speedup == 2.0
+    assert interval.low == 0.0 and interval.high == math.inf
+    assert verdict(interval.speedup, interval.low, interval.high) == "within noise"
