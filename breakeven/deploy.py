@@ -107,21 +107,60 @@ def _sglang(plan: Any, base: dict[str, Any], config_path: str | None) -> dict[st
     return {"config": file, "flags": flags, "config_path": path, "notes": notes}
 
 
+SPECULATION_ENGINES = ("vllm", "sglang", "llamacpp")
+"""Engines whose fixed-k speculation flags :func:`speculation_args` writes."""
+
+
+def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) -> list[str]:
+    """The command-line arguments that make a server speculate with ``k`` draft tokens (a
+    chain), as each engine reads them; none for k = 0 (the baseline).  ``base`` is the rest of
+    the speculative config: its ``method`` and draft ``model``.
+
+    - vLLM: ``--speculative-config JSON``, ``SpeculativeConfig``'s fields ``method``,
+      ``model`` and ``num_speculative_tokens`` (``vllm/config/speculative.py``).
+    - SGLang: ``--speculative-algorithm`` (upper case), ``--speculative-draft-model-path``,
+      ``--speculative-num-steps k --speculative-eagle-topk 1
+      --speculative-num-draft-tokens k+1``: a chain verifies k + 1 tokens
+      (``python/sglang/srt/server_args.py``).
+    - llama.cpp: ``--spec-type draft-simple --spec-draft-model PATH --spec-draft-n-max k
+      --spec-draft-n-min 0`` (``common/arg.cpp``; the suite's llama-server runs them).
+    """
+    base = dict(base or {})
+    if engine not in SPECULATION_ENGINES:
+        raise BreakevenError(
+            "{0}: got " + repr(engine) + f", expected one of {SPECULATION_ENGINES}", "engine"
+        )
+    if k == 0:
+        return []
+    if engine == "sglang":
+        algorithm = str(base.get("method") or "EAGLE3").upper()
+        args = ["--speculative-algorithm", algorithm]
+        if base.get("model"):
+            args += ["--speculative-draft-model-path", str(base["model"])]
+        return [
+            *args,
+            *("--speculative-num-steps", str(k), "--speculative-eagle-topk", "1"),
+            *("--speculative-num-draft-tokens", str(k + 1)),
+        ]
+    if engine == "llamacpp":
+        if not base.get("model"):
+            raise BreakevenError("{0}: llama.cpp drafts with a draft model: give its path", "draft")
+        return [
+            *("--spec-type", "draft-simple", "--spec-draft-model", str(base["model"])),
+            *("--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"),
+        ]
+    config = {**base, "num_speculative_tokens": k}
+    return ["--speculative-config", json.dumps(config, separators=(", ", ": "))]
+
+
 def _fixed(k: int, engine: str, base: dict[str, Any]) -> dict[str, Any]:
     """One k at every batch: no schedule to configure."""
     note = "one range: the same k at every batch size, so no schedule is needed"
+    shape = "sglang" if engine == "sglang" else "vllm"  # vllm-legacy takes the same config
+    flags = " ".join(shlex.quote(a) for a in speculation_args(shape, k, base))
     if engine == "sglang":
-        algorithm = str(base.get("method") or "EAGLE3").upper()
-        return {
-            "config": None,
-            "flags": f"--speculative-algorithm {shlex.quote(algorithm)} "
-            f"--speculative-num-steps {k} --speculative-eagle-topk 1 "
-            f"--speculative-num-draft-tokens {k + 1}",
-            "notes": [note],
-        }
-    config = {**base, "num_speculative_tokens": k}
-    text = json.dumps(config, separators=(", ", ": "))
-    return {"config": config, "flags": f"--speculative-config {shlex.quote(text)}", "notes": [note]}
+        return {"config": None, "flags": flags, "notes": [note]}
+    return {"config": {**base, "num_speculative_tokens": k}, "flags": flags, "notes": [note]}
 
 
 def render(
@@ -174,4 +213,10 @@ def engine_shape(engine: str) -> str:
     return "threshold" if engine == "vllm-legacy" else "ranges"
 
 
-__all__: Sequence[str] = ("SCHEDULE_ENGINES", "engine_shape", "render")
+__all__: Sequence[str] = (
+    "SCHEDULE_ENGINES",
+    "SPECULATION_ENGINES",
+    "engine_shape",
+    "render",
+    "speculation_args",
+)

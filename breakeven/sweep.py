@@ -1,0 +1,208 @@
+"""``breakeven sweep``'s plan: the launches of one experiment, in the order they run.
+
+A sweep measures a plain server (k = 0, the baseline) and the same server speculating with each
+k, at each load, ``repeats`` times.  Each (repeat, k) is a launch of its own: a server start, so
+that repeats are launches and an interval covers launch-to-launch variation.  Launches are
+interleaved (baseline, k = 2, k = 4, baseline, k = 2, ...), never all baselines first: a drift
+of the machine over the sweep then falls on every configuration alike.
+
+The serve command is the plain one; each launch adds its engine's own speculation flags
+(:func:`breakeven.deploy.speculation_args`).  ``{port}`` in it is the launch's port.
+
+This module plans and estimates; it starts nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from breakeven.deploy import SPECULATION_ENGINES, speculation_args
+from breakeven.errors import BreakevenError, invalid_value
+
+MAX_LAUNCHES = 1000
+"""More launches than this is a typing mistake (a sweep of 1,000 server starts)."""
+
+
+@dataclass(frozen=True)
+class SweepLaunch:
+    """One planned server start."""
+
+    index: int
+    """Its place in the sweep, from 1."""
+    repeat: int
+    """Which repeat of its configuration, from 1."""
+    num_spec_tokens: int
+    """k [tokens]; 0 for the baseline."""
+    label: str
+    """Its rows' label: ``baseline`` or ``{method}-k{k}``."""
+    argv: tuple[str, ...]
+    """The command that starts it, ``{port}`` filled in."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Every launch of a sweep, in order, and what it costs at most."""
+
+    engine: str
+    launches: tuple[SweepLaunch, ...]
+    concurrency: tuple[int, ...]
+    """The load levels each launch runs [requests in flight]."""
+    requests: tuple[int, ...]
+    """Requests at each level."""
+    max_tokens: int
+    """Tokens per request [tokens]."""
+    ready_timeout_s: float
+    """The longest a launch may take to become ready [s]."""
+
+    @property
+    def requests_per_launch(self) -> int:
+        return sum(self.requests)
+
+    def start_bound_s(self) -> float:
+        """The longest the starts may take in all [s]: each launch up to the ready timeout."""
+        return len(self.launches) * self.ready_timeout_s
+
+    def measure_s(self, tok_s: float) -> float:
+        """The measurement's time [s] at a per-sequence rate ``tok_s`` [tok/s]: each level's
+        requests in waves of its concurrency, each request ``max_tokens`` long."""
+        waves = sum(math.ceil(r / c) for r, c in zip(self.requests, self.concurrency, strict=True))
+        return len(self.launches) * waves * self.max_tokens / tok_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "launches": [asdict(launch) for launch in self.launches],
+            "concurrency": list(self.concurrency),
+            "requests": list(self.requests),
+            "max_tokens": self.max_tokens,
+            "ready_timeout_s": self.ready_timeout_s,
+            "start_bound_s": self.start_bound_s(),
+        }
+
+    def report(self, tok_s: float = 20.0) -> str:
+        """The launches in order, and the time they take: the starts at most, the
+        measurement at ``tok_s`` [tok/s per sequence] (a slow large model's rate)."""
+        lines = [
+            f"{len(self.launches)} launches of {self.engine}, in this order (each runs "
+            f"concurrency {', '.join(map(str, self.concurrency))}, "
+            f"{self.requests_per_launch} requests of {self.max_tokens} tokens):"
+        ]
+        for launch in self.launches:
+            lines.append(
+                f"  {launch.index:>3}. {launch.label} (repeat {launch.repeat}): "
+                + shlex.join(launch.argv)
+            )
+        starts = self.start_bound_s()
+        measure = self.measure_s(tok_s)
+        lines.append(
+            f"Time: starts at most {_duration(starts)} ({len(self.launches)} x --ready-timeout "
+            f"{self.ready_timeout_s:g} s), measuring about {_duration(measure)} at {tok_s:g} tok/s "
+            f"per sequence: at most {_duration(starts + measure)} in all."
+        )
+        return "\n".join(lines) + "\n"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def serve_argv(serve: str, port: int) -> list[str]:
+    """The serve command as arguments, ``{port}`` filled in (a command that names no
+    ``{port}`` keeps its own)."""
+    try:
+        words = shlex.split(serve)
+    except ValueError as e:
+        raise invalid_value("serve", serve, f"a command line ({e})") from None
+    if not words:
+        raise invalid_value("serve", serve, "the command that starts the server")
+    return [w.replace("{port}", str(port)) for w in words]
+
+
+def plan_sweep(
+    serve: str,
+    engine: str,
+    num_spec_tokens: Sequence[int],
+    *,
+    method: str | None = None,
+    draft: str | None = None,
+    concurrency: Sequence[int] = (1,),
+    repeats: int = 1,
+    requests: int | None = None,
+    max_tokens: int = 256,
+    ready_timeout_s: float = 600.0,
+    port: int = 8000,
+) -> SweepPlan:
+    """The launches of a sweep, interleaved: for each repeat, every k in the order given
+    (k = 0, the baseline, first if it is not given: a sweep without a baseline has no
+    answer).
+
+    Parameters
+    ----------
+    serve : str
+        The plain server command; ``{port}`` stands for ``port``.
+    engine : str
+        One of :data:`breakeven.deploy.SPECULATION_ENGINES`: whose flags to add.
+    num_spec_tokens : sequence of int
+        The k to measure [tokens]; 0 is the baseline.
+    method, draft : str, optional
+        The drafting method (``eagle3``, ``draft_model``, ``ngram``, ...) and the draft
+        model's path, for the engine's flags.
+    concurrency : sequence of int
+        The load levels of every launch [requests in flight].
+    repeats : int
+        Launches of each configuration.
+    requests : int, optional
+        Requests per level (default: 4 x concurrency, at least 8, as bench).
+    max_tokens : int
+        Tokens per request.
+    ready_timeout_s : float
+        The longest a launch may take to become ready [s].
+    """
+    if engine not in SPECULATION_ENGINES:
+        raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
+    ks = list(dict.fromkeys(int(k) for k in num_spec_tokens))
+    if any(k < 0 for k in ks):
+        raise invalid_value("num_spec_tokens", ks, "draft tokens of 0 (the baseline) or more")
+    if 0 not in ks:
+        ks.insert(0, 0)
+    if len(ks) < 2:
+        raise BreakevenError(
+            "{0}: got only the baseline (k = 0); give at least one k above 0", "num_spec_tokens"
+        )
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise invalid_value("repeats", repeats, "a whole number of launches, at least 1")
+    if len(ks) * repeats > MAX_LAUNCHES:
+        raise invalid_value(
+            "repeats", repeats, f"at most {MAX_LAUNCHES} launches in all ({len(ks)} k per repeat)"
+        )
+    levels = tuple(int(c) for c in concurrency)
+    if not levels or any(c < 1 for c in levels):
+        raise invalid_value("concurrency", list(concurrency), "load levels of 1 or more")
+    base = {key: value for key, value in (("method", method), ("model", draft)) if value}
+    name = (method or "spec").lower()
+    argv = serve_argv(serve, port)
+    launches = []
+    for repeat in range(1, repeats + 1):
+        for k in ks:
+            launches.append(
+                SweepLaunch(
+                    len(launches) + 1,
+                    repeat,
+                    k,
+                    "baseline" if k == 0 else f"{name}-k{k}",
+                    (*argv, *speculation_args(engine, k, base)),
+                )
+            )
+    per_level = tuple(requests or max(8, 4 * c) for c in levels)
+    return SweepPlan(engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s)
+
+
+__all__: Sequence[str] = ("SweepLaunch", "SweepPlan", "plan_sweep", "serve_argv")
