@@ -743,7 +743,11 @@ class Bench:
         )
         self.launch = launch
         self.launched_at = started_iso(launch.started)
-        self.launch_id = f"{parts.netloc}@{self.launched_at}" if self.launched_at else ""
+        pid = launch.where.split()[1] if launch.where.startswith("pid ") else ""
+        # A launch's start to the second, and its process where known: two launches on one
+        # port a second apart (a fast test server) are still two.
+        ident = f"{parts.netloc}@{self.launched_at}" + (f"#{pid}" if pid else "")
+        self.launch_id = ident if self.launched_at else ""
         if launch.note:
             self.warn(launch.note)
 

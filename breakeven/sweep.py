@@ -57,6 +57,8 @@ class SweepPlan:
     """Tokens per request [tokens]."""
     ready_timeout_s: float
     """The longest a launch may take to become ready [s]."""
+    port: int = 8000
+    """The port ``{port}`` stands for in the serve command."""
 
     @property
     def requests_per_launch(self) -> int:
@@ -80,6 +82,7 @@ class SweepPlan:
             "requests": list(self.requests),
             "max_tokens": self.max_tokens,
             "ready_timeout_s": self.ready_timeout_s,
+            "port": self.port,
             "start_bound_s": self.start_bound_s(),
         }
 
@@ -202,7 +205,7 @@ def plan_sweep(
                 )
             )
     per_level = tuple(requests or max(8, 4 * c) for c in levels)
-    return SweepPlan(engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s)
+    return SweepPlan(engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s, port)
 
 
 __all__: Sequence[str] = ("SweepLaunch", "SweepPlan", "plan_sweep", "serve_argv")
