@@ -23,6 +23,8 @@ from typing import Any
 from breakeven.deploy import SPECULATION_ENGINES, speculation_args
 from breakeven.errors import BreakevenError, invalid_value
 
+MAX_READY_S = 86_400.0
+"""The longest a launch may take to become ready [s]: a day."""
 MAX_LAUNCHES = 1000
 """More launches than this is a typing mistake (a sweep of 1,000 server starts)."""
 
@@ -186,6 +188,18 @@ def plan_sweep(
         raise invalid_value(
             "repeats", repeats, f"at most {MAX_LAUNCHES} launches in all ({len(ks)} k per repeat)"
         )
+    if not (isinstance(ready_timeout_s, (int, float)) and 0 < ready_timeout_s <= MAX_READY_S):
+        raise invalid_value(
+            "ready_timeout_s", ready_timeout_s, f"seconds above 0, at most {MAX_READY_S:g}"
+        )
+    if not (isinstance(max_tokens, int) and 2 <= max_tokens <= 1_000_000):
+        raise invalid_value(
+            "max_tokens", max_tokens, "a whole number of tokens from 2 to 1,000,000"
+        )
+    if requests is not None and not (isinstance(requests, int) and 1 <= requests <= 1_000_000):
+        raise invalid_value("requests", requests, "a whole number from 1 to 1,000,000")
+    if not (isinstance(port, int) and 1 <= port <= 65535):
+        raise invalid_value("port", port, "a port number from 1 to 65535")
     levels = tuple(int(c) for c in concurrency)
     if not levels or any(c < 1 for c in levels):
         raise invalid_value("concurrency", list(concurrency), "load levels of 1 or more")

@@ -202,6 +202,10 @@ VALID = {
         "<in:case_study> <in:case_study> --fail-if slower",
     ],
     ("bench",): ["--label b --requests 2 --max-tokens 8"],
+    ("sweep",): [
+        "--serve vllm_serve_m_--port_{port} --engine vllm --method ngram -k 0,2 --repeats 2",
+        "--serve llama-server --engine llamacpp --draft d.gguf -k 2,4 --concurrency 1,4",
+    ],
     ("batch",): [
         *_BATCH,
         "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16",
@@ -232,6 +236,8 @@ VALID = {
     ],
 }
 BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--ready-timeout", "0.2"]
+SWEEP_FIXED = ["--plan"]
+"""sweep is fuzzed planning only: a fuzzed --serve is never run."""
 
 # Inputs: good files, and every kind of file that is not what a command expects.
 INPUTS = [
@@ -469,7 +475,7 @@ def _arguments(draw: Any, path: tuple[str, ...]) -> list[str]:
     args = _mutated(command, base, draw)
     if any(p.name == "as_json" for p in command.params) and draw(st.booleans()):
         args["as_json"] = ["--json"]
-    fixed = BENCH_FIXED if path == ("bench",) else []
+    fixed = {("bench",): BENCH_FIXED, ("sweep",): SWEEP_FIXED}.get(path, [])
     return [*path, *fixed, *(a for part in args.values() for a in part)]
 
 

@@ -95,3 +95,21 @@ def test_resume_skips_what_is_done_and_a_used_directory_is_refused(tmp_path):
     assert len(rows(out / "runs.csv")) == before  # nothing done twice
     with pytest.raises(BreakevenError, match="nothing to resume"):
         run_sweep(plan, str(tmp_path / "other"), _bench(), resume=True)
+
+
+def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
+    from click.testing import CliRunner
+
+    from breakeven.cli import cli
+
+    port = free_port()
+    out = tmp_path / "sweep"
+    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--method", "ngram", "-k", "0,3"]
+    args += ["--port", str(port), "--max-tokens", "16", "--requests", "2", "--out", str(out)]
+    r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
+    assert r.exit_code == 0, r.output
+    assert "launch 1/2 (baseline): starting" in r.output
+    assert "2 of 2 launches measured" in r.output
+    assert "Speculative runs against the baseline" in r.output  # check's report
+    r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
+    assert r.exit_code == 2 and "--resume" in r.output

@@ -12,10 +12,10 @@ click and breakeven's light modules; the analysis is imported inside the command
 
 from __future__ import annotations
 
-from breakeven.cli import bench, fitting, fleet, measurements, plots, predict
+from breakeven.cli import bench, fitting, fleet, measurements, plots, predict, sweep
 from breakeven.cli.group import cli
 
-COMMAND_MODULES = (predict, measurements, fitting, bench, fleet, plots)
+COMMAND_MODULES = (predict, measurements, fitting, bench, fleet, plots, sweep)
 """The modules whose import registers the commands on :data:`cli`."""
 
 

@@ -227,6 +227,17 @@ def json_object(ctx: click.Context, param: click.Parameter, value: str | None) -
     return data
 
 
+def draft_lengths(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    """``0 2 4`` or ``0,2,4``: k [tokens], 0 (the baseline) or more."""
+    try:
+        found = tuple(int(v) for v in value.replace(",", " ").split())
+    except ValueError:
+        raise click.BadParameter(f"got {value!r}, expected whole numbers such as 0 2 4") from None
+    if not found or any(v < 0 for v in found):
+        raise click.BadParameter(f"got {value!r}, expected draft tokens >= 0")
+    return found
+
+
 def levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
     """``1 8 32`` or ``1,8,32``: request counts >= 1."""
     try:
