@@ -262,6 +262,7 @@ CHOICES = {
     ("fit", "draft_cost"): fit.DRAFT_COSTS,
     ("schedule", "engine"): deploy.SCHEDULE_ENGINES,
     ("plot", "schedule", "engine"): deploy.SCHEDULE_ENGINES,
+    ("sweep", "engine"): deploy.SPECULATION_ENGINES,
     ("optimize", "fit"): costs.FORMS,
     ("batch", "fit"): costs.FORMS,
     ("schedule", "fit"): costs.FORMS,

@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import Values, draft_lengths, levels
+from breakeven.cli.params import LibraryChoice, Values, draft_lengths, levels
 
 
 @cli.command()
@@ -24,7 +24,7 @@ from breakeven.cli.params import Values, draft_lengths, levels
 @click.option(
     "--engine",
     required=True,
-    type=click.Choice(["vllm", "sglang", "llamacpp"]),
+    type=LibraryChoice("breakeven.deploy", "SPECULATION_ENGINES"),
     help="Whose speculation flags to add.",
 )
 @click.option("--method", help="Drafting method: eagle3, draft_model, ngram, mtp, ...")
