@@ -35,9 +35,23 @@ collectives (``NCCL_*``), devices (``CUDA_*``), the engines (``VLLM_*``, ``SGLAN
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 """A variable whose name holds one of these is dropped, even under :data:`ENV_PREFIXES`
 (``VLLM_API_KEY`` is a vLLM variable)."""
-_SECRET_WORDS = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials"}
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "passwd",
+        "credential",
+        "credentials",
+    }
 )
+"""A setting whose name holds one of these words (split at ``-``, ``_``, ``.`` and spaces)
+has a secret value, written ``***``: ``--api-key``, ``hf_token``, ``db-password``
+(``tokens``, as in ``--max-num-batched-tokens``, is not one)."""
 ENV_SOURCES = {
     "server": "the server's own process (its command line and environment, read on its host)",
     "file": "a file the user named (--server-env-from: a unit, docker inspect or KEY=VALUE "
@@ -109,18 +123,20 @@ def server_environment(environ: Mapping[str, str]) -> list[str]:
     under :data:`ENV_PREFIXES`, less those holding a secret's name; whitespace in a value
     written as ``_`` (pairs are separated by spaces)."""
     return sorted(
-        f"{name}={_one_word(value)}"
+        f"{name}={one_word(value)}"
         for name, value in environ.items()
         if name.startswith(ENV_PREFIXES) and not secret_name(name)
     )
 
 
-def _secret_flag(flag: str) -> bool:
-    words = set(re.split(r"[-_]+", flag.lower().lstrip("-")))
-    return bool(words & _SECRET_WORDS) or "api_key" in flag.lower().replace("-", "_")
+def is_secret_key(key: str) -> bool:
+    """Whether a setting's name is a secret's (:data:`SECRET_WORDS`)."""
+    return any(word in SECRET_WORDS for word in re.split(r"[-_.\s]+", key.lower()))
 
 
-def _one_word(value: str) -> str:
+def one_word(value: str) -> str:
+    """A value as one ``env`` word: whitespace as ``_``, a URL's password hidden, ``""`` when
+    empty."""
     return hide_url_passwords(re.sub(r"\s+", "_", value.strip())) or '""'
 
 
@@ -141,12 +157,12 @@ def server_arguments(argv: Sequence[str]) -> list[str]:
                 value, eq = words[i], "="
                 i += 1
             if eq:
-                shown = MASK if _secret_flag(flag) else _one_word(value)
+                shown = MASK if is_secret_key(flag) else one_word(value)
                 pairs.append(f"{flag}={shown}")
             else:
                 pairs.append(flag)
         else:
-            pairs.append(f"arg={_one_word(word)}")
+            pairs.append(f"arg={one_word(word)}")
     return pairs
 
 
@@ -171,7 +187,7 @@ def secret_free(pairs: Iterable[str]) -> list[str]:
         name, eq, _ = item.partition("=")
         if is_environment_key(item) and secret_name(name):
             continue
-        if eq and _secret_flag(name):
+        if eq and is_secret_key(name):
             item = f"{name}={MASK}"
         kept.append(hide_url_passwords(item))
     return kept
@@ -229,8 +245,10 @@ __all__: Sequence[str] = (
     "age_text",
     "fingerprint",
     "is_client_key",
+    "is_secret_key",
     "is_spec_key",
     "launch_text",
+    "one_word",
     "parse_time",
     "secret_free",
     "server_arguments",

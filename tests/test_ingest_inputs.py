@@ -379,8 +379,12 @@ _LINE = st.one_of(
 
 
 def _view(result):
+    """The records as they compare across ways of reading one text: ``source`` and
+    ``launch_id`` cite the file (``mix.log`` or ``mix.log.gz``), so only their lines count."""
     return [
-        {k: v for k, v in r.items() if k != "source"} | {"line": r["source"].rpartition(":")[2]}
+        {k: v for k, v in r.items() if k not in ("source", "launch_id")}
+        | {"line": r["source"].rpartition(":")[2]}
+        | {"launch_line": (r.get("launch_id") or "").rpartition(":")[2]}
         for r in result.records
     ]
 

@@ -108,14 +108,7 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     metavar="N",
     help="Threads for reading text (default: one per CPU).",
 )
-@click.option(
-    "--year",
-    "year",
-    type=Bounded(1970, 2100),
-    metavar="YYYY",
-    help="The year of dates logged without one (vLLM's MM-DD HH:MM:SS): timestamp and "
-    "launched_at then read YYYY-MM-DDTHH:MM:SS. Without it they stay as printed.",
-)
+@o.year
 @o.json_option
 def ingest(
     files: tuple[str, ...],
@@ -331,14 +324,7 @@ def check_command(
     "first, coloured, then the table, flags and figures (created if missing).",
 )
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
-@click.option(
-    "--year",
-    "year",
-    type=Bounded(1970, 2100),
-    metavar="YYYY",
-    help="The year of dates logged without one (vLLM's MM-DD HH:MM:SS): timestamp and "
-    "launched_at then read YYYY-MM-DDTHH:MM:SS. Without it they stay as printed.",
-)
+@o.year
 @o.schedule_file
 @o.json_option
 def compare_command(

@@ -294,6 +294,16 @@ fit_file = options(
 )
 
 # What breakeven schedule printed, for check and compare.
+year = click.option(
+    "--year",
+    "year",
+    type=Bounded(1970, 2100),
+    metavar="YYYY",
+    help="The year of dates logged without one (vLLM's MM-DD HH:MM:SS): timestamp and "
+    "launched_at then read YYYY-MM-DDTHH:MM:SS. Without it they stay as printed.",
+)
+"""``ingest`` and ``compare``'s ``--year``."""
+
 schedule_file = click.option(
     "--schedule",
     "schedule_file",

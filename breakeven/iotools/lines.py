@@ -36,6 +36,7 @@ import polars as pl
 from breakeven.credentials import MASK, hide_url_passwords
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
+from breakeven.provenance import is_secret_key
 
 PARSE_ROWS = 20_000  # marked lines parsed together (at most a block's more)
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
@@ -118,16 +119,6 @@ def with_pending(
 # ``env`` and ``launch_line`` (the line that started the launch: the scanner cites it as
 # ``launch_id``).
 LAUNCH_COLUMNS = {"launch_line": pl.Int64, "launched_at": pl.String, "env": pl.String}
-SECRET_WORDS = frozenset(
-    {"key", "token", "secret", "secrets", "password", "passwords", "credential", "credentials"}
-)
-"""A key holding one of these words (split at ``_``, ``-`` and ``.``) has a secret value:
-``api_key``, ``hf_token``, ``db-password``."""
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether ``key`` names a secret (:data:`SECRET_WORDS`)."""
-    return any(word in SECRET_WORDS for word in re.split(r"[_.\-\s]+", key.lower()))
 
 
 def env_text(pairs: Any) -> str | None:

@@ -36,6 +36,7 @@ from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
 from breakeven.iotools.sources import read_whole
 from breakeven.provenance import (
     is_environment_key,
+    one_word,
     secret_free,
     server_arguments,
     server_environment,
@@ -381,7 +382,7 @@ would be written on every row)."""
 
 def _word(value: Any) -> str:
     text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else value
-    word = "_".join(str(text).split()) or '""'
+    word = one_word(str(text))
     return word if len(word) <= MAX_VALUE_CHARS else word[: MAX_VALUE_CHARS - 3] + "..."
 
 
