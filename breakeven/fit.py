@@ -84,6 +84,11 @@ COLUMNS_USED = (
     "spec_topk",
     "verify_tokens",
     "num_drafts",
+    # bench's rows: the server's view of a level (origin=server, its run_id) and each
+    # request's tokens, which weigh its rate in a ratio of sums (pooling.decoded_tokens).
+    "origin",
+    "run_id",
+    "completion_tokens",
 )
 
 

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from breakeven.formatting import check_html, compare_rows, fleet_html, html_table, printable
+from breakeven.formatting import (
+    check_html,
+    compare_rows,
+    fit_html,
+    fleet_html,
+    html_table,
+    printable,
+    schedule_html,
+)
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.quantities import number_text
@@ -153,6 +161,58 @@ def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
 <h2>Figures</h2>
 {figures}"""
     return _page(title, body)
+
+
+SWEEP_TITLE = "Speculative decoding: the sweep's answer"
+"""The title of ``breakeven sweep``'s page."""
+
+
+def sweep_page(data: dict[str, Any]) -> str:
+    """The report page of a sweep (a :class:`~breakeven.sweep_answer.SweepAnswer`'s
+    ``to_dict()``): the best k at each load and the config to paste first, coloured as
+    compare's headlines, then check's runs and flags, the fit, the schedule and the notes."""
+    check = data["check"]
+    best = "".join(
+        f'<p class="headline {"win" if b["num_spec_tokens"] else "noise"}">'
+        f"Concurrency {b['concurrency']:g}: {html.escape(printable(b['why']))}</p>"
+        + (
+            f"<p>Flags ({html.escape(data['engine'])}): "
+            f"<code>{html.escape(printable(b['flags']))}</code></p>"
+            if b["flags"]
+            else ""
+        )
+        for b in data["best"]
+    )
+    schedule = data.get("schedule")
+    figures = _figures(
+        [
+            ("Measured against predicted speedup", lambda p: p.measured_vs_predicted(check)),
+            ("Where each run sits on the speedup surface", lambda p: p.runs_surface(check)),
+        ]
+    )
+    notes = "".join(f"<li>{html.escape(printable(n))}</li>" for n in data["notes"])
+    body = f"""<h1>{SWEEP_TITLE}</h1>
+{best}
+{_made_by("breakeven sweep", os.path.join(data["directory"], "runs.csv"))}
+<h2>Flags</h2>
+{_flags_html(check["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
+<h2>Runs</h2>
+{check_html(check, flags=False)}
+<h2>Fitted costs</h2>
+{fit_html(data["fit"]) if data.get("fit") else '<p class="missing">No fit (see the notes).</p>'}
+<h2>Schedule by batch</h2>
+{schedule_html(schedule) if schedule else '<p class="missing">No schedule (see the notes).</p>'}
+{"<h2>Notes</h2><ul>" + notes + "</ul>" if notes else ""}
+<h2>Figures</h2>
+{figures}
+{_HOW_TO_READ.format(tolerance=check["tolerance"])}"""
+    return _page(SWEEP_TITLE, body)
+
+
+def write_sweep_report(data: dict[str, Any], directory: str) -> str:
+    """The sweep's page in ``directory/report.html``, atomically (the sweep's own: replaced
+    when the answer is made again); returns its path."""
+    return _write_page(directory, True, lambda: sweep_page(data))
 
 
 def compare_page(result: Any) -> str:

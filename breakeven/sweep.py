@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven.deploy import SPECULATION_ENGINES, speculation_args
@@ -61,6 +61,8 @@ class SweepPlan:
     """The longest a launch may take to become ready [s]."""
     port: int = 8000
     """The port ``{port}`` stands for in the serve command."""
+    speculation: dict[str, str] = field(default_factory=dict)
+    """The speculative config without k: its ``method`` and draft ``model``."""
 
     @property
     def requests_per_launch(self) -> int:
@@ -85,6 +87,7 @@ class SweepPlan:
             "max_tokens": self.max_tokens,
             "ready_timeout_s": self.ready_timeout_s,
             "port": self.port,
+            "speculation": dict(self.speculation),
             "start_bound_s": self.start_bound_s(),
         }
 
@@ -219,7 +222,9 @@ def plan_sweep(
                 )
             )
     per_level = tuple(requests or max(8, 4 * c) for c in levels)
-    return SweepPlan(engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s, port)
+    return SweepPlan(
+        engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s, port, base
+    )
 
 
 __all__: Sequence[str] = ("SweepLaunch", "SweepPlan", "plan_sweep", "serve_argv")

@@ -1,18 +1,32 @@
 """``breakeven sweep``'s run: each planned launch started, waited for, measured and stopped.
 
-Each launch (:class:`breakeven.sweep.SweepLaunch`) is started in a process group of its own,
-its output in ``DIR/logs/NNN-LABEL.log``; it is ready when its URL lists its models, within the
-ready timeout.  A launch that exits first, or is never ready, is recorded as failed with the
-tail of its log, and the sweep goes on.  A ready launch is measured by ``bench`` (every load
-level; rows appended to ``DIR/runs.csv`` as requests complete, with the server's launch read
-from its own process), then stopped: SIGTERM to its group, SIGKILL after a grace period.
+Each launch (:class:`breakeven.sweep.SweepLaunch`) goes through four phases:
+
+- **starting**: its command runs in a process group of its own, its output in
+  ``DIR/logs/NNN-LABEL.log``; it is ready when its URL lists its models, within the ready
+  timeout.  A URL that answers before the command runs is another server's: the launch fails
+  rather than measure it.  A command that exits first fails the launch, unless a stop command
+  is given (``--stop``: the serve command may then hand the server to someone else, as
+  ``systemctl restart`` or ``docker run -d`` do, and exit 0).  Then the server's settings are
+  read (its own process where local, else ``--server-env-from``): a setting other than the
+  speculation flags that differs from the sweep's first measured launch (a variable lost on a
+  restart) fails the launch before it is measured.
+- **warming**: one wave of requests at the highest load, recorded nowhere (first requests pay
+  for compilation and caches).
+- **measuring**: ``bench`` at every load level; rows appended to ``DIR/runs.csv`` as requests
+  complete, with the server's launch.
+- **stopping**: the stop command, if any; then SIGTERM to the group, SIGKILL after a grace
+  period; then the URL must stop answering, so that the next launch is not this one.
+
+A failed launch is recorded with the tail of its log, and the sweep goes on.
 ``DIR/manifest.json`` holds the plan and each launch's outcome, rewritten atomically after
 each one, so that ``--resume`` skips what is done.  SIGTERM or Ctrl-C stops the launch under
-way and keeps every row.
+way and keeps every row.  Two sweeps never write one directory (``DIR/.lock``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -22,17 +36,43 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from breakeven.bench_client import Config, Terminated, run_bench
 from breakeven.errors import BreakevenError
 from breakeven.iotools.atomic import write_text
-from breakeven.sweep import SweepLaunch, SweepPlan
+from breakeven.iotools.server import local_server, read_server_env
+from breakeven.provenance import fingerprint
+from breakeven.sweep import SweepLaunch, SweepPlan, serve_argv
 
 STOP_GRACE_S = 15.0
 """How long a stopped server may take to exit before it is killed [s]."""
+GONE_TIMEOUT_S = 60.0
+"""How long a stopped server's URL may go on answering [s]."""
+STOP_COMMAND_TIMEOUT_S = 300.0
+"""How long a stop command may run [s]."""
 LOG_TAIL_CHARS = 2000
+PHASES = ("starting", "warming", "measuring", "stopping", "done", "failed")
+"""A launch's phases, as the progress callback is told them."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a sweep is: told to the progress callback at each phase and each request."""
+
+    launch: SweepLaunch
+    phase: str
+    """One of :data:`PHASES`."""
+    launches: int
+    """Launches in the sweep."""
+    requests_done: int = 0
+    """Requests of this launch's measurement done."""
+    requests: int = 0
+    """Requests this launch measures."""
+    eta_s: float | None = None
+    """Time left for the sweep [s], from the launches done so far; None before the first."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +88,13 @@ class LaunchOutcome:
     start_s: float = 0.0
     """How long it took to become ready [s]."""
     log: str = ""
+    fingerprint: str = ""
+    """Its server's settings less the speculation flags and the client's choices
+    (:func:`breakeven.provenance.fingerprint`); "" where they could not be read."""
+    wall_s: float = 0.0
+    """How long the launch took, start to stop [s]."""
+    note: str = ""
+    """What could not be checked (its settings, where they could not be read)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +114,8 @@ class SweepRun:
         for o in self.outcomes:
             if not o.ok:
                 lines.append(f"  launch {o.index} ({o.label}) failed: {o.error}")
+        for note in dict.fromkeys(o.note for o in self.outcomes if o.note):
+            lines.append(f"  Note: {note}")
         return "\n".join(lines) + "\n"
 
 
@@ -150,20 +199,108 @@ def _done(directory: str) -> dict[int, LaunchOutcome]:
         ) from None
 
 
-def run_launch(
-    launch: SweepLaunch,
-    plan: SweepPlan,
-    directory: str,
-    url: str,
-    bench: Config,
-) -> LaunchOutcome:
-    """Start one launch, wait for it, measure it with ``bench`` (its label and k set from the
-    launch), stop it."""
-    logs = os.path.join(directory, "logs")
+@dataclass
+class _Context:
+    """What every launch of one sweep shares."""
+
+    plan: SweepPlan
+    directory: str
+    url: str
+    bench: Config
+    stop_command: str | None = None
+    say: Callable[[Progress], None] = lambda progress: None
+    reference: tuple[int, str] | None = None
+    """The first measured launch's index and fingerprint: every other launch's must match."""
+    walls: list[float] = field(default_factory=list)
+    """The seconds each launch of this run took, for the ETA."""
+    left: int = 0
+    """Launches left to run, this one included."""
+
+    def tell(self, launch: SweepLaunch, phase: str, done: int = 0, requests: int = 0) -> None:
+        eta = None
+        if self.walls:
+            eta = sum(self.walls) / len(self.walls) * self.left
+        self.say(Progress(launch, phase, len(self.plan.launches), done, requests, eta))
+
+
+def _settings(url: str, bench: Config) -> tuple[str, str]:
+    """The launch's fingerprint (its settings less speculation and the client's choices), and
+    why it is "" where it could not be read."""
+    if bench.server_env_from:
+        launch = read_server_env(bench.server_env_from)
+    else:
+        parts = urlsplit(url)
+        launch = local_server(parts.hostname or "", parts.port or 80)
+    if launch is None or not launch.pairs:
+        why = (
+            launch.note
+            if launch is not None and launch.note
+            else ("the server is not on this host: name its environment with --server-env-from")
+        )
+        return "", why
+    return fingerprint(" ".join(launch.pairs)), ""
+
+
+def _difference(ours: str, theirs: str) -> str:
+    """The settings two fingerprints do not share, in words."""
+    mine, other = set(ours.split()), set(theirs.split())
+    keys = sorted({p.split("=", 1)[0] for p in mine ^ other})
+    shown = []
+    for key in keys[:6]:
+        here = [p for p in mine if p.split("=", 1)[0] == key] or [f"{key} unset"]
+        there = [p for p in other if p.split("=", 1)[0] == key] or [f"{key} unset"]
+        shown.append(f"{' '.join(sorted(here))} here, {' '.join(sorted(there))} there")
+    more = f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+    return "; ".join(shown) + more
+
+
+def _run_stop_command(command: str, port: int, log: str) -> str:
+    """Run ``--stop`` (``{port}`` filled in), its output to the launch's log; why it failed,
+    or ""."""
+    try:
+        with open(log, "ab") as out:
+            done = subprocess.run(
+                serve_argv(command, port),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=STOP_COMMAND_TIMEOUT_S,
+                check=False,
+            )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the stop command failed: {e}"
+    return f"the stop command exited with {done.returncode}" if done.returncode else ""
+
+
+def _wait_gone(url: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
+    """Whether the URL stopped answering within ``timeout_s``."""
+    end = time.monotonic() + timeout_s
+    while _ready(url):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
+    """Start one launch, wait for it, check its settings, warm it, measure it with ``bench``
+    (its label and k set from the launch), stop it (see the module's text)."""
+    plan, url = ctx.plan, ctx.url
+    logs = os.path.join(ctx.directory, "logs")
     os.makedirs(logs, exist_ok=True)
     log = os.path.join(logs, f"{launch.index:03d}-{launch.label}.log")
     fail = {"index": launch.index, "label": launch.label, "num_spec_tokens": launch.num_spec_tokens}
     start = time.monotonic()
+
+    def failed(error: str, **more: Any) -> LaunchOutcome:
+        return LaunchOutcome(**fail, ok=False, error=error, log=log, **more)
+
+    ctx.tell(launch, "starting")
+    if _ready(url):
+        return failed(
+            f"{url} answered before the launch started: another server is there (stop it, or "
+            "the sweep would measure it)"
+        )
     with open(log, "ab") as out:
         try:
             process = subprocess.Popen(
@@ -174,33 +311,91 @@ def run_launch(
                 start_new_session=True,
             )
         except OSError as e:
-            return LaunchOutcome(**fail, ok=False, error=f"cannot start it: {e}", log=log)
+            return failed(f"cannot start it: {e}")
     try:
         while not _ready(url):
-            if process.poll() is not None:
-                error = f"exited with {process.returncode} before it was ready: {_log_tail(log)}"
-                return LaunchOutcome(**fail, ok=False, error=error, log=log)
+            code = process.poll()
+            if code is not None and not (code == 0 and ctx.stop_command):
+                return failed(f"exited with {code} before it was ready: {_log_tail(log)}")
             if time.monotonic() - start > plan.ready_timeout_s:
-                error = (
+                return failed(
                     f"not ready within {plan.ready_timeout_s:g} s (--ready-timeout): "
                     f"{_log_tail(log)}"
                 )
-                return LaunchOutcome(**fail, ok=False, error=error, log=log)
             time.sleep(0.5)
         ready_s = time.monotonic() - start
+        settings, why = _settings(url, ctx.bench)
+        if settings and ctx.reference is not None and settings != ctx.reference[1]:
+            first, theirs = ctx.reference
+            return failed(
+                f"its server's settings differ from launch {first}'s, so it is not measured: "
+                f"{_difference(settings, theirs)}",
+                start_s=ready_s,
+                fingerprint=settings,
+            )
         config = replace(
-            bench,
+            ctx.bench,
             url=url,
             label=launch.label,
             num_spec_tokens=launch.num_spec_tokens,
             concurrency=plan.concurrency,
             max_tokens=plan.max_tokens,
         )
-        _, failures, _ = run_bench(config, os.path.join(directory, "runs.csv"))
+        ctx.tell(launch, "warming")
+        top = max(plan.concurrency)
+        run_bench(replace(config, concurrency=(top,), requests=top), None)
+        total = sum(config.requests_at(c) for c in plan.concurrency)
+        done = [0]
+
+        def counted(level: int, result: Any) -> None:
+            done[0] += 1
+            ctx.tell(launch, "measuring", done[0], total)
+
+        ctx.tell(launch, "measuring", 0, total)
+        _, failures, _ = run_bench(config, os.path.join(ctx.directory, "runs.csv"), counted)
+        if settings and ctx.reference is None:
+            ctx.reference = (launch.index, settings)
         error = f"{len(failures)} request(s) failed: {failures[0]}" if failures else ""
-        return LaunchOutcome(**fail, ok=not failures, error=error, start_s=ready_s, log=log)
+        return LaunchOutcome(
+            **fail,
+            ok=not failures,
+            error=error,
+            start_s=ready_s,
+            log=log,
+            fingerprint=settings,
+            note=f"its settings were not read, so not checked against the others: {why}"
+            if why
+            else "",
+        )
     finally:
+        ctx.tell(launch, "stopping")
+        problem = _run_stop_command(ctx.stop_command, plan.port, log) if ctx.stop_command else ""
         stop(process)
+        if not _wait_gone(url):
+            problem = (problem + "; " if problem else "") + (
+                f"{url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
+            )
+        if problem:
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(f"breakeven sweep: {problem}\n")
+
+
+@contextmanager
+def _locked(directory: str) -> Iterator[None]:
+    """The sweep's directory to this sweep alone (``DIR/.lock``, flock): a second sweep on it
+    is refused at once."""
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise BreakevenError(
+                "{0}: " + f"{directory} is being written by another sweep", "out"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def run_sweep(
@@ -209,14 +404,16 @@ def run_sweep(
     bench: Config,
     *,
     url: str | None = None,
+    stop_command: str | None = None,
     resume: bool = False,
-    on_launch: Callable[[SweepLaunch, str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> SweepRun:
     """Every launch of ``plan`` not yet done, in order; outcomes in ``DIR/manifest.json``.
 
     ``url`` is where each launch serves (default: ``http://127.0.0.1:PORT``, the plan's
-    port).  A directory that exists is refused unless ``resume`` (which then needs its
-    manifest)."""
+    port).  ``stop_command`` stops a launch that the serve command handed on (see the
+    module's text).  A directory that exists is refused unless ``resume`` (which then needs
+    its manifest)."""
     if os.path.exists(directory) and not resume:
         raise BreakevenError(
             "{0}: " + f"{directory} exists: a sweep writes a directory of its own "
@@ -224,19 +421,36 @@ def run_sweep(
             "out",
         )
     done = _done(directory) if resume else {}
-    os.makedirs(directory, exist_ok=True)
     url = url or f"http://127.0.0.1:{plan.port}"
-    say = on_launch or (lambda launch, phase: None)
-    with _sigterm_as_interrupt():
-        for launch in plan.launches:
-            if launch.index in done and done[launch.index].ok:
-                continue
-            say(launch, "starting")
-            outcome = run_launch(launch, plan, directory, url, bench)
+    ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))
+    measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
+    if measured:
+        ctx.reference = (measured[0].index, measured[0].fingerprint)
+    with _locked(directory), _sigterm_as_interrupt():
+        todo = [
+            launch
+            for launch in plan.launches
+            if not (launch.index in done and done[launch.index].ok)
+        ]
+        for n, launch in enumerate(todo):
+            ctx.left = len(todo) - n
+            began = time.monotonic()
+            outcome = run_launch(launch, ctx)
+            outcome = replace(outcome, wall_s=time.monotonic() - began)
+            ctx.walls.append(outcome.wall_s)
             done[launch.index] = outcome
             _manifest(directory, plan, done)
-            say(launch, "done" if outcome.ok else "failed")
+            ctx.left -= 1
+            ctx.tell(launch, "done" if outcome.ok else "failed")
     return SweepRun(directory, tuple(o for _, o in sorted(done.items())))
 
 
-__all__: Sequence[str] = ("LaunchOutcome", "SweepRun", "run_launch", "run_sweep", "stop")
+__all__: Sequence[str] = (
+    "PHASES",
+    "LaunchOutcome",
+    "Progress",
+    "SweepRun",
+    "run_launch",
+    "run_sweep",
+    "stop",
+)

@@ -43,6 +43,9 @@ class Behaviour:
     # (below 1: a server whose clock disagrees with the client's).
     timing_counters: bool = False
     timing_scale: float = 1.0
+    # A cycle's time when set [s]: each chunk (a cycle of tokens_per_chunk tokens) sleeps this
+    # long instead of seconds_per_token per token, as a verify forward costs about one step.
+    cycle_s: float | None = None
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -162,7 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.close()
                 return
             m = min(b.tokens_per_chunk, max_tokens - sent)
-            time.sleep(b.seconds_per_token * m)
+            time.sleep(b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m)
             sent += m
             chunks += 1
             if b.num_spec_tokens:
@@ -211,6 +214,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+ACCEPT = 0.7
+"""The share of a cycle's k drafted tokens the fake server's main() accepts."""
+VERIFY_PER_TOKEN = 0.25
+"""What each drafted token adds to the fake server's cycle [steps]."""
+
+
 class FakeServer:
     """Start with ``with FakeServer(Behaviour(...)) as server: server.url``."""
 
@@ -234,18 +243,28 @@ class FakeServer:
 def main(argv: list[str] | None = None) -> None:
     """A fake server in a process of its own, whose command line and environment are its own
     as a real server's are: ``python tests/fake_server.py --port N [--seconds-per-token S]
-    [--num-spec-tokens K] [FLAG ...]`` (other flags are accepted and ignored: they stand for a
-    server's own)."""
+    [--num-spec-tokens K] [--speculative-config JSON] [FLAG ...]`` (other flags are accepted
+    and ignored: they stand for a server's own).
+
+    ``--speculative-config`` is vLLM's flag, as ``breakeven sweep`` adds it: with k =
+    ``num_speculative_tokens``, a cycle takes ``(1 + VERIFY_PER_TOKEN * k)`` steps and emits
+    ``1 + round(ACCEPT * k)`` tokens, so k = 2 and 4 pay about 1.33x and 2x."""
     import argparse
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seconds-per-token", type=float, default=0.001)
     parser.add_argument("--num-spec-tokens", type=int, default=0)
+    parser.add_argument("--speculative-config", type=json.loads, default=None)
     args, _ = parser.parse_known_args(argv)
     behaviour = Behaviour(
         seconds_per_token=args.seconds_per_token, num_spec_tokens=args.num_spec_tokens
     )
+    if args.speculative_config:
+        k = int(args.speculative_config["num_speculative_tokens"])
+        behaviour.num_spec_tokens = k
+        behaviour.tokens_per_chunk = 1 + round(ACCEPT * k)
+        behaviour.cycle_s = args.seconds_per_token * (1 + VERIFY_PER_TOKEN * k)
     handler = type("Handler", (_Handler,), {"behaviour": behaviour})
     ThreadingHTTPServer(("127.0.0.1", args.port), handler).serve_forever()
 

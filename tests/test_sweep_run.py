@@ -46,7 +46,7 @@ def test_a_sweep_interleaves_launches_and_each_is_its_own_server(tmp_path):
         plan,
         str(out),
         _bench(),
-        on_launch=lambda launch, phase: phases.append((launch.index, phase)),
+        on_progress=lambda p: phases.append((p.launch.index, p.phase)),
     )
     assert [o.ok for o in result.outcomes] == [True] * 4, result.report()
     written = rows(result.runs_csv)
@@ -60,7 +60,8 @@ def test_a_sweep_interleaves_launches_and_each_is_its_own_server(tmp_path):
     argv = [launch["argv"] for launch in manifest["plan"]["launches"]]
     assert ["--speculative-config" in a for a in argv] == [False, True, False, True]
     assert [d["ok"] for d in manifest["done"]] == [True] * 4
-    assert phases[:2] == [(1, "starting"), (1, "done")]
+    assert phases[:4] == [(1, "starting"), (1, "warming"), (1, "measuring"), (1, "measuring")]
+    assert [p for i, p in phases if i == 1][-2:] == ["stopping", "done"]
     assert len(list((out / "logs").iterdir())) == 4
     # Every artefact is read again by the other commands.
     (comparison,) = check_file(result.runs_csv).comparisons
@@ -108,7 +109,7 @@ def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
     args += ["--port", str(port), "--max-tokens", "16", "--requests", "2", "--out", str(out)]
     r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
     assert r.exit_code == 0, r.output
-    assert "launch 1/2 (baseline): starting" in r.output
+    assert "launch 1/2 (baseline, repeat 1): starting" in r.output
     assert "2 of 2 launches measured" in r.output
     assert "Speculative runs against the baseline" in r.output  # check's report
     r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])

@@ -59,6 +59,21 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, levels
     "--url", metavar="URL", help="Where the launches serve (default: http://127.0.0.1:PORT)."
 )
 @click.option(
+    "--stop",
+    "stop_command",
+    metavar="'CMD'",
+    help="Stops a launch after its measurement ({port} as in --serve): for a --serve that "
+    "hands the server on and exits 0 (ssh HOST systemctl restart UNIT, docker run -d). "
+    "The launch's own process group is stopped too.",
+)
+@click.option(
+    "--server-env-from",
+    "server_env_from",
+    metavar="PID|FILE",
+    help="Where each launch's server settings are read when the server is not a process on "
+    "this host (a systemd unit, docker inspect JSON, a KEY=VALUE file), as bench reads them.",
+)
+@click.option(
     "--ready-timeout",
     "ready_timeout_s",
     type=float,
@@ -81,23 +96,37 @@ def sweep(
     out: str,
     resume: bool,
     url: str | None,
+    stop_command: str | None,
+    server_env_from: str | None,
     requests: int | None,
     **options: Any,
 ) -> None:
     """Run the experiment: a baseline and each k, interleaved, each a server launch of its own.
 
     Each launch is started from --serve (plus the engine's speculation flags), waited for,
-    measured by bench at every --concurrency level, and stopped; rows go to DIR/runs.csv as
-    requests complete, with each launch's server environment; DIR/manifest.json records
-    the plan and each launch's outcome.  The end is check's verdict on DIR/runs.csv.
+    checked (its server's settings, less speculation, must match the first launch's: a
+    variable lost on a restart fails the launch before it is measured), warmed, measured by
+    bench at every --concurrency level, and stopped; rows go to DIR/runs.csv as requests
+    complete, with each launch's server environment; DIR/manifest.json records the plan and
+    each launch's outcome, so that --resume continues it.  A launch that fails is recorded
+    with its log's tail, and the sweep goes on.
+
+    The end is the answer: check's verdict per k and load (launch-level intervals), fit's
+    costs (DIR/fit.json), schedule's best k per batch where two or more loads ran
+    (DIR/schedule.json), the best k at each load and its flags to paste, and
+    DIR/report.html.  Each can be made again: breakeven check DIR/runs.csv, breakeven fit
+    DIR/runs.csv.
+
+    Exit codes: 0; 1 when no launch was measured; 2 for bad input; 130/143 when
+    interrupted (every completed row kept; --resume continues).
 
     \b
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
           --method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
-    from breakeven.bench_client import Config  # lazy: start-up
-    from breakeven.check import check_file  # lazy: start-up
+    from breakeven.bench_client import Config, Terminated  # lazy: start-up
     from breakeven.sweep import plan_sweep  # lazy: start-up
+    from breakeven.sweep_answer import answer_sweep  # lazy: start-up
     from breakeven.sweep_run import run_sweep  # lazy: start-up
 
     serve, engine = options.pop("serve"), options.pop("engine")
@@ -107,17 +136,76 @@ def sweep(
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
         return
     bench = Config(
-        url="http://127.0.0.1", label="sweep", requests=requests, max_tokens=plan.max_tokens
+        url="http://127.0.0.1",
+        label="sweep",
+        requests=requests,
+        max_tokens=plan.max_tokens,
+        server_env_from=server_env_from,
     )
-
-    def say(launch: Any, phase: str) -> None:
-        click.echo(
-            f"launch {launch.index}/{len(plan.launches)} ({launch.label}): {phase}", err=True
+    show = _Shown(sys.stderr.isatty())
+    try:
+        result = run_sweep(
+            plan,
+            out,
+            bench,
+            url=url,
+            stop_command=stop_command,
+            resume=resume,
+            on_progress=show,
         )
-
-    result = run_sweep(plan, out, bench, url=url, resume=resume, on_launch=say)
+    except KeyboardInterrupt as e:
+        show.end()
+        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
+        click.echo(
+            f"{what}: the launch under way was stopped; every completed row is in "
+            f"{out}/runs.csv (continue with --resume).",
+            err=True,
+        )
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+    show.end()
     click.echo(result.report(), nl=False, err=True)
     if not any(o.ok for o in result.outcomes):
         sys.exit(1)
-    verdict = check_file(result.runs_csv)
-    click.echo(json.dumps(verdict.to_dict(), indent=2) if as_json else verdict.report(), nl=False)
+    answer = answer_sweep(out)
+    click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
+    click.echo(f"Wrote {', '.join(answer.files.values())}.", err=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class _Shown:
+    """The sweep's progress on stderr: on a terminal, one line rewritten in place (the
+    launch, its phase, its requests, launches done and the ETA); off one, a line per phase."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+        self.width = 0
+
+    def __call__(self, p: Any) -> None:
+        head = f"launch {p.launch.index}/{p.launches} ({p.launch.label}, repeat {p.launch.repeat})"
+        if not self.tty:
+            if p.phase != "measuring" or p.requests_done == 0:
+                eta = f"; ETA {_duration(p.eta_s)}" if p.phase in ("done", "failed") else ""
+                click.echo(f"{head}: {p.phase}{eta}", err=True)
+            return
+        text = f"{head}: {p.phase}"
+        if p.phase == "measuring":
+            text += f" {p.requests_done}/{p.requests} requests"
+        text += "; ETA " + (_duration(p.eta_s) if p.eta_s is not None else "after the first launch")
+        line = text[:200]
+        click.echo("\r" + line.ljust(self.width), nl=False, err=True)
+        self.width = len(line)
+        if p.phase in ("done", "failed"):
+            click.echo(err=True)
+            self.width = 0
+
+    def end(self) -> None:
+        if self.tty and self.width:
+            click.echo(err=True)
+            self.width = 0

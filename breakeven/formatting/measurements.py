@@ -54,8 +54,13 @@ def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
                 ", ".join(c["flags"]) or "-",
             ]
         )
+    heads = _CHECK_COLUMNS
+    loads = [num(c["concurrency"], "g") for c in r["comparisons"]]
+    if len(set(loads)) > 1:  # a sweep's loads: otherwise its rows read alike
+        heads = [*heads[:2], "concurrency [sequences]", *heads[2:]]
+        rows = [[*row[:2], load, *row[2:]] for row, load in zip(rows, loads, strict=True)]
     hardware = [c["hardware"] for c in r["comparisons"]]
-    return with_hardware(_CHECK_COLUMNS, rows, hardware, after=0)
+    return with_hardware(heads, rows, hardware, after=0)
 
 
 def _flag_where(f: Row) -> str:

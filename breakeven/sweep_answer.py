@@ -1,0 +1,237 @@
+"""The end of ``breakeven sweep``: its directory read back as an answer.
+
+The sweep's rows (``DIR/runs.csv``) are read by the commands a user would run by hand, in the
+order they would run them:
+
+- ``check``: each k at each load against the baselines, with launch-level intervals;
+- ``fit``: the cycle's costs and their held-out error (``DIR/fit.json``);
+- ``schedule``: where the launches ran at two or more loads and the engine has a schedule
+  (vLLM, SGLang), the best k per batch and its config (``DIR/schedule.json``).
+
+From check's verdicts comes the best k at each load: the fastest k whose interval lies above 1
+(``faster``), else none (speculation off).  Its flags, in the engine's own form
+(:func:`breakeven.deploy.speculation_args`), are the config to paste.  A step that cannot be
+taken (a fit without acceptance counts, one load only) is said, not raised: the verdict stands
+without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from breakeven.deploy import SCHEDULE_ENGINES, speculation_args
+from breakeven.errors import BreakevenError
+from breakeven.quantities import number_text
+
+
+@dataclass(frozen=True)
+class BestK:
+    """The best k at one load: the fastest k measured faster than the baseline, or none."""
+
+    concurrency: float
+    """The load [requests in flight]."""
+    num_spec_tokens: int
+    """k [tokens]; 0 where no k was measured faster (speculation off)."""
+    label: str
+    measured_speedup: float
+    """Its per-sequence rate over the baseline's [x]; 1 for speculation off."""
+    ci_low: float
+    ci_high: float
+    """Its 95% interval [x] (launch-level where it had two or more launches a side)."""
+    flags: str
+    """Its speculation flags, as the engine reads them ("" for speculation off)."""
+    why: str
+    """One sentence: why this k."""
+
+
+@dataclass(frozen=True)
+class SweepAnswer:
+    """check, fit and schedule of a sweep's rows, and the best k at each load."""
+
+    directory: str
+    engine: str
+    check: Any
+    """The :class:`breakeven.check.CheckResult` of ``DIR/runs.csv``."""
+    best: tuple[BestK, ...]
+    fit: Any = None
+    """The :class:`breakeven.fit.FitResult`, or None (see ``notes``)."""
+    schedule: Any = None
+    """The :class:`breakeven.schedule.ScheduleReport`, or None (see ``notes``)."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """What could not be done, and why."""
+
+    @property
+    def files(self) -> dict[str, str]:
+        """The artefacts the answer wrote, by name, that exist."""
+        names = ("runs.csv", "fit.json", "schedule.json", "report.html")
+        paths = {n: os.path.join(self.directory, n) for n in names}
+        return {n: p for n, p in paths.items() if os.path.exists(p)}
+
+    def headline(self) -> str:
+        """The answer in a few lines: the best k at each load, and the config to paste."""
+        lines = []
+        for b in self.best:
+            lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
+        flags = {b.flags for b in self.best if b.flags}
+        if self.schedule is not None and self.schedule.get("flags"):
+            lines.append(f"Config to paste ({self.engine}, by batch): {self.schedule['flags']}")
+        elif len(flags) == 1:
+            lines.append(f"Config to paste ({self.engine}): {flags.pop()}")
+        elif flags:
+            for b in self.best:
+                if b.flags:
+                    lines.append(
+                        f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}: "
+                        f"{b.flags}"
+                    )
+        return "\n".join(lines) + "\n"
+
+    def report(self) -> str:
+        """The headline, then check's report, the fit's and the schedule's, then the notes."""
+        parts = [self.headline(), self.check.report()]
+        if self.fit is not None:
+            parts.append(self.fit.report())
+        if self.schedule is not None:
+            parts.append(self.schedule.report())
+        if self.notes:
+            parts.append("".join(f"Note: {n}\n" for n in self.notes))
+        return "\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {
+            "directory": self.directory,
+            "engine": self.engine,
+            "best": [asdict(b) for b in self.best],
+            "check": self.check.to_dict(),
+            "fit": None if self.fit is None else self.fit.to_dict(),
+            "schedule": None if self.schedule is None else self.schedule.to_dict(),
+            "notes": list(self.notes),
+            "files": self.files,
+        }
+
+
+def _speculation(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan's speculative config without k: its method and draft model."""
+    return {k: v for k, v in (plan.get("speculation") or {}).items() if v}
+
+
+def launches_of(runs: str) -> dict[tuple[str, float], int]:
+    """The launches (server starts: distinct ``launch_id``) of each label and load in a
+    measurements CSV."""
+    from breakeven.iotools.measurements import read_measurements  # lazy: pandas
+
+    df, _ = read_measurements(runs, columns=("label", "concurrency", "launch_id"))
+    df = df[df["launch_id"].notna()]
+    counts = df.groupby(["label", "concurrency"])["launch_id"].nunique()
+    return {(str(label), float(c)): int(n) for (label, c), n in counts.items()}
+
+
+def best_k(
+    check: Any,
+    engine: str,
+    base: dict[str, Any],
+    launches: dict[tuple[str, float], int] | None = None,
+) -> tuple[BestK, ...]:
+    """The best k at each load of ``check``'s comparisons (see the module's text);
+    ``launches`` (:func:`launches_of`) names how many launches each side had."""
+    launches = launches or {}
+    by_load: dict[float, list[Any]] = {}
+    for c in check.comparisons:
+        by_load.setdefault(float(c.concurrency), []).append(c)
+    best = []
+    for load, comparisons in sorted(by_load.items()):
+        faster = [c for c in comparisons if c.verdict == "faster"]
+        top = max(comparisons, key=lambda c: c.measured_speedup)
+        if faster:
+            c = max(faster, key=lambda c: c.measured_speedup)
+            k = int(c.num_spec_tokens)
+            why = (
+                f"k = {k} ({c.label}) is fastest, {number_text(c.measured_speedup, 2)}x the "
+                f"baseline (95% {number_text(c.ci_low, 2)}-{number_text(c.ci_high, 2)}, "
+                f"{_launches(launches, c.label, load)} against the baseline's "
+                f"{_launches(launches, 'baseline', load)})."
+            )
+            flags = shlex.join(speculation_args(engine, k, base))
+            best.append(
+                BestK(load, k, c.label, c.measured_speedup, c.ci_low, c.ci_high, flags, why)
+            )
+        else:
+            why = (
+                "no k was measured faster: keep speculation off (the best, "
+                f"{top.label}, {number_text(top.measured_speedup, 2)}x, "
+                f"95% {number_text(top.ci_low, 2)}-{number_text(top.ci_high, 2)}, "
+                f"{top.verdict})."
+            )
+            best.append(BestK(load, 0, "baseline", 1.0, 1.0, 1.0, "", why))
+    return tuple(best)
+
+
+def _launches(launches: dict[tuple[str, float], int], label: str, load: float) -> str:
+    n = launches.get((label, load))
+    return "launches not recorded" if n is None else f"{n} launch{'es' if n != 1 else ''}"
+
+
+def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
+    """Read a sweep's directory (``DIR/manifest.json``, ``DIR/runs.csv``) back as its answer;
+    with ``write``, ``DIR/fit.json``, ``DIR/schedule.json`` and ``DIR/report.html`` are
+    written (replaced: they are the sweep's own)."""
+    from breakeven.check import check_file  # lazy: pandas
+    from breakeven.inputs import fit_from_file, schedule_from_files  # lazy: start-up
+
+    with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as f:
+        plan = json.load(f)["plan"]
+    engine = plan["engine"]
+    base = _speculation(plan)
+    runs = os.path.join(directory, "runs.csv")
+    check = check_file(runs)
+    notes: list[str] = []
+    fit = schedule = None
+    fit_path = os.path.join(directory, "fit.json")
+    try:
+        fit = fit_from_file(runs, out=fit_path if write else None, force=True)
+    except BreakevenError as e:
+        notes.append(f"no fit: {e}")
+    if fit is not None and engine in SCHEDULE_ENGINES:
+        if not fit.surfaces:
+            notes.append(
+                "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"
+            )
+        else:
+            ks = [launch["num_spec_tokens"] for launch in plan["launches"]]
+            try:
+                schedule = schedule_from_files(
+                    fit_file=fit_path,
+                    engine=engine,
+                    method=base.get("method"),
+                    base_config=base or None,
+                    max_batch=max(plan["concurrency"]),
+                    k_max=max(ks),
+                    out=os.path.join(directory, "schedule.json") if write else None,
+                    force=True,
+                )
+            except BreakevenError as e:
+                notes.append(f"no schedule: {e}")
+    answer = SweepAnswer(
+        directory,
+        engine,
+        check,
+        best_k(check, engine, base, launches_of(runs)),
+        fit,
+        schedule,
+        tuple(notes),
+    )
+    if write:
+        from breakeven.report import write_sweep_report  # lazy: matplotlib
+
+        write_sweep_report(answer.to_dict(), directory)
+    return answer
+
+
+__all__: Sequence[str] = ("BestK", "SweepAnswer", "answer_sweep", "best_k")
