@@ -31,7 +31,9 @@ from breakeven.quantities import number_text
 
 @dataclass(frozen=True)
 class BestK:
-    """The best k at one load: the fastest k measured faster than the baseline, or none."""
+    """The best k at one load: the fastest k measured faster than the baseline (its interval
+    above 1), else the fastest measured where no run has an interval (said to be unconfirmed),
+    else none."""
 
     concurrency: float
     """The load [requests in flight]."""
@@ -149,15 +151,23 @@ def best_k(
     for load, comparisons in sorted(by_load.items()):
         faster = [c for c in comparisons if c.verdict == "faster"]
         top = max(comparisons, key=lambda c: c.measured_speedup)
-        if faster:
-            c = max(faster, key=lambda c: c.measured_speedup)
+        unsure = top.verdict == "no interval" and top.measured_speedup > 1
+        if faster or unsure:
+            c = max(faster, key=lambda c: c.measured_speedup) if faster else top
             k = int(c.num_spec_tokens)
-            why = (
-                f"k = {k} ({c.label}) is fastest, {number_text(c.measured_speedup, 2)}x the "
-                f"baseline (95% {number_text(c.ci_low, 2)}-{number_text(c.ci_high, 2)}, "
-                f"{_launches(launches, c.label, load)} against the baseline's "
-                f"{_launches(launches, 'baseline', load)})."
-            )
+            if faster:
+                why = (
+                    f"k = {k} ({c.label}) is fastest, {number_text(c.measured_speedup, 2)}x the "
+                    f"baseline (95% {number_text(c.ci_low, 2)}-{number_text(c.ci_high, 2)}, "
+                    f"{_launches(launches, c.label, load)} against the baseline's "
+                    f"{_launches(launches, 'baseline', load)})."
+                )
+            else:
+                why = (
+                    f"k = {k} ({c.label}) measured fastest, {number_text(c.measured_speedup, 2)}x "
+                    "the baseline, but with no interval (too few requests or launches): "
+                    "confirm it with more --repeats before trusting it."
+                )
             flags = shlex.join(speculation_args(engine, k, base))
             best.append(
                 BestK(load, k, c.label, c.measured_speedup, c.ci_low, c.ci_high, flags, why)

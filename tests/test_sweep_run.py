@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,10 @@ from breakeven.bench_client import Config
 from breakeven.check import check_file
 from breakeven.errors import BreakevenError
 from breakeven.sweep import plan_sweep
+from breakeven import sweep_run
+from breakeven.fit import fit, fit_file
+from breakeven.iotools.measurements import read_measurements
+from breakeven.sweep_answer import answer_sweep
 from breakeven.sweep_run import run_sweep
 
 FAKE = Path(__file__).parent / "fake_server.py"
@@ -114,3 +122,158 @@ def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
     assert "Speculative runs against the baseline" in r.output  # check's report
     r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
     assert r.exit_code == 2 and "--resume" in r.output
+
+
+def _answered(tmp_path, **plan):
+    port = free_port()
+    plan = plan_sweep(_serve(), "vllm", [2, 4], method="ngram", port=port, **plan)
+    out = tmp_path / "sweep"
+    run_sweep(plan, str(out), _bench())
+    return out, answer_sweep(str(out))
+
+
+def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
+    """Two loads, two repeats: the verdict per k and load with launch-level intervals, the fit
+    (its forward surface across the loads), the schedule and the best k's flags.  The fake
+    server (tests/fake_server.py main) pays about 1.33x at k = 2 and 2x at k = 4."""
+    out, answer = _answered(tmp_path, concurrency=(1, 4), repeats=2, ready_timeout_s=30)
+    loads = {(c.label, c.concurrency) for c in answer.check.comparisons}
+    assert loads == {(f"ngram-k{k}", c) for k in (2, 4) for c in (1, 4)}
+    assert [(b.concurrency, b.num_spec_tokens) for b in answer.best] == [(1, 4), (4, 4)]
+    for b in answer.best:
+        assert b.ci_low > 1 and "2 launches against the baseline's 2 launches" in b.why, b
+        assert (
+            b.flags == '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 4}\''
+        )
+    assert len(answer.fit.surfaces) == 1 and answer.fit.surfaces[0].batches == (1, 4)
+    assert answer.schedule is not None and answer.schedule["engine"] == "vllm"
+    assert set(answer.files) == {"runs.csv", "fit.json", "schedule.json", "report.html"}
+    page = (out / "report.html").read_text()
+    assert page.index("Concurrency 1: k = 4 (ngram-k4) is fastest") < page.index("<h2>Runs")
+    assert json.loads((out / "fit.json").read_text())["surfaces"]
+    # fit reads the sweep's file as it reads a whole measurements frame (bench's
+    # origin=server rows, run_ids and tokens included: without them its surfaces were empty).
+    frame, _ = read_measurements(str(out / "runs.csv"))
+    assert (
+        fit_file(str(out / "runs.csv")).to_dict()
+        == fit(frame, source=str(out / "runs.csv")).to_dict()
+    )
+    text = answer.report()
+    assert text.startswith("Answer at concurrency 1: k = 4")
+    assert "Config to paste (vllm, by batch)" in text
+
+
+def test_one_load_gives_the_best_k_and_says_why_there_is_no_schedule(tmp_path):
+    _, answer = _answered(tmp_path, ready_timeout_s=30)
+    assert answer.schedule is None
+    assert any("two or more loads" in n for n in answer.notes)
+    (best,) = answer.best
+    assert best.num_spec_tokens == 4
+    assert "Config to paste (vllm): --speculative-config" in answer.headline()
+
+
+def test_a_launch_whose_settings_differ_is_not_measured(tmp_path):
+    """The seed's lost NCCL variable: the serve command's environment changes between launches
+    (a file the test rewrites as launch 3 starts, and back for launch 4).  Launch 3 fails before any request, naming
+    the variable with both values; the others are measured."""
+    port = free_port()
+    value = tmp_path / "nccl"
+    value.write_text("tuned")
+    serve = (
+        f"sh -c 'NCCL_P2P_LEVEL=$(cat {value}) exec {sys.executable} {FAKE} --port {port} "
+        f'--seconds-per-token 0.002 "$@"\' sh'
+    )
+    plan = plan_sweep(serve, "vllm", [2], method="ngram", repeats=2, ready_timeout_s=30, port=port)
+
+    def lose_it(p):  # lost on launch 3's restart, set again for launch 4
+        if p.phase == "starting":
+            value.write_text("default" if p.launch.index == 3 else "tuned")
+
+    result = run_sweep(plan, str(tmp_path / "s"), _bench(), on_progress=lose_it)
+    assert [o.ok for o in result.outcomes] == [True, True, False, True]
+    error = result.outcomes[2].error
+    assert "settings differ from launch 1's, so it is not measured" in error
+    assert "NCCL_P2P_LEVEL=default here, NCCL_P2P_LEVEL=tuned there" in error
+    launches = {r["launch_id"] for r in rows(result.runs_csv)}
+    assert len(launches) == 3  # launch 3 wrote no row
+
+
+def test_a_url_that_answers_before_the_launch_is_not_measured(tmp_path):
+    from fake_server import FakeServer
+
+    with FakeServer() as other:
+        port = int(other.url.rsplit(":", 1)[1])
+        plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=5, port=port)
+        result = run_sweep(plan, str(tmp_path / "s"), _bench())
+    assert not any(o.ok for o in result.outcomes)
+    assert "answered before the launch started: another server is there" in result.outcomes[0].error
+
+
+def test_a_serve_command_that_hands_the_server_on_is_stopped_by_the_stop_command(tmp_path):
+    """--serve as docker run -d is: it starts the server elsewhere and exits 0; --stop ends it.
+    Each launch is still a server of its own, and none is left running."""
+    port = free_port()
+    pids = tmp_path / "pids"
+    serve = (
+        f'sh -c \'{sys.executable} {FAKE} --port {port} --seconds-per-token 0.002 "$@" '
+        f"> /dev/null 2>&1 & echo $! > {pids}' sh"
+    )
+    stop = f"sh -c 'kill $(cat {pids})'"
+    plan = plan_sweep(serve, "vllm", [2], method="ngram", ready_timeout_s=30, port=port)
+    result = run_sweep(plan, str(tmp_path / "s"), _bench(), stop_command=stop)
+    assert [o.ok for o in result.outcomes] == [True, True], result.report()
+    assert len({r["launch_id"] for r in rows(result.runs_csv)}) == 2
+    assert not sweep_run._ready(f"http://127.0.0.1:{port}")
+    # Without --stop, the same command's exit is a failed launch.
+    plan = plan_sweep(serve, "vllm", [2], method="ngram", ready_timeout_s=30, port=free_port())
+    result = run_sweep(plan, str(tmp_path / "t"), _bench())
+    assert "exited with 0 before it was ready" in result.outcomes[0].error
+    os.kill(int(pids.read_text()), signal.SIGTERM)
+
+
+def test_two_sweeps_never_write_one_directory(tmp_path):
+    import fcntl
+
+    port = free_port()
+    plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=30, port=port)
+    out = tmp_path / "s"
+    run_sweep(plan, str(out), _bench())
+    fd = os.open(out / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another sweep holds it
+        with pytest.raises(BreakevenError, match="being written by another sweep"):
+            run_sweep(plan, str(out), _bench(), resume=True)
+    finally:
+        os.close(fd)
+
+
+def test_sigterm_mid_sweep_stops_the_server_keeps_the_rows_and_resume_finishes(tmp_path):
+    """The command in a process of its own, SIGTERM while launch 2 measures: exit 143, the
+    server it started is gone, every completed row stays; --resume measures what is left."""
+    port = free_port()
+    out = tmp_path / "sweep"
+    slow = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.02"
+    args = [sys.executable, "-m", "breakeven", "sweep", "--serve", slow, "--engine", "vllm"]
+    args += ["--method", "ngram", "-k", "0,2", "--repeats", "2", "--port", str(port)]
+    args += ["--max-tokens", "32", "--requests", "4", "--out", str(out), "--ready-timeout", "30"]
+    process = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        written = rows(out / "runs.csv") if (out / "runs.csv").exists() else []
+        if any(r["label"] == "ngram-k2" for r in written):
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    assert "Terminated (SIGTERM)" in stderr and "--resume" in stderr
+    assert not sweep_run._ready(f"http://127.0.0.1:{port}")
+    kept = rows(out / "runs.csv")
+    assert {r["label"] for r in kept} == {"baseline", "ngram-k2"}
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    assert [d["index"] for d in done if d["ok"]] == [1]
+    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    assert [d["ok"] for d in done] == [True] * 4
+    assert len({r["launch_id"] for r in rows(out / "runs.csv")}) >= 4
