@@ -31,6 +31,7 @@ from breakeven.iotools.ingest import check_year
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
+from breakeven.iotools.runs import sweep_runs
 from breakeven.provenance import parse_time
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
@@ -213,6 +214,8 @@ def compare_from_files(
     """
     check_year(year)
     files = [baseline, *specs] if baseline is not None else list(specs)
+    if len(files) == 1 and os.path.isdir(files[0]):  # a sweep's directory
+        files = sweep_runs(files[0])
     if baseline_tok_s is not None:
         base = typed_run("baseline", baseline_tok_s, baseline_at, baseline_env, prefix="baseline")
     elif files:

@@ -161,6 +161,22 @@ def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
     text = answer.report()
     assert text.startswith("Answer at concurrency 1: k = 4")
     assert "Config to paste (vllm, by batch)" in text
+    # compare reads the directory as the sweep's baseline and each k: the same speedups.
+    from click.testing import CliRunner
+
+    from breakeven.cli import cli
+
+    r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    compared = {
+        (c["label"], c["concurrency"]): c["measured_speedup"]
+        for c in json.loads(r.stdout)["runs"]
+    }
+    assert compared == pytest.approx(
+        {(c.label, c.concurrency): c.measured_speedup for c in answer.check.comparisons}
+    )
+    r = CliRunner().invoke(cli, ["compare", str(out / "logs")])
+    assert r.exit_code == 2 and "a directory without runs.csv" in r.output
 
 
 def test_one_load_gives_the_best_k_and_says_why_there_is_no_schedule(tmp_path):

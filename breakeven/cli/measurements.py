@@ -341,7 +341,9 @@ def compare_command(
     compressed; bench JSON or tables; /metrics scrapes) or a measurements CSV;
     FILE+FILE joins the files of one launch, FILE,FILE gives a run's separate
     launches (server starts), and LABEL=FILE names the run (by default: the
-    file's stem). It prints a headline per run first, then the measured
+    file's stem; in a measurements CSV, its rows of that label where it has
+    some). A sweep's directory alone (breakeven sweep --out DIR) is its
+    baseline and each of its k. It prints a headline per run first, then the measured
     speedup with a 95% interval whose unit of repetition is the launch (one
     launch a side: batch means over its decode windows or requests, which
     leave launch-to-launch variation out, and it says so), accept_len, the
@@ -353,6 +355,7 @@ def compare_command(
     \b
       breakeven compare baseline=base.log eagle3=spec.log -k 3 --verify-ms 28.7 --draft-ms 1.2
       breakeven compare base.json spec.json --fail-if slower --json
+      breakeven compare sweep/
       breakeven compare base.log spec.log --report report/
       breakeven compare --baseline-tok-s 90 --baseline-at 2026-02-02 \\
           --spec-tok-s 75.9 --spec-at 2026-02-26 --accept-len 2.1 -k 3

@@ -32,6 +32,7 @@ __all__ = [
     "is_measurements_csv",
     "parse_run",
     "read_run",
+    "sweep_runs",
 ]
 
 
@@ -121,7 +122,7 @@ def read_run(run: RunInput, baseline: bool = False, columns: Sequence[str] | Non
         frames.append(pd.DataFrame([row]))
     for path, launch in _launches(run):
         if is_measurements_csv(path):
-            frame = _csv_rows(path, baseline)
+            frame = _csv_rows(path, baseline, run.label)
         else:
             frame = _ingested_rows(run, path, columns)
             frame["run_id"] = (
@@ -145,12 +146,35 @@ def read_run(run: RunInput, baseline: bool = False, columns: Sequence[str] | Non
     return data
 
 
-def _csv_rows(path: str, baseline: bool) -> Any:
+def _csv_rows(path: str, baseline: bool, label: str = "") -> Any:
     """A measurements CSV's rows of the run: it may hold several runs, so the baseline takes
-    its baseline rows, a speculative run its speculative rows (k unknown: both)."""
+    its baseline rows, a speculative run its speculative rows (k unknown: both), and of
+    those, where some are labelled ``label`` (``k4=runs.csv``), those."""
     frame, _ = read_measurements(path)  # its line column: the file's lines
     k = pd.to_numeric(frame["num_spec_tokens"], errors="coerce")
-    return frame[~(k > 0)] if baseline else frame[~(k == 0)]
+    frame = frame[~(k > 0)] if baseline else frame[~(k == 0)]
+    if label and not baseline:
+        own = frame["label"].astype(object) == label
+        if own.any():
+            return frame[own.to_numpy()]
+    return frame
+
+
+def sweep_runs(directory: str) -> list[str]:
+    """A sweep's directory (``breakeven sweep --out DIR``) as compare's runs: the baseline,
+    then each speculative label of ``DIR/runs.csv`` in the order it ran
+    (``LABEL=DIR/runs.csv``)."""
+    path = os.path.join(directory, "runs.csv")
+    if not os.path.isfile(path):
+        shown = escape_braces(repr(directory))
+        raise BreakevenError(
+            "BASELINE: got " + shown + ", a directory without runs.csv: expected a file, or a "
+            "sweep's directory (breakeven sweep --out)"
+        )
+    frame, _ = read_measurements(path, columns=("label", "num_spec_tokens"))
+    k = pd.to_numeric(frame["num_spec_tokens"], errors="coerce")
+    labels = frame.loc[(k > 0).to_numpy(), "label"].dropna().astype(str)
+    return [f"baseline={path}", *(f"{label}={path}" for label in dict.fromkeys(labels))]
 
 
 def _ingested_rows(run: RunInput, path: str, columns: Sequence[str] | None) -> Any:
