@@ -76,6 +76,11 @@ class SweepAnswer:
 
     def headline(self) -> str:
         """The answer in a few lines: the best k at each load, and the config to paste."""
+        if not self.best:
+            return (
+                "No answer: no speculative launch was measured against a baseline at the same "
+                "load (see the launches' errors).\n"
+            )
         lines = []
         for b in self.best:
             lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
@@ -168,6 +173,8 @@ def best_k(
                     "the baseline, but with no interval (too few requests or launches): "
                     "confirm it with more --repeats before trusting it."
                 )
+            if c.flags:
+                why += f" Flagged: {', '.join(c.flags)} (see check's flags)."
             flags = shlex.join(speculation_args(engine, k, base))
             best.append(
                 BestK(load, k, c.label, c.measured_speedup, c.ci_low, c.ci_high, flags, why)
@@ -208,7 +215,12 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
         fit = fit_from_file(runs, out=fit_path if write else None, force=True)
     except BreakevenError as e:
         notes.append(f"no fit: {e}")
-    if fit is not None and engine in SCHEDULE_ENGINES:
+    if engine not in SCHEDULE_ENGINES:
+        notes.append(
+            f"no schedule by batch: {engine} runs one k per server (the best k at each load "
+            "is above)"
+        )
+    elif fit is not None:
         if not fit.surfaces:
             notes.append(
                 "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"

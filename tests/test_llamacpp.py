@@ -16,6 +16,7 @@ except under CI, where it fails.
 import csv
 import json
 import os
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -381,3 +382,98 @@ def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
     checked = json.loads(r.stdout)["schedule_check"]
     assert {row["batch"] for row in checked} == {1, 2, 4}
     assert all(row["predicted_speedup"] > 0 for row in checked if row["k"]), checked
+
+
+def _sweep_args(serve, draft, port, out, *more):
+    args = ["sweep", "--serve", serve, "--engine", "llamacpp", "--draft", str(draft)]
+    args += ["--port", str(port), "--out", str(out), "--ready-timeout", "60", *more]
+    return [str(a) for a in args]
+
+
+def test_a_sweep_on_the_real_engine_survives_sigterm_and_agrees_with_compare(wide, tmp_path):
+    """breakeven sweep (issue 25) on llama-server: k = 0, 2, 4, two repeats, one load, tiny
+    requests.  SIGTERM while the first speculative launch measures stops that server and
+    keeps every completed row; --resume finishes the sweep.  The launches alternate, each is
+    a server start of its own whose settings were read from its process, and the answer's
+    verdicts are compare's of the same runs."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target, draft = wide
+    port, out = free_port(), tmp_path / "sweep"
+    serve = f"{binary()} -m {target} --host 127.0.0.1 --port {{port}} -t 2 -c 2048 -np 4 --metrics"
+    args = _sweep_args(serve, draft, port, out, "-k", "0,2,4", "--repeats", 2)
+    args += ["--requests", "6", "--max-tokens", "32"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "breakeven", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        if (out / "runs.csv").exists() and any(
+            r["label"] == "spec-k2" for r in rows(out / "runs.csv")
+        ):
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr.decode()
+    # The server it started is gone: nothing answers on its port.
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+        raise AssertionError("the sweep's llama-server still answers after SIGTERM")
+    except OSError:
+        pass
+    kept = rows(out / "runs.csv")
+    assert {r["label"] for r in kept} == {"baseline", "spec-k2"}
+    r = CliRunner().invoke(cli, [*args, "--resume", "--json"])
+    assert r.exit_code == 0, r.output
+    answer = json.loads(r.stdout)
+    written = rows(out / "runs.csv")
+    assert written[: len(kept)] == kept  # nothing measured was lost or rewritten
+    launches = dict.fromkeys((w["launch_id"], w["label"]) for w in written)
+    assert [label for _, label in launches][-5:] == [
+        "spec-k2",
+        "spec-k4",
+        "baseline",
+        "spec-k2",
+        "spec-k4",
+    ]
+    measured = [launch for launch, label in launches]
+    assert len(set(measured)) == len(measured) >= 6  # each a server start of its own
+    assert {w["env_from"] for w in written} == {"server"}
+    assert all(f"-m={target}" in w["env"] for w in written)
+    spec = [w for w in written if w["label"] == "spec-k4"]
+    assert all("--spec-draft-n-max=4" in w["env"] for w in spec)
+    # The answer's verdicts are compare's of the same runs.
+    r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    compared = {c["label"]: c["verdict"] for c in json.loads(r.stdout)["runs"]}
+    assert compared == {c["label"]: c["verdict"] for c in answer["check"]["comparisons"]}
+    assert [b["concurrency"] for b in answer["best"]] == [1]
+    assert (out / "report.html").exists() and (out / "fit.json").exists()
+
+
+def test_a_sweep_records_launches_that_fail_and_goes_on(models, tmp_path):
+    """Two mistakes on a real llama-server: a --url on another port than the server's (it
+    starts, but the URL never answers: not ready within --ready-timeout) and a draft model
+    that is missing (the speculative launch exits at once).  Both are recorded with their
+    logs' tails, each server is stopped, and the sweep ends with a summary and exit 1:
+    nothing was measured."""
+    target, _ = models[LOW]
+    port, out = free_port(), tmp_path / "sweep"
+    serve = f"{binary()} -m {target} --host 127.0.0.1 --port {{port}} -t 1 --metrics"
+    args = _sweep_args(serve, tmp_path / "missing.gguf", port, out, "-k", "0,2")
+    args[args.index("--ready-timeout") + 1] = "5"
+    r = CliRunner().invoke(cli, [*args, "--url", f"http://127.0.0.1:{free_port()}"])
+    assert r.exit_code == 1, r.output
+    assert "0 of 2 launches measured" in r.output
+    assert "launch 1 (baseline) failed: not ready within 5 s (--ready-timeout)" in r.output
+    assert "launch 2 (spec-k2) failed: exited with" in r.output
+    assert "missing.gguf" in r.output  # the log's tail says why
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+        raise AssertionError("a failed launch's llama-server still answers")
+    except OSError:
+        pass

@@ -117,7 +117,7 @@ def sweep(
     DIR/report.html.  Each can be made again: breakeven check DIR/runs.csv, breakeven fit
     DIR/runs.csv.
 
-    Exit codes: 0; 1 when no launch was measured; 2 for bad input; 130/143 when
+    Exit codes: 0; 1 when no speculative launch was measured against a baseline; 2 for bad input; 130/143 when
     interrupted (every completed row kept; --resume continues).
 
     \b
@@ -169,6 +169,8 @@ def sweep(
     answer = answer_sweep(out)
     click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
     click.echo(f"Wrote {', '.join(answer.files.values())}.", err=True)
+    if not answer.best:
+        sys.exit(1)
 
 
 def _duration(seconds: float) -> str:
