@@ -29,9 +29,9 @@ from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, ti
 from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.ingest import check_year
 from breakeven.iotools.pipeline import per_file
+from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
-from breakeven.iotools.runs import sweep_runs
 from breakeven.provenance import parse_time
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report

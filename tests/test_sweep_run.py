@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from local_process import free_port
 
+from breakeven import sweep_run
 from breakeven.bench_client import Config
 from breakeven.check import check_file
 from breakeven.errors import BreakevenError
-from breakeven.sweep import plan_sweep
-from breakeven import sweep_run
 from breakeven.fit import fit, fit_file
 from breakeven.iotools.measurements import read_measurements
+from breakeven.sweep import plan_sweep
 from breakeven.sweep_answer import answer_sweep
 from breakeven.sweep_run import run_sweep
 

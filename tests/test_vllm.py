@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from local_process import free_port
 from vllm_server import Launch, Server, binary, environment, python
 
 from breakeven.cli import cli
@@ -692,3 +693,51 @@ def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
     assert len(flags) == 1, r.output
     assert "VLLM_CPU_KVCACHE_SPACE=2" in flags[0]["message"]
     assert "VLLM_CPU_KVCACHE_SPACE=1" in flags[0]["message"]  # what the run's launch has
+
+
+def test_a_sweep_on_a_real_vllm(vllm, vllm_models, tmp_path):
+    """breakeven sweep (issue 25) on vLLM, with draft_model and with ngram: the baseline and
+    k = 3, one repeat each, every launch a ``vllm serve`` the sweep starts and stops (its
+    variables in the command, as a user's ``env`` prefix sets them).  Each launch's settings
+    are read from its API server's process; the speculative launch runs with vLLM's
+    --speculative-config, its acceptance read from the server; the answer's verdicts are
+    compare's of the same runs.  The session's other servers are stopped first: a sweep's
+    server is a third vLLM, about 3 GB."""
+    import shlex
+
+    from vllm_server import serve_args
+
+    vllm.close()
+    exe = VLLM
+    own = {k: v for k, v in environment(exe).items() if os.environ.get(k) != v}
+    prefix = ["env", *(f"{k}={v}" for k, v in sorted(own.items()))]
+    serve = shlex.join([*prefix, *serve_args(exe, vllm_models["target"], 0)])
+    serve = serve.replace("--port 0", "--port {port}")
+    port = free_port()
+    for method, draft in (("draft_model", vllm_models["draft"]), ("ngram", None)):
+        out = tmp_path / method
+        args = ["sweep", "--serve", serve, "--engine", "vllm", "--method", method, "-k", "0,3"]
+        args += ["--port", str(port), "--out", str(out), "--ready-timeout", "300"]
+        args += ["--requests", "4", "--max-tokens", "32", "--json"]
+        if draft is not None:
+            args += ["--draft", str(draft)]
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        answer = json.loads(r.stdout)
+        with open(out / "runs.csv", newline="") as f:
+            written = list(csv.DictReader(f))
+        launches = dict.fromkeys((w["launch_id"], w["label"]) for w in written)
+        assert [label for _, label in launches] == ["baseline", f"{method}-k3"]
+        assert {w["env_from"] for w in written} == {"server"}
+        assert all("VLLM_CPU_KVCACHE_SPACE=1" in w["env"].split() for w in written)
+        spec = [w for w in written if w["label"] == f"{method}-k3"]
+        assert all(f'"method":_"{method}"' in w["env"] or method in w["env"] for w in spec)
+        (comparison,) = answer["check"]["comparisons"]
+        assert comparison["accept_len"] >= 1, comparison
+        if method == "draft_model":
+            assert comparison["accept_len"] > 2, comparison  # the 2-block draft: about 3.1-3.4
+        r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+        assert r.exit_code == 0, r.output
+        (run,) = json.loads(r.stdout)["runs"]
+        assert run["verdict"] == comparison["verdict"]
+        assert (out / "report.html").exists()
