@@ -111,6 +111,20 @@ SPECULATION_ENGINES = ("vllm", "sglang", "llamacpp")
 """Engines whose fixed-k speculation flags :func:`speculation_args` writes."""
 
 
+SGLANG_ALGORITHM = {
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "mtp": "NEXTN",
+    "nextn": "NEXTN",
+    "draft_model": "STANDALONE",
+    "standalone": "STANDALONE",
+    "ngram": "NGRAM",
+}
+"""SGLang's ``--speculative-algorithm`` for each drafting method's name as vLLM and breakeven
+write it (``python/sglang/srt/server_args.py``: MTP heads run as NEXTN, a separate draft model
+as STANDALONE)."""
+
+
 def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) -> list[str]:
     """The command-line arguments that make a server speculate with ``k`` draft tokens (a
     chain), as each engine reads them; none for k = 0 (the baseline).  ``base`` is the rest of
@@ -133,7 +147,8 @@ def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) ->
     if k == 0:
         return []
     if engine == "sglang":
-        algorithm = str(base.get("method") or "EAGLE3").upper()
+        method = str(base.get("method") or "EAGLE3")
+        algorithm = SGLANG_ALGORITHM.get(method.lower(), method.upper())
         args = ["--speculative-algorithm", algorithm]
         if base.get("model"):
             args += ["--speculative-draft-model-path", str(base["model"])]
@@ -215,6 +230,7 @@ def engine_shape(engine: str) -> str:
 
 __all__: Sequence[str] = (
     "SCHEDULE_ENGINES",
+    "SGLANG_ALGORITHM",
     "SPECULATION_ENGINES",
     "engine_shape",
     "render",

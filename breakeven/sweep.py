@@ -107,14 +107,15 @@ class SweepPlan:
         starts = self.start_bound_s()
         measure = self.measure_s(tok_s)
         lines.append(
-            f"Time: starts at most {_duration(starts)} ({len(self.launches)} x --ready-timeout "
-            f"{self.ready_timeout_s:g} s), measuring about {_duration(measure)} at {tok_s:g} tok/s "
-            f"per sequence: at most {_duration(starts + measure)} in all."
+            f"Time: starts at most {duration_text(starts)} ({len(self.launches)} x --ready-timeout "
+            f"{self.ready_timeout_s:g} s), measuring about {duration_text(measure)} at {tok_s:g} tok/s "
+            f"per sequence: at most {duration_text(starts + measure)} in all."
         )
         return "\n".join(lines) + "\n"
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A duration in the unit a person reads it in: s, min or h."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -227,4 +228,10 @@ def plan_sweep(
     )
 
 
-__all__: Sequence[str] = ("SweepLaunch", "SweepPlan", "plan_sweep", "serve_argv")
+__all__: Sequence[str] = (
+    "SweepLaunch",
+    "SweepPlan",
+    "duration_text",
+    "plan_sweep",
+    "serve_argv",
+)

@@ -420,6 +420,8 @@ def run_sweep(
             "(continue one with --resume)",
             "out",
         )
+    if bench.server_env_from:
+        read_server_env(bench.server_env_from)  # refused now, before any server starts
     done = _done(directory) if resume else {}
     url = url or f"http://127.0.0.1:{plan.port}"
     ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))

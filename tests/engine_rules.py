@@ -189,3 +189,40 @@ def sglang_check_launch(args: dict, config: dict) -> None:
             f"--speculative-num-steps={steps} is not in the adaptive config "
             f"candidate_steps {candidates}. Pass one of those values."
         )
+
+
+# SGLang's fixed-k launch: ``ServerArgs._handle_speculative_decoding`` (the EAGLE family's
+# branch) in ``python/sglang/srt/server_args.py`` at sgl-project/sglang commit
+# 015c872628e328b530880bcf95ae91222604b225, the choices of ``--speculative-algorithm`` in
+# ``add_cli_args``.
+SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM")
+
+
+def sglang_fixed_k(args: dict) -> tuple[tuple[int, int, int], list[str]]:
+    """(steps, topk, draft tokens) as SGLang runs them, and the warnings it logs on the way:
+    without --speculative-num-steps it chooses all three itself (and refuses topk or draft
+    tokens given alone); with topk 1 it sets the draft tokens to steps + 1."""
+    algorithm = str(args.get("speculative_algorithm", ""))
+    if algorithm not in SGLANG_ALGORITHMS:
+        raise EngineRejects(
+            f"argument --speculative-algorithm: invalid choice: {algorithm!r} "
+            f"(choose from {', '.join(SGLANG_ALGORITHMS)})"
+        )
+    if args.get("speculative_num_steps") is None:
+        if (
+            args.get("speculative_eagle_topk") is not None
+            or args.get("speculative_num_draft_tokens") is not None
+        ):
+            raise EngineRejects("AssertionError")  # auto-choose asserts both are None
+        return (3, 1, 4), []
+    steps = int(args["speculative_num_steps"])
+    topk = int(args.get("speculative_eagle_topk", 1))
+    tokens = int(args.get("speculative_num_draft_tokens", steps + 1))
+    warnings = []
+    if topk == 1 and tokens != steps + 1:
+        warnings.append(
+            "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
+            "speculative_eagle_topk == 1"
+        )
+        tokens = steps + 1
+    return (steps, topk, tokens), warnings

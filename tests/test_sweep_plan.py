@@ -4,6 +4,7 @@ each with its engine's own speculation flags; and what the sweep costs before it
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -129,3 +130,31 @@ def test_port_is_filled_in_and_a_command_without_it_keeps_its_own():
         "restart",
         "sglang",
     ]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_the_flags_a_sweep_adds_are_read_by_each_engine_as_meant(k):
+    """Read back by each engine's own rules (tests/engine_rules.py, from the engines' source):
+    SGLang runs k steps of a topk-1 chain verifying k + 1 tokens, with nothing adjusted and no
+    warning; vLLM's --speculative-config holds SpeculativeConfig's fields.  (The real vLLM and
+    llama-server run the flags in tests/test_vllm.py and tests/test_llamacpp.py.)"""
+    from engine_rules import sglang_fixed_k, sglang_parse_flags, vllm_parse_flags
+
+    base = {"method": "eagle3", "model": "/d"}
+    args = sglang_parse_flags(shlex.join(speculation_args("sglang", k, base)))
+    assert sglang_fixed_k(args) == ((k, 1, k + 1), [])
+    assert args["speculative_draft_model_path"] == "/d"
+    config = vllm_parse_flags(shlex.join(speculation_args("vllm", k, base)))
+    assert config == {"method": "eagle3", "model": "/d", "num_speculative_tokens": k}
+
+
+@pytest.mark.parametrize(
+    ("method", "algorithm"),
+    [("eagle", "EAGLE"), ("eagle3", "EAGLE3"), ("mtp", "NEXTN"), ("draft_model", "STANDALONE")],
+)
+def test_each_method_is_an_algorithm_sglang_accepts(method, algorithm):
+    from engine_rules import sglang_fixed_k, sglang_parse_flags
+
+    args = sglang_parse_flags(shlex.join(speculation_args("sglang", 2, {"method": method})))
+    assert args["speculative_algorithm"] == algorithm
+    assert sglang_fixed_k(args) == ((2, 1, 3), [])

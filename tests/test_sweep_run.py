@@ -295,3 +295,28 @@ def test_sigterm_mid_sweep_stops_the_server_keeps_the_rows_and_resume_finishes(t
     done = json.loads((out / "manifest.json").read_text())["done"]
     assert [d["ok"] for d in done] == [True] * 4
     assert len({r["launch_id"] for r in rows(out / "runs.csv")}) >= 4
+
+
+def test_progress_on_a_terminal_is_one_line_with_requests_and_an_eta(capsys):
+    """On a terminal: one line rewritten in place (launch, phase, requests, ETA), ended when
+    the launch is; off one, a line per phase, the ETA once a launch is done."""
+    from breakeven.cli.sweep import _Shown
+    from breakeven.sweep_run import Progress
+
+    (launch, *_) = plan_sweep(_serve(), "vllm", [2], method="ngram").launches
+    shown = _Shown(tty=True)
+    shown(Progress(launch, "measuring", 2, 3, 8, None))
+    shown(Progress(launch, "measuring", 2, 4, 8, 150.0))
+    shown(Progress(launch, "done", 2, 8, 8, 150.0))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.count("\r") == 3
+    assert "launch 1/2 (baseline, repeat 1): measuring 4/8 requests; ETA 2 min" in err
+    assert "ETA after the first launch" in err
+    quiet = _Shown(tty=False)
+    quiet(Progress(launch, "measuring", 2, 0, 8, None))
+    quiet(Progress(launch, "measuring", 2, 1, 8, None))
+    quiet(Progress(launch, "done", 2, 8, 8, 30.0))
+    assert capsys.readouterr().err.splitlines() == [
+        "launch 1/2 (baseline, repeat 1): measuring",
+        "launch 1/2 (baseline, repeat 1): done; ETA 30 s",
+    ]

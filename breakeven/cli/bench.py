@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import Bounded, CommandLineError, Values, levels
+from breakeven.cli.params import Bounded, CommandLineError
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -23,15 +23,7 @@ from breakeven.quantities import MAX_SPEC_TOKENS
 )
 @click.option("--label", required=True, help="Name of this run, e.g. baseline or eagle3-k3.")
 @click.option("--model", help="Model to request (default: the first the server lists).")
-@click.option(
-    "--concurrency",
-    cls=Values,
-    default="1",
-    show_default=True,
-    callback=levels,
-    metavar="N [N ...]",
-    help="Concurrency levels to measure, e.g. --concurrency 1 8 32.",
-)
+@o.concurrency("Concurrency levels to measure, e.g. --concurrency 1 8 32.")
 @click.option(
     "--max-tokens",
     "max_tokens",
@@ -94,15 +86,7 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     help="More of the server's launch, as K=V pairs bench cannot see (variables holding "
     "KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL are dropped).",
 )
-@click.option(
-    "--server-env-from",
-    "server_env_from",
-    metavar="PID|FILE",
-    help="Where the server's environment is, when it does not run on this host as your user: "
-    "its process id, its systemd unit (Environment=, EnvironmentFile=, ExecStart=), docker "
-    "inspect's JSON, or a KEY=VALUE file. Only NCCL_*, CUDA_*, VLLM_*, SGLANG_*, LLAMA_ARG_*, "
-    "OMP_* and TORCH_* variables are kept.",
-)
+@o.server_env_from
 @click.option(
     "--ready-timeout",
     "ready_timeout_s",

@@ -11,8 +11,10 @@ from breakeven.cli.params import (
     FLOAT,
     Bounded,
     LibraryChoice,
+    Values,
     accept_lens,
     floats,
+    levels,
 )
 from breakeven.quantities import DEFAULT_TOLERANCE, MAX_BATCH, MAX_K, MAX_SPEC_TOKENS
 
@@ -324,3 +326,27 @@ def tolerance(help: str) -> Any:
         metavar="F",
         help=help,
     )
+
+
+def concurrency(help: str) -> Any:
+    """``--concurrency N [N ...]``: load levels [requests in flight], 1 by default."""
+    return click.option(
+        "--concurrency",
+        cls=Values,
+        default="1",
+        show_default=True,
+        callback=levels,
+        metavar="N [N ...]",
+        help=help,
+    )
+
+
+server_env_from = click.option(
+    "--server-env-from",
+    "server_env_from",
+    metavar="PID|FILE",
+    help="Where the server's environment is, when it does not run on this host as your user: "
+    "its process id, its systemd unit (Environment=, EnvironmentFile=, ExecStart=), docker "
+    "inspect's JSON, or a KEY=VALUE file. Only NCCL_*, CUDA_*, VLLM_*, SGLANG_*, LLAMA_ARG_*, "
+    "OMP_* and TORCH_* variables are kept.",
+)

@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import LibraryChoice, Values, draft_lengths, levels
+from breakeven.cli.params import LibraryChoice, Values, draft_lengths
 
 
 @cli.command()
@@ -40,15 +40,7 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, levels
     metavar="K [K ...]",
     help="The k to measure [tokens]; 0, the baseline, is always measured.",
 )
-@click.option(
-    "--concurrency",
-    cls=Values,
-    default="1",
-    show_default=True,
-    callback=levels,
-    metavar="N [N ...]",
-    help="Load levels each launch runs [requests in flight].",
-)
+@o.concurrency("Load levels each launch runs [requests in flight].")
 @click.option(
     "--repeats", type=int, default=1, show_default=True, help="Launches of each configuration."
 )
@@ -66,13 +58,7 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, levels
     "hands the server on and exits 0 (ssh HOST systemctl restart UNIT, docker run -d). "
     "The launch's own process group is stopped too.",
 )
-@click.option(
-    "--server-env-from",
-    "server_env_from",
-    metavar="PID|FILE",
-    help="Where each launch's server settings are read when the server is not a process on "
-    "this host (a systemd unit, docker inspect JSON, a KEY=VALUE file), as bench reads them.",
-)
+@o.server_env_from
 @click.option(
     "--ready-timeout",
     "ready_timeout_s",
@@ -173,14 +159,6 @@ def sweep(
         sys.exit(1)
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 class _Shown:
     """The sweep's progress on stderr: on a terminal, one line rewritten in place (the
     launch, its phase, its requests, launches done and the ETA); off one, a line per phase."""
@@ -190,16 +168,20 @@ class _Shown:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
+        from breakeven.sweep import duration_text  # lazy: start-up
+
         head = f"launch {p.launch.index}/{p.launches} ({p.launch.label}, repeat {p.launch.repeat})"
         if not self.tty:
             if p.phase != "measuring" or p.requests_done == 0:
-                eta = f"; ETA {_duration(p.eta_s)}" if p.phase in ("done", "failed") else ""
+                eta = f"; ETA {duration_text(p.eta_s)}" if p.phase in ("done", "failed") else ""
                 click.echo(f"{head}: {p.phase}{eta}", err=True)
             return
         text = f"{head}: {p.phase}"
         if p.phase == "measuring":
             text += f" {p.requests_done}/{p.requests} requests"
-        text += "; ETA " + (_duration(p.eta_s) if p.eta_s is not None else "after the first launch")
+        text += "; ETA " + (
+            duration_text(p.eta_s) if p.eta_s is not None else "after the first launch"
+        )
         line = text[:200]
         click.echo("\r" + line.ljust(self.width), nl=False, err=True)
         self.width = len(line)
