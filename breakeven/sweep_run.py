@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.bench_client import Config, Terminated, run_bench
+from breakeven.bench_client import Config, Terminated, run_bench, server_root
 from breakeven.errors import BreakevenError
 from breakeven.iotools.atomic import write_text
 from breakeven.iotools.server import local_server, read_server_env
@@ -130,12 +130,22 @@ def _log_tail(path: str) -> str:
     return " | ".join(line.strip() for line in text.splitlines()[-5:] if line.strip())
 
 
-def _ready(url: str) -> bool:
+def answer_of(url: str) -> str:
+    """What ``URL/v1/models`` answers now, in words: ``ready`` (200, or 401/403: a server that
+    wants a key is up, and bench then says so), ``404`` (a server is up but the URL's path is
+    not its root), or why there is no answer yet (loading, refused)."""
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/v1/models", timeout=5) as reply:
-            return reply.status == 200
-    except (OSError, urllib.error.URLError, ValueError):
-        return False
+            return "ready" if reply.status == 200 else f"HTTP {reply.status}"
+    except urllib.error.HTTPError as e:
+        return "ready" if e.code in (401, 403) else ("404" if e.code == 404 else f"HTTP {e.code}")
+    except (OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return f"no answer ({reason})"
+
+
+def _ready(url: str) -> bool:
+    return answer_of(url) == "ready"
 
 
 def stop(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
@@ -313,14 +323,19 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
         except OSError as e:
             return failed(f"cannot start it: {e}")
     try:
-        while not _ready(url):
+        while (answer := answer_of(url)) != "ready":
+            if answer == "404":
+                return failed(
+                    f"404 Not Found for {url}/v1/models: a server answers, but the URL's path "
+                    "is not its root (give the server root, with or without one /v1)"
+                )
             code = process.poll()
             if code is not None and not (code == 0 and ctx.stop_command):
                 return failed(f"exited with {code} before it was ready: {_log_tail(log)}")
             if time.monotonic() - start > plan.ready_timeout_s:
                 return failed(
-                    f"not ready within {plan.ready_timeout_s:g} s (--ready-timeout): "
-                    f"{_log_tail(log)}"
+                    f"not ready within {plan.ready_timeout_s:g} s (--ready-timeout; "
+                    f"{url}/v1/models: {answer}): {_log_tail(log)}"
                 )
             time.sleep(0.5)
         ready_s = time.monotonic() - start
@@ -423,7 +438,7 @@ def run_sweep(
     if bench.server_env_from:
         read_server_env(bench.server_env_from)  # refused now, before any server starts
     done = _done(directory) if resume else {}
-    url = url or f"http://127.0.0.1:{plan.port}"
+    url = server_root(url or f"http://127.0.0.1:{plan.port}")  # refused now if malformed
     ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))
     measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
     if measured:

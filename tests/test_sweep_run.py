@@ -86,7 +86,8 @@ def test_launches_that_exit_or_never_get_ready_are_recorded_and_the_sweep_goes_o
     plan = plan_sweep(serve, "vllm", [2], method="ngram", ready_timeout_s=2, port=port)
     result = run_sweep(plan, str(tmp_path / "s"), _bench())
     baseline, spec = result.outcomes
-    assert not baseline.ok and "not ready within 2 s (--ready-timeout)" in baseline.error
+    assert not baseline.ok and "not ready within 2 s (--ready-timeout; " in baseline.error
+    assert "/v1/models: no answer (" in baseline.error
     assert not spec.ok and "exited with 3 before it was ready" in spec.error
     assert "0 of 2 launches measured" in result.report()
 
@@ -320,3 +321,21 @@ def test_progress_on_a_terminal_is_one_line_with_requests_and_an_eta(capsys):
         "launch 1/2 (baseline, repeat 1): measuring",
         "launch 1/2 (baseline, repeat 1): done; ETA 30 s",
     ]
+
+
+def test_the_seeds_url_typo_fails_the_launch_at_once_and_names_it(tmp_path):
+    """/v1 given twice (the seed's /v1/v1/models): the server answers 404 there, so the launch
+    fails at once, saying so, not after --ready-timeout; one /v1, or none, is the root."""
+    port = free_port()
+    plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=60, port=port)
+    began = time.monotonic()
+    result = run_sweep(plan, str(tmp_path / "s"), _bench(), url=f"http://127.0.0.1:{port}/v1/v1")
+    assert time.monotonic() - began < 60
+    error = result.outcomes[0].error
+    assert f"404 Not Found for http://127.0.0.1:{port}/v1/v1/models" in error
+    assert "the URL's path is not its root" in error
+    plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=30, port=port)
+    result = run_sweep(plan, str(tmp_path / "t"), _bench(), url=f"http://127.0.0.1:{port}/v1/")
+    assert [o.ok for o in result.outcomes] == [True, True], result.report()
+    with pytest.raises(BreakevenError, match="url: got 'ftp://x'"):
+        run_sweep(plan, str(tmp_path / "u"), _bench(), url="ftp://x")
