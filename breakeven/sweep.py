@@ -111,6 +111,12 @@ class SweepPlan:
             f"{self.ready_timeout_s:g} s), measuring about {duration_text(measure)} at {tok_s:g} tok/s "
             f"per sequence: at most {duration_text(starts + measure)} in all."
         )
+        repeats = max(launch.repeat for launch in self.launches)
+        if repeats < 3:
+            lines.append(
+                f"Note: {repeats} launch(es) of each configuration; an interval across launches "
+                "has few degrees of freedom and comes out wide (--repeats 3 or more)."
+            )
         return "\n".join(lines) + "\n"
 
 

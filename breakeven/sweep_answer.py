@@ -21,7 +21,7 @@ import json
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven.deploy import SCHEDULE_ENGINES, speculation_args
@@ -85,11 +85,19 @@ class SweepAnswer:
         for b in self.best:
             lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
         flags = {b.flags for b in self.best if b.flags}
-        if self.schedule is not None and self.schedule.get("flags"):
-            lines.append(f"Config to paste ({self.engine}, by batch): {self.schedule['flags']}")
+        scheduled = self.schedule.get("flags") if self.schedule is not None else None
+        if not flags:
+            lines.append("Config to paste: none (speculation off).")
+            if scheduled:
+                lines.append(
+                    f"The fit's schedule would speculate ({scheduled}), but no k was measured "
+                    "faster: confirm it with more --repeats before using it."
+                )
+        elif scheduled:
+            lines.append(f"Config to paste ({self.engine}, by batch): {scheduled}")
         elif len(flags) == 1:
             lines.append(f"Config to paste ({self.engine}): {flags.pop()}")
-        elif flags:
+        else:
             for b in self.best:
                 if b.flags:
                     lines.append(
@@ -110,8 +118,6 @@ class SweepAnswer:
         return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return {
             "directory": self.directory,
             "engine": self.engine,
@@ -181,10 +187,14 @@ def best_k(
             )
         else:
             why = (
-                "no k was measured faster: keep speculation off (the best, "
-                f"{top.label}, {number_text(top.measured_speedup, 2)}x, "
-                f"95% {number_text(top.ci_low, 2)}-{number_text(top.ci_high, 2)}, "
-                f"{top.verdict})."
+                f"no k is faster beyond noise (the best, {top.label}, "
+                f"{number_text(top.measured_speedup, 2)}x, 95% {number_text(top.ci_low, 2)}-"
+                f"{number_text(top.ci_high, 2)}, {top.verdict}): keep speculation off"
+                + (
+                    ", or narrow the interval with more --repeats."
+                    if top.verdict != "slower"
+                    else "."
+                )
             )
             best.append(BestK(load, 0, "baseline", 1.0, 1.0, 1.0, "", why))
     return tuple(best)
