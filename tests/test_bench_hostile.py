@@ -81,10 +81,9 @@ def test_a_broken_models_route_is_one_readiness_error(mode):
 
 def test_a_stalled_models_reply_names_the_wait_that_ended_it():
     with HostileServer(Hostility(models="stall")) as server:
-        start = time.monotonic()
         r = bench("--url", server.url, "--label", "t", "--ready-timeout", 5, "--idle-timeout", 0.5)
+    # The idle timeout ended it, not the 5 s ready timeout: the message names which.
     assert r.exit_code == 2 and "the server sent nothing for 0.5 s (--idle-timeout)" in r.output
-    assert time.monotonic() - start < 4
 
 
 @pytest.mark.parametrize("secret", ["key", "password"])

@@ -207,3 +207,32 @@ def test_python_dash_m_works_like_the_command():
     )
     assert bad.returncode == 2
     assert bad.stderr.strip() == "Error: --alpha: got 2.0, expected a probability in [0, 1]"
+
+
+def test_bare_commands_print_their_help_and_exit_0():
+    """``breakeven`` and ``breakeven plot`` alone are asking for help, not making a mistake:
+    the help on stdout, exit 0 (it was one 1,386-character ``Error: Usage:`` line, exit 2)."""
+    for args in ([], ["plot"]):
+        r = subprocess.run(
+            [sys.executable, "-m", "breakeven", *args], capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert r.stdout.startswith(f"Usage: breakeven {' '.join(args)}".rstrip() + " ")
+        assert "Error" not in r.stdout
+
+
+def test_the_top_help_lists_every_command_once_by_job_with_examples():
+    from breakeven.cli.group import SECTIONS
+
+    r = CliRunner().invoke(cli, ["--help"], terminal_width=100)
+    assert r.exit_code == 0
+    listed = [name for _, names in SECTIONS for name in names]
+    assert sorted(listed) == sorted(cli.commands), "a command is missing from SECTIONS"
+    for title, _ in SECTIONS:
+        assert f"\n{title}:\n" in r.output
+    # Each command's whole first sentence, never cut off with "...".
+    commands = r.output.split("Options:")[1].split("Examples:")[0]
+    assert "..." not in commands.replace("(vLLM, SGLang, ...)", "")
+    examples = r.output.split("Examples:\n")[1]
+    assert examples.count("  breakeven ") >= len(SECTIONS)
+    assert max(len(line) for line in r.output.splitlines()) <= 100

@@ -501,7 +501,8 @@ class TestNumbers:
     def test_sizes_are_bounded_and_the_bound_is_named(self, args, message):
         start = time.monotonic()
         one_line_exit_2(invoke(*args), message)
-        assert time.monotonic() - start < 2
+        # A hang guard, not a speed target: a size honoured would allocate for ever.
+        assert time.monotonic() - start < 60
 
     def test_the_bounds_are_in_help(self):
         assert "1 to 128" in invoke("optimize", "--help").output

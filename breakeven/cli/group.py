@@ -30,10 +30,43 @@ class Command(click.Command):
             raise CommandLineError(e.render(lambda name: spelled(self, name))) from None
 
 
+SECTIONS = (
+    ("Answer (does speculation pay here?)", ("compare", "predict", "check")),
+    ("Measure", ("sweep", "bench", "ingest", "fleet")),
+    ("Analyse costs", ("fit", "optimize", "batch", "moe")),
+    ("Plan a deployment", ("schedule",)),
+    ("Draw and report", ("plot", "report")),
+)
+"""The top level's commands, grouped by the job they do, in the order a user meets them."""
+
+EXAMPLES = (
+    "breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
+    "breakeven compare baseline.log eagle3.log -k 3",
+    "breakeven sweep --serve 'vllm serve M --port {port}' --engine vllm \\\n"
+    "      --method eagle3 --draft D -k 0,2,4 --concurrency 1,8 --repeats 3 --plan",
+    "breakeven bench --url http://localhost:8000/v1 --label baseline --out runs.csv",
+    "breakeven fit runs.csv --out fit.json",
+    "breakeven schedule --fit-file fit.json --engine vllm",
+    "breakeven plot surface --baseline 62.9 --verify-ms 28.7 --out surface.png",
+)
+"""One example for each job, shown after the commands."""
+
+
 class Group(click.Group):
-    """A group of :class:`Command`; its usage errors are one line, ``Error: ...``, exit 2."""
+    """A group of :class:`Command`; its usage errors are one line, ``Error: ...``, exit 2.
+    Called with no arguments, it prints its help and exits 0."""
 
     command_class = Command
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("no_args_is_help", True)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         """Like click's, but every usage error is one line: ``Error: ...``, exit code 2."""
@@ -56,7 +89,44 @@ class Group(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+class TopGroup(Group):
+    """The ``breakeven`` group: its commands listed by job (:data:`SECTIONS`), each with its
+    whole first sentence, then :data:`EXAMPLES`."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listed: set[str] = set()
+        pad = max(len(name) for name in self.list_commands(ctx))
+        for title, names in SECTIONS:
+            rows = []
+            for name in names:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                listed.add(name)
+                rows.append((name.ljust(pad), command.get_short_help_str(limit=300)))
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        others = [
+            (name.ljust(pad), command.get_short_help_str(limit=300))
+            for name in self.list_commands(ctx)
+            if name not in listed
+            and (command := self.get_command(ctx, name)) is not None
+            and not command.hidden
+        ]
+        if others:
+            with formatter.section("Other commands"):
+                formatter.write_dl(others)
+        with formatter.section("Examples"):
+            for example in EXAMPLES:  # whole: a command is copied, not read as prose
+                for line in example.splitlines():
+                    formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
+
+
+@click.group(
+    cls=TopGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="breakeven")
 def cli() -> None:
     """Does speculative decoding pay off here, by how much, and up to what load?
