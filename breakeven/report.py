@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from breakeven.formatting import (
+    check_headline,
     check_html,
     compare_rows,
     fit_html,
@@ -150,17 +151,26 @@ def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
         ]
     )
     body = f"""<h1>{html.escape(title)}</h1>
-<p>Does speculative decoding pay off in these measurements?</p>
+<p class="headline {_check_class(data)}">{html.escape(printable(check_headline(data)))}</p>
 {_made_by("breakeven report", source)}
-{_HOW_TO_READ.format(tolerance=data["tolerance"])}
 <h2>Flags</h2>
 {_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
 <h2>Runs</h2>
 {check_html(data, flags=False)}
 {"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
 <h2>Figures</h2>
-{figures}"""
+{figures}
+{_HOW_TO_READ.format(tolerance=data["tolerance"])}"""
     return _page(title, body)
+
+
+def _check_class(data: dict[str, Any]) -> str:
+    """A check's colour: a win where every run is faster, a loss where any is slower, else
+    noise."""
+    verdicts = {c["verdict"] for c in data["comparisons"]}
+    if verdicts == {"faster"}:
+        return "win"
+    return "loss" if "slower" in verdicts else "noise"
 
 
 SWEEP_TITLE = "Speculative decoding: the sweep's answer"

@@ -343,3 +343,17 @@ def test_a_run_rate_is_the_tokens_over_the_time_across_check_and_compare(tmp_pat
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.output)["runs"]
     assert row["tok_s"] == pytest.approx(80.0) and row["measured_speedup"] == pytest.approx(2.0)
+
+
+def test_checks_first_line_is_its_answer():
+    """The answer first (issue 26): how many runs pay, lose or are within noise, and the
+    flags, in one line under 100 characters, before the table; the report page opens with it."""
+    from breakeven.check import check_file
+    from breakeven.report import check_page
+
+    result = check_file(str(Path(__file__).parents[1] / "data" / "case_study.csv"))
+    first = result.report().splitlines()[0]
+    assert first == "2 speculative runs: 1 no interval, 1 not measured; flags: baseline_drift (1)."
+    assert len(first) <= 100
+    page = check_page(result, "case_study.csv")
+    assert page.index(first) < page.index("<h2>Flags</h2>") < page.index("How to read this")

@@ -27,6 +27,7 @@ _RENDERERS = {
     "batch_html": "optimization",
     "batch_text": "optimization",
     "bench_text": "measurements",
+    "check_headline": "measurements",
     "check_html": "measurements",
     "check_text": "measurements",
     "compare_html": "measurements",
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     )
     from breakeven.formatting.measurements import (
         bench_text,
+        check_headline,
         check_html,
         check_text,
         compare_html,
@@ -121,6 +123,7 @@ __all__ = [
     "batch_html",
     "batch_text",
     "bench_text",
+    "check_headline",
     "check_html",
     "check_text",
     "compare_html",

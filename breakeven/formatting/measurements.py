@@ -69,10 +69,37 @@ def _flag_where(f: Row) -> str:
     return f" (lines {', '.join(map(str, lines))}{more})" if lines else ""
 
 
+VERDICT_ORDER = ("faster", "slower", "within noise", "no interval", "not measured")
+"""The verdicts of a speculative run against its baseline, in the order a headline counts
+them."""
+
+
+def check_headline(r: Row) -> str:
+    """check's answer in one line: how many runs pay, lose or are within noise, and the flags'
+    codes, e.g. ``3 speculative runs: 2 faster, 1 within noise; flags: baseline_drift (1)``."""
+    comparisons = r["comparisons"]
+    if not comparisons:
+        return "No speculative run to compare: no row has num_spec_tokens > 0."
+    counts: dict[str, int] = dict.fromkeys(VERDICT_ORDER, 0)
+    for c in comparisons:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    said = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    codes: dict[str, int] = {}
+    for f in r["flags"]:
+        codes[f["code"]] = codes.get(f["code"], 0) + 1
+    flags = ", ".join(f"{code} ({n})" for code, n in codes.items()) or "none"
+    runs = f"{len(comparisons)} speculative run{'s' if len(comparisons) != 1 else ''}"
+    return f"{runs}: {said}; flags: {flags}."
+
+
 def check_text(r: Row) -> str:
-    """What ``breakeven check`` prints (from ``CheckResult.to_dict()``): comparisons, server
-    cross-checks, flags."""
-    lines = ["Speculative runs against the baseline of the same model, hardware and concurrency:"]
+    """What ``breakeven check`` prints (from ``CheckResult.to_dict()``): its headline
+    (:func:`check_headline`), then comparisons, server cross-checks, flags."""
+    lines = [
+        check_headline(r),
+        "",
+        "Speculative runs against the baseline of the same model, hardware and concurrency:",
+    ]
     heads, rows = _check_rows(r)
     if rows:
         lines += grid(heads, rows, right=False)
