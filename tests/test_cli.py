@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -236,3 +237,31 @@ def test_the_top_help_lists_every_command_once_by_job_with_examples():
     examples = r.output.split("Examples:\n")[1]
     assert examples.count("  breakeven ") >= len(SECTIONS)
     assert max(len(line) for line in r.output.splitlines()) <= 100
+
+
+DATA = Path(__file__).parents[1] / "data"
+CURVE = ["--cost-curve", str(DATA / "llama3_8b_decode_curve.csv")]
+TAU = ["--accept-len", "2.1", "-k", "6"]
+ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0.98"]
+
+
+@pytest.mark.parametrize(
+    ("args", "answer"),
+    [
+        (
+            ["predict", "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", *TAU],
+            "Speculation pays: 1.117x the baseline rate",
+        ),
+        (["check", str(DATA / "case_study.csv")], "2 speculative runs: "),
+        (["fit", str(DATA / "published.csv")], "Best k: 2 for meta-llama/"),
+        (["optimize", "--baseline", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"], "Best k: "),
+        (["batch", *CURVE, *ACCEPTANCE], "Break-even batch: "),
+        (["schedule", *CURVE, *ACCEPTANCE, "--engine", "vllm", "--min-gain", "0"], "k by batch: "),
+    ],
+)
+def test_each_commands_first_line_is_its_answer(args, answer):
+    """Issue 26: the answer first, in at most 100 characters; the details follow."""
+    r = CliRunner().invoke(cli, args, terminal_width=100)
+    assert r.exit_code == 0, r.output
+    first = r.stdout.splitlines()[0]
+    assert first.startswith(answer) and len(first) <= 100, first

@@ -28,9 +28,32 @@ def _loss(x: float) -> str:
     return f"{x:.2%}" if x >= 5e-5 else "less than 0.01%"
 
 
+def schedule_headline(r: Row) -> str:
+    """schedule's answer in one line: k by batch range, and what that gains over the best fixed
+    k over the load; the config to paste is at the end of the text."""
+    ranges = r["ranges"]
+    ks = ", ".join(f"{x['k']} at {x['first']}-{x['last']}" for x in ranges[:4])
+    more = f" and {len(ranges) - 4} more ranges" if len(ranges) > 4 else ""
+    if len(ranges) == 1 and ranges[0]["k"] == 0:
+        return (
+            f"Speculation off at every batch ({ranges[0]['first']}-{ranges[0]['last']}): "
+            "no k beats plain decoding."
+        )
+    if len(ranges) == 1:
+        return (
+            f"k = {ranges[0]['k']} at every batch ({ranges[0]['first']}-{ranges[0]['last']}): "
+            f"{number_text(r['speedup'], 3)}x plain decoding; no schedule needed."
+        )
+    return (
+        f"k by batch: {ks}{more}; {r['gain']:+.2%} over the best fixed k "
+        f"({r['best_fixed_k']}); config below."
+    )
+
+
 def schedule_text(r: Row) -> str:
-    """What ``breakeven schedule`` prints (``schedule_report``'s dict): the ranges, what the
-    schedule gains over the best fixed k and gives up by merging, and the config to paste."""
+    """What ``breakeven schedule`` prints (``schedule_report``'s dict): its headline
+    (:func:`schedule_headline`), the ranges, what the schedule gains over the best fixed k and
+    gives up by merging, and the config to paste."""
     count = len(r["ranges"])
     how = ""
     if r["engine"] == "vllm-legacy":
@@ -45,8 +68,10 @@ def schedule_text(r: Row) -> str:
             f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput"
         )
     lines = [
+        schedule_headline(r),
+        "",
         f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
-        f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}."
+        f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}.",
     ]
     rows = [
         [

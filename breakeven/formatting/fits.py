@@ -18,10 +18,45 @@ _FIT_COLUMNS = [
 ]
 
 
+def _best_text(g: Row, named: bool) -> str:
+    error = g["held_out_max_rel_error"]
+    held = "" if error is None else f", held out {format(error, '.1%')}"
+    loss = ", a loss" if g["best_speedup"] is not None and g["best_speedup"] < 1 else ""
+    where = f" for {printable(g['model'])}" if named and g["model"] else ""
+    at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+    return f"{g['best_k']}{where}{at} ({num(g['best_speedup'], '.2f')}x{loss}{held})"
+
+
+def fit_headline(result: Row) -> str:
+    """fit's answer in one line: the best k of each group with a speedup (up to two; then how
+    many more), its predicted speedup and the held-out error, e.g. ``Best k: 6 at concurrency
+    1 (1.86x, held out 9.0%); 6 at concurrency 4 (1.41x, held out 18.0%).``"""
+    groups = result["groups"]
+    known = [g for g in groups if g["best_k"] is not None]
+    if not known:
+        if result.get("surfaces"):
+            error = result["surfaces"][0]["held_out_max_rel_error"]
+            held = "-" if error is None else format(error, ".1%")
+            return f"A forward surface across batch sizes, held-out error {held}: see below."
+        if groups:
+            return (
+                f"No best k: {len(groups)} group(s) fitted, none with a baseline to give a "
+                "speedup (see below)."
+            )
+        return "Nothing fitted: see the notes."
+    named = len({g["model"] for g in known}) > 1
+    first = known[:1] if named else known[:2]  # model names are long: one, then a count
+    shown = "; ".join(_best_text(g, named) for g in first)
+    more = f"; {len(known) - len(first)} more below" if len(known) > len(first) else ""
+    return f"Best k: {shown}{more}."
+
+
 def fit_text(result: Row) -> str:
-    """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: per group, the fitted
-    coefficients with their units, what was merged, and the by-k table."""
-    lines: list[str] = [*(f"Note: {n}." for n in result["notes"])]
+    """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: its headline
+    (:func:`fit_headline`), then per group the fitted coefficients with their units, what
+    was merged, and the by-k table."""
+    lines: list[str] = [fit_headline(result), ""]
+    lines += [f"Note: {n}." for n in result["notes"]]
     for g in result["groups"]:
         where = ", ".join(
             x

@@ -72,12 +72,11 @@ def verdict(p: Row) -> str | None:
 
 
 def prediction_text(p: Row) -> str:
-    """The table ``breakeven predict`` prints (from ``Prediction.to_dict()``): label, value,
-    unit and JSON key per line."""
-    lines = kv_lines(_rows(p))
+    """What ``breakeven predict`` prints (from ``Prediction.to_dict()``): the verdict first,
+    then the table (label, value, unit and JSON key per line)."""
     v = verdict(p)
-    if v:
-        lines += [v, ""]
+    lines = [v, ""] if v else []
+    lines += kv_lines(_rows(p))
     if p.get("breakeven_alpha_by_k"):
         lines.append(_alpha_table_title(p))
         lines.append("   k  breakeven_alpha")
@@ -102,7 +101,7 @@ def prediction_html(p: Row) -> str:
     """The same table as HTML, for notebooks."""
     out = kv_html(_rows(p))
     v = verdict(p)
-    return f"{out}\n<p>{html.escape(v)}</p>" if v else out
+    return f"<p>{html.escape(v)}</p>\n{out}" if v else out
 
 
 _MOE_TITLE = "Mixture-of-Experts forward"
