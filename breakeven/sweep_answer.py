@@ -86,24 +86,27 @@ class SweepAnswer:
             lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
         flags = {b.flags for b in self.best if b.flags}
         scheduled = self.schedule.get("flags") if self.schedule is not None else None
+        agrees = scheduled and all(
+            _scheduled_k(self.schedule, b.concurrency) == b.num_spec_tokens for b in self.best
+        )
         if not flags:
             lines.append("Config to paste: none (speculation off).")
-            if scheduled:
-                lines.append(
-                    f"The fit's schedule would speculate ({scheduled}), but no k was measured "
-                    "faster: confirm it with more --repeats before using it."
-                )
-        elif scheduled:
+        elif agrees:
             lines.append(f"Config to paste ({self.engine}, by batch): {scheduled}")
-        elif len(flags) == 1:
+        elif len({b.flags for b in self.best}) == 1:
             lines.append(f"Config to paste ({self.engine}): {flags.pop()}")
         else:
             for b in self.best:
-                if b.flags:
-                    lines.append(
-                        f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}: "
-                        f"{b.flags}"
-                    )
+                lines.append(
+                    f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}: "
+                    + (b.flags or "none (speculation off)")
+                )
+        if scheduled and not agrees:
+            lines.append(
+                f"The fit's schedule (schedule.json: {_ranges_text(self.schedule)}) differs "
+                "from what was measured at these loads: the measurements decide; more "
+                "--repeats or loads would tell them apart."
+            )
         return "\n".join(lines) + "\n"
 
     def report(self) -> str:
@@ -128,6 +131,20 @@ class SweepAnswer:
             "notes": list(self.notes),
             "files": self.files,
         }
+
+
+def _scheduled_k(schedule: Any, batch: float) -> int:
+    """The k a schedule runs at ``batch`` (its last range's beyond it)."""
+    ranges = schedule["ranges"]
+    for r in ranges:
+        if r["first"] <= batch <= r["last"]:
+            return int(r["k"])
+    return int(ranges[-1]["k"] if batch > ranges[-1]["last"] else ranges[0]["k"])
+
+
+def _ranges_text(schedule: Any) -> str:
+    """A schedule's k by batch, in words: ``k = 6 at 1-256`` or ``k = 4 at 1-4, 2 at 5-42``."""
+    return "k = " + ", ".join(f"{r['k']} at {r['first']}-{r['last']}" for r in schedule["ranges"])
 
 
 def _speculation(plan: dict[str, Any]) -> dict[str, Any]:

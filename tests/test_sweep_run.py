@@ -337,3 +337,33 @@ def test_the_seeds_url_typo_fails_the_launch_at_once_and_names_it(tmp_path):
     assert [o.ok for o in result.outcomes] == [True, True], result.report()
     with pytest.raises(BreakevenError, match="url: got 'ftp://x'"):
         run_sweep(plan, str(tmp_path / "u"), _bench(), url="ftp://x")
+
+
+def test_the_config_pasted_is_the_one_the_measurements_back():
+    """The fit's schedule is pasted only where it runs, at each measured load, the k measured
+    best there; else each load's own flags (or none), and the schedule is said to differ.
+    (A real vLLM sweep gave the disagreeing case: k = 4 measured best at concurrency 1, no k
+    beyond noise at 4, and a fit whose schedule ran k = 6 everywhere.)"""
+    from breakeven.sweep_answer import BestK, SweepAnswer
+
+    def best(load, k):
+        flags = f"--speculative-config k{k}" if k else ""
+        return BestK(load, k, f"k{k}", 1.5, 1.1, 2.0, flags, f"k = {k}.")
+
+    def schedule(*ranges):
+        return {"flags": "--speculative-config BY-BATCH", "ranges": list(ranges)}
+
+    every = {"first": 1, "last": 4, "k": 4}
+    agreeing = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 4)), None, schedule(every))
+    assert "Config to paste (vllm, by batch): --speculative-config BY-BATCH" in agreeing.headline()
+    split = schedule({"first": 1, "last": 2, "k": 4}, {"first": 3, "last": 8, "k": 0})
+    mixed = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 0)), None, split)
+    assert "by batch" in mixed.headline()  # k = 4 at 1, off at 4: as measured
+    six = schedule({"first": 1, "last": 4, "k": 6})
+    differing = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 0)), None, six)
+    text = differing.headline()
+    assert "Config to paste (vllm) at concurrency 1: --speculative-config k4" in text
+    assert "Config to paste (vllm) at concurrency 4: none (speculation off)" in text
+    assert "The fit's schedule (schedule.json: k = 6 at 1-4) differs" in text
+    off = SweepAnswer("d", "vllm", None, (best(1, 0),), None, six)
+    assert "Config to paste: none (speculation off)." in off.headline()
