@@ -42,10 +42,22 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths
 )
 @o.concurrency("Load levels each launch runs [requests in flight].")
 @click.option(
-    "--repeats", type=int, default=1, show_default=True, help="Launches of each configuration."
+    "--repeats",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Launches of each configuration, each a new server start: the unit of an interval "
+    "(3 or more give a usable one).",
 )
 @click.option("--requests", type=int, metavar="N", help="Requests per level (bench's default).")
-@click.option("--max-tokens", "max_tokens", type=int, default=256, show_default=True)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    type=int,
+    default=256,
+    show_default=True,
+    help="Tokens each request generates [tokens].",
+)
 @click.option("--port", type=int, default=8000, show_default=True, help="What {port} stands for.")
 @click.option(
     "--url", metavar="URL", help="Where the launches serve (default: http://127.0.0.1:PORT)."
