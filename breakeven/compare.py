@@ -11,6 +11,7 @@ repetition is the run (:mod:`breakeven.intervals`), and a headline in words.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from breakeven import formatting
-from breakeven.check import COLUMNS_USED, FLAGS, check
+from breakeven.check import COLUMNS_USED, check
 from breakeven.errors import BreakevenError
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
@@ -88,7 +89,10 @@ class RunComparison:
     flags: tuple[str, ...]
     """Codes of check's flags about this run."""
     headline: str
-    """The answer in one sentence."""
+    """The answer in one short sentence, and the codes of the flags on the run."""
+    launch_note: str = ""
+    """Why the baseline's launch is stale or unverified, in a clause (empty when it is fair):
+    what differs between the launches, or how long before the run the baseline ran."""
 
 
 @dataclass(frozen=True)
@@ -172,22 +176,22 @@ def _headline(
     covers: str,
     where: str,
     flags: Sequence[str],
-    launch_note: str = "",
 ) -> str:
-    """The answer in one sentence; then, when check flagged the run, what it found (for a
-    baseline from another launch, its cause: what differs, or how long before it ran)."""
-    said = _said(label, baseline, speedup, low, high, verdict, covers, where)
-    if not flags:
-        return said
-    launch_flags = ("stale_baseline", "baseline_unverified")
-    return (
-        said
-        + "; flagged: "
-        + "; ".join(
-            f"{c}: {launch_note}" if c in launch_flags and launch_note else f"{FLAGS[c]} ({c})"
-            for c in flags
-        )
-    )
+    """The answer in one short sentence, then the codes of the flags check raised on the run
+    (the flags' messages, and what the interval covers, follow the headline in full)."""
+    said = _said(label, baseline, speedup, low, high, verdict, _brief(covers), where)
+    return said + (f"; flagged: {', '.join(flags)}" if flags else "")
+
+
+def _brief(covers: str) -> str:
+    """What an interval covers, in a few words: ``within one run each``, ``across 3 and 3
+    runs``, ``the baseline within one run``."""
+    if covers.startswith("within one run each"):
+        return "within one run each"
+    side = re.search(r"within one run of the (\w+) side", covers)
+    if side:
+        return f"the {side.group(1)} within one run"
+    return covers
 
 
 def _said(
@@ -200,7 +204,7 @@ def _said(
     covers: str,
     where: str,
 ) -> str:
-    interval = f"95% interval {low:.2f}-{high:.2f}; {covers}"
+    interval = f"95% interval {low:.2f}-{high:.2f}, {covers}"
     if math.isnan(speedup):
         return f"{label}{where}: no speedup could be measured against {baseline}"
     if verdict == "faster":
@@ -208,14 +212,8 @@ def _said(
     if verdict == "slower":
         return f"{label} is slower than {baseline}{where}: {speedup:.2f}x ({interval})"
     if verdict == "within noise":
-        return (
-            f"{label} is not measurably different from {baseline}{where}: {speedup:.2f}x "
-            f"({interval}, which holds 1)"
-        )
-    return (
-        f"{label} measured {speedup:.2f}x against {baseline}{where} (no interval: too few "
-        f"values in a run; see interval_method)"
-    )
+        return f"{label} is within noise of {baseline}{where}: {speedup:.2f}x ({interval})"
+    return f"{label}: {speedup:.2f}x the {baseline}'s rate{where}, no interval"
 
 
 def compare(
@@ -342,8 +340,8 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
             interval.covers,
             where,
             c.flags,
-            c.launch_note,
         ),
+        launch_note=c.launch_note,
     )
 
 

@@ -233,13 +233,19 @@ def compare_page(result: Any) -> str:
     headlines = "".join(
         f'<p class="headline {VERDICT_CLASS.get(r["verdict"], "noise")}">'
         f"{html.escape(printable(r['headline']))}.</p>"
+        + (
+            f'<p class="why">{html.escape(printable(r["launch_note"][:1].upper() + r["launch_note"][1:]))}.</p>'
+            if r.get("launch_note")
+            else ""
+        )
         for r in data["runs"]
     ) or (
         f'<p class="headline noise">No speculative run could be compared with '
         f"{html.escape(printable(data['baseline']))}: see the flags.</p>"
     )
     intervals = "".join(
-        f"<li>{html.escape(printable(r['label']))}: {html.escape(r['interval_method'])}</li>"
+        f"<li>{html.escape(printable(r['label']))}: {html.escape(r['interval_covers'])}; "
+        f"{html.escape(r['interval_method'])}</li>"
         for r in data["runs"]
     )
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in data["advice"])

@@ -91,19 +91,38 @@ class SweepPlan:
             "start_bound_s": self.start_bound_s(),
         }
 
+    def _launch_lines(self) -> list[str]:
+        """The order of the launches, the serve command once, and what each configuration
+        adds to it (as shell lines to paste, within the display's width)."""
+        from breakeven.formatting.text import command_lines  # lazy: start-up
+
+        order = [f"{launch.label}" for launch in self.launches]
+        lines = [f"  {', '.join(order)}"]
+        base = next((x.argv for x in self.launches if x.num_spec_tokens == 0), None)
+        if base is None:
+            return lines + [line for x in self.launches for line in command_lines(x.argv, "    ")]
+        lines += ["Each launch runs the serve command", *command_lines(base, "    ")]
+        lines.append("with, for each configuration:")
+        seen: set[str] = set()
+        for launch in self.launches:
+            if launch.label in seen:
+                continue
+            seen.add(launch.label)
+            added = launch.argv[len(base) :] if launch.argv[: len(base)] == base else launch.argv
+            lines.append(f"  {launch.label}:" + ("" if added else " nothing added"))
+            if added:
+                lines += command_lines(added, "    ")
+        return lines
+
     def report(self, tok_s: float = 20.0) -> str:
         """The launches in order, and the time they take: the starts at most, the
         measurement at ``tok_s`` [tok/s per sequence] (a slow large model's rate)."""
         lines = [
-            f"{len(self.launches)} launches of {self.engine}, in this order (each runs "
-            f"concurrency {', '.join(map(str, self.concurrency))}, "
-            f"{self.requests_per_launch} requests of {self.max_tokens} tokens):"
+            f"{len(self.launches)} launches of {self.engine} (each runs concurrency "
+            f"{', '.join(map(str, self.concurrency))}: {self.requests_per_launch} requests of "
+            f"{self.max_tokens} tokens), in this order:"
         ]
-        for launch in self.launches:
-            lines.append(
-                f"  {launch.index:>3}. {launch.label} (repeat {launch.repeat}): "
-                + shlex.join(launch.argv)
-            )
+        lines += self._launch_lines()
         starts = self.start_bound_s()
         measure = self.measure_s(tok_s)
         lines.append(
@@ -117,7 +136,9 @@ class SweepPlan:
                 f"Note: {repeats} launch(es) of each configuration; an interval across launches "
                 "has few degrees of freedom and comes out wide (--repeats 3 or more)."
             )
-        return "\n".join(lines) + "\n"
+        from breakeven.formatting.text import wrap_lines  # lazy: start-up
+
+        return wrap_lines("\n".join(lines) + "\n")
 
 
 def duration_text(seconds: float) -> str:

@@ -57,7 +57,11 @@ def test_the_case_study_from_two_sglang_logs():
     text = run(
         f"baseline={CASE / 'sglang_baseline.log'}", f"eagle3-k3={CASE / 'sglang_eagle3_k3.log'}"
     )
-    assert text.output.splitlines()[0].startswith("eagle3-k3 measured 1.21x against baseline")
+    first, why = text.output.splitlines()[:2]
+    assert first == (
+        "eagle3-k3: 1.21x the baseline's rate, no interval; flagged: baseline_unverified."
+    )
+    assert why.startswith("  The baseline came from another launch 20 minutes earlier")
     assert "Repeat both runs in new launches" in text.output
 
 
@@ -91,10 +95,10 @@ def test_long_logs_give_an_interval_within_one_launch(tmp_path):
     (row,) = result.runs
     assert row.verdict == "faster" and row.ci_low < 1.2 < row.ci_high
     assert row.headline.startswith("eagle3 is 1.2")
-    assert "faster than baseline (95% interval" in row.headline
-    assert (
+    assert "faster than baseline (95% interval 1.1" in row.headline
+    assert ", within one run each); flagged: baseline_unverified" in row.headline
+    assert row.interval_covers == (
         "within one run each, so run-to-run variation (a server restart) is not included"
-        in row.headline
     )
     # The first window of a log may follow idle time: it keeps no rate, 63 are left.
     assert "batch means over 63 values in 4 batches" in row.interval_method
@@ -183,8 +187,9 @@ def test_bad_input_is_one_line(args):
     assert "Traceback" not in r.output
 
 
-def first_line(page: str) -> str:
-    """The first line of text a reader sees on a report page (what <body> shows first)."""
+def first_line(page: str, n: int = 0) -> str:
+    """The first line of text a reader sees on a report page (what <body> shows first), or the
+    line ``n`` after it."""
     from html.parser import HTMLParser
 
     class Text(HTMLParser):
@@ -205,7 +210,7 @@ def first_line(page: str) -> str:
 
     parser = Text()
     parser.feed(page)
-    return parser.parts[0]
+    return parser.parts[n]
 
 
 VLLM_BASE = CASE / "vllm_bench_serve_baseline.json"
@@ -228,12 +233,16 @@ def test_the_case_study_end_to_end_with_compare_only(tmp_path, base, spec):
     assert row["measured_speedup"] == pytest.approx(75.9 / 62.9, rel=0.01)
     assert row["accept_len"] == pytest.approx(2.1, abs=0.01) and row["num_spec_tokens"] == 3
     assert row["implied_cycle_ms"] == pytest.approx(1000 * 2.1 / 75.9, rel=0.01)
-    line = first_line((report / "report.html").read_text())
-    assert line.startswith("eagle3-k3 measured 1.21x against baseline")
-    assert 'class="headline noise"' in (report / "report.html").read_text()  # no interval
+    page = (report / "report.html").read_text()
+    line, why = first_line(page), first_line(page, 1)
+    assert line.startswith("eagle3-k3: 1.21x the baseline's rate, no interval")
+    assert 'class="headline noise"' in page  # no interval
     # Two files of two launches, neither recording its server's environment: the headline says
-    # so, with how long before the baseline ran (the constructed vLLM files share one date).
-    assert "flagged: baseline_unverified: the baseline came from another launch " in line
+    # so, and the line under it how long before the baseline ran (the constructed vLLM files
+    # share one date).
+    assert line.endswith("flagged: baseline_unverified.")
+    line = why
+    assert line.startswith("The baseline came from another launch ")
     if base.suffix == ".log":
         assert "20 minutes earlier (2026-02-26 16:41; the run 2026-02-26 17:02)" in line
     assert "nothing shows whether that launch was configured the same way" in line
@@ -260,12 +269,13 @@ def test_against_the_stale_90_baseline_the_report_says_so_first(tmp_path, spec):
     report = tmp_path / "report"
     r = run(f"stale={stale}", f"eagle3-k3={spec}", "-k", 3, "--env", "tp=8", "--report", report)
     assert r.exit_code == 0, r.output
-    line = first_line((report / "report.html").read_text())
-    assert line.startswith("eagle3-k3 measured 0.84x against stale")
-    assert (
-        "flagged: stale_baseline: the baseline's launch had NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 "
+    page = (report / "report.html").read_text()
+    line, why = first_line(page), first_line(page, 1)
+    assert line == "eagle3-k3: 0.84x the stale's rate, no interval; flagged: stale_baseline."
+    assert why == (
+        "The baseline's launch had NCCL_ALGO=Ring NCCL_BUFFSIZE=16777216 "
         "NCCL_MAX_NCHANNELS=16 NCCL_NTHREADS=512 NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL; the "
-        "speculative run's launch (2026-02-26 17:02) has none of them." in line
+        "speculative run's launch (2026-02-26 17:02) has none of them."
     )
     assert r.output.splitlines()[0] == line  # the terminal's first line is the page's
 

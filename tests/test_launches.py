@@ -69,9 +69,9 @@ def test_two_numbers_typed_24_days_apart_are_unverified_with_their_age(tmp_path)
         ],
     )
     assert r.exit_code == 0, r.output
-    first = r.output.splitlines()[0]
-    assert first.startswith("spec measured 0.84x against baseline")
-    assert "baseline_unverified: the baseline came from another launch 24 days earlier" in first
+    first, why = r.output.splitlines()[:2]
+    assert first == "spec: 0.84x the baseline's rate, no interval; flagged: baseline_unverified."
+    assert why.startswith("  The baseline came from another launch 24 days earlier")
 
 
 def test_typed_rows_with_nothing_recorded_of_their_launch_say_nothing():
@@ -121,7 +121,7 @@ def test_two_logs_24_days_apart_are_flagged_with_their_dates(tmp_path):
     (run,) = body["runs"]
     assert run["measured_speedup"] == pytest.approx(75.9 / 90, rel=0.01)
     assert run["flags"] == ["baseline_unverified"]
-    assert "24 days earlier (2026-02-02 16:41; the run 2026-02-26 17:02)" in run["headline"]
+    assert "24 days earlier (2026-02-02 16:41; the run 2026-02-26 17:02)" in run["launch_note"]
     (message,) = [f["message"] for f in body["flags"] if f["code"] == "baseline_unverified"]
     assert "Neither launch's settings are recorded" in message
 

@@ -117,7 +117,9 @@ def test_the_plan_says_its_cost_before_it_starts():
     # 8 launches x (8 waves at concurrency 1 + 4 waves at 4) x 512 tokens at 20 tok/s
     assert plan.measure_s(20.0) == pytest.approx(8 * 12 * 512 / 20)
     text = plan.report()
-    assert text.startswith("8 launches of vllm, in this order")
+    assert text.startswith(
+        "8 launches of vllm (each runs concurrency 1, 4: 24 requests of 512 tokens)"
+    )
     assert "4.0 h" in text and "--speculative-config" in text
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -20,12 +21,54 @@ def spelled(command: click.Command, name: str) -> str:
     return name
 
 
+def _display_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["--wide"],
+            is_flag=True,
+            help="Show every column of every table and wrap no line (text otherwise fits the "
+            "terminal: COLUMNS, else its width, else 100 columns).",
+        ),
+        click.Option(
+            ["--color/--no-color"],
+            default=None,
+            help="Colour the verdicts: a win green, a loss red, noise grey (default: on a "
+            "terminal, unless NO_COLOR is set).",
+        ),
+    ]
+
+
+def use_color(asked: bool | None, stream: Any = None) -> bool:
+    """Whether to colour: as asked (``--color``/``--no-color``), else on a terminal unless
+    ``NO_COLOR`` is set to anything (https://no-color.org)."""
+    if asked is not None:
+        return asked
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
 class Command(click.Command):
-    """A command whose BreakevenErrors come out as one line naming the flags."""
+    """A command whose BreakevenErrors come out as one line naming the flags.  A command that
+    prints text (``display=True``, the default) takes ``--wide`` and ``--color/--no-color``,
+    and renders its text fitted to the terminal (:func:`breakeven.formatting.text.display`)."""
+
+    def __init__(self, *args: Any, display: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if display:
+            self.params += _display_options()
 
     def invoke(self, ctx: click.Context) -> Any:
+        from breakeven.formatting.text import display  # lazy: start-up
+
+        wide = ctx.params.pop("wide", False)
+        color = use_color(ctx.params.pop("color", None))
+        if color:
+            ctx.color = True
         try:
-            return super().invoke(ctx)
+            with display(None if wide else 0, color):
+                return super().invoke(ctx)
         except BreakevenError as e:
             raise CommandLineError(e.render(lambda name: spelled(self, name))) from None
 

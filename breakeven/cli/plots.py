@@ -38,7 +38,7 @@ def plot() -> None:
     """
 
 
-@plot.command(name="surface")
+@plot.command(name="surface", display=False)
 @o.predict_inputs
 @click.option(
     "--alpha-k",
@@ -95,7 +95,7 @@ def plot_surface(out: str, force: bool, **inputs: Any) -> None:
     _save(surface_figure(**inputs), out, force)
 
 
-@plot.command(name="k")
+@plot.command(name="k", display=False)
 @o.optimize_inputs
 @out_picture
 @o.force
@@ -106,7 +106,7 @@ def plot_k(out: str, force: bool, **inputs: Any) -> None:
     _save(k_figure(**inputs), out, force)
 
 
-@plot.command(name="batch")
+@plot.command(name="batch", display=False)
 @o.batch_inputs
 @out_picture
 @o.force
@@ -117,7 +117,7 @@ def plot_batch(out: str, force: bool, **inputs: Any) -> None:
     _save(batch_figure(**inputs), out, force)
 
 
-@plot.command(name="schedule")
+@plot.command(name="schedule", display=False)
 @o.batch_inputs
 @click.option(
     "--engine",
@@ -155,7 +155,7 @@ def plot_schedule(out: str, force: bool, **inputs: Any) -> None:
     _save(schedule_figure(**inputs), out, force)
 
 
-@plot.command(name="check")
+@plot.command(name="check", display=False)
 @click.argument("measurements", type=click.Path(dir_okay=False))
 @o.tolerance("Relative tolerance: the band drawn around measured = predicted.")
 @out_picture
@@ -167,7 +167,7 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> No
     _save(check_figure(measurements, tolerance), out, force)
 
 
-@plot.command(name="sensitivity")
+@plot.command(name="sensitivity", display=False)
 @o.baseline
 @o.step
 @click.option(
@@ -219,7 +219,7 @@ def plot_sensitivity(out: str, force: bool, **inputs: Any) -> None:
     _save(sensitivity_figure(**inputs), out, force)
 
 
-@cli.command()
+@cli.command(display=False)
 @click.argument("measurements", type=click.Path(dir_okay=False))
 @click.option(
     "--out",

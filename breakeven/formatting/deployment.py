@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import json
+import shlex
 
-from breakeven.formatting.text import Row, grid, num, preformatted_html, printable
+from breakeven.formatting.text import (
+    Row,
+    command_lines,
+    display_width,
+    fitted,
+    grid,
+    num,
+    preformatted_html,
+    printable,
+)
 from breakeven.quantities import number_text
 
 _ENGINE_NAMES = {
@@ -50,6 +60,7 @@ def schedule_headline(r: Row) -> str:
     )
 
 
+@fitted
 def schedule_text(r: Row) -> str:
     """What ``breakeven schedule`` prints (``schedule_report``'s dict): its headline
     (:func:`schedule_headline`), the ranges, what the schedule gains over the best fixed k and
@@ -104,9 +115,12 @@ def schedule_text(r: Row) -> str:
     )
     lines += [f"Note: {n}." for n in r["notes"]]
     if r["flags"]:
-        lines += ["", "Launch with:", f"  {r['flags']}"]
+        lines += ["", "Launch with:", *command_lines(shlex.split(r["flags"]))]
     if r.get("config_path") and r["config"] is not None:
-        lines += [f"with {r['config_path']} holding:", "  " + json.dumps(r["config"])]
+        held = json.dumps(r["config"])
+        if len(held) + 2 > (display_width() or len(held) + 2):
+            held = json.dumps(r["config"], indent=2)
+        lines += [f"with {r['config_path']} holding:", *("  " + x for x in held.splitlines())]
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +142,7 @@ _FLEET_COLUMNS = [
 ]
 
 
+@fitted
 def fleet_text(r: Row) -> str:
     """What ``breakeven fleet`` prints (``FleetResult.to_dict()``): a line per server, worst
     first, then each server's flags."""

@@ -3,7 +3,7 @@ batch sizes and the tree acceptances, each with the runs it was fitted on."""
 
 from __future__ import annotations
 
-from breakeven.formatting.text import Row, grid, num, preformatted_html, printable
+from breakeven.formatting.text import Row, fitted, grid, num, preformatted_html, printable
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
 
 _FIT_COLUMNS = [
@@ -51,6 +51,7 @@ def fit_headline(result: Row) -> str:
     return f"Best k: {shown}{more}."
 
 
+@fitted
 def fit_text(result: Row) -> str:
     """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: its headline
     (:func:`fit_headline`), then per group the fitted coefficients with their units, what

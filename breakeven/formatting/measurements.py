@@ -6,12 +6,15 @@ import html
 from typing import Any
 
 from breakeven.formatting.text import (
+    VERDICT_ROLES,
     Row,
+    fitted,
     grid,
     html_table,
     interval_text,
     k_text,
     num,
+    paint,
     printable,
     with_hardware,
 )
@@ -31,6 +34,22 @@ _CHECK_COLUMNS = [
     "implied cycle [ms]",
     "flags",
 ]
+
+
+_CHECK_OPTIONAL = (
+    "implied cycle [ms]",
+    "residual [x]",
+    "predicted [x]",
+    "accept_len [tokens/cycle]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "hardware",
+)
+"""The check table's columns a narrow terminal leaves out, the first first (``--json`` and
+``--wide`` give them all)."""
+
+_NAMES = ("model", "hardware", "label", "run", "file")
+"""Columns of names, which a narrow terminal shortens (marked ``~``) before it drops columns."""
 
 
 def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
@@ -92,6 +111,7 @@ def check_headline(r: Row) -> str:
     return f"{runs}: {said}; flags: {flags}."
 
 
+@fitted
 def check_text(r: Row) -> str:
     """What ``breakeven check`` prints (from ``CheckResult.to_dict()``): its headline
     (:func:`check_headline`), then comparisons, server cross-checks, flags."""
@@ -102,7 +122,7 @@ def check_text(r: Row) -> str:
     ]
     heads, rows = _check_rows(r)
     if rows:
-        lines += grid(heads, rows, right=False)
+        lines += grid(heads, rows, right=False, optional=_CHECK_OPTIONAL, cut=_NAMES)
     else:
         lines.append("  none: no row has num_spec_tokens > 0")
     lines.append(
@@ -154,6 +174,19 @@ _COMPARE_COLUMNS = [
     "residual [x]",
     "flags",
 ]
+
+
+_COMPARE_OPTIONAL = (
+    "implied cycle [ms]",
+    "residual [x]",
+    "predicted [x]",
+    "break-even accept_len [tokens/cycle]",
+    "accept_len [tokens/cycle]",
+    "tok_s [tok/s]",
+    "baseline [tok/s]",
+    "hardware",
+)
+"""The compare table's columns a narrow terminal leaves out, the first first."""
 
 
 def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
@@ -216,7 +249,7 @@ def _against_lines(rows: list[Row]) -> list[str]:
         ]
         for r in rows
     ]
-    lines += grid(_AGAINST_COLUMNS, cells, right=False)
+    lines += grid(_AGAINST_COLUMNS, cells, right=False, optional=("predicted [x]",), cut=_NAMES)
     lines.append(
         "holds: the prediction is within the interval, widened by the tolerance; off: "
         "it is not; other k: the run used another k than the schedule deploys there."
@@ -224,21 +257,32 @@ def _against_lines(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _headline_lines(r: Row) -> list[str]:
+    """A run's headline, then, where its baseline's launch was flagged, why."""
+    note = r.get("launch_note")
+    why = [f"  {printable(note[:1].upper() + note[1:])}."] if note else []
+    return [paint(printable(r["headline"]) + ".", VERDICT_ROLES.get(r["verdict"])), *why]
+
+
+@fitted
 def compare_text(result: Row) -> str:
     """What ``breakeven compare`` prints, from ``CompareResult.to_dict()``: the headlines
     first, then a row per speculative run, check's flags and advice."""
     runs = result["runs"]
-    lines = [printable(r["headline"]) + "." for r in runs] or [
+    lines = [line for r in runs for line in _headline_lines(r)] or [
         f"No speculative run could be compared with {printable(result['baseline'])}."
     ]
     heads, rows = compare_rows(result)
     if rows:
-        lines += ["", *grid(heads, rows, right=False)]
+        lines += ["", *grid(heads, rows, right=False, optional=_COMPARE_OPTIONAL, cut=_NAMES)]
         lines.append(
             "speedup = tok_s / baseline tok_s (per sequence); implied cycle = 1000 x "
             "accept_len / tok_s; break-even accept_len = cycle_ms / step_ms."
         )
-        lines += [f"Interval of {printable(r['label'])}: {r['interval_method']}." for r in runs]
+        lines += [
+            f"Interval of {printable(r['label'])}: {r['interval_covers']}; {r['interval_method']}."
+            for r in runs
+        ]
     flags = result["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
@@ -279,6 +323,7 @@ def _speedup_interval_line(r: Row) -> str:
     )
 
 
+@fitted
 def speedup_interval_text(r: Row) -> str:
     """A speedup and its 95% interval [x], what it covers and how it was estimated (from
     ``SpeedupInterval.to_dict()``)."""
@@ -290,6 +335,7 @@ def speedup_interval_html(r: Row) -> str:
     return f"<p>{html.escape(_speedup_interval_line(r))}</p>"
 
 
+@fitted
 def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     """What ``breakeven bench`` prints: one line per concurrency level."""
     heads = [
@@ -333,6 +379,7 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@fitted
 def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
     """A summary of ingested records (a :class:`~breakeven.iotools.records.Tally`), with what
     ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from breakeven.formatting.text import Row, grid, html_table, quantity_html_table, table
+from breakeven.formatting.text import Row, fitted, grid, html_table, quantity_html_table, table
 from breakeven.quantities import number_text
 
 
@@ -30,6 +30,7 @@ def _optimize_head(r: Row) -> str:
     )
 
 
+@fitted
 def optimize_text(r: Row) -> str:
     """What ``breakeven optimize`` prints (from ``OptimizeResult.to_dict()``): the verdict,
     then every k considered."""
@@ -87,6 +88,7 @@ def _tree_rows(r: Row) -> list[list[str]]:
     ]
 
 
+@fitted
 def tree_search_text(r: Row) -> str:
     """What ``breakeven optimize --tree`` prints (from ``TreeSearch.to_dict()``): the best tree,
     the best chain, the SGLang flags, and the best trees searched."""
@@ -152,6 +154,7 @@ def _sample(points: list[Row], keep: set[int]) -> list[int]:
 _BATCH_COLUMNS = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
 
 
+@fitted
 def batch_text(r: Row) -> str:
     """What ``breakeven batch`` prints (from ``BatchResult.to_dict()``): the break-even batch,
     the schedule, the sweep."""

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import html
 
-from breakeven.formatting.text import Row, format_value, grid, html_table, kv_html, kv_lines, kv_row
+from breakeven.formatting.text import (
+    Row,
+    fitted,
+    format_value,
+    grid,
+    html_table,
+    kv_html,
+    kv_lines,
+    kv_row,
+    paint,
+)
 from breakeven.quantities import number_text
 
 # Sections of the predict table, in order, and why a field can be null.
@@ -71,11 +81,13 @@ def verdict(p: Row) -> str | None:
     return f"Speculation {word}: {number_text(speedup, 3)}x the baseline rate ({how})."
 
 
+@fitted
 def prediction_text(p: Row) -> str:
     """What ``breakeven predict`` prints (from ``Prediction.to_dict()``): the verdict first,
     then the table (label, value, unit and JSON key per line)."""
     v = verdict(p)
-    lines = [v, ""] if v else []
+    role = None if not v else "win" if " pays" in v or "reaches" in v else "loss"
+    lines = [paint(v, role), ""] if v and "exactly" not in v else [v, ""] if v else []
     lines += kv_lines(_rows(p))
     if p.get("breakeven_alpha_by_k"):
         lines.append(_alpha_table_title(p))
@@ -107,6 +119,7 @@ def prediction_html(p: Row) -> str:
 _MOE_TITLE = "Mixture-of-Experts forward"
 
 
+@fitted
 def moe_text(summary: dict[str, float]) -> str:
     """What ``breakeven moe`` prints (from ``MoESummary.to_dict()``)."""
     rows = [kv_row(key, value) for key, value in summary.items()]
@@ -147,6 +160,7 @@ def _sensitivity_rows(r: Row) -> list[list[str]]:
     ]
 
 
+@fitted
 def sensitivity_text(r: Row) -> str:
     """Which input moves the speedup most (from ``Sensitivity.to_dict()``): the speedup with
     each input moved down and up [x]."""

@@ -3,16 +3,22 @@ and HTML tables.  Pure string building from plain rows; imports only the core la
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import html
+import json
 import math
+import os
 import re
-from collections.abc import Sequence
+import shlex
+import shutil
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from breakeven.quantities import LARGEST_FIXED, QUANTITIES, number_text
-
-# Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
-# result itself: this package imports no analysis module, and text and JSON cannot disagree.
 
 # Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
 # result itself: this module imports no analysis module, and text and JSON cannot disagree.
@@ -76,6 +82,106 @@ def kv_row(key: str, value: Any) -> tuple[str, str, str, str]:
     return (q.label, format_value(key, value), q.unit if is_number(value) else "", key)
 
 
+@dataclass(frozen=True)
+class Display:
+    """How text output is laid out: ``width`` in columns (None: as wide as the content, what
+    ``--wide`` asks for; the default reads ``COLUMNS`` or the terminal's width, else 100) and
+    ``color`` (ANSI colours on the verdicts; off unless the CLI turns it on for a terminal)."""
+
+    width: int | None = 0
+    color: bool = False
+
+
+DEFAULT_WIDTH = 100
+"""The width text is fitted to where neither ``COLUMNS`` nor a terminal says [columns]."""
+
+MIN_WIDTH = 40
+"""The narrowest width text is fitted to; a narrower terminal gets lines this long [columns]."""
+
+_DISPLAY: contextvars.ContextVar[Display | None] = contextvars.ContextVar("display", default=None)
+
+
+def _display() -> Display:
+    return _DISPLAY.get() or Display()
+
+
+@contextlib.contextmanager
+def display(width: int | None = 0, color: bool = False) -> Iterator[None]:
+    """Render the text inside this block at ``width`` columns (None: unlimited; 0: the
+    terminal's) with or without colour, as pandas' ``option_context`` does for its tables."""
+    token = _DISPLAY.set(Display(width, color))
+    try:
+        yield
+    finally:
+        _DISPLAY.reset(token)
+
+
+def display_width() -> int | None:
+    """The width text is fitted to [columns]: the display's (:func:`display`), else
+    ``COLUMNS``, else the terminal's, else :data:`DEFAULT_WIDTH`; None: unlimited."""
+    width = _display().width
+    if width is None:
+        return None
+    if not width:
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            width = int(columns)
+        else:
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns or DEFAULT_WIDTH
+    return max(width, MIN_WIDTH)
+
+
+_ROLE_COLOURS = {"win": "green", "loss": "red", "noise": "bright_black", "warn": "yellow"}
+
+VERDICT_ROLES = {
+    "faster": "win",
+    "slower": "loss",
+    "within noise": "noise",
+    "no interval": "warn",
+    "not measured": "warn",
+    "holds": "win",
+    "off": "loss",
+}
+"""The colour role of each verdict a table shows: a win green, a loss red, noise grey."""
+
+
+def paint(text: str, role: str | None) -> str:
+    """``text`` in its role's colour where the display has colour on, else as it is."""
+    if not role or not _display().color:
+        return text
+    bold = role in ("win", "loss")
+    return f"\x1b[{'1;' if bold else ''}{_ANSI[_ROLE_COLOURS[role]]}m{text}\x1b[0m"
+
+
+_ANSI = {"green": "32", "red": "31", "bright_black": "90", "yellow": "33"}
+
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def visible_len(text: str) -> int:
+    """How many columns ``text`` takes on a terminal (colour codes take none)."""
+    return len(_ESCAPE.sub("", text)) if "\x1b" in text else len(text)
+
+
+_UNIT_HEAD = re.compile(r"^(.*\S) (\[[^\]]+\])$")
+
+
+def _two_line(head: str) -> tuple[str, str]:
+    """A head ``name [unit]`` as its name and its unit, for a head of two lines."""
+    m = _UNIT_HEAD.match(head)
+    return (m.group(1), m.group(2)) if m else (head, "")
+
+
+def _short(cell: str, width: int) -> str:
+    """``cell`` cut to ``width`` columns, its end replaced by ``~`` where it was cut."""
+    return cell if len(cell) <= width else cell[: max(width - 1, 1)] + "~"
+
+
+def _wrapped(cell: str, width: int) -> list[str]:
+    """``cell`` on lines of at most ``width`` columns, broken after commas or at spaces."""
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
+
+
 def grid(
     heads: Sequence[str],
     rows: Sequence[Sequence[str]],
@@ -83,25 +189,208 @@ def grid(
     right: bool,
     indent: str = "  ",
     suffixes: Sequence[str] | None = None,
+    optional: Sequence[str] = (),
+    cut: Sequence[str] = (),
+    wrap: Sequence[str] = ("flags",),
 ) -> list[str]:
-    """Text columns as wide as their widest cell, two spaces apart; ``suffixes`` end the rows."""
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+    """Text columns as wide as their widest cell, two spaces apart; ``suffixes`` end the rows.
+
+    The table is fitted to :func:`display_width`, in this order until it fits: heads
+    ``name [unit]`` go on two lines (the units stay with their columns); the ``optional``
+    columns (heads, the first named dropped first) are left out; the last column wraps
+    where it is one of ``wrap`` (a list, such as flags' codes); the
+    ``cut`` columns (names and labels) are shortened to no fewer than 12 columns, marked
+    ``~``; the rightmost columns are left out.  A line under the table names what it left
+    out (``--wide`` shows everything)."""
+    limit = display_width()
+    tail = max((len(s) for s in suffixes or ()), default=0)
+    keep = list(range(len(heads)))
+    head_lines = [list(heads)]
+    cells = [list(row) for row in rows]
+    parts: list[list[str]] = [[] for _ in cells]  # the last column's lines, where it wraps
+
+    def widths() -> list[int]:
+        return [
+            max(*(len(h[i]) for h in head_lines), *(len(row[i]) for row in cells), 1) for i in keep
+        ]
+
+    def over() -> int:
+        w = widths()
+        return len(indent) + sum(w) + 2 * (len(w) - 1) + tail - (limit or 0)
+
+    dropped: list[str] = []
+
+    def drop(i: int) -> None:
+        keep.remove(i)
+        dropped.append(_two_line(heads[i])[0])
+
+    if limit is not None and over() > 0:
+        split = [_two_line(h) for h in heads]
+        head_lines = [[a for a, _ in split], [b for _, b in split]]
+        for name in optional:
+            if over() <= 0:
+                break
+            if name in heads:
+                drop(list(heads).index(name))
+        last = keep[-1]
+        room = widths()[-1] - over()
+        if over() > 0 and room >= 12 and heads[last] in wrap:
+            parts = [_wrapped(row[last], room) for row in cells]
+            for row, lines_of in zip(cells, parts, strict=True):
+                row[last] = max(lines_of, key=len)
+        shortened = [list(heads).index(name) for name in cut if name in heads]
+        while over() > 0:
+            w = dict(zip(keep, widths(), strict=True))
+            wide = [i for i in shortened if i in w and w[i] > 12]
+            if not wide:
+                break
+            i = max(wide, key=lambda j: w[j])
+            size = max(w[i] - over(), 12)
+            for h in head_lines:
+                h[i] = _short(h[i], size)
+            for row in cells:
+                row[i] = _short(row[i], size)
+        while over() > 0 and len(keep) > 1:
+            drop(keep[-1])
+            parts = [[] for _ in cells]
+    w = widths()
     just = str.rjust if right else str.ljust
+    painted = {i for i in keep if heads[i] == "verdict"}
 
-    def line(cells: Sequence[str]) -> str:
-        return (indent + "  ".join(just(c, w) for c, w in zip(cells, widths, strict=True))).rstrip()
+    def line(values: Sequence[str]) -> str:
+        out = []
+        for i, width in zip(keep, w, strict=True):
+            text = just(values[i], width)
+            if i in painted and values[i]:
+                text = text.replace(values[i], paint(values[i], VERDICT_ROLES.get(values[i])), 1)
+            out.append(text)
+        return (indent + "  ".join(out)).rstrip()
 
-    return [line(heads)] + [
-        line(row) + (suffixes[i] if suffixes else "") for i, row in enumerate(rows)
-    ]
+    lines = [line(h) for h in head_lines if any(h[i] for i in keep)]
+    for n, row in enumerate(cells):
+        for j, part in enumerate(parts[n] or [row[keep[-1]]]):
+            shown = list(row) if j == 0 else [""] * len(row)
+            shown[keep[-1]] = part
+            lines.append(line(shown) + (suffixes[n] if suffixes and j == 0 else ""))
+    if dropped:
+        lines.append(f"{indent}(not shown: {', '.join(dropped)}; --wide shows them)")
+    return lines
 
 
-def table(rows: list[dict[str, Any]], columns: list[str], mark: int | None = None) -> list[str]:
-    """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``."""
+def wrap_lines(text: str) -> str:
+    """``text`` with each line longer than :func:`display_width` wrapped at spaces, its
+    continuation indented two more than it.  A line set out to be pasted (one that starts,
+    after its indent, with ``--``) is left whole."""
+    limit = display_width()
+    if limit is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if visible_len(line) <= limit or line.lstrip().startswith("--"):
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(
+            line.strip(),
+            limit,
+            initial_indent=lead,
+            subsequent_indent=lead + "  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        ) or [line]
+    return "\n".join(out)
+
+
+def command_lines(words: Sequence[str], indent: str = "  ") -> list[str]:
+    """A command to paste, as shell lines within :func:`display_width`: ``\\`` continues a
+    line between arguments (a flag stays with its value), and a JSON argument too long for a
+    line is broken after its commas inside its quotes, where a line break is JSON whitespace.
+    Pasted into a shell, the lines are the same command."""
+    limit = display_width()
+    groups: list[list[str]] = []
+    for word in words:
+        if groups and len(groups[-1]) == 1 and groups[-1][0].startswith("-") and word[:1] != "-":
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    texts = [" ".join(shlex.quote(w) for w in g) for g in groups]
+    whole = indent + " ".join(texts)
+    if limit is None or len(whole) <= limit:
+        return [whole]
+    more = indent + "  "
+    lines: list[str] = []
+    current = indent
+    for group, text in zip(groups, texts, strict=True):
+        parts = [text]
+        start = len(current) + (current != indent and current != more)
+        if start + len(text) > limit - 2 and len(group) == 2:
+            parts = _json_lines(group, more, limit)
+        if current.strip() and (len(parts) > 1 or len(current) + 1 + len(parts[0]) > limit - 2):
+            lines.append(current + " \\")
+            current = more
+        current += ("" if not current.strip() else " ") + parts[0]
+        if len(parts) > 1:
+            lines.append(current)
+            lines += parts[1:-1]
+            current = parts[-1]
+    lines.append(current)
+    return lines
+
+
+def _json_lines(group: list[str], indent: str, limit: int) -> list[str]:
+    """A flag and its JSON object value as lines that start at ``indent``, broken after the
+    object's commas (the value as it was where it is not a JSON object)."""
+    flag, value = group
+    try:
+        data = json.loads(value)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or "'" in value or not data:
+        return [" ".join(shlex.quote(w) for w in group)]
+    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in data.items()]
+    lines = [f"{shlex.quote(flag)} '{{"]
+    fresh = True  # the line holds no item yet
+    for n, item in enumerate(items):
+        end = "}'" if n == len(items) - 1 else ","
+        pad = len(indent) + (0 if len(lines) == 1 else 2)
+        if fresh or pad + len(lines[-1]) + 1 + len(item) + len(end) <= limit:
+            if fresh and len(lines) == 1 and pad + len(lines[0]) + len(item) + len(end) > limit:
+                lines.append(f"{indent}  {item}")
+            else:
+                lines[-1] += ("" if fresh else " ") + item
+        else:
+            lines.append(f"{indent}  {item}")
+        lines[-1] += end
+        fresh = False
+    return lines
+
+
+def fitted(render: Callable[..., str]) -> Callable[..., str]:
+    """A text renderer whose output is fitted to the display (:func:`wrap_lines`)."""
+
+    @functools.wraps(render)
+    def fitted_render(*args: Any, **kwargs: Any) -> str:
+        return wrap_lines(render(*args, **kwargs))
+
+    return fitted_render
+
+
+def table(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    mark: int | None = None,
+    optional: Sequence[str] = (),
+) -> list[str]:
+    """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``; the
+    ``optional`` heads as :func:`grid` takes them."""
     heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
     cells = [[format_value(c, r[c]) for c in columns] for r in rows]
     return grid(
-        heads, cells, right=True, suffixes=[" *" if i == mark else "" for i in range(len(cells))]
+        heads,
+        cells,
+        right=True,
+        suffixes=[" *" if i == mark else "" for i in range(len(cells))],
+        optional=optional,
     )
 
 
