@@ -1250,6 +1250,47 @@ def _at_concurrency(value: float) -> str:
     return f"at concurrency {value:g}" if value >= 0 else "at an unknown concurrency"
 
 
+def cycle_given(
+    verify_ms: float | None = None, draft_ms: float | None = None, cycle_ms: float | None = None
+) -> float | None:
+    """The cycle the costs given make [ms]: ``cycle_ms``, or ``verify_ms`` plus ``draft_ms``
+    (None: no costs given); a BreakevenError naming the flags where they conflict."""
+    from breakeven.model import cycle_ms as cycle_of  # the one formula
+
+    if cycle_ms is not None and verify_ms is not None:
+        raise BreakevenError(
+            "{0} and {1}: give one (the cycle, or its parts)", "cycle_ms", "verify_ms"
+        )
+    if draft_ms is not None and verify_ms is None:
+        raise BreakevenError(
+            "{0}: needs {1} (the cycle is verify + draft)", "draft_ms", "verify_ms"
+        )
+    if cycle_ms is not None:
+        return cycle_ms
+    return float(cycle_of(verify_ms, draft_ms or 0.0)) if verify_ms is not None else None
+
+
+def with_cycle(rows: Any, cycle: float | Any, *, override: bool = True) -> Any:
+    """``rows`` with ``cycle`` [ms] (a number, or a Series by row; NaN: none) as the
+    ``cycle_ms`` of each speculative row with a rate or a speedup: a prediction for it.  A
+    cycle typed on the command line overrides the rows' own (``override``); a fitted one
+    fills only the rows that record none.  A row without a rate is not a run."""
+    rows = rows.copy()
+    given = rows["cycle_ms"] if "cycle_ms" in rows.columns else math.nan
+    given = pd.to_numeric(pd.Series(given, index=rows.index), errors="coerce")
+    k = pd.to_numeric(rows.get("num_spec_tokens", pd.Series(0, index=rows.index)), errors="coerce")
+    rate = pd.to_numeric(rows.get("tok_s", pd.Series(math.nan, index=rows.index)), errors="coerce")
+    speedup = pd.to_numeric(
+        rows.get("speedup", pd.Series(math.nan, index=rows.index)), errors="coerce"
+    )
+    cycle = pd.Series(cycle, index=rows.index, dtype=float)
+    takes = (k.isna() | (k > 0)) & (rate.notna() | speedup.notna()) & cycle.notna()
+    if not override:
+        takes &= given.isna()
+    rows["cycle_ms"] = given.where(~takes, cycle)
+    return rows
+
+
 def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     """:func:`check` on a measurements CSV."""
 
@@ -1265,5 +1306,7 @@ __all__: Sequence[str] = (
     "ServerCheck",
     "check",
     "check_file",
+    "cycle_given",
     "fingerprint",
+    "with_cycle",
 )

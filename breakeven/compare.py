@@ -19,12 +19,11 @@ from typing import Any
 import pandas as pd
 
 from breakeven import formatting
-from breakeven.check import COLUMNS_USED, check
+from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
 from breakeven.errors import BreakevenError
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
-from breakeven.model import cycle_ms as cycle_of
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 
 __all__ = [
@@ -235,7 +234,7 @@ def compare(
     tolerance : float
         As :func:`breakeven.check.check`'s.
     """
-    cycle = _cycle_given(verify_ms, draft_ms, cycle_ms)
+    cycle = cycle_given(verify_ms, draft_ms, cycle_ms)
     labels = [baseline.label, *(s.label for s in specs)]
     if len(set(labels)) != len(labels):
         raise BreakevenError(
@@ -259,23 +258,6 @@ def compare(
     )
 
 
-def _cycle_given(
-    verify_ms: float | None, draft_ms: float | None, cycle_ms: float | None
-) -> float | None:
-    """The cycle the costs given make [ms] (None: no costs given)."""
-    if cycle_ms is not None and verify_ms is not None:
-        raise BreakevenError(
-            "{0} and {1}: give one (the cycle, or its parts)", "cycle_ms", "verify_ms"
-        )
-    if draft_ms is not None and verify_ms is None:
-        raise BreakevenError(
-            "{0}: needs {1} (the cycle is verify + draft)", "draft_ms", "verify_ms"
-        )
-    if cycle_ms is not None:
-        return cycle_ms
-    return float(cycle_of(verify_ms, draft_ms or 0.0)) if verify_ms is not None else None
-
-
 def _rows(baseline: RunInput, specs: Sequence[RunInput], cycle: float | None) -> Any:
     """Every run's rows, one below the other, for check: the cycle given on each speculative
     row with a rate, and a line number on every row."""
@@ -284,10 +266,7 @@ def _rows(baseline: RunInput, specs: Sequence[RunInput], cycle: float | None) ->
     for spec in specs:
         rows = read_run(spec, columns=COLUMNS_USED)
         if cycle is not None:  # on the rows with a rate: a row without one is not a run
-            given = rows["cycle_ms"] if "cycle_ms" in rows.columns else math.nan
-            rows["cycle_ms"] = pd.Series(given, index=rows.index, dtype=float).where(
-                pd.to_numeric(rows["tok_s"]).isna(), cycle
-            )
+            rows = with_cycle(rows, cycle)
         spec_rows.append(rows)
     _share_identity(base_rows, spec_rows)
     data = concat_frames([base_rows, *spec_rows])

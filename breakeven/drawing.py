@@ -168,10 +168,35 @@ def schedule_figure(**inputs: Any) -> Any:
     return pictures.schedule(*plan_from_files(**inputs))
 
 
-def check_figure(measurements: str, tolerance: float = DEFAULT_TOLERANCE) -> Any:
-    """Measured against predicted speedup, with y = x and the tolerance band [fraction]."""
+def check_figure(
+    measurements: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    *,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    cycle_ms: float | None = None,
+    fit_file: str | None = None,
+) -> Any:
+    """Measured against predicted speedup, with y = x and the tolerance band [fraction].
+
+    A prediction needs the cycle's cost: the rows' own ``cycle_ms`` (or ``verify_ms`` and
+    ``draft_ms``), else the cost given here: ``cycle_ms`` or ``verify_ms`` plus ``draft_ms``
+    [ms] for every speculative run, or a fit file's cycle at each run's k (its group of the
+    same model, hardware and method)."""
+    from breakeven.check import COLUMNS_USED, TIME_COLUMNS, check, cycle_given, with_cycle
+    from breakeven.fit import fitted_cycle
+    from breakeven.iotools.measurements import read_measurements
+
+    cycle = cycle_given(verify_ms, draft_ms, cycle_ms)
+    if cycle is not None and fit_file is not None:
+        raise BreakevenError("{0} and {1}: give one (the cycle, or a fit)", "fit_file", "cycle_ms")
+    data, _ = read_measurements(measurements, columns=COLUMNS_USED, times=TIME_COLUMNS)
+    if cycle is not None:
+        data = with_cycle(data, cycle)
+    elif fit_file is not None:
+        data = with_cycle(data, fitted_cycle(data, fit_file), override=False)
     try:
-        return pictures.measured_vs_predicted(check_file(measurements, tolerance))
+        return pictures.measured_vs_predicted(check(data, tolerance))
     except pictures.NothingToDraw as e:
         raise BreakevenError(escape_braces(f"{measurements}: nothing to draw: {e}")) from None
 

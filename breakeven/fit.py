@@ -684,6 +684,31 @@ def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
     return read_fit(path, group, names=COEFFICIENTS)
 
 
+def fitted_cycle(rows: Any, path: str) -> Any:
+    """The cycle [ms] a fit file predicts for each row of ``rows`` at its k: from the group
+    of the same model, hardware and method (and concurrency, where both say), NaN where no
+    group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
+    from breakeven.iotools.fitfile import read_fit_json  # the file's groups, then each checked
+
+    data = read_fit_json(path)
+    count = len(data.get("groups") or []) if isinstance(data, dict) else 0
+    groups = [load_fit(path, i) for i in range(1, count + 1)] or [load_fit(path)]
+    cycle = pd.Series(math.nan, index=rows.index, dtype=float)
+    k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
+    load = pd.to_numeric(rows.get("concurrency"), errors="coerce")
+    for g in groups:
+        match = k > 0
+        for key in IDENTITY:
+            if g.get(key) and key in rows.columns:
+                match &= rows[key].astype(str) == str(g[key])
+        concurrency = g.get("concurrency")
+        if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
+            match &= load.isna() | (load == concurrency)
+        match &= cycle.isna()
+        cycle[match] = _cycle(g["coefficients"], k[match])
+    return cycle
+
+
 def load_surface(
     path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
 ) -> BatchSurface:
@@ -716,6 +741,7 @@ __all__: Sequence[str] = (
     "fit_file",
     "fit_group",
     "fitted_costs",
+    "fitted_cycle",
     "load_fit",
     "load_fitted_alpha",
     "load_surface",

@@ -17,6 +17,7 @@ Fit files are read through :mod:`breakeven.fit` (``load_fit``, ``load_surface``,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -304,7 +305,8 @@ def batch_cost(
 
 
 def batch_from_files(**inputs: Any) -> Any:
-    """:func:`breakeven.optimize.batch_sweep` over the cost model of :func:`batch_cost`.
+    """:func:`breakeven.optimize.batch_sweep` over the cost model of :func:`schedule_cost`,
+    with the fit file's alpha where no acceptance is given.
 
     Parameters
     ----------
@@ -317,12 +319,14 @@ def batch_from_files(**inputs: Any) -> Any:
     """
     from breakeven.optimize import batch_sweep  # lazy: start-up
 
-    curve, inputs = batch_cost(**inputs)
-    return batch_sweep(curve, **inputs)
+    curve, inputs, note = schedule_cost(**inputs)
+    result = batch_sweep(curve, **inputs)
+    return dataclasses.replace(result, acceptance=note) if note else result
 
 
 def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
-    """:func:`batch_cost`, and acceptance from the fit file where none is given.
+    """:func:`batch_cost`, and acceptance from the fit file where none is given (``batch``
+    and ``schedule`` alike: ``--fit-file`` gives alpha wherever no acceptance is typed).
 
     Returns
     -------

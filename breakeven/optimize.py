@@ -598,15 +598,18 @@ class BatchResult:
     best_k_by_batch: tuple[tuple[int, int, int], ...] | None = None
     """[first batch, last batch, best k] ranges, k = 0 for "do not speculate"; only when
     acceptance is known for several k."""
+    acceptance: str = ""
+    """Where the acceptance came from when none was given (a fit file's alpha), else ""."""
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
-        ``breakeven_batch``, ``max_batch`` and ``best_k_by_batch``."""
+        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch`` and ``acceptance``."""
         several = self.best_k_by_batch is not None
         out: dict[str, Any] = {
             "speedup_by_batch": [asdict(p) for p in self.speedup_by_batch],
             "breakeven_batch": self.breakeven_batch,
             "max_batch": self.max_batch,
+            "acceptance": self.acceptance,
         }
         if several:
             out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]

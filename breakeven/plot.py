@@ -456,8 +456,8 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     if not rows:
         raise NothingToDraw(
             "no run has both a measured and a predicted speedup: a prediction "
-            "needs the cycle's cost (cycle_ms, or verify_ms and draft_ms, in the "
-            "rows; --verify-ms and --draft-ms or --cycle-ms for compare)"
+            "needs the run's accept_len and the cycle's cost (cycle_ms, or verify_ms and "
+            "draft_ms, in the rows; else --cycle-ms, --verify-ms or --fit-file)"
         )
     ax = _axes(ax)
     x = np.array([c["predicted_speedup"] for c in rows])

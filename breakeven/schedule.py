@@ -9,6 +9,9 @@ this module picks them:
   not speculate) where none beats plain decoding;
 - neighbouring ranges are **merged** while the merge gives up less than ``min_gain`` of
   the throughput of the two ranges (each distinct k costs CUDA-graph captures and memory);
+  a merge trades one k for another and never speculation for none, so the schedule
+  speculates exactly where some k beats plain decoding, and each range says what it gives
+  up against the ranges it was merged from;
 - the **best fixed k** is the one k (or 0) of the most throughput over the whole sweep.
 
 Throughput is weighted by a load profile: the share of time the server spends at each
@@ -54,6 +57,9 @@ class ScheduleRange:
     """speedup / best_fixed_speedup - 1 [fraction]."""
     share: float
     """Share of the load profile's time at these batch sizes [fraction]."""
+    given_up: float = 0.0
+    """Throughput this range gives up by running one k against the best k of each range it
+    was merged from (0 where it was not merged) [fraction]."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,11 @@ class _Tokens:
         zero = np.zeros((1, full.shape[1]))
         self.sum = np.vstack([zero, np.cumsum(np.where(np.isnan(full), 0.0, full * w), axis=0)])
         self.nan = np.vstack([zero, np.cumsum(nan, axis=0)])
+        # Where each k loses to plain decoding (or cannot be priced), counted by prefix sums:
+        # a merged range's k must pay at every batch of it.
+        loses = ~(full >= 1.0)
+        loses[:, 0] = False
+        self.loses = np.vstack([zero, np.cumsum(loses, axis=0)])
         self.ks = (0, *grid.ks)
         self.column = {k: c for c, k in enumerate(self.ks)}
         self.weights = list(weights)
@@ -273,17 +284,30 @@ def _threshold(tokens: _Tokens, n: int) -> list[list[int]]:
 
 def _merge(tokens: _Tokens, ranges: list[list[int]], min_gain: float) -> list[list[int]]:
     """Neighbours merged, cheapest first, while a merge gives up less than ``min_gain`` of
-    the two ranges' weighted tokens (the merged range takes its own best k)."""
+    the two ranges' weighted tokens (the merged range takes its own best k).
+
+    A merge trades one k for another, never speculation for none: ranges that speculate are
+    merged only with each other, and only into a k that beats plain decoding at every batch
+    of the merged range, so that the schedule never turns speculation on where it loses, nor
+    off where it wins, whatever ``min_gain``."""
     ranges = [list(r) for r in ranges]
     while len(ranges) > 1:
         costs = []
         for j in range(len(ranges) - 1):
+            if ranges[j][2] == 0 or ranges[j + 1][2] == 0:
+                continue
             lo, hi = ranges[j][0], ranges[j + 1][1]
             apart = sum(tokens(r[0], r[1], r[2]) for r in ranges[j : j + 2])
-            k = tokens.best_k(lo, hi)
-            together = tokens(lo, hi, k)
+            pays = tokens.loses[hi + 1] - tokens.loses[lo] == 0
+            values = np.where(pays, tokens.all_k(lo, hi), -np.inf)
+            if not np.isfinite(values[1:]).any():
+                continue  # no one k pays at every batch of the two
+            k = tokens.ks[1 + int(np.argmax(values[1:]))]
+            together = float(values[tokens.column[k]])
             cost = 1 - together / apart if apart > 0 else 0.0
             costs.append((cost, j, k))
+        if not costs:
+            break
         cost, j, k = min(costs)
         if not cost < min_gain:
             break
@@ -354,6 +378,7 @@ def schedule_from_grid(
         mine, plain = used(lo, hi, k), used(lo, hi, 0)
         theirs = (loaded if weighted else uniform)(lo, hi, fixed)
         theirs = theirs if theirs > 0 else math.nan  # -inf: the fixed k cannot be priced here
+        parts = sum(used(a, b, j) for a, b, j in unmerged if lo <= a and b <= hi)
         ranges.append(
             ScheduleRange(
                 grid.batches[lo],
@@ -363,6 +388,7 @@ def schedule_from_grid(
                 theirs / plain if plain > 0 else math.nan,
                 mine / theirs - 1 if theirs > 0 else math.nan,
                 _share(grid, load, lo, hi),
+                max(1 - mine / parts, 0.0) if parts > 0 else 0.0,
             )
         )
     total = {
@@ -406,7 +432,7 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
                 f"{beyond:.1%} of the load's time is at batch sizes beyond the sweep "
                 f"(above {grid.max_batch}): left out"
             )
-    if merged[-1][2] > 0:
+    if merged[-1][2] > 0 and grid.best(len(grid.batches) - 1).speedup > 1.0:
         notes.append(
             f"speculation still pays at batch {grid.max_batch}, the largest swept: "
             "the last range's k holds beyond it untested (raise --max-batch, or give a "

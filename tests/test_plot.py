@@ -225,16 +225,43 @@ def _measured_csv(tmp_path):
     return path
 
 
+def test_plot_check_draws_the_bundled_data_given_a_fit_or_a_cycle(tmp_path):
+    """Issue 26: the published runs carry no cycle; a fit of them gives each run's at its k,
+    and a typed cycle gives every run one.  A cycle and a fit together are one line, exit 2."""
+    published = Path(CASE).parent / "published.csv"
+    fit_json = tmp_path / "fit.json"
+    assert CliRunner().invoke(cli, ["fit", str(published), "--out", str(fit_json)]).exit_code == 0
+    for costs in (["--fit-file", str(fit_json)], ["--cycle-ms", "9.5"]):
+        out = tmp_path / f"check{len(costs[1])}.png"
+        r = CliRunner().invoke(cli, ["plot", "check", str(published), *costs, "--out", str(out)])
+        assert r.exit_code == 0, r.output
+        assert out.read_bytes().startswith(b"\x89PNG")
+    from breakeven.drawing import check_figure
+
+    ax = check_figure(str(published), fit_file=str(fit_json))
+    assert len(ax.texts) >= 5  # a labelled point per run the fit covers
+    r = CliRunner().invoke(
+        cli,
+        [
+            *("plot", "check", str(published), "--cycle-ms", "9", "--fit-file", str(fit_json)),
+            *("--out", str(tmp_path / "x.png")),
+        ],
+    )
+    assert r.exit_code == 2 and "--fit-file and --cycle-ms: give one" in r.output, r.output
+
+
 @pytest.mark.parametrize("csv", ["case_study.csv", "published.csv"])
 def test_plot_check_with_nothing_to_draw_says_what_is_missing(tmp_path, csv):
-    # Neither bundled CSV has a run with both a measured and a predicted speedup: no empty
-    # chart under y = x, but one line naming the file and what is missing, exit 2.
+    # Without a cost neither bundled CSV has a run with both a measured and a predicted
+    # speedup: no empty chart under y = x, but one line naming the file and what is missing
+    # (and the flags that would give it), exit 2.
     out = tmp_path / "check.png"
     path = Path(CASE).parent / csv
     result = CliRunner().invoke(cli, ["plot", "check", str(path), "--out", str(out)])
     assert result.exit_code == 2, result.output
     (line,) = result.output.strip().splitlines()
     assert str(path) in line and "no run has both a measured and a predicted speedup" in line
+    assert "--cycle-ms, --verify-ms or --fit-file" in line
     assert not out.exists()
 
 

@@ -285,27 +285,7 @@ def check_command(
     metavar="'K=V ...'",
     help="Environment of each SPEC (once, or once per SPEC).",
 )
-@click.option(
-    "--verify-ms",
-    "verify_ms",
-    type=FLOAT,
-    metavar="MS",
-    help="Verify forward of the speculative cycle [ms], for a prediction.",
-)
-@click.option(
-    "--draft-ms",
-    "draft_ms",
-    type=FLOAT,
-    metavar="MS",
-    help="All drafting in the cycle [ms] (with --verify-ms).",
-)
-@click.option(
-    "--cycle-ms",
-    "cycle_ms",
-    type=FLOAT,
-    metavar="MS",
-    help="The whole speculative cycle [ms], instead of --verify-ms and --draft-ms.",
-)
+@o.cycle_costs
 @o.tolerance("Relative tolerance, as for check.")
 @click.option(
     "--fail-if",

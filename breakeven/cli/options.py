@@ -118,6 +118,31 @@ fit = click.option(
 engine_choice = LibraryChoice("breakeven.deploy", "SCHEDULE_ENGINES")
 
 
+# The cycle's cost given for every speculative run, for a prediction (compare, plot check).
+cycle_costs = options(
+    click.option(
+        "--verify-ms",
+        "verify_ms",
+        type=FLOAT,
+        metavar="MS",
+        help="Verify forward of the speculative cycle [ms], for a prediction.",
+    ),
+    click.option(
+        "--draft-ms",
+        "draft_ms",
+        type=FLOAT,
+        metavar="MS",
+        help="All drafting in the cycle [ms] (with --verify-ms).",
+    ),
+    click.option(
+        "--cycle-ms",
+        "cycle_ms",
+        type=FLOAT,
+        metavar="MS",
+        help="The whole speculative cycle [ms], instead of --verify-ms and --draft-ms.",
+    ),
+)
+
 # The inputs of predict (and of plot surface, which draws from them).
 predict_inputs = options(
     baseline,

@@ -157,14 +157,32 @@ def plot_schedule(out: str, force: bool, **inputs: Any) -> None:
 
 @plot.command(name="check", display=False)
 @click.argument("measurements", type=click.Path(dir_okay=False))
+@o.cycle_costs
+@click.option(
+    "--fit-file",
+    "fit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    help="Instead: the cycle breakeven fit fitted, at each run's k (the group of the same "
+    "model, hardware and method).",
+)
 @o.tolerance("Relative tolerance: the band drawn around measured = predicted.")
 @out_picture
 @o.force
-def plot_check(measurements: str, tolerance: float, out: str, force: bool) -> None:
-    """Measured against predicted speedup, with y = x and the tolerance band (check's input)."""
+def plot_check(measurements: str, tolerance: float, out: str, force: bool, **costs: Any) -> None:
+    """Measured against predicted speedup, with y = x and the tolerance band (check's input).
+
+    A prediction needs the cycle's cost: the rows' own (cycle_ms, or verify_ms and
+    draft_ms), or one given here for every speculative run, or a fit's.
+
+    \b
+      breakeven plot check data/case_study.csv --cycle-ms 29.9 --out check.png
+      breakeven fit data/published.csv --out fit.json
+      breakeven plot check data/published.csv --fit-file fit.json --out check.png
+    """
     from breakeven.drawing import check_figure  # lazy: start-up
 
-    _save(check_figure(measurements, tolerance), out, force)
+    _save(check_figure(measurements, tolerance, **costs), out, force)
 
 
 @plot.command(name="sensitivity", display=False)

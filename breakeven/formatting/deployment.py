@@ -30,6 +30,7 @@ _SCHEDULE_COLUMNS = [
     "speedup [x]",
     "best fixed k [x]",
     "gain [%]",
+    "given up [%]",
     "time share [%]",
 ]
 
@@ -91,6 +92,7 @@ def schedule_text(r: Row) -> str:
             num(x["speedup"], ".3f"),
             num(x["best_fixed_speedup"], ".3f"),
             "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
+            f"{100 * x.get('given_up', 0.0):.2f}",
             f"{100 * x['share']:.1f}",
         ]
         for x in r["ranges"]

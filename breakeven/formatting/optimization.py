@@ -162,6 +162,8 @@ def batch_text(r: Row) -> str:
     if r.get("best_k_by_batch") is not None:
         ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
+    if r.get("acceptance"):
+        lines.append(f"Acceptance from the fit: {r['acceptance'].removeprefix('acceptance: ')}.")
     lines.append("")
     b = r["breakeven_batch"]
     keep = {b, b + 1} if isinstance(b, int) else set()
