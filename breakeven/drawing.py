@@ -86,7 +86,7 @@ def surface_figure(
     *,
     alpha_k: bool = False,
     k_max: int = 16,
-    label: str = "measured",
+    label: str = "prediction",
     points: Sequence[str] = (),
     from_csv: str | None = None,
     **inputs: Any,
@@ -128,9 +128,9 @@ def surface_figure(
             points=[(p.alpha, p.k, label)] if p.alpha is not None and p.k else [],
         )
     placed: list[tuple[Any, ...]] = (
-        [(p.accept_len, ratio, label)] if p and p.accept_len and ratio else []
+        [(p.accept_len, ratio, label, "given")] if p and p.accept_len and ratio else []
     )
-    for x, y, _ in placed:
+    for x, y, *_ in placed:
         if x > LARGEST_POINT:
             raise BreakevenError(
                 "{0}: got " + f"{x!r}, too large to draw the surface to; "
@@ -147,7 +147,8 @@ def surface_figure(
     placed += [surface_point(text, step) for text in points]
     if from_csv is not None:
         placed += _placed(from_csv)
-    return pictures.surface_around(placed)
+    title = pictures.prediction_title(p.to_dict()) if p is not None else None
+    return pictures.surface_around(placed, title=title)
 
 
 def k_figure(**inputs: Any) -> Any:

@@ -43,13 +43,114 @@ def _literal(label: Any) -> str:
     return printable(label).replace("$", r"\$")
 
 
+OKABE_ITO = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#D55E00",  # vermillion
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+"""Okabe and Ito's palette, told apart under each common colour-vision deficiency
+(deuteranopia, protanopia, tritanopia); lines also differ in dash (:data:`DASHES`)."""
+
+DASHES = ("-", "--", "-.", ":")
+"""Line styles cycled with the palette, so that neighbouring lines differ in two ways."""
+
+WIN, LOSS = OKABE_ITO[0], OKABE_ITO[3]
+"""A win (blue) and a loss (vermillion), as the speedup map colours them."""
+
+
+def line_style(i: int) -> dict[str, Any]:
+    """Colour and dash of line ``i`` of a figure's family of lines (one per k, one per
+    server)."""
+    return {"color": OKABE_ITO[i % 7], "linestyle": DASHES[i % len(DASHES)]}
+
+
 _POINT_STYLE = {
-    "measured": ("yellow", "black"),
-    "predicted": ("white", "black"),
-    "other": ("0.7", "0.3"),
-    "given": ("yellow", "black"),
+    "measured": ("o", "#F0E442", "black", "measured (filled)"),
+    "predicted": ("o", "white", "black", "predicted from costs (hollow)"),
+    "other": ("o", "0.7", "0.3", "measured against another baseline (grey)"),
+    "given": ("D", "white", "black", "prediction (diamond)"),
 }
-"""Face and edge colour of each kind of point on a surface."""
+"""Marker, face and edge colour of each kind of point on a surface, and its legend entry."""
+
+
+def place_labels(ax: Any, labels: Sequence[tuple[float, float, str]], fontsize: int = 8) -> None:
+    """Label each point ``(x, y, text)`` beside it without covering another label: each
+    label takes the first of eight places around its point whose box overlaps no label
+    placed before it and stays inside the axes (else the first place)."""
+    from matplotlib.transforms import Bbox
+
+    figure = ax.figure
+    if hasattr(figure, "draw_without_rendering"):
+        figure.draw_without_rendering()  # the constrained layout, so boxes are where they end
+    renderer = figure.canvas.get_renderer() if hasattr(figure.canvas, "get_renderer") else None
+    if renderer is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        renderer = FigureCanvasAgg(figure).get_renderer()
+    places = [
+        ((6, 6), "left", "bottom"),
+        ((6, -6), "left", "top"),
+        ((-6, 6), "right", "bottom"),
+        ((-6, -6), "right", "top"),
+        ((0, 10), "center", "bottom"),
+        ((0, -10), "center", "top"),
+        ((12, 0), "left", "center"),
+        ((-12, 0), "right", "center"),
+    ]
+    frame = ax.get_window_extent(renderer)
+    taken: list[Any] = []
+    for x, y, text in labels:
+        chosen = None
+        for offset, ha, va in places:
+            note = ax.annotate(
+                text,
+                (x, y),
+                xytext=offset,
+                textcoords="offset points",
+                ha=ha,
+                va=va,
+                fontsize=fontsize,
+                zorder=6,
+            )
+            box = note.get_window_extent(renderer).expanded(1.05, 1.1)
+            inside = Bbox.intersection(box, frame) is not None and frame.contains(box.x0, box.y0)
+            inside &= frame.contains(box.x1, box.y1)
+            if inside and not any(box.overlaps(t) for t in taken):
+                chosen = (note, box)
+                break
+            note.remove()
+        if chosen is None:  # nowhere free: the first place
+            note = ax.annotate(
+                text, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=fontsize, zorder=6
+            )
+            chosen = (note, note.get_window_extent(renderer))
+        taken.append(chosen[1])
+
+
+def _point_legend(ax: Any, kinds: Sequence[str], **kwargs: Any) -> None:
+    """A legend entry for each kind of point drawn, and the break-even line."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="black", linewidth=2.0, label="break-even (speedup = 1)")]
+    for kind in dict.fromkeys(kinds):
+        marker, face, edge, label = _POINT_STYLE.get(kind, _POINT_STYLE["given"])
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker=marker,
+                markerfacecolor=face,
+                markeredgecolor=edge,
+                linestyle="none",
+                label=label,
+            )
+        )
+    ax.legend(handles=handles, fontsize=8, **kwargs)
 
 
 def run_points(
@@ -106,7 +207,9 @@ def _same_number(a: Any, b: Any) -> bool:
     return math.isclose(a, b, rel_tol=1e-9)
 
 
-def surface_around(points: Sequence[tuple[Any, ...]], ax: Any = None) -> Any:
+def surface_around(
+    points: Sequence[tuple[Any, ...]], ax: Any = None, title: str | None = None
+) -> Any:
     """:func:`surface` with axes that reach past every point (at least 1 to 4 each way)."""
     largest = LARGEST_AXIS / 1.2
     for x, y, *_ in points:
@@ -118,16 +221,40 @@ def surface_around(points: Sequence[tuple[Any, ...]], ax: Any = None) -> Any:
     x_high = max([4.0] + [1.2 * p[0] for p in points])
     y_low = min([1.0] + [0.8 * p[1] for p in points])
     y_high = max([4.0] + [1.2 * p[1] for p in points])
-    return surface(ax, accept_len=(1.0, x_high), cycle_over_step=(y_low, y_high), points=points)
+    return surface(
+        ax,
+        accept_len=(1.0, x_high),
+        cycle_over_step=(y_low, y_high),
+        points=points,
+        title=title,
+    )
 
 
-def prediction_surface(p: dict[str, Any], ax: Any = None, label: str = "measured") -> Any:
-    """:func:`surface_around` a prediction (``Prediction.to_dict()``), its point placed at
-    (accept_len [tokens/cycle], cycle/step [steps per cycle]) where it has both; cycle/step
-    is its breakeven_accept_len over its target_speedup."""
+def prediction_surface(p: dict[str, Any], ax: Any = None, label: str = "prediction") -> Any:
+    """:func:`surface_around` a prediction (``Prediction.to_dict()``), its point (a diamond,
+    ``label``) placed at (accept_len [tokens/cycle], cycle/step [steps per cycle]) where it
+    has both; cycle/step is its breakeven_accept_len over its target_speedup.  The title
+    carries the inputs, rounded."""
     tau, needed = p.get("accept_len"), p.get("breakeven_accept_len")
     ratio = needed / p.get("target_speedup", 1.0) if needed else None
-    return surface_around([(tau, ratio, label)] if tau and ratio else [], ax)
+    placed = [(tau, ratio, label, "given")] if tau and ratio else []
+    return surface_around(placed, ax, title=prediction_title(p))
+
+
+def prediction_title(p: dict[str, Any]) -> str:
+    """A prediction's inputs in a title, rounded: its baseline, cycle and acceptance."""
+    parts = []
+    if _positive(p.get("baseline_tok_s")):
+        parts.append(f"baseline {p['baseline_tok_s']:.3g} tok/s")
+    elif _positive(p.get("step_ms")):
+        parts.append(f"step {p['step_ms']:.3g} ms")
+    if _positive(p.get("cycle_ms")):
+        parts.append(f"cycle {p['cycle_ms']:.3g} ms")
+    if _positive(p.get("accept_len")):
+        parts.append(f"accept_len {p['accept_len']:.3g}")
+    if p.get("k"):
+        parts.append(f"k = {p['k']}")
+    return "Speedup" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _axes(ax: Any) -> Any:
@@ -149,10 +276,9 @@ def _speedup_map(ax: Any, x: Any, y: Any, speedup: Any, levels: Sequence[float])
     if inside:
         iso = ax.contour(x, y, speedup, levels=sorted(inside), colors="0.25", linewidths=0.8)
         ax.clabel(iso, fmt=lambda v: f"{v:g}x", fontsize=8)
-    if low < 1.0 < high:
+    if low < 1.0 < high:  # named in the legend: an inline label would cut the line
         line = ax.contour(x, y, speedup, levels=[1.0], colors="black", linewidths=2.0)
         line.set_gid("breakeven")
-        ax.clabel(line, fmt=lambda v: "break-even (speedup = 1)", fontsize=8)
 
 
 def surface(
@@ -163,6 +289,7 @@ def surface(
     resolution: int = 300,
     levels: Sequence[float] = DEFAULT_LEVELS,
     points: Sequence[tuple[float, float, str]] = (),
+    title: str | None = None,
 ) -> Any:
     """Speedup over (accept_len, cycle_ms / step_ms): ``speedup = accept_len / (cycle / step)``.
 
@@ -182,7 +309,10 @@ def surface(
     points : sequence of (accept_len, cycle_over_step, label[, kind])
         Operating points to overlay; ``kind`` (the point's gid) is ``"measured"`` (a
         measured run, filled), ``"predicted"`` (from costs given, hollow), ``"other"`` (a
-        measured run against another baseline, grey) or ``"given"`` (typed in; the default).
+        measured run against another baseline, grey) or ``"given"`` (a prediction from the
+        inputs typed in, a diamond; the default).  A legend names each kind drawn.
+    title : str, optional
+        The title; by default "Speculative decoding speedup".
     """
 
     for name, (low, high) in (("accept_len", accept_len), ("cycle_over_step", cycle_over_step)):
@@ -197,31 +327,27 @@ def surface(
     ratio = np.linspace(cycle_over_step[0], cycle_over_step[1], resolution)
     grid = speedup(tau[None, :], 1.0, ratio[:, None])
     _speedup_map(ax, tau, ratio, grid, levels)
+    kinds = []
     for point in points:
-        x, y, label = point[:3]
+        x, y = point[:2]
         kind = point[3] if len(point) > 3 else "given"
-        face, edge = _POINT_STYLE.get(kind, _POINT_STYLE["given"])
+        marker, face, edge, _ = _POINT_STYLE.get(kind, _POINT_STYLE["given"])
         ax.plot(
             [x],
             [y],
-            marker="o",
+            marker=marker,
             color=edge,
             markerfacecolor=face,
             zorder=5,
             gid=kind,
             linestyle="none",
         )
-        ax.annotate(
-            f"{_literal(label)}\n{x / y:.2f}x",
-            (x, y),
-            xytext=(6, 6),
-            textcoords="offset points",
-            fontsize=8,
-            zorder=6,
-        )
+        kinds.append(kind)
+    place_labels(ax, [(p[0], p[1], f"{_literal(p[2])}\n{p[0] / p[1]:.2f}x") for p in points])
+    _point_legend(ax, kinds, loc="upper left")
     ax.set_xlabel("accept_len, tokens per cycle incl. bonus [tokens/cycle]")
     ax.set_ylabel("cycle_ms / step_ms [steps per cycle]")
-    ax.set_title("Speculative decoding speedup")
+    ax.set_title(title or "Speculative decoding speedup")
     return ax
 
 
@@ -256,22 +382,43 @@ def surface_alpha_k(
     best = np.argmax(grid, axis=0) + 1
     pays = grid.max(axis=0) > 1
     ax.plot(a[pays], best[pays], color="gold", linewidth=2, label="best k", gid="best_k")
-    for x, y, label in points:
-        ax.plot([x], [y], marker="o", color="black", markerfacecolor="yellow", zorder=5)
-        ax.annotate(_literal(label), (x, y), xytext=(6, 6), textcoords="offset points", fontsize=8)
-    ax.legend(loc="upper left", fontsize=8)
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    handles = [
+        Line2D([], [], color="black", linewidth=2.0, label="break-even (speedup = 1)"),
+        Line2D([], [], color="gold", linewidth=2, label="best k"),
+    ]
+    for x, y, _ in points:
+        marker, face, edge, _ = _POINT_STYLE["given"]
+        ax.plot([x], [y], marker=marker, color=edge, markerfacecolor=face, zorder=5)
+    if points:
+        handles.append(
+            Line2D([], [], marker="D", color="black", markerfacecolor="white", linestyle="none")
+        )
+        handles[-1].set_label("prediction (diamond)")
+        place_labels(ax, [(x, y, _literal(label)) for x, y, label in points])
+    ax.legend(handles=handles, loc="upper left", fontsize=8)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("alpha, per-token acceptance [probability]")
     ax.set_ylabel("k, draft tokens per cycle [tokens]")
-    form = f"c = {cost_ratio:g}" if cost_ratio is not None else f"cycle/step = {cycle_over_step:g}"
+    form = (
+        f"cycle = k x {cost_ratio:.3g} + 1 steps"
+        if cost_ratio is not None
+        else f"cycle {cycle_over_step:.3g} steps at every k"
+    )
     ax.set_title(f"Speedup by acceptance and k ({form})")
     return ax
 
 
 def speedup_vs_k(result: Any, ax: Any = None) -> Any:
     """Speedup at each k of an :class:`~breakeven.optimize.OptimizeResult`, best k marked."""
+    from matplotlib.ticker import MaxNLocator
+
     ax = _axes(ax)
     ks = [o.k for o in result.by_k]
-    ax.plot(ks, [o.speedup for o in result.by_k], marker="o", color="tab:blue")
+    ax.plot(ks, [o.speedup for o in result.by_k], marker="o", color=WIN, label="speedup")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(1.0, color="black", linewidth=1.5, gid="breakeven")
     ax.annotate(
         "break-even",
@@ -293,11 +440,13 @@ def speedup_vs_k(result: Any, ax: Any = None) -> Any:
             gid="best_k",
             zorder=5,
         )
+        last = best.k == max(ks)
         ax.annotate(
             f"best k = {best.k}: {best.speedup:.2f}x",
             (best.k, best.speedup),
-            xytext=(8, -12),
+            xytext=(-10, -26) if last else (8, -12),
             textcoords="offset points",
+            ha="right" if last else "left",
             fontsize=9,
         )
     else:
@@ -311,9 +460,7 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
     """Speedup against batch size from a :class:`~breakeven.optimize.BatchResult`."""
     ax = _axes(ax)
     batches = [p.batch for p in result.speedup_by_batch]
-    ax.plot(
-        batches, [p.speedup for p in result.speedup_by_batch], color="tab:blue", label="speedup"
-    )
+    ax.plot(batches, [p.speedup for p in result.speedup_by_batch], color=WIN, label="speedup")
     ax.axhline(1.0, color="black", linewidth=1.0)
     b = result.breakeven_batch
     if isinstance(b, int):
@@ -331,10 +478,13 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
             batches,
             [p.k if p.speedup > 1 else 0 for p in result.speedup_by_batch],
             where="mid",
-            color="tab:orange",
-            alpha=0.7,
+            color=OKABE_ITO[1],
+            linestyle="--",
         )
-        twin.set_ylabel("best k (0: off) [tokens]", color="tab:orange")
+        twin.set_ylabel("best k (0: off) [tokens]", color=OKABE_ITO[1])
+        from matplotlib.ticker import MaxNLocator
+
+        twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("batch, sequences decoded together [sequences]")
     ax.set_ylabel("speedup [x]")
     return ax
@@ -348,23 +498,24 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
     ax = _axes(ax)
     batches = np.asarray(grid.batches, dtype=float)
     speedups = np.asarray(grid.speedup, dtype=float)
-    colours = [f"C{i % 10}" for i in range(len(grid.ks))]
     for j, k in enumerate(grid.ks):
-        ax.plot(
-            batches, speedups[:, j], color=colours[j], linewidth=1.0, alpha=0.6, label=f"k = {k}"
-        )
+        ax.plot(batches, speedups[:, j], linewidth=1.3, label=f"k = {k}", zorder=3, **line_style(j))
     chosen = np.array(
         [
             1.0 if plan.k_at(int(b)) == 0 else speedups[i, grid.ks.index(plan.k_at(int(b)))]
             for i, b in enumerate(grid.batches)
         ]
     )
+    # A wide grey band under the lines: the chosen k's own line stays visible on it.
     ax.plot(
         batches,
         chosen,
-        color="black",
-        linewidth=2.5,
+        color="0.6",
+        linewidth=7,
+        alpha=0.45,
+        solid_capstyle="butt",
         gid="schedule",
+        zorder=2,
         label=f"schedule ({len(plan.ranges)} ranges)",
     )
     ax.axhline(1.0, color="grey", linewidth=1.0, linestyle=":")
@@ -372,7 +523,9 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
         ax.axvline(r.first - 0.5, color="black", linewidth=0.5, alpha=0.4)
     top = np.nanmax(np.concatenate([speedups.ravel(), chosen]))
     for r in plan.ranges:
-        ax.annotate(f"k={r.k}", ((r.first + r.last) / 2, top), ha="center", va="bottom", fontsize=8)
+        ax.annotate(
+            f"k = {r.k}", ((r.first + r.last) / 2, top), ha="center", va="bottom", fontsize=8
+        )
     b = plan.breakeven_batch
     if isinstance(b, int):
         ax.axvline(b, color="black", linewidth=2.0, linestyle="--", gid="breakeven")
@@ -403,8 +556,14 @@ def fleet_acceptance(
         raise NothingToDraw("{0}: no server showed an accept_len (no speculation)", "series")
     ax = _axes(ax)
     start = min(min(t) for t, _ in drawn.values())
-    for label, (times, values) in sorted(drawn.items()):
-        ax.plot([(t - start) / 3600 for t in times], values, linewidth=1.0, label=_literal(label))
+    for i, (label, (times, values)) in enumerate(sorted(drawn.items())):
+        ax.plot(
+            [(t - start) / 3600 for t in times],
+            values,
+            linewidth=1.0,
+            label=_literal(label),
+            **line_style(i),
+        )
     ax.set_xlabel("hours since the start of the range [h]")
     ax.set_ylabel("accept_len [tokens/cycle]")
     if len(drawn) <= 12:
@@ -421,7 +580,7 @@ def fleet_above(instances: Sequence[dict[str, Any]], ax: Any = None) -> Any:
         )
     ax = _axes(ax)
     labels = [_literal(i["instance"]) for i in shown]
-    ax.barh(labels, [100 * i["share_above_breakeven"] for i in shown], color="tab:red")
+    ax.barh(labels, [100 * i["share_above_breakeven"] for i in shown], color=LOSS)
     ax.set_xlabel("time above the break-even batch [%]")
     ax.set_xlim(0, 100)
     ax.invert_yaxis()
@@ -465,11 +624,9 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     low = np.array([np.nan if c["ci_low"] is None else c["ci_low"] for c in rows], dtype=float)
     high = np.array([np.nan if c["ci_high"] is None else c["ci_high"] for c in rows], dtype=float)
     err = np.where(np.isnan(low), 0.0, [y - low, high - y])
-    ax.errorbar(x, y, yerr=err, fmt="o", color="tab:blue", capsize=3, gid="runs")
-    for c, px, py in zip(rows, x, y, strict=True):
-        ax.annotate(
-            _literal(c["label"]), (px, py), xytext=(5, 3), textcoords="offset points", fontsize=8
-        )
+    ax.errorbar(
+        x, y, yerr=err, fmt="o", color=WIN, capsize=3, gid="runs", label="run (95% interval)"
+    )
     lo = min(0.5, float(x.min()), float(y.min()))
     hi = max(1.5, float(x.max()), float(y.max()))
     line = np.array([lo * 0.9, hi * 1.1])
@@ -480,6 +637,7 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     ax.set_xlim(line)
     ax.set_ylim(line)
     ax.legend(loc="upper left", fontsize=8)
+    place_labels(ax, [(px, py, _literal(c["label"])) for c, px, py in zip(rows, x, y, strict=True)])
     ax.set_xlabel("predicted speedup, accept_len x step / cycle [x]")
     ax.set_ylabel("measured speedup, tok_s / baseline tok_s [x]")
     return ax
@@ -509,14 +667,31 @@ def tornado(result: Any, ax: Any = None) -> Any:
             i,
             hi - lo,
             left=lo,
-            color="tab:blue" if r.high_speedup > r.low_speedup else "tab:red",
+            color=WIN if r.high_speedup > r.low_speedup else LOSS,
+            hatch="" if r.high_speedup > r.low_speedup else "//",
+            edgecolor="white",
             height=0.6,
         )
     ax.axvline(result.speedup, color="black", linewidth=1.5)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1.0, gid="breakeven")
     ax.set_yticks(range(len(rows)), [f"{r.name} ±{result.delta:.0%}" for r in rows])
     ax.set_xlabel("speedup [x]")
-    ax.set_title(f"Sensitivity around {result.speedup:.3f}x (blue: raising the input helps)")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[
+            Patch(facecolor=WIN, label="raising the input helps"),
+            Patch(facecolor=LOSS, hatch="//", edgecolor="white", label="raising it hurts"),
+            Line2D(
+                [], [], color="black", linewidth=1.5, label=f"at the inputs: {result.speedup:.3f}x"
+            ),
+            Line2D([], [], color="black", linestyle="--", linewidth=1.0, label="break-even"),
+        ],
+        fontsize=8,
+        loc="best",
+    )
+    ax.set_title(f"Sensitivity of the speedup, each input moved ±{result.delta:.0%}")
     return ax
 
 

@@ -1,6 +1,7 @@
 """What each picture says: the break-even line where the model puts it, units on the axes,
 the best-k marker at the argmax; and every plot command renders headless."""
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -348,3 +349,81 @@ def test_surface_takes_several_points(tmp_path):
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
     r = CliRunner().invoke(cli, ["plot", "surface", "--point", "x:2:30", "--out", str(out)])
     assert r.exit_code == 2 and "--baseline or --step-ms" in r.output
+
+
+def _deuteranope(colour):
+    """``colour`` as a deuteranope sees it: Machado, Oliveira and Fernandes (2009), severity 1,
+    applied in linear RGB."""
+    from matplotlib.colors import to_rgb
+
+    m = np.array(
+        [
+            [0.367322, 0.860646, -0.227968],
+            [0.280085, 0.672501, 0.047413],
+            [-0.01182, 0.04294, 0.968881],
+        ]
+    )
+    c = np.array(to_rgb(colour))
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    seen = np.clip(m @ linear, 0, 1)
+    return np.where(seen <= 0.0031308, 12.92 * seen, 1.055 * seen ** (1 / 2.4) - 0.055)
+
+
+def test_each_k_of_a_schedule_stays_apart_under_deuteranopia():
+    """Issue 26: under deuteranopia the old palette's k = 3, 4, 5 and 7 looked alike.  The
+    lines are now Okabe-Ito colours, which stay at least 0.2 apart (RGB distance) as a
+    deuteranope sees them (the old tab10 colours: 0.12), and neighbouring k differ in dash."""
+    from breakeven.drawing import schedule_figure
+    from breakeven.plot import OKABE_ITO
+
+    ax = schedule_figure(
+        cost_curve=CURVE, accept_len_by_k={2: 2.36, 3: 2.79, 4: 3.08, 5: 3.32, 6: 3.46, 7: 3.54}
+    )
+    lines = [line for line in ax.get_lines() if str(line.get_label()).startswith("k = ")]
+    assert len(lines) == 6
+    colours = [line.get_color() for line in lines]
+    assert set(colours) <= set(OKABE_ITO) and len(set(colours)) == len(colours)
+    seen = [_deuteranope(c) for c in colours]
+    apart = min(np.linalg.norm(a - b) for i, a in enumerate(seen) for b in seen[i + 1 :])
+    old = [_deuteranope(f"C{i}") for i in range(6)]
+    old_apart = min(np.linalg.norm(a - b) for i, a in enumerate(old) for b in old[i + 1 :])
+    assert apart > 0.19 > 0.13 > old_apart
+    dashes = [line.get_linestyle() for line in lines]
+    assert all(a != b for a, b in itertools.pairwise(dashes))
+    # The chosen k's own line is drawn over the schedule's band, not hidden under it.
+    (band,) = [line for line in ax.get_lines() if line.get_gid() == "schedule"]
+    assert all(line.get_zorder() > band.get_zorder() for line in lines)
+
+
+def test_labels_of_close_runs_do_not_overprint(tmp_path):
+    """Issue 26: runs close together (the published EAGLE and MTP runs near 1.3x) had their
+    labels drawn over each other; each label now takes a free place around its point."""
+    from breakeven.drawing import check_figure
+
+    published = Path(CASE).parent / "published.csv"
+    fit_json = tmp_path / "fit.json"
+    CliRunner().invoke(cli, ["fit", str(published), "--out", str(fit_json)])
+    ax = check_figure(str(published), fit_file=str(fit_json))
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) >= 5
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+def test_k_has_whole_ticks_and_a_prediction_is_labelled_as_one():
+    from breakeven.drawing import k_figure, surface_figure
+
+    ax = k_figure(
+        baseline_tok_s=62.9,
+        verify_ms=28.7,
+        draft_step_ms=0.2,
+        accept_len_by_k=(1.6, 1.9, 2.05, 2.1),
+    )
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    ax = surface_figure(baseline_tok_s=62.9, verify_ms=28.7, draft_ms=1.2, accept_len=2.1, k=6)
+    assert "measured" not in " ".join(t.get_text() for t in ax.texts)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "prediction (diamond)" in legend and "break-even (speedup = 1)" in legend
+    assert ax.get_title() == "Speedup (baseline 62.9 tok/s, cycle 29.9 ms, accept_len 2.1, k = 6)"
+    ax = surface_figure(alpha_k=True, baseline_tok_s=62.9, verify_ms=28.7, draft_ms=1.2, k=6)
+    assert ax.get_title() == "Speedup by acceptance and k (cycle 1.88 steps at every k)"

@@ -56,9 +56,9 @@ def plot() -> None:
 )
 @click.option(
     "--label",
-    default="measured",
+    default="prediction",
     show_default=True,
-    help="Label of the point the inputs place on the surface.",
+    help="Label of the point the inputs place on the surface (a prediction from them).",
 )
 @click.option(
     "--point",
