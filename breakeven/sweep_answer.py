@@ -89,17 +89,23 @@ class SweepAnswer:
         agrees = scheduled and all(
             _scheduled_k(self.schedule, b.concurrency) == b.num_spec_tokens for b in self.best
         )
+        from breakeven.formatting.text import command_lines, wrap_lines  # lazy: start-up
+
+        def paste(head: str, config: str | None) -> list[str]:
+            if not config:
+                return [f"{head}: none (speculation off)."]
+            return [f"{head}:", *command_lines(shlex.split(config))]
+
         if not flags:
             lines.append("Config to paste: none (speculation off).")
         elif agrees:
-            lines.append(f"Config to paste ({self.engine}, by batch): {scheduled}")
+            lines += paste(f"Config to paste ({self.engine}, by batch)", scheduled)
         elif len({b.flags for b in self.best}) == 1:
-            lines.append(f"Config to paste ({self.engine}): {flags.pop()}")
+            lines += paste(f"Config to paste ({self.engine})", flags.pop())
         else:
             for b in self.best:
-                lines.append(
-                    f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}: "
-                    + (b.flags or "none (speculation off)")
+                lines += paste(
+                    f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}", b.flags
                 )
         if scheduled and not agrees:
             lines.append(
@@ -107,7 +113,7 @@ class SweepAnswer:
                 "from what was measured at these loads: the measurements decide; more "
                 "--repeats or loads would tell them apart."
             )
-        return "\n".join(lines) + "\n"
+        return wrap_lines("\n".join(lines) + "\n")
 
     def report(self) -> str:
         """The headline, then check's report, the fit's and the schedule's, then the notes."""
@@ -117,7 +123,9 @@ class SweepAnswer:
         if self.schedule is not None:
             parts.append(self.schedule.report())
         if self.notes:
-            parts.append("".join(f"Note: {n}\n" for n in self.notes))
+            from breakeven.formatting.text import wrap_lines  # lazy: start-up
+
+            parts.append(wrap_lines("".join(f"Note: {n}\n" for n in self.notes)))
         return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
     def to_dict(self) -> dict[str, Any]:

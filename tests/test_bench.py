@@ -62,6 +62,8 @@ def test_every_url_form_reaches_the_right_routes(suffix, tmp_path):
         )
         assert r.exit_code == 0, r.output
         assert len(rows(out)) == 2
+        # Issue 26: bench's text fits 100 columns (tests/conftest.py sets COLUMNS=100).
+        assert max(len(line) for line in r.output.splitlines()) <= 100, r.output
         chat = bench(
             "--url",
             server.url + suffix,

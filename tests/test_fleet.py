@@ -248,6 +248,8 @@ def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
     text = fleet(prom, "--fit-file", path, "--match", '{job="vllm"}').output
     lines = [ln for ln in text.splitlines() if ln.startswith("  ") and ":80" in ln]
     assert lines[0].split()[0] == "b:8000"  # worst first
+    # Issue 26: the table fits 100 columns (tests/conftest.py sets COLUMNS=100).
+    assert max(len(line) for line in text.splitlines()) <= 100, text
 
 
 def test_the_report_page(prom, tmp_path):

@@ -121,6 +121,7 @@ def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
     assert "launch 1/2 (baseline, repeat 1): starting" in r.output
     assert "2 of 2 launches measured" in r.output
     assert "Speculative runs against the baseline" in r.output  # check's report
+    assert max(len(line) for line in r.output.splitlines()) <= 100, r.output
     r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
     assert r.exit_code == 2 and "--resume" in r.output
 
@@ -161,6 +162,8 @@ def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
     )
     text = answer.report()
     assert text.startswith("Answer at concurrency 1: k = 4")
+    # Issue 26: the answer fits 100 columns (tests/conftest.py sets COLUMNS=100).
+    assert max(len(line) for line in text.splitlines()) <= 100, text
     assert "Config to paste (vllm, by batch)" in text
     # compare reads the directory as the sweep's baseline and each k: the same verdicts, the
     # same speedups (compare's is its interval's point estimate across launches, check's the
@@ -188,7 +191,7 @@ def test_one_load_gives_the_best_k_and_says_why_there_is_no_schedule(tmp_path):
     assert any("two or more loads" in n for n in answer.notes)
     (best,) = answer.best
     assert best.num_spec_tokens == 4
-    assert "Config to paste (vllm): --speculative-config" in answer.headline()
+    assert "Config to paste (vllm):\n  --speculative-config" in answer.headline()
 
 
 def test_a_launch_whose_settings_differ_is_not_measured(tmp_path):
@@ -359,14 +362,16 @@ def test_the_config_pasted_is_the_one_the_measurements_back():
 
     every = {"first": 1, "last": 4, "k": 4}
     agreeing = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 4)), None, schedule(every))
-    assert "Config to paste (vllm, by batch): --speculative-config BY-BATCH" in agreeing.headline()
+    assert (
+        "Config to paste (vllm, by batch):\n  --speculative-config BY-BATCH" in agreeing.headline()
+    )
     split = schedule({"first": 1, "last": 2, "k": 4}, {"first": 3, "last": 8, "k": 0})
     mixed = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 0)), None, split)
     assert "by batch" in mixed.headline()  # k = 4 at 1, off at 4: as measured
     six = schedule({"first": 1, "last": 4, "k": 6})
     differing = SweepAnswer("d", "vllm", None, (best(1, 4), best(4, 0)), None, six)
     text = differing.headline()
-    assert "Config to paste (vllm) at concurrency 1: --speculative-config k4" in text
+    assert "Config to paste (vllm) at concurrency 1:\n  --speculative-config k4\n" in text
     assert "Config to paste (vllm) at concurrency 4: none (speculation off)" in text
     assert "The fit's schedule (schedule.json: k = 6 at 1-4) differs" in text
     off = SweepAnswer("d", "vllm", None, (best(1, 0),), None, six)

@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import Bounded, CommandLineError
+from breakeven.cli.params import Bounded, CommandLineError, say
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -154,7 +154,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
 
     config, note = bench_config(**options)
     if note:
-        click.echo(f"Note: {note}", err=True)
+        say(f"Note: {note}")
     total = sum(config.requests_at(c) for c in config.concurrency)
     try:
         if sys.stderr.isatty():  # a bar on a terminal; scripts and logs get no control characters
@@ -165,7 +165,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     except KeyboardInterrupt as e:
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
         kept = f"; every completed request's row is in {out}" if out else ""
-        click.echo(f"{what}{kept}.", err=True)
+        say(f"{what}{kept}.")
         sys.exit(143 if isinstance(e, Terminated) else 130)
     if as_json:
         from breakeven.quantities import plain_json  # lazy: start-up
@@ -176,13 +176,13 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
 
         click.echo(bench_text(levels, config.label), nl=False)
     if out:
-        click.echo(f"Appended {rows} rows to {out}.", err=True)
+        say(f"Appended {rows} rows to {out}.")
     if levels:
-        click.echo(f"Launch: {launch_text(levels[0]['launch'])}", err=True)
+        say(f"Launch: {launch_text(levels[0]['launch'])}")
     for warning in dict.fromkeys(w for level in levels for w in level.get("warnings", ())):
-        click.echo(f"Warning: {warning}.", err=True)
+        say(f"Warning: {warning}.")
     for failure in failures:
-        click.echo(f"Problem: {failure}", err=True)
+        say(f"Problem: {failure}")
     if failures:
         raise CommandLineError(
             f"{len(failures)} request(s) failed; every completed one was recorded"

@@ -16,6 +16,7 @@ from breakeven.cli.params import (
     emit,
     json_object,
     k_list,
+    say,
     sizes,
     writable,
 )
@@ -98,7 +99,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
 
     result = fit_from_file(runs, **options)
     if options["out"] is not None:
-        click.echo(f"Wrote {options['out']}.", err=True)
+        say(f"Wrote {options['out']}.")
     emit(result, as_json)
 
 
@@ -187,5 +188,5 @@ def schedule(as_json: bool, **inputs: Any) -> None:
 
     data = schedule_from_files(**inputs)
     if inputs["out"] is not None and data["config"] is not None:
-        click.echo(f"Wrote {inputs['out']}.", err=True)
+        say(f"Wrote {inputs['out']}.")
     emit(data, as_json)

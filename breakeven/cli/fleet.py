@@ -8,7 +8,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import FLOAT, Bounded, emit, writable
+from breakeven.cli.params import FLOAT, Bounded, emit, say, writable
 
 
 @cli.command()
@@ -127,9 +127,7 @@ def fleet(
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result, series = fleet_from_prometheus(out=out, force=force, **options)
     if out is not None:
-        click.echo(f"Wrote {result.rows} rows to {out}.", err=True)
+        say(f"Wrote {result.rows} rows to {out}.")
     emit(result, as_json)
     if report_dir is not None:
-        click.echo(
-            f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.", err=True
-        )
+        say(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.")

@@ -9,7 +9,15 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import FLOAT, Bounded, CommandLineError, LibraryChoice, emit, writable
+from breakeven.cli.params import (
+    FLOAT,
+    Bounded,
+    CommandLineError,
+    LibraryChoice,
+    emit,
+    say,
+    writable,
+)
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -155,7 +163,7 @@ def ingest(
         year=year,
     )
     if out is not None:
-        click.echo(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.", err=True)
+        say(f"{'Added' if append else 'Wrote'} {tally.records} records to {out}.")
     if array is not None:
         array.close()
     else:
@@ -164,7 +172,7 @@ def ingest(
 
         click.echo(ingest_text(tally, tok_s_meanings()), nl=False, err=out is not None)
     for problem in problems:
-        click.echo(f"Problem: {problem}", err=True)
+        say(f"Problem: {problem}")
     if problems:
         raise CommandLineError(
             f"{len(problems)} problem(s) reading the input; each is "
@@ -348,6 +356,6 @@ def compare_command(
     result = compare_from_files(**runs, schedule_file=schedule_file)
     emit(result, as_json)
     if report_dir is not None:
-        click.echo(f"Wrote {write_compare_report(result, report_dir, force=force)}.", err=True)
+        say(f"Wrote {write_compare_report(result, report_dir, force=force)}.")
     if result.failed(fail_if):
         sys.exit(1)

@@ -297,6 +297,14 @@ def _not_finite(data: Any, where: str = "") -> str | None:
     return next((bad for key, v in items if (bad := _not_finite(v, key)) is not None), None)
 
 
+def say(text: str, err: bool = True) -> None:
+    """Print a message (to stderr by default), wrapped to the display's width as the text
+    output is (:func:`breakeven.formatting.text.wrap_lines`)."""
+    from breakeven.formatting.text import wrap_lines  # lazy: start-up
+
+    click.echo(wrap_lines(text), err=err)
+
+
 def emit(result: Any, as_json: bool) -> None:
     """Print ``result`` as one JSON object (its ``to_dict()``), or its ``report()``.
 

@@ -8,7 +8,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import Group, cli
-from breakeven.cli.params import FLOAT, Bounded, sizes, writable
+from breakeven.cli.params import FLOAT, Bounded, say, sizes, writable
 from breakeven.quantities import MAX_K
 
 out_picture = click.option(
@@ -26,7 +26,7 @@ def _save(ax: Any, out: str, force: bool) -> None:
     from breakeven.plot import save  # lazy: start-up
 
     save(ax, out, force=force)
-    click.echo(f"Wrote {out}.", err=True)
+    say(f"Wrote {out}.")
 
 
 @cli.group(cls=Group)
@@ -259,4 +259,4 @@ def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
     from breakeven.measure import report_from_file  # lazy: start-up
 
     path = report_from_file(measurements, out, tolerance=tolerance, force=force)
-    click.echo(f"Wrote {path}.", err=True)
+    say(f"Wrote {path}.")

@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
-from breakeven.cli.params import LibraryChoice, Values, draft_lengths
+from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
 
 
 @cli.command()
@@ -154,19 +154,18 @@ def sweep(
     except KeyboardInterrupt as e:
         show.end()
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
-        click.echo(
+        say(
             f"{what}: the launch under way was stopped; every completed row is in "
-            f"{out}/runs.csv (continue with --resume).",
-            err=True,
+            f"{out}/runs.csv (continue with --resume)."
         )
         sys.exit(143 if isinstance(e, Terminated) else 130)
     show.end()
-    click.echo(result.report(), nl=False, err=True)
+    say(result.report().rstrip("\n"))
     if not any(o.ok for o in result.outcomes):
         sys.exit(1)
     answer = answer_sweep(out)
     click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
-    click.echo(f"Wrote {', '.join(answer.files.values())}.", err=True)
+    say(f"Wrote {', '.join(answer.files.values())}.")
     if not answer.best:
         sys.exit(1)
 
@@ -186,7 +185,7 @@ class _Shown:
         if not self.tty:
             if p.phase != "measuring" or p.requests_done == 0:
                 eta = f"; ETA {duration_text(p.eta_s)}" if p.phase in ("done", "failed") else ""
-                click.echo(f"{head}: {p.phase}{eta}", err=True)
+                say(f"{head}: {p.phase}{eta}")
             return
         text = f"{head}: {p.phase}"
         if p.phase == "measuring":
