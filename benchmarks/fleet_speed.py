@@ -95,7 +95,12 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp())
+    # The history and Prometheus' TSDB (about 100 MB at the defaults) go with the directory.
+    with tempfile.TemporaryDirectory(prefix="breakeven-fleet-") as work:
+        measure(Path(work), args)
+
+
+def measure(work: Path, args: argparse.Namespace) -> None:
     end = int(time.time()) // 60 * 60 - 300
     t = time.perf_counter()
     history(work / "history.om", args.servers, args.hours, end)

