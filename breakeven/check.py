@@ -34,6 +34,7 @@ from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
+from breakeven.model import cycle_ms as cycle_of
 from breakeven.pooling import (
     decoded_tokens,
     group_pooled_accept_len,
@@ -1255,8 +1256,6 @@ def cycle_given(
 ) -> float | None:
     """The cycle the costs given make [ms]: ``cycle_ms``, or ``verify_ms`` plus ``draft_ms``
     (None: no costs given); a BreakevenError naming the flags where they conflict."""
-    from breakeven.model import cycle_ms as cycle_of  # the one formula
-
     if cycle_ms is not None and verify_ms is not None:
         raise BreakevenError(
             "{0} and {1}: give one (the cycle, or its parts)", "cycle_ms", "verify_ms"

@@ -14,9 +14,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from breakeven import plot as pictures
-from breakeven.check import check_file
+from breakeven.check import (
+    COLUMNS_USED,
+    TIME_COLUMNS,
+    check,
+    check_file,
+    cycle_given,
+    with_cycle,
+)
 from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.fit import fitted_cycle
 from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
+from breakeven.iotools.measurements import read_measurements
 from breakeven.model import step_ms_from_baseline
 from breakeven.predict import predict
 from breakeven.quantities import DEFAULT_TOLERANCE
@@ -184,10 +193,6 @@ def check_figure(
     ``draft_ms``), else the cost given here: ``cycle_ms`` or ``verify_ms`` plus ``draft_ms``
     [ms] for every speculative run, or a fit file's cycle at each run's k (its group of the
     same model, hardware and method)."""
-    from breakeven.check import COLUMNS_USED, TIME_COLUMNS, check, cycle_given, with_cycle
-    from breakeven.fit import fitted_cycle
-    from breakeven.iotools.measurements import read_measurements
-
     cycle = cycle_given(verify_ms, draft_ms, cycle_ms)
     if cycle is not None and fit_file is not None:
         raise BreakevenError("{0} and {1}: give one (the cycle, or a fit)", "fit_file", "cycle_ms")

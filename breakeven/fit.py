@@ -41,6 +41,7 @@ from breakeven.errors import BreakevenError
 from breakeven.iotools.fitfile import (
     IDENTITY,
     read_fit,
+    read_fit_json,
     read_fitted_alpha,
     read_surface,
     read_tree,
@@ -688,8 +689,6 @@ def fitted_cycle(rows: Any, path: str) -> Any:
     """The cycle [ms] a fit file predicts for each row of ``rows`` at its k: from the group
     of the same model, hardware and method (and concurrency, where both say), NaN where no
     group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
-    from breakeven.iotools.fitfile import read_fit_json  # the file's groups, then each checked
-
     data = read_fit_json(path)
     count = len(data.get("groups") or []) if isinstance(data, dict) else 0
     groups = [load_fit(path, i) for i in range(1, count + 1)] or [load_fit(path)]

@@ -17,8 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
 from breakeven import _xp
 from breakeven.acceptance import accept_len_from_alpha
@@ -82,15 +87,12 @@ def place_labels(ax: Any, labels: Sequence[tuple[float, float, str]], fontsize: 
     """Label each point ``(x, y, text)`` beside it without covering another label: each
     label takes the first of eight places around its point whose box overlaps no label
     placed before it and stays inside the axes (else the first place)."""
-    from matplotlib.transforms import Bbox
 
     figure = ax.figure
     if hasattr(figure, "draw_without_rendering"):
         figure.draw_without_rendering()  # the constrained layout, so boxes are where they end
     renderer = figure.canvas.get_renderer() if hasattr(figure.canvas, "get_renderer") else None
     if renderer is None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
         renderer = FigureCanvasAgg(figure).get_renderer()
     places = [
         ((6, 6), "left", "bottom"),
@@ -134,7 +136,6 @@ def place_labels(ax: Any, labels: Sequence[tuple[float, float, str]], fontsize: 
 
 def _point_legend(ax: Any, kinds: Sequence[str], **kwargs: Any) -> None:
     """A legend entry for each kind of point drawn, and the break-even line."""
-    from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color="black", linewidth=2.0, label="break-even (speedup = 1)")]
     for kind in dict.fromkeys(kinds):
@@ -382,8 +383,6 @@ def surface_alpha_k(
     best = np.argmax(grid, axis=0) + 1
     pays = grid.max(axis=0) > 1
     ax.plot(a[pays], best[pays], color="gold", linewidth=2, label="best k", gid="best_k")
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import MaxNLocator
 
     handles = [
         Line2D([], [], color="black", linewidth=2.0, label="break-even (speedup = 1)"),
@@ -413,7 +412,6 @@ def surface_alpha_k(
 
 def speedup_vs_k(result: Any, ax: Any = None) -> Any:
     """Speedup at each k of an :class:`~breakeven.optimize.OptimizeResult`, best k marked."""
-    from matplotlib.ticker import MaxNLocator
 
     ax = _axes(ax)
     ks = [o.k for o in result.by_k]
@@ -482,7 +480,6 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
             linestyle="--",
         )
         twin.set_ylabel("best k (0: off) [tokens]", color=OKABE_ITO[1])
-        from matplotlib.ticker import MaxNLocator
 
         twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("batch, sequences decoded together [sequences]")
@@ -676,8 +673,6 @@ def tornado(result: Any, ax: Any = None) -> Any:
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1.0, gid="breakeven")
     ax.set_yticks(range(len(rows)), [f"{r.name} ±{result.delta:.0%}" for r in rows])
     ax.set_xlabel("speedup [x]")
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     ax.legend(
         handles=[

@@ -10,6 +10,7 @@ import click
 
 from breakeven import __version__
 from breakeven.cli.params import CommandLineError, flag
+from breakeven.display import display
 from breakeven.errors import BreakevenError
 
 
@@ -60,8 +61,6 @@ class Command(click.Command):
             self.params += _display_options()
 
     def invoke(self, ctx: click.Context) -> Any:
-        from breakeven.formatting.text import display  # lazy: start-up
-
         wide = ctx.params.pop("wide", False)
         color = use_color(ctx.params.pop("color", None))
         if color:

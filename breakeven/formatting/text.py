@@ -3,21 +3,17 @@ and HTML tables.  Pure string building from plain rows; imports only the core la
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import html
 import json
 import math
-import os
 import re
 import shlex
-import shutil
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from breakeven.display import color_on, display_width
 from breakeven.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
 # Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
@@ -82,55 +78,6 @@ def kv_row(key: str, value: Any) -> tuple[str, str, str, str]:
     return (q.label, format_value(key, value), q.unit if is_number(value) else "", key)
 
 
-@dataclass(frozen=True)
-class Display:
-    """How text output is laid out: ``width`` in columns (None: as wide as the content, what
-    ``--wide`` asks for; the default reads ``COLUMNS`` or the terminal's width, else 100) and
-    ``color`` (ANSI colours on the verdicts; off unless the CLI turns it on for a terminal)."""
-
-    width: int | None = 0
-    color: bool = False
-
-
-DEFAULT_WIDTH = 100
-"""The width text is fitted to where neither ``COLUMNS`` nor a terminal says [columns]."""
-
-MIN_WIDTH = 40
-"""The narrowest width text is fitted to; a narrower terminal gets lines this long [columns]."""
-
-_DISPLAY: contextvars.ContextVar[Display | None] = contextvars.ContextVar("display", default=None)
-
-
-def _display() -> Display:
-    return _DISPLAY.get() or Display()
-
-
-@contextlib.contextmanager
-def display(width: int | None = 0, color: bool = False) -> Iterator[None]:
-    """Render the text inside this block at ``width`` columns (None: unlimited; 0: the
-    terminal's) with or without colour, as pandas' ``option_context`` does for its tables."""
-    token = _DISPLAY.set(Display(width, color))
-    try:
-        yield
-    finally:
-        _DISPLAY.reset(token)
-
-
-def display_width() -> int | None:
-    """The width text is fitted to [columns]: the display's (:func:`display`), else
-    ``COLUMNS``, else the terminal's, else :data:`DEFAULT_WIDTH`; None: unlimited."""
-    width = _display().width
-    if width is None:
-        return None
-    if not width:
-        columns = os.environ.get("COLUMNS", "")
-        if columns.isdigit() and int(columns) > 0:
-            width = int(columns)
-        else:
-            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns or DEFAULT_WIDTH
-    return max(width, MIN_WIDTH)
-
-
 _ROLE_COLOURS = {"win": "green", "loss": "red", "noise": "bright_black", "warn": "yellow"}
 
 VERDICT_ROLES = {
@@ -147,7 +94,7 @@ VERDICT_ROLES = {
 
 def paint(text: str, role: str | None) -> str:
     """``text`` in its role's colour where the display has colour on, else as it is."""
-    if not role or not _display().color:
+    if not role or not color_on():
         return text
     bold = role in ("win", "loss")
     return f"\x1b[{'1;' if bold else ''}{_ANSI[_ROLE_COLOURS[role]]}m{text}\x1b[0m"

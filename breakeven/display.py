@@ -1,0 +1,79 @@
+"""How text output is laid out: its width and whether it has colour.
+
+The CLI sets them for the command it runs (``--wide``, ``--color/--no-color``); renderers read
+them (:mod:`breakeven.formatting.text`).  A notebook or script may set them as pandas'
+``option_context`` does its display options::
+
+    with breakeven.display.display(width=None):  # every column, no line wrapped
+        print(result.report())
+
+This module imports nothing of the package and little of the standard library: the CLI sets
+the display before it knows whether anything is printed as text (``--json`` is not).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Display:
+    """How text output is laid out: ``width`` in columns (None: as wide as the content, what
+    ``--wide`` asks for; the default reads ``COLUMNS`` or the terminal's width, else 100) and
+    ``color`` (ANSI colours on the verdicts; off unless the CLI turns it on for a terminal)."""
+
+    width: int | None = 0
+    color: bool = False
+
+
+DEFAULT_WIDTH = 100
+"""The width text is fitted to where neither ``COLUMNS`` nor a terminal says [columns]."""
+
+MIN_WIDTH = 40
+"""The narrowest width text is fitted to; a narrower terminal gets lines this long [columns]."""
+
+_DISPLAY: contextvars.ContextVar[Display | None] = contextvars.ContextVar("display", default=None)
+
+
+def _display() -> Display:
+    return _DISPLAY.get() or Display()
+
+
+@contextlib.contextmanager
+def display(width: int | None = 0, color: bool = False) -> Iterator[None]:
+    """Render the text inside this block at ``width`` columns (None: unlimited; 0: the
+    terminal's) with or without colour, as pandas' ``option_context`` does for its tables."""
+    token = _DISPLAY.set(Display(width, color))
+    try:
+        yield
+    finally:
+        _DISPLAY.reset(token)
+
+
+def display_width() -> int | None:
+    """The width text is fitted to [columns]: the display's (:func:`display`), else
+    ``COLUMNS``, else the terminal's, else :data:`DEFAULT_WIDTH`; None: unlimited."""
+    width = _display().width
+    if width is None:
+        return None
+    if not width:
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            width = int(columns)
+        else:
+            import shutil  # lazy: only where text is fitted to a terminal
+
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns or DEFAULT_WIDTH
+    return max(width, MIN_WIDTH)
+
+
+def color_on() -> bool:
+    """Whether the display has colour on (off unless the CLI turns it on for a terminal)."""
+    return _display().color
+
+
+__all__ = ["DEFAULT_WIDTH", "MIN_WIDTH", "Display", "color_on", "display", "display_width"]
