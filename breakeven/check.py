@@ -233,6 +233,11 @@ class CheckResult:
         flags, and each run against a schedule when one was given."""
         return formatting.check_text(self.to_dict())
 
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (the comparisons, every column), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.check_table(self.to_dict())
+
     def _repr_html_(self) -> str:
         return formatting.check_html(self.to_dict())
 

@@ -153,6 +153,11 @@ class CompareResult:
         check's flags and advice, and each run against a schedule when one was given."""
         return formatting.compare_text(self.to_dict())
 
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (a row per speculative run, every column), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.compare_table(self.to_dict())
+
     def _repr_html_(self) -> str:
         return formatting.compare_html(self.to_dict())
 

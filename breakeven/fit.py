@@ -208,6 +208,11 @@ class FitResult:
         what was merged and the by-k table; then the surfaces and tree acceptances."""
         return formatting.fit_text(self.to_dict())
 
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (every group's by-k rows, each with its group), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.fit_table(self.to_dict())
+
     def _repr_html_(self) -> str:
         return formatting.fit_html(self.to_dict())
 

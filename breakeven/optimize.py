@@ -161,6 +161,11 @@ class OptimizeResult:
         """What ``breakeven optimize`` prints: the verdict, then every k considered."""
         return formatting.optimize_text(self.to_dict())
 
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (every k considered), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.optimize_table(self.to_dict())
+
     def _repr_html_(self) -> str:
         return formatting.optimize_html(self.to_dict())
 
@@ -624,6 +629,11 @@ class BatchResult:
         """What ``breakeven batch`` prints: the break-even batch, the best k by batch and the
         sweep."""
         return formatting.batch_text(self.to_dict())
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (every batch size swept), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.batch_table(self.to_dict())
 
     def _repr_html_(self) -> str:
         return formatting.batch_html(self.to_dict())

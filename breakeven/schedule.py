@@ -152,6 +152,11 @@ class ScheduleReport(dict[str, Any]):
         best fixed k and gives up by merging, and the configuration to paste."""
         return formatting.schedule_text(self)
 
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (the ranges), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return formatting.schedule_table(self)
+
     def _repr_html_(self) -> str:
         return formatting.schedule_html(self)
 

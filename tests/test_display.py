@@ -125,3 +125,41 @@ def test_text_fits_the_width_it_is_given_and_a_pasted_config_stays_one_command()
         )
         got = r.stdout.split("\0")[:-1]
         assert got[:-1] == words[1:-1] and json.loads(got[-1]) == json.loads(words[-1])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "check data/case_study.csv",
+        f"compare {CASE}/vllm_bench_serve_baseline.json {CASE}/vllm_bench_serve_eagle3_k3.json",
+        f"fit {VLLM_FIT}",
+        f"schedule {CURVE} {ACCEPTANCE} --engine vllm",
+        f"batch {CURVE} --alpha 0.7 --max-k 8",
+        "optimize --alpha 0.8 --cost-ratio 0.05",
+    ],
+)
+def test_format_prints_the_main_table_every_column_as_markdown_or_csv(command, monkeypatch):
+    """Issue 26: --format markdown|csv print a command's main table whole (the columns text
+    leaves out at 100 columns included), for a planning doc or a spreadsheet; json is --json."""
+    import csv as csv_module
+
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).parents[1])
+    text, markdown, table = (_run(f"{command} --format {f}") for f in ("text", "markdown", "csv"))
+    assert text == _run(command) and _run(f"{command} --format json") == _run(f"{command} --json")
+    rows = list(csv_module.reader(io.StringIO(table)))
+    heads = rows[0]
+    assert len(rows) >= 2 and all(len(row) == len(heads) for row in rows)
+    assert all("[" in h for h in heads if h.startswith(("k ", "speedup", "measured")))  # units
+    lines = markdown.splitlines()
+    assert lines[0] == "| " + " | ".join(heads) + " |" and set(lines[1]) == {"|", "-"}
+    assert len(lines) == len(rows) + 1
+
+
+def test_format_csv_of_a_command_without_a_table_is_refused_in_one_line():
+    r = CliRunner().invoke(
+        cli, ["predict", "--alpha", "0.8", "-k", "4", "--cost-ratio", "0.05", "--format", "csv"]
+    )
+    assert r.exit_code == 2
+    assert r.output == (
+        "Error: --format: got 'csv', but this command prints no table; expected text or json\n"
+    )

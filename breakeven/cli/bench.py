@@ -182,7 +182,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     for warning in dict.fromkeys(w for level in levels for w in level.get("warnings", ())):
         say(f"Warning: {warning}.")
     for failure in failures:
-        say(f"Problem: {failure}")
+        click.echo(f"Problem: {failure}", err=True)  # one line per problem, as an error is
     if failures:
         raise CommandLineError(
             f"{len(failures)} request(s) failed; every completed one was recorded"

@@ -117,7 +117,7 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     help="Threads for reading text (default: one per CPU).",
 )
 @o.year
-@o.json_option
+@o.json_only
 def ingest(
     files: tuple[str, ...],
     format: str,
@@ -172,7 +172,7 @@ def ingest(
 
         click.echo(ingest_text(tally, tok_s_meanings()), nl=False, err=out is not None)
     for problem in problems:
-        say(f"Problem: {problem}")
+        click.echo(f"Problem: {problem}", err=True)  # one line per problem, as an error is
     if problems:
         raise CommandLineError(
             f"{len(problems)} problem(s) reading the input; each is "

@@ -32,9 +32,40 @@ def options(*decorators: Any) -> Any:
     return apply
 
 
-json_option = click.option(
+FORMATS = ("text", "json", "markdown", "csv")
+"""What a command that prints a result can print it as (``--format``)."""
+
+
+def _keep_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is not None:
+        ctx.meta["breakeven.format"] = value
+    return value
+
+
+json_only = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
 )
+"""``--json`` alone, for a command whose ``--format`` names what it reads (ingest)."""
+
+
+def json_option(command: Any) -> Any:
+    """``--json``, and ``--format text|json|markdown|csv`` (markdown and csv: the main table,
+    every column, where the command prints one); ``emit`` reads the format."""
+    command = click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(FORMATS),
+        default=None,
+        expose_value=False,
+        callback=_keep_format,
+        help="text (the default, fitted to the terminal), json (as --json), or the main "
+        "table, every column, as markdown or csv.",
+    )(command)
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
+    )(command)
+
+
 force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
 baseline = click.option(
     "--baseline",

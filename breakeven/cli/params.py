@@ -319,7 +319,18 @@ def emit(result: Any, as_json: bool) -> None:
             f"{bad} overflows: these inputs give a number beyond what a double "
             "holds (about 1.8e308); expected inputs of a realistic size"
         )
-    if as_json:
+    chosen = click.get_current_context().meta.get("breakeven.format", "text")
+    if as_json or chosen == "json":
         click.echo(json.dumps(data, indent=2, allow_nan=False))
+        return
+    if chosen in ("markdown", "csv"):
+        from breakeven.formatting.text import csv_table, markdown_table  # lazy: start-up
+
+        if not hasattr(result, "table"):
+            raise CommandLineError(
+                f"--format: got {chosen!r}, but this command prints no table; expected text or json"
+            )
+        render = markdown_table if chosen == "markdown" else csv_table
+        click.echo(render(*result.table()), nl=False)
         return
     click.echo(result.report(), nl=False)

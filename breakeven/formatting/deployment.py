@@ -35,6 +35,23 @@ _SCHEDULE_COLUMNS = [
 ]
 
 
+def schedule_table(r: Row) -> tuple[list[str], list[list[str]]]:
+    """The schedule's ranges: the heads and cells of its text table and ``--format``."""
+    rows = [
+        [
+            f"{x['first']}-{x['last']}",
+            str(x["k"]),
+            num(x["speedup"], ".3f"),
+            num(x["best_fixed_speedup"], ".3f"),
+            "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
+            f"{100 * x.get('given_up', 0.0):.2f}",
+            f"{100 * x['share']:.1f}",
+        ]
+        for x in r["ranges"]
+    ]
+    return list(_SCHEDULE_COLUMNS), rows
+
+
 def _loss(x: float) -> str:
     return f"{x:.2%}" if x >= 5e-5 else "less than 0.01%"
 
@@ -85,19 +102,7 @@ def schedule_text(r: Row) -> str:
         f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
         f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}.",
     ]
-    rows = [
-        [
-            f"{x['first']}-{x['last']}",
-            str(x["k"]),
-            num(x["speedup"], ".3f"),
-            num(x["best_fixed_speedup"], ".3f"),
-            "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
-            f"{100 * x.get('given_up', 0.0):.2f}",
-            f"{100 * x['share']:.1f}",
-        ]
-        for x in r["ranges"]
-    ]
-    lines += grid(_SCHEDULE_COLUMNS, rows, right=True)
+    lines += grid(*schedule_table(r), right=True)
     lines.append(
         f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
         f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "

@@ -18,6 +18,39 @@ _FIT_COLUMNS = [
 ]
 
 
+def _by_k_cells(g: Row) -> list[list[str]]:
+    """A group's by-k table as cells."""
+    return [
+        [
+            str(r["k"]),
+            num(r["accept_len"], ".3f") + (" (predicted)" if r["accept_len_predicted"] else ""),
+            str(r["runs"]),
+            num(r["implied_cycle_ms"], ".3f"),
+            num(r["predicted_cycle_ms"], ".3f"),
+            num(r["measured_speedup"], ".3f"),
+            num(r["predicted_speedup"], ".3f"),
+            num(r["held_out_speedup"], ".3f"),
+        ]
+        for r in g["by_k"]
+    ]
+
+
+def fit_table(result: Row) -> tuple[list[str], list[list[str]]]:
+    """Every group's by-k table in one, each row with its group (model, hardware, method,
+    concurrency): the heads and cells of ``--format markdown|csv``."""
+    heads = ["model", "hardware", "method", "concurrency [sequences]", *_FIT_COLUMNS]
+    rows = []
+    for g in result["groups"]:
+        group = [
+            printable(g["model"]) or "-",
+            printable(g["hardware"]) or "-",
+            printable(g["spec_method"]) or "-",
+            num(g["concurrency"], "g"),
+        ]
+        rows += [[*group, *cells] for cells in _by_k_cells(g)]
+    return heads, rows
+
+
 def _best_text(g: Row, named: bool) -> str:
     error = g["held_out_max_rel_error"]
     held = "" if error is None else f", held out {format(error, '.1%')}"
@@ -78,20 +111,7 @@ def fit_text(result: Row) -> str:
                 f"  {merged.get(name, name):<45} {num(value, '.4f'):>10} "
                 f"{CYCLE_COEFFICIENT_UNITS.get(name, 'ms')}"
             )
-        rows = [
-            [
-                str(r["k"]),
-                num(r["accept_len"], ".3f") + (" (predicted)" if r["accept_len_predicted"] else ""),
-                str(r["runs"]),
-                num(r["implied_cycle_ms"], ".3f"),
-                num(r["predicted_cycle_ms"], ".3f"),
-                num(r["measured_speedup"], ".3f"),
-                num(r["predicted_speedup"], ".3f"),
-                num(r["held_out_speedup"], ".3f"),
-            ]
-            for r in g["by_k"]
-        ]
-        lines += grid(_FIT_COLUMNS, rows, right=True)
+        lines += grid(_FIT_COLUMNS, _by_k_cells(g), right=True)
         error = g["held_out_max_rel_error"]
         best = (
             f"best k {g['best_k']}: {num(g['best_speedup'], '.3f')}x predicted"

@@ -410,7 +410,14 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
                 num(agg, ".2f"),
             ]
         )
-    lines = grid(heads, cells, right=False, indent="")
+    lines = grid(
+        heads,
+        cells,
+        right=False,
+        indent="",
+        optional=("mean aggregate_tok_s [tok/s]", "launches", "format", "k"),
+        cut=("file",),
+    )
     lines.append("")
     lines.append(
         f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
@@ -428,3 +435,13 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
             "check tells no launch's age from them; give --year YYYY to date them."
         )
     return "\n".join(lines) + "\n"
+
+
+def check_table(r: Row) -> tuple[list[str], list[list[str]]]:
+    """check's table, every column: the heads and cells of ``--format markdown|csv``."""
+    return _check_rows(r)
+
+
+def compare_table(r: Row) -> tuple[list[str], list[list[str]]]:
+    """compare's table, every column: the heads and cells of ``--format markdown|csv``."""
+    return compare_rows(r)

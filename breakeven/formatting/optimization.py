@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import html
 
-from breakeven.formatting.text import Row, fitted, grid, html_table, quantity_html_table, table
-from breakeven.quantities import number_text
+from breakeven.formatting.text import (
+    Row,
+    fitted,
+    format_value,
+    grid,
+    html_table,
+    quantity_html_table,
+    table,
+)
+from breakeven.quantities import QUANTITIES, number_text
 
 
 def _optimize_columns(r: Row) -> list[str]:
@@ -180,3 +188,19 @@ def batch_html(r: Row) -> str:
     return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + quantity_html_table(
         r["speedup_by_batch"], _BATCH_COLUMNS
     )
+
+
+def _quantity_table(rows: list[Row], columns: list[str]) -> tuple[list[str], list[list[str]]]:
+    heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
+    return heads, [[format_value(c, row[c]) for c in columns] for row in rows]
+
+
+def optimize_table(r: Row) -> tuple[list[str], list[list[str]]]:
+    """optimize's by-k table: the heads and cells of ``--format markdown|csv``."""
+    return _quantity_table(r["by_k"], _optimize_columns(r))
+
+
+def batch_table(r: Row) -> tuple[list[str], list[list[str]]]:
+    """batch's speedup at every batch size swept (text shows a selection): the heads and
+    cells of ``--format markdown|csv``."""
+    return _quantity_table(r["speedup_by_batch"], _BATCH_COLUMNS)

@@ -120,8 +120,13 @@ def _two_line(head: str) -> tuple[str, str]:
 
 
 def _short(cell: str, width: int) -> str:
-    """``cell`` cut to ``width`` columns, its end replaced by ``~`` where it was cut."""
-    return cell if len(cell) <= width else cell[: max(width - 1, 1)] + "~"
+    """``cell`` cut to ``width`` columns, marked ``~`` where it was cut: a path keeps its end
+    (the file's name), anything else its start."""
+    if len(cell) <= width:
+        return cell
+    if "/" in cell:
+        return "~" + cell[len(cell) - max(width - 1, 1) :]
+    return cell[: max(width - 1, 1)] + "~"
 
 
 def _wrapped(cell: str, width: int) -> list[str]:
@@ -143,11 +148,11 @@ def grid(
     """Text columns as wide as their widest cell, two spaces apart; ``suffixes`` end the rows.
 
     The table is fitted to :func:`display_width`, in this order until it fits: heads
-    ``name [unit]`` go on two lines (the units stay with their columns); the ``optional``
-    columns (heads, the first named dropped first) are left out; the last column wraps
-    where it is one of ``wrap`` (a list, such as flags' codes); the
-    ``cut`` columns (names and labels) are shortened to no fewer than 12 columns, marked
-    ``~``; the rightmost columns are left out.  A line under the table names what it left
+    ``name [unit]`` go on two lines (the units stay with their columns); the ``cut`` columns
+    (names, labels and paths) are shortened to 24 columns, marked ``~`` (a path keeps its
+    end); the ``optional`` columns (heads, the first named dropped first) are left out; the
+    last column wraps where it is one of ``wrap`` (a list, such as flags' codes); the ``cut``
+    columns are shortened to 12; the rightmost columns are left out.  A line under the table names what it left
     out (``--wide`` shows everything)."""
     limit = display_width()
     tail = max((len(s) for s in suffixes or ()), default=0)
@@ -171,9 +176,26 @@ def grid(
         keep.remove(i)
         dropped.append(_two_line(heads[i])[0])
 
+    shortened = [list(heads).index(name) for name in cut if name in heads]
+
+    def shorten(least: int) -> None:
+        """Cut the widest name column, again and again, to no fewer than ``least``."""
+        while over() > 0:
+            w = dict(zip(keep, widths(), strict=True))
+            wide = [i for i in shortened if i in w and w[i] > least]
+            if not wide:
+                return
+            i = max(wide, key=lambda j: w[j])
+            size = max(w[i] - over(), least)
+            for h in head_lines:
+                h[i] = _short(h[i], size)
+            for row in cells:
+                row[i] = _short(row[i], size)
+
     if limit is not None and over() > 0:
         split = [_two_line(h) for h in heads]
         head_lines = [[a for a, _ in split], [b for _, b in split]]
+        shorten(24)  # a name of 24 columns still reads; a column of numbers left out does not
         for name in optional:
             if over() <= 0:
                 break
@@ -185,18 +207,7 @@ def grid(
             parts = [_wrapped(row[last], room) for row in cells]
             for row, lines_of in zip(cells, parts, strict=True):
                 row[last] = max(lines_of, key=len)
-        shortened = [list(heads).index(name) for name in cut if name in heads]
-        while over() > 0:
-            w = dict(zip(keep, widths(), strict=True))
-            wide = [i for i in shortened if i in w and w[i] > 12]
-            if not wide:
-                break
-            i = max(wide, key=lambda j: w[j])
-            size = max(w[i] - over(), 12)
-            for h in head_lines:
-                h[i] = _short(h[i], size)
-            for row in cells:
-                row[i] = _short(row[i], size)
+        shorten(12)
         while over() > 0 and len(keep) > 1:
             drop(keep[-1])
             parts = [[] for _ in cells]
@@ -222,6 +233,27 @@ def grid(
     if dropped:
         lines.append(f"{indent}(not shown: {', '.join(dropped)}; --wide shows them)")
     return lines
+
+
+def markdown_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table as GitHub-flavoured Markdown, every column (``|`` in a cell escaped)."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(printable(c).replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(heads), "|" + "---|" * len(heads), *map(line, rows)]) + "\n"
+
+
+def csv_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table as CSV (RFC 4180, quoted where needed), every column, as shown in text."""
+    import csv  # lazy: only --format csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(heads)
+    writer.writerows([[printable(c) for c in row] for row in rows])
+    return out.getvalue()
 
 
 def wrap_lines(text: str) -> str:
