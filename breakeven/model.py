@@ -1,6 +1,6 @@
 """The cycle model: speedup and break-even of speculative decoding.  Pure math, no I/O.
 
-Conventions (stated once, here and in the README's Definitions)
+Conventions (stated once, here and in docs/concepts/definitions.md)
 ---------------------------------------------------------------
 - ``baseline_tok_s`` is the decode rate of **one sequence** without
   speculation, and ``step_ms = 1000 / baseline_tok_s`` its decode step.

@@ -1,7 +1,7 @@
 """Every quantity breakeven prints: its JSON key, label, unit and definition.
 
-One table serves the text output (labels and units), ``--help`` and the
-README's Definitions section, which a test keeps in step with it.
+One table serves the text output (labels and units), ``--help`` and
+docs/concepts/definitions.md, which a test keeps in step with it.
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ _TABLE = (
 )
 QUANTITIES: dict[str, Quantity] = {q.key: q for q in _TABLE}
 
-# Bounds on the sizes a sweep may be asked for (--help and the README name them): the largest
+# Bounds on the sizes a sweep may be asked for (--help and the docs name them): the largest
 # k tried, and the largest batch swept.  Real drafters use k <= 20 or so and engines batch at
 # most a few thousand sequences; past these a sweep takes seconds and memory for nothing.
 MAX_K = 128

@@ -1,7 +1,7 @@
 """The one measurement schema: what a row of a measurements CSV means.
 
-``breakeven ingest --out`` writes it, ``breakeven check`` reads it, and the
-README documents it from :data:`MEASUREMENT_COLUMNS`.  A missing value is
+``breakeven ingest --out`` writes it, ``breakeven check`` reads it, and
+docs/concepts/definitions.md documents it from :data:`MEASUREMENT_COLUMNS`.  A missing value is
 empty in the CSV (NaN in pandas), never 0: a 0 is a measurement.
 
 Conventions: ``tok_s`` is the decode rate of one sequence (per-sequence),

@@ -168,7 +168,7 @@ def _check_header(path: str, header: list[str], header_line: int) -> None:
             path,
             header_line,
             f"no {', '.join(missing)} column(s); expected the "
-            "measurement schema's columns (README, 'Measurement schema')",
+            "measurement schema's columns (docs/concepts/definitions.md, 'Measurement schema')",
         )
 
 
