@@ -2,7 +2,7 @@
 given Markdown files with what the command prints now, at 100 columns (as the docs tests run
 them: ``tests/test_docs.py`` checks every shown line).
 
-    python scripts/refresh_examples.py README.md docs/*.md
+    python scripts/refresh_examples.py README.md docs/*.md docs/*/*.md
 
 An example shows the whole output (text fits 100 columns, so it reads as the terminal shows
 it); one that ends in a line ``...`` keeps as many first lines as it showed before it, then the
@@ -65,4 +65,5 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # this checkout's breakeven, whatever else is installed
     main(sys.argv[1:])

@@ -1,55 +1,74 @@
-"""The README stays true: its definitions, its example output and its Quick start commands."""
+"""The docs stay true: the README (a landing page) and the docs site in docs/ (mkdocs): their
+example output, their definitions, the generated CLI reference, the site's strict build, their
+links, and the README's Quick start commands that CI runs."""
 
+import importlib.util
 import json
+import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import breakeven
 from breakeven.cli import cli
 from breakeven.quantities import QUANTITIES
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+DEFINITIONS = (DOCS / "concepts" / "definitions.md").read_text(encoding="utf-8")
 
 
-def _section(title):
-    start = README.index(f"## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def _section(text, title):
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
 
 
 @pytest.mark.parametrize("key", sorted(QUANTITIES))
-def test_every_quantity_is_defined_in_the_readme_with_its_unit(key):
+def test_every_quantity_is_defined_in_the_docs_with_its_unit(key):
     rows = [
-        line for line in _section("Definitions").splitlines() if line.startswith(f"| `{key}` |")
+        line
+        for line in _section(DEFINITIONS, "Quantities").splitlines()
+        if line.startswith(f"| `{key}` |")
     ]
-    assert len(rows) == 1, f"README Definitions has no row for {key}"
+    assert len(rows) == 1, f"docs/concepts/definitions.md, Quantities, has no row for {key}"
     assert f"| {QUANTITIES[key].unit} |" in rows[0]
 
 
 def _console_examples():
-    """Every ``$ breakeven ...`` command in the README's console blocks, with the lines shown."""
+    """Every ``$ breakeven ...`` command in the console blocks of the README and the docs, with
+    the lines shown under it, and an id naming its page."""
     examples = []
-    for block in re.findall(r"```console\n(.*?)```", README, re.S):
-        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
-            command, *shown = chunk.rstrip("\n").split("\n")
-            examples.append((command, [ln for ln in shown if ln.strip() != "..."]))
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```console\n(.*?)```", text, re.S):
+            for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+                command, *shown = chunk.rstrip("\n").split("\n")
+                shown = [ln for ln in shown if ln.strip() != "..."]
+                examples.append((f"{page.relative_to(ROOT)}: {command}", command, shown))
     return examples
 
 
 EXAMPLES = _console_examples()
 
 
-def test_readme_has_console_examples():
-    assert len(EXAMPLES) >= 8
+def test_the_docs_have_console_examples():
+    assert len(EXAMPLES) >= 30
+    pages = {example_id.split(":")[0] for example_id, _, _ in EXAMPLES}
+    assert "README.md" in pages and "docs/tutorial.md" in pages
 
 
-@pytest.mark.parametrize(("command", "shown"), EXAMPLES, ids=[c for c, _ in EXAMPLES])
-def test_readme_console_examples_print_what_the_readme_shows(command, shown, monkeypatch):
+@pytest.mark.parametrize(
+    ("command", "shown"), [e[1:] for e in EXAMPLES], ids=[e[0] for e in EXAMPLES]
+)
+def test_console_examples_print_what_the_docs_show(command, shown, monkeypatch):
     monkeypatch.chdir(ROOT)
     command, _, jq = command.partition(" | jq ")
     args = shlex.split(command)
@@ -64,7 +83,7 @@ def test_readme_console_examples_print_what_the_readme_shows(command, shown, mon
         return
     printed = result.output.splitlines()
     for line in shown:
-        assert line in printed, f"README shows a line the command does not print: {line!r}"
+        assert line in printed, f"the docs show a line the command does not print: {line!r}"
 
 
 def test_ci_runs_the_readme_quick_start_commands():
@@ -80,21 +99,83 @@ def test_ci_runs_the_readme_quick_start_commands():
         assert got.stdout.startswith(expected), got.stdout
 
 
-def test_readme_documents_the_measurement_schema():
+def test_the_docs_document_the_measurement_schema():
     from breakeven.schema import MEASUREMENT_COLUMNS, OPTIONAL_COLUMNS
 
-    section = _section("Measurements in: `breakeven ingest` and `breakeven check`")
+    section = _section(DEFINITIONS, "Measurement schema")
     for column in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS:
         assert f"| `{column.name}` | {column.unit} |" in section, column.name
 
 
-def test_readme_defines_every_number_check_prints():
+def test_the_docs_define_every_number_check_prints():
     from dataclasses import fields
 
     from breakeven.check import FLAGS, Comparison
 
-    section = _section("Measurements in: `breakeven ingest` and `breakeven check`")
-    for f in fields(Comparison):
-        assert f"`{f.name}`" in README, f.name
+    for f in fields(Comparison):  # check's own outputs, or the schema's columns it repeats
+        assert f"`{f.name}`" in DEFINITIONS, f.name
+    flags = _section(DEFINITIONS, "Flags")
     for code in FLAGS:
-        assert f"| `{code}` |" in section, code
+        assert f"| `{code}` |" in flags, code
+
+
+def test_the_docs_site_builds_strict(tmp_path):
+    got = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert got.returncode == 0, f"mkdocs build --strict failed:\n{got.stdout}\n{got.stderr}"
+    assert (tmp_path / "reference" / "api" / "index.html").exists()
+
+
+def _cli_reference():
+    spec = importlib.util.spec_from_file_location(
+        "cli_reference", ROOT / "scripts" / "cli_reference.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cli_reference_is_current():
+    module = _cli_reference()
+    committed = module.PAGE.read_text(encoding="utf-8")
+    assert committed == module.render(), (
+        "docs/reference/cli.md is stale: run python scripts/cli_reference.py"
+    )
+
+
+def test_the_api_reference_lists_every_public_name():
+    page = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    directives = set(re.findall(r"^::: (\S+)$", page, re.M))
+    for name in breakeven.__all__:
+        if name == "__version__":
+            continue
+        where = f"{getattr(breakeven, name).__module__}.{name}"
+        assert where in directives, f"docs/reference/api.md lacks '::: {where}'"
+
+
+def _relative_links(text):
+    """Markdown link and image targets that are paths in this repository (no scheme, no
+    anchor-only link), without their anchors."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # not in code blocks
+    text = re.sub(r"`[^`\n]*`", "", text)  # nor in code spans
+    targets = re.findall(r"!?\[[^\]]*\]\(([^)\s]+)\)", text)
+    return [t.split("#")[0] for t in targets if not re.match(r"^[a-z]+:|^#", t)]
+
+
+def test_the_readme_is_a_landing_page():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    for marker in ("<!-- main-command -->", "<!-- test-command -->"):
+        assert text.count(marker) == 1, marker
+        assert _section(text, "Quick start").count(marker) == 1, marker
+    assert any(t.startswith("docs/") for t in _relative_links(text))
+    for page in PAGES:
+        for target in _relative_links(page.read_text(encoding="utf-8")):
+            assert (page.parent / target).resolve().is_file(), (
+                f"{page.relative_to(ROOT)} links to {target}, which is not a file"
+            )

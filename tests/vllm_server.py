@@ -218,7 +218,7 @@ class Launch:
     ) -> None:
         exe = binary()
         if exe is None:
-            raise RuntimeError("vLLM is not installed: see the README's vLLM suite")
+            raise RuntimeError("vLLM is not installed: see docs/development.md, A real vLLM")
         self.model, self.log, self.name = Path(model), Path(log), name
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
