@@ -124,8 +124,8 @@ def _short(cell: str, width: int) -> str:
     (the file's name), anything else its start."""
     if len(cell) <= width:
         return cell
-    if "/" in cell:
-        return "~" + cell[len(cell) - max(width - 1, 1) :]
+    if "/" in cell or cell.startswith("~"):  # a path, or one already cut at its start
+        return "~" + cell.lstrip("~")[len(cell.lstrip("~")) - max(width - 1, 1) :]
     return cell[: max(width - 1, 1)] + "~"
 
 
