@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -265,3 +266,26 @@ def test_each_commands_first_line_is_its_answer(args, answer):
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith(answer) and len(first) <= 100, first
+
+
+def test_every_commands_help_ends_with_its_examples():
+    """Issue 26: each command's --help ends with examples, after the options, as gh's and
+    git's do; the examples are whole command lines."""
+
+    def commands(group, prefix):
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from commands(command, [*prefix, name])
+            else:
+                yield [*prefix, name]
+
+    for path in commands(cli, []):
+        r = CliRunner().invoke(cli, [*path, "--help"], terminal_width=100)
+        assert r.exit_code == 0, r.output
+        tail = r.output.rstrip("\n").split("\nExamples:\n")
+        assert len(tail) == 2, f"breakeven {' '.join(path)} --help has no Examples section last"
+        lines = tail[1].splitlines()
+        assert lines and all(
+            line.lstrip().startswith(("breakeven ", "--", "ssh ")) for line in lines
+        ), lines
+        assert tail[1].count(f"breakeven {' '.join(path)}") >= 1

@@ -50,6 +50,28 @@ def use_color(asked: bool | None, stream: Any = None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
+def split_examples(text: str) -> tuple[str, list[str]]:
+    """A command's help text without its examples, and the examples: each ``\\b`` paragraph
+    whose lines are ``breakeven ...`` commands (a line ending in ``\\`` continues on the
+    next)."""
+    kept, examples = [], []
+    for paragraph in text.split("\n\n"):
+        lines = [line for line in paragraph.split("\n") if line.strip() not in ("", "\b")]
+        commands, going_on = [], False
+        for line in lines:
+            if line.strip().startswith("breakeven ") or "| breakeven " in line or going_on:
+                commands.append(line.strip() if not going_on else "      " + line.strip())
+                going_on = line.rstrip().endswith("\\")
+            else:
+                commands = []
+                break
+        if commands and paragraph.lstrip().startswith("\b"):
+            examples += commands
+        else:
+            kept.append(paragraph)
+    return "\n\n".join(kept).rstrip(), examples
+
+
 class Command(click.Command):
     """A command whose BreakevenErrors come out as one line naming the flags.  A command that
     prints text (``display=True``, the default) takes ``--wide`` and ``--color/--no-color``,
@@ -59,6 +81,16 @@ class Command(click.Command):
         super().__init__(*args, **kwargs)
         if display:
             self.params += _display_options()
+        self.help, self.examples = split_examples(self.help or "")
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The epilog (the output's definitions, where a command has one), then the
+        examples, last, as ``gh`` and ``git`` end their help."""
+        super().format_epilog(ctx, formatter)
+        if self.examples:
+            with formatter.section("Examples"):
+                for line in self.examples:  # whole: a command is copied, not read as prose
+                    formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
     def invoke(self, ctx: click.Context) -> Any:
         wide = ctx.params.pop("wide", False)
