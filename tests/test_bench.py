@@ -144,7 +144,9 @@ def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
         result = bench("--url", server.url, "-k", 3, "--requests", 2, "--label", "s")
     assert result.exit_code == 0, result.output
-    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    # The warning is one message, wrapped to 100 columns: its lines up to the next message.
+    warning = " ".join(result.stderr.split("Warning:", 1)[1].split("\n\n")[0].split())
+    warning = warning.split(" Appended ")[0].split(" Launch: ")[0]
     assert "spec-decode counters that did not move" in warning
     assert "no spec-decode counters" not in warning and "llama-server" not in warning
 

@@ -99,8 +99,9 @@ def test_a_fault_fails_one_request_keeps_the_others_and_no_secret_shows(tmp_path
             )
         else:
             url, env, extra = server.url.replace("://", f"://bench:{PASSWORD}@"), None, []
-        # A 50 MB event takes a loaded machine a while to send and parse: a longer idle wait.
-        slow = ["--idle-timeout", 10] if mode == "huge_event" else []
+        # A 50 MB event takes a loaded machine a while to send and parse: longer waits, as
+        # hang guards (2.5 s per request failed one under stress-ng --cpu 8 on 2 CPUs).
+        slow = ["--idle-timeout", 30, "--request-timeout", 120] if mode == "huge_event" else []
         r = bench(
             "--url",
             url,

@@ -16,6 +16,7 @@ except under CI, where it fails.
 import csv
 import json
 import os
+import re
 import urllib.request
 from pathlib import Path
 
@@ -266,8 +267,9 @@ def test_the_seed_story_read_from_the_servers_own_environment(wide, tmp_path):
     assert r.exit_code == 0, r.output
     (run,) = json.loads(r.output)["runs"]
     assert "stale_baseline" in run["flags"]
-    assert "stale_baseline: the baseline's launch" in run["headline"]
-    assert "had LLAMA_ARG_THREADS=2" in run["headline"]
+    assert run["headline"].endswith("stale_baseline")  # the codes; the cause on its own line
+    assert run["launch_note"].startswith("the baseline's launch")
+    assert "had LLAMA_ARG_THREADS=2" in run["launch_note"]
     with llama_server(target, tmp_path / "restarted.log", port=port, threads=None) as server:
         bench(server.url, out, "base-restarted", "-k", 0, "--requests", 4)
     result = check_file(str(out))
@@ -302,7 +304,9 @@ def test_k_without_drafts_is_one_warning_that_says_what_is_true(models, tmp_path
             server.url, tmp_path / "runs.csv", "spec", "-k", K, "--requests", 2
         )
     assert level.get("accept_len") is None
-    warnings = [line for line in stderr.splitlines() if line.startswith("Warning:")]
+    # Each message whole: a message's continuation lines (indented) joined to it.
+    messages = [" ".join(m.split()) for m in re.split(r"(?m)^(?=\S)", stderr)]
+    warnings = [m for m in messages if m.startswith("Warning:")]
     # One warning on acceptance.  (A tiny model streams 2,000 tokens a second here, faster than
     # a client on a shared core reads them at times: bench may also say that its rate and the
     # server's disagree, which is true then.)
@@ -472,7 +476,8 @@ def test_a_sweep_records_launches_that_fail_and_goes_on(models, tmp_path):
     r = CliRunner().invoke(cli, [*args, "--url", f"http://127.0.0.1:{free_port()}"])
     assert r.exit_code == 1, r.output
     assert "0 of 2 launches measured" in r.output
-    assert "launch 1 (baseline) failed: not ready within 5 s (--ready-timeout; " in r.output
+    said = " ".join(r.output.split())  # a message wrapped to 100 columns, read whole
+    assert "launch 1 (baseline) failed: not ready within 5 s (--ready-timeout; " in said
     assert "launch 2 (spec-k2) failed: exited with" in r.output
     assert "missing.gguf" in r.output  # the log's tail says why
     try:

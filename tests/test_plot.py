@@ -427,3 +427,21 @@ def test_k_has_whole_ticks_and_a_prediction_is_labelled_as_one():
     assert ax.get_title() == "Speedup (baseline 62.9 tok/s, cycle 29.9 ms, accept_len 2.1, k = 6)"
     ax = surface_figure(alpha_k=True, baseline_tok_s=62.9, verify_ms=28.7, draft_ms=1.2, k=6)
     assert ax.get_title() == "Speedup by acceptance and k (cycle 1.88 steps at every k)"
+
+
+def test_a_speedup_a_hair_outside_its_interval_is_drawn():
+    """A real llama.cpp sweep under load: the pooled speedup drawn lay 0.06% below the lower
+    end of the interval around its interval's own estimate, and matplotlib refused the
+    negative error bar ('yerr' must not contain negative values); the bar now reaches the
+    point."""
+    from breakeven.plot import measured_vs_predicted
+
+    run = {
+        "label": "k4",
+        "measured_speedup": 1.5,
+        "ci_low": 1.501,
+        "ci_high": 1.6,
+        "predicted_speedup": 1.45,
+    }
+    ax = measured_vs_predicted({"comparisons": [run], "tolerance": 0.05})
+    assert len(ax.texts) == 1
