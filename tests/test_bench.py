@@ -4,6 +4,7 @@ counters, and misbehaves on request."""
 
 import csv
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -62,8 +63,12 @@ def test_every_url_form_reaches_the_right_routes(suffix, tmp_path):
         )
         assert r.exit_code == 0, r.output
         assert len(rows(out)) == 2
-        # Issue 26: bench's text fits 100 columns (tests/conftest.py sets COLUMNS=100).
+        # Issue 26: bench's text fits 100 columns (tests/conftest.py sets COLUMNS=100), and
+        # its first line is its answer: the rate at each level.
         assert max(len(line) for line in r.output.splitlines()) <= 100, r.output
+        assert re.match(
+            r"t: \d+\.\d\d tok/s per sequence at concurrency 1\.$", r.stdout.split("\n")[0]
+        )
         chat = bench(
             "--url",
             server.url + suffix,

@@ -243,6 +243,7 @@ def test_the_top_help_lists_every_command_once_by_job_with_examples():
 DATA = Path(__file__).parents[1] / "data"
 CURVE = ["--cost-curve", str(DATA / "llama3_8b_decode_curve.csv")]
 TAU = ["--accept-len", "2.1", "-k", "6"]
+CASE_LOGS = Path(__file__).parent / "data" / "case_study"
 ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0.98"]
 
 
@@ -258,6 +259,22 @@ ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0
         (["optimize", "--baseline", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"], "Best k: "),
         (["batch", *CURVE, *ACCEPTANCE], "Break-even batch: "),
         (["schedule", *CURVE, *ACCEPTANCE, "--engine", "vllm", "--min-gain", "0"], "k by batch: "),
+        (
+            [
+                "ingest",
+                str(CASE_LOGS / "sglang_baseline.log"),
+                str(CASE_LOGS / "sglang_eagle3_k3.log"),
+            ],
+            "7 records from 2 files (sglang_decode).",
+        ),
+        (
+            [
+                *("compare", "--baseline-tok-s", "90", "--baseline-at", "2026-02-02"),
+                *("--spec-tok-s", "75.9", "--spec-at", "2026-02-26", "--accept-len", "2.1"),
+                *("-k", "3"),
+            ],
+            "spec: 0.84x the baseline's rate, no interval; flagged: baseline_unverified.",
+        ),
     ],
 )
 def test_each_commands_first_line_is_its_answer(args, answer):

@@ -335,6 +335,21 @@ def speedup_interval_html(r: Row) -> str:
     return f"<p>{html.escape(_speedup_interval_line(r))}</p>"
 
 
+def bench_headline(levels: list[dict[str, Any]], label: str) -> str:
+    """bench's answer in one line: the per-sequence rate at each level, and accept_len where
+    the server counted it, e.g. ``baseline: 62.90 tok/s per sequence at concurrency 1, 51.20
+    at 4.``"""
+    rates = [f"{num(v['tok_s'], '.2f')}" for v in levels]
+    loads = [f"{v['concurrency']}" for v in levels]
+    said = ", ".join(
+        f"{r} tok/s per sequence at concurrency {c}" if i == 0 else f"{r} at {c}"
+        for i, (r, c) in enumerate(zip(rates, loads, strict=True))
+    )
+    taus = [num(v.get("accept_len"), ".2f") for v in levels if v.get("accept_len") is not None]
+    accepted = f"; accept_len {', '.join(taus)}" if taus else ""
+    return f"{printable(label)}: {said}{accepted}."
+
+
 @fitted
 def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     """What ``breakeven bench`` prints: one line per concurrency level."""
@@ -371,9 +386,11 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
             kind = " (cycle)" if server.get("cycle_ms") else " (step)" if ms else ""
             row += [num(server.get("tok_s"), ".2f"), num(ms, ".3f") + kind]
     lines = [
-        f"{label}: per-sequence decode rate by level (tok_s: the decoded tokens over the decode "
-        "time, summed over requests; prefill and bursts excluded), the requests' median and "
-        "interquartile range, and the aggregate rate",
+        bench_headline(levels, label),
+        "",
+        "Per-sequence decode rate by level (tok_s: the decoded tokens over the decode time, "
+        "summed over requests; prefill and bursts excluded), the requests' median and "
+        "interquartile range, and the aggregate rate:",
         *grid(heads, rows, right=True),
     ]
     return "\n".join(lines) + "\n"
@@ -385,6 +402,8 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""
     if not tally.records:
         return "No records.\n"
+    files = len({path for path, _ in tally.groups})
+    formats = ", ".join(dict.fromkeys(fmt for _, fmt in tally.groups))
     heads = [
         "file",
         "format",
@@ -410,7 +429,12 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
                 num(agg, ".2f"),
             ]
         )
-    lines = grid(
+    lines = [
+        f"{tally.records} record{'s' * (tally.records != 1)} from {files} "
+        f"file{'s' * (files != 1)} ({formats}).",
+        "",
+    ]
+    lines += grid(
         heads,
         cells,
         right=False,
@@ -420,7 +444,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     )
     lines.append("")
     lines.append(
-        f"{tally.records} records; --json lists them, --out writes the measurements CSV. "
+        "Every record: --json lists them, --out writes the measurements CSV. "
         "accept_len is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records "
         "give their drafts; tok_s is a ratio of sums, decoded tokens over their time, where they "
         "give their tokens, else the records' mean. tok_s is per sequence:"

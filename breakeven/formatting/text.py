@@ -265,7 +265,8 @@ def wrap_lines(text: str) -> str:
         return text
     out = []
     for line in text.split("\n"):
-        if visible_len(line) <= limit or line.lstrip().startswith("--"):
+        pasted = line.lstrip().startswith("--") and ". " not in line  # a flag, not a sentence
+        if visible_len(line) <= limit or pasted:
             out.append(line)
             continue
         lead = line[: len(line) - len(line.lstrip())]
