@@ -30,6 +30,10 @@ class Display:
     color: bool = False
 
 
+OUTPUT_FORMATS = ("text", "json", "markdown", "csv")
+"""What a command that prints a result can print it as (``--format``): text fitted to the
+display, one JSON object (``--json``), or its main table whole as Markdown or CSV."""
+
 DEFAULT_WIDTH = 100
 """The width text is fitted to where neither ``COLUMNS`` nor a terminal says [columns]."""
 
@@ -76,4 +80,12 @@ def color_on() -> bool:
     return _display().color
 
 
-__all__ = ["DEFAULT_WIDTH", "MIN_WIDTH", "Display", "color_on", "display", "display_width"]
+__all__ = [
+    "DEFAULT_WIDTH",
+    "MIN_WIDTH",
+    "OUTPUT_FORMATS",
+    "Display",
+    "color_on",
+    "display",
+    "display_width",
+]

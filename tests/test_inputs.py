@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
+from breakeven import display
 from breakeven.cli import cli
 from breakeven.errors import BreakevenError
 from breakeven.inputs import (
@@ -270,6 +271,13 @@ CHOICES = {
     ("plot", "batch", "fit"): costs.FORMS,
     ("plot", "schedule", "fit"): costs.FORMS,
 }
+# --format, on every command that prints a result (issue 26).
+CHOICES.update(
+    {
+        (command, "output_format"): display.OUTPUT_FORMATS
+        for command in "predict optimize batch moe check compare fit schedule fleet".split()
+    }
+)
 
 
 def test_every_choice_is_a_library_constant():

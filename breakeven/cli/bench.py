@@ -132,7 +132,7 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     metavar="CSV",
     help="Append a row per request to this measurements CSV.",
 )
-@o.json_option
+@o.json_only
 def bench(as_json: bool, out: str | None, **options: Any) -> None:
     """Measure decode rates against any OpenAI-compatible server (vLLM, SGLang, ...).
 

@@ -32,10 +32,6 @@ def options(*decorators: Any) -> Any:
     return apply
 
 
-FORMATS = ("text", "json", "markdown", "csv")
-"""What a command that prints a result can print it as (``--format``)."""
-
-
 def _keep_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if value is not None:
         ctx.meta["breakeven.format"] = value
@@ -54,7 +50,7 @@ def json_option(command: Any) -> Any:
     command = click.option(
         "--format",
         "output_format",
-        type=click.Choice(FORMATS),
+        type=LibraryChoice("breakeven.display", "OUTPUT_FORMATS"),
         default=None,
         expose_value=False,
         callback=_keep_format,

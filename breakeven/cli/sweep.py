@@ -87,7 +87,7 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
 @click.option(
     "--plan", "plan_only", is_flag=True, help="Print the launches and their cost; run nothing."
 )
-@o.json_option
+@o.json_only
 def sweep(
     as_json: bool,
     plan_only: bool,
