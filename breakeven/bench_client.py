@@ -181,13 +181,21 @@ class RequestResult:
     @property
     def burst(self) -> bool:
         """Whether the request's output came in one burst: its decode time under
-        :data:`BURST_SHARE` of its time to first token.  Its chunks waited unread (a client
-        that fell behind, a proxy that buffered), so its decode time is not the server's.
+        :data:`BURST_SHARE` of its time to first token, at a rate over :data:`BURST_TOK_S`.
+        Its chunks were held back (a server that sent them late, a proxy that buffered, a
+        client that fell behind), so its decode time is not the server's.  (A short fast
+        reply after a slow first token is no burst: 7 tokens decoded at 1 ms each after a
+        first token of 200 ms are under the share and far under the rate.)
         (Chunks that came together mid-stream do not make a burst: the decode time runs from
         the first chunk to the last, which a late chunk between them does not move; leaving
         such requests out read 5-11% off the server's own rate where keeping them read
         0.1-0.5%.)"""
-        return self.decoded_tokens > 0 and self.decode_s < BURST_SHARE * self.ttft_ms / 1000.0
+        decoded = self.decoded_tokens
+        return (
+            decoded > 0
+            and self.decode_s < BURST_SHARE * self.ttft_ms / 1000.0
+            and self.decode_s * BURST_TOK_S < decoded
+        )
 
     @property
     def tpot_ms(self) -> float:
@@ -208,6 +216,11 @@ BURST_SHARE = 0.05
 """A request whose decode time is under this share of its time to first token came in one burst
 [fraction] (:attr:`RequestResult.burst`): a decode of tens of tokens takes longer than a
 twentieth of a prefill on any engine, where a burst's tokens arrive within a millisecond."""
+
+BURST_TOK_S = 5000.0
+"""A burst's tokens come faster than this [tok/s per sequence] (:attr:`RequestResult.burst`):
+read from a buffer, 13,600-255,000 tok/s on a vLLM CPU server that held whole replies back,
+where the fastest engines decode one sequence at 2,000-3,000."""
 
 # Bounds of what one run may ask for: beyond them a run is a typing mistake, and would hold
 # that many requests' results in memory.
@@ -901,12 +914,7 @@ class Bench:
         summary = self._close_level(level, await self.scrape(client), write)
         self._warn_no_counters(concurrency, level.before, summary.pop("_after"), summary)
         if summary["bursts"]:
-            self.warn(
-                f"{summary['bursts']} of {summary['requests'] - summary['failed']} requests at "
-                f"concurrency {concurrency} came in one burst (decode time under "
-                f"{BURST_SHARE:.0%} of their time to first token: their chunks waited unread); "
-                "they are left out of tok_s"
-            )
+            self.warn(_burst_warning(concurrency, summary))
         summary["launch"] = self.launch_summary()
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
@@ -1032,6 +1040,12 @@ class Bench:
         # k: as given, else the request's own (vLLM's per-request metrics), else the level's
         # server row says it (check takes it from there).
         k = c.num_spec_tokens if c.num_spec_tokens is not None else r.num_spec_tokens
+        # A burst's decode time is not the server's (its chunks were held back): its row keeps
+        # the request (tokens, first token) with no rate, which pooling would otherwise count
+        # as tokens decoded in no time (a CI run's baseline read 23,016 tok/s where the
+        # server's counters said 338.65, and check called speculation 55x slower).
+        timed = not r.burst
+        source = f"bench {self.shown_root} concurrency {concurrency} request {i + 1}"
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}",
             "label": c.label,
@@ -1044,14 +1058,14 @@ class Bench:
             "spec_method": c.spec_method,
             "spec_topk": c.spec_topk,
             "verify_tokens": c.verify_tokens,
-            "tok_s": r.decode_tok_s,
+            "tok_s": r.decode_tok_s if timed else None,
             "aggregate_tok_s": level["aggregate_tok_s"],
             **self._row_acceptance(r),
             "env": self.env,
-            "source": f"bench {self.shown_root} concurrency {concurrency} request {i + 1}",
+            "source": source if timed else f"{source} (came in one burst: no rate)",
             "origin": "client",
-            "tpot_ms": r.tpot_ms,
-            "itl_ms": r.itl_ms,
+            "tpot_ms": r.tpot_ms if timed else None,
+            "itl_ms": r.itl_ms if timed else None,
             "ttft_ms": r.ttft_ms,
             "completion_tokens": r.completion_tokens,
             "chunks": r.chunks,
@@ -1149,6 +1163,26 @@ def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
 def _whole(count: Any) -> Any:
     """A count read from /metrics (a float there) as an int where it is whole."""
     return int(count) if isinstance(count, float) and count.is_integer() else count
+
+
+def _burst_warning(concurrency: int, summary: dict[str, Any]) -> str:
+    """What a level's bursts mean for its rate: left out of ``tok_s``, or, where every request
+    came in one, no client rate at all (``tok_s`` empty) and the server's own instead."""
+    bursts, done = summary["bursts"], summary["requests"] - summary["failed"]
+    what = (
+        f"{bursts} of {done} requests at concurrency {concurrency} came in one burst (decode "
+        f"time under {BURST_SHARE:.0%} of their time to first token: their chunks were held "
+        "back, by the server or on the way, or waited unread)"
+    )
+    if bursts < done:
+        return what + "; they are left out of tok_s"
+    server = summary.get("server", {}).get("tok_s")
+    instead = (
+        f"; the server's own counters give {server:.4g} tok/s per sequence (its server row)"
+        if isinstance(server, float) and server > 0
+        else ""
+    )
+    return f"{what}: the client measured no decode rate at this level (tok_s empty){instead}"
 
 
 def _summary(level: _Level) -> dict[str, Any]:

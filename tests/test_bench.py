@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fake_server import Behaviour, FakeServer
+from fake_server import Behaviour, FakeServer, timed
 from local_process import free_port, serving
 
 from breakeven import BreakevenError
@@ -173,6 +173,63 @@ def test_a_level_rate_is_a_ratio_of_sums_and_a_burst_is_left_out():
     assert summary["bursts"] == 1 and summary["failed"] == 1 and summary["requests"] == 4
     assert summary["tok_s_median"] == pytest.approx((50 + 200) / 2)
     assert summary["tok_s_iqr"] == pytest.approx(0.5 * (200 - 50))
+
+
+def test_a_level_whose_every_request_came_in_one_burst_has_no_client_rate_and_says_so(tmp_path):
+    # A vLLM CPU server whose API process was starved by its engine's threads sent each
+    # request's 384 tokens within a millisecond, 2.4-4.5 s after it was sent (a clean-clone CI
+    # run: 16 of 16 requests at concurrency 4).  The client timed no decode: the level's tok_s
+    # is empty (null in JSON), never a rate of 20,000 tok/s, and the warning gives the server's
+    # own rate instead.  The CSV keeps the server row, which check reads.
+    held = Behaviour(seconds_per_token=0.004, timing_counters=True, held=True)
+    out = tmp_path / "r.csv"
+    with FakeServer(held) as server:
+        r = bench(
+            "--url",
+            server.url,
+            "--label",
+            "b",
+            "--max-tokens",
+            40,
+            "--requests",
+            3,
+            "--out",
+            out,
+            "--json",
+        )
+    assert r.exit_code == 0, r.output
+    (level,) = json.loads(r.stdout)
+    assert level["tok_s"] is None and level["bursts"] == 3 and level["failed"] == 0
+    (said,) = [w for w in level["warnings"] if "burst" in w]
+    assert "3 of 3 requests at concurrency 1" in said and "no decode rate" in said
+    server_rate = level["server"]["tok_s"]
+    assert server_rate == pytest.approx(250, rel=0.3)
+    assert f"{server_rate:.4g} tok/s per sequence" in said
+    (row,) = [r for r in rows(out) if r["origin"] == "server"]
+    assert float(row["tok_s"]) == pytest.approx(server_rate)
+    # The requests' rows keep their tokens and first token, with no rate: pooled, a burst's
+    # tokens in no time would read the baseline tens of times too fast.
+    client = [r for r in rows(out) if r["origin"] == "client"]
+    assert len(client) == 3 and all(not r["tok_s"] and not r["tpot_ms"] for r in client)
+    assert all(r["source"].endswith("(came in one burst: no rate)") for r in client)
+    assert all(float(r["ttft_ms"]) > 100 and r["completion_tokens"] == "40" for r in client)
+    # A speculative run against it: check's baseline is the server's own rate.
+    spec = Behaviour(seconds_per_token=0.004, num_spec_tokens=2, tokens_per_chunk=3, cycle_s=0.006)
+    with FakeServer(spec) as server:
+        run_bench(
+            Config(url=server.url, label="s", max_tokens=40, requests=3, num_spec_tokens=2), out
+        )
+    (comparison,) = check_file(str(out)).comparisons
+    assert comparison.baseline_tok_s == pytest.approx(server_rate)
+    assert comparison.measured_speedup == pytest.approx(500 / server_rate, rel=0.3)
+    with FakeServer(Behaviour(seconds_per_token=0.004, timing_counters=True, held=True)) as server:
+        text = bench("--url", server.url, "--label", "b", "--max-tokens", 40, "--requests", 2)
+    assert text.exit_code == 0, text.output
+    headline = " ".join(text.stdout.split("\n\n")[0].split())
+    assert (
+        headline.startswith("b: ") and "(server's) tok/s per sequence at concurrency 1" in headline
+    )
+    assert "every request came in one burst" in headline and "nan" not in text.output
 
 
 def test_reading_metrics_parses_only_the_counters_it_reads(tmp_path, monkeypatch):
@@ -479,7 +536,7 @@ class TestFaults:
         assert r.exit_code == 2 and "2 request(s) failed" in r.output
         assert "mid-stream" in r.output
         got = rows(out)
-        assert len(got) == 3 and all(float(row["tok_s"]) > 0 for row in got)
+        assert len(got) == 3 and all(timed(row) for row in got)
 
     def test_malformed_sse(self):
         with FakeServer(Behaviour(seconds_per_token=0.001, malformed_sse=True)) as server:
