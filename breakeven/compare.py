@@ -11,7 +11,6 @@ repetition is the run (:mod:`breakeven.intervals`), and a headline in words.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -183,19 +182,8 @@ def _headline(
 ) -> str:
     """The answer in one short sentence, then the codes of the flags check raised on the run
     (the flags' messages, and what the interval covers, follow the headline in full)."""
-    said = _said(label, baseline, speedup, low, high, verdict, _brief(covers), where)
+    said = _said(label, baseline, speedup, low, high, verdict, covers, where)
     return said + (f"; flagged: {', '.join(flags)}" if flags else "")
-
-
-def _brief(covers: str) -> str:
-    """What an interval covers, in a few words: ``within one run each``, ``across 3 and 3
-    runs``, ``the baseline within one run``."""
-    if covers.startswith("within one run each"):
-        return "within one run each"
-    side = re.search(r"within one run of the (\w+) side", covers)
-    if side:
-        return f"the {side.group(1)} within one run"
-    return covers
 
 
 def _said(
@@ -321,7 +309,7 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
             interval.low,
             interval.high,
             said,
-            interval.covers,
+            interval.covers_brief,
             where,
             c.flags,
         ),

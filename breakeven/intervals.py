@@ -75,7 +75,11 @@ class SpeedupInterval:
     low: float
     high: float
     covers: str
-    """What the interval covers, in words: 'within one run each', 'across 3 and 4 runs'."""
+    """What the interval covers, in words: 'within one run each, so run-to-run variation (a
+    server restart) is not included', 'across 3 and 4 runs'."""
+    covers_brief: str
+    """The same in a few words, for a headline: 'within one run each', 'the baseline within
+    one run', 'across 3 and 4 runs'."""
     method: str
     """How each side's error was estimated."""
 
@@ -208,20 +212,21 @@ def interval_of(
     delta method, Welch-Satterthwaite degrees of freedom)."""
 
     ratio = s.mean / b.mean if b.mean > 0 and s.mean >= 0 else math.nan
-    covers = _covers(s.launches, b.launches)
+    covers, brief = _covers(s.launches, b.launches)
     method = f"speculative: {s.method}; baseline: {b.method}"
     if not (ratio > 0) or not (s.se >= 0 and b.se >= 0):
-        return SpeedupInterval(ratio, math.nan, math.nan, covers, method)
+        return SpeedupInterval(ratio, math.nan, math.nan, covers, brief, method)
     rel_s, rel_b = s.se / s.mean, b.se / b.mean
     se_log = math.hypot(rel_s, rel_b)
     if se_log == 0:
-        return SpeedupInterval(ratio, ratio, ratio, covers, method)
+        return SpeedupInterval(ratio, ratio, ratio, covers, brief, method)
     df = se_log**4 / (rel_s**4 / s.df + rel_b**4 / b.df)  # Welch-Satterthwaite
     t = float(stdtrit(df, (1 + confidence) / 2))
     half = t * se_log  # the half-width on the log scale
     if not half < _MAX_LOG_HALF_WIDTH:  # a side's error dwarfs its mean: no bound above
-        return SpeedupInterval(ratio, 0.0, math.inf, covers, method)
-    return SpeedupInterval(ratio, ratio * math.exp(-half), ratio * math.exp(half), covers, method)
+        return SpeedupInterval(ratio, 0.0, math.inf, covers, brief, method)
+    low, high = ratio * math.exp(-half), ratio * math.exp(half)
+    return SpeedupInterval(ratio, low, high, covers, brief, method)
 
 
 _MAX_LOG_HALF_WIDTH = 700.0
@@ -243,18 +248,24 @@ def verdict(speedup: float, low: float, high: float) -> str:
     return "faster" if low > 1.0 else "slower"
 
 
-def _covers(spec_launches: int, base_launches: int) -> str:
+def _covers(spec_launches: int, base_launches: int) -> tuple[str, str]:
+    """What an interval over these runs covers: in full, and in a few words."""
     if spec_launches == base_launches == 1:
-        return "within one run each, so run-to-run variation (a server restart) is not included"
+        return (
+            "within one run each, so run-to-run variation (a server restart) is not included",
+            "within one run each",
+        )
     if spec_launches == 1 or base_launches == 1:
         one, many = (
             ("speculative", base_launches) if spec_launches == 1 else ("baseline", spec_launches)
         )
         return (
             f"across {many} runs on one side, within one run of the {one} side, whose "
-            "run-to-run variation is not included"
+            "run-to-run variation is not included",
+            f"the {one} within one run",
         )
-    return f"across {spec_launches} and {base_launches} runs"
+    across = f"across {spec_launches} and {base_launches} runs"
+    return across, across
 
 
 ADVICE_ONE_LAUNCH = (

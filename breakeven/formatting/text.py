@@ -152,87 +152,119 @@ def grid(
     (names, labels and paths) are shortened to 24 columns, marked ``~`` (a path keeps its
     end); the ``optional`` columns (heads, the first named dropped first) are left out; the
     last column wraps where it is one of ``wrap`` (a list, such as flags' codes); the ``cut``
-    columns are shortened to 12; the rightmost columns are left out.  A line under the table names what it left
-    out (``--wide`` shows everything)."""
+    columns are shortened to 12; the rightmost columns are left out.  A line under the table
+    names what it left out (``--wide`` shows everything)."""
+    table = _Table(heads, rows, indent, suffixes)
     limit = display_width()
-    tail = max((len(s) for s in suffixes or ()), default=0)
-    keep = list(range(len(heads)))
-    head_lines = [list(heads)]
-    cells = [list(row) for row in rows]
-    parts: list[list[str]] = [[] for _ in cells]  # the last column's lines, where it wraps
+    if limit is not None and table.over(limit) > 0:
+        table.fit(limit, optional, cut, wrap)
+    return table.lines(right)
 
-    def widths() -> list[int]:
+
+class _Table:
+    """A table being fitted: its head lines, its cells, the columns kept and those left out,
+    and the last column's lines where it wraps."""
+
+    def __init__(
+        self,
+        heads: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        indent: str,
+        suffixes: Sequence[str] | None,
+    ) -> None:
+        self.heads = list(heads)
+        self.indent = indent
+        self.suffixes = suffixes
+        self.tail = max((len(s) for s in suffixes or ()), default=0)
+        self.keep = list(range(len(heads)))
+        self.head_lines = [list(heads)]
+        self.cells = [list(row) for row in rows]
+        self.parts: list[list[str]] = [[] for _ in self.cells]  # the last column's lines
+        self.dropped: list[str] = []
+
+    def widths(self) -> list[int]:
+        """The kept columns' widths [characters]."""
         return [
-            max(*(len(h[i]) for h in head_lines), *(len(row[i]) for row in cells), 1) for i in keep
+            max(*(len(h[i]) for h in self.head_lines), *(len(row[i]) for row in self.cells), 1)
+            for i in self.keep
         ]
 
-    def over() -> int:
-        w = widths()
-        return len(indent) + sum(w) + 2 * (len(w) - 1) + tail - (limit or 0)
+    def over(self, limit: int) -> int:
+        """How many characters the widest line runs past ``limit`` (0 or less: it fits)."""
+        w = self.widths()
+        return len(self.indent) + sum(w) + 2 * (len(w) - 1) + self.tail - limit
 
-    dropped: list[str] = []
+    def fit(
+        self, limit: int, optional: Sequence[str], cut: Sequence[str], wrap: Sequence[str]
+    ) -> None:
+        """Fit to ``limit`` columns, in :func:`grid`'s order."""
+        split = [_two_line(h) for h in self.heads]
+        self.head_lines = [[a for a, _ in split], [b for _, b in split]]
+        names = [self.heads.index(name) for name in cut if name in self.heads]
+        self.shorten(limit, names, 24)  # a name of 24 columns still reads; a column of numbers
+        for name in optional:  # left out does not
+            if self.over(limit) <= 0:
+                break
+            if name in self.heads:
+                self.drop(self.heads.index(name))
+        last = self.keep[-1]
+        room = self.widths()[-1] - self.over(limit)
+        if self.over(limit) > 0 and room >= 12 and self.heads[last] in wrap:
+            self.parts = [_wrapped(row[last], room) for row in self.cells]
+            for row, lines_of in zip(self.cells, self.parts, strict=True):
+                row[last] = max(lines_of, key=len)
+        self.shorten(limit, names, 12)
+        while self.over(limit) > 0 and len(self.keep) > 1:
+            self.drop(self.keep[-1])
+            self.parts = [[] for _ in self.cells]
 
-    def drop(i: int) -> None:
-        keep.remove(i)
-        dropped.append(_two_line(heads[i])[0])
+    def drop(self, i: int) -> None:
+        """Leave column ``i`` out, and say so under the table."""
+        self.keep.remove(i)
+        self.dropped.append(_two_line(self.heads[i])[0])
 
-    shortened = [list(heads).index(name) for name in cut if name in heads]
-
-    def shorten(least: int) -> None:
-        """Cut the widest name column, again and again, to no fewer than ``least``."""
-        while over() > 0:
-            w = dict(zip(keep, widths(), strict=True))
-            wide = [i for i in shortened if i in w and w[i] > least]
+    def shorten(self, limit: int, names: Sequence[int], least: int) -> None:
+        """Cut the widest of the ``names`` columns, again and again, to no fewer than
+        ``least`` characters, until the table fits."""
+        while self.over(limit) > 0:
+            w = dict(zip(self.keep, self.widths(), strict=True))
+            wide = [i for i in names if i in w and w[i] > least]
             if not wide:
                 return
             i = max(wide, key=lambda j: w[j])
-            size = max(w[i] - over(), least)
-            for h in head_lines:
+            size = max(w[i] - self.over(limit), least)
+            for h in self.head_lines:
                 h[i] = _short(h[i], size)
-            for row in cells:
+            for row in self.cells:
                 row[i] = _short(row[i], size)
 
-    if limit is not None and over() > 0:
-        split = [_two_line(h) for h in heads]
-        head_lines = [[a for a, _ in split], [b for _, b in split]]
-        shorten(24)  # a name of 24 columns still reads; a column of numbers left out does not
-        for name in optional:
-            if over() <= 0:
-                break
-            if name in heads:
-                drop(list(heads).index(name))
-        last = keep[-1]
-        room = widths()[-1] - over()
-        if over() > 0 and room >= 12 and heads[last] in wrap:
-            parts = [_wrapped(row[last], room) for row in cells]
-            for row, lines_of in zip(cells, parts, strict=True):
-                row[last] = max(lines_of, key=len)
-        shorten(12)
-        while over() > 0 and len(keep) > 1:
-            drop(keep[-1])
-            parts = [[] for _ in cells]
-    w = widths()
-    just = str.rjust if right else str.ljust
-    painted = {i for i in keep if heads[i] == "verdict"}
+    def lines(self, right: bool) -> list[str]:
+        """The table's lines, the verdicts painted, and what was left out named."""
+        w = self.widths()
+        just = str.rjust if right else str.ljust
+        painted = {i for i in self.keep if self.heads[i] == "verdict"}
 
-    def line(values: Sequence[str]) -> str:
-        out = []
-        for i, width in zip(keep, w, strict=True):
-            text = just(values[i], width)
-            if i in painted and values[i]:
-                text = text.replace(values[i], paint(values[i], VERDICT_ROLES.get(values[i])), 1)
-            out.append(text)
-        return (indent + "  ".join(out)).rstrip()
+        def line(values: Sequence[str]) -> str:
+            out = []
+            for i, width in zip(self.keep, w, strict=True):
+                text = just(values[i], width)
+                if i in painted and values[i]:
+                    role = VERDICT_ROLES.get(values[i])
+                    text = text.replace(values[i], paint(values[i], role), 1)
+                out.append(text)
+            return (self.indent + "  ".join(out)).rstrip()
 
-    lines = [line(h) for h in head_lines if any(h[i] for i in keep)]
-    for n, row in enumerate(cells):
-        for j, part in enumerate(parts[n] or [row[keep[-1]]]):
-            shown = list(row) if j == 0 else [""] * len(row)
-            shown[keep[-1]] = part
-            lines.append(line(shown) + (suffixes[n] if suffixes and j == 0 else ""))
-    if dropped:
-        lines.append(f"{indent}(not shown: {', '.join(dropped)}; --wide shows them)")
-    return lines
+        lines = [line(h) for h in self.head_lines if any(h[i] for i in self.keep)]
+        last = self.keep[-1]
+        for n, row in enumerate(self.cells):
+            for j, part in enumerate(self.parts[n] or [row[last]]):
+                shown = list(row) if j == 0 else [""] * len(row)
+                shown[last] = part
+                suffix = self.suffixes[n] if self.suffixes and j == 0 else ""
+                lines.append(line(shown) + suffix)
+        if self.dropped:
+            lines.append(f"{self.indent}(not shown: {', '.join(self.dropped)}; --wide shows them)")
+        return lines
 
 
 def markdown_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
