@@ -416,6 +416,7 @@ def speedup_vs_k(result: Any, ax: Any = None) -> Any:
     ax = _axes(ax)
     ks = [o.k for o in result.by_k]
     ax.plot(ks, [o.speedup for o in result.by_k], marker="o", color=WIN, label="speedup")
+    ax.margins(x=0.08, y=0.1)  # room for the best k's star where it is the last or the highest
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(1.0, color="black", linewidth=1.5, gid="breakeven")
     ax.annotate(
@@ -463,8 +464,18 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
     b = result.breakeven_batch
     if isinstance(b, int):
         ax.axvline(b, color="black", linewidth=2.0, linestyle="--", gid="breakeven")
+        # Under the line at 1, where no speedup is drawn, on the side with room.
+        left = b > (batches[0] + batches[-1]) / 2
         ax.annotate(
-            f"break-even batch {b}", (b, 1.0), xytext=(4, 8), textcoords="offset points", fontsize=9
+            f"break-even batch {b}",
+            (b, 1.0),
+            xytext=(-6 if left else 6, -6),
+            va="top",
+            textcoords="offset points",
+            ha="right" if left else "left",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none"},
+            zorder=6,
         )
     elif b is None:
         ax.set_title("Speculation never pays within the curve")
@@ -480,8 +491,15 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
             linestyle="--",
         )
         twin.set_ylabel("best k (0: off) [tokens]", color=OKABE_ITO[1])
-
         twin.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(
+            handles=[
+                Line2D([], [], color=WIN, label="speedup (left axis)"),
+                Line2D([], [], color=OKABE_ITO[1], linestyle="--", label="best k (right axis)"),
+            ],
+            loc="upper center",
+            fontsize=9,
+        )
     ax.set_xlabel("batch, sequences decoded together [sequences]")
     ax.set_ylabel("speedup [x]")
     return ax
