@@ -364,8 +364,9 @@ def _fitted(
 
     groups, merged = proportional_groups(a, names)
     x, rms = solve_groups(a, b, groups)
-    coefficients = {name: float(x[j]) for j, name in enumerate(names)}
     ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
+    # No run gave a cycle: nothing determined the coefficients (NaN, never the solver's 0).
+    coefficients = {name: float(x[j]) if ks else math.nan for j, name in enumerate(names)}
     constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
     mixed = any(set(g) & constant and set(g) - constant for g in groups)
     only = ks if len(ks) <= 1 or mixed else None  # no slope to extrapolate with
@@ -398,10 +399,17 @@ def fit_group(
     notes = []
     coefficients, merged, rms, only = _fitted(entries, draft_cost)
     if only is not None:
-        shown = ", ".join(map(str, sorted(only))) or "none"
-        notes.append(
-            f"runs at one k only ({shown}): the fit is that k's cycle and cannot extrapolate in k"
-        )
+        if only:
+            shown = ", ".join(map(str, sorted(only)))
+            notes.append(
+                f"runs at one k only ({shown}): the fit is that k's cycle and cannot "
+                "extrapolate in k"
+            )
+        else:
+            notes.append(
+                "no run gives a cycle (an accept_len with a rate, or a cycle's time): the "
+                "coefficients are undetermined"
+            )
     if not step > 0:
         notes.append("no baseline of this model, hardware and concurrency: no speedups")
     unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
@@ -695,8 +703,14 @@ def fitted_cycle(rows: Any, path: str) -> Any:
     of the same model, hardware and method (and concurrency, where both say), NaN where no
     group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
     data = read_fit_json(path)
-    count = len(data.get("groups") or []) if isinstance(data, dict) else 0
-    groups = [load_fit(path, i) for i in range(1, count + 1)] or [load_fit(path)]
+    listed = (data.get("groups") or []) if isinstance(data, dict) else []
+    # A group whose coefficients no run determined (null) predicts no cycle: left out.
+    determined = [
+        i
+        for i, g in enumerate(listed, 1)
+        if not (isinstance(g, dict) and None in (g.get("coefficients") or {}).values())
+    ]
+    groups = [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
     cycle = pd.Series(math.nan, index=rows.index, dtype=float)
     k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
     load = pd.to_numeric(rows.get("concurrency"), errors="coerce")

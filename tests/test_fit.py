@@ -150,6 +150,47 @@ def test_runs_at_one_k_cannot_extrapolate_and_say_so():
     assert g.best_k == 3
 
 
+def test_an_older_llama_cpp_log_gives_accept_len_from_its_rate_and_a_fit(tmp_path):
+    # Issue 27, finding 6: an older llama-server prints "draft acceptance rate = 0.81944 (118
+    # accepted / 144 generated)" and no mean len.  Read with -k 2 its accept_len is
+    # 1 + 2 x 118 / 144 (72 drafts of 2 tokens), said in a note, and fit gets that k's
+    # cycle, 1000 x accept_len / tok_s.  Without an accept_len the fit's coefficients are
+    # undetermined: shown so, null in JSON, never 0; the group is never an empty name.
+    log = Path(__file__).parent / "data" / "engines"
+    log = log / "llamacpp_server_pr23269_old_multiline_draft_acceptance_rate_mtp.txt"
+    out = tmp_path / "old.csv"
+    r = CliRunner().invoke(cli, ["ingest", str(log), "-k", "2", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert "Note (1 record): accept_len = 1 + k x accepted / generated" in said
+    (row,) = pd.read_csv(out).to_dict("records")
+    assert row["accept_len"] == pytest.approx(1 + 2 * 118 / 144)
+    assert row["num_drafts"] == pytest.approx(144 / 2)
+    (g,) = fit_file(str(out)).groups
+    (at2,) = g.by_k
+    assert at2.k == 2 and at2.implied_cycle_ms == pytest.approx(1000 * (1 + 236 / 144) / 13.40)
+    assert any("one k only (2)" in n for n in g.notes)
+    unrated = tmp_path / "unrated.csv"
+    pd.read_csv(out).assign(accept_len=None, acceptance_rate=None, num_drafts=None).to_csv(
+        unrated, index=False
+    )
+    r = CliRunner().invoke(cli, ["fit", str(unrated), "--json"])
+    assert r.exit_code == 0, r.output
+    (g,) = json.loads(r.stdout)["groups"]
+    assert set(g["coefficients"].values()) == {None}
+    assert any("coefficients are undetermined" in n for n in g["notes"])
+    assert not any("(none)" in n for n in g["notes"])
+    text = CliRunner().invoke(cli, ["fit", str(unrated)]).output
+    assert "undetermined (ms per cycle)" in text and "0.0000" not in text
+    assert "\nruns: step" in text  # a group of no model, hardware or method is "runs"
+    # Such a fit predicts nothing: predict --fit-file says why, in one line, exit 2.
+    fit_json = tmp_path / "unrated.json"
+    assert CliRunner().invoke(cli, ["fit", str(unrated), "--out", str(fit_json)]).exit_code == 0
+    r = CliRunner().invoke(cli, ["predict", "--fit-file", str(fit_json), "--accept-len", "2"])
+    assert r.exit_code == 2 and "has undetermined coefficients" in r.output, r.output
+    assert "Traceback" not in r.output
+
+
 def test_a_single_pass_drafter_merges_its_draft_into_the_constant():
     rng = np.random.default_rng(6)
     (g,) = fit(
@@ -246,7 +287,13 @@ def test_any_rows_give_a_fit_or_nothing_never_an_error(rows, draft_cost):
     data = result.to_dict()
     json.dumps(data, allow_nan=False)  # strict JSON: no NaN or infinity left
     for g in result.groups:
-        assert all(v >= 0 for v in g.coefficients.values())
+        # Each coefficient is fitted (>= 0), or undetermined (NaN) where no run gave a cycle,
+        # and then all are, and the fit says so.
+        values = list(g.coefficients.values())
+        if any(np.isnan(values)):
+            assert all(np.isnan(values)) and any("undetermined" in n for n in g.notes)
+        else:
+            assert all(v >= 0 for v in values)
         assert g.best_k is None or g.best_speedup > 0
 
 

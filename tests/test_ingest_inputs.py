@@ -224,9 +224,19 @@ class TestBaselines:
         ).records
         assert eagle["num_spec_tokens"] == 3 and eagle["accept_len"] == 2.92
         assert eagle["tok_s"] == 111.46 and eagle["per_position"] == [0.805, 0.632, 0.483]
-        old = ingest([DATA / "llamacpp_server_pr23269_old_multiline_draft_acceptance_rate_mtp.txt"])
+        old_log = DATA / "llamacpp_server_pr23269_old_multiline_draft_acceptance_rate_mtp.txt"
+        old = ingest([old_log])
         (r,) = old.records
         assert r["tok_s"] == 13.40 and r["accepted_tokens"] == 118 and r["accept_len"] is None
+        # With k (-k 2): every draft of k tokens, 72 cycles, accept_len 1 + k x rate, said.
+        (r,) = ingest([old_log], num_spec_tokens=2).records
+        assert r["accept_len"] == pytest.approx(1 + 2 * 118 / 144) and r["num_drafts"] == 72
+        assert r["note"].startswith("accept_len = 1 + k x accepted / generated")
+        # A build that prints mean len keeps it, with or without -k.
+        (new,) = ingest(
+            [DATA / "llamacpp_server_reference_cpu_build_0_6_0_dev.txt"], num_spec_tokens=4
+        ).records
+        assert new["accept_len"] == 4.15 and new["note"] is None
         two = ingest([DATA / "llamacpp_server_club3090_issue1106_dsv4_dspark_mean_len.txt"]).records
         assert [r["accept_len"] for r in two] == [4.38, 5.64] and two[1]["tok_s"] == 33.25
         (none,) = ingest([DATA / "llamacpp_server_pr23269_spec_configured_no_drafts.txt"]).records

@@ -3,6 +3,8 @@ batch sizes and the tree acceptances, each with the runs it was fitted on."""
 
 from __future__ import annotations
 
+import math
+
 from breakeven.formatting.text import Row, fitted, grid, num, preformatted_html, printable
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
 
@@ -107,10 +109,13 @@ def fit_text(result: Row) -> str:
         for name, value in g["coefficients"].items():
             if any(name in m.split(" + ")[1:] for m in g["merged"]):
                 continue  # its value is in the merged term's first
-            lines.append(
-                f"  {merged.get(name, name):<45} {num(value, '.4f'):>10} "
-                f"{CYCLE_COEFFICIENT_UNITS.get(name, 'ms')}"
+            unit = CYCLE_COEFFICIENT_UNITS.get(name, "ms")
+            shown = (
+                f"{'undetermined':>10} ({unit})"
+                if value is None or math.isnan(value)
+                else f"{num(value, '.4f'):>10} {unit}"
             )
+            lines.append(f"  {merged.get(name, name):<45} {shown}")
         lines += grid(_FIT_COLUMNS, _by_k_cells(g), right=True)
         error = g["held_out_max_rel_error"]
         best = (

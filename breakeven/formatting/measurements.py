@@ -410,6 +410,10 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_NOTES = 5
+"""The records' notes ingest's summary says, the most: --json gives every record's."""
+
+
 @fitted
 def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
     """A summary of ingested records (a :class:`~breakeven.iotools.records.Tally`), with what
@@ -466,6 +470,11 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():
         lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
+    notes = list(tally.notes().items())
+    for note, n in notes[:MAX_NOTES]:
+        lines.append(f"Note ({n} record{'s' * (n != 1)}): {note}.")
+    if len(notes) > MAX_NOTES:
+        lines.append(f"And {len(notes) - MAX_NOTES} more notes: --json gives each record's.")
     yearless = [path for (path, _), g in tally.groups.items() if g["yearless"]]
     if yearless:
         lines.append(

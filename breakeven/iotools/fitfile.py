@@ -88,6 +88,19 @@ def read_fit(
         )
     listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
     chosen = _pick(groups, group, shown, "groups", "fit_group", listed)
+    values = [v for n, v in chosen["coefficients"].items() if names is None or n in names]
+    if values and all(v is None for v in values):
+        raise BreakevenError(
+            "{0}: "
+            + shown
+            + " group "
+            + escape_braces(_group_name(chosen))
+            + " has undetermined coefficients (no run of it gave a cycle: an accept_len with a "
+            "rate); expected a group its runs determined (--fit-group: "
+            + escape_braces(listed)
+            + ")",
+            "fit_file",
+        )
     for name, value in chosen["coefficients"].items():
         if (names is not None and name not in names) or not (
             isinstance(value, (int, float)) and 0 <= value < math.inf

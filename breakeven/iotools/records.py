@@ -201,6 +201,7 @@ class Tally:
         sums = frame.group_by(path.alias("path"), "format", maintain_order=True).agg(
             pl.len().alias("records"),
             pl.col("num_spec_tokens").drop_nulls().unique().alias("k"),
+            pl.col("note").drop_nulls().value_counts().alias("notes"),
             *(pl.col(m).sum().alias(f"sum_{m}") for m in self.MEANS),
             *(pl.col(m).count().alias(f"n_{m}") for m in self.MEANS),
             *self._pool(frame),
@@ -211,6 +212,10 @@ class Tally:
             self.records += row["records"]
             g["records"] += row["records"]
             g["k"] |= set(row["k"])
+            for said in row["notes"]:
+                note, n = said["note"].strip().rstrip("."), said["count"]
+                if note:
+                    g["notes"][note] = g["notes"].get(note, 0) + n
             for i, m in enumerate(self.MEANS):
                 g["sum"][i] += row[f"sum_{m}"] or 0.0
                 g["n"][i] += row[f"n_{m}"]
@@ -288,8 +293,18 @@ class Tally:
                 "unweighted_rates": 0,
                 "launches": set(),
                 "yearless": False,
+                "notes": {},  # each note the records carry: how many carry it
             }
         return g
+
+    def notes(self) -> dict[str, int]:
+        """Each note the records carry (how a value was read or derived), and how many
+        records carry it, in first-seen order."""
+        out: dict[str, int] = {}
+        for g in self.groups.values():
+            for note, n in g["notes"].items():
+                out[note] = out.get(note, 0) + n
+        return out
 
     def formats(self) -> list[str]:
         """The record formats seen, in first-seen order."""

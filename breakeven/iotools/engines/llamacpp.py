@@ -218,7 +218,37 @@ def sequence(
             pl.col("accepted_tokens") / (pl.col("accept_len") - 1)
         ),
     )
-    return records.drop("kind", "merge", "task", "eval_ms", "eval_tokens"), new_state
+    return _from_rate(records).drop("kind", "merge", "task", "eval_ms", "eval_tokens"), new_state
+
+
+FROM_RATE_NOTE = (
+    "accept_len = 1 + k x accepted / generated (this build prints no mean len): exact where "
+    "every draft has k tokens, too high where drafts stop short (--draft-p-min)"
+)
+"""What a draft line without ``mean len`` gives, and on what assumption."""
+
+
+def _from_rate(records: pl.DataFrame) -> pl.DataFrame:
+    """Older builds print ``draft acceptance rate = R (A accepted / G generated)`` and no
+    ``mean len``.  With k known (``-k``), a request whose every draft had k tokens ran
+    ``G / k`` verify cycles, so its accept_len is ``1 + A / (G / k) = 1 + k x R``
+    (:data:`FROM_RATE_NOTE`, said in the record's note); its cycles weigh it when pooled."""
+    k = pl.col("num_spec_tokens")
+    derived = (
+        pl.col("accept_len").is_null()
+        & (k > 0)
+        & (pl.col("draft_tokens") > 0)
+        & pl.col("accepted_tokens").is_not_null()
+    )
+    return records.with_columns(
+        accept_len=pl.when(derived)
+        .then(1 + k * pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .otherwise(pl.col("accept_len")),
+        num_drafts=pl.when(derived)
+        .then(pl.col("draft_tokens") / k)
+        .otherwise(pl.col("num_drafts")),
+        note=pl.when(derived).then(pl.lit(FROM_RATE_NOTE)),
+    )
 
 
 ENGINE = Engine(
