@@ -25,6 +25,7 @@ per-token acceptance alpha fitted to the runs' accept_len (i.i.d. positions).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -56,7 +57,12 @@ from breakeven.pooling import (
     server_echoes,
     take_server_view,
 )
-from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, MAX_SPEC_TOKENS, plain_json
+from breakeven.quantities import (
+    CYCLE_COEFFICIENT_UNITS,
+    DEFAULT_TOLERANCE,
+    MAX_SPEC_TOKENS,
+    plain_json,
+)
 from breakeven.surface import BatchSurface, fit_surface
 from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
 
@@ -292,6 +298,7 @@ def _prepared(data: Any) -> Any:
         "spec_topk",
         "verify_tokens",
         "num_drafts",
+        "line",
     ):
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
@@ -320,6 +327,7 @@ def _per_k(spec: Any) -> Any:
         cycle=("cycle_ms", "mean"),
         verify=("verify_ms", "mean"),
         draft=("draft_ms", "mean"),
+        line=("line", "min"),  # the k's first row in the file (NaN: rows given without one)
     ).reset_index()
     number, n = groups.ngroup().to_numpy(), len(table)  # the table's rows, in its order
     table["accept_len"] = _pooled_tau_of(spec, number, n)
@@ -327,6 +335,26 @@ def _per_k(spec: Any) -> Any:
     tau, rate = table["accept_len"], table["rate"]
     table["implied"] = (1000.0 * tau / rate).where((rate > 0) & (tau >= 1))
     return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
+
+
+def _falling_cycles(entries: list[dict[str, Any]]) -> list[str]:
+    """A note per k whose implied cycle is shorter than a smaller k's by more than
+    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`: verifying and drafting more tokens
+    cannot take less time, so one of the two was measured wrong (acceptance pooled over
+    runs of several k, a baseline from another launch, a rate that is not per sequence)."""
+    out = []
+    measured = [e for e in entries if math.isfinite(e["implied"])]  # in k order
+    for before, after in itertools.pairwise(measured):
+        if after["implied"] < before["implied"] * (1 - DEFAULT_TOLERANCE):
+            lines = [e["line"] for e in (before, after) if math.isfinite(e["line"])]
+            where = f" (lines {int(lines[0])} and {int(lines[1])})" if len(lines) == 2 else ""
+            out.append(
+                f"implausible: the cycle falls as k grows, k = {after['k']}'s implied cycle "
+                f"{after['implied']:.3f} ms against k = {before['k']}'s {before['implied']:.3f} "
+                f"ms{where}; verifying and drafting more tokens cannot take less time (an "
+                "accept_len pooled over runs of several k, or a rate not per sequence)"
+            )
+    return out
 
 
 def _pooled_tau_of(rows: Any, number: Any, groups: int) -> Any:
@@ -341,7 +369,7 @@ def _pooled_tau(rows: Any) -> float:
 
 
 def _entries(rows: Any) -> list[dict[str, Any]]:
-    keys = ("k", "accept_len", "rate", "runs", "implied", "cycle", "verify", "draft")
+    keys = ("k", "accept_len", "rate", "runs", "implied", "cycle", "verify", "draft", "line")
     return [
         {**dict(zip(keys, values, strict=True)), "k": int(values[0]), "runs": int(values[3])}
         for values in rows[list(keys)].itertuples(index=False, name=None)
@@ -418,6 +446,7 @@ def fit_group(
             f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
             "accept_len: no implied cycle"
         )
+    notes += _falling_cycles(entries)
     with_tau = [e for e in entries if e["accept_len"] >= 1]
     alpha = _fit_alpha([e["k"] for e in with_tau], [e["accept_len"] for e in with_tau])
     rows = []

@@ -191,6 +191,29 @@ def test_an_older_llama_cpp_log_gives_accept_len_from_its_rate_and_a_fit(tmp_pat
     assert "Traceback" not in r.output
 
 
+def test_a_cycle_that_falls_as_k_grows_is_flagged_with_its_lines(tmp_path):
+    # Issue 27, finding 5: k = 4's implied cycle (1000 x 3.0 / 260 = 11.5 ms) is shorter than
+    # k = 2's (14.7 ms), which verifying and drafting more tokens cannot do: one note naming
+    # both ks, both cycles and the rows' lines in the file.  k = 6's 17.0 ms is not flagged.
+    runs = tmp_path / "runs.csv"
+    runs.write_text(
+        "model,hardware,concurrency,num_spec_tokens,tok_s,accept_len\n"
+        "m,h,1,0,100,\nm,h,1,2,150,2.2\nm,h,1,4,260,3.0\nm,h,1,6,200,3.4\n"
+    )
+    (g,) = fit_file(str(runs)).groups
+    (said,) = [n for n in g.notes if n.startswith("implausible")]
+    assert "k = 4's implied cycle 11.538 ms against k = 2's 14.667 ms (lines 3 and 4)" in said
+    # Runs whose cycle grows with k, noisy within the tolerance, are never flagged; nor are
+    # rows given without lines (the Python API).
+    rng = np.random.default_rng(11)
+    for noise in (0.0, 0.05):
+        (g,) = fit(simulated(rng, (8.0, 0.9, 0.4, 1.5), [1, 2, 3, 4, 6, 8], noise)).groups
+        assert not any(n.startswith("implausible") for n in g.notes), g.notes
+    (g,) = fit(pd.read_csv(runs)).groups
+    (said,) = [n for n in g.notes if n.startswith("implausible")]
+    assert "(lines" not in said
+
+
 def test_a_single_pass_drafter_merges_its_draft_into_the_constant():
     rng = np.random.default_rng(6)
     (g,) = fit(
