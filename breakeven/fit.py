@@ -46,6 +46,7 @@ from breakeven.iotools.fitfile import (
     read_fitted_alpha,
     read_surface,
     read_tree,
+    undetermined,
 )
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
@@ -733,12 +734,7 @@ def fitted_cycle(rows: Any, path: str) -> Any:
     group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
     data = read_fit_json(path)
     listed = (data.get("groups") or []) if isinstance(data, dict) else []
-    # A group whose coefficients no run determined (null) predicts no cycle: left out.
-    determined = [
-        i
-        for i, g in enumerate(listed, 1)
-        if not (isinstance(g, dict) and None in (g.get("coefficients") or {}).values())
-    ]
+    determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
     groups = [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
     cycle = pd.Series(math.nan, index=rows.index, dtype=float)
     k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")

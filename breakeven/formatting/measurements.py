@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from breakeven.formatting.text import (
@@ -340,7 +341,8 @@ def bench_headline(levels: list[dict[str, Any]], label: str) -> str:
     the server counted it, e.g. ``baseline: 62.90 tok/s per sequence at concurrency 1, 51.20
     at 4.``  A level whose every request came in one burst has no client rate: the server's
     own counters' is given in its place, and said to be theirs."""
-    rates = [_level_rate(v) for v in levels]
+    rated = [_level_rate(v) for v in levels]
+    rates = [text for text, _ in rated]
     loads = [f"{v['concurrency']}" for v in levels]
     said = ", ".join(
         f"{r} tok/s per sequence at concurrency {c}" if i == 0 else f"{r} at {c}"
@@ -348,20 +350,21 @@ def bench_headline(levels: list[dict[str, Any]], label: str) -> str:
     )
     taus = [num(v.get("accept_len"), ".2f") for v in levels if v.get("accept_len") is not None]
     accepted = f"; accept_len {', '.join(taus)}" if taus else ""
-    held = any("server's" in r for r in rates)
+    held = any(server for _, server in rated)
     why = " (server's: every request came in one burst, which the client cannot time)"
     return f"{printable(label)}: {said}{accepted}{why if held else ''}."
 
 
-def _level_rate(level: dict[str, Any]) -> str:
-    """A level's per-sequence rate as the headline says it: the client's, else the server's."""
+def _level_rate(level: dict[str, Any]) -> tuple[str, bool]:
+    """A level's per-sequence rate as the headline says it, the client's, else the server's
+    (marked), and whether it is the server's."""
     client = level.get("tok_s")
     server = (level.get("server") or {}).get("tok_s")
-    if isinstance(client, float) and client == client:
-        return f"{client:.2f}"
+    if isinstance(client, float) and not math.isnan(client):
+        return f"{client:.2f}", False
     if isinstance(server, float) and server > 0:
-        return f"{server:.2f} (server's)"
-    return "-"
+        return f"{server:.2f} (server's)", True
+    return "-", False
 
 
 @fitted

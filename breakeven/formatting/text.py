@@ -201,8 +201,9 @@ class _Table:
         split = [_two_line(h) for h in self.heads]
         self.head_lines = [[a for a, _ in split], [b for _, b in split]]
         names = [self.heads.index(name) for name in cut if name in self.heads]
-        self.shorten(limit, names, 24)  # a name of 24 columns still reads; a column of numbers
-        for name in optional:  # left out does not
+        # A name cut to 24 columns still reads; a column of numbers left out does not.
+        self.shorten(limit, names, 24)
+        for name in optional:
             if self.over(limit) <= 0:
                 break
             if name in self.heads:

@@ -67,6 +67,13 @@ def _group_name(g: Mapping[str, Any]) -> str:
     return " ".join(p for p in parts if p) or "unnamed"
 
 
+def undetermined(group: Any) -> bool:
+    """Whether a fit file's group has coefficients no run determined (``fit`` writes them
+    null): it predicts no cycle."""
+    coefficients = group.get("coefficients") if isinstance(group, dict) else None
+    return isinstance(coefficients, dict) and None in coefficients.values()
+
+
 def read_fit(
     path: str, group: int | None = None, names: Collection[str] | None = None
 ) -> dict[str, Any]:
@@ -88,8 +95,7 @@ def read_fit(
         )
     listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
     chosen = _pick(groups, group, shown, "groups", "fit_group", listed)
-    values = [v for n, v in chosen["coefficients"].items() if names is None or n in names]
-    if values and all(v is None for v in values):
+    if undetermined(chosen):
         raise BreakevenError(
             "{0}: "
             + shown
@@ -276,4 +282,5 @@ __all__ = [
     "read_fitted_alpha",
     "read_surface",
     "read_tree",
+    "undetermined",
 ]

@@ -234,15 +234,10 @@ def _from_rate(records: pl.DataFrame) -> pl.DataFrame:
     ``G / k`` verify cycles, so its accept_len is ``1 + A / (G / k) = 1 + k x R``
     (:data:`FROM_RATE_NOTE`, said in the record's note); its cycles weigh it when pooled."""
     k = pl.col("num_spec_tokens")
-    derived = (
-        pl.col("accept_len").is_null()
-        & (k > 0)
-        & (pl.col("draft_tokens") > 0)
-        & pl.col("accepted_tokens").is_not_null()
-    )
+    derived = pl.col("accept_len").is_null() & (k > 0) & pl.col("acceptance_rate").is_not_null()
     return records.with_columns(
         accept_len=pl.when(derived)
-        .then(1 + k * pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .then(1 + k * pl.col("acceptance_rate"))
         .otherwise(pl.col("accept_len")),
         num_drafts=pl.when(derived)
         .then(pl.col("draft_tokens") / k)
