@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
+from scipy.optimize import lsq_linear, minimize_scalar
 
 from breakeven import formatting
 from breakeven._lsq import proportional_groups, solve_groups
@@ -70,6 +70,40 @@ from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
 
+CYCLE_FORMS = ("leviathan", "anchored", "linear", "curved")
+"""The forms of the cycle against k that ``fit`` chooses among, simplest first: Leviathan's
+``step * (1 + c k)`` (one slope; the constant is the plain step), the line anchored at the plain
+step (the step taken as a cycle at k = 0), the free line (the constant and slope fitted), and a
+curve ``a + b k + c k**2`` (a power cap makes a convex cycle, some engines a concave one)."""
+
+FORM_CHOICES = ("auto", *CYCLE_FORMS)
+"""``--cycle-form``: 'auto' (the form of least held-out error) or one of :data:`CYCLE_FORMS`."""
+
+MIN_K = {"leviathan": 1, "anchored": 1, "linear": 2, "curved": 3}
+"""The distinct k with a cycle each form needs [k]; one more gives it a held-out error."""
+
+PARAMETERS = {"leviathan": 1, "anchored": 2, "linear": 2, "curved": 3}
+"""The parameters each form fits [-] (Leviathan's constant is the plain step; the anchored
+line's constant and slope are fitted with the step as one more point)."""
+
+PARSIMONY = 0.9
+"""A form with more parameters is chosen over a simpler one only when its held-out error is
+below this fraction of the simpler one's [fraction]."""
+
+OFF_THE_LINE = 0.05
+"""With too few k to hold out the free line, the forms through the plain step are kept only
+while their held-out error is within this [fraction]; beyond it the step is not on the runs'
+line (an overhead the plain step does not have) and the free line is fitted."""
+
+INTERVAL_SCALE = 1.5
+"""A predicted speedup's interval is +- this times the chosen form's largest held-out error
+[-], widened beyond the measured k (see :func:`_half_width`)."""
+
+INTERVAL_FLOOR = 0.02
+"""The narrowest interval, +- this fraction of the prediction [fraction]: two k fitted
+exactly hold each other out exactly, yet published sweeps bend between them by up to 3%
+(a power cap), and runs of one k differ by 1-2% between launches."""
+
 COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 """Each coefficient of the cycle model and its unit
 (:data:`breakeven.quantities.CYCLE_COEFFICIENT_UNITS`)."""
@@ -82,6 +116,7 @@ COLUMNS_USED = (
     "spec_method",
     "num_spec_tokens",
     "accept_len",
+    "acceptance_rate",
     "tok_s",
     "tpot_ms",
     "step_ms",
@@ -97,7 +132,27 @@ COLUMNS_USED = (
     "origin",
     "run_id",
     "completion_tokens",
+    "launch_id",
 )
+
+
+@dataclass(frozen=True)
+class FormScore:
+    """How well one form of the cycle predicts the k it was not fitted on."""
+
+    form: str
+    """One of :data:`CYCLE_FORMS`."""
+    parameters: int
+    """Parameters fitted [-] (Leviathan's 1: the constant is the plain step)."""
+    held_out_rms: float
+    """Root mean square of the leave-one-out errors of the speedup, ``measured cycle /
+    predicted cycle - 1`` over each k fitted without its runs [fraction] (NaN: see ``why``)."""
+    held_out_max: float
+    """The largest of their absolute values [fraction]."""
+    held_out_k: int
+    """The k held out [k]."""
+    why: str = ""
+    """Why the form has no held-out error (too few k, no baseline step), if it has none."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +179,13 @@ class KRow:
     held_out_speedup: float
     """The same from the fit without this k's runs [x] (NaN where it has no rate, or too few
     other k remain)."""
+    predicted_low: float = math.nan
+    """The low end of the predicted speedup's interval [x] (:func:`_half_width`; NaN: the
+    fit has no held-out error to size it)."""
+    predicted_high: float = math.nan
+    """Its high end [x]."""
+    regret: float = math.nan
+    """The speedup given up by this k against the best k, ``1 - predicted / best`` [fraction]."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +215,15 @@ class GroupFit:
     alpha: float
     """Per-token acceptance fitted to the runs' accept_len (i.i.d.) [probability]."""
     notes: tuple[str, ...] = ()
+    cycle_form: str = "linear"
+    """The form of the cycle against k the coefficients are in (:data:`CYCLE_FORMS`)."""
+    form_reason: str = ""
+    """Why that form, in words."""
+    forms: tuple[FormScore, ...] = ()
+    """Each form's held-out error, simplest first."""
+    close_k: tuple[int, ...] = ()
+    """The other k whose predicted interval overlaps the best k's: the runs cannot tell
+    them from it."""
 
     def cycle_ms(self, k: Any) -> Any:
         """The fitted cycle at ``k`` draft tokens [ms]."""
@@ -225,13 +296,37 @@ class FitResult:
 
 
 def _cycle(coefficients: dict[str, float], k: Any) -> Any:
+    """The cycle [ms] the coefficients give at ``k``; a concave curve (``curvature_ms`` < 0)
+    is held flat past its top, ``k = -slope / (2 curvature)``: a cycle never falls as k
+    grows."""
     c = coefficients
+    slope = c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)
+    curvature = c.get("curvature_ms", 0.0)
+    if curvature < 0:
+        k = np.minimum(k, slope / (-2.0 * curvature))
     return (
         c.get("verify_base_ms", 0.0)
         + c.get("overhead_ms", 0.0)
         + c.get("draft_per_cycle_ms", 0.0)
-        + (c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)) * k
+        + slope * k
+        + curvature * k * k
     )
+
+
+@dataclass(frozen=True)
+class FittedCycle:
+    """A fit group's whole cycle as ``optimize``'s verify cost of ``tokens`` per forward (its
+    ``verify_curve``): the cycle at ``k = tokens / batch - 1`` [ms], drafting included.  What
+    ``optimize --fit-file`` prices a curved fit with (a curve is not a verify plus a draft
+    step per token)."""
+
+    coefficients: dict[str, float]
+    batch: int = 1
+    min_tokens: float = 1.0
+    max_tokens: float = math.inf
+
+    def __call__(self, tokens: Any) -> Any:
+        return _cycle(self.coefficients, np.asarray(tokens, dtype=float) / self.batch - 1)
 
 
 def _names(draft_cost: str) -> list[str]:
@@ -290,6 +385,7 @@ def _prepared(data: Any) -> Any:
         "concurrency",
         "num_spec_tokens",
         "accept_len",
+        "acceptance_rate",
         "tok_s",
         "tpot_ms",
         "step_ms",
@@ -304,6 +400,8 @@ def _prepared(data: Any) -> Any:
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
         )
+    if "launch_id" not in df.columns:
+        df["launch_id"] = math.nan
     if "tok_s" in data.columns and "run_id" in data.columns:
         echo = server_echoes(df)
         take_server_view(df, echo)
@@ -311,6 +409,10 @@ def _prepared(data: Any) -> Any:
     df["decoded"] = (
         decoded_tokens(df["completion_tokens"]) if "completion_tokens" in df.columns else math.nan
     )
+    k = df["num_spec_tokens"]
+    rated = df["accept_len"].isna() & (k > 0) & df["acceptance_rate"].between(0, 1)
+    df["from_rate"] = rated
+    df.loc[rated, "accept_len"] = 1 + k[rated] * df.loc[rated, "acceptance_rate"]
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
@@ -358,6 +460,87 @@ def _falling_cycles(entries: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _where(*entries: dict[str, Any]) -> str:
+    """`` (line N)`` or `` (lines N and M)`` of the entries' first rows, where known."""
+    lines = [int(e["line"]) for e in entries if math.isfinite(e["line"])]
+    if len(lines) != len(entries):
+        return ""
+    return f" (line {lines[0]})" if len(lines) == 1 else f" (lines {lines[0]} and {lines[1]})"
+
+
+def _impossible_acceptance(entries: list[dict[str, Any]]) -> list[str]:
+    """A note per k whose accept_len is above k + 1 (a cycle emits at most its k drafted
+    tokens and the bonus), and per pair of measured k whose accept_len rises by more than the
+    draft tokens added (each added token adds at most one), beyond
+    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`."""
+    out = []
+    known = [e for e in entries if e["accept_len"] >= 1]
+    for e in known:
+        if e["accept_len"] > (e["k"] + 1) * (1 + DEFAULT_TOLERANCE):
+            out.append(
+                f"implausible: accept_len {e['accept_len']:.3f} at k = {e['k']} is above "
+                f"k + 1 = {e['k'] + 1}{_where(e)}; a cycle emits at most its k drafted tokens "
+                "and the bonus (accepted tokens counted with the bonus twice, or a k that is "
+                "not the run's)"
+            )
+    for before, after in itertools.pairwise(known):
+        rise, added = after["accept_len"] - before["accept_len"], after["k"] - before["k"]
+        if rise > added * (1 + DEFAULT_TOLERANCE) and after["accept_len"] <= after["k"] + 1:
+            out.append(
+                f"implausible: accept_len rises by {rise:.3f} from k = {before['k']} to "
+                f"k = {after['k']}{_where(before, after)}, more than the {added} draft "
+                "tokens added (runs of another prompt set or launch)"
+            )
+    return out
+
+
+def _pooled_over_k(df: Any) -> list[str]:
+    """A note per launch (``launch_id``) whose speculative rows are at several k: a server
+    start runs one k, so its accept_len and rate may be pooled over several (a dynamic-k
+    engine, or a log of several launches under one id)."""
+    spec = df[(df["num_spec_tokens"] > 0) & df["launch_id"].notna()]
+    out = []
+    for launch, rows in spec.groupby("launch_id", sort=False):
+        ks = sorted({int(k) for k in rows["num_spec_tokens"] if k == round(k)})
+        if len(ks) > 1:
+            lines = rows["line"].dropna()
+            at = f" (lines {int(lines.min())} to {int(lines.max())})" if len(lines) else ""
+            shown = formatting.printable(str(launch))
+            out.append(
+                f"implausible: launch {shown} has runs at k = {', '.join(map(str, ks))}{at}; "
+                "a server start runs one k, so its acceptance may be pooled over several "
+                "(a dynamic-k engine, or several launches under one id)"
+            )
+    return out
+
+
+def _slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[str]:
+    """A note per method and k whose implied cycle grows from one batch size to the next by
+    less than the plain step does, beyond :data:`~breakeven.quantities.DEFAULT_TOLERANCE`:
+    a verify of B x (k + 1) tokens and B drafts cannot grow slower than a decode of B."""
+    out = []
+    known = per_k[(per_k["concurrency"] > 0) & (per_k["implied"] > 0)]
+    for (model, hardware, method, k), rows in known.groupby(
+        ["model", "hardware", "spec_method", "k"], sort=False
+    ):
+        at = []
+        for e in rows.sort_values("concurrency").itertuples():
+            step = steps.get((model, hardware, e.concurrency), math.nan)
+            if step > 0:
+                at.append((e.concurrency, e.implied, step, e.line))
+        for (b1, c1, s1, l1), (b2, c2, s2, l2) in itertools.pairwise(at):
+            if c2 / c1 < (s2 / s1) * (1 - DEFAULT_TOLERANCE):
+                lines = f" (lines {int(l1)} and {int(l2)})" if l1 == l1 and l2 == l2 else ""
+                out.append(
+                    f"implausible: {formatting.printable(method) or 'runs'} at k = {int(k)}: the cycle "
+                    f"grows {c2 / c1:.2f}x from batch {b1:g} to {b2:g}, the plain step "
+                    f"{s2 / s1:.2f}x{lines}; a dense model's verify of B x (k + 1) tokens "
+                    "cannot grow slower than its decode of B (a baseline from another launch "
+                    "or load); a Mixture of Experts' can: give --experts and --top-k"
+                )
+    return out
+
+
 def _pooled_tau_of(rows: Any, number: Any, groups: int) -> Any:
     """Each group's accept_len (``number``: each row's group), pooled from counts
     (:func:`~breakeven.pooling.group_pooled_accept_len`)."""
@@ -378,10 +561,15 @@ def _entries(rows: Any) -> list[dict[str, Any]]:
 
 
 def _fitted(
-    entries: list[dict[str, Any]], draft_cost: str, skip: int | None = None
+    entries: list[dict[str, Any]],
+    draft_cost: str,
+    skip: int | None = None,
+    form: str = "linear",
+    step: float = math.nan,
 ) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
-    """Coefficients from the k entries (less entry ``skip``'s run), the merged terms, the
-    residual RMS, and the only k the fit can speak for (None: any k)."""
+    """Coefficients of the cycle in ``form`` (:data:`CYCLE_FORMS`) from the k entries (less
+    entry ``skip``'s run), the merged terms, the residual RMS, and the only k the fit can
+    speak for (None: any k; empty: none)."""
     names = _names(draft_cost)
     rows = []
     for i, e in enumerate(entries):
@@ -389,17 +577,57 @@ def _fitted(
         rows.append((e["k"], implied, math.nan, math.nan, False))
         if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
             rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
+    if form in ("leviathan", "curved"):
+        return _fitted_cycles(rows, names, form, step)
+    ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
+    if form == "anchored" and ks:
+        rows.append((0, step, math.nan, math.nan, False))  # the plain step: a cycle at k = 0
     a, b = _equations(rows, draft_cost)
 
     groups, merged = proportional_groups(a, names)
     x, rms = solve_groups(a, b, groups)
-    ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
     # No run gave a cycle: nothing determined the coefficients (NaN, never the solver's 0).
     coefficients = {name: float(x[j]) if ks else math.nan for j, name in enumerate(names)}
     constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
     mixed = any(set(g) & constant and set(g) - constant for g in groups)
-    only = ks if len(ks) <= 1 or mixed else None  # no slope to extrapolate with
+    spoken = ks | ({0} if form == "anchored" and ks else set())
+    only = ks if len(spoken) <= 1 or mixed else None  # no slope to extrapolate with
     return coefficients, merged, rms, only
+
+
+def _fitted_cycles(
+    rows: list[tuple[Any, ...]], names: list[str], form: str, step: float
+) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
+    """Leviathan's form, ``cycle = step * (1 + c k)`` (the constant is the plain step, one
+    slope fitted), or the curved form, ``a + b k + c k**2`` (a, b >= 0, c of either sign),
+    least squares over the cycles of ``rows`` (implied and measured; profiled verify and
+    draft times are not used).  The constant is held in the first name, the slope in the
+    second, and the terms they stand for are said merged."""
+    k = np.array([r[0] for r in rows if math.isfinite(r[1])], dtype=float)
+    y = np.array([r[1] for r in rows if math.isfinite(r[1])], dtype=float)
+    ks = {int(v) for v in k}
+    coefficients = dict.fromkeys(names, 0.0)
+    per_token = names[2] == "draft_per_token_ms"
+    merged = (
+        " + ".join([names[0], *([] if per_token else [names[2]]), names[3]]),
+        " + ".join([names[1], *([names[2]] if per_token else [])]),
+    )
+    if form == "leviathan":
+        if not ks or not step > 0:
+            return dict.fromkeys(names, math.nan), merged, math.nan, set()
+        slope = max(0.0, float(k @ (y - step)) / float(k @ k)) if k.any() else 0.0
+        coefficients[names[0]], coefficients[names[1]] = step, slope
+        residual = y - step - slope * k
+        return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
+    if len(ks) < 3:
+        nan = dict.fromkeys([*names, "curvature_ms"], math.nan)
+        return nan, merged, math.nan, set()
+    design = np.column_stack([np.ones_like(k), k, k * k])
+    solution = lsq_linear(design, y, bounds=([0.0, 0.0, -np.inf], np.inf)).x
+    coefficients[names[0]], coefficients[names[1]] = float(solution[0]), float(solution[1])
+    coefficients["curvature_ms"] = float(solution[2])
+    residual = y - design @ solution
+    return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
 
 
 def _predicted(coefficients: dict[str, float], only: set[int] | None, k: int) -> float:
@@ -415,30 +643,133 @@ def _speedup(tau: float, step: float, cycle: float) -> float:
     return float(formula(tau, step, cycle))
 
 
+def _score(
+    entries: list[dict[str, Any]], draft_cost: str, step: float, form: str
+) -> tuple[FormScore, dict[int, float]]:
+    """One form's leave-one-out errors: each k with an implied cycle fitted without its runs
+    and predicted, ``implied / predicted - 1`` (the speedup's relative error) [fraction]."""
+    parameters = PARAMETERS[form]
+    measured = [i for i, e in enumerate(entries) if math.isfinite(e["implied"])]
+    have = len({entries[i]["k"] for i in measured})
+
+    def unscored(why: str) -> tuple[FormScore, dict[int, float]]:
+        return FormScore(form, parameters, math.nan, math.nan, 0, why), {}
+
+    if form in ("leviathan", "anchored") and not step > 0:
+        return unscored("needs a baseline's step")
+    if have < MIN_K[form] + 1:
+        return unscored(f"needs {MIN_K[form] + 1} k with a cycle for a held-out error, has {have}")
+    cycles = {}  # each held-out entry's predicted cycle [ms]
+    for i in measured:
+        coefficients, _, _, only = _fitted(entries, draft_cost, i, form, step)
+        cycles[i] = _predicted(coefficients, only, entries[i]["k"])
+        if not cycles[i] > 0:
+            return unscored("a k held out leaves too few to fit")
+    e = np.abs([entries[i]["implied"] / c - 1 for i, c in cycles.items()])
+    rms, largest = float(np.sqrt(np.mean(e**2))), float(e.max())
+    return FormScore(form, parameters, rms, largest, len(e)), cycles
+
+
+def _choose_form(
+    scores: list[FormScore], requested: str, step: float, have: int
+) -> tuple[str, str]:
+    """The form to fit and why: the one asked for, else the simplest whose held-out error a
+    form with more parameters does not beat by :data:`PARSIMONY`; without held-out errors,
+    Leviathan's form where there is a step (one slope: what one k can determine)."""
+    if requested != "auto":
+        return requested, "asked for (--cycle-form)"
+    scored = [x for x in scores if math.isfinite(x.held_out_rms)]
+    if not scored:
+        if step > 0 and have:
+            return "leviathan", (
+                "too few k for a held-out error: Leviathan's form, one slope through the plain "
+                "step, is what the runs can determine; nothing checked it"
+            )
+        return "linear", "too few k for a held-out error, and no baseline step to anchor at"
+
+    def error(x: FormScore) -> float:
+        return max(x.held_out_rms, 1e-9)  # below a part in 10^9 the runs are exact: a tie
+
+    chosen = scored[0]
+    for x in scored[1:]:
+        # At two k the anchored line and Leviathan's hold out alike (each k is fitted on the
+        # other and the step: one line); the anchored one is kept, fitted on both k.
+        tie = x.form == "anchored" and have == 2 and error(x) <= error(chosen) * (1 + 1e-9)
+        if tie or error(x) < error(chosen) * PARSIMONY:
+            chosen = x
+    unchecked = [x for x in scores if x.form == "linear" and not math.isfinite(x.held_out_rms)]
+    if chosen.form in ("leviathan", "anchored") and unchecked and have >= 2:
+        if chosen.held_out_rms > OFF_THE_LINE:
+            return "linear", (
+                f"the plain step is off the runs' line (the forms through it hold out at "
+                f"{chosen.held_out_rms:.1%} RMS, over {OFF_THE_LINE:.0%}): a line through the "
+                f"{have} k, which no held-out k checks"
+            )
+    why = f"the least held-out error ({chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k)"
+    better = [x for x in scored if error(x) < error(chosen)]
+    if better:
+        x = min(better, key=lambda x: x.held_out_rms)
+        why = (
+            f"held-out error {chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k; the "
+            f"{x.form} form's {x.held_out_rms:.1%} is not {1 - PARSIMONY:.0%} less: the simpler "
+            "is kept"
+        )
+    return chosen.form, why
+
+
+def _half_width(errors: list[float], k: int, measured: list[int]) -> float:
+    """The relative half-width of a predicted speedup's interval at ``k`` [fraction]:
+    :data:`INTERVAL_SCALE` times the largest held-out error (at least :data:`INTERVAL_FLOOR`),
+    grown by the distance beyond the measured k over their span (extrapolating in k is less
+    sure than interpolating); NaN without held-out errors."""
+    if not errors or not measured:
+        return math.nan
+    h = max(INTERVAL_FLOOR, INTERVAL_SCALE * max(abs(e) for e in errors))
+    low, high = min(measured), max(measured)
+    beyond = max(low - k, k - high, 0)
+    return h * (1 + beyond / max(high - low, 1))
+
+
 def fit_group(
     key: tuple[Any, ...],
     entries: list[dict[str, Any]],
     step: float,
     draft_cost: str,
     predict_k: Sequence[int] = (),
+    form: str = "auto",
 ) -> GroupFit:
-    """One group's fit from its per-k entries: coefficients, by-k rows with held-out
-    predictions, best k."""
+    """One group's fit from its per-k entries: each form's held-out error, the chosen form's
+    coefficients, by-k rows with held-out predictions and intervals, best k."""
     model, hardware, concurrency, method = key
     notes = []
-    coefficients, merged, rms, only = _fitted(entries, draft_cost)
-    if only is not None:
+    measured_k = sorted({e["k"] for e in entries if math.isfinite(e["implied"])})
+    scored = [_score(entries, draft_cost, step, f) for f in CYCLE_FORMS]
+    scores = [x for x, _ in scored]
+    held_cycles = {x.form: cycles for x, cycles in scored}
+    if form in ("leviathan", "anchored") and not step > 0:
+        notes.append(f"the {form} form needs a baseline's step: the linear form is fitted")
+        form = "linear"
+    chosen, reason = _choose_form(scores, form, step, len(measured_k))
+    coefficients, merged, rms, only = _fitted(entries, draft_cost, None, chosen, step)
+    if chosen == "curved" and only is not None:
+        notes.append(f"the curved form needs 3 k with a cycle, has {len(measured_k)}")
+    if chosen == "linear" and only is not None:
         if only:
             shown = ", ".join(map(str, sorted(only)))
             notes.append(
-                f"runs at one k only ({shown}): the fit is that k's cycle and cannot "
-                "extrapolate in k"
+                f"runs at one k only ({shown}), no baseline's step: the fit is that k's cycle "
+                "and cannot extrapolate in k"
             )
         else:
             notes.append(
                 "no run gives a cycle (an accept_len with a rate, or a cycle's time): the "
                 "coefficients are undetermined"
             )
+    elif chosen == "leviathan" and len(measured_k) == 1:
+        notes.append(
+            f"runs at one k only ({measured_k[0]}): other k are predicted by Leviathan's form "
+            "through the plain step, which no held-out k checked"
+        )
     if not step > 0:
         notes.append("no baseline of this model, hardware and concurrency: no speedups")
     unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
@@ -448,20 +779,30 @@ def fit_group(
             "accept_len: no implied cycle"
         )
     notes += _falling_cycles(entries)
+    notes += _impossible_acceptance(entries)
     with_tau = [e for e in entries if e["accept_len"] >= 1]
     alpha = _fit_alpha([e["k"] for e in with_tau], [e["accept_len"] for e in with_tau])
+    cycles = held_cycles.get(chosen, {})
+    sizing = cycles
+    if not sizing:  # a form no k checked: sized by the best form a held-out k did check
+        checked = [x for x in scores if math.isfinite(x.held_out_rms)]
+        sizing = held_cycles[min(checked, key=lambda x: x.held_out_rms).form] if checked else {}
+    errors = [entries[i]["implied"] / c - 1 for i, c in sizing.items()]
     rows = []
     for i, e in enumerate(entries):
         held_out = math.nan
         if math.isfinite(e["implied"]):
-            others = _fitted(entries, draft_cost, skip=i)
-            held_out = _speedup(e["accept_len"], step, _predicted(others[0], others[3], e["k"]))
+            if i not in cycles:
+                others = _fitted(entries, draft_cost, i, chosen, step)
+                cycles[i] = _predicted(others[0], others[3], e["k"])
+            held_out = _speedup(e["accept_len"], step, cycles[i])
         rows.append(_k_row(e, coefficients, only, step, held_out))
     known = {e["k"] for e in entries}
     for k in sorted(set(predict_k) - known):
         rows.append(_predicted_row(k, alpha, coefficients, only, step))
+    rows = [_with_interval(r, _half_width(errors, r.k, measured_k)) for r in rows]
     rows.sort(key=lambda r: r.k)
-    errors = [
+    held = [
         abs(r.held_out_speedup / r.measured_speedup - 1)
         for r in rows
         if math.isfinite(r.held_out_speedup) and 0 < r.measured_speedup < math.inf
@@ -469,6 +810,16 @@ def fit_group(
     # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
     ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
     best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
+    close: tuple[int, ...] = ()
+    if best is not None:
+        rows = [replace(r, regret=1 - r.predicted_speedup / best.predicted_speedup) for r in rows]
+        close = tuple(
+            r.k
+            for r in ranked
+            if r.k != best.k
+            and math.isfinite(best.predicted_low)
+            and r.predicted_high >= best.predicted_low
+        )
     return GroupFit(
         model=model,
         hardware=hardware,
@@ -479,12 +830,24 @@ def fit_group(
         merged=merged,
         residual_rms_ms=rms,
         by_k=tuple(rows),
-        held_out_max_rel_error=max(errors) if errors else math.nan,
+        held_out_max_rel_error=max(held) if held else math.nan,
         best_k=best.k if best else None,
         best_speedup=best.predicted_speedup if best else math.nan,
         alpha=alpha,
         notes=tuple(notes),
+        cycle_form=chosen,
+        form_reason=reason,
+        forms=tuple(scores),
+        close_k=close,
     )
+
+
+def _with_interval(row: KRow, half_width: float) -> KRow:
+    """``row`` with its predicted speedup's interval, +- ``half_width`` of it."""
+    p = row.predicted_speedup
+    if not (math.isfinite(half_width) and 0 < p < math.inf):
+        return row
+    return replace(row, predicted_low=p * (1 - half_width), predicted_high=p * (1 + half_width))
 
 
 def _k_row(
@@ -538,8 +901,18 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     spec = df[known & (k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
     spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
     spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
+    # Every configuration's accept_len and rate pooled at once (vectorised), then split.
+    keys = ["model", "hardware", "spec_method", "concurrency", "num_spec_tokens", "spec_topk"]
+    keys.append("verify_tokens")
+    grouped = spec.groupby(keys, sort=False)
+    number, n = grouped.ngroup().to_numpy(), grouped.ngroups
+    tau = group_pooled_accept_len(number, spec["accept_len"], spec["num_drafts"], n)[0]
+    rate = group_pooled_rates(number, spec["rate"], spec["decoded"], n)[0]
+    # One row per configuration, row i being group number i.
+    table = spec[keys].assign(number=number).drop_duplicates("number").set_index("number")
+    table = table.sort_index()
     out = []
-    for (model, hardware, method), runs in spec.groupby(
+    for (model, hardware, method), rows in table.groupby(
         ["model", "hardware", "spec_method"], sort=False
     ):
         own = base[(base["model"] == model) & (base["hardware"] == hardware)]
@@ -549,17 +922,23 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
         ]
         if len(steps) < 2:
             continue  # one batch size: the per-k fit above says all the runs can
-        keys = ["concurrency", "num_spec_tokens", "spec_topk", "verify_tokens"]
         configs = [
             {
                 "batch": int(c),
-                "steps": int(s),
+                "steps": int(st),
                 "topk": int(t),
-                "verify_tokens": int(n),
-                "accept_len": _pooled_tau(g),
-                "cycle": 1000.0 * _pooled_tau(g) / pooled_rate(g["rate"], g["decoded"]),
+                "verify_tokens": int(v),
+                "accept_len": float(tau[i]),
+                "cycle": 1000.0 * float(tau[i]) / float(rate[i]),
             }
-            for (c, s, t, n), g in runs.groupby(keys, sort=False)
+            for i, c, st, t, v in zip(
+                rows.index,
+                rows["concurrency"],
+                rows["num_spec_tokens"],
+                rows["spec_topk"],
+                rows["verify_tokens"],
+                strict=True,
+            )
         ]
         out.append(fit_surface((model, hardware, method), steps, configs, moe))
     return tuple(out)
@@ -615,6 +994,7 @@ def fit(
     predict_k: Sequence[int] = (),
     source: str = "",
     moe: Any = None,
+    cycle_form: str = "auto",
 ) -> FitResult:
     """Fit the cycle's costs of each group of runs (see the module's description).
 
@@ -628,11 +1008,18 @@ def fit(
         k values to add to each group's table, with accept_len from the fitted alpha.
     moe : breakeven.surface.MoE, optional
         The model's expert routing, for the forward surface across batch sizes.
+    cycle_form : str
+        'auto' (each group's form of least held-out error, :func:`_choose_form`) or one of
+        :data:`CYCLE_FORMS`.
     """
 
     if draft_cost not in DRAFT_COSTS:
         raise BreakevenError(
             "{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}", "draft_cost"
+        )
+    if cycle_form not in FORM_CHOICES:
+        raise BreakevenError(
+            "{0}: got " + repr(cycle_form) + f", expected one of {FORM_CHOICES}", "cycle_form"
         )
     bad = [k for k in predict_k if not (isinstance(k, int) and 1 <= k <= MAX_SPEC_TOKENS)]
     if bad:
@@ -651,16 +1038,22 @@ def fit(
         key: pooled_rate(g["rate"], g["decoded"])
         for key, g in base[base["rate"] > 0].groupby(_GROUP[:3])
     }
+    step_of = {config: 1000.0 / rate for config, rate in rates.items()} | steps
     groups = []
     for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
         config = tuple(key[:3])
-        step = steps.get(config, 1000.0 / rates[config] if config in rates else math.nan)
-        groups.append(fit_group(key, _entries(rows), float(step), draft_cost, predict_k))
+        step = step_of.get(config, math.nan)
+        groups.append(
+            fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
+        )
     surfaces = _surfaces(df, moe)
     trees = _trees(df)
     notes = (
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )
+    if moe is None:  # a MoE's verify already loads experts a decode of B does not
+        notes += _slow_batch_growth(per_k, step_of)
+    notes += _pooled_over_k(df)
     unknown = int((k.isna() & df["accept_len"].notna()).sum())
     if unknown:
         notes.append(
@@ -673,6 +1066,13 @@ def fit(
             f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
             "across batch sizes only, where baselines ran at two or more; their "
             "acceptance in the tree section"
+        )
+    from_rate = int(df["from_rate"].sum())
+    if from_rate:
+        notes.append(
+            f"{from_rate} rows give an acceptance_rate and no accept_len: accept_len = 1 + k x "
+            "acceptance_rate, as if every cycle drafted k tokens (a drafter that stops early "
+            "drafts fewer: then it is an overestimate)"
         )
     odd = int(((k > 0) & (k != k.round())).sum())
     if odd:
@@ -694,20 +1094,29 @@ def fit_file(path: str, **options: Any) -> FitResult:
     return fit(data, source=str(path), **options)
 
 
-def fitted_costs(group: dict[str, Any], form: str, k: int | None = None) -> dict[str, float]:
+def fitted_costs(
+    group: dict[str, Any], form: str, k: int | None = None, batch: int = 1
+) -> dict[str, Any]:
     """A fit group's cycle as the cost inputs of ``predict`` (``form='predict'``: verify,
     draft and overhead at ``k``) or ``optimize`` (``form='optimize'``: a verify that does not
-    grow with k, drafting per draft token and per cycle, overhead).  Either gives the fitted
-    cycle at every k: the verify's per-token cost is counted with drafting's for optimize."""
+    grow with k, drafting per draft token and per cycle, overhead; for a curved fit the whole
+    cycle as a :class:`FittedCycle` verify curve at ``batch``).  Either gives the fitted cycle
+    at every k: the verify's per-token cost is counted with drafting's for optimize, and a
+    curve's k**2 term with the verify for predict."""
     c = {name: float(group["coefficients"].get(name, 0.0)) for name in COEFFICIENTS}
     if form == "predict":
         if k is None:
             raise BreakevenError("{0} needs {1}: the fitted cycle depends on k", "fit_file", "k")
+        linear = {**c, "curvature_ms": 0.0}
         return {
-            "verify_ms": c["verify_base_ms"] + c["verify_per_token_ms"] * k,
+            "verify_ms": c["verify_base_ms"]
+            + c["verify_per_token_ms"] * k
+            + float(_cycle(c, k) - _cycle(linear, k)),
             "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
             "overhead_ms": c["overhead_ms"],
         }
+    if c["curvature_ms"]:
+        return {"verify_curve": FittedCycle(c, batch)}
     return {
         "verify_ms": c["verify_base_ms"],
         "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
@@ -776,8 +1185,12 @@ def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
 
 __all__: Sequence[str] = (
     "COEFFICIENTS",
+    "CYCLE_FORMS",
     "DRAFT_COSTS",
+    "FORM_CHOICES",
     "FitResult",
+    "FittedCycle",
+    "FormScore",
     "GroupFit",
     "KRow",
     "fit",

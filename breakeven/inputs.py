@@ -109,7 +109,7 @@ def with_fit_file(
         )
     group = load_fit(fit_file, fit_group)
     out = dict(inputs)
-    out.update(fitted_costs(group, form, inputs.get("k")))
+    out.update(fitted_costs(group, form, inputs.get("k"), inputs.get("batch") or 1))
     if inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None:
         out["step_ms"] = group.get("step_ms")
     if all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS) and group.get("alpha") is not None:
@@ -191,7 +191,9 @@ def optimize_from_files(
     inputs = with_fit_file(
         {**inputs, "verify_curve": verify_curve}, fit_file, fit_group, form="optimize"
     )
-    curve = read_curve(inputs.pop("verify_curve"), fit, name="verify_curve")
+    curve = inputs.pop("verify_curve")
+    if curve is None or isinstance(curve, str):  # a fit file's curved cycle comes priced
+        curve = read_curve(curve, fit, name="verify_curve")
     return optimize(verify_curve=curve, **inputs)
 
 
@@ -505,6 +507,7 @@ def fit_from_file(
     shared: int = 0,
     out: str | None = None,
     force: bool = False,
+    cycle_form: str = "auto",
 ) -> Any:
     """:func:`breakeven.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
 
@@ -516,6 +519,8 @@ def fit_from_file(
         One of :data:`breakeven.fit.DRAFT_COSTS`.
     predict_k : sequence of int
         Also predict these k.
+    cycle_form : str
+        'auto' or one of :data:`breakeven.fit.CYCLE_FORMS`.
     experts, top_k, shared
         A Mixture-of-Experts model's routing (see :func:`moe_routing`).
     out : str, optional
@@ -534,7 +539,9 @@ def fit_from_file(
     moe = moe_routing(experts, top_k, shared)
     if out is not None:
         refuse_overwrite(out, force)
-    result = fit_file(runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe)
+    result = fit_file(
+        runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form
+    )
     if out is not None:
         write_json(out, result.to_dict(), force=force)
     return result

@@ -605,16 +605,21 @@ class BatchResult:
     acceptance is known for several k."""
     acceptance: str = ""
     """Where the acceptance came from when none was given (a fit file's alpha), else ""."""
+    measured_steps: tuple[int, ...] = ()
+    """The batches whose step is the measured baseline's (a fit file's), not the cost
+    model's t(batch) [sequences]."""
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
-        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch`` and ``acceptance``."""
+        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance`` and
+        ``measured_steps``."""
         several = self.best_k_by_batch is not None
         out: dict[str, Any] = {
             "speedup_by_batch": [asdict(p) for p in self.speedup_by_batch],
             "breakeven_batch": self.breakeven_batch,
             "max_batch": self.max_batch,
             "acceptance": self.acceptance,
+            "measured_steps": list(self.measured_steps),
         }
         if several:
             out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]
@@ -713,6 +718,9 @@ class SpeedupGrid:
     several: bool
     """Acceptance at several k (else the one measured operating point)."""
     max_batch: int
+    measured_steps: tuple[int, ...] = ()
+    """The batches whose step is a measured baseline's (a fit file's surface), not the cost
+    model's t(batch) [sequences]."""
 
     def best(self, i: int) -> BatchPoint:
         """The best k at ``batches[i]`` (the first k of the highest speedup)."""
@@ -812,9 +820,13 @@ def speedup_grid(
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
     batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
     ks = tuple(sorted(taus))
-    steps, cycles, speedups = [], [], []
+    steps, cycles, speedups, measured_at = [], [], [], []
+    measured_step = getattr(curve, "measured_step", None)
     for b in batches:
-        step = float(curve(b))
+        measured = measured_step(b) if measured_step is not None else None
+        step = float(curve(b)) if measured is None else measured
+        if measured is not None:
+            measured_at.append(b)
         row_cycle, row_speedup = [], []
         for kk in ks:
             q = verify_tokens or kk + 1
@@ -830,7 +842,14 @@ def speedup_grid(
         cycles.append(tuple(row_cycle))
         speedups.append(tuple(row_speedup))
     return SpeedupGrid(
-        tuple(batches), ks, tuple(steps), tuple(cycles), tuple(speedups), several, batches[-1]
+        tuple(batches),
+        ks,
+        tuple(steps),
+        tuple(cycles),
+        tuple(speedups),
+        several,
+        batches[-1],
+        tuple(measured_at),
     )
 
 
@@ -870,7 +889,9 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     if paying:
         breakeven = BEYOND_THE_CURVE if paying[-1] == grid.max_batch else paying[-1]
     schedule = _schedule(points) if grid.several else None
-    return BatchResult(tuple(points), breakeven, grid.max_batch, schedule)
+    return BatchResult(
+        tuple(points), breakeven, grid.max_batch, schedule, measured_steps=grid.measured_steps
+    )
 
 
 def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:

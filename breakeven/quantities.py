@@ -296,9 +296,11 @@ CYCLE_COEFFICIENT_UNITS = {
     "draft_per_token_ms": "ms per draft token",
     "draft_per_cycle_ms": "ms per cycle",
     "overhead_ms": "ms per cycle",
+    "curvature_ms": "ms per draft token squared",
 }
 """Each coefficient of ``fit``'s cycle model, ``cycle(k) = verify_base_ms +
-verify_per_token_ms * k + draft(k) + overhead_ms``, and its unit."""
+verify_per_token_ms * k + draft(k) + overhead_ms (+ curvature_ms * k**2 in the curved
+form)``, and its unit.  Only ``curvature_ms`` may be negative (a concave cycle)."""
 
 SURFACE_TERM_UNITS = {
     "weights_ms": "ms per forward",

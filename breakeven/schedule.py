@@ -443,6 +443,12 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
             "the last range's k holds beyond it untested (raise --max-batch, or give a "
             "cost model that covers more)"
         )
+    if grid.measured_steps:
+        at = ", ".join(map(str, grid.measured_steps))
+        notes.append(
+            f"the plain step at batch {at} is the measured baseline's (the fit file's); at "
+            "other batches, the fitted t(B, 1)"
+        )
     if grid.ks and max(grid.ks) in {r[2] for r in merged}:
         notes.append(
             f"k = {max(grid.ks)}, the largest considered, is in the schedule: raise "

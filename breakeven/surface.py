@@ -103,13 +103,25 @@ class BatchSurface:
     batches: tuple[int, ...]
     """The batch sizes of the baseline runs [sequences]."""
     notes: tuple[str, ...] = ()
+    baseline_steps: tuple[tuple[int, float], ...] = ()
+    """The measured plain step at each baseline's batch size, ``(batch [sequences], step
+    [ms])``: what a speedup at that batch divides by, rather than the fitted t(B, 1)."""
+
+    def step_ms(self, batch: int) -> tuple[float, bool]:
+        """The plain step at ``batch`` [ms], and whether it is the measured baseline's (else
+        the fitted t(B, 1))."""
+        for b, step in self.baseline_steps:
+            if b == batch:
+                return float(step), True
+        return float(self.forward_ms(batch, 1)), False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BatchSurface:
         """A surface as a fit file holds it (:func:`breakeven.iotools.fitfile.read_surface`):
         ``model``, ``hardware``, ``spec_method``, ``coefficients`` [ms], ``moe`` (None or
-        ``experts``, ``top_k``, ``shared``) and ``batches`` [sequences]; the fit's points and
-        errors are not kept (NaN, empty)."""
+        ``experts``, ``top_k``, ``shared``), ``batches`` [sequences] and ``baseline_steps``
+        (pairs of batch [sequences] and measured step [ms]; none in an older fit file); the
+        fit's points and errors are not kept (NaN, empty)."""
         moe = data.get("moe")
         return cls(
             str(data.get("model", "")),
@@ -122,6 +134,8 @@ class BatchSurface:
             (),
             math.nan,
             tuple(data.get("batches", ())),
+            (),
+            tuple((int(b), float(t)) for b, t in data.get("baseline_steps") or ()),
         )
 
     def forward_ms(self, batch: Any, q: Any) -> Any:
@@ -164,6 +178,12 @@ class SurfaceCost:
 
     def forward_ms(self, batch: Any, q: Any) -> Any:
         return self.surface.forward_ms(batch, q)
+
+    def measured_step(self, batch: int) -> float | None:
+        """The measured baseline's step at ``batch`` [ms], where the fit had one (else
+        None: the surface's t(B, 1) is the step)."""
+        step, measured = self.surface.step_ms(batch)
+        return step if measured else None
 
     @property
     def draft(self) -> _SurfaceDraft:
@@ -273,6 +293,7 @@ def fit_surface(
         max(errors) if errors else math.nan,
         surface.batches,
         tuple(notes),
+        tuple(sorted(steps_at.items())),
     )
 
 

@@ -261,6 +261,7 @@ CHOICES = {
     ("ingest", "format"): ingest.FORMATS,
     ("compare", "fail_if"): compare.FAIL_IF,
     ("fit", "draft_cost"): fit.DRAFT_COSTS,
+    ("fit", "cycle_form"): fit.FORM_CHOICES,
     ("schedule", "engine"): deploy.SCHEDULE_ENGINES,
     ("plot", "schedule", "engine"): deploy.SCHEDULE_ENGINES,
     ("sweep", "engine"): deploy.SPECULATION_ENGINES,

@@ -37,6 +37,16 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
     "or one pass per cycle (MTP or Medusa heads).",
 )
 @click.option(
+    "--cycle-form",
+    "cycle_form",
+    type=LibraryChoice("breakeven.fit", "FORM_CHOICES"),
+    default="auto",
+    show_default=True,
+    help="The cycle against k: auto (the form of least leave-one-out error), leviathan "
+    "(step x (1 + c k)), anchored (a line with the step as k = 0), linear, or curved "
+    "(a + b k + c k^2).",
+)
+@click.option(
     "--predict-k",
     "predict_k",
     callback=k_list,
@@ -85,8 +95,14 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     is fitted as verify_base_ms + verify_per_token_ms * k + draft(k) +
     overhead_ms, every coefficient >= 0 [ms], per model, hardware, concurrency
     and drafting method; each group's baseline (k = 0) gives the step. Terms
-    the runs cannot tell apart are merged, and said. held_out_speedup is each
-    k predicted by the fit without its runs. Where baselines ran at two or
+    the runs cannot tell apart are merged, and said. Four forms of the cycle
+    against k are each fitted without one k at a time (leave-one-out), and
+    the one of least held-out error is used, the simpler where a form with
+    more parameters is not 10% better; each form's error is printed.
+    held_out_speedup is each k predicted by the fit without its runs; a
+    prediction's interval [x] is +- 1.5 x the largest held-out error (at
+    least 2%), widened beyond the measured k; regret is the speedup a k gives
+    up against the best [fraction]. Where baselines ran at two or
     more concurrencies, the forward surface t(B, q) (weights, routed experts
     with --experts/--top-k, KV per sequence, compute per token) and the
     draft's cost are fitted across them too; batch --fit-file sweeps it.

@@ -16,8 +16,22 @@ _FIT_COLUMNS = [
     "fitted cycle [ms]",
     "measured [x]",
     "predicted [x]",
+    "interval [x]",
     "held out [x]",
+    "regret [%]",
 ]
+
+
+def _interval(r: Row) -> str:
+    low, high = r.get("predicted_low"), r.get("predicted_high")
+    if low is None or high is None:
+        return "-"
+    return f"{low:.3f}-{high:.3f}"
+
+
+def _regret(r: Row) -> str:
+    regret = r.get("regret")
+    return "-" if regret is None else f"{100 * regret:.1f}"
 
 
 def _by_k_cells(g: Row) -> list[list[str]]:
@@ -31,10 +45,62 @@ def _by_k_cells(g: Row) -> list[list[str]]:
             num(r["predicted_cycle_ms"], ".3f"),
             num(r["measured_speedup"], ".3f"),
             num(r["predicted_speedup"], ".3f"),
+            _interval(r),
             num(r["held_out_speedup"], ".3f"),
+            _regret(r),
         ]
         for r in g["by_k"]
     ]
+
+
+_FORM_NAMES = {
+    "leviathan": "Leviathan's step x (1 + c k)",
+    "anchored": "a line anchored at the step",
+    "linear": "a line",
+    "curved": "a curve a + b k + c k^2",
+}
+
+
+def _form_lines(g: Row) -> list[str]:
+    """The cycle form fitted, why, and each form's held-out error."""
+    form = g.get("cycle_form")
+    if not form:
+        return []
+    scores = []
+    for x in g.get("forms", []):
+        rms = x["held_out_rms"]
+        scores.append(
+            f"{x['form']} {format(rms, '.1%')}"
+            if rms is not None
+            else f"{x['form']} - ({x['why']})"
+        )
+    lines = [f"  cycle form: {_FORM_NAMES.get(form, form)}, {g.get('form_reason', '')}"]
+    if scores:
+        lines.append("  held-out error RMS by form: " + "; ".join(scores))
+    return lines
+
+
+def _best_line(g: Row) -> str:
+    """The best k, its interval, what its neighbours give up, and the k it cannot be told
+    from."""
+    if g["best_k"] is None:
+        return "no best k: no speedup known"
+    rows = {r["k"]: r for r in g["by_k"]}
+    best = rows[g["best_k"]]
+    text = f"best k {g['best_k']}: {num(g['best_speedup'], '.3f')}x predicted"
+    if best.get("predicted_low") is not None and best.get("predicted_high") is not None:
+        text += f" ({best['predicted_low']:.3f}-{best['predicted_high']:.3f})"
+    given = [
+        f"k = {k} {100 * rows[k]['regret']:.1f}%"
+        for k in (g["best_k"] - 1, g["best_k"] + 1)
+        if k in rows and rows[k].get("regret") is not None
+    ]
+    if given:
+        text += "; its neighbours give up " + ", ".join(given)
+    close = g.get("close_k") or []
+    if close:
+        text += "; the runs cannot tell it from k = " + ", ".join(map(str, close))
+    return text
 
 
 def fit_table(result: Row) -> tuple[list[str], list[list[str]]]:
@@ -116,15 +182,16 @@ def fit_text(result: Row) -> str:
                 else f"{num(value, '.4f'):>10} {unit}"
             )
             lines.append(f"  {merged.get(name, name):<45} {shown}")
-        lines += grid(_FIT_COLUMNS, _by_k_cells(g), right=True)
-        error = g["held_out_max_rel_error"]
-        best = (
-            f"best k {g['best_k']}: {num(g['best_speedup'], '.3f')}x predicted"
-            if g["best_k"] is not None
-            else "no best k: no speedup known"
+        lines += _form_lines(g)
+        lines += grid(
+            _FIT_COLUMNS,
+            _by_k_cells(g),
+            right=True,
+            optional=["held out [x]", "regret [%]", "runs", "implied cycle [ms]"],
         )
+        error = g["held_out_max_rel_error"]
         lines.append(
-            f"  {best}; held-out error at most "
+            f"  {_best_line(g)}; held-out error at most "
             f"{'-' if error is None else format(error, '.1%')}; accept_len of a k not "
             f"run: the fitted alpha {num(g['alpha'], '.4f')}, positions i.i.d."
         )
@@ -136,7 +203,9 @@ def fit_text(result: Row) -> str:
         lines += _tree_lines(tree)
     lines.append(
         "implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
-        "fitted cycle; held out = the same from the fit without that k's runs."
+        "fitted cycle; interval = predicted +- 1.5 x the form's largest held-out error (at "
+        "least 2%), wider beyond the measured k; held out = the same from the fit without "
+        "that k's runs; regret = 1 - predicted / the best k's."
     )
     return "\n".join(lines) + "\n"
 

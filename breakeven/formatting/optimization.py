@@ -172,6 +172,12 @@ def batch_text(r: Row) -> str:
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
     if r.get("acceptance"):
         lines.append(f"Acceptance from the fit: {r['acceptance'].removeprefix('acceptance: ')}.")
+    if r.get("measured_steps"):
+        at = ", ".join(map(str, r["measured_steps"]))
+        lines.append(
+            f"The plain step at batch {at} is the measured baseline's (the fit file's); at "
+            "other batches, the fitted t(B, 1)."
+        )
     lines.append("")
     b = r["breakeven_batch"]
     keep = {b, b + 1} if isinstance(b, int) else set()

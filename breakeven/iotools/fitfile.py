@@ -108,8 +108,9 @@ def read_fit(
             "fit_file",
         )
     for name, value in chosen["coefficients"].items():
+        least = -math.inf if name == "curvature_ms" else 0  # a concave curve's may be < 0
         if (names is not None and name not in names) or not (
-            isinstance(value, (int, float)) and 0 <= value < math.inf
+            isinstance(value, (int, float)) and least <= value < math.inf
         ):
             raise BreakevenError(
                 "{0}: "
@@ -119,7 +120,7 @@ def read_fit(
                 + " = "
                 + escape_braces(repr(value))
                 + "; expected the coefficients "
-                "of breakeven fit, each a finite number >= 0 [ms]",
+                "of breakeven fit, each a finite number >= 0 [ms] (curvature_ms of any sign)",
                 "fit_file",
             )
     return chosen
@@ -146,7 +147,8 @@ def read_surface(
     dict
         ``model``, ``hardware``, ``spec_method`` (str); ``coefficients``, each of
         :data:`breakeven.quantities.SURFACE_TERM_UNITS` [ms];
-        ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``batches``,
+        ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``baseline_steps``
+        (pairs of batch [sequences] and measured step [ms], empty in older files); ``batches``,
         the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`
         builds the surface.
     """
@@ -191,6 +193,17 @@ def read_surface(
         raise BreakevenError(
             "{0}: " + shown + " has a coefficient that is not a finite number >= 0 [ms]", "fit_file"
         )
+    steps = x.get("baseline_steps") or []
+    try:
+        steps = [(int(b), float(t)) for b, t in steps]
+    except (TypeError, ValueError):
+        steps = [(-1, math.nan)]
+    if not all(b >= 1 and 0 < t < math.inf for b, t in steps):
+        raise BreakevenError(
+            "{0}: " + shown + " has baseline_steps that are not pairs of a batch size >= 1 "
+            "[sequences] and a step > 0 [ms]",
+            "fit_file",
+        )
     return {
         "model": str(x.get("model", "")),
         "hardware": str(x.get("hardware", "")),
@@ -198,6 +211,7 @@ def read_surface(
         "coefficients": coefficients,
         "moe": moe,
         "batches": tuple(x.get("batches", ())),
+        "baseline_steps": tuple(steps),
     }
 
 

@@ -1,0 +1,285 @@
+"""Issue 27, items 1, 2 and 7: the cycle's form chosen by leave-one-out error, intervals on
+predictions, regret and the k the runs cannot tell apart; checked on cycles simulated from
+each form, on simulated sweeps for the intervals' coverage, and on published k sweeps
+(tests/data/published, each file's source in its header).  Other published sweeps are kept
+out of the tests as a held-out set (benchmarks/data/published_heldout,
+benchmarks/fit_heldout.py)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from breakeven.cli import cli
+from breakeven.errors import BreakevenError
+from breakeven.fit import CYCLE_FORMS, fit, fit_file
+from breakeven.holdout import held_out, summary
+from breakeven.iotools.measurements import read_measurements
+
+PUBLISHED = Path(__file__).parent / "data" / "published"
+K_SWEEPS = [
+    PUBLISHED / "vllm_issue20780_llama31_8b_eagle_bs1.csv",
+    PUBLISHED / "qwen38mtp_rtx5090_powercap_mtp_nmax_sweep.csv",
+    PUBLISHED / "llamacpp_pr22673_qwen36_35b_a3b_mtp_nmax_sweep.csv",
+    PUBLISHED / "vllm_club3090_issue1052_qwen38_27b_int4_mtp_ksweep.csv",
+]
+STEP = 10.0
+
+
+def sweep(cycle, ks, *, step=STEP, alpha=0.7, noise=0.0, rng=None, repeats=1):
+    """Runs whose cycle at k is ``cycle(k)`` [ms], times a launch's noise (a relative
+    Gaussian), with a baseline of ``step``."""
+    rows = [{"model": "m", "num_spec_tokens": 0, "tok_s": 1000.0 / step}]
+    for k in ks:
+        tau = (1 - alpha ** (k + 1)) / (1 - alpha)
+        for _ in range(repeats):
+            c = cycle(k) * (1 + (rng.normal(0, noise) if noise else 0.0))
+            rows.append(
+                {
+                    "model": "m",
+                    "spec_method": "eagle",
+                    "num_spec_tokens": k,
+                    "accept_len": tau,
+                    "tok_s": 1000.0 * tau / c,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+FORMS = {
+    "leviathan": lambda c, _o, _q: lambda k: STEP * (1 + c * k),
+    "linear": lambda c, o, _q: lambda k: STEP + o + STEP * c * k,
+    "curved": lambda c, o, q: lambda k: STEP + o + STEP * c * k + q * k * k,
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    form=st.sampled_from(sorted(FORMS)),
+    c=st.floats(0.02, 0.4),
+    overhead=st.floats(1.0, 4.0),
+    curvature=st.floats(0.05, 0.3),
+    ks=st.lists(st.integers(1, 10), min_size=4, max_size=7, unique=True),
+)
+def test_exact_cycles_of_each_form_are_held_out_exactly_by_the_form_chosen(
+    form, c, overhead, curvature, ks
+):
+    truth = FORMS[form](c, overhead, curvature)
+    (g,) = fit(sweep(truth, ks)).groups
+    chosen = {x.form: x for x in g.forms}[g.cycle_form]
+    # The chosen form holds every k out exactly, and so predicts every k, and beyond.
+    assert chosen.held_out_max < 1e-6, (form, g.cycle_form, g.forms)
+    for k in [*ks, max(ks) + 3]:
+        assert g.cycle_ms(k) == pytest.approx(truth(k), rel=1e-6)
+    # The true form's own error is 0 too, and no form with more parameters is chosen over a
+    # simpler one that holds out as well.
+    assert {x.form: x for x in g.forms}[form].held_out_max < 1e-6
+    order = list(CYCLE_FORMS)
+    assert order.index(g.cycle_form) <= order.index(form)
+
+
+def test_a_form_with_too_few_k_says_so_and_is_not_chosen():
+    (g,) = fit(sweep(FORMS["linear"](0.1, 2.0, 0), [2, 4])).groups
+    by_form = {x.form: x for x in g.forms}
+    assert by_form["curved"].why == "needs 4 k with a cycle for a held-out error, has 2"
+    assert by_form["linear"].why == "needs 3 k with a cycle for a held-out error, has 2"
+    assert math.isnan(by_form["curved"].held_out_rms)
+    # The step is 2 ms (20%) off the runs' line: the forms through it hold out badly, and the
+    # line through the two k is fitted, said to be unchecked.
+    assert g.cycle_form == "linear" and "no held-out k checks" in g.form_reason
+    # Without a baseline the forms through the step have nothing to go through.
+    data = sweep(FORMS["linear"](0.1, 2.0, 0), [2, 4, 6])
+    (g,) = fit(data[data["num_spec_tokens"] > 0]).groups
+    assert {x.form: x.why for x in g.forms}["leviathan"] == "needs a baseline's step"
+    with pytest.raises(BreakevenError, match="cycle_form: got 'cubic'"):
+        fit(data, cycle_form="cubic")
+
+
+def test_a_power_capped_convex_cycle_is_found_curved_and_a_concave_one_held_flat():
+    convex = FORMS["curved"](0.05, 1.0, 0.25)
+    (g,) = fit(sweep(convex, [1, 2, 3, 4, 5, 6], noise=0.003, rng=np.random.default_rng(1))).groups
+    assert g.cycle_form == "curved" and g.coefficients["curvature_ms"] > 0
+
+    # A concave curve never falls as k grows: it is held flat past its top.
+    def concave(k):
+        return STEP + 1 + 2.0 * k - 0.15 * k * k
+
+    (g,) = fit(sweep(concave, [1, 2, 3, 4, 5, 6])).groups
+    assert g.cycle_form == "curved" and g.coefficients["curvature_ms"] < 0
+    top = 2.0 / 0.3
+    assert g.cycle_ms(20) == pytest.approx(g.cycle_ms(top)) and g.cycle_ms(7) >= g.cycle_ms(6)
+
+
+def test_the_intervals_hold_the_truth_on_simulated_sweeps():
+    # 300 sweeps from the three forms with 2% launch noise per run: every k a fit did not see
+    # (the between and extrapolated protocols) is inside its interval at least 90% of the time.
+    rng = np.random.default_rng(27)
+    covered, total = 0, 0
+    for i in range(300):
+        form = sorted(FORMS)[i % 3]
+        truth = FORMS[form](rng.uniform(0.03, 0.3), rng.uniform(0.5, 3), rng.uniform(0.02, 0.15))
+        ks = sorted(rng.choice(np.arange(1, 9), size=int(rng.integers(3, 6)), replace=False))
+        data = sweep(truth, [int(k) for k in ks], noise=0.02, rng=rng)
+        for x in held_out(data):
+            if x.covered is not None:
+                covered += x.covered
+                total += 1
+    assert total > 500
+    assert covered / total >= 0.9, covered / total
+
+
+def test_published_k_sweeps_by_protocol():
+    # Fitted on the smallest and largest k (between) and on the two smallest (extrapolated):
+    # 4 sweeps, 8 groups (a laptop GPU with offload, an RTX 5090 at five power caps, two
+    # RTX 3090s on vLLM, a GPU vLLM issue 20780 does not name), 31 k predicted each way.
+    # Measured: between median 1.9%, worst 4.0%; extrapolated median 3.1% (issue 27's target
+    # is 3%: missed by the EAGLE-3 sweep, whose cycle bends, and the 5090 at 600 W), worst
+    # 14.7%; the intervals hold 90% and 100% of the measured speedups.
+    results = []
+    for path in K_SWEEPS:
+        data, _ = read_measurements(path)
+        results += held_out(data)
+    s = summary(results)
+    assert s["between"]["median_error"] < 0.03 and s["between"]["worst_error"] < 0.08
+    assert s["extrapolated"]["median_error"] < 0.035
+    assert s["between"]["covered"] >= 0.9 and s["extrapolated"]["covered"] >= 0.9
+
+
+@pytest.mark.parametrize("path", sorted(PUBLISHED.glob("*.csv")), ids=lambda p: p.name)
+def test_each_published_table_reads_the_same_without_our_header(path, tmp_path):
+    bare = tmp_path / path.name
+    text = path.read_text().splitlines()
+    assert text[0].startswith("# source: https://github.com/")
+    bare.write_text("".join(line + "\n" for line in text if not line.startswith("#")))
+    assert fit_file(str(bare)).to_dict()["groups"] == fit_file(str(path)).to_dict()["groups"]
+
+
+def test_an_acceptance_rate_gives_accept_len_with_a_note():
+    # llama.cpp's sweeps publish accepted / drafted only: accept_len = 1 + k x rate.
+    path = PUBLISHED / "llamacpp_pr22673_qwen36_35b_a3b_mtp_nmax_sweep.csv"
+    result = fit_file(str(path))
+    assert any("accept_len = 1 + k x acceptance_rate" in n for n in result.notes)
+    (g,) = result.groups
+    by_k = {r.k: r for r in g.by_k}
+    assert by_k[2].accept_len == pytest.approx(1 + 2 * 0.815)
+
+
+def test_regret_and_the_k_the_runs_cannot_tell_apart():
+    # vLLM issue 20780's EAGLE-3: k = 4 is best, k = 3 and 5 give up 0.3% each, well inside
+    # the interval: the runs cannot tell them from k = 4.  EAGLE-1's best, k = 3, is told
+    # from k = 6 and 7 (8% and 17% slower).
+    result = fit_file(str(K_SWEEPS[0]))
+    e1, e3 = sorted(result.groups, key=lambda g: g.spec_method)
+    by_k = {r.k: r for r in e3.by_k}
+    assert e3.best_k == 4 and by_k[4].regret == 0
+    assert 0 < by_k[3].regret < 0.01 and 0 < by_k[5].regret < 0.01
+    assert {3, 5} <= set(e3.close_k)
+    assert 6 not in e1.close_k and 7 not in e1.close_k
+    for g in (e1, e3):
+        best = {r.k: r for r in g.by_k}[g.best_k]
+        for r in g.by_k:
+            assert r.regret == pytest.approx(1 - r.predicted_speedup / best.predicted_speedup)
+            assert (r.k in g.close_k) == (
+                r.k != g.best_k and r.predicted_high >= best.predicted_low
+            )
+
+
+def test_the_cli_prints_each_forms_error_and_the_interval(tmp_path):
+    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--wide"])
+    assert r.exit_code == 0, r.output
+    assert "cycle form: a curve a + b k + c k^2, the least held-out error" in r.output
+    assert (
+        "held-out error RMS by form: leviathan 4.8%; anchored 3.4%; linear 2.4%; curved 1.4%"
+        in (r.output)
+    )
+    assert "best k 4: 1.730x predicted (1.669-1.790)" in " ".join(r.output.split())
+    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--json", "--cycle-form", "linear"])
+    assert r.exit_code == 0, r.output
+    groups = json.loads(r.stdout)["groups"]
+    assert {g["cycle_form"] for g in groups} == {"linear"}
+    row = groups[0]["by_k"][0]
+    assert row["predicted_low"] < row["predicted_speedup"] < row["predicted_high"]
+    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--cycle-form", "cubic"])
+    assert r.exit_code == 2 and "--cycle-form" in r.output and "Traceback" not in r.output
+
+
+def test_a_curved_fit_file_prices_predict_optimize_and_plot_check(tmp_path):
+    out = tmp_path / "fit.json"
+    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    groups = json.loads(out.read_text())["groups"]
+    number = 1 + [g["spec_method"] for g in groups].index("eagle3")
+    curved = groups[number - 1]
+    assert curved["cycle_form"] == "curved" and curved["coefficients"]["curvature_ms"] < 0
+    r = CliRunner().invoke(
+        cli,
+        [
+            "predict",
+            "--fit-file",
+            str(out),
+            "--fit-group",
+            str(number),
+            "-k",
+            "4",
+            "--accept-len",
+            "3.08",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    predicted = json.loads(r.stdout)
+    speedup = predicted.get("speedup", predicted.get("result", {}).get("speedup"))
+    assert speedup == pytest.approx(3.08 * 7.07 / 12.590, rel=2e-3)
+    r = CliRunner().invoke(
+        cli, ["optimize", "--fit-file", str(out), "--fit-group", str(number), "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["best_k"] >= 1
+
+
+def test_implausible_acceptance_and_launches_pooled_over_k_are_flagged_with_lines(tmp_path):
+    # Issue 27, finding 5: an accept_len above k + 1 (line 3), one rising by more than the
+    # draft tokens added (k = 2 to 3: +1.6), and a launch with runs at two k.
+    runs = tmp_path / "runs.csv"
+    runs.write_text(
+        "model,hardware,concurrency,num_spec_tokens,tok_s,accept_len,launch_id\n"
+        "m,h,1,0,100,,a\n"
+        "m,h,1,1,150,2.5,b\n"
+        "m,h,1,2,160,2.2,c\n"
+        "m,h,1,3,180,3.8,c\n"
+    )
+    result = fit_file(str(runs))
+    (g,) = result.groups
+    said = [n for n in g.notes if n.startswith("implausible")]
+    assert any("accept_len 2.500 at k = 1 is above k + 1 = 2 (line 3)" in n for n in said)
+    assert any("rises by 1.600 from k = 2 to k = 3 (lines 4 and 5)" in n for n in said)
+    (pooled,) = [n for n in result.notes if "launch c has runs at k = 2, 3" in n]
+    assert "(lines 4 to 5)" in pooled
+    # Exact runs of one launch per k raise none of these.
+    (g,) = fit(sweep(FORMS["linear"](0.1, 1.0, 0), [1, 2, 4, 6])).groups
+    assert not [n for n in g.notes if n.startswith("implausible")]
+
+
+def test_a_cycle_growing_slower_with_batch_than_the_step_is_flagged_for_a_dense_model(tmp_path):
+    # The plain step grows 2x from batch 1 to 8, k = 3's cycle 1.2x: a dense model's verify of
+    # 8 x 4 tokens cannot grow slower than its decode of 8.  With --experts it is expected.
+    runs = tmp_path / "runs.csv"
+    runs.write_text(
+        "model,hardware,concurrency,num_spec_tokens,spec_method,tok_s,accept_len\n"
+        "m,h,1,0,,100,\n"
+        "m,h,8,0,,50,\n"
+        "m,h,1,3,eagle,150,2.5\n"
+        "m,h,8,3,eagle,125,2.5\n"
+    )
+    (said,) = [n for n in fit_file(str(runs)).notes if n.startswith("implausible")]
+    assert "eagle at k = 3: the cycle grows 1.20x from batch 1 to 8, the plain step 2.00x" in said
+    assert "(lines 4 and 5)" in said
+    r = CliRunner().invoke(cli, ["fit", str(runs), "--experts", "64", "--top-k", "8", "--json"])
+    assert r.exit_code == 0, r.output
+    assert not [n for n in json.loads(r.stdout)["notes"] if n.startswith("implausible")]
