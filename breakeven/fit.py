@@ -11,7 +11,11 @@ with an ``accept_len`` and a decode rate implies its cycle, ``1000 * accept_len 
 
 The coefficients are fitted by non-negative least squares (``scipy.optimize.nnls``) over
 every run's implied cycle, and over measured ``verify_ms``, ``draft_ms`` and ``cycle_ms``
-where rows have them (profiles).  Terms the data cannot tell apart are merged, and the fit
+where rows have them (profiles).  That line is one of four forms of the cycle against k
+(:mod:`breakeven.cycle`: Leviathan's, the line anchored at the plain step, the free line, a
+curve); each group uses the one of least leave-one-out error, and its held-out errors size
+every prediction's interval.  Runs no engine could produce are flagged
+(:mod:`breakeven.plausibility`).  Terms the data cannot tell apart are merged, and the fit
 says which: from implied cycles alone, the base of the verify and the overhead are one
 constant, and the verify's and the draft's per-token costs are one slope.  With runs at one
 k only, the fit is that k's cycle and cannot extrapolate in k.
@@ -25,7 +29,6 @@ per-token acceptance alpha fitted to the runs' accept_len (i.i.d. positions).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -33,11 +36,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import lsq_linear, minimize_scalar
+from scipy.optimize import minimize_scalar
 
 from breakeven import formatting
-from breakeven._lsq import proportional_groups, solve_groups
 from breakeven.acceptance import _tau
+from breakeven.cycle import (
+    CYCLE_FORMS,
+    FORM_CHOICES,
+    FittedCycle,
+    FormScore,
+    choose_form,
+    cycle_at,
+    fit_form,
+    half_width,
+    predicted_cycle,
+    score_form,
+)
 from breakeven.errors import BreakevenError
 from breakeven.iotools.fitfile import (
     IDENTITY,
@@ -50,6 +64,12 @@ from breakeven.iotools.fitfile import (
 )
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
+from breakeven.plausibility import (
+    falling_cycles,
+    impossible_acceptance,
+    pooled_over_k,
+    slow_batch_growth,
+)
 from breakeven.pooling import (
     decoded_tokens,
     group_pooled_accept_len,
@@ -60,7 +80,6 @@ from breakeven.pooling import (
 )
 from breakeven.quantities import (
     CYCLE_COEFFICIENT_UNITS,
-    DEFAULT_TOLERANCE,
     MAX_SPEC_TOKENS,
     plain_json,
 )
@@ -69,40 +88,6 @@ from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
-
-CYCLE_FORMS = ("leviathan", "anchored", "linear", "curved")
-"""The forms of the cycle against k that ``fit`` chooses among, simplest first: Leviathan's
-``step * (1 + c k)`` (one slope; the constant is the plain step), the line anchored at the plain
-step (the step taken as a cycle at k = 0), the free line (the constant and slope fitted), and a
-curve ``a + b k + c k**2`` (a power cap makes a convex cycle, some engines a concave one)."""
-
-FORM_CHOICES = ("auto", *CYCLE_FORMS)
-"""``--cycle-form``: 'auto' (the form of least held-out error) or one of :data:`CYCLE_FORMS`."""
-
-MIN_K = {"leviathan": 1, "anchored": 1, "linear": 2, "curved": 3}
-"""The distinct k with a cycle each form needs [k]; one more gives it a held-out error."""
-
-PARAMETERS = {"leviathan": 1, "anchored": 2, "linear": 2, "curved": 3}
-"""The parameters each form fits [-] (Leviathan's constant is the plain step; the anchored
-line's constant and slope are fitted with the step as one more point)."""
-
-PARSIMONY = 0.9
-"""A form with more parameters is chosen over a simpler one only when its held-out error is
-below this fraction of the simpler one's [fraction]."""
-
-OFF_THE_LINE = 0.05
-"""With too few k to hold out the free line, the forms through the plain step are kept only
-while their held-out error is within this [fraction]; beyond it the step is not on the runs'
-line (an overhead the plain step does not have) and the free line is fitted."""
-
-INTERVAL_SCALE = 1.5
-"""A predicted speedup's interval is +- this times the chosen form's largest held-out error
-[-], widened beyond the measured k (see :func:`_half_width`)."""
-
-INTERVAL_FLOOR = 0.02
-"""The narrowest interval, +- this fraction of the prediction [fraction]: two k fitted
-exactly hold each other out exactly, yet published sweeps bend between them by up to 3%
-(a power cap), and runs of one k differ by 1-2% between launches."""
 
 COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 """Each coefficient of the cycle model and its unit
@@ -134,25 +119,6 @@ COLUMNS_USED = (
     "completion_tokens",
     "launch_id",
 )
-
-
-@dataclass(frozen=True)
-class FormScore:
-    """How well one form of the cycle predicts the k it was not fitted on."""
-
-    form: str
-    """One of :data:`CYCLE_FORMS`."""
-    parameters: int
-    """Parameters fitted [-] (Leviathan's 1: the constant is the plain step)."""
-    held_out_rms: float
-    """Root mean square of the leave-one-out errors of the speedup, ``measured cycle /
-    predicted cycle - 1`` over each k fitted without its runs [fraction] (NaN: see ``why``)."""
-    held_out_max: float
-    """The largest of their absolute values [fraction]."""
-    held_out_k: int
-    """The k held out [k]."""
-    why: str = ""
-    """Why the form has no held-out error (too few k, no baseline step), if it has none."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +193,7 @@ class GroupFit:
 
     def cycle_ms(self, k: Any) -> Any:
         """The fitted cycle at ``k`` draft tokens [ms]."""
-        return _cycle(self.coefficients, k)
+        return cycle_at(self.coefficients, k)
 
 
 @dataclass(frozen=True)
@@ -293,65 +259,6 @@ class FitResult:
 
     def _repr_html_(self) -> str:
         return formatting.fit_html(self.to_dict())
-
-
-def _cycle(coefficients: dict[str, float], k: Any) -> Any:
-    """The cycle [ms] the coefficients give at ``k``; a concave curve (``curvature_ms`` < 0)
-    is held flat past its top, ``k = -slope / (2 curvature)``: a cycle never falls as k
-    grows."""
-    c = coefficients
-    slope = c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)
-    curvature = c.get("curvature_ms", 0.0)
-    if curvature < 0:
-        k = np.minimum(k, slope / (-2.0 * curvature))
-    return (
-        c.get("verify_base_ms", 0.0)
-        + c.get("overhead_ms", 0.0)
-        + c.get("draft_per_cycle_ms", 0.0)
-        + slope * k
-        + curvature * k * k
-    )
-
-
-@dataclass(frozen=True)
-class FittedCycle:
-    """A fit group's whole cycle as ``optimize``'s verify cost of ``tokens`` per forward (its
-    ``verify_curve``): the cycle at ``k = tokens / batch - 1`` [ms], drafting included.  What
-    ``optimize --fit-file`` prices a curved fit with (a curve is not a verify plus a draft
-    step per token)."""
-
-    coefficients: dict[str, float]
-    batch: int = 1
-    min_tokens: float = 1.0
-    max_tokens: float = math.inf
-
-    def __call__(self, tokens: Any) -> Any:
-        return _cycle(self.coefficients, np.asarray(tokens, dtype=float) / self.batch - 1)
-
-
-def _names(draft_cost: str) -> list[str]:
-    draft = "draft_per_token_ms" if draft_cost == "per-token" else "draft_per_cycle_ms"
-    return ["verify_base_ms", "verify_per_token_ms", draft, "overhead_ms"]
-
-
-def _equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
-    """The design matrix over (verify_base, verify_per_token, draft, overhead) and the
-    right-hand sides [ms]: per row ``(k, cycle, verify, draft, profiled)``, one equation for
-    each cost that is known."""
-
-    per_token = draft_cost == "per-token"
-    a, b = [], []
-    for k, cycle, verify, draft, _ in rows:
-        d = k if per_token else 1.0
-        for value, coefficients in (
-            (cycle, [1.0, k, d, 1.0]),
-            (verify, [1.0, k, 0.0, 0.0]),
-            (draft, [0.0, 0.0, d, 0.0]),
-        ):
-            if math.isfinite(value):
-                a.append(coefficients)
-                b.append(value)
-    return np.array(a, dtype=float).reshape(-1, 4), np.array(b, dtype=float)
 
 
 def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
@@ -440,107 +347,6 @@ def _per_k(spec: Any) -> Any:
     return table.rename(columns={"num_spec_tokens": "k"}).sort_values("k", kind="stable")
 
 
-def _falling_cycles(entries: list[dict[str, Any]]) -> list[str]:
-    """A note per k whose implied cycle is shorter than a smaller k's by more than
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`: verifying and drafting more tokens
-    cannot take less time, so one of the two was measured wrong (acceptance pooled over
-    runs of several k, a baseline from another launch, a rate that is not per sequence)."""
-    out = []
-    measured = [e for e in entries if math.isfinite(e["implied"])]  # in k order
-    for before, after in itertools.pairwise(measured):
-        if after["implied"] < before["implied"] * (1 - DEFAULT_TOLERANCE):
-            lines = [e["line"] for e in (before, after) if math.isfinite(e["line"])]
-            where = f" (lines {int(lines[0])} and {int(lines[1])})" if len(lines) == 2 else ""
-            out.append(
-                f"implausible: the cycle falls as k grows, k = {after['k']}'s implied cycle "
-                f"{after['implied']:.3f} ms against k = {before['k']}'s {before['implied']:.3f} "
-                f"ms{where}; verifying and drafting more tokens cannot take less time (an "
-                "accept_len pooled over runs of several k, or a rate not per sequence)"
-            )
-    return out
-
-
-def _where(*entries: dict[str, Any]) -> str:
-    """`` (line N)`` or `` (lines N and M)`` of the entries' first rows, where known."""
-    lines = [int(e["line"]) for e in entries if math.isfinite(e["line"])]
-    if len(lines) != len(entries):
-        return ""
-    return f" (line {lines[0]})" if len(lines) == 1 else f" (lines {lines[0]} and {lines[1]})"
-
-
-def _impossible_acceptance(entries: list[dict[str, Any]]) -> list[str]:
-    """A note per k whose accept_len is above k + 1 (a cycle emits at most its k drafted
-    tokens and the bonus), and per pair of measured k whose accept_len rises by more than the
-    draft tokens added (each added token adds at most one), beyond
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`."""
-    out = []
-    known = [e for e in entries if e["accept_len"] >= 1]
-    for e in known:
-        if e["accept_len"] > (e["k"] + 1) * (1 + DEFAULT_TOLERANCE):
-            out.append(
-                f"implausible: accept_len {e['accept_len']:.3f} at k = {e['k']} is above "
-                f"k + 1 = {e['k'] + 1}{_where(e)}; a cycle emits at most its k drafted tokens "
-                "and the bonus (accepted tokens counted with the bonus twice, or a k that is "
-                "not the run's)"
-            )
-    for before, after in itertools.pairwise(known):
-        rise, added = after["accept_len"] - before["accept_len"], after["k"] - before["k"]
-        if rise > added * (1 + DEFAULT_TOLERANCE) and after["accept_len"] <= after["k"] + 1:
-            out.append(
-                f"implausible: accept_len rises by {rise:.3f} from k = {before['k']} to "
-                f"k = {after['k']}{_where(before, after)}, more than the {added} draft "
-                "tokens added (runs of another prompt set or launch)"
-            )
-    return out
-
-
-def _pooled_over_k(df: Any) -> list[str]:
-    """A note per launch (``launch_id``) whose speculative rows are at several k: a server
-    start runs one k, so its accept_len and rate may be pooled over several (a dynamic-k
-    engine, or a log of several launches under one id)."""
-    spec = df[(df["num_spec_tokens"] > 0) & df["launch_id"].notna()]
-    out = []
-    for launch, rows in spec.groupby("launch_id", sort=False):
-        ks = sorted({int(k) for k in rows["num_spec_tokens"] if k == round(k)})
-        if len(ks) > 1:
-            lines = rows["line"].dropna()
-            at = f" (lines {int(lines.min())} to {int(lines.max())})" if len(lines) else ""
-            shown = formatting.printable(str(launch))
-            out.append(
-                f"implausible: launch {shown} has runs at k = {', '.join(map(str, ks))}{at}; "
-                "a server start runs one k, so its acceptance may be pooled over several "
-                "(a dynamic-k engine, or several launches under one id)"
-            )
-    return out
-
-
-def _slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[str]:
-    """A note per method and k whose implied cycle grows from one batch size to the next by
-    less than the plain step does, beyond :data:`~breakeven.quantities.DEFAULT_TOLERANCE`:
-    a verify of B x (k + 1) tokens and B drafts cannot grow slower than a decode of B."""
-    out = []
-    known = per_k[(per_k["concurrency"] > 0) & (per_k["implied"] > 0)]
-    for (model, hardware, method, k), rows in known.groupby(
-        ["model", "hardware", "spec_method", "k"], sort=False
-    ):
-        at = []
-        for e in rows.sort_values("concurrency").itertuples():
-            step = steps.get((model, hardware, e.concurrency), math.nan)
-            if step > 0:
-                at.append((e.concurrency, e.implied, step, e.line))
-        for (b1, c1, s1, l1), (b2, c2, s2, l2) in itertools.pairwise(at):
-            if c2 / c1 < (s2 / s1) * (1 - DEFAULT_TOLERANCE):
-                lines = f" (lines {int(l1)} and {int(l2)})" if l1 == l1 and l2 == l2 else ""
-                out.append(
-                    f"implausible: {formatting.printable(method) or 'runs'} at k = {int(k)}: the cycle "
-                    f"grows {c2 / c1:.2f}x from batch {b1:g} to {b2:g}, the plain step "
-                    f"{s2 / s1:.2f}x{lines}; a dense model's verify of B x (k + 1) tokens "
-                    "cannot grow slower than its decode of B (a baseline from another launch "
-                    "or load); a Mixture of Experts' can: give --experts and --top-k"
-                )
-    return out
-
-
 def _pooled_tau_of(rows: Any, number: Any, groups: int) -> Any:
     """Each group's accept_len (``number``: each row's group), pooled from counts
     (:func:`~breakeven.pooling.group_pooled_accept_len`)."""
@@ -560,174 +366,11 @@ def _entries(rows: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _fitted(
-    entries: list[dict[str, Any]],
-    draft_cost: str,
-    skip: int | None = None,
-    form: str = "linear",
-    step: float = math.nan,
-) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
-    """Coefficients of the cycle in ``form`` (:data:`CYCLE_FORMS`) from the k entries (less
-    entry ``skip``'s run), the merged terms, the residual RMS, and the only k the fit can
-    speak for (None: any k; empty: none)."""
-    names = _names(draft_cost)
-    rows = []
-    for i, e in enumerate(entries):
-        implied = e["implied"] if i != skip else math.nan
-        rows.append((e["k"], implied, math.nan, math.nan, False))
-        if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
-            rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
-    if form in ("leviathan", "curved"):
-        return _fitted_cycles(rows, names, form, step)
-    ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
-    if form == "anchored" and ks:
-        rows.append((0, step, math.nan, math.nan, False))  # the plain step: a cycle at k = 0
-    a, b = _equations(rows, draft_cost)
-
-    groups, merged = proportional_groups(a, names)
-    x, rms = solve_groups(a, b, groups)
-    # No run gave a cycle: nothing determined the coefficients (NaN, never the solver's 0).
-    coefficients = {name: float(x[j]) if ks else math.nan for j, name in enumerate(names)}
-    constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
-    mixed = any(set(g) & constant and set(g) - constant for g in groups)
-    spoken = ks | ({0} if form == "anchored" and ks else set())
-    only = ks if len(spoken) <= 1 or mixed else None  # no slope to extrapolate with
-    return coefficients, merged, rms, only
-
-
-def _fitted_cycles(
-    rows: list[tuple[Any, ...]], names: list[str], form: str, step: float
-) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
-    """Leviathan's form, ``cycle = step * (1 + c k)`` (the constant is the plain step, one
-    slope fitted), or the curved form, ``a + b k + c k**2`` (a, b >= 0, c of either sign),
-    least squares over the cycles of ``rows`` (implied and measured; profiled verify and
-    draft times are not used).  The constant is held in the first name, the slope in the
-    second, and the terms they stand for are said merged."""
-    k = np.array([r[0] for r in rows if math.isfinite(r[1])], dtype=float)
-    y = np.array([r[1] for r in rows if math.isfinite(r[1])], dtype=float)
-    ks = {int(v) for v in k}
-    coefficients = dict.fromkeys(names, 0.0)
-    per_token = names[2] == "draft_per_token_ms"
-    merged = (
-        " + ".join([names[0], *([] if per_token else [names[2]]), names[3]]),
-        " + ".join([names[1], *([names[2]] if per_token else [])]),
-    )
-    if form == "leviathan":
-        if not ks or not step > 0:
-            return dict.fromkeys(names, math.nan), merged, math.nan, set()
-        slope = max(0.0, float(k @ (y - step)) / float(k @ k)) if k.any() else 0.0
-        coefficients[names[0]], coefficients[names[1]] = step, slope
-        residual = y - step - slope * k
-        return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
-    if len(ks) < 3:
-        nan = dict.fromkeys([*names, "curvature_ms"], math.nan)
-        return nan, merged, math.nan, set()
-    design = np.column_stack([np.ones_like(k), k, k * k])
-    solution = lsq_linear(design, y, bounds=([0.0, 0.0, -np.inf], np.inf)).x
-    coefficients[names[0]], coefficients[names[1]] = float(solution[0]), float(solution[1])
-    coefficients["curvature_ms"] = float(solution[2])
-    residual = y - design @ solution
-    return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
-
-
-def _predicted(coefficients: dict[str, float], only: set[int] | None, k: int) -> float:
-    if only is not None and k not in only:
-        return math.nan  # runs at one k only: the fit cannot extrapolate in k
-    return float(_cycle(coefficients, k))
-
-
 def _speedup(tau: float, step: float, cycle: float) -> float:
 
     if not (tau >= 1 and step > 0 and cycle > 0):
         return math.nan
     return float(formula(tau, step, cycle))
-
-
-def _score(
-    entries: list[dict[str, Any]], draft_cost: str, step: float, form: str
-) -> tuple[FormScore, dict[int, float]]:
-    """One form's leave-one-out errors: each k with an implied cycle fitted without its runs
-    and predicted, ``implied / predicted - 1`` (the speedup's relative error) [fraction]."""
-    parameters = PARAMETERS[form]
-    measured = [i for i, e in enumerate(entries) if math.isfinite(e["implied"])]
-    have = len({entries[i]["k"] for i in measured})
-
-    def unscored(why: str) -> tuple[FormScore, dict[int, float]]:
-        return FormScore(form, parameters, math.nan, math.nan, 0, why), {}
-
-    if form in ("leviathan", "anchored") and not step > 0:
-        return unscored("needs a baseline's step")
-    if have < MIN_K[form] + 1:
-        return unscored(f"needs {MIN_K[form] + 1} k with a cycle for a held-out error, has {have}")
-    cycles = {}  # each held-out entry's predicted cycle [ms]
-    for i in measured:
-        coefficients, _, _, only = _fitted(entries, draft_cost, i, form, step)
-        cycles[i] = _predicted(coefficients, only, entries[i]["k"])
-        if not cycles[i] > 0:
-            return unscored("a k held out leaves too few to fit")
-    e = np.abs([entries[i]["implied"] / c - 1 for i, c in cycles.items()])
-    rms, largest = float(np.sqrt(np.mean(e**2))), float(e.max())
-    return FormScore(form, parameters, rms, largest, len(e)), cycles
-
-
-def _choose_form(
-    scores: list[FormScore], requested: str, step: float, have: int
-) -> tuple[str, str]:
-    """The form to fit and why: the one asked for, else the simplest whose held-out error a
-    form with more parameters does not beat by :data:`PARSIMONY`; without held-out errors,
-    Leviathan's form where there is a step (one slope: what one k can determine)."""
-    if requested != "auto":
-        return requested, "asked for (--cycle-form)"
-    scored = [x for x in scores if math.isfinite(x.held_out_rms)]
-    if not scored:
-        if step > 0 and have:
-            return "leviathan", (
-                "too few k for a held-out error: Leviathan's form, one slope through the plain "
-                "step, is what the runs can determine; nothing checked it"
-            )
-        return "linear", "too few k for a held-out error, and no baseline step to anchor at"
-
-    def error(x: FormScore) -> float:
-        return max(x.held_out_rms, 1e-9)  # below a part in 10^9 the runs are exact: a tie
-
-    chosen = scored[0]
-    for x in scored[1:]:
-        # At two k the anchored line and Leviathan's hold out alike (each k is fitted on the
-        # other and the step: one line); the anchored one is kept, fitted on both k.
-        tie = x.form == "anchored" and have == 2 and error(x) <= error(chosen) * (1 + 1e-9)
-        if tie or error(x) < error(chosen) * PARSIMONY:
-            chosen = x
-    unchecked = [x for x in scores if x.form == "linear" and not math.isfinite(x.held_out_rms)]
-    if chosen.form in ("leviathan", "anchored") and unchecked and have >= 2:
-        if chosen.held_out_rms > OFF_THE_LINE:
-            return "linear", (
-                f"the plain step is off the runs' line (the forms through it hold out at "
-                f"{chosen.held_out_rms:.1%} RMS, over {OFF_THE_LINE:.0%}): a line through the "
-                f"{have} k, which no held-out k checks"
-            )
-    why = f"the least held-out error ({chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k)"
-    better = [x for x in scored if error(x) < error(chosen)]
-    if better:
-        x = min(better, key=lambda x: x.held_out_rms)
-        why = (
-            f"held-out error {chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k; the "
-            f"{x.form} form's {x.held_out_rms:.1%} is not {1 - PARSIMONY:.0%} less: the simpler "
-            "is kept"
-        )
-    return chosen.form, why
-
-
-def _half_width(errors: list[float], k: int, measured: list[int]) -> float:
-    """The relative half-width of a predicted speedup's interval at ``k`` [fraction]:
-    :data:`INTERVAL_SCALE` times the largest held-out error (at least :data:`INTERVAL_FLOOR`),
-    grown by the distance beyond the measured k over their span (extrapolating in k is less
-    sure than interpolating); NaN without held-out errors."""
-    if not errors or not measured:
-        return math.nan
-    h = max(INTERVAL_FLOOR, INTERVAL_SCALE * max(abs(e) for e in errors))
-    low, high = min(measured), max(measured)
-    beyond = max(low - k, k - high, 0)
-    return h * (1 + beyond / max(high - low, 1))
 
 
 def fit_group(
@@ -743,14 +386,14 @@ def fit_group(
     model, hardware, concurrency, method = key
     notes = []
     measured_k = sorted({e["k"] for e in entries if math.isfinite(e["implied"])})
-    scored = [_score(entries, draft_cost, step, f) for f in CYCLE_FORMS]
+    scored = [score_form(entries, draft_cost, step, f) for f in CYCLE_FORMS]
     scores = [x for x, _ in scored]
     held_cycles = {x.form: cycles for x, cycles in scored}
     if form in ("leviathan", "anchored") and not step > 0:
         notes.append(f"the {form} form needs a baseline's step: the linear form is fitted")
         form = "linear"
-    chosen, reason = _choose_form(scores, form, step, len(measured_k))
-    coefficients, merged, rms, only = _fitted(entries, draft_cost, None, chosen, step)
+    chosen, reason = choose_form(scores, form, step, len(measured_k))
+    coefficients, merged, rms, only = fit_form(entries, draft_cost, None, chosen, step)
     if chosen == "curved" and only is not None:
         notes.append(f"the curved form needs 3 k with a cycle, has {len(measured_k)}")
     if chosen == "linear" and only is not None:
@@ -778,8 +421,8 @@ def fit_group(
             f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
             "accept_len: no implied cycle"
         )
-    notes += _falling_cycles(entries)
-    notes += _impossible_acceptance(entries)
+    notes += falling_cycles(entries)
+    notes += impossible_acceptance(entries)
     with_tau = [e for e in entries if e["accept_len"] >= 1]
     alpha = _fit_alpha([e["k"] for e in with_tau], [e["accept_len"] for e in with_tau])
     cycles = held_cycles.get(chosen, {})
@@ -793,14 +436,14 @@ def fit_group(
         held_out = math.nan
         if math.isfinite(e["implied"]):
             if i not in cycles:
-                others = _fitted(entries, draft_cost, i, chosen, step)
-                cycles[i] = _predicted(others[0], others[3], e["k"])
+                others = fit_form(entries, draft_cost, i, chosen, step)
+                cycles[i] = predicted_cycle(others[0], others[3], e["k"])
             held_out = _speedup(e["accept_len"], step, cycles[i])
         rows.append(_k_row(e, coefficients, only, step, held_out))
     known = {e["k"] for e in entries}
     for k in sorted(set(predict_k) - known):
         rows.append(_predicted_row(k, alpha, coefficients, only, step))
-    rows = [_with_interval(r, _half_width(errors, r.k, measured_k)) for r in rows]
+    rows = [_with_interval(r, half_width(errors, r.k, measured_k)) for r in rows]
     rows.sort(key=lambda r: r.k)
     held = [
         abs(r.held_out_speedup / r.measured_speedup - 1)
@@ -857,7 +500,7 @@ def _k_row(
     step: float,
     held_out: float,
 ) -> KRow:
-    cycle = _predicted(coefficients, only, e["k"])
+    cycle = predicted_cycle(coefficients, only, e["k"])
     measured = e["rate"] * step / 1000.0 if e["rate"] > 0 and step > 0 else math.nan
     return KRow(
         k=e["k"],
@@ -877,7 +520,7 @@ def _predicted_row(
 ) -> KRow:
 
     tau = float(_tau(np, alpha, k)) if math.isfinite(alpha) else math.nan
-    cycle = _predicted(coefficients, only, k)
+    cycle = predicted_cycle(coefficients, only, k)
     return KRow(
         k=k,
         accept_len=tau,
@@ -1052,8 +695,8 @@ def fit(
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )
     if moe is None:  # a MoE's verify already loads experts a decode of B does not
-        notes += _slow_batch_growth(per_k, step_of)
-    notes += _pooled_over_k(df)
+        notes += slow_batch_growth(per_k, step_of)
+    notes += pooled_over_k(df)
     unknown = int((k.isna() & df["accept_len"].notna()).sum())
     if unknown:
         notes.append(
@@ -1111,7 +754,7 @@ def fitted_costs(
         return {
             "verify_ms": c["verify_base_ms"]
             + c["verify_per_token_ms"] * k
-            + float(_cycle(c, k) - _cycle(linear, k)),
+            + float(cycle_at(c, k) - cycle_at(linear, k)),
             "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
             "overhead_ms": c["overhead_ms"],
         }
@@ -1157,7 +800,7 @@ def fitted_cycle(rows: Any, path: str) -> Any:
         if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
             match &= load.isna() | (load == concurrency)
         match &= cycle.isna()
-        cycle[match] = _cycle(g["coefficients"], k[match])
+        cycle[match] = cycle_at(g["coefficients"], k[match])
     return cycle
 
 

@@ -1,0 +1,325 @@
+"""The cycle against k, in the forms ``fit`` chooses among by held-out error.
+
+A speculative cycle drafts k tokens and verifies them; its time grows with k.  ``fit`` has
+each run's implied cycle and asks what form that growth takes:
+
+- ``leviathan``: ``step * (1 + c k)``, Leviathan et al.'s assumption, one slope through the
+  plain step (a verify of k + 1 tokens costs a step, drafting c steps per token);
+- ``anchored``: a line, fitted with the plain step as one more point at k = 0;
+- ``linear``: a line, its constant and slope free (non-negative least squares over the
+  cycle's terms, :func:`breakeven._lsq.solve_groups`, with profiled times where rows have
+  them);
+- ``curved``: ``a + b k + c k**2``, c of either sign (a power cap makes speculation's cycle
+  convex; some engines' is concave), held flat past a concave curve's top.
+
+Each form is fitted once per measured k without that k (leave-one-out), and the simplest
+form a form with more parameters does not beat by :data:`PARSIMONY` is used
+(:func:`choose_form`); the held-out errors also size each prediction's interval
+(:func:`half_width`).  Pure math, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from breakeven._lsq import proportional_groups, solve_groups
+
+CYCLE_FORMS = ("leviathan", "anchored", "linear", "curved")
+"""The forms of the cycle against k that ``fit`` chooses among, simplest first: Leviathan's
+``step * (1 + c k)`` (one slope; the constant is the plain step), the line anchored at the plain
+step (the step taken as a cycle at k = 0), the free line (the constant and slope fitted), and a
+curve ``a + b k + c k**2`` (a power cap makes a convex cycle, some engines a concave one)."""
+
+FORM_CHOICES = ("auto", *CYCLE_FORMS)
+"""``--cycle-form``: 'auto' (the form of least held-out error) or one of :data:`CYCLE_FORMS`."""
+
+MIN_K = {"leviathan": 1, "anchored": 1, "linear": 2, "curved": 3}
+"""The distinct k with a cycle each form needs [k]; one more gives it a held-out error."""
+
+PARAMETERS = {"leviathan": 1, "anchored": 2, "linear": 2, "curved": 3}
+"""The parameters each form fits [-] (Leviathan's constant is the plain step; the anchored
+line's constant and slope are fitted with the step as one more point)."""
+
+PARSIMONY = 0.9
+"""A form with more parameters is chosen over a simpler one only when its held-out error is
+below this fraction of the simpler one's [fraction]."""
+
+OFF_THE_LINE = 0.05
+"""With too few k to hold out the free line, the forms through the plain step are kept only
+while their held-out error is within this [fraction]; beyond it the step is not on the runs'
+line (an overhead the plain step does not have) and the free line is fitted."""
+
+INTERVAL_SCALE = 1.5
+"""A predicted speedup's interval is +- this times the chosen form's largest held-out error
+[-], widened beyond the measured k (see :func:`_half_width`)."""
+
+INTERVAL_FLOOR = 0.02
+"""The narrowest interval, +- this fraction of the prediction [fraction]: two k fitted
+exactly hold each other out exactly, yet published sweeps bend between them by up to 3%
+(a power cap), and runs of one k differ by 1-2% between launches."""
+
+
+@dataclass(frozen=True)
+class FormScore:
+    """How well one form of the cycle predicts the k it was not fitted on."""
+
+    form: str
+    """One of :data:`CYCLE_FORMS`."""
+    parameters: int
+    """Parameters fitted [-] (Leviathan's 1: the constant is the plain step)."""
+    held_out_rms: float
+    """Root mean square of the leave-one-out errors of the speedup, ``measured cycle /
+    predicted cycle - 1`` over each k fitted without its runs [fraction] (NaN: see ``why``)."""
+    held_out_max: float
+    """The largest of their absolute values [fraction]."""
+    held_out_k: int
+    """The k held out [k]."""
+    why: str = ""
+    """Why the form has no held-out error (too few k, no baseline step), if it has none."""
+
+
+def cycle_at(coefficients: dict[str, float], k: Any) -> Any:
+    """The cycle [ms] the coefficients give at ``k``; a concave curve (``curvature_ms`` < 0)
+    is held flat past its top, ``k = -slope / (2 curvature)``: a cycle never falls as k
+    grows."""
+    c = coefficients
+    slope = c.get("verify_per_token_ms", 0.0) + c.get("draft_per_token_ms", 0.0)
+    curvature = c.get("curvature_ms", 0.0)
+    if curvature < 0:
+        k = np.minimum(k, slope / (-2.0 * curvature))
+    return (
+        c.get("verify_base_ms", 0.0)
+        + c.get("overhead_ms", 0.0)
+        + c.get("draft_per_cycle_ms", 0.0)
+        + slope * k
+        + curvature * k * k
+    )
+
+
+@dataclass(frozen=True)
+class FittedCycle:
+    """A fit group's whole cycle as ``optimize``'s verify cost of ``tokens`` per forward (its
+    ``verify_curve``): the cycle at ``k = tokens / batch - 1`` [ms], drafting included.  What
+    ``optimize --fit-file`` prices a curved fit with (a curve is not a verify plus a draft
+    step per token)."""
+
+    coefficients: dict[str, float]
+    batch: int = 1
+    min_tokens: float = 1.0
+    max_tokens: float = math.inf
+
+    def __call__(self, tokens: Any) -> Any:
+        return cycle_at(self.coefficients, np.asarray(tokens, dtype=float) / self.batch - 1)
+
+
+def coefficient_names(draft_cost: str) -> list[str]:
+    draft = "draft_per_token_ms" if draft_cost == "per-token" else "draft_per_cycle_ms"
+    return ["verify_base_ms", "verify_per_token_ms", draft, "overhead_ms"]
+
+
+def equations(rows: Any, draft_cost: str) -> tuple[Any, Any]:
+    """The design matrix over (verify_base, verify_per_token, draft, overhead) and the
+    right-hand sides [ms]: per row ``(k, cycle, verify, draft, profiled)``, one equation for
+    each cost that is known."""
+
+    per_token = draft_cost == "per-token"
+    a, b = [], []
+    for k, cycle, verify, draft, _ in rows:
+        d = k if per_token else 1.0
+        for value, coefficients in (
+            (cycle, [1.0, k, d, 1.0]),
+            (verify, [1.0, k, 0.0, 0.0]),
+            (draft, [0.0, 0.0, d, 0.0]),
+        ):
+            if math.isfinite(value):
+                a.append(coefficients)
+                b.append(value)
+    return np.array(a, dtype=float).reshape(-1, 4), np.array(b, dtype=float)
+
+
+def fit_form(
+    entries: list[dict[str, Any]],
+    draft_cost: str,
+    skip: int | None = None,
+    form: str = "linear",
+    step: float = math.nan,
+) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
+    """Coefficients of the cycle in ``form`` (:data:`CYCLE_FORMS`) from the k entries (less
+    entry ``skip``'s run), the merged terms, the residual RMS, and the only k the fit can
+    speak for (None: any k; empty: none)."""
+    names = coefficient_names(draft_cost)
+    rows = []
+    for i, e in enumerate(entries):
+        implied = e["implied"] if i != skip else math.nan
+        rows.append((e["k"], implied, math.nan, math.nan, False))
+        if math.isfinite(e["cycle"]) or math.isfinite(e["verify"]) or math.isfinite(e["draft"]):
+            rows.append((e["k"], e["cycle"], e["verify"], e["draft"], True))
+    if form in ("leviathan", "curved"):
+        return _fit_through_cycles(rows, names, form, step)
+    ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
+    if form == "anchored" and ks:
+        rows.append((0, step, math.nan, math.nan, False))  # the plain step: a cycle at k = 0
+    a, b = equations(rows, draft_cost)
+
+    groups, merged = proportional_groups(a, names)
+    x, rms = solve_groups(a, b, groups)
+    # No run gave a cycle: nothing determined the coefficients (NaN, never the solver's 0).
+    coefficients = {name: float(x[j]) if ks else math.nan for j, name in enumerate(names)}
+    constant = {0, 3} | ({2} if draft_cost == "per-cycle" else set())
+    mixed = any(set(g) & constant and set(g) - constant for g in groups)
+    spoken = ks | ({0} if form == "anchored" and ks else set())
+    only = ks if len(spoken) <= 1 or mixed else None  # no slope to extrapolate with
+    return coefficients, merged, rms, only
+
+
+def _fit_through_cycles(
+    rows: list[tuple[Any, ...]], names: list[str], form: str, step: float
+) -> tuple[dict[str, float], tuple[str, ...], float, set[int] | None]:
+    """Leviathan's form, ``cycle = step * (1 + c k)`` (the constant is the plain step, one
+    slope fitted), or the curved form, ``a + b k + c k**2`` (a, b >= 0, c of either sign),
+    least squares over the cycles of ``rows`` (implied and measured; profiled verify and
+    draft times are not used).  The constant is held in the first name, the slope in the
+    second, and the terms they stand for are said merged."""
+    k = np.array([r[0] for r in rows if math.isfinite(r[1])], dtype=float)
+    y = np.array([r[1] for r in rows if math.isfinite(r[1])], dtype=float)
+    ks = {int(v) for v in k}
+    coefficients = dict.fromkeys(names, 0.0)
+    per_token = names[2] == "draft_per_token_ms"
+    merged = (
+        " + ".join([names[0], *([] if per_token else [names[2]]), names[3]]),
+        " + ".join([names[1], *([names[2]] if per_token else [])]),
+    )
+    if form == "leviathan":
+        if not ks or not step > 0:
+            return dict.fromkeys(names, math.nan), merged, math.nan, set()
+        slope = max(0.0, float(k @ (y - step)) / float(k @ k)) if k.any() else 0.0
+        coefficients[names[0]], coefficients[names[1]] = step, slope
+        residual = y - step - slope * k
+        return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
+    if len(ks) < 3:
+        nan = dict.fromkeys([*names, "curvature_ms"], math.nan)
+        return nan, merged, math.nan, set()
+    design = np.column_stack([np.ones_like(k), k, k * k])
+    solution = lsq_linear(design, y, bounds=([0.0, 0.0, -np.inf], np.inf)).x
+    coefficients[names[0]], coefficients[names[1]] = float(solution[0]), float(solution[1])
+    coefficients["curvature_ms"] = float(solution[2])
+    residual = y - design @ solution
+    return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
+
+
+def predicted_cycle(coefficients: dict[str, float], only: set[int] | None, k: int) -> float:
+    if only is not None and k not in only:
+        return math.nan  # runs at one k only: the fit cannot extrapolate in k
+    return float(cycle_at(coefficients, k))
+
+
+def score_form(
+    entries: list[dict[str, Any]], draft_cost: str, step: float, form: str
+) -> tuple[FormScore, dict[int, float]]:
+    """One form's leave-one-out errors: each k with an implied cycle fitted without its runs
+    and predicted, ``implied / predicted - 1`` (the speedup's relative error) [fraction]."""
+    parameters = PARAMETERS[form]
+    measured = [i for i, e in enumerate(entries) if math.isfinite(e["implied"])]
+    have = len({entries[i]["k"] for i in measured})
+
+    def unscored(why: str) -> tuple[FormScore, dict[int, float]]:
+        return FormScore(form, parameters, math.nan, math.nan, 0, why), {}
+
+    if form in ("leviathan", "anchored") and not step > 0:
+        return unscored("needs a baseline's step")
+    if have < MIN_K[form] + 1:
+        return unscored(f"needs {MIN_K[form] + 1} k with a cycle for a held-out error, has {have}")
+    cycles = {}  # each held-out entry's predicted cycle [ms]
+    for i in measured:
+        coefficients, _, _, only = fit_form(entries, draft_cost, i, form, step)
+        cycles[i] = predicted_cycle(coefficients, only, entries[i]["k"])
+        if not cycles[i] > 0:
+            return unscored("a k held out leaves too few to fit")
+    e = np.abs([entries[i]["implied"] / c - 1 for i, c in cycles.items()])
+    rms, largest = float(np.sqrt(np.mean(e**2))), float(e.max())
+    return FormScore(form, parameters, rms, largest, len(e)), cycles
+
+
+def choose_form(scores: list[FormScore], requested: str, step: float, have: int) -> tuple[str, str]:
+    """The form to fit and why: the one asked for, else the simplest whose held-out error a
+    form with more parameters does not beat by :data:`PARSIMONY`; without held-out errors,
+    Leviathan's form where there is a step (one slope: what one k can determine)."""
+    if requested != "auto":
+        return requested, "asked for (--cycle-form)"
+    scored = [x for x in scores if math.isfinite(x.held_out_rms)]
+    if not scored:
+        if step > 0 and have:
+            return "leviathan", (
+                "too few k for a held-out error: Leviathan's form, one slope through the plain "
+                "step, is what the runs can determine; nothing checked it"
+            )
+        return "linear", "too few k for a held-out error, and no baseline step to anchor at"
+
+    def error(x: FormScore) -> float:
+        return max(x.held_out_rms, 1e-9)  # below a part in 10^9 the runs are exact: a tie
+
+    chosen = scored[0]
+    for x in scored[1:]:
+        # At two k the anchored line and Leviathan's hold out alike (each k is fitted on the
+        # other and the step: one line); the anchored one is kept, fitted on both k.
+        tie = x.form == "anchored" and have == 2 and error(x) <= error(chosen) * (1 + 1e-9)
+        if tie or error(x) < error(chosen) * PARSIMONY:
+            chosen = x
+    unchecked = [x for x in scores if x.form == "linear" and not math.isfinite(x.held_out_rms)]
+    if chosen.form in ("leviathan", "anchored") and unchecked and have >= 2:
+        if chosen.held_out_rms > OFF_THE_LINE:
+            return "linear", (
+                f"the plain step is off the runs' line (the forms through it hold out at "
+                f"{chosen.held_out_rms:.1%} RMS, over {OFF_THE_LINE:.0%}): a line through the "
+                f"{have} k, which no held-out k checks"
+            )
+    why = f"the least held-out error ({chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k)"
+    better = [x for x in scored if error(x) < error(chosen)]
+    if better:
+        x = min(better, key=lambda x: x.held_out_rms)
+        why = (
+            f"held-out error {chosen.held_out_rms:.1%} RMS over {chosen.held_out_k} k; the "
+            f"{x.form} form's {x.held_out_rms:.1%} is not {1 - PARSIMONY:.0%} less: the simpler "
+            "is kept"
+        )
+    return chosen.form, why
+
+
+def half_width(errors: list[float], k: int, measured: list[int]) -> float:
+    """The relative half-width of a predicted speedup's interval at ``k`` [fraction]:
+    :data:`INTERVAL_SCALE` times the largest held-out error (at least :data:`INTERVAL_FLOOR`),
+    grown by the distance beyond the measured k over their span (extrapolating in k is less
+    sure than interpolating); NaN without held-out errors."""
+    if not errors or not measured:
+        return math.nan
+    h = max(INTERVAL_FLOOR, INTERVAL_SCALE * max(abs(e) for e in errors))
+    low, high = min(measured), max(measured)
+    beyond = max(low - k, k - high, 0)
+    return h * (1 + beyond / max(high - low, 1))
+
+
+__all__ = (
+    "CYCLE_FORMS",
+    "FORM_CHOICES",
+    "INTERVAL_FLOOR",
+    "INTERVAL_SCALE",
+    "MIN_K",
+    "OFF_THE_LINE",
+    "PARAMETERS",
+    "PARSIMONY",
+    "FittedCycle",
+    "FormScore",
+    "choose_form",
+    "coefficient_names",
+    "cycle_at",
+    "equations",
+    "fit_form",
+    "half_width",
+    "predicted_cycle",
+    "score_form",
+)
