@@ -15,7 +15,7 @@ each run's implied cycle and asks what form that growth takes:
 Each form is fitted once per measured k without that k (leave-one-out), and the simplest
 form a form with more parameters does not beat by :data:`PARSIMONY` is used
 (:func:`choose_form`); the held-out errors also size each prediction's interval
-(:func:`half_width`).  Pure math, no I/O.
+(:func:`interval_width`, :func:`half_width`).  Pure math, no I/O.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def _fit_through_cycles(
         slope = max(0.0, float(k @ (y - step)) / float(k @ k)) if k.any() else 0.0
         coefficients[names[0]], coefficients[names[1]] = step, slope
         residual = y - step - slope * k
-        return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
+        return coefficients, merged, _rms(residual), None
     if len(ks) < 3:
         nan = dict.fromkeys([*names, "curvature_ms"], math.nan)
         return nan, merged, math.nan, set()
@@ -209,7 +209,13 @@ def _fit_through_cycles(
     coefficients[names[0]], coefficients[names[1]] = float(solution[0]), float(solution[1])
     coefficients["curvature_ms"] = float(solution[2])
     residual = y - design @ solution
-    return coefficients, merged, float(np.sqrt(np.mean(residual**2))), None
+    return coefficients, merged, _rms(residual), None
+
+
+def _rms(residual: Any) -> float:
+    """Root mean square [ms]; an absurd run's overflow is inf, not a warning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.sqrt(np.mean(np.square(residual))))
 
 
 def predicted_cycle(coefficients: dict[str, float], only: set[int] | None, k: int) -> float:
@@ -241,7 +247,7 @@ def score_form(
         if not cycles[i] > 0:
             return unscored("a k held out leaves too few to fit")
     e = np.abs([entries[i]["implied"] / c - 1 for i, c in cycles.items()])
-    rms, largest = float(np.sqrt(np.mean(e**2))), float(e.max())
+    rms, largest = _rms(e), float(e.max())
     return FormScore(form, parameters, rms, largest, len(e)), cycles
 
 
@@ -290,17 +296,24 @@ def choose_form(scores: list[FormScore], requested: str, step: float, have: int)
     return chosen.form, why
 
 
-def half_width(errors: list[float], k: int, measured: list[int]) -> float:
-    """The relative half-width of a predicted speedup's interval at ``k`` [fraction]:
-    :data:`INTERVAL_SCALE` times the largest held-out error (at least :data:`INTERVAL_FLOOR`),
-    grown by the distance beyond the measured k over their span (extrapolating in k is less
-    sure than interpolating); NaN without held-out errors."""
-    if not errors or not measured:
+def interval_width(errors: list[float]) -> float:
+    """The relative half-width of a predicted speedup's interval within the measured k
+    [fraction]: :data:`INTERVAL_SCALE` times the largest held-out error, at least
+    :data:`INTERVAL_FLOOR`; NaN without held-out errors."""
+    if not errors:
         return math.nan
-    h = max(INTERVAL_FLOOR, INTERVAL_SCALE * max(abs(e) for e in errors))
+    return max(INTERVAL_FLOOR, INTERVAL_SCALE * max(abs(e) for e in errors))
+
+
+def half_width(width: float, k: int, measured: tuple[int, ...] | list[int]) -> float:
+    """The relative half-width at ``k`` [fraction]: ``width`` (:func:`interval_width`) grown by
+    the distance beyond the ``measured`` k over their span (extrapolating in k is less sure
+    than interpolating); NaN where ``width`` is, or nothing was measured."""
+    if not measured or not math.isfinite(width):
+        return math.nan
     low, high = min(measured), max(measured)
     beyond = max(low - k, k - high, 0)
-    return h * (1 + beyond / max(high - low, 1))
+    return width * (1 + beyond / max(high - low, 1))
 
 
 __all__ = (
@@ -320,6 +333,7 @@ __all__ = (
     "equations",
     "fit_form",
     "half_width",
+    "interval_width",
     "predicted_cycle",
     "score_form",
 )

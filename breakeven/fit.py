@@ -49,6 +49,7 @@ from breakeven.cycle import (
     cycle_at,
     fit_form,
     half_width,
+    interval_width,
     predicted_cycle,
     score_form,
 )
@@ -146,7 +147,7 @@ class KRow:
     """The same from the fit without this k's runs [x] (NaN where it has no rate, or too few
     other k remain)."""
     predicted_low: float = math.nan
-    """The low end of the predicted speedup's interval [x] (:func:`_half_width`; NaN: the
+    """The low end of the predicted speedup's interval [x] (:func:`fit_interval`; NaN: the
     fit has no held-out error to size it)."""
     predicted_high: float = math.nan
     """Its high end [x]."""
@@ -190,6 +191,11 @@ class GroupFit:
     close_k: tuple[int, ...] = ()
     """The other k whose predicted interval overlaps the best k's: the runs cannot tell
     them from it."""
+    interval_width: float = math.nan
+    """A prediction's relative half-width within the measured k [fraction]
+    (:func:`breakeven.cycle.interval_width`; NaN: no held-out error to size it)."""
+    measured_k: tuple[int, ...] = ()
+    """The k with a measured cycle [tokens]: beyond them the interval widens."""
 
     def cycle_ms(self, k: Any) -> Any:
         """The fitted cycle at ``k`` draft tokens [ms]."""
@@ -430,7 +436,7 @@ def fit_group(
     if not sizing:  # a form no k checked: sized by the best form a held-out k did check
         checked = [x for x in scores if math.isfinite(x.held_out_rms)]
         sizing = held_cycles[min(checked, key=lambda x: x.held_out_rms).form] if checked else {}
-    errors = [entries[i]["implied"] / c - 1 for i, c in sizing.items()]
+    width = interval_width([entries[i]["implied"] / c - 1 for i, c in sizing.items()])
     rows = []
     for i, e in enumerate(entries):
         held_out = math.nan
@@ -443,7 +449,7 @@ def fit_group(
     known = {e["k"] for e in entries}
     for k in sorted(set(predict_k) - known):
         rows.append(_predicted_row(k, alpha, coefficients, only, step))
-    rows = [_with_interval(r, half_width(errors, r.k, measured_k)) for r in rows]
+    rows = [_with_interval(r, half_width(width, r.k, measured_k)) for r in rows]
     rows.sort(key=lambda r: r.k)
     held = [
         abs(r.held_out_speedup / r.measured_speedup - 1)
@@ -482,6 +488,8 @@ def fit_group(
         form_reason=reason,
         forms=tuple(scores),
         close_k=close,
+        interval_width=width,
+        measured_k=tuple(measured_k),
     )
 
 
@@ -768,6 +776,17 @@ def fitted_costs(
     }
 
 
+def fit_interval(group: dict[str, Any], k: int) -> float:
+    """The relative half-width of a prediction at ``k`` from a fit file's group [fraction]
+    (:func:`breakeven.cycle.half_width` of its ``interval_width`` and ``measured_k``); NaN
+    where the group has none (no held-out error, or a fit file older than intervals)."""
+    width = group.get("interval_width")
+    measured = group.get("measured_k") or ()
+    if not isinstance(width, (int, float)) or not all(isinstance(x, int) for x in measured):
+        return math.nan
+    return half_width(float(width), k, tuple(measured))
+
+
 def _identity(like: Any) -> dict[str, Any]:
     """The model, hardware and method of ``like`` (a surface or a tree acceptance): what picks
     its entries of a fit file."""
@@ -839,6 +858,7 @@ __all__: Sequence[str] = (
     "fit",
     "fit_file",
     "fit_group",
+    "fit_interval",
     "fitted_costs",
     "fitted_cycle",
     "load_fit",

@@ -18,6 +18,7 @@ Fit files are read through :mod:`breakeven.fit` (``load_fit``, ``load_surface``,
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -129,7 +130,16 @@ def predict_from_files(
     **inputs
         The keyword arguments of :func:`breakeven.predict.predict`.
     """
-    return predict(**with_fit_file(inputs, fit_file, fit_group, form="predict"))
+    result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict"))
+    if fit_file is None or result.speedup is None or result.k is None:
+        return result
+    from breakeven.fit import fit_interval, load_fit  # lazy: start-up
+
+    h = fit_interval(load_fit(fit_file, fit_group), result.k)
+    if not (0 <= h < 1 and 0 < result.speedup < math.inf):
+        return result
+    s = result.speedup
+    return dataclasses.replace(result, speedup_low=s * (1 - h), speedup_high=s * (1 + h))
 
 
 def optimize_from_files(
@@ -194,7 +204,13 @@ def optimize_from_files(
     curve = inputs.pop("verify_curve")
     if curve is None or isinstance(curve, str):  # a fit file's curved cycle comes priced
         curve = read_curve(curve, fit, name="verify_curve")
-    return optimize(verify_curve=curve, **inputs)
+    result = optimize(verify_curve=curve, **inputs)
+    if fit_file is None:
+        return result
+    from breakeven.fit import fit_interval, load_fit  # lazy: start-up
+
+    group = load_fit(fit_file, fit_group)
+    return result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
 
 
 def _optimize_tree(

@@ -137,14 +137,46 @@ class OptimizeResult:
     """True in Leviathan's form: times are in target steps, not ms."""
     note: str = ""
     """Why fewer k were considered than asked, if they were."""
+    half_widths: tuple[tuple[int, float], ...] = ()
+    """Each k's relative interval half-width [fraction] where a fit file gives the costs
+    (:func:`breakeven.fit.fit_interval`); none otherwise."""
+
+    def with_intervals(self, widths: Mapping[int, float]) -> OptimizeResult:
+        """This result with each k's speedup interval, +- ``widths[k]`` of it [fraction]."""
+        kept = tuple((k, float(h)) for k, h in widths.items() if 0 <= h < 1)
+        return replace(self, half_widths=kept)
+
+    @property
+    def close_k(self) -> tuple[int, ...]:
+        """The other k whose interval reaches the best k's: the costs' uncertainty cannot
+        tell them from it (none without intervals)."""
+        h = dict(self.half_widths)
+        best = next((o for o in self.by_k if o.k == self.best_k), None)
+        if best is None or best.k not in h:
+            return ()
+        low = best.speedup * (1 - h[best.k])
+        return tuple(
+            o.k for o in self.by_k if o.k != best.k and o.k in h and o.speedup * (1 + h[o.k]) >= low
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, ...}``)."""
+        """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, regret,
+        ...}``, with ``speedup_low`` and ``speedup_high`` where a fit file sized them), and
+        ``close_k``."""
         keep = ("k", "accept_len", "speedup") if self.normalised else None
-        rows = [
-            {n: v for n, v in asdict(o).items() if keep is None or n in keep} for o in self.by_k
-        ]
+        top = max((o.speedup for o in self.by_k), default=math.nan)
+        h = dict(self.half_widths)
+        rows = []
+        for o in self.by_k:
+            row = {n: v for n, v in asdict(o).items() if keep is None or n in keep}
+            row["regret"] = 1 - o.speedup / top if top > 0 else math.nan
+            if o.k in h:
+                row["speedup_low"] = o.speedup * (1 - h[o.k])
+                row["speedup_high"] = o.speedup * (1 + h[o.k])
+            rows.append(row)
         out: dict[str, Any] = {"best_k": self.best_k, "speedup": self.speedup, "by_k": rows}
+        if self.half_widths:
+            out["close_k"] = list(self.close_k)
         if not self.normalised:
             out["step_ms"] = self.step_ms
         out["batch"] = self.batch
@@ -608,14 +640,21 @@ class BatchResult:
     measured_steps: tuple[int, ...] = ()
     """The batches whose step is the measured baseline's (a fit file's), not the cost
     model's t(batch) [sequences]."""
+    intervals: tuple[tuple[float, float], ...] = ()
+    """Each point's speedup interval, low and high [x], where a fit file's surface sizes them
+    (:meth:`breakeven.surface.BatchSurface.speedup_range`); none otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
         ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance`` and
         ``measured_steps``."""
         several = self.best_k_by_batch is not None
+        points = [asdict(p) for p in self.speedup_by_batch]
+        for p, (low, high) in zip(points, self.intervals, strict=False):
+            if math.isfinite(low) and high >= low:
+                p["speedup_low"], p["speedup_high"] = low, high
         out: dict[str, Any] = {
-            "speedup_by_batch": [asdict(p) for p in self.speedup_by_batch],
+            "speedup_by_batch": points,
             "breakeven_batch": self.breakeven_batch,
             "max_batch": self.max_batch,
             "acceptance": self.acceptance,
@@ -889,8 +928,18 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     if paying:
         breakeven = BEYOND_THE_CURVE if paying[-1] == grid.max_batch else paying[-1]
     schedule = _schedule(points) if grid.several else None
+    ranged = getattr(curve, "speedup_range", None)
     return BatchResult(
-        tuple(points), breakeven, grid.max_batch, schedule, measured_steps=grid.measured_steps
+        tuple(points),
+        breakeven,
+        grid.max_batch,
+        schedule,
+        measured_steps=grid.measured_steps,
+        intervals=tuple(
+            ranged(p.batch, p.speedup, p.cycle_ms, p.k, inputs.get("topk", 1)) for p in points
+        )
+        if ranged
+        else (),
     )
 
 

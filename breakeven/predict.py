@@ -30,6 +30,8 @@ class Prediction:
     alpha: float | None = None
     k: int | None = None
     speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
     spec_tok_s: float | None = None
     target_speedup: float = 1.0
     breakeven_accept_len: float | None = None

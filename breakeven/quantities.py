@@ -99,6 +99,28 @@ _TABLE = (
         "speculative over plain per-sequence decode rate; accept_len * step_ms / cycle_ms",
     ),
     Quantity(
+        "speedup_low",
+        "speedup, low end",
+        "x",
+        3,
+        "the low end of the speedup's interval where a fit file gives the costs: speedup x (1 - "
+        "1.5 x the fit's largest held-out error, at least 2%, wider beyond the measured k)",
+    ),
+    Quantity(
+        "speedup_high",
+        "speedup, high end",
+        "x",
+        3,
+        "the high end of that interval: speedup x (1 + the same half-width)",
+    ),
+    Quantity(
+        "regret",
+        "regret",
+        "fraction",
+        4,
+        "the speedup a k gives up against the best k: 1 - speedup / best speedup",
+    ),
+    Quantity(
         "spec_tok_s",
         "speculative decode rate",
         "tok/s",

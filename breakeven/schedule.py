@@ -60,6 +60,12 @@ class ScheduleRange:
     given_up: float = 0.0
     """Throughput this range gives up by running one k against the best k of each range it
     was merged from (0 where it was not merged) [fraction]."""
+    runner_up: int | None = None
+    """The k (0: plain decoding) of the most throughput over the range after the range's own
+    (None: no other k can be priced there)."""
+    runner_up_regret: float = math.nan
+    """What the runner-up gives up against the range's k, ``1 - its throughput / the
+    range's`` [fraction]: how much the choice of k matters here."""
 
 
 @dataclass(frozen=True)
@@ -384,6 +390,8 @@ def schedule_from_grid(
         theirs = (loaded if weighted else uniform)(lo, hi, fixed)
         theirs = theirs if theirs > 0 else math.nan  # -inf: the fixed k cannot be priced here
         parts = sum(used(a, b, j) for a, b, j in unmerged if lo <= a and b <= hi)
+        others = [(float(v), j) for j, v in zip(used.ks, used.all_k(lo, hi), strict=True) if j != k]
+        runner = max((x for x in others if x[0] > 0), default=None)
         ranges.append(
             ScheduleRange(
                 grid.batches[lo],
@@ -394,6 +402,8 @@ def schedule_from_grid(
                 mine / theirs - 1 if theirs > 0 else math.nan,
                 _share(grid, load, lo, hi),
                 max(1 - mine / parts, 0.0) if parts > 0 else 0.0,
+                runner[1] if runner else None,
+                1 - runner[0] / mine if runner and mine > 0 else math.nan,
             )
         )
     total = {

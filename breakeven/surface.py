@@ -39,6 +39,7 @@ import numpy as np
 
 from breakeven._lsq import independent_groups, proportional_groups, solve_groups
 from breakeven.costs import expected_distinct_experts
+from breakeven.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
 from breakeven.errors import BreakevenError
 from breakeven.quantities import SURFACE_TERM_UNITS
 
@@ -106,6 +107,46 @@ class BatchSurface:
     baseline_steps: tuple[tuple[int, float], ...] = ()
     """The measured plain step at each baseline's batch size, ``(batch [sequences], step
     [ms])``: what a speedup at that batch divides by, rather than the fitted t(B, 1)."""
+    spec_batches: tuple[int, ...] = ()
+    """The batch sizes of the speculative runs [sequences]: the speculation terms are known
+    there, and less so the further a batch is from them."""
+
+    def half_width(self, batch: float) -> float:
+        """The relative half-width of a predicted speedup's interval at ``batch`` [fraction]:
+        :data:`~breakeven.cycle.INTERVAL_SCALE` times the largest held-out error, at least
+        :data:`~breakeven.cycle.INTERVAL_FLOOR` (which is all a fit no run was held out of
+        has), grown by the doublings of batch beyond the speculative runs' batches over their
+        span (at least one doubling); NaN without speculative runs."""
+        if not (self.spec_batches and batch > 0):
+            return math.nan
+        error = self.held_out_max_rel_error
+        width = max(INTERVAL_FLOOR, INTERVAL_SCALE * error if math.isfinite(error) else 0.0)
+        low, high = min(self.spec_batches), max(self.spec_batches)
+        beyond = max(math.log2(low / batch), math.log2(batch / high), 0.0)
+        return width * (1 + beyond / max(math.log2(high / low), 1.0))
+
+    def speedup_range(
+        self, batch: float, speedup: float, cycle_ms: float, steps: float, topk: float = 1
+    ) -> tuple[float, float]:
+        """The interval of a speedup [x] this surface predicts at ``batch`` with a cycle of
+        ``cycle_ms`` [ms] of ``steps`` draft steps of ``topk`` branches: +- :meth:`half_width`;
+        and where the speculative runs were at one batch size B0 only, over every reading of
+        speculation's own cost S there (drafting and ``spec_seq_ms``, which such runs cannot
+        split): per cycle (S at any batch) and per sequence (S x B / B0), as well as the fit's
+        own.  NaN, NaN where there is none."""
+        h = self.half_width(batch)
+        if not (math.isfinite(h) and 0 < speedup < math.inf and cycle_ms > 0):
+            return math.nan, math.nan
+        low = high = speedup
+        if len(self.spec_batches) == 1:
+            b0 = self.spec_batches[0]
+            forward = cycle_ms - float(self.draft_ms(batch, steps, topk))
+            own = float(self.draft_ms(b0, steps, topk))
+            for cost in (own, own * batch / b0):
+                cycle = forward + cost
+                other = speedup * cycle_ms / cycle if cycle > 0 else math.inf
+                low, high = min(low, other), max(high, other)
+        return low * max(1 - h, 0.0), high * (1 + h)
 
     def step_ms(self, batch: int) -> tuple[float, bool]:
         """The plain step at ``batch`` [ms], and whether it is the measured baseline's (else
@@ -119,9 +160,10 @@ class BatchSurface:
     def from_dict(cls, data: dict[str, Any]) -> BatchSurface:
         """A surface as a fit file holds it (:func:`breakeven.iotools.fitfile.read_surface`):
         ``model``, ``hardware``, ``spec_method``, ``coefficients`` [ms], ``moe`` (None or
-        ``experts``, ``top_k``, ``shared``), ``batches`` [sequences] and ``baseline_steps``
-        (pairs of batch [sequences] and measured step [ms]; none in an older fit file); the
-        fit's points and errors are not kept (NaN, empty)."""
+        ``experts``, ``top_k``, ``shared``), ``batches`` [sequences], ``baseline_steps``
+        (pairs of batch [sequences] and measured step [ms]), ``spec_batches`` [sequences] and
+        ``held_out_max_rel_error`` [fraction] (none of the last three in an older fit file); the
+        fit's points and residuals are not kept (NaN, empty)."""
         moe = data.get("moe")
         return cls(
             str(data.get("model", "")),
@@ -132,10 +174,11 @@ class BatchSurface:
             MoE(int(moe["experts"]), int(moe["top_k"]), int(moe.get("shared", 0))) if moe else None,
             math.nan,
             (),
-            math.nan,
+            _number(data.get("held_out_max_rel_error")),
             tuple(data.get("batches", ())),
             (),
             tuple((int(b), float(t)) for b, t in data.get("baseline_steps") or ()),
+            tuple(int(b) for b in data.get("spec_batches") or ()),
         )
 
     def forward_ms(self, batch: Any, q: Any) -> Any:
@@ -179,6 +222,12 @@ class SurfaceCost:
     def forward_ms(self, batch: Any, q: Any) -> Any:
         return self.surface.forward_ms(batch, q)
 
+    def speedup_range(
+        self, batch: float, speedup: float, cycle_ms: float, steps: float, topk: float = 1
+    ) -> tuple[float, float]:
+        """A predicted speedup's interval [x] (:meth:`BatchSurface.speedup_range`)."""
+        return self.surface.speedup_range(batch, speedup, cycle_ms, steps, topk)
+
     def measured_step(self, batch: int) -> float | None:
         """The measured baseline's step at ``batch`` [ms], where the fit had one (else
         None: the surface's t(B, 1) is the step)."""
@@ -198,6 +247,11 @@ class _SurfaceDraft:
 
     def __call__(self, k: Any, batch: Any = 1, topk: Any = 1) -> Any:
         return self.surface.draft_ms(batch, k, topk)
+
+
+def _number(value: Any) -> float:
+    """A fit file's number, NaN where it holds none (null, or an older file)."""
+    return float(value) if isinstance(value, (int, float)) else math.nan
 
 
 def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> list[float]:
@@ -272,15 +326,31 @@ def fit_surface(
                 r["accept_len"],
                 r["accept_len"] * step / r["cycle"],
                 r["accept_len"] * step / float(surface.cycle_ms(*args)),
-                r["accept_len"] * step / float(held_surface.cycle_ms(*args)),
+                # The only speculative run held out leaves nothing of speculation to fit.
+                r["accept_len"] * step / float(held_surface.cycle_ms(*args))
+                if len(runs) > 1
+                else math.nan,
             )
         )
-    errors = [abs(p.held_out_speedup / p.measured_speedup - 1) for p in points]
+    errors = [
+        abs(p.held_out_speedup / p.measured_speedup - 1)
+        for p in points
+        if math.isfinite(p.held_out_speedup)
+    ]
     notes = []
     if len({b["batch"] for b in base}) < 2:
         notes.append("baselines at one batch size: the KV and weight terms are not separated")
     if not runs:
         notes.append("no speculative run: the draft's cost and the verify's tokens are unknown")
+    spec_batches = tuple(sorted({int(r["batch"]) for r in runs}))
+    if len(spec_batches) == 1:
+        notes.append(
+            f"speculative runs at batch {spec_batches[0]} only: what speculation costs beyond "
+            "its forwards (drafting, spec_seq_ms) may be per cycle or per sequence, which these "
+            "runs fit alike; at other batches the two differ, so the predictions' intervals "
+            "cover both and grow with the distance from that batch; run speculation at a "
+            "second batch size to tell them apart"
+        )
     return BatchSurface(
         key[0],
         key[1],
@@ -294,6 +364,7 @@ def fit_surface(
         surface.batches,
         tuple(notes),
         tuple(sorted(steps_at.items())),
+        spec_batches,
     )
 
 

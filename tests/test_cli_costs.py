@@ -36,7 +36,8 @@ def test_optimize_leviathan_json():
     d = json.loads(invoke("optimize", "--alpha", 0.8, "--cost-ratio", 0.05, "--json").output)
     assert d["best_k"] == 8 and d["speedup"] == pytest.approx(3.092, abs=5e-4)
     assert [row["k"] for row in d["by_k"]] == list(range(1, 17))
-    assert set(d["by_k"][0]) == {"k", "accept_len", "speedup"}
+    assert set(d["by_k"][0]) == {"k", "accept_len", "speedup", "regret"}
+    assert d["by_k"][7]["regret"] == 0 and d["by_k"][0]["regret"] > 0
     assert "step_ms" not in d  # normalised: no absolute times
 
 

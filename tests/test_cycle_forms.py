@@ -283,3 +283,66 @@ def test_a_cycle_growing_slower_with_batch_than_the_step_is_flagged_for_a_dense_
     r = CliRunner().invoke(cli, ["fit", str(runs), "--experts", "64", "--top-k", "8", "--json"])
     assert r.exit_code == 0, r.output
     assert not [n for n in json.loads(r.stdout)["notes"] if n.startswith("implausible")]
+
+
+def test_optimize_and_predict_carry_the_fits_interval_and_regret(tmp_path):
+    # Issue 27, items 2 and 7: with a fit file, optimize gives each k's regret and interval,
+    # and names the k the fit cannot tell from the best; predict gives the speedup's interval.
+    out = tmp_path / "fit.json"
+    assert CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--out", str(out)]).exit_code == 0
+    groups = json.loads(out.read_text())["groups"]
+    e1 = 1 + [g["spec_method"] for g in groups].index("eagle")
+    r = CliRunner().invoke(cli, ["optimize", "--fit-file", str(out), "--fit-group", str(e1)])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    # (optimize takes accept_len from the fit's alpha: k = 3 is 1.582x here, 1.634x in fit.)
+    assert "Its neighbours give up k = 2 3.1%, k = 4 1.1% (regret)." in said
+    assert "error: 1.550-1.613x; the fit cannot tell k = 2, 4 from it." in said
+    r = CliRunner().invoke(
+        cli, ["optimize", "--fit-file", str(out), "--fit-group", str(e1), "--json"]
+    )
+    data = json.loads(r.stdout)
+    best = {o["k"]: o for o in data["by_k"]}[data["best_k"]]
+    assert best["regret"] == 0 and best["speedup_low"] < best["speedup"] < best["speedup_high"]
+    for o in data["by_k"]:
+        assert o["regret"] == pytest.approx(1 - o["speedup"] / best["speedup"])
+        reaches = o["k"] != data["best_k"] and o["speedup_high"] >= best["speedup_low"]
+        assert (o["k"] in data["close_k"]) == reaches
+    # Beyond the measured k (2-7) the interval widens with the distance.
+    widths = {o["k"]: o["speedup_high"] / o["speedup"] - 1 for o in data["by_k"]}
+    assert widths[3] == pytest.approx(widths[7]) and widths[12] > 1.9 * widths[7]
+    # Without a fit file: regret, no interval.
+    plain = CliRunner().invoke(
+        cli, ["optimize", "--alpha", "0.7", "--verify-ms", "12", "--step-ms", "10", "--json"]
+    )
+    rows = json.loads(plain.stdout)["by_k"]
+    assert all("regret" in o and "speedup_low" not in o for o in rows)
+    r = CliRunner().invoke(
+        cli,
+        [
+            *("predict", "--fit-file", str(out), "--fit-group", str(e1), "-k", "3"),
+            *("--accept-len", "2.29", "--json"),
+        ],
+    )
+    p = json.loads(r.stdout)
+    assert p["speedup_low"] < p["speedup"] < p["speedup_high"]
+    assert p["speedup_high"] / p["speedup"] - 1 == pytest.approx(widths[3])
+
+
+def test_each_schedule_range_names_its_runner_up_and_what_it_gives_up():
+    from breakeven.costs import TableCost
+    from breakeven.schedule import plan
+
+    curve = TableCost((1, 8, 64, 512), (10.0, 10.5, 14.0, 60.0))
+    _, schedule = plan(curve, alpha=0.7, draft_step_ms=0.4, k_max=6, max_batch=96)
+    grid = schedule.grid
+    for r in schedule.ranges:
+        assert r.runner_up is not None and r.runner_up != r.k
+        assert 0 < r.runner_up_regret < 1
+        # At a range of one batch, the runner-up is that batch's second best k, plain included.
+        if r.first == r.last:
+            i = grid.batches.index(r.first)
+            speed = {0: 1.0, **dict(zip(grid.ks, grid.speedup[i], strict=True))}
+            second = max((v, k) for k, v in speed.items() if k != r.k)
+            assert r.runner_up == second[1]
+            assert r.runner_up_regret == pytest.approx(1 - second[0] / speed[r.k])

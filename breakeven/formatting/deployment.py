@@ -32,6 +32,8 @@ _SCHEDULE_COLUMNS = [
     "gain [%]",
     "given up [%]",
     "time share [%]",
+    "next best k",
+    "it gives up [%]",
 ]
 
 
@@ -46,6 +48,8 @@ def schedule_table(r: Row) -> tuple[list[str], list[list[str]]]:
             "-" if x["gain"] is None else f"{100 * x['gain']:+.1f}",
             f"{100 * x.get('given_up', 0.0):.2f}",
             f"{100 * x['share']:.1f}",
+            "-" if x.get("runner_up") is None else str(x["runner_up"]),
+            "-" if x.get("runner_up_regret") is None else f"{100 * x['runner_up_regret']:.2f}",
         ]
         for x in r["ranges"]
     ]
@@ -102,7 +106,7 @@ def schedule_text(r: Row) -> str:
         f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
         f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}.",
     ]
-    lines += grid(*schedule_table(r), right=True)
+    lines += grid(*schedule_table(r), right=True, optional=["next best k", "it gives up [%]"])
     lines.append(
         f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
         f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "

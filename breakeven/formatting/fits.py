@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import math
 
-from breakeven.formatting.text import Row, fitted, grid, num, preformatted_html, printable
+from breakeven.formatting.text import (
+    Row,
+    fitted,
+    grid,
+    k_ranges,
+    num,
+    preformatted_html,
+    printable,
+)
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
 
 _FIT_COLUMNS = [
@@ -99,7 +107,7 @@ def _best_line(g: Row) -> str:
         text += "; its neighbours give up " + ", ".join(given)
     close = g.get("close_k") or []
     if close:
-        text += "; the runs cannot tell it from k = " + ", ".join(map(str, close))
+        text += "; the runs cannot tell it from k = " + k_ranges(close)
     return text
 
 

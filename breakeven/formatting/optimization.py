@@ -11,6 +11,7 @@ from breakeven.formatting.text import (
     format_value,
     grid,
     html_table,
+    k_ranges,
     quantity_html_table,
     table,
 )
@@ -50,10 +51,38 @@ def optimize_text(r: Row) -> str:
         lines.append(f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}.")
     if r.get("note"):
         lines.append(f"Note: {r['note']}.")
+    lines += _how_sure(r)
     lines.append("")
     mark = next((i for i, o in enumerate(r["by_k"]) if o["k"] == r["best_k"]), None)
     lines += table(r["by_k"], columns, mark)
     return "\n".join(lines) + "\n"
+
+
+def _how_sure(r: Row) -> list[str]:
+    """What the best k's neighbours give up (regret), and, where a fit file sized the
+    intervals, the best k's interval and the k it cannot be told from."""
+    rows = {o["k"]: o for o in r["by_k"]}
+    best = rows.get(r["best_k"])
+    if best is None:
+        return []
+    given = [
+        f"k = {k} {100 * rows[k]['regret']:.1f}%"
+        for k in (r["best_k"] - 1, r["best_k"] + 1)
+        if k in rows and rows[k].get("regret") is not None
+    ]
+    lines = [f"Its neighbours give up {', '.join(given)} (regret)."] if given else []
+    if best.get("speedup_low") is not None and best.get("speedup_high") is not None:
+        close = r.get("close_k") or []
+        told = (
+            f"; the fit cannot tell k = {k_ranges(close)} from it"
+            if close
+            else "; every other k is outside it"
+        )
+        lines.append(
+            f"Interval from the fit file's held-out error: {number_text(best['speedup_low'], 3)}"
+            f"-{number_text(best['speedup_high'], 3)}x{told}."
+        )
+    return lines
 
 
 def optimize_html(r: Row) -> str:
@@ -185,7 +214,16 @@ def batch_text(r: Row) -> str:
     shown = _sample(points, keep)
     if len(shown) < len(points):
         lines.append(f"Selected batch sizes of 1..{r['max_batch']} (--json lists them all):")
-    lines += table([points[i] for i in shown], _BATCH_COLUMNS)
+    columns = _BATCH_COLUMNS
+    if any("speedup_low" in p for p in points):
+        columns = [*columns, "speedup_low", "speedup_high"]
+        lines.insert(
+            -1,
+            "Intervals: +- 1.5 x the surface's largest held-out error (at least 2%), wider "
+            "with each doubling of batch beyond the speculative runs', and over both readings "
+            "of speculation's own cost where they ran at one batch size.",
+        )
+    lines += table([points[i] for i in shown], columns)
     return "\n".join(lines) + "\n"
 
 

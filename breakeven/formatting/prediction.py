@@ -35,7 +35,7 @@ _SECTIONS = (
             "alpha",
         ),
     ),
-    ("With speculation", ("speedup", "spec_tok_s")),
+    ("With speculation", ("speedup", "speedup_low", "speedup_high", "spec_tok_s")),
     (
         "Break-even",
         (

@@ -134,6 +134,17 @@ def _wrapped(cell: str, width: int) -> list[str]:
     return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
 
 
+def k_ranges(ks: Sequence[int]) -> str:
+    """Whole numbers as runs: ``[2, 3, 5, 6, 7]`` is ``2-3, 5-7``."""
+    out: list[list[int]] = []
+    for k in sorted(ks):
+        if out and k == out[-1][1] + 1:
+            out[-1][1] = k
+        else:
+            out.append([k, k])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
 def grid(
     heads: Sequence[str],
     rows: Sequence[Sequence[str]],
@@ -397,7 +408,7 @@ def table(
     """Columns headed ``key [unit]``, right-aligned; row ``mark`` gets a ``*``; the
     ``optional`` heads as :func:`grid` takes them."""
     heads = [f"{c} [{QUANTITIES[c].unit}]" if QUANTITIES[c].unit else c for c in columns]
-    cells = [[format_value(c, r[c]) for c in columns] for r in rows]
+    cells = [[format_value(c, r.get(c)) for c in columns] for r in rows]
     return grid(
         heads,
         cells,

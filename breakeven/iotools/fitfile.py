@@ -212,7 +212,18 @@ def read_surface(
         "moe": moe,
         "batches": tuple(x.get("batches", ())),
         "baseline_steps": tuple(steps),
+        "spec_batches": tuple(
+            b for b in x.get("spec_batches") or () if isinstance(b, int) and b > 0
+        ),
+        "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
     }
+
+
+def _error(value: Any) -> float | None:
+    """A surface's held-out error [fraction], None where it is not a finite number >= 0."""
+    if isinstance(value, (int, float)) and 0 <= value < math.inf:
+        return float(value)
+    return None
 
 
 def read_tree(path: str, index: int | None = None) -> dict[str, Any]:
