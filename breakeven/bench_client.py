@@ -74,6 +74,7 @@ _FIRST_COLUMNS = (
     "itl_ms",
     "ttft_ms",
     "completion_tokens",
+    "context_tokens",
     "chunks",
     "tokens_per_chunk",
     "tok_s_sd",
@@ -152,6 +153,17 @@ class RequestResult:
     ``acceptance_histogram``)."""
     num_spec_tokens: int | None = None
     """The server's k, where it says it per request (vLLM's ``num_spec_tokens``)."""
+    prompt_tokens: int | None = None
+    """The prompt's tokens, where the server's usage says them [tokens]."""
+
+    @property
+    def context_tokens(self) -> float:
+        """The mean tokens in the request's KV cache while it decoded [tokens]: its prompt and
+        half its completion (the cache grows by one token a step); NaN without the prompt's
+        count."""
+        if self.prompt_tokens is None:
+            return math.nan
+        return self.prompt_tokens + self.completion_tokens / 2
 
     @property
     def accept_len(self) -> float:
@@ -421,6 +433,12 @@ def _drafted(chunk: Any) -> _Drafts:
     )
 
 
+def _prompt_tokens(chunk: Any) -> int | None:
+    """The prompt's tokens an event's usage gives (None where it gives none)."""
+    usage = chunk.get("usage") if isinstance(chunk, dict) else None
+    return _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+
+
 def _chunk_text(chunk: Any) -> tuple[str, int | None]:
     """The text of one streamed chunk and the usage's completion tokens (None if absent)."""
     if not isinstance(chunk, dict):
@@ -495,6 +513,7 @@ class _Timing:
     start: float
     tokens_seen: int = 0  # the usage's count, or one per chunk without it
     usage_tokens: int | None = None  # the latest usage's completion tokens
+    prompt_tokens: int | None = None  # the latest usage's prompt tokens
     times: list[float] = field(default_factory=list)  # when each chunk with text came
     seen: list[int] = field(default_factory=list)  # the tokens streamed up to each of them
     counted: bool = True  # whether every chunk with text came with its usage (a token count)
@@ -541,6 +560,7 @@ class _Timing:
             ttft_ms=1000.0 * (self.times[0] - self.start),
             decode_s=self.times[last] - self.times[first],
             completion_tokens=total,
+            prompt_tokens=self.prompt_tokens,
             # The first chunk's tokens arrive with the first token (prefill); decode is the
             # rest.  Without per-chunk usage a chunk counts one token: a speculating server
             # streams a verify cycle's tokens together, but its first token comes alone.
@@ -844,15 +864,17 @@ class Bench:
             if event.data.strip() == "[DONE]":
                 return True
             now = time.perf_counter()
-            text, usage, drafted = self._event(event.data)
+            text, usage, drafted, prompt = self._event(event.data)
+            if prompt is not None:
+                timing.prompt_tokens = prompt
             streamed = timing.add(now, text, usage, drafted)
             if level is not None:
                 level.streamed += streamed
         return False
 
-    def _event(self, data: str) -> tuple[str, int | None, _Drafts]:
-        """One server-sent event's text, its usage's completion tokens and what it says of
-        the request's drafts (:func:`_drafted`)."""
+    def _event(self, data: str) -> tuple[str, int | None, _Drafts, int | None]:
+        """One server-sent event's text, its usage's completion tokens, what it says of the
+        request's drafts (:func:`_drafted`) and its usage's prompt tokens."""
         try:
             chunk = json.loads(data)
             text, usage = _chunk_text(chunk)
@@ -860,7 +882,7 @@ class Bench:
         except ValueError:
             shown = _printable(self.redact(data), 80)
             raise _Malformed(f"malformed server-sent event: {shown!r}") from None
-        return text, usage, drafted
+        return text, usage, drafted, _prompt_tokens(chunk)
 
     async def scrape(self, client: Any) -> str | None:
         """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""
@@ -1068,6 +1090,7 @@ class Bench:
             "itl_ms": r.itl_ms if timed else None,
             "ttft_ms": r.ttft_ms,
             "completion_tokens": r.completion_tokens,
+            "context_tokens": r.context_tokens if math.isfinite(r.context_tokens) else None,
             "chunks": r.chunks,
             "tokens_per_chunk": r.completion_tokens / r.chunks if r.chunks else None,
             "tok_s_sd": level["tok_s_sd"],

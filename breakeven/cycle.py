@@ -112,9 +112,14 @@ class FittedCycle:
     batch: int = 1
     min_tokens: float = 1.0
     max_tokens: float = math.inf
+    context_ms: float = 0.0
+    """What another context than the fit's adds to every cycle [ms] (``--context``)."""
+    context_per_k_ms: float = 0.0
+    """And per draft token [ms]."""
 
     def __call__(self, tokens: Any) -> Any:
-        return cycle_at(self.coefficients, np.asarray(tokens, dtype=float) / self.batch - 1)
+        k = np.asarray(tokens, dtype=float) / self.batch - 1
+        return cycle_at(self.coefficients, k) + self.context_ms + self.context_per_k_ms * k
 
 
 def coefficient_names(draft_cost: str) -> list[str]:

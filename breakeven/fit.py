@@ -40,6 +40,7 @@ from scipy.optimize import minimize_scalar
 
 from breakeven import formatting
 from breakeven.acceptance import _tau
+from breakeven.context import ContextFit, fit_contexts
 from breakeven.cycle import (
     CYCLE_FORMS,
     FORM_CHOICES,
@@ -53,7 +54,7 @@ from breakeven.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 from breakeven.iotools.fitfile import (
     IDENTITY,
     read_fit,
@@ -94,7 +95,22 @@ COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 """Each coefficient of the cycle model and its unit
 (:data:`breakeven.quantities.CYCLE_COEFFICIENT_UNITS`)."""
 
-_GROUP = ["model", "hardware", "concurrency", "spec_method"]
+_GROUP = ["model", "hardware", "concurrency", "context", "spec_method"]
+_CONFIG = _GROUP[:4]  # what a baseline must share with the runs it is the step of
+
+CONTEXT_BUCKETS_PER_DOUBLING = 2
+"""Runs whose ``context_tokens`` are within a factor of 2 ** (1 / this) of each other are one
+context length (a bench level's requests differ by a few tokens)."""
+
+
+def context_bucket(context_tokens: Any) -> Any:
+    """Each row's context length as a whole number, equal for contexts within a factor of
+    about 1.4 [-]; -1 where the row gives none."""
+    c = pd.to_numeric(pd.Series(context_tokens), errors="coerce")
+    bucket = np.round(np.log2(c.where(c > 0)) * CONTEXT_BUCKETS_PER_DOUBLING)
+    return bucket.fillna(-1.0).to_numpy()
+
+
 COLUMNS_USED = (
     "model",
     "hardware",
@@ -119,6 +135,7 @@ COLUMNS_USED = (
     "run_id",
     "completion_tokens",
     "launch_id",
+    "context_tokens",
 )
 
 
@@ -196,6 +213,9 @@ class GroupFit:
     (:func:`breakeven.cycle.interval_width`; NaN: no held-out error to size it)."""
     measured_k: tuple[int, ...] = ()
     """The k with a measured cycle [tokens]: beyond them the interval widens."""
+    context_tokens: float = math.nan
+    """The runs' mean tokens in the KV cache [tokens] (NaN: the rows do not say): the fit
+    holds at that context length."""
 
     def cycle_ms(self, k: Any) -> Any:
         """The fitted cycle at ``k`` draft tokens [ms]."""
@@ -221,6 +241,9 @@ class FitResult:
     """Per model, hardware and method with a tree draft among its runs (spec_topk > 1): the
     tree acceptance fitted to every configuration's accept_len
     (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
+    contexts: tuple[ContextFit, ...] = ()
+    """Per model, hardware, concurrency and method with runs at two or more context lengths:
+    how the step and the cycle grow with the context (:class:`breakeven.context.ContextFit`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Every group's fit, surface and tree acceptance as plain data (what ``breakeven fit
@@ -234,6 +257,7 @@ class FitResult:
                 "groups": [asdict(g) for g in self.groups],
                 "surfaces": [asdict(x) for x in self.surfaces],
                 "trees": [asdict(x) for x in self.trees],
+                "contexts": [asdict(x) for x in self.contexts],
             }
         )
 
@@ -309,6 +333,7 @@ def _prepared(data: Any) -> Any:
         "verify_tokens",
         "num_drafts",
         "line",
+        "context_tokens",
     ):
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
@@ -329,6 +354,7 @@ def _prepared(data: Any) -> Any:
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
+    df["context"] = context_bucket(df["context_tokens"])
     return df
 
 
@@ -344,6 +370,7 @@ def _per_k(spec: Any) -> Any:
         verify=("verify_ms", "mean"),
         draft=("draft_ms", "mean"),
         line=("line", "min"),  # the k's first row in the file (NaN: rows given without one)
+        context_tokens=("context_tokens", "mean"),
     ).reset_index()
     number, n = groups.ngroup().to_numpy(), len(table)  # the table's rows, in its order
     table["accept_len"] = _pooled_tau_of(spec, number, n)
@@ -389,7 +416,7 @@ def fit_group(
 ) -> GroupFit:
     """One group's fit from its per-k entries: each form's held-out error, the chosen form's
     coefficients, by-k rows with held-out predictions and intervals, best k."""
-    model, hardware, concurrency, method = key
+    model, hardware, concurrency, _, method = key
     notes = []
     measured_k = sorted({e["k"] for e in entries if math.isfinite(e["implied"])})
     scored = [score_form(entries, draft_cost, step, f) for f in CYCLE_FORMS]
@@ -542,6 +569,61 @@ def _predicted_row(
     )
 
 
+def _same_config(g: GroupFit) -> tuple[str, str, float, str]:
+    return (g.model, g.hardware, g.concurrency, g.spec_method)
+
+
+def _contexts(groups: list[GroupFit]) -> tuple[ContextFit, ...]:
+    """A context fit per model, hardware, concurrency and method whose groups ran at two or
+    more context lengths (:func:`breakeven.context.fit_contexts`)."""
+    by_config: dict[tuple[str, str, float, str], list[GroupFit]] = {}
+    for g in groups:
+        if g.context_tokens > 0 and g.step_ms > 0:
+            by_config.setdefault(_same_config(g), []).append(g)
+    out = []
+    for key, same in by_config.items():
+        if len(same) < 2:
+            continue
+        steps = [(g.context_tokens, g.step_ms) for g in same]
+        runs = [
+            (r.k, g.context_tokens, r.accept_len, r.implied_cycle_ms)
+            for g in same
+            for r in g.by_k
+            if r.runs and r.implied_cycle_ms > 0
+        ]
+        fitted = fit_contexts(key, steps, runs)
+        if fitted is not None:
+            out.append(fitted)
+    return tuple(out)
+
+
+def _context_notes(groups: list[GroupFit], contexts: tuple[ContextFit, ...]) -> list[GroupFit]:
+    """Each group at a context length no context fit covers, noted: its predictions hold at
+    that context only."""
+    covered = {(c.model, c.hardware, c.concurrency, c.spec_method) for c in contexts}
+    out = []
+    for g in groups:
+        key = _same_config(g)
+        if g.context_tokens > 0 and not any(
+            key[:2] == c[:2] and key[3] == c[3] and _same_load(key[2], c[2]) for c in covered
+        ):
+            g = replace(
+                g,
+                notes=(
+                    *g.notes,
+                    f"runs at about {g.context_tokens:.0f} tokens of context: the predictions "
+                    "hold at that context only; runs at two or more context lengths fit how "
+                    "they change with it",
+                ),
+            )
+        out.append(g)
+    return out
+
+
+def _same_load(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
 def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
     batch sizes (:mod:`breakeven.surface`)."""
@@ -684,19 +766,20 @@ def fit(
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
     per_k = _per_k(df[(k > 0) & (k == k.round()) & chain])
     base = df[k == 0]
-    steps = base[base["step_ms"] > 0].groupby(_GROUP[:3])["step_ms"].mean().to_dict()
+    steps = base[base["step_ms"] > 0].groupby(_CONFIG)["step_ms"].mean().to_dict()
     rates = {
         key: pooled_rate(g["rate"], g["decoded"])
-        for key, g in base[base["rate"] > 0].groupby(_GROUP[:3])
+        for key, g in base[base["rate"] > 0].groupby(_CONFIG)
     }
     step_of = {config: 1000.0 / rate for config, rate in rates.items()} | steps
     groups = []
     for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
-        config = tuple(key[:3])
+        config = tuple(key[:4])
         step = step_of.get(config, math.nan)
-        groups.append(
-            fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
-        )
+        g = fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
+        groups.append(replace(g, context_tokens=float(rows["context_tokens"].mean())))
+    contexts = _contexts(groups)
+    groups = _context_notes(groups, contexts)
     surfaces = _surfaces(df, moe)
     trees = _trees(df)
     notes = (
@@ -735,6 +818,7 @@ def fit(
         notes=tuple(notes),
         surfaces=surfaces,
         trees=trees,
+        contexts=contexts,
     )
 
 
@@ -774,6 +858,39 @@ def fitted_costs(
         "draft_ms": c["draft_per_cycle_ms"],
         "overhead_ms": c["overhead_ms"],
     }
+
+
+def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[float, float]:
+    """What moving a fit file's ``group`` from its runs' context to ``context`` [tokens] adds
+    to the step and, per draft token, to the cycle beyond that [ms], from the file's context
+    fit of the same model, hardware, concurrency and method
+    (:class:`breakeven.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
+    group has no context, or the file no context fit for it."""
+    here = group.get("context_tokens")
+    name = escape_braces(repr(str(path)))
+    if not isinstance(here, (int, float)) or not here > 0:
+        raise BreakevenError(
+            "{0} needs a fit whose runs give context_tokens: " + name + "'s group has none",
+            "context",
+        )
+    data = read_fit_json(path)
+    for c in (data.get("contexts") or []) if isinstance(data, dict) else []:
+        if isinstance(c, dict) and all(
+            str(c.get(key, "")) == str(group.get(key, "")) for key in IDENTITY
+        ):
+            a = c.get("step_ms_per_ktok")
+            b = c.get("cycle_ms_per_ktok_per_k")
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                shift = (context - here) / 1000.0
+                return a * shift, b * shift
+    raise BreakevenError(
+        "{0}: "
+        + name
+        + " fits this group at about "
+        + f"{here:.0f}"
+        + " tokens of context only; expected a fit of runs at two or more context lengths",
+        "context",
+    )
 
 
 def fit_interval(group: dict[str, Any], k: int) -> float:
@@ -850,11 +967,13 @@ __all__: Sequence[str] = (
     "CYCLE_FORMS",
     "DRAFT_COSTS",
     "FORM_CHOICES",
+    "ContextFit",
     "FitResult",
     "FittedCycle",
     "FormScore",
     "GroupFit",
     "KRow",
+    "context_growth",
     "fit",
     "fit_file",
     "fit_group",

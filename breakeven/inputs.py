@@ -79,6 +79,7 @@ def with_fit_file(
     fit_group: int | None = None,
     *,
     form: str,
+    context: float | None = None,
 ) -> dict[str, Any]:
     """``inputs`` with a fit file's cycle costs, and its step and alpha where none is given.
 
@@ -94,10 +95,15 @@ def with_fit_file(
         Which group of ``fit_file`` (from 1).
     form : {'predict', 'optimize'}
         The costs at one ``k`` (verify, draft, overhead [ms]), or per draft token.
+    context : float, optional
+        Price the fit's step and cycle at this many tokens of context [tokens], from the fit
+        file's context fit (runs at two or more context lengths; see
+        :func:`breakeven.fit.context_growth`).
     """
     if fit_file is None:
-        if fit_group is not None:
-            raise BreakevenError("{0} needs {1}", "fit_group", "fit_file")
+        for name in ("fit_group", "context"):
+            if locals()[name] is not None:
+                raise BreakevenError("{0} needs {1}", name, "fit_file")
         return dict(inputs)
     from breakeven.fit import fitted_costs, load_fit  # lazy: start-up
 
@@ -113,24 +119,59 @@ def with_fit_file(
     out.update(fitted_costs(group, form, inputs.get("k"), inputs.get("batch") or 1))
     if inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None:
         out["step_ms"] = group.get("step_ms")
+    if context is not None:
+        _at_context(
+            out, fit_file, group, context, form, given_step=out["step_ms"] != group.get("step_ms")
+        )
     if all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS) and group.get("alpha") is not None:
         out["alpha"] = group["alpha"]
     return out
 
 
+def _at_context(
+    out: dict[str, Any],
+    fit_file: str,
+    group: dict[str, Any],
+    context: float,
+    form: str,
+    given_step: bool,
+) -> None:
+    """``out``'s fitted costs (and the fit's step, unless one was given) moved from the fit's
+    context to ``context`` [tokens] (:func:`breakeven.fit.context_growth`)."""
+    from breakeven.fit import context_growth  # lazy: start-up
+
+    step_more, per_k_more = context_growth(fit_file, group, float(context))
+    if not given_step and out.get("step_ms") is not None:
+        out["step_ms"] = out["step_ms"] + step_more
+    curve = out.get("verify_curve")
+    if curve is not None and not isinstance(curve, str):  # a curved fit's whole cycle
+        out["verify_curve"] = dataclasses.replace(
+            curve, context_ms=step_more, context_per_k_ms=per_k_more
+        )
+    elif form == "predict":
+        out["verify_ms"] = out["verify_ms"] + step_more + per_k_more * (out.get("k") or 0)
+    else:
+        out["verify_ms"] = out["verify_ms"] + step_more
+        out["draft_step_ms"] = out["draft_step_ms"] + per_k_more
+
+
 def predict_from_files(
-    *, fit_file: str | None = None, fit_group: int | None = None, **inputs: Any
+    *,
+    fit_file: str | None = None,
+    fit_group: int | None = None,
+    context: float | None = None,
+    **inputs: Any,
 ) -> Prediction:
     """:func:`breakeven.predict.predict`, with the cycle's costs from a fit file if one is given.
 
     Parameters
     ----------
-    fit_file, fit_group
+    fit_file, fit_group, context
         As :func:`with_fit_file`.
     **inputs
         The keyword arguments of :func:`breakeven.predict.predict`.
     """
-    result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict"))
+    result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict", context=context))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
     from breakeven.fit import fit_interval, load_fit  # lazy: start-up
@@ -148,6 +189,7 @@ def optimize_from_files(
     fit: str | None = None,
     fit_file: str | None = None,
     fit_group: int | None = None,
+    context: float | None = None,
     tree: bool = False,
     rank_decay: float | None = None,
     max_steps: int = 8,
@@ -181,6 +223,10 @@ def optimize_from_files(
     OptimizeResult or TreeSearch
     """
     if tree:
+        if context is not None:
+            raise BreakevenError(
+                "{0} cannot be given with {1}: a tree is priced on a surface", "context", "tree"
+            )
         return _optimize_tree(
             inputs,
             verify_curve,
@@ -199,7 +245,11 @@ def optimize_from_files(
             "{0} needs {1}: it is the acceptance of a tree's branches", "rank_decay", "tree"
         )
     inputs = with_fit_file(
-        {**inputs, "verify_curve": verify_curve}, fit_file, fit_group, form="optimize"
+        {**inputs, "verify_curve": verify_curve},
+        fit_file,
+        fit_group,
+        form="optimize",
+        context=context,
     )
     curve = inputs.pop("verify_curve")
     if curve is None or isinstance(curve, str):  # a fit file's curved cycle comes priced

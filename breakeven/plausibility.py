@@ -92,12 +92,12 @@ def slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[s
     a verify of B x (k + 1) tokens and B drafts cannot grow slower than a decode of B."""
     out = []
     known = per_k[(per_k["concurrency"] > 0) & (per_k["implied"] > 0)]
-    for (model, hardware, method, k), rows in known.groupby(
-        ["model", "hardware", "spec_method", "k"], sort=False
+    for (model, hardware, method, context, k), rows in known.groupby(
+        ["model", "hardware", "spec_method", "context", "k"], sort=False
     ):
         at = []
         for e in rows.sort_values("concurrency").itertuples():
-            step = steps.get((model, hardware, e.concurrency), math.nan)
+            step = steps.get((model, hardware, e.concurrency, context), math.nan)
             if step > 0:
                 at.append((e.concurrency, e.implied, step, e.line))
         for (b1, c1, s1, l1), (b2, c2, s2, l2) in itertools.pairwise(at):

@@ -138,6 +138,14 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "so check pools the requests' rates as a ratio of sums",
     ),
     Column(
+        "context_tokens",
+        "number",
+        "tokens",
+        "mean tokens in the KV cache while the row decoded: a request's prompt and half its "
+        "completion (bench, from the server's usage), or as the source gives it; fit groups "
+        "runs by it, and runs at two or more fit how the step and the cycle grow with it",
+    ),
+    Column(
         "launch_id",
         "text",
         "-",

@@ -213,6 +213,8 @@ def test_a_level_whose_every_request_came_in_one_burst_has_no_client_rate_and_sa
     assert len(client) == 3 and all(not r["tok_s"] and not r["tpot_ms"] for r in client)
     assert all(r["source"].endswith("(came in one burst: no rate)") for r in client)
     assert all(float(r["ttft_ms"]) > 100 and r["completion_tokens"] == "40" for r in client)
+    # Each request's context: the server's 5 prompt tokens and half its 40 (issue 27, item 4).
+    assert all(float(r["context_tokens"]) == 25 for r in client)
     # A speculative run against it: check's baseline is the server's own rate.
     spec = Behaviour(seconds_per_token=0.004, num_spec_tokens=2, tokens_per_chunk=3, cycle_s=0.006)
     with FakeServer(spec) as server:

@@ -345,6 +345,14 @@ fit_file = options(
         metavar="N",
         help="Which group of --fit-file (1 = the first), when it holds several.",
     ),
+    click.option(
+        "--context",
+        "context",
+        type=Bounded(1, 10**8),
+        metavar="N",
+        help="With --fit-file: price the step and the cycle at N tokens of context, from the "
+        "fit's runs at two or more context lengths [tokens].",
+    ),
 )
 
 # What breakeven schedule printed, for check and compare.

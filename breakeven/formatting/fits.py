@@ -209,6 +209,8 @@ def fit_text(result: Row) -> str:
         lines += _surface_lines(surface)
     for tree in result.get("trees", []):
         lines += _tree_lines(tree)
+    for context in result.get("contexts", []):
+        lines += _context_lines(context)
     lines.append(
         "implied cycle = 1000 x accept_len / tok_s; predicted = accept_len x step_ms / "
         "fitted cycle; interval = predicted +- 1.5 x the form's largest held-out error (at "
@@ -244,6 +246,52 @@ _TREE_COLUMNS = [
     "predicted [tokens/cycle]",
     "held out [tokens/cycle]",
 ]
+
+
+_CONTEXT_COLUMNS = [
+    "context [tokens]",
+    "k [tokens]",
+    "accept_len [tokens/cycle]",
+    "measured [x]",
+    "predicted [x]",
+    "held out [x]",
+]
+
+
+def _context_lines(x: Row) -> list[str]:
+    """A context fit: how the step and the cycle grow with the context, and each context
+    length's speedups predicted from the others."""
+    where = ", ".join(
+        v
+        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+        if v
+    )
+    at = f" at concurrency {x['concurrency']:g}" if x["concurrency"] is not None else ""
+    shown = ", ".join(f"{c:.0f}" for c in x["contexts"])
+    lines = [
+        f"{where or 'runs'}{at} across context lengths {shown} tokens: step(C) = "
+        f"{num(x['step_0_ms'], '.3f')} ms + {num(x['step_ms_per_ktok'], '.4f')} ms per 1000 "
+        f"tokens of context; cycle(k, C) = cycle_k + ({num(x['step_ms_per_ktok'], '.4f')} + "
+        f"{num(x['cycle_ms_per_ktok_per_k'], '.4f')} x k) ms per 1000 tokens"
+    ]
+    cells = [
+        [
+            f"{p['context_tokens']:.0f}",
+            str(p["k"]),
+            num(p["accept_len"], ".3f"),
+            num(p["measured_speedup"], ".3f"),
+            num(p["predicted_speedup"], ".3f"),
+            num(p["held_out_speedup"], ".3f"),
+        ]
+        for p in x["points"]
+    ]
+    lines += grid(_CONTEXT_COLUMNS, cells, right=True)
+    error = x["held_out_max_rel_error"]
+    lines.append(
+        "  each context length held out (fitted on the others): error at most "
+        f"{'-' if error is None else format(error, '.1%')}."
+    )
+    return [*lines, ""]
 
 
 def _tree_lines(x: Row) -> list[str]:
