@@ -2,7 +2,8 @@
 
 Issue 27's protocols (:mod:`breakeven.holdout`): each sweep's groups fitted on their
 smallest and largest k and asked for the k between, and fitted on their two smallest k and
-asked for the larger ones.  Printed per file and in all: how many k were predicted, the
+asked for the larger ones; then the context sweeps, each context length predicted from the
+others (:mod:`breakeven.context`).  Printed per file and in all: how many k were predicted, the
 median and worst absolute error of the speedup, and the share of measured speedups inside
 the predicted interval.  The sweeps are in ``benchmarks/data/published_heldout`` (each
 file's source in its header); the tests' own sweeps are in ``tests/data/published``.
@@ -15,11 +16,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from breakeven.fit import FORM_CHOICES
+from breakeven.fit import FORM_CHOICES, fit
 from breakeven.holdout import PROTOCOLS, held_out, summary
 from breakeven.iotools.measurements import read_measurements
 
 HELD_OUT = Path(__file__).resolve().parent / "data" / "published_heldout"
+CONTEXTS = Path(__file__).resolve().parent / "data" / "published_context"
 
 
 def line(name: str, s: dict) -> str:
@@ -45,6 +47,16 @@ def main() -> None:
         everything += results
         print(line(path.name, summary(results)))
     print(line("all held-out sweeps", summary(everything)))
+    print()
+    print("Across context lengths (each length predicted from the others, fit's context fit):")
+    for path in sorted(CONTEXTS.glob("*.csv")):
+        data, _ = read_measurements(path)
+        for c in fit(data).contexts:
+            print(
+                f"{path.name[:48]:48s}  {len(c.contexts)} lengths "
+                f"{c.contexts[0]:.0f}-{c.contexts[-1]:.0f} tokens, held out at most "
+                f"{c.held_out_max_rel_error:.1%}"
+            )
 
 
 if __name__ == "__main__":

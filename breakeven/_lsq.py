@@ -43,9 +43,20 @@ def independent_groups(
 
     kept: list[list[int]] = []
     dropped: tuple[str, ...] = ()
+    if not groups:
+        return kept, dropped
+    # The groups' columns (each scaled to a largest value of 1) in order, each kept when
+    # its part orthogonal to the kept ones' span is not near 0 (Gram-Schmidt, twice for
+    # accuracy): what the rank of every prefix says, without an SVD a group.
+    basis = np.zeros((a.shape[0], 0))
     for g in groups:
-        trial = np.column_stack([a[:, h[0]] / np.abs(a[:, h[0]]).max() for h in [*kept, g]])
-        if np.linalg.matrix_rank(trial, tol=1e-9 * max(trial.shape)) == len(kept) + 1:
+        tol = 1e-9 * max(a.shape[0], len(kept) + 1)
+        v = a[:, g[0]] / np.abs(a[:, g[0]]).max()
+        r = v - basis @ (basis.T @ v)
+        r = r - basis @ (basis.T @ r)
+        norm = float(np.linalg.norm(r))
+        if norm > tol and basis.shape[1] < a.shape[0]:
+            basis = np.column_stack([basis, r / norm])
             kept.append(g)
         else:
             dropped += (

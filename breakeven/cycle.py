@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from breakeven._lsq import proportional_groups, solve_groups
 
@@ -169,6 +168,9 @@ def fit_form(
     ks = {int(row[0]) for row in rows if any(math.isfinite(v) for v in row[1:4])}
     if form == "anchored" and ks:
         rows.append((0, step, math.nan, math.nan, False))  # the plain step: a cycle at k = 0
+    line = _line_of_cycles(rows, names)
+    if line is not None:
+        return line
     a, b = equations(rows, draft_cost)
 
     groups, merged = proportional_groups(a, names)
@@ -180,6 +182,59 @@ def fit_form(
     spoken = ks | ({0} if form == "anchored" and ks else set())
     only = ks if len(spoken) <= 1 or mixed else None  # no slope to extrapolate with
     return coefficients, merged, rms, only
+
+
+def _line_of_cycles(
+    rows: list[tuple[Any, ...]], names: list[str]
+) -> tuple[dict[str, float], tuple[str, ...], float, None] | None:
+    """The line ``c0 + c1 k`` (c0, c1 >= 0) through rows that are all cycles (no profiled
+    verify or draft) at two or more k, in closed form: what the general non-negative least
+    squares of :func:`fit_form` gives on them, without its solver (``fit`` holds every k of
+    every form out, so this runs thousands of times).  None for any other rows."""
+    if any(r[4] for r in rows):
+        return None
+    points = [(float(r[0]), float(r[1])) for r in rows if math.isfinite(r[1])]
+    if len({k for k, _ in points}) < 2:
+        return None
+    k = np.array([p[0] for p in points])
+    y = np.array([p[1] for p in points])
+    design = np.column_stack([np.ones_like(k), k])
+    candidates = []
+    c0, c1 = np.linalg.lstsq(design, y, rcond=None)[0]
+    if c0 >= 0 and c1 >= 0:
+        candidates.append((float(c0), float(c1)))
+    else:  # the optimum is on a bound: one coefficient 0
+        candidates.append((max(0.0, float(y.mean())), 0.0))
+        candidates.append((0.0, max(0.0, float(k @ y) / float(k @ k))))
+    best = min(candidates, key=lambda c: float(np.sum((c[0] + c[1] * k - y) ** 2)))
+    per_token = names[2] == "draft_per_token_ms"
+    merged = (
+        " + ".join([names[0], *([] if per_token else [names[2]]), names[3]]),
+        *([" + ".join(names[1:3])] if per_token else []),
+    )
+    coefficients = dict.fromkeys(names, 0.0)
+    coefficients[names[0]], coefficients[names[1]] = best
+    return coefficients, merged, _rms(best[0] + best[1] * k - y), None
+
+
+def _nonnegative_first_two(design: Any, y: Any) -> Any:
+    """Least squares of ``design @ x = y`` with ``x[0], x[1] >= 0`` and ``x[2]`` free: the
+    unconstrained solution where it is feasible, else the best feasible one with some of the
+    first two held at 0 (a convex problem's optimum lies on one of those faces), in closed
+    form (``fit`` holds every k of every form out: thousands of small solves)."""
+    best, best_sse = None, math.inf
+    for zero in ((), (0,), (1,), (0, 1)):
+        free = [j for j in range(design.shape[1]) if j not in zero]
+        x = np.zeros(design.shape[1])
+        x[free] = np.linalg.lstsq(design[:, free], y, rcond=None)[0]
+        if x[0] < 0 or x[1] < 0:
+            continue
+        sse = float(np.sum((design @ x - y) ** 2))
+        if not zero and best is None:
+            return x  # the unconstrained optimum is feasible
+        if sse < best_sse:
+            best, best_sse = x, sse
+    return best
 
 
 def _fit_through_cycles(
@@ -210,7 +265,7 @@ def _fit_through_cycles(
         nan = dict.fromkeys([*names, "curvature_ms"], math.nan)
         return nan, merged, math.nan, set()
     design = np.column_stack([np.ones_like(k), k, k * k])
-    solution = lsq_linear(design, y, bounds=([0.0, 0.0, -np.inf], np.inf)).x
+    solution = _nonnegative_first_two(design, y)
     coefficients[names[0]], coefficients[names[1]] = float(solution[0]), float(solution[1])
     coefficients["curvature_ms"] = float(solution[2])
     residual = y - design @ solution

@@ -91,10 +91,13 @@ def slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[s
     less than the plain step does, beyond :data:`~breakeven.quantities.DEFAULT_TOLERANCE`:
     a verify of B x (k + 1) tokens and B drafts cannot grow slower than a decode of B."""
     out = []
+    keys = ["model", "hardware", "spec_method", "context", "k"]
     known = per_k[(per_k["concurrency"] > 0) & (per_k["implied"] > 0)]
-    for (model, hardware, method, context, k), rows in known.groupby(
-        ["model", "hardware", "spec_method", "context", "k"], sort=False
-    ):
+    if known.empty:
+        return out
+    # Only a method and k at two batch sizes or more can grow slower than the step.
+    known = known[known.groupby(keys, sort=False)["concurrency"].transform("nunique") > 1]
+    for (model, hardware, method, context, k), rows in known.groupby(keys, sort=False):
         at = []
         for e in rows.sort_values("concurrency").itertuples():
             step = steps.get((model, hardware, e.concurrency, context), math.nan)
