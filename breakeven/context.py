@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -173,4 +173,66 @@ def fit_contexts(
     )
 
 
-__all__: Sequence[str] = ("ContextFit", "ContextPoint", "fit_contexts")
+def _same_config(g: Any) -> tuple[str, str, float, str]:
+    return (g.model, g.hardware, g.concurrency, g.spec_method)
+
+
+def contexts_of(groups: Sequence[Any]) -> tuple[ContextFit, ...]:
+    """A context fit per model, hardware, concurrency and method whose groups (``fit``'s
+    :class:`~breakeven.fit.GroupFit`, one per context length) ran at two or more context
+    lengths (:func:`fit_contexts`)."""
+    by_config: dict[tuple[str, str, float, str], list[Any]] = {}
+    for g in groups:
+        if g.context_tokens > 0 and g.step_ms > 0:
+            by_config.setdefault(_same_config(g), []).append(g)
+    out = []
+    for key, same in by_config.items():
+        if len(same) < 2:
+            continue
+        steps = [(g.context_tokens, g.step_ms) for g in same]
+        runs = [
+            (r.k, g.context_tokens, r.accept_len, r.implied_cycle_ms)
+            for g in same
+            for r in g.by_k
+            if r.runs and r.implied_cycle_ms > 0
+        ]
+        fitted = fit_contexts(key, steps, runs)
+        if fitted is not None:
+            out.append(fitted)
+    return tuple(out)
+
+
+def context_notes(groups: Sequence[Any], contexts: Sequence[ContextFit]) -> list[Any]:
+    """Each group at a context length no context fit covers, noted: its predictions hold at
+    that context only."""
+    covered = {(c.model, c.hardware, c.concurrency, c.spec_method) for c in contexts}
+    out = []
+    for g in groups:
+        key = _same_config(g)
+        if g.context_tokens > 0 and not any(
+            key[:2] == c[:2] and key[3] == c[3] and _same_load(key[2], c[2]) for c in covered
+        ):
+            g = replace(
+                g,
+                notes=(
+                    *g.notes,
+                    f"runs at about {g.context_tokens:.0f} tokens of context: the predictions "
+                    "hold at that context only; runs at two or more context lengths fit how "
+                    "they change with it",
+                ),
+            )
+        out.append(g)
+    return out
+
+
+def _same_load(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+__all__: Sequence[str] = (
+    "ContextFit",
+    "ContextPoint",
+    "context_notes",
+    "contexts_of",
+    "fit_contexts",
+)

@@ -23,7 +23,7 @@ from breakeven.check import (
     with_cycle,
 )
 from breakeven.errors import BreakevenError, escape_braces, shorten
-from breakeven.fit import fitted_cycle
+from breakeven.fit_files import fitted_cycle
 from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import step_ms_from_baseline

@@ -40,11 +40,10 @@ from scipy.optimize import minimize_scalar
 
 from breakeven import formatting
 from breakeven.acceptance import _tau
-from breakeven.context import ContextFit, fit_contexts
+from breakeven.context import ContextFit, context_notes, contexts_of
 from breakeven.cycle import (
     CYCLE_FORMS,
     FORM_CHOICES,
-    FittedCycle,
     FormScore,
     choose_form,
     cycle_at,
@@ -54,16 +53,7 @@ from breakeven.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.errors import BreakevenError, escape_braces
-from breakeven.iotools.fitfile import (
-    IDENTITY,
-    read_fit,
-    read_fit_json,
-    read_fitted_alpha,
-    read_surface,
-    read_tree,
-    undetermined,
-)
+from breakeven.errors import BreakevenError
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
 from breakeven.plausibility import (
@@ -85,8 +75,8 @@ from breakeven.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.surface import BatchSurface, fit_surface
-from breakeven.tree import TreeAcceptance, check_tree, fit_tree_acceptance
+from breakeven.surface import fit_surface
+from breakeven.tree import check_tree, fit_tree_acceptance
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -164,7 +154,7 @@ class KRow:
     """The same from the fit without this k's runs [x] (NaN where it has no rate, or too few
     other k remain)."""
     predicted_low: float = math.nan
-    """The low end of the predicted speedup's interval [x] (:func:`fit_interval`; NaN: the
+    """The low end of the predicted speedup's interval [x] (:func:`breakeven.cycle.half_width`; NaN: the
     fit has no held-out error to size it)."""
     predicted_high: float = math.nan
     """Its high end [x]."""
@@ -569,61 +559,6 @@ def _predicted_row(
     )
 
 
-def _same_config(g: GroupFit) -> tuple[str, str, float, str]:
-    return (g.model, g.hardware, g.concurrency, g.spec_method)
-
-
-def _contexts(groups: list[GroupFit]) -> tuple[ContextFit, ...]:
-    """A context fit per model, hardware, concurrency and method whose groups ran at two or
-    more context lengths (:func:`breakeven.context.fit_contexts`)."""
-    by_config: dict[tuple[str, str, float, str], list[GroupFit]] = {}
-    for g in groups:
-        if g.context_tokens > 0 and g.step_ms > 0:
-            by_config.setdefault(_same_config(g), []).append(g)
-    out = []
-    for key, same in by_config.items():
-        if len(same) < 2:
-            continue
-        steps = [(g.context_tokens, g.step_ms) for g in same]
-        runs = [
-            (r.k, g.context_tokens, r.accept_len, r.implied_cycle_ms)
-            for g in same
-            for r in g.by_k
-            if r.runs and r.implied_cycle_ms > 0
-        ]
-        fitted = fit_contexts(key, steps, runs)
-        if fitted is not None:
-            out.append(fitted)
-    return tuple(out)
-
-
-def _context_notes(groups: list[GroupFit], contexts: tuple[ContextFit, ...]) -> list[GroupFit]:
-    """Each group at a context length no context fit covers, noted: its predictions hold at
-    that context only."""
-    covered = {(c.model, c.hardware, c.concurrency, c.spec_method) for c in contexts}
-    out = []
-    for g in groups:
-        key = _same_config(g)
-        if g.context_tokens > 0 and not any(
-            key[:2] == c[:2] and key[3] == c[3] and _same_load(key[2], c[2]) for c in covered
-        ):
-            g = replace(
-                g,
-                notes=(
-                    *g.notes,
-                    f"runs at about {g.context_tokens:.0f} tokens of context: the predictions "
-                    "hold at that context only; runs at two or more context lengths fit how "
-                    "they change with it",
-                ),
-            )
-        out.append(g)
-    return out
-
-
-def _same_load(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
 def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
     batch sizes (:mod:`breakeven.surface`)."""
@@ -778,8 +713,8 @@ def fit(
         step = step_of.get(config, math.nan)
         g = fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
         groups.append(replace(g, context_tokens=float(rows["context_tokens"].mean())))
-    contexts = _contexts(groups)
-    groups = _context_notes(groups, contexts)
+    contexts = contexts_of(groups)
+    groups = context_notes(groups, contexts)
     surfaces = _surfaces(df, moe)
     trees = _trees(df)
     notes = (
@@ -829,139 +764,6 @@ def fit_file(path: str, **options: Any) -> FitResult:
     return fit(data, source=str(path), **options)
 
 
-def fitted_costs(
-    group: dict[str, Any], form: str, k: int | None = None, batch: int = 1
-) -> dict[str, Any]:
-    """A fit group's cycle as the cost inputs of ``predict`` (``form='predict'``: verify,
-    draft and overhead at ``k``) or ``optimize`` (``form='optimize'``: a verify that does not
-    grow with k, drafting per draft token and per cycle, overhead; for a curved fit the whole
-    cycle as a :class:`FittedCycle` verify curve at ``batch``).  Either gives the fitted cycle
-    at every k: the verify's per-token cost is counted with drafting's for optimize, and a
-    curve's k**2 term with the verify for predict."""
-    c = {name: float(group["coefficients"].get(name, 0.0)) for name in COEFFICIENTS}
-    if form == "predict":
-        if k is None:
-            raise BreakevenError("{0} needs {1}: the fitted cycle depends on k", "fit_file", "k")
-        linear = {**c, "curvature_ms": 0.0}
-        return {
-            "verify_ms": c["verify_base_ms"]
-            + c["verify_per_token_ms"] * k
-            + float(cycle_at(c, k) - cycle_at(linear, k)),
-            "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
-            "overhead_ms": c["overhead_ms"],
-        }
-    if c["curvature_ms"]:
-        return {"verify_curve": FittedCycle(c, batch)}
-    return {
-        "verify_ms": c["verify_base_ms"],
-        "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
-        "draft_ms": c["draft_per_cycle_ms"],
-        "overhead_ms": c["overhead_ms"],
-    }
-
-
-def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[float, float]:
-    """What moving a fit file's ``group`` from its runs' context to ``context`` [tokens] adds
-    to the step and, per draft token, to the cycle beyond that [ms], from the file's context
-    fit of the same model, hardware, concurrency and method
-    (:class:`breakeven.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
-    group has no context, or the file no context fit for it."""
-    here = group.get("context_tokens")
-    name = escape_braces(repr(str(path)))
-    if not isinstance(here, (int, float)) or not here > 0:
-        raise BreakevenError(
-            "{0} needs a fit whose runs give context_tokens: " + name + "'s group has none",
-            "context",
-        )
-    data = read_fit_json(path)
-    for c in (data.get("contexts") or []) if isinstance(data, dict) else []:
-        if isinstance(c, dict) and all(
-            str(c.get(key, "")) == str(group.get(key, "")) for key in IDENTITY
-        ):
-            a = c.get("step_ms_per_ktok")
-            b = c.get("cycle_ms_per_ktok_per_k")
-            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-                shift = (context - here) / 1000.0
-                return a * shift, b * shift
-    raise BreakevenError(
-        "{0}: "
-        + name
-        + " fits this group at about "
-        + f"{here:.0f}"
-        + " tokens of context only; expected a fit of runs at two or more context lengths",
-        "context",
-    )
-
-
-def fit_interval(group: dict[str, Any], k: int) -> float:
-    """The relative half-width of a prediction at ``k`` from a fit file's group [fraction]
-    (:func:`breakeven.cycle.half_width` of its ``interval_width`` and ``measured_k``); NaN
-    where the group has none (no held-out error, or a fit file older than intervals)."""
-    width = group.get("interval_width")
-    measured = group.get("measured_k") or ()
-    if not isinstance(width, (int, float)) or not all(isinstance(x, int) for x in measured):
-        return math.nan
-    return half_width(float(width), k, tuple(measured))
-
-
-def _identity(like: Any) -> dict[str, Any]:
-    """The model, hardware and method of ``like`` (a surface or a tree acceptance): what picks
-    its entries of a fit file."""
-    return {key: getattr(like, key, "") for key in IDENTITY}
-
-
-def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
-    """One group of a fit file (:func:`breakeven.iotools.fitfile.read_fit`), its coefficients
-    those of :data:`COEFFICIENTS`: the only one, or number ``group`` (from 1)."""
-    return read_fit(path, group, names=COEFFICIENTS)
-
-
-def fitted_cycle(rows: Any, path: str) -> Any:
-    """The cycle [ms] a fit file predicts for each row of ``rows`` at its k: from the group
-    of the same model, hardware and method (and concurrency, where both say), NaN where no
-    group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
-    data = read_fit_json(path)
-    listed = (data.get("groups") or []) if isinstance(data, dict) else []
-    determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
-    groups = [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
-    cycle = pd.Series(math.nan, index=rows.index, dtype=float)
-    k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
-    load = pd.to_numeric(rows.get("concurrency"), errors="coerce")
-    for g in groups:
-        match = k > 0
-        for key in IDENTITY:
-            if g.get(key) and key in rows.columns:
-                match &= rows[key].astype(str) == str(g[key])
-        concurrency = g.get("concurrency")
-        if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
-            match &= load.isna() | (load == concurrency)
-        match &= cycle.isna()
-        cycle[match] = cycle_at(g["coefficients"], k[match])
-    return cycle
-
-
-def load_surface(
-    path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
-) -> BatchSurface:
-    """One forward surface of a fit file: the only one, number ``index`` (from 1, picked with
-    ``flag``), or the one of the same model, hardware and method as ``like`` (a tree
-    acceptance)."""
-    identity = _identity(like) if like is not None else None
-    return BatchSurface.from_dict(read_surface(path, index, identity, flag))
-
-
-def load_tree(path: str, index: int | None = None) -> TreeAcceptance:
-    """One tree acceptance of a fit file: the only one, or number ``index`` (from 1; the
-    ``--fit-group`` of ``optimize --tree``)."""
-    return TreeAcceptance.from_dict(read_tree(path, index))
-
-
-def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
-    """The per-token acceptance [probability] a fit file holds for the model, hardware and
-    method of ``like`` (a surface), and where it comes from, in words."""
-    return read_fitted_alpha(path, _identity(like))
-
-
 __all__: Sequence[str] = (
     "COEFFICIENTS",
     "CYCLE_FORMS",
@@ -969,19 +771,10 @@ __all__: Sequence[str] = (
     "FORM_CHOICES",
     "ContextFit",
     "FitResult",
-    "FittedCycle",
     "FormScore",
     "GroupFit",
     "KRow",
-    "context_growth",
     "fit",
     "fit_file",
     "fit_group",
-    "fit_interval",
-    "fitted_costs",
-    "fitted_cycle",
-    "load_fit",
-    "load_fitted_alpha",
-    "load_surface",
-    "load_tree",
 )

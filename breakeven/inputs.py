@@ -98,14 +98,14 @@ def with_fit_file(
     context : float, optional
         Price the fit's step and cycle at this many tokens of context [tokens], from the fit
         file's context fit (runs at two or more context lengths; see
-        :func:`breakeven.fit.context_growth`).
+        :func:`breakeven.fit_files.context_growth`).
     """
     if fit_file is None:
         for name in ("fit_group", "context"):
             if locals()[name] is not None:
                 raise BreakevenError("{0} needs {1}", name, "fit_file")
         return dict(inputs)
-    from breakeven.fit import fitted_costs, load_fit  # lazy: start-up
+    from breakeven.fit_files import fitted_costs, load_fit  # lazy: start-up
 
     clash = [n for n in FIT_COST_INPUTS if inputs.get(n) is not None]
     if clash:
@@ -137,8 +137,8 @@ def _at_context(
     given_step: bool,
 ) -> None:
     """``out``'s fitted costs (and the fit's step, unless one was given) moved from the fit's
-    context to ``context`` [tokens] (:func:`breakeven.fit.context_growth`)."""
-    from breakeven.fit import context_growth  # lazy: start-up
+    context to ``context`` [tokens] (:func:`breakeven.fit_files.context_growth`)."""
+    from breakeven.fit_files import context_growth  # lazy: start-up
 
     step_more, per_k_more = context_growth(fit_file, group, float(context))
     if not given_step and out.get("step_ms") is not None:
@@ -174,7 +174,7 @@ def predict_from_files(
     result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict", context=context))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
-    from breakeven.fit import fit_interval, load_fit  # lazy: start-up
+    from breakeven.fit_files import fit_interval, load_fit  # lazy: start-up
 
     h = fit_interval(load_fit(fit_file, fit_group), result.k)
     if not (0 <= h < 1 and 0 < result.speedup < math.inf):
@@ -257,7 +257,7 @@ def optimize_from_files(
     result = optimize(verify_curve=curve, **inputs)
     if fit_file is None:
         return result
-    from breakeven.fit import fit_interval, load_fit  # lazy: start-up
+    from breakeven.fit_files import fit_interval, load_fit  # lazy: start-up
 
     group = load_fit(fit_file, fit_group)
     return result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
@@ -272,7 +272,7 @@ def _optimize_tree(
     **bounds: Any,
 ) -> Any:
     """``optimize_from_files(tree=True)``: the search over (steps, topk, verify tokens)."""
-    from breakeven.fit import load_surface, load_tree  # lazy: start-up
+    from breakeven.fit_files import load_surface, load_tree  # lazy: start-up
     from breakeven.optimize import optimize_tree  # lazy: start-up
 
     clash = [n for n in _TREE_CLASHES if inputs.get(n) is not None]
@@ -349,7 +349,7 @@ def batch_cost(
     inputs : dict
         ``inputs``, with the surface's ``draft`` cost added where it applies.
     """
-    from breakeven.fit import load_surface  # lazy: start-up
+    from breakeven.fit_files import load_surface  # lazy: start-up
 
     inputs = dict(inputs)
     if fit_file is None:
@@ -405,7 +405,7 @@ def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
     note : str
         Where that alpha came from, or "".
     """
-    from breakeven.fit import load_fitted_alpha  # lazy: start-up
+    from breakeven.fit_files import load_fitted_alpha  # lazy: start-up
 
     fit_file = inputs.get("fit_file")
     curve, inputs = batch_cost(**inputs)

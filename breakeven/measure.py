@@ -23,7 +23,7 @@ from breakeven.check import CheckResult, check_file
 from breakeven.compare import CompareResult, RunInput, compare, parse_run
 from breakeven.credentials import clean_api_key
 from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
-from breakeven.fit import load_surface
+from breakeven.fit_files import load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 from breakeven.iotools.atomic import refuse_overwrite
@@ -370,7 +370,7 @@ def fleet_from_prometheus(
     match : str
         A label matcher every series is selected with (``{job="vllm"}``).
     fit_file, fit_surface
-        A fit file's forward surface (see :func:`breakeven.fit.load_surface`):
+        A fit file's forward surface (see :func:`breakeven.fit_files.load_surface`):
         predicted speedup at the load each server saw.
     tolerance : float
         ``acceptance_drop``: accept_len fell by more than this fraction.

@@ -139,7 +139,7 @@ class OptimizeResult:
     """Why fewer k were considered than asked, if they were."""
     half_widths: tuple[tuple[int, float], ...] = ()
     """Each k's relative interval half-width [fraction] where a fit file gives the costs
-    (:func:`breakeven.fit.fit_interval`); none otherwise."""
+    (:func:`breakeven.fit_files.fit_interval`); none otherwise."""
 
     def with_intervals(self, widths: Mapping[int, float]) -> OptimizeResult:
         """This result with each k's speedup interval, +- ``widths[k]`` of it [fraction]."""

@@ -2,7 +2,7 @@
 by k for ``predict`` and ``optimize --fit-file``, a forward surface for ``batch --fit-file``, a
 tree acceptance for ``optimize --tree``.  Every problem is one line naming ``--fit-file`` (or
 the flag that picks an entry).  The objects are built from the data on the analysis side
-(:func:`breakeven.fit.load_surface`, :func:`breakeven.fit.load_tree`).
+(:func:`breakeven.fit_files.load_surface`, :func:`breakeven.fit_files.load_tree`).
 
 An entry's identity, ``like``, is a mapping of ``model``, ``hardware`` and ``spec_method``.
 """

@@ -1,0 +1,172 @@
+"""A fit file (``breakeven fit --out``) as the other commands read it: a group's cycle as
+``predict``'s and ``optimize``'s cost inputs, its interval and context growth, the cycle it
+predicts for rows (``plot check --fit-file``), and its surfaces, tree acceptances and alpha.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from breakeven.cycle import FittedCycle, cycle_at, half_width
+from breakeven.errors import BreakevenError, escape_braces
+from breakeven.iotools.fitfile import (
+    IDENTITY,
+    read_fit,
+    read_fit_json,
+    read_fitted_alpha,
+    read_surface,
+    read_tree,
+    undetermined,
+)
+from breakeven.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
+from breakeven.surface import BatchSurface
+from breakeven.tree import TreeAcceptance
+
+
+def fitted_costs(
+    group: dict[str, Any], form: str, k: int | None = None, batch: int = 1
+) -> dict[str, Any]:
+    """A fit group's cycle as the cost inputs of ``predict`` (``form='predict'``: verify,
+    draft and overhead at ``k``) or ``optimize`` (``form='optimize'``: a verify that does not
+    grow with k, drafting per draft token and per cycle, overhead; for a curved fit the whole
+    cycle as a :class:`FittedCycle` verify curve at ``batch``).  Either gives the fitted cycle
+    at every k: the verify's per-token cost is counted with drafting's for optimize, and a
+    curve's k**2 term with the verify for predict."""
+    c = {name: float(group["coefficients"].get(name, 0.0)) for name in COEFFICIENTS}
+    if form == "predict":
+        if k is None:
+            raise BreakevenError("{0} needs {1}: the fitted cycle depends on k", "fit_file", "k")
+        linear = {**c, "curvature_ms": 0.0}
+        return {
+            "verify_ms": c["verify_base_ms"]
+            + c["verify_per_token_ms"] * k
+            + float(cycle_at(c, k) - cycle_at(linear, k)),
+            "draft_ms": c["draft_per_token_ms"] * k + c["draft_per_cycle_ms"],
+            "overhead_ms": c["overhead_ms"],
+        }
+    if c["curvature_ms"]:
+        return {"verify_curve": FittedCycle(c, batch)}
+    return {
+        "verify_ms": c["verify_base_ms"],
+        "draft_step_ms": c["verify_per_token_ms"] + c["draft_per_token_ms"],
+        "draft_ms": c["draft_per_cycle_ms"],
+        "overhead_ms": c["overhead_ms"],
+    }
+
+
+def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[float, float]:
+    """What moving a fit file's ``group`` from its runs' context to ``context`` [tokens] adds
+    to the step and, per draft token, to the cycle beyond that [ms], from the file's context
+    fit of the same model, hardware, concurrency and method
+    (:class:`breakeven.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
+    group has no context, or the file no context fit for it."""
+    here = group.get("context_tokens")
+    name = escape_braces(repr(str(path)))
+    if not isinstance(here, (int, float)) or not here > 0:
+        raise BreakevenError(
+            "{0} needs a fit whose runs give context_tokens: " + name + "'s group has none",
+            "context",
+        )
+    data = read_fit_json(path)
+    for c in (data.get("contexts") or []) if isinstance(data, dict) else []:
+        if isinstance(c, dict) and all(
+            str(c.get(key, "")) == str(group.get(key, "")) for key in IDENTITY
+        ):
+            a = c.get("step_ms_per_ktok")
+            b = c.get("cycle_ms_per_ktok_per_k")
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                shift = (context - here) / 1000.0
+                return a * shift, b * shift
+    raise BreakevenError(
+        "{0}: "
+        + name
+        + " fits this group at about "
+        + f"{here:.0f}"
+        + " tokens of context only; expected a fit of runs at two or more context lengths",
+        "context",
+    )
+
+
+def fit_interval(group: dict[str, Any], k: int) -> float:
+    """The relative half-width of a prediction at ``k`` from a fit file's group [fraction]
+    (:func:`breakeven.cycle.half_width` of its ``interval_width`` and ``measured_k``); NaN
+    where the group has none (no held-out error, or a fit file older than intervals)."""
+    width = group.get("interval_width")
+    measured = group.get("measured_k") or ()
+    if not isinstance(width, (int, float)) or not all(isinstance(x, int) for x in measured):
+        return math.nan
+    return half_width(float(width), k, tuple(measured))
+
+
+def _identity(like: Any) -> dict[str, Any]:
+    """The model, hardware and method of ``like`` (a surface or a tree acceptance): what picks
+    its entries of a fit file."""
+    return {key: getattr(like, key, "") for key in IDENTITY}
+
+
+def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
+    """One group of a fit file (:func:`breakeven.iotools.fitfile.read_fit`), its coefficients
+    those of :data:`COEFFICIENTS`: the only one, or number ``group`` (from 1)."""
+    return read_fit(path, group, names=COEFFICIENTS)
+
+
+def fitted_cycle(rows: Any, path: str) -> Any:
+    """The cycle [ms] a fit file predicts for each row of ``rows`` at its k: from the group
+    of the same model, hardware and method (and concurrency, where both say), NaN where no
+    group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
+    data = read_fit_json(path)
+    listed = (data.get("groups") or []) if isinstance(data, dict) else []
+    determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
+    groups = [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
+    cycle = pd.Series(math.nan, index=rows.index, dtype=float)
+    k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
+    load = pd.to_numeric(rows.get("concurrency"), errors="coerce")
+    for g in groups:
+        match = k > 0
+        for key in IDENTITY:
+            if g.get(key) and key in rows.columns:
+                match &= rows[key].astype(str) == str(g[key])
+        concurrency = g.get("concurrency")
+        if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
+            match &= load.isna() | (load == concurrency)
+        match &= cycle.isna()
+        cycle[match] = cycle_at(g["coefficients"], k[match])
+    return cycle
+
+
+def load_surface(
+    path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
+) -> BatchSurface:
+    """One forward surface of a fit file: the only one, number ``index`` (from 1, picked with
+    ``flag``), or the one of the same model, hardware and method as ``like`` (a tree
+    acceptance)."""
+    identity = _identity(like) if like is not None else None
+    return BatchSurface.from_dict(read_surface(path, index, identity, flag))
+
+
+def load_tree(path: str, index: int | None = None) -> TreeAcceptance:
+    """One tree acceptance of a fit file: the only one, or number ``index`` (from 1; the
+    ``--fit-group`` of ``optimize --tree``)."""
+    return TreeAcceptance.from_dict(read_tree(path, index))
+
+
+def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
+    """The per-token acceptance [probability] a fit file holds for the model, hardware and
+    method of ``like`` (a surface), and where it comes from, in words."""
+    return read_fitted_alpha(path, _identity(like))
+
+
+__all__: Sequence[str] = (
+    "context_growth",
+    "fit_interval",
+    "fitted_costs",
+    "fitted_cycle",
+    "load_fit",
+    "load_fitted_alpha",
+    "load_surface",
+    "load_tree",
+)
