@@ -294,6 +294,12 @@ def _instance(
     figures: dict[str, float] = {}
     if cost is not None and spec:
         figures = _against_cost(spec, cost)
+        if cost.baseline_steps:
+            at = ", ".join(str(b) for b, _ in cost.baseline_steps)
+            notes.append(
+                f"the plain step at batch {at} is the fit's measured baseline; at other "
+                "batches, the fitted t(B, 1)"
+            )
         if figures["share_above_breakeven"] > max_share_above:
             flags.append("above_breakeven")
             notes.append(

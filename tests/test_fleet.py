@@ -245,6 +245,14 @@ def test_time_above_the_breakeven_batch_with_a_cost_model(prom, tmp_path):
     # 1 / 0.746 - 1; at a's it keeps a k that pays, never less than the k a ran.
     assert got["b:8000"]["schedule_gain"] == pytest.approx(1 / b_speedup - 1, rel=1e-6)
     assert got["a:8000"]["schedule_gain"] >= 0
+    # Issue 27, item 3: where the fit measured a baseline at a server's batch (8), its step
+    # is that baseline's (here 25 ms where t(8, 1) is 22), and said so.
+    measured = {**FIT, "surfaces": [{**FIT["surfaces"][0], "baseline_steps": [[8, 25.0]]}]}
+    path.write_text(json.dumps(measured))
+    got = by_instance(fleet(prom, "--json", "--fit-file", path, "--match", '{job="vllm"}'))
+    assert got["a:8000"]["predicted_speedup"] == pytest.approx(3 * 25 / 56)
+    assert any("at batch 8 is the fit's measured baseline" in n for n in got["a:8000"]["notes"])
+    path.write_text(json.dumps(FIT))
     text = fleet(prom, "--fit-file", path, "--match", '{job="vllm"}').output
     lines = [ln for ln in text.splitlines() if ln.startswith("  ") and ":80" in ln]
     assert lines[0].split()[0] == "b:8000"  # worst first
