@@ -936,7 +936,15 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
         schedule,
         measured_steps=grid.measured_steps,
         intervals=tuple(
-            ranged(p.batch, p.speedup, p.cycle_ms, p.k, inputs.get("topk", 1)) for p in points
+            ranged(
+                p.batch,
+                p.speedup,
+                p.cycle_ms,
+                p.k,
+                inputs.get("topk", 1),
+                inputs.get("verify_tokens"),
+            )
+            for p in points
         )
         if ranged
         else (),

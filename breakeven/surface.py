@@ -126,26 +126,35 @@ class BatchSurface:
         return width * (1 + beyond / max(math.log2(high / low), 1.0))
 
     def speedup_range(
-        self, batch: float, speedup: float, cycle_ms: float, steps: float, topk: float = 1
+        self,
+        batch: float,
+        speedup: float,
+        cycle_ms: float,
+        steps: float,
+        topk: float = 1,
+        verify_tokens: float | None = None,
     ) -> tuple[float, float]:
         """The interval of a speedup [x] this surface predicts at ``batch`` with a cycle of
-        ``cycle_ms`` [ms] of ``steps`` draft steps of ``topk`` branches: +- :meth:`half_width`;
-        and where the speculative runs were at one batch size B0 only, over every reading of
-        speculation's own cost S there (drafting and ``spec_seq_ms``, which such runs cannot
-        split): per cycle (S at any batch) and per sequence (S x B / B0), as well as the fit's
-        own.  NaN, NaN where there is none."""
+        ``cycle_ms`` [ms] (``steps`` draft steps of ``topk`` branches, ``verify_tokens``):
+        +- :meth:`half_width`; and where the speculative runs were at one batch size B0 only,
+        over both readings of what a cycle costs beyond a step there, E0 = cycle(B0) -
+        step(B0), which such runs cannot tell apart: all per cycle (E0 at any batch) or all
+        per sequence (E0 x B / B0), as well as the fit's own.  A cycle whose extra cost is a
+        constant plus a part per sequence lies between the two.  NaN, NaN where there is
+        none."""
         h = self.half_width(batch)
         if not (math.isfinite(h) and 0 < speedup < math.inf and cycle_ms > 0):
             return math.nan, math.nan
         low = high = speedup
         if len(self.spec_batches) == 1:
             b0 = self.spec_batches[0]
-            forward = cycle_ms - float(self.draft_ms(batch, steps, topk))
-            own = float(self.draft_ms(b0, steps, topk))
-            for cost in (own, own * batch / b0):
-                cycle = forward + cost
+            extra = float(self.cycle_ms(b0, steps, topk, verify_tokens)) - self.step_ms(b0)[0]
+            step = self.step_ms(int(batch))[0] if float(batch).is_integer() else math.nan
+            for cost in (extra, extra * batch / b0):
+                cycle = step + cost
                 other = speedup * cycle_ms / cycle if cycle > 0 else math.inf
-                low, high = min(low, other), max(high, other)
+                if math.isfinite(other) or other == math.inf:
+                    low, high = min(low, other), max(high, other)
         return low * max(1 - h, 0.0), high * (1 + h)
 
     def step_ms(self, batch: int) -> tuple[float, bool]:
@@ -223,10 +232,16 @@ class SurfaceCost:
         return self.surface.forward_ms(batch, q)
 
     def speedup_range(
-        self, batch: float, speedup: float, cycle_ms: float, steps: float, topk: float = 1
+        self,
+        batch: float,
+        speedup: float,
+        cycle_ms: float,
+        steps: float,
+        topk: float = 1,
+        verify_tokens: float | None = None,
     ) -> tuple[float, float]:
         """A predicted speedup's interval [x] (:meth:`BatchSurface.speedup_range`)."""
-        return self.surface.speedup_range(batch, speedup, cycle_ms, steps, topk)
+        return self.surface.speedup_range(batch, speedup, cycle_ms, steps, topk, verify_tokens)
 
     def measured_step(self, batch: int) -> float | None:
         """The measured baseline's step at ``batch`` [ms], where the fit had one (else
@@ -345,11 +360,11 @@ def fit_surface(
     spec_batches = tuple(sorted({int(r["batch"]) for r in runs}))
     if len(spec_batches) == 1:
         notes.append(
-            f"speculative runs at batch {spec_batches[0]} only: what speculation costs beyond "
-            "its forwards (drafting, spec_seq_ms) may be per cycle or per sequence, which these "
-            "runs fit alike; at other batches the two differ, so the predictions' intervals "
-            "cover both and grow with the distance from that batch; run speculation at a "
-            "second batch size to tell them apart"
+            f"speculative runs at batch {spec_batches[0]} only: what a cycle costs beyond a "
+            "step there may be per cycle or per sequence, which these runs fit alike; at "
+            "other batches the two differ, so the predictions' intervals cover both and grow "
+            "with the distance from that batch; run speculation at a second batch size to "
+            "tell them apart"
         )
     return BatchSurface(
         key[0],

@@ -5,6 +5,7 @@ tree drafts (Tencent/AngelSlim#163, sgl-project/SpecForge#339)."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -372,3 +373,63 @@ def test_batch_intervals_hold_the_measured_speedups_and_one_batch_is_said(tmp_pa
             assert at[b]["speedup_low"] <= measured <= at[b]["speedup_high"], b
         width = {b: at[b]["speedup_high"] / at[b]["speedup"] - 1 for b in (8, 16, 32, 64)}
         assert width[8] < width[16] < width[32] < width[64]
+
+
+@pytest.mark.parametrize("batches", ["one", "two"])
+def test_batch_intervals_cover_simulated_surfaces(batches):
+    # Issue 27, item 2: surfaces simulated with speculation's own cost per cycle or per
+    # sequence (which runs at one batch size cannot tell apart), 1% noise; fitted, then asked
+    # for k = 3 at every other batch.  The intervals hold the truth at least 90% of the time
+    # (measured: 360 of 360 with runs at one batch, 300 of 300 at two; they are wide, a median
+    # of 0.86 and 1.15 times the prediction, because so little informs the terms).
+    from breakeven.surface import SurfaceCost
+
+    rng = np.random.default_rng(5)
+    covered = total = 0
+    for _ in range(60):
+        w, kv, comp = rng.uniform(5, 20), rng.uniform(0.05, 0.5), rng.uniform(0.01, 0.2)
+        draft, cost = rng.uniform(0.2, 2.0), rng.uniform(0.5, 5.0)
+        per_sequence, alpha = rng.random() < 0.5, rng.uniform(0.5, 0.85)
+        b0 = int(rng.choice([1, 4, 8, 16]))
+
+        def forward(b, q, w=w, kv=kv, comp=comp):
+            return w + kv * b + comp * b * q
+
+        def cycle(b, k, draft=draft, cost=cost, per_sequence=per_sequence, b0=b0, f=forward):
+            return f(b, k + 1) + draft * k + (cost * b / b0 if per_sequence else cost)
+
+        def tau(k, alpha=alpha):
+            return (1 - alpha ** (k + 1)) / (1 - alpha)
+
+        rows = [
+            {
+                "model": "m",
+                "concurrency": b,
+                "num_spec_tokens": 0,
+                "tok_s": 1000 / forward(b, 1) * (1 + rng.normal(0, 0.01)),
+            }
+            for b in (1, 2, 4, 8, 16, 32, 64)
+        ]
+        runs = [(b0, k) for k in (2, 3, 4, 5)] + ([(4 * b0, 3)] if batches == "two" else [])
+        rows += [
+            {
+                "model": "m",
+                "spec_method": "e",
+                "concurrency": b,
+                "num_spec_tokens": k,
+                "accept_len": tau(k),
+                "tok_s": 1000 * tau(k) / cycle(b, k) * (1 + rng.normal(0, 0.01)),
+            }
+            for b, k in runs
+        ]
+        (s,) = fit(pd.DataFrame(rows)).surfaces
+        for b in (1, 2, 4, 8, 16, 32, 64):
+            if b in {r[0] for r in runs}:
+                continue
+            c = float(s.cycle_ms(b, 3))
+            predicted = tau(3) * s.step_ms(b)[0] / c
+            low, high = SurfaceCost(s).speedup_range(b, predicted, c, 3)
+            truth = tau(3) * forward(b, 1) / cycle(b, 3)
+            covered += low <= truth <= high
+            total += 1
+    assert covered / total >= 0.9, (covered, total)
