@@ -88,17 +88,40 @@ COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 _GROUP = ["model", "hardware", "concurrency", "context", "spec_method"]
 _CONFIG = _GROUP[:4]  # what a baseline must share with the runs it is the step of
 
-CONTEXT_BUCKETS_PER_DOUBLING = 2
-"""Runs whose ``context_tokens`` are within a factor of 2 ** (1 / this) of each other are one
-context length (a bench level's requests differ by a few tokens)."""
+CONTEXT_STEP = 1.5
+"""Context lengths a factor of this or more apart are two lengths [-]; closer ones are one
+(a bench level's requests differ by some tokens; a context sweep doubles)."""
 
 
-def context_bucket(context_tokens: Any) -> Any:
-    """Each row's context length as a whole number, equal for contexts within a factor of
-    about 1.4 [-]; -1 where the row gives none."""
-    c = pd.to_numeric(pd.Series(context_tokens), errors="coerce")
-    bucket = np.round(np.log2(c.where(c > 0)) * CONTEXT_BUCKETS_PER_DOUBLING)
-    return bucket.fillna(-1.0).to_numpy()
+def context_lengths(context_tokens: Any, config: Any, run: Any) -> Any:
+    """Each row's context length as a whole number per ``config`` (the rows' model,
+    hardware and concurrency, one label a row), from the mean context of each ``run`` (a
+    bench level's requests, whose completions differ, are one run): run means within
+    :data:`CONTEXT_STEP` of the shortest of their length are one.  Where a config's runs are
+    all at one length (or give none), every row of it is 0, whether it gives a context or
+    not: grouping by context only splits runs that differ in it.  In a config at several
+    lengths a row without one is -1."""
+    frame = pd.DataFrame(
+        {
+            "c": pd.to_numeric(pd.Series(context_tokens), errors="coerce").to_numpy(dtype=float),
+            "config": pd.Series(config).to_numpy(),
+            "run": pd.Series(run).to_numpy(),
+        }
+    )
+    frame["mean"] = frame.groupby(["config", "run"], dropna=False)["c"].transform("mean")
+    out = np.zeros(len(frame))
+    for _, rows in frame.groupby("config", sort=False):
+        known = rows["mean"].to_numpy()
+        values = np.unique(known[known > 0])
+        if len(values) < 2 or values[-1] < values[0] * CONTEXT_STEP:
+            continue  # one length: nothing to split
+        length, start, of = 0, values[0], {}
+        for v in values:
+            if v >= start * CONTEXT_STEP:
+                length, start = length + 1, v
+            of[v] = length
+        out[rows.index.to_numpy()] = [of.get(v, -1.0) if v > 0 else -1.0 for v in known]
+    return out
 
 
 COLUMNS_USED = (
@@ -344,7 +367,12 @@ def _prepared(data: Any) -> Any:
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
     df["concurrency"] = df["concurrency"].fillna(-1.0)
-    df["context"] = context_bucket(df["context_tokens"])
+    config = df["model"].astype(str) + "\x00" + df["hardware"].astype(str) + "\x00"
+    run = df["run_id"] if "run_id" in df.columns else pd.Series(np.arange(len(df)), index=df.index)
+    run = run.astype(object).where(run.notna(), pd.Series(np.arange(len(df)), index=df.index))
+    df["context"] = context_lengths(
+        df["context_tokens"], config + df["concurrency"].astype(str), run.astype(str)
+    )
     return df
 
 

@@ -86,13 +86,13 @@ def test_exact_cycles_of_each_form_are_held_out_exactly_by_the_form_chosen(
 
 
 def test_a_form_with_too_few_k_says_so_and_is_not_chosen():
-    (g,) = fit(sweep(FORMS["linear"](0.1, 2.0, 0), [2, 4])).groups
+    (g,) = fit(sweep(FORMS["linear"](0.1, 4.0, 0), [2, 4])).groups
     by_form = {x.form: x for x in g.forms}
     assert by_form["curved"].why == "needs 4 k with a cycle for a held-out error, has 2"
     assert by_form["linear"].why == "needs 3 k with a cycle for a held-out error, has 2"
     assert math.isnan(by_form["curved"].held_out_rms)
-    # The step is 2 ms (20%) off the runs' line: the forms through it hold out badly, and the
-    # line through the two k is fitted, said to be unchecked.
+    # The step is 4 ms (40%) off the runs' line: the forms through it hold out badly (more
+    # than OFF_THE_LINE), and the line through the two k is fitted, said to be unchecked.
     assert g.cycle_form == "linear" and "no held-out k checks" in g.form_reason
     # Without a baseline the forms through the step have nothing to go through.
     data = sweep(FORMS["linear"](0.1, 2.0, 0), [2, 4, 6])
@@ -139,16 +139,16 @@ def test_published_k_sweeps_by_protocol():
     # Fitted on the smallest and largest k (between) and on the two smallest (extrapolated):
     # 4 sweeps, 8 groups (a laptop GPU with offload, an RTX 5090 at five power caps, two
     # RTX 3090s on vLLM, a GPU vLLM issue 20780 does not name), 31 k predicted each way.
-    # Measured: between median 1.9%, worst 4.0%; extrapolated median 3.1% (issue 27's target
-    # is 3%: missed by the EAGLE-3 sweep, whose cycle bends, and the 5090 at 600 W), worst
-    # 14.7%; the intervals hold 90% and 100% of the measured speedups.
+    # Measured: between median 1.6%, worst 4.0%; extrapolated median 2.1%, worst 12.5% (issue
+    # 27's target is 10%: missed by the EAGLE-3 sweep, whose cycle bends after K = 4); the
+    # intervals hold 90% and 100% of the measured speedups.
     results = []
     for path in K_SWEEPS:
         data, _ = read_measurements(path)
         results += held_out(data)
     s = summary(results)
     assert s["between"]["median_error"] < 0.03 and s["between"]["worst_error"] < 0.08
-    assert s["extrapolated"]["median_error"] < 0.035
+    assert s["extrapolated"]["median_error"] < 0.03
     assert s["between"]["covered"] >= 0.9 and s["extrapolated"]["covered"] >= 0.9
 
 
@@ -460,3 +460,30 @@ def test_predict_and_optimize_price_another_context_from_the_context_fit(tmp_pat
         ],
     )
     assert r.exit_code == 2 and "--context needs --fit-file" in r.output
+
+
+def test_a_levels_requests_of_different_lengths_are_one_context():
+    # A bench level's requests stop at different lengths: their contexts (prompt and half
+    # the completion) run from 15 to 45 tokens, yet the level is one run at one context; runs
+    # at the same short prompts are one group, the baseline their step (the real llama.cpp
+    # fit in tests/test_llamacpp.py found this).
+    rows = []
+    for run, k, rate in (("base", 0, 100.0), ("k2", 2, 150.0), ("k3", 3, 160.0)):
+        for i, context in enumerate((15, 25, 45, 30)):
+            rows.append(
+                {
+                    "model": "m",
+                    "run_id": run,
+                    "num_spec_tokens": k,
+                    "tok_s": rate + i,
+                    "accept_len": None if k == 0 else 1.5 + 0.4 * k,
+                    "context_tokens": context,
+                }
+            )
+    (g,) = fit(pd.DataFrame(rows)).groups
+    assert g.step_ms > 0 and [r.k for r in g.by_k] == [2, 3]
+    # Runs a doubling apart are two lengths: k = 3 has no baseline at its own.
+    data = pd.DataFrame(rows).assign(
+        context_tokens=lambda d: d["context_tokens"] * (1 + (d["run_id"] == "k3"))
+    )
+    assert len(fit(data).groups) == 2

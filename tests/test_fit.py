@@ -41,13 +41,27 @@ def measured(data, method):
 
 
 def test_eagle1_fitted_on_k2_and_k7_predicts_k3_to_k6_within_2_percent():
+    # The free line through K = 2 and 7 interpolates within 2%.  With two k nothing holds
+    # that line out, and the line anchored at the step holds out within OFF_THE_LINE (8.7%):
+    # auto keeps the anchored line, within 4% at every K, each inside its interval.
     data = published()
     ends = data[data["num_spec_tokens"].isin([0, 2, 7])]
-    g = group(fit(ends), "eagle")
-    for k, (tau, speedup) in measured(data, "eagle").items():
-        predicted = tau * g.step_ms / g.cycle_ms(k)
-        assert predicted == pytest.approx(speedup, rel=0.02), k
-    assert g.merged == ("verify_base_ms + overhead_ms", "verify_per_token_ms + draft_per_token_ms")
+    for form, within in (("linear", 0.02), ("auto", 0.04)):
+        g = group(fit(ends, cycle_form=form), "eagle")
+        rows = {
+            r.k: r for r in group(fit(ends, cycle_form=form, predict_k=range(2, 8)), "eagle").by_k
+        }
+        for k, (tau, speedup) in measured(data, "eagle").items():
+            predicted = tau * g.step_ms / g.cycle_ms(k)
+            assert predicted == pytest.approx(speedup, rel=within), (form, k)
+            if form == "auto":
+                h = rows[k].predicted_high / rows[k].predicted_speedup - 1
+                assert abs(predicted / speedup - 1) <= h, k
+        assert g.merged == (
+            "verify_base_ms + overhead_ms",
+            "verify_per_token_ms + draft_per_token_ms",
+        )
+    assert g.cycle_form == "anchored"
 
 
 def test_leave_one_out_over_all_six_and_the_best_k():

@@ -39,9 +39,18 @@ from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.surface import MoE
 
 # Modules by name: breakeven.check and breakeven.iotools.ingest are also functions' names.
-check, compare, costs, deploy, fit, ingest, schedule = (
+check, compare, costs, deploy, fit, fit_files, ingest, schedule = (
     importlib.import_module(f"breakeven.{name}")
-    for name in ("check", "compare", "costs", "deploy", "fit", "iotools.ingest", "schedule")
+    for name in (
+        "check",
+        "compare",
+        "costs",
+        "deploy",
+        "fit",
+        "fit_files",
+        "iotools.ingest",
+        "schedule",
+    )
 )
 ROOT = Path(__file__).resolve().parents[1]
 CURVE = ROOT / "data" / "llama3_8b_decode_curve.csv"
@@ -68,7 +77,7 @@ def test_a_fit_file_is_written_as_its_to_dict_and_never_replaced_without_force(f
 
 
 def test_predict_takes_the_cycle_from_a_fit_group(fit_json):
-    group = fit.load_fit(fit_json, 1)
+    group = fit_files.load_fit(fit_json, 1)
     c = {name: group["coefficients"].get(name, 0.0) for name in fit.COEFFICIENTS}
     result = predict_from_files(fit_file=fit_json, fit_group=1, k=3, accept_len=2.29)
     verify = c["verify_base_ms"] + 3 * c["verify_per_token_ms"]
