@@ -99,6 +99,9 @@ class Schedule:
     """The CUDA-graph batch sizes the ranges were aligned to (none: every batch size)."""
     by_batch: tuple[tuple[int, int, float], ...] = ()
     """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
+    intervals: tuple[tuple[float, float], ...] = ()
+    """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
+    surface sizes them (:meth:`breakeven.surface.BatchSurface.speedup_range`); else none."""
     grid: Any = field(default=None, repr=False, compare=False)
     """The speedup grid the schedule was chosen from (:class:`breakeven.optimize.SpeedupGrid`),
     which :meth:`plot` draws; not in :meth:`to_dict`."""
@@ -123,6 +126,10 @@ class Schedule:
         out["schedule"] = [[r.first, r.last, r.k] for r in self.ranges]
         out["notes"] = list(self.notes)
         out["by_batch"] = [{"batch": b, "k": k, "speedup": v} for b, k, v in self.by_batch]
+        for row, (low, high) in zip(out["by_batch"], self.intervals, strict=False):
+            if math.isfinite(low) and high >= low:
+                row["speedup_low"], row["speedup_high"] = low, high
+        del out["intervals"]
         return out
 
     def plot(self, ax: Any = None) -> Any:
@@ -577,7 +584,7 @@ def plan(
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
 
     grid = speedup_grid(curve, **sweep)
-    return grid, schedule_from_grid(
+    schedule = schedule_from_grid(
         grid,
         min_gain=min_gain,
         load=load,
@@ -585,6 +592,19 @@ def plan(
         shape=engine_shape(engine),
         graph_sizes=graph_sizes,
     )
+    ranged = getattr(curve, "speedup_range", None)
+    if ranged is None:
+        return grid, schedule
+    intervals = []
+    for b, k, speedup in schedule.by_batch:
+        if k == 0:  # plain decoding: 1 exactly
+            intervals.append((1.0, 1.0))
+            continue
+        i = grid.batches.index(b)
+        cycle = grid.cycle_ms[i][grid.ks.index(k)]
+        topk, verify_tokens = sweep.get("topk", 1), sweep.get("verify_tokens")
+        intervals.append(ranged(b, speedup, cycle, k, topk, verify_tokens))
+    return grid, replace(schedule, intervals=tuple(intervals))
 
 
 def _share(grid: Any, load: Mapping[int, float] | None, lo: int, hi: int) -> float:

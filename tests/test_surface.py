@@ -433,3 +433,21 @@ def test_batch_intervals_cover_simulated_surfaces(batches):
             covered += low <= truth <= high
             total += 1
     assert covered / total >= 0.9, (covered, total)
+
+
+def test_schedule_from_a_fit_file_gives_each_batchs_interval(tmp_path):
+    out = tmp_path / "fit.json"
+    args = ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    schedule = ["schedule", "--fit-file", str(out), "--engine", "sglang"]
+    schedule += ["--accept-len-by-k", "2:2.0,3:2.3,4:2.5"]
+    r = CliRunner().invoke(cli, [*schedule, "--json"])
+    assert r.exit_code == 0, r.output
+    by_batch = json.loads(r.stdout)["by_batch"]
+    for x in by_batch:
+        if x["k"]:
+            assert x["speedup_low"] <= x["speedup"] <= x["speedup_high"], x
+        else:
+            assert x["speedup_low"] == x["speedup_high"] == x["speedup"] == 1
+    text = " ".join(CliRunner().invoke(cli, schedule).output.split())
+    assert "Intervals of the predicted speedups, from the fit's held-out error" in text

@@ -37,6 +37,30 @@ _SCHEDULE_COLUMNS = [
 ]
 
 
+def _interval_lines(r: Row) -> list[str]:
+    """Each speculating range's predicted speedups' interval (the lowest low and highest high
+    of its batches), where a fit file sized them."""
+    by_batch = r.get("by_batch") or []
+    if not any("speedup_low" in x for x in by_batch):
+        return []
+    parts = []
+    for x in r["ranges"]:
+        inside = [
+            b for b in by_batch if x["first"] <= b["batch"] <= x["last"] and "speedup_low" in b
+        ]
+        if x["k"] and inside:
+            low = min(b["speedup_low"] for b in inside)
+            high = max(b["speedup_high"] for b in inside)
+            parts.append(f"{x['first']}-{x['last']}: {low:.3f}-{high:.3f}x")
+    if not parts:
+        return []
+    return [
+        "Intervals of the predicted speedups, from the fit's held-out error (--json: by_batch): "
+        + "; ".join(parts)
+        + "."
+    ]
+
+
 def schedule_table(r: Row) -> tuple[list[str], list[list[str]]]:
     """The schedule's ranges: the heads and cells of its text table and ``--format``."""
     rows = [
@@ -107,6 +131,7 @@ def schedule_text(r: Row) -> str:
         f"of batch sizes {r['ranges'][0]['first']} to {r['max_batch']}{how}.",
     ]
     lines += grid(*schedule_table(r), right=True, optional=["next best k", "it gives up [%]"])
+    lines += _interval_lines(r)
     lines.append(
         f"Over the load ({r['load']}): the schedule {number_text(r['speedup'], 3)}x "
         f"plain decoding's throughput, the best fixed k ({r['best_fixed_k']}) "
