@@ -99,12 +99,12 @@ class Schedule:
     """The CUDA-graph batch sizes the ranges were aligned to (none: every batch size)."""
     by_batch: tuple[tuple[int, int, float], ...] = ()
     """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
-    intervals: tuple[tuple[float, float], ...] = ()
-    """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
-    surface sizes them (:meth:`breakeven.surface.BatchSurface.speedup_range`); else none."""
     grid: Any = field(default=None, repr=False, compare=False)
     """The speedup grid the schedule was chosen from (:class:`breakeven.optimize.SpeedupGrid`),
     which :meth:`plot` draws; not in :meth:`to_dict`."""
+    intervals: tuple[tuple[float, float], ...] = ()
+    """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
+    surface sizes them (:meth:`breakeven.surface.BatchSurface.speedup_range`); else none."""
 
     @property
     def graph_aligned(self) -> bool:
