@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from breakeven.fit import fit
+import pandas as pd
+
+from breakeven.fit import CONTEXT_STEP, fit
 
 PROTOCOLS = ("between", "extrapolated")
 """The held-out protocols, each a choice of the k fitted on (see the module's description)."""
@@ -98,6 +100,10 @@ def _rows_of(data: Any, g: Any) -> Any:
             d = d[d[column].astype(object).where(d[column].notna(), "") == value]
     if "concurrency" in d.columns and math.isfinite(g.concurrency):
         d = d[d["concurrency"].isna() | (d["concurrency"] == g.concurrency)]
+    if "context_tokens" in d.columns and g.context_tokens > 0:  # one context length's rows
+        c = pd.to_numeric(d["context_tokens"], errors="coerce")
+        near = (c >= g.context_tokens / CONTEXT_STEP) & (c <= g.context_tokens * CONTEXT_STEP)
+        d = d[c.isna() | near]
     if "spec_method" in d.columns:
         method = d["spec_method"].astype(object).where(d["spec_method"].notna(), "")
         d = d[(d["num_spec_tokens"] == 0) | (method == g.spec_method)]

@@ -376,6 +376,9 @@ def test_runs_at_several_context_lengths_fit_how_the_step_and_cycle_grow():
     p = at[(32765.0, 3)]
     assert c.speedup(3, p.accept_len, 32765) == pytest.approx(p.predicted_speedup)
     assert c.speedup(3, 3.0, 100_000) < c.speedup(3, 3.0, 1000)  # the gain falls with context
+    # The k protocols run per context length (7 lengths x 2 protocols x 2 k held out).
+    data, _ = read_measurements(CONTEXT_SWEEP)
+    assert len(held_out(data)) == 28
     # No group is said to hold at its context only: the context fit covers them.
     assert not any("hold at that context only" in n for g in result.groups for n in g.notes)
 
