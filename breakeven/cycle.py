@@ -357,6 +357,15 @@ def choose_form(scores: list[FormScore], requested: str, step: float, have: int)
     return chosen.form, why
 
 
+def indistinct_k(best_k: int, best_low: float, highs: dict[int, float]) -> tuple[int, ...]:
+    """The k other than ``best_k`` whose interval's high end (``highs``, by k [x]) reaches
+    the best k's low end ``best_low`` [x]: what the intervals cannot tell from the best (none
+    where the best has no interval)."""
+    if not math.isfinite(best_low):
+        return ()
+    return tuple(k for k, high in highs.items() if k != best_k and high >= best_low)
+
+
 def interval_width(errors: list[float]) -> float:
     """The relative half-width of a predicted speedup's interval within the measured k
     [fraction]: :data:`INTERVAL_SCALE` times the largest held-out error, at least
@@ -394,6 +403,7 @@ __all__ = (
     "equations",
     "fit_form",
     "half_width",
+    "indistinct_k",
     "interval_width",
     "predicted_cycle",
     "score_form",

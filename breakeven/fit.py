@@ -49,6 +49,7 @@ from breakeven.cycle import (
     cycle_at,
     fit_form,
     half_width,
+    indistinct_k,
     interval_width,
     predicted_cycle,
     score_form,
@@ -507,13 +508,7 @@ def fit_group(
     close: tuple[int, ...] = ()
     if best is not None:
         rows = [replace(r, regret=1 - r.predicted_speedup / best.predicted_speedup) for r in rows]
-        close = tuple(
-            r.k
-            for r in ranked
-            if r.k != best.k
-            and math.isfinite(best.predicted_low)
-            and r.predicted_high >= best.predicted_low
-        )
+        close = indistinct_k(best.k, best.predicted_low, {r.k: r.predicted_high for r in ranked})
     return GroupFit(
         model=model,
         hardware=hardware,

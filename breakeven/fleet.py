@@ -321,27 +321,19 @@ def _instance(
     )
 
 
-def _step(surface: Any, batch: float) -> float:
-    """The plain step at ``batch`` [ms]: the measured baseline's where the fit had one at that
-    batch, else the surface's t(B, 1)."""
-    if float(batch).is_integer():
-        return surface.step_ms(int(batch))[0]
-    return float(surface.forward_ms(batch, 1))
-
-
 def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]:
     """Predicted speedup at each step's batch and accept_len, and the share of steps above
     the break-even batch at the mean accept_len and k."""
 
     k = max(1, round(_mean(p[2] for p in spec))) if math.isfinite(_mean(p[2] for p in spec)) else 1
     speedups = [
-        float(_speedup(p[1], _step(surface, p[3] or 1.0), surface.cycle_ms(p[3] or 1.0, k)))
+        float(_speedup(p[1], surface.step_ms(p[3] or 1.0)[0], surface.cycle_ms(p[3] or 1.0, k)))
         for p in spec
     ]
     tau = _mean(p[1] for p in spec)
     breakeven = 0.0
     for b in range(1, 4097):
-        if float(_speedup(tau, _step(surface, b), surface.cycle_ms(b, k))) >= 1:
+        if float(_speedup(tau, surface.step_ms(b)[0], surface.cycle_ms(b, k))) >= 1:
             breakeven = float(b)
         elif b > breakeven + 64:
             break

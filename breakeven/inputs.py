@@ -101,9 +101,11 @@ def with_fit_file(
         :func:`breakeven.fit_files.context_growth`).
     """
     if fit_file is None:
-        for name in ("fit_group", "context"):
-            if locals()[name] is not None:
-                raise BreakevenError("{0} needs {1}", name, "fit_file")
+        given = next(
+            (n for n, v in (("fit_group", fit_group), ("context", context)) if v is not None), None
+        )
+        if given is not None:
+            raise BreakevenError("{0} needs {1}", given, "fit_file")
         return dict(inputs)
     from breakeven.fit_files import fitted_costs, load_fit  # lazy: start-up
 
@@ -117,12 +119,11 @@ def with_fit_file(
     group = load_fit(fit_file, fit_group)
     out = dict(inputs)
     out.update(fitted_costs(group, form, inputs.get("k"), inputs.get("batch") or 1))
-    if inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None:
+    fits_step = inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None
+    if fits_step:
         out["step_ms"] = group.get("step_ms")
     if context is not None:
-        _at_context(
-            out, fit_file, group, context, form, given_step=out["step_ms"] != group.get("step_ms")
-        )
+        _at_context(out, fit_file, group, context, form, fits_step)
     if all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS) and group.get("alpha") is not None:
         out["alpha"] = group["alpha"]
     return out
@@ -134,14 +135,14 @@ def _at_context(
     group: dict[str, Any],
     context: float,
     form: str,
-    given_step: bool,
+    fits_step: bool,
 ) -> None:
-    """``out``'s fitted costs (and the fit's step, unless one was given) moved from the fit's
-    context to ``context`` [tokens] (:func:`breakeven.fit_files.context_growth`)."""
+    """``out``'s fitted costs (and the fit's step, where it is the step used) moved from the
+    fit's context to ``context`` [tokens] (:func:`breakeven.fit_files.context_growth`)."""
     from breakeven.fit_files import context_growth  # lazy: start-up
 
     step_more, per_k_more = context_growth(fit_file, group, float(context))
-    if not given_step and out.get("step_ms") is not None:
+    if fits_step and out.get("step_ms") is not None:
         out["step_ms"] = out["step_ms"] + step_more
     curve = out.get("verify_curve")
     if curve is not None and not isinstance(curve, str):  # a curved fit's whole cycle

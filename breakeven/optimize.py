@@ -24,6 +24,7 @@ import pandas as pd
 from breakeven import _xp, formatting
 from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
 from breakeven.costs import ConstantCost, DraftCost, expected_distinct_experts
+from breakeven.cycle import indistinct_k
 from breakeven.errors import BreakevenError
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
@@ -151,13 +152,11 @@ class OptimizeResult:
         """The other k whose interval reaches the best k's: the costs' uncertainty cannot
         tell them from it (none without intervals)."""
         h = dict(self.half_widths)
-        best = next((o for o in self.by_k if o.k == self.best_k), None)
-        if best is None or best.k not in h:
+        best = next((o for o in self.by_k if o.k == self.best_k and o.k in h), None)
+        if best is None:
             return ()
-        low = best.speedup * (1 - h[best.k])
-        return tuple(
-            o.k for o in self.by_k if o.k != best.k and o.k in h and o.speedup * (1 + h[o.k]) >= low
-        )
+        highs = {o.k: o.speedup * (1 + h[o.k]) for o in self.by_k if o.k in h}
+        return indistinct_k(best.k, best.speedup * (1 - h[best.k]), highs)
 
     def to_dict(self) -> dict[str, Any]:
         """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, regret,

@@ -21,8 +21,7 @@ def falling_cycles(entries: list[dict[str, Any]]) -> list[str]:
     measured = [e for e in entries if math.isfinite(e["implied"])]  # in k order
     for before, after in itertools.pairwise(measured):
         if after["implied"] < before["implied"] * (1 - DEFAULT_TOLERANCE):
-            lines = [e["line"] for e in (before, after) if math.isfinite(e["line"])]
-            where = f" (lines {int(lines[0])} and {int(lines[1])})" if len(lines) == 2 else ""
+            where = _where(before, after)
             out.append(
                 f"implausible: the cycle falls as k grows, k = {after['k']}'s implied cycle "
                 f"{after['implied']:.3f} ms against k = {before['k']}'s {before['implied']:.3f} "

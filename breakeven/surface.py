@@ -149,7 +149,7 @@ class BatchSurface:
         if len(self.spec_batches) == 1:
             b0 = self.spec_batches[0]
             extra = float(self.cycle_ms(b0, steps, topk, verify_tokens)) - self.step_ms(b0)[0]
-            step = self.step_ms(int(batch))[0] if float(batch).is_integer() else math.nan
+            step = self.step_ms(batch)[0]
             for cost in (extra, extra * batch / b0):
                 cycle = step + cost
                 other = speedup * cycle_ms / cycle if cycle > 0 else math.inf
@@ -157,9 +157,9 @@ class BatchSurface:
                     low, high = min(low, other), max(high, other)
         return low * max(1 - h, 0.0), high * (1 + h)
 
-    def step_ms(self, batch: int) -> tuple[float, bool]:
+    def step_ms(self, batch: float) -> tuple[float, bool]:
         """The plain step at ``batch`` [ms], and whether it is the measured baseline's (else
-        the fitted t(B, 1))."""
+        the fitted t(B, 1), as at a batch no baseline ran, or a mean batch between two)."""
         for b, step in self.baseline_steps:
             if b == batch:
                 return float(step), True

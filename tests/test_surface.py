@@ -199,21 +199,18 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert "across batch sizes 1, 4, 8, 32, 64" in r.output and "spec_seq_ms" in r.output
-    r = CliRunner().invoke(
-        cli,
-        [
-            "batch",
-            "--fit-file",
-            str(out),
-            "--accept-len",
-            "2.55",
-            "-k",
-            "4",
-            "--max-batch",
-            "64",
-            "--json",
-        ],
-    )
+    sweep = [
+        "batch",
+        "--fit-file",
+        str(out),
+        "--accept-len",
+        "2.55",
+        "-k",
+        "4",
+        "--max-batch",
+        "64",
+    ]
+    r = CliRunner().invoke(cli, [*sweep, "--json"])
     assert r.exit_code == 0, r.output
     (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
     point = json.loads(r.stdout)["speedup_by_batch"][31]  # batch 32
@@ -225,24 +222,7 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
     other = json.loads(r.stdout)["speedup_by_batch"][19]  # batch 20: no baseline ran there
     assert other["step_ms"] == pytest.approx(float(surface.forward_ms(20, 1)))
     assert json.loads(r.stdout)["measured_steps"] == [1, 4, 8, 32, 64]
-    text = (
-        CliRunner()
-        .invoke(
-            cli,
-            [
-                "batch",
-                "--fit-file",
-                str(out),
-                "--accept-len",
-                "2.55",
-                "-k",
-                "4",
-                "--max-batch",
-                "64",
-            ],
-        )
-        .output
-    )
+    text = CliRunner().invoke(cli, sweep).output
     assert "The plain step at batch 1, 4, 8, 32, 64 is the measured baseline's" in " ".join(
         text.split()
     )

@@ -10,6 +10,7 @@ from breakeven.formatting.text import (
     fitted,
     grid,
     k_ranges,
+    neighbours_regret,
     num,
     preformatted_html,
     printable,
@@ -88,6 +89,13 @@ def _form_lines(g: Row) -> list[str]:
     return lines
 
 
+def _where(x: Row) -> str:
+    """A group's, surface's, tree's or context fit's model, hardware and method, those it
+    has, in words."""
+    names = (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
+    return ", ".join(v for v in names if v)
+
+
 def _best_line(g: Row) -> str:
     """The best k, its interval, what its neighbours give up, and the k it cannot be told
     from."""
@@ -98,11 +106,7 @@ def _best_line(g: Row) -> str:
     text = f"best k {g['best_k']}: {num(g['best_speedup'], '.3f')}x predicted"
     if best.get("predicted_low") is not None and best.get("predicted_high") is not None:
         text += f" ({best['predicted_low']:.3f}-{best['predicted_high']:.3f})"
-    given = [
-        f"k = {k} {100 * rows[k]['regret']:.1f}%"
-        for k in (g["best_k"] - 1, g["best_k"] + 1)
-        if k in rows and rows[k].get("regret") is not None
-    ]
+    given = neighbours_regret(rows, g["best_k"])
     if given:
         text += "; its neighbours give up " + ", ".join(given)
     close = g.get("close_k") or []
@@ -168,11 +172,7 @@ def fit_text(result: Row) -> str:
     lines: list[str] = [fit_headline(result), ""]
     lines += [f"Note: {n}." for n in result["notes"]]
     for g in result["groups"]:
-        where = ", ".join(
-            x
-            for x in (printable(g["model"]), printable(g["hardware"]), printable(g["spec_method"]))
-            if x
-        )
+        where = _where(g)
         at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
         lines += [
             f"{where or 'runs'}{at}: step {num(g['step_ms'], '.3f')} ms, "
@@ -261,11 +261,7 @@ _CONTEXT_COLUMNS = [
 def _context_lines(x: Row) -> list[str]:
     """A context fit: how the step and the cycle grow with the context, and each context
     length's speedups predicted from the others."""
-    where = ", ".join(
-        v
-        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
-        if v
-    )
+    where = _where(x)
     at = f" at concurrency {x['concurrency']:g}" if x["concurrency"] is not None else ""
     shown = ", ".join(f"{c:.0f}" for c in x["contexts"])
     lines = [
@@ -297,11 +293,7 @@ def _context_lines(x: Row) -> list[str]:
 def _tree_lines(x: Row) -> list[str]:
     """A tree acceptance of ``fit``: alpha, rank_decay, and each configuration it was fitted
     on, measured, predicted and held out."""
-    where = ", ".join(
-        v
-        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
-        if v
-    )
+    where = _where(x)
     lines = [
         f"{where or 'runs'}, tree acceptance: the target's token is the draft's rank-r "
         f"candidate with chance alpha x rank_decay^(r-1); alpha {num(x['alpha'], '.4f')}, "
@@ -331,11 +323,7 @@ def _tree_lines(x: Row) -> list[str]:
 
 def _surface_lines(x: Row) -> list[str]:
     """A forward surface t(B, q) of ``fit``: its coefficients and each run it was fitted on."""
-    where = ", ".join(
-        v
-        for v in (printable(x["model"]), printable(x["hardware"]), printable(x["spec_method"]))
-        if v
-    )
+    where = _where(x)
     moe = x.get("moe")
     routing = (
         f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"

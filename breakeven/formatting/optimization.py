@@ -12,6 +12,7 @@ from breakeven.formatting.text import (
     grid,
     html_table,
     k_ranges,
+    neighbours_regret,
     quantity_html_table,
     table,
 )
@@ -65,11 +66,7 @@ def _how_sure(r: Row) -> list[str]:
     best = rows.get(r["best_k"])
     if best is None:
         return []
-    given = [
-        f"k = {k} {100 * rows[k]['regret']:.1f}%"
-        for k in (r["best_k"] - 1, r["best_k"] + 1)
-        if k in rows and rows[k].get("regret") is not None
-    ]
+    given = neighbours_regret(rows, r["best_k"])
     lines = [f"Its neighbours give up {', '.join(given)} (regret)."] if given else []
     if best.get("speedup_low") is not None and best.get("speedup_high") is not None:
         close = r.get("close_k") or []

@@ -145,6 +145,16 @@ def k_ranges(ks: Sequence[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
 
 
+def neighbours_regret(rows: dict[int, Row], best_k: int) -> list[str]:
+    """``k = 3 0.3%`` for each neighbour of ``best_k`` among ``rows`` (by k) with a
+    ``regret`` [fraction]: what choosing it instead would give up."""
+    return [
+        f"k = {k} {100 * rows[k]['regret']:.1f}%"
+        for k in (best_k - 1, best_k + 1)
+        if k in rows and rows[k].get("regret") is not None
+    ]
+
+
 def grid(
     heads: Sequence[str],
     rows: Sequence[Sequence[str]],
