@@ -199,11 +199,14 @@ class CheckResult:
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
     (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
+    fit_check: tuple[dict[str, Any], ...] | None = None
+    """Each run against a fit file's predicted speedup at its k, with the prediction's
+    interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``, and
-        ``schedule_check`` when a schedule was given; NaN (not measured) is None, an infinity
-        (an overflow) is kept for the caller to refuse."""
+        ``schedule_check`` and ``fit_check`` when a schedule or fit file was given; NaN (not
+        measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
         data = {
             "comparisons": [plain_json(asdict(c), keep_infinite=True) for c in self.comparisons],
             "flags": [
@@ -221,6 +224,8 @@ class CheckResult:
         }
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
+        if self.fit_check is not None:
+            data["fit_check"] = [plain_json(dict(row)) for row in self.fit_check]
         return data
 
     def to_frame(self) -> Any:

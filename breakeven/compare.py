@@ -111,6 +111,9 @@ class CompareResult:
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
     (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
+    fit_check: tuple[dict[str, Any], ...] | None = None
+    """Each run against a fit file's predicted speedup at its k, with the prediction's
+    interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -132,8 +135,8 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``baseline``, ``runs`` (one row per speculative run), check's ``flags``, ``advice``,
-        ``tolerance``, ``sources`` and ``baselines``, and ``schedule_check`` when a schedule was
-        given; a number that is not finite is None."""
+        ``tolerance``, ``sources`` and ``baselines``, and ``schedule_check`` and ``fit_check`` when
+        a schedule or fit file was given; a number that is not finite is None."""
         data = {
             "baseline": self.baseline,
             "runs": [plain_json(asdict(r)) for r in self.runs],
@@ -145,6 +148,8 @@ class CompareResult:
         }
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
+        if self.fit_check is not None:
+            data["fit_check"] = [plain_json(dict(row)) for row in self.fit_check]
         return data
 
     def report(self) -> str:

@@ -13,8 +13,10 @@ import pandas as pd
 
 from breakeven.cycle import FittedCycle, cycle_at, half_width
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.intervals import agrees
 from breakeven.iotools.fitfile import (
     IDENTITY,
+    group_name,
     read_fit,
     read_fit_json,
     read_fitted_alpha,
@@ -23,6 +25,7 @@ from breakeven.iotools.fitfile import (
     undetermined,
 )
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
+from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.surface import BatchSurface
 from breakeven.tree import TreeAcceptance
 
@@ -114,28 +117,111 @@ def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
     return read_fit(path, group, names=COEFFICIENTS)
 
 
+def _determined_groups(path: str) -> list[dict[str, Any]]:
+    """A fit file's groups whose runs determined their coefficients, in the file's order."""
+    data = read_fit_json(path)
+    listed = (data.get("groups") or []) if isinstance(data, dict) else []
+    determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
+    return [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
+
+
+def _group_of(rows: Any, groups: Sequence[dict[str, Any]]) -> Any:
+    """The index in ``groups`` of each row's group (-1 for none): the first of the same model,
+    hardware and method (a row that does not say one matches any), and concurrency where
+    both say; a row without a k > 0 has none."""
+    chosen = pd.Series(-1, index=rows.index, dtype=int)
+    k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
+    load = pd.to_numeric(rows.get("concurrency"), errors="coerce")
+    for i, g in enumerate(groups):
+        match = (k > 0) & (chosen < 0)
+        for key in IDENTITY:
+            if g.get(key) and key in rows.columns:
+                said = rows[key].astype(object).where(rows[key].notna(), "").astype(str)
+                match &= (said == "") | (said == str(g[key]))
+        concurrency = g.get("concurrency")
+        if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
+            match &= load.isna() | (load == concurrency)
+        chosen[match] = i
+    return chosen
+
+
 def fitted_cycle(rows: Any, path: str) -> Any:
     """The cycle [ms] a fit file predicts for each row of ``rows`` at its k: from the group
     of the same model, hardware and method (and concurrency, where both say), NaN where no
     group matches or the row has no k.  What ``plot check --fit-file`` predicts from."""
-    data = read_fit_json(path)
-    listed = (data.get("groups") or []) if isinstance(data, dict) else []
-    determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
-    groups = [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
-    cycle = pd.Series(math.nan, index=rows.index, dtype=float)
+    groups = _determined_groups(path)
+    chosen = _group_of(rows, groups)
     k = pd.to_numeric(rows.get("num_spec_tokens"), errors="coerce")
-    load = pd.to_numeric(rows.get("concurrency"), errors="coerce")
-    for g in groups:
-        match = k > 0
-        for key in IDENTITY:
-            if g.get(key) and key in rows.columns:
-                match &= rows[key].astype(str) == str(g[key])
-        concurrency = g.get("concurrency")
-        if isinstance(concurrency, (int, float)) and not math.isnan(concurrency):
-            match &= load.isna() | (load == concurrency)
-        match &= cycle.isna()
+    cycle = pd.Series(math.nan, index=rows.index, dtype=float)
+    for i, g in enumerate(groups):
+        match = chosen == i
         cycle[match] = cycle_at(g["coefficients"], k[match])
     return cycle
+
+
+FIT_VERDICTS = ("holds", "off", "no fit")
+"""How a measured run stands against a fit file's prediction at its k: they agree
+(:func:`breakeven.intervals.agrees`: the run's interval overlaps the prediction's); they do
+not; the file has no group for the run (model, hardware, method, concurrency), or the run
+lacks what a prediction needs (k, accept_len, the baseline's rate)."""
+
+
+def against_fit(
+    runs: Sequence[dict[str, Any]], path: str, tolerance: float = DEFAULT_TOLERANCE
+) -> list[dict[str, Any]]:
+    """Each measured run (``check``'s comparisons, ``compare``'s runs, as their ``to_dict``
+    gives them) against the speedup a fit file predicts for it, with its interval.
+
+    The prediction is the run's own accept_len times the baseline's step, 1000 /
+    ``baseline_tok_s`` [ms], over the cycle the run's group fits at its k
+    (:func:`fitted_cycle`): the fit is tested on the cycle it models, at the acceptance and
+    plain step the run measured.  Its interval is ``predicted x (1 +- h)``, ``h`` the
+    group's half-width at k (:func:`fit_interval`; none from a fit file older than
+    intervals, where ``tolerance`` stands in for it).  Each row has a verdict of
+    :data:`FIT_VERDICTS`."""
+    groups = _determined_groups(path)
+    table = pd.DataFrame(list(runs), columns=[*IDENTITY, "num_spec_tokens", "concurrency"])
+    chosen = _group_of(table, groups)
+    rows = []
+    for i, r in enumerate(runs):
+        k, tau = r.get("num_spec_tokens"), r.get("accept_len")
+        base, measured = r.get("baseline_tok_s"), r.get("measured_speedup")
+        if measured is None:
+            continue
+        row = {
+            "label": r.get("label"),
+            "batch": r.get("concurrency"),
+            "k": k,
+            "group": None,
+            "measured_speedup": measured,
+            "ci_low": r.get("ci_low"),
+            "ci_high": r.get("ci_high"),
+            "predicted_speedup": None,
+            "predicted_low": None,
+            "predicted_high": None,
+            "residual": None,
+            "verdict": "no fit",
+        }
+        g = groups[chosen.iloc[i]] if chosen.iloc[i] >= 0 else None
+        usable = all(isinstance(x, (int, float)) and x > 0 for x in (tau, base))
+        if g is None or not usable:
+            rows.append(row)
+            continue
+        k = round(float(k))
+        predicted = float(tau) * 1000.0 / float(base) / float(cycle_at(g["coefficients"], k))
+        h = fit_interval(g, k)
+        low, high = (None, None) if math.isnan(h) else (predicted * (1 - h), predicted * (1 + h))
+        row |= {
+            "group": group_name(g),
+            "predicted_speedup": predicted,
+            "predicted_low": low,
+            "predicted_high": high,
+            "residual": measured - predicted,
+        }
+        ok = agrees(measured, row["ci_low"], row["ci_high"], predicted, low, high, tolerance)
+        row["verdict"] = "holds" if ok else "off"
+        rows.append(row)
+    return rows
 
 
 def load_surface(
@@ -161,6 +247,8 @@ def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
 
 
 __all__: Sequence[str] = (
+    "FIT_VERDICTS",
+    "against_fit",
     "context_growth",
     "fit_interval",
     "fitted_costs",

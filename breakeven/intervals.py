@@ -248,6 +248,26 @@ def verdict(speedup: float, low: float, high: float) -> str:
     return "faster" if low > 1.0 else "slower"
 
 
+def agrees(
+    measured: float,
+    ci_low: float | None,
+    ci_high: float | None,
+    predicted: float,
+    predicted_low: float | None = None,
+    predicted_high: float | None = None,
+    tolerance: float = 0.0,
+) -> bool:
+    """Whether a measured speedup agrees with a prediction [x]: their intervals overlap.  The
+    measured side is its 95% interval (the point where it has none); the predicted side is
+    its interval where one was sized (a fit file's), else the point widened by
+    ``tolerance`` [fraction] each way, which stands in for the interval it lacks."""
+    low = measured if ci_low is None or math.isnan(ci_low) else ci_low
+    high = measured if ci_high is None or math.isnan(ci_high) else ci_high
+    if predicted_low is None or predicted_high is None or math.isnan(predicted_low):
+        return low * (1 - tolerance) <= predicted <= high * (1 + tolerance)
+    return predicted_low <= high and low <= predicted_high
+
+
 def _covers(spec_launches: int, base_launches: int) -> tuple[str, str]:
     """What an interval over these runs covers: in full, and in a few words."""
     if spec_launches == base_launches == 1:

@@ -23,7 +23,7 @@ from breakeven.check import CheckResult, check_file
 from breakeven.compare import CompareResult, RunInput, compare, parse_run
 from breakeven.credentials import clean_api_key
 from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
-from breakeven.fit_files import load_surface
+from breakeven.fit_files import against_fit, load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 from breakeven.iotools.atomic import refuse_overwrite
@@ -63,10 +63,38 @@ def with_schedule(result: Any, schedule_file: str | None) -> Any:
     return replace(result, schedule_check=tuple(checked))
 
 
+def with_fit(result: Any, fit_file: str | None) -> Any:
+    """``result`` with each of its runs against the speedup a fit file predicts at its k,
+    with the prediction's interval.
+
+    Parameters
+    ----------
+    result : CheckResult or CompareResult
+        A check (its comparisons are the runs) or a comparison (its runs); returned as it is
+        without ``fit_file``.
+    fit_file : str, optional
+        What ``breakeven fit --out`` wrote.
+
+    Returns
+    -------
+    CheckResult or CompareResult
+        ``result`` with ``fit_check`` (:func:`breakeven.fit_files.against_fit`, at the
+        result's tolerance).
+    """
+    if fit_file is None:
+        return result
+    data = result.to_dict()
+    runs = data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
+    return replace(result, fit_check=tuple(against_fit(runs, fit_file, result.tolerance)))
+
+
 def check_from_file(
-    measurements: str, tolerance: float = DEFAULT_TOLERANCE, schedule_file: str | None = None
+    measurements: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    schedule_file: str | None = None,
+    fit_file: str | None = None,
 ) -> CheckResult:
-    """:func:`breakeven.check.check_file`, each run against a schedule if given.
+    """:func:`breakeven.check.check_file`, each run against a schedule and a fit if given.
 
     Parameters
     ----------
@@ -76,8 +104,11 @@ def check_from_file(
         Relative tolerance [fraction].
     schedule_file : str, optional
         See :func:`with_schedule`.
+    fit_file : str, optional
+        See :func:`with_fit`.
     """
-    return with_schedule(check_file(measurements, tolerance), schedule_file)
+    result = with_schedule(check_file(measurements, tolerance), schedule_file)
+    return with_fit(result, fit_file)
 
 
 def report_from_file(
@@ -186,6 +217,7 @@ def compare_from_files(
     spec_method: Sequence[str] = (),
     env: Sequence[str] = (),
     schedule_file: str | None = None,
+    fit_file: str | None = None,
     year: int | None = None,
     **costs: Any,
 ) -> CompareResult:
@@ -201,6 +233,8 @@ def compare_from_files(
         What the runs' files may not say; see :func:`spec_runs`.
     schedule_file : str, optional
         Each run against this schedule too; see :func:`with_schedule`.
+    fit_file : str, optional
+        Each run against this fit's prediction too; see :func:`with_fit`.
     baseline_tok_s, baseline_at, baseline_env
         A baseline typed in instead of ``baseline`` (its rate [tok/s], date, settings);
         ``baseline`` is then a speculative run's file, if given.
@@ -261,7 +295,7 @@ def compare_from_files(
         runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
     base = replace(base, year=year)
     runs = [replace(run, year=year) for run in runs]
-    return with_schedule(compare(base, runs, **costs), schedule_file)
+    return with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
 
 
 def secret_from_env(variable: str, name: str) -> str:
@@ -428,5 +462,6 @@ __all__: Sequence[str] = (
     "report_from_file",
     "secret_from_env",
     "spec_runs",
+    "with_fit",
     "with_schedule",
 )

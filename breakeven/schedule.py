@@ -33,6 +33,7 @@ import numpy as np
 from breakeven import formatting
 from breakeven.deploy import engine_shape, render
 from breakeven.errors import BreakevenError
+from breakeven.intervals import agrees
 from breakeven.optimize import speedup_grid
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 
@@ -475,8 +476,10 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
 
 
 VERDICTS = ("holds", "off", "other k", "beyond the schedule")
-"""How a measured run stands against a schedule's prediction at its batch: the prediction is
-within the run's interval widened by the tolerance; it is not; the run used another k than
+"""How a measured run stands against a schedule's prediction at its batch: the prediction
+agrees with the run (:func:`breakeven.intervals.agrees`: their intervals overlap, or, where
+the schedule has none, the prediction is within the run's interval widened by the
+tolerance); it does not; the run used another k than
 the schedule deploys there; the schedule does not reach its batch."""
 
 
@@ -489,7 +492,7 @@ def against(
     ``concurrency``, ``num_spec_tokens``, ``measured_speedup``, ``ci_low``, ``ci_high``)
     against the schedule's k and predicted speedup at its batch (``by_batch`` of
     ``schedule --json``), with a verdict of :data:`VERDICTS`."""
-    at = {int(x["batch"]): (int(x["k"]), float(x["speedup"])) for x in by_batch}
+    at = {int(x["batch"]): x for x in by_batch}
     rows = []
     for r in runs:
         batch, k = r.get("concurrency"), r.get("num_spec_tokens")
@@ -497,16 +500,19 @@ def against(
         if batch is None or measured is None or not math.isfinite(float(batch)):
             continue
         b = round(float(batch))
-        scheduled, predicted = at.get(b, (None, None))
+        there = at.get(b, {})
+        predicted = there.get("speedup")
         row = {
             "label": r.get("label"),
             "batch": b,
             "k": k,
-            "schedule_k": scheduled,
+            "schedule_k": there.get("k"),
             "measured_speedup": measured,
             "ci_low": r.get("ci_low"),
             "ci_high": r.get("ci_high"),
             "predicted_speedup": predicted,
+            "predicted_low": there.get("speedup_low"),
+            "predicted_high": there.get("speedup_high"),
             "residual": None if predicted is None else measured - predicted,
         }
         row["verdict"] = _verdict(row, tolerance)
@@ -517,12 +523,11 @@ def against(
 def _verdict(row: dict[str, Any], tolerance: float) -> str:
     if row["schedule_k"] is None:
         return "beyond the schedule"
-    if row["k"] is None or int(row["k"]) != row["schedule_k"]:
+    if row["k"] is None or int(row["k"]) != int(row["schedule_k"]):
         return "other k"
-    low = row["ci_low"] if row["ci_low"] is not None else row["measured_speedup"]
-    high = row["ci_high"] if row["ci_high"] is not None else row["measured_speedup"]
-    inside = low * (1 - tolerance) <= row["predicted_speedup"] <= high * (1 + tolerance)
-    return "holds" if inside else "off"
+    keys = ("measured_speedup", "ci_low", "ci_high", "predicted_speedup")
+    keys += ("predicted_low", "predicted_high")
+    return "holds" if agrees(*(row[key] for key in keys), tolerance=tolerance) else "off"
 
 
 def schedule_report(

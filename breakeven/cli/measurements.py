@@ -186,9 +186,14 @@ def ingest(
     "Relative tolerance for baseline drift, prediction mismatch and server/client agreement."
 )
 @o.schedule_file
+@o.fit_check_file
 @o.json_option
 def check_command(
-    measurements: str, tolerance: float, schedule_file: str | None, as_json: bool
+    measurements: str,
+    tolerance: float,
+    schedule_file: str | None,
+    fit_file: str | None,
+    as_json: bool,
 ) -> None:
     """Measured against predicted speedups, and stale or drifting baselines.
 
@@ -203,7 +208,7 @@ def check_command(
     """
     from breakeven.measure import check_from_file  # lazy: start-up
 
-    emit(check_from_file(measurements, tolerance, schedule_file), as_json)
+    emit(check_from_file(measurements, tolerance, schedule_file, fit_file), as_json)
 
 
 @cli.command(name="compare")
@@ -314,12 +319,14 @@ def check_command(
 @click.option("--force", is_flag=True, help="Replace DIR/report.html if it exists.")
 @o.year
 @o.schedule_file
+@o.fit_check_file
 @o.json_option
 def compare_command(
     fail_if: str | None,
     report_dir: str | None,
     force: bool,
     schedule_file: str | None,
+    fit_file: str | None,
     as_json: bool,
     **runs: Any,
 ) -> None:
@@ -353,7 +360,7 @@ def compare_command(
 
     if report_dir is not None:
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result = compare_from_files(**runs, schedule_file=schedule_file)
+    result = compare_from_files(**runs, schedule_file=schedule_file, fit_file=fit_file)
     emit(result, as_json)
     if report_dir is not None:
         say(f"Wrote {write_compare_report(result, report_dir, force=force)}.")

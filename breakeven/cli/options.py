@@ -376,6 +376,17 @@ schedule_file = click.option(
 )
 
 
+fit_check_file = click.option(
+    "--fit-file",
+    "fit_file",
+    type=click.Path(dir_okay=False),
+    metavar="FIT.json",
+    help="What breakeven fit --out wrote: each run's measured speedup against the speedup "
+    "the fit predicts at its k (its accept_len x the baseline's step / the fitted cycle), "
+    "with the fit's interval.",
+)
+
+
 def tolerance(help: str) -> Any:
     """``--tolerance F``, by default :data:`breakeven.quantities.DEFAULT_TOLERANCE`."""
     return click.option(

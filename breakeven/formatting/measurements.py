@@ -144,6 +144,8 @@ def check_text(r: Row) -> str:
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
     if "schedule_check" in r:
         lines += _against_lines(r["schedule_check"])
+    if "fit_check" in r:
+        lines += _against_lines(r["fit_check"], fit=True)
     return "\n".join(lines) + "\n"
 
 
@@ -228,32 +230,64 @@ _AGAINST_COLUMNS = [
     "verdict",
 ]
 
+_AGAINST_FIT_COLUMNS = [
+    "run",
+    "batch [sequences]",
+    "k [tokens]",
+    "measured [x]",
+    "95% interval [x]",
+    "predicted [x]",
+    "residual [x]",
+    "verdict",
+]
 
-def _against_lines(rows: list[Row]) -> list[str]:
-    """Each run against a schedule (``--schedule``): its batch, k, the schedule's k and
-    predicted speedup there, and the verdict."""
-    lines = ["", "Against the schedule (predicted: its speedup at the run's batch, with its k):"]
+
+def predicted_text(r: Row) -> str:
+    """A prediction with its interval where it has one: ``1.120 (1.080-1.160)`` [x]."""
+    text = num(r["predicted_speedup"], ".3f")
+    if r.get("predicted_low") is None or r.get("predicted_high") is None:
+        return text
+    return f"{text} ({interval_text(r['predicted_low'], r['predicted_high'])})"
+
+
+def _against_lines(rows: list[Row], fit: bool = False) -> list[str]:
+    """Each run against a schedule (``--schedule``: its batch, k, the schedule's k and
+    predicted speedup there) or a fit (``--fit-file``: the speedup the fit predicts at its
+    k, and the residual), with the verdict."""
+    title = (
+        "Against the fit (predicted: the run's accept_len x the baseline's step / the cycle "
+        "the fit gives at its k, with the fit's interval):"
+        if fit
+        else "Against the schedule (predicted: its speedup at the run's batch, with its k):"
+    )
+    lines = ["", title]
     if not rows:
         return [*lines, "  no run with a measured speedup and a concurrency"]
     cells = [
         [
             printable(str(r["label"])),
-            str(r["batch"]),
+            num(r["batch"], "g"),
             "-" if r["k"] is None else f"{r['k']:g}",
-            "-" if r["schedule_k"] is None else str(r["schedule_k"]),
+            *([] if fit else ["-" if r["schedule_k"] is None else str(r["schedule_k"])]),
             num(r["measured_speedup"], ".3f"),
-            "-"
-            if r["ci_low"] is None or r["ci_high"] is None
-            else f"{r['ci_low']:.3f}-{r['ci_high']:.3f}",
-            num(r["predicted_speedup"], ".3f"),
+            interval_text(r["ci_low"], r["ci_high"]),
+            predicted_text(r),
+            *([num(r["residual"], "+.3f")] if fit else []),
             r["verdict"],
         ]
         for r in rows
     ]
-    lines += grid(_AGAINST_COLUMNS, cells, right=False, optional=("predicted [x]",), cut=_NAMES)
+    heads = _AGAINST_FIT_COLUMNS if fit else _AGAINST_COLUMNS
+    optional = ("residual [x]",) if fit else ("predicted [x]",)
+    lines += grid(heads, cells, right=False, optional=optional, cut=_NAMES)
     lines.append(
-        "holds: the prediction is within the interval, widened by the tolerance; off: "
-        "it is not; other k: the run used another k than the schedule deploys there."
+        "holds: the run's interval overlaps the prediction's (where a prediction has none, "
+        "the tolerance stands in for it); off: it does not; "
+        + (
+            "no fit: the fit file has no group for the run, or the run no k or accept_len."
+            if fit
+            else "other k: the run used another k than the schedule deploys there."
+        )
     )
     return lines
 
@@ -291,6 +325,8 @@ def compare_text(result: Row) -> str:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
     if "schedule_check" in result:
         lines += _against_lines(result["schedule_check"])
+    if "fit_check" in result:
+        lines += _against_lines(result["fit_check"], fit=True)
     return "\n".join(lines) + "\n"
 
 

@@ -62,7 +62,8 @@ def _pick(
     return items[i - 1]
 
 
-def _group_name(g: Mapping[str, Any]) -> str:
+def group_name(g: Mapping[str, Any]) -> str:
+    """A fit file's group by its model, hardware and method, ``unnamed`` where none is said."""
     parts = [str(g.get(key) or "") for key in IDENTITY]
     return " ".join(p for p in parts if p) or "unnamed"
 
@@ -93,14 +94,14 @@ def read_fit(
             "an object with a list of groups, each with coefficients",
             "fit_file",
         )
-    listed = "; ".join(f"{i} = {_group_name(g)}" for i, g in enumerate(groups, start=1))
+    listed = "; ".join(f"{i} = {group_name(g)}" for i, g in enumerate(groups, start=1))
     chosen = _pick(groups, group, shown, "groups", "fit_group", listed)
     if undetermined(chosen):
         raise BreakevenError(
             "{0}: "
             + shown
             + " group "
-            + escape_braces(_group_name(chosen))
+            + escape_braces(group_name(chosen))
             + " has undetermined coefficients (no run of it gave a cycle: an accept_len with a "
             "rate); expected a group its runs determined (--fit-group: "
             + escape_braces(listed)
@@ -168,7 +169,7 @@ def read_surface(
                 "{0}: "
                 + shown
                 + " holds no forward surface of "
-                + escape_braces(_group_name(like))
+                + escape_braces(group_name(like))
                 + ": its baselines "
                 "ran at one batch size",
                 "fit_file",
@@ -248,7 +249,7 @@ def read_tree(path: str, index: int | None = None) -> dict[str, Any]:
             "fit_file",
         )
     listed = "; ".join(
-        f"{i} = {_group_name(t) if isinstance(t, dict) else '?'}"
+        f"{i} = {group_name(t) if isinstance(t, dict) else '?'}"
         for i, t in enumerate(trees, start=1)
     )
     x = _pick(trees, index, shown, "tree acceptances", "fit_group", listed)
@@ -288,12 +289,12 @@ def read_fitted_alpha(path: str, like: Mapping[str, Any]) -> tuple[float, str]:
         for x in items if isinstance(items, list) else []:
             alpha = x.get("alpha") if isinstance(x, dict) else None
             if _same(x, like) and isinstance(alpha, (int, float)) and 0 <= alpha <= 1:
-                return float(alpha), f"{what} {_group_name(x)}"
+                return float(alpha), f"{what} {group_name(x)}"
     raise BreakevenError(
         "{0}: "
         + shown
         + " holds no alpha of "
-        + escape_braces(_group_name(like))
+        + escape_braces(group_name(like))
         + ": give the acceptance (--alpha, --per-position or "
         "--accept-len-by-k)",
         "fit_file",
@@ -302,6 +303,7 @@ def read_fitted_alpha(path: str, like: Mapping[str, Any]) -> tuple[float, str]:
 
 __all__ = [
     "IDENTITY",
+    "group_name",
     "read_fit",
     "read_fit_json",
     "read_fitted_alpha",

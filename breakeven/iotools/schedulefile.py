@@ -13,7 +13,8 @@ from breakeven.iotools.sources import read_whole
 
 
 def read_schedule(path: str) -> list[dict[str, Any]]:
-    """The ``by_batch`` rows (``batch``, ``k``, ``speedup``) of a ``schedule --json`` file."""
+    """The ``by_batch`` rows (``batch``, ``k``, ``speedup``, and ``speedup_low`` and
+    ``speedup_high`` where a fit file sized them) of a ``schedule --json`` file."""
 
     shown = escape_braces(repr(str(path)))
     try:
@@ -42,6 +43,15 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
             and math.isfinite(x[key])
             for key in ("batch", "k", "speedup")
         )
+        ranged = [x.get(key) for key in ("speedup_low", "speedup_high")] if ok else []
+        if any(v is not None for v in ranged):
+            ok = (
+                all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in ranged
+                )
+                and 0 <= ranged[0] <= ranged[1]
+            )
         if not ok or x["batch"] < 1 or x["k"] < 0 or x["speedup"] < 0:
             raise BreakevenError(
                 "{0}: "
@@ -49,7 +59,7 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
                 + " has a by_batch row "
                 + escape_braces(repr(x)[:80])
                 + "; expected batch >= 1, k >= 0 "
-                "and a speedup >= 0",
+                "and a speedup >= 0 (with speedup_low <= speedup_high where given)",
                 "schedule_file",
             )
     return rows
