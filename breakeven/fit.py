@@ -582,10 +582,33 @@ def _predicted_row(
     )
 
 
+def _one_context(df: Any) -> Any:
+    """Which rows a surface across batch sizes takes: at a concurrency whose runs sat at
+    several context lengths (``df["context"]``), those of the length nearest (in ratio) the
+    median context of the model and hardware's rows; every row elsewhere.  The surface is
+    fitted at one context; the context fit (:mod:`breakeven.context`) moves it."""
+    keep = pd.Series(True, index=df.index)
+    c = pd.to_numeric(df["context_tokens"], errors="coerce")
+    if not (df["context"] != 0).any():
+        return keep
+    for _, rows in df.groupby(["model", "hardware"], sort=False):
+        middle = c[rows.index].median()
+        for _, at in rows.groupby("concurrency", sort=False):
+            if not (at["context"] != 0).any() or not middle > 0:
+                continue
+            means = c[at.index].groupby(at["context"]).mean()
+            means = means[means > 0]
+            nearest = (np.log(means) - math.log(middle)).abs().idxmin()
+            keep[at.index] = at["context"] == nearest
+    return keep
+
+
 def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
-    batch sizes (:mod:`breakeven.surface`)."""
+    batch sizes (:mod:`breakeven.surface`), at one context length each
+    (:func:`_one_context`)."""
 
+    df = df[_one_context(df)]
     k = df["num_spec_tokens"]
     known = (df["rate"] > 0) & (df["concurrency"] > 0)
     base = df[known & (k == 0)]
@@ -631,7 +654,10 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
                 strict=True,
             )
         ]
-        out.append(fit_surface((model, hardware, method), steps, configs, moe))
+        runs = df[known & (df["model"] == model) & (df["hardware"] == hardware)]
+        runs = runs[(runs["num_spec_tokens"] == 0) | (runs["spec_method"] == method)]
+        context = float(pd.to_numeric(runs["context_tokens"], errors="coerce").mean())
+        out.append(fit_surface((model, hardware, method), steps, configs, moe, context))
     return tuple(out)
 
 

@@ -61,6 +61,41 @@ def fitted_costs(
     }
 
 
+def _context_fit(path: str, identity: dict[str, Any], here: Any) -> dict[str, Any]:
+    """The context fit of a fit file for ``identity`` (model, hardware, method; and
+    concurrency where it gives one, else the lowest concurrency's) whose runs sat at ``here``
+    [tokens] of context.  Raises where ``here`` is none, or the file has no such fit."""
+    name = escape_braces(repr(str(path)))
+    if not isinstance(here, (int, float)) or not here > 0:
+        raise BreakevenError(
+            "{0} needs a fit whose runs give context_tokens: " + name + "'s runs have none",
+            "context",
+        )
+    data = read_fit_json(path)
+    found = [
+        c
+        for c in ((data.get("contexts") or []) if isinstance(data, dict) else [])
+        if isinstance(c, dict)
+        and all(str(c.get(key, "")) == str(identity.get(key, "")) for key in IDENTITY)
+        and all(
+            isinstance(c.get(x), (int, float)) and math.isfinite(c[x])
+            for x in ("step_ms_per_ktok", "cycle_ms_per_ktok_per_k", "concurrency")
+        )
+    ]
+    load = identity.get("concurrency")
+    same = [c for c in found if c["concurrency"] == load]
+    if same or found:
+        return (same or sorted(found, key=lambda c: c["concurrency"]))[0]
+    raise BreakevenError(
+        "{0}: "
+        + name
+        + " fits these runs at about "
+        + f"{here:.0f}"
+        + " tokens of context only; expected a fit of runs at two or more context lengths",
+        "context",
+    )
+
+
 def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[float, float]:
     """What moving a fit file's ``group`` from its runs' context to ``context`` [tokens] adds
     to the step and, per draft token, to the cycle beyond that [ms], from the file's context
@@ -68,30 +103,23 @@ def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[fl
     (:class:`breakeven.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
     group has no context, or the file no context fit for it."""
     here = group.get("context_tokens")
-    name = escape_braces(repr(str(path)))
-    if not isinstance(here, (int, float)) or not here > 0:
-        raise BreakevenError(
-            "{0} needs a fit whose runs give context_tokens: " + name + "'s group has none",
-            "context",
-        )
-    data = read_fit_json(path)
-    for c in (data.get("contexts") or []) if isinstance(data, dict) else []:
-        if isinstance(c, dict) and all(
-            str(c.get(key, "")) == str(group.get(key, "")) for key in IDENTITY
-        ):
-            a = c.get("step_ms_per_ktok")
-            b = c.get("cycle_ms_per_ktok_per_k")
-            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-                shift = (context - here) / 1000.0
-                return a * shift, b * shift
-    raise BreakevenError(
-        "{0}: "
-        + name
-        + " fits this group at about "
-        + f"{here:.0f}"
-        + " tokens of context only; expected a fit of runs at two or more context lengths",
-        "context",
-    )
+    fit = _context_fit(path, group, here)
+    shift = (context - here) / 1000.0
+    return fit["step_ms_per_ktok"] * shift, fit["cycle_ms_per_ktok_per_k"] * shift
+
+
+def surface_at_context(path: str, surface: BatchSurface, context: float) -> BatchSurface:
+    """A fit file's ``surface`` moved to ``context`` [tokens] of context
+    (:meth:`breakeven.surface.BatchSurface.at_context`), by the file's context fit of its
+    model, hardware and method at the lowest concurrency it has, its ``a`` and ``b`` taken
+    per sequence (divided by that concurrency: a forward reads each sequence's cache).
+    Raises where the surface's runs gave no context, or the file has no context fit for it."""
+    if not surface.context_tokens > 0:
+        surface.at_context(context, 0.0, 0.0)  # raises, naming --context
+    fit = _context_fit(path, _identity(surface), surface.context_tokens)
+    load = max(float(fit["concurrency"]), 1.0)
+    a, b = fit["step_ms_per_ktok"] / load, fit["cycle_ms_per_ktok_per_k"] / load
+    return surface.at_context(context, a, b)
 
 
 def fit_interval(group: dict[str, Any], k: int) -> float:
@@ -257,4 +285,5 @@ __all__: Sequence[str] = (
     "load_fitted_alpha",
     "load_surface",
     "load_tree",
+    "surface_at_context",
 )

@@ -324,6 +324,7 @@ def batch_cost(
     fit: str | None = None,
     fit_file: str | None = None,
     fit_surface: int | None = None,
+    context: int | None = None,
     **inputs: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """The cost model a batch sweep prices, and the sweep's other inputs.
@@ -339,6 +340,9 @@ def batch_cost(
         used unless ``draft_ms`` or ``draft_step_ms`` is given.
     fit_surface : int, optional
         Which surface of ``fit_file`` (from 1).
+    context : int, optional
+        Move the surface to this context [tokens], by the fit file's context growth
+        (:func:`breakeven.fit_files.surface_at_context`).
     **inputs
         The other keyword arguments of :func:`breakeven.optimize.batch_sweep`.
 
@@ -350,12 +354,13 @@ def batch_cost(
     inputs : dict
         ``inputs``, with the surface's ``draft`` cost added where it applies.
     """
-    from breakeven.fit_files import load_surface  # lazy: start-up
+    from breakeven.fit_files import load_surface, surface_at_context  # lazy: start-up
 
     inputs = dict(inputs)
     if fit_file is None:
-        if fit_surface is not None:
-            raise BreakevenError("{0} needs {1}", "fit_surface", "fit_file")
+        for name, value in (("fit_surface", fit_surface), ("context", context)):
+            if value is not None:
+                raise BreakevenError("{0} needs {1}", name, "fit_file")
         if cost_curve is None:
             raise BreakevenError(
                 "give {0} CSV, or {1} FIT.json (breakeven fit --out)", "cost_curve", "fit_file"
@@ -367,7 +372,10 @@ def batch_cost(
         )
     from breakeven.surface import SurfaceCost  # lazy: start-up
 
-    curve = SurfaceCost(load_surface(fit_file, fit_surface))
+    surface = load_surface(fit_file, fit_surface)
+    if context is not None:
+        surface = surface_at_context(fit_file, surface, float(context))
+    curve = SurfaceCost(surface)
     if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:
         inputs["draft"] = curve.draft
     return curve, inputs
@@ -390,7 +398,8 @@ def batch_from_files(**inputs: Any) -> Any:
 
     curve, inputs, note = schedule_cost(**inputs)
     result = batch_sweep(curve, **inputs)
-    return dataclasses.replace(result, acceptance=note) if note else result
+    moved = getattr(getattr(curve, "surface", None), "context_note", "")
+    return dataclasses.replace(result, acceptance=note, notes=(moved,) if moved else ())
 
 
 def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
@@ -502,6 +511,9 @@ def schedule_from_files(
     )
     if note:
         data["notes"].insert(0, note)
+    moved = getattr(getattr(curve, "surface", None), "context_note", "")
+    if moved:
+        data["notes"].insert(0, moved)
     if out is not None and data["config"] is not None:
         write_json(out, data["config"], force=force)
     return data

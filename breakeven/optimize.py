@@ -642,11 +642,14 @@ class BatchResult:
     intervals: tuple[tuple[float, float], ...] = ()
     """Each point's speedup interval, low and high [x], where a fit file's surface sizes them
     (:meth:`breakeven.surface.BatchSurface.speedup_range`); none otherwise."""
+    notes: tuple[str, ...] = ()
+    """What the costs were moved by before the sweep (a fit file's surface moved to another
+    context), in sentences."""
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
-        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance`` and
-        ``measured_steps``."""
+        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance``,
+        ``measured_steps`` and ``notes``."""
         several = self.best_k_by_batch is not None
         points = [asdict(p) for p in self.speedup_by_batch]
         for p, (low, high) in zip(points, self.intervals, strict=False):
@@ -658,6 +661,7 @@ class BatchResult:
             "max_batch": self.max_batch,
             "acceptance": self.acceptance,
             "measured_steps": list(self.measured_steps),
+            "notes": list(self.notes),
         }
         if several:
             out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]

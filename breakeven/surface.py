@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -110,6 +110,54 @@ class BatchSurface:
     spec_batches: tuple[int, ...] = ()
     """The batch sizes of the speculative runs [sequences]: the speculation terms are known
     there, and less so the further a batch is from them."""
+    context_tokens: float = math.nan
+    """The mean context of the runs fitted [tokens] (NaN where they do not say): the
+    surface's KV term holds there (:meth:`at_context` moves it)."""
+    moved_from_context: float = math.nan
+    """The context :meth:`at_context` moved the surface from [tokens] (NaN: not moved)."""
+    context_shift_ms: tuple[float, float] = (0.0, 0.0)
+    """What that move added per sequence to each forward, and to each draft token [ms]."""
+
+    def at_context(
+        self, context_tokens: float, step_ms_per_ktok: float, cycle_ms_per_ktok_per_k: float
+    ) -> BatchSurface:
+        """The surface moved from its runs' context to ``context_tokens`` [tokens]: each
+        sequence's forward reads ``step_ms_per_ktok`` [ms] more per 1000 more cached tokens,
+        in a step and in a verify (the KV term, and each measured step by that times its
+        batch), and each draft token ``cycle_ms_per_ktok_per_k`` [ms] more (the draft's
+        per-token term): :class:`breakeven.context.ContextFit`'s ``a`` and ``b`` per sequence.
+        Raises where the surface's runs gave no context."""
+        if not self.context_tokens > 0:
+            raise BreakevenError(
+                "{0} needs a surface whose runs give context_tokens: this one's have none",
+                "context",
+            )
+        shift = (context_tokens - self.context_tokens) / 1000.0
+        a, b = step_ms_per_ktok * shift, cycle_ms_per_ktok_per_k * shift
+        c = dict(self.coefficients)
+        c["kv_ms"] = c["kv_ms"] + a
+        c["draft_token_ms"] = c["draft_token_ms"] + b
+        steps = tuple((batch, step + a * batch) for batch, step in self.baseline_steps)
+        return replace(
+            self,
+            coefficients=c,
+            baseline_steps=steps,
+            context_tokens=float(context_tokens),
+            moved_from_context=self.context_tokens,
+            context_shift_ms=(a, b),
+        )
+
+    @property
+    def context_note(self) -> str:
+        """Where :meth:`at_context` moved the surface, in a sentence ("" where it did not)."""
+        if not math.isfinite(self.moved_from_context):
+            return ""
+        a, b = self.context_shift_ms
+        return (
+            f"costs moved from the runs' {self.moved_from_context:.0f} tokens of context to "
+            f"{self.context_tokens:.0f} by the fit's context growth: {a:+.3f} ms per sequence "
+            f"in each forward, {b:+.3f} ms per sequence per draft token"
+        )
 
     def half_width(self, batch: float) -> float:
         """The relative half-width of a predicted speedup's interval at ``batch`` [fraction]:
@@ -171,7 +219,8 @@ class BatchSurface:
         ``model``, ``hardware``, ``spec_method``, ``coefficients`` [ms], ``moe`` (None or
         ``experts``, ``top_k``, ``shared``), ``batches`` [sequences], ``baseline_steps``
         (pairs of batch [sequences] and measured step [ms]), ``spec_batches`` [sequences] and
-        ``held_out_max_rel_error`` [fraction] (none of the last three in an older fit file); the
+        ``held_out_max_rel_error`` [fraction] and ``context_tokens`` [tokens] (none of the last
+        four in an older fit file); the
         fit's points and residuals are not kept (NaN, empty)."""
         moe = data.get("moe")
         return cls(
@@ -188,6 +237,7 @@ class BatchSurface:
             (),
             tuple((int(b), float(t)) for b, t in data.get("baseline_steps") or ()),
             tuple(int(b) for b in data.get("spec_batches") or ()),
+            _number(data.get("context_tokens")),
         )
 
     def forward_ms(self, batch: Any, q: Any) -> Any:
@@ -290,11 +340,16 @@ def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[st
 
 
 def fit_surface(
-    key: tuple[str, str, str], base: Any, spec: Any, moe: MoE | None = None
+    key: tuple[str, str, str],
+    base: Any,
+    spec: Any,
+    moe: MoE | None = None,
+    context_tokens: float = math.nan,
 ) -> BatchSurface:
     """The surface of one model, hardware and method from its baseline rows (``batch``,
     ``step``) and speculative rows (``batch``, ``steps``, ``topk``, ``verify_tokens``,
-    ``accept_len``, ``cycle``) as lists of dicts; see the module's description."""
+    ``accept_len``, ``cycle``) as lists of dicts, and the runs' mean ``context_tokens``
+    [tokens]; see the module's description."""
     runs = [r for r in spec if math.isfinite(r["cycle"])]
     equations = [(_row(moe, b["batch"], 1, 0, 0), b["step"]) for b in base]
     equations += [
@@ -380,6 +435,7 @@ def fit_surface(
         tuple(notes),
         tuple(sorted(steps_at.items())),
         spec_batches,
+        context_tokens,
     )
 
 

@@ -259,6 +259,16 @@ optimize_inputs = options(
     max_k,
 )
 
+context = click.option(
+    "--context",
+    "context",
+    type=Bounded(1, 10**8),
+    metavar="N",
+    help="With --fit-file: price the step and the cycle at N tokens of context, from the "
+    "fit's runs at two or more context lengths [tokens].",
+)
+"""``--context N``: predict, optimize, batch and schedule with a fit file."""
+
 # The inputs of batch (and of schedule, plot batch and plot schedule).
 batch_inputs = options(
     click.option(
@@ -284,6 +294,7 @@ batch_inputs = options(
         metavar="N",
         help="Which surface of --fit-file (1 = the first), when it holds several.",
     ),
+    context,
     fit,
     accept_len,
     k,
@@ -345,14 +356,7 @@ fit_file = options(
         metavar="N",
         help="Which group of --fit-file (1 = the first), when it holds several.",
     ),
-    click.option(
-        "--context",
-        "context",
-        type=Bounded(1, 10**8),
-        metavar="N",
-        help="With --fit-file: price the step and the cycle at N tokens of context, from the "
-        "fit's runs at two or more context lengths [tokens].",
-    ),
+    context,
 )
 
 # What breakeven schedule printed, for check and compare.

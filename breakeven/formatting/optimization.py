@@ -198,6 +198,7 @@ def batch_text(r: Row) -> str:
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
     if r.get("acceptance"):
         lines.append(f"Acceptance from the fit: {r['acceptance'].removeprefix('acceptance: ')}.")
+    lines += [f"{n[:1].upper()}{n[1:]}." for n in r.get("notes") or ()]
     if r.get("measured_steps"):
         at = ", ".join(map(str, r["measured_steps"]))
         lines.append(

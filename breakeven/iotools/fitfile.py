@@ -217,11 +217,13 @@ def read_surface(
             b for b in x.get("spec_batches") or () if isinstance(b, int) and b > 0
         ),
         "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
+        "context_tokens": _error(x.get("context_tokens")),
     }
 
 
 def _error(value: Any) -> float | None:
-    """A surface's held-out error [fraction], None where it is not a finite number >= 0."""
+    """A surface's held-out error [fraction] or context [tokens], None where it is not a
+    finite number >= 0."""
     if isinstance(value, (int, float)) and 0 <= value < math.inf:
         return float(value)
     return None
