@@ -285,6 +285,67 @@ def predicted_cycle(coefficients: dict[str, float], only: set[int] | None, k: in
     return float(cycle_at(coefficients, k))
 
 
+def _held_out_cycles(
+    entries: list[dict[str, Any]], measured: list[int], form: str, step: float
+) -> dict[int, float] | None:
+    """Each ``measured`` entry's cycle [ms] predicted by ``form`` fitted without it, all at
+    once in closed form, where the entries are implied cycles only (no profiled cycle,
+    verify or draft) at distinct k: what :func:`fit_form` and :func:`predicted_cycle` give
+    one entry at a time (``fit`` scores every form on every group: thousands of small fits).
+    None where that does not apply."""
+    profiled = ("cycle", "verify", "draft")
+    if any(math.isfinite(e[x]) for e in entries for x in profiled):
+        return None
+    k = np.array([float(entries[i]["k"]) for i in measured])
+    y = np.array([float(entries[i]["implied"]) for i in measured])
+    if len(set(k.tolist())) < len(k):
+        return None
+    if form == "curved":
+        return _held_out_curves(entries, measured, k, y)
+    # Sums over every point less each one in turn (the anchored line's step a fixed point).
+    anchor = 1.0 if form == "anchored" else 0.0
+    s0 = len(k) - 1 + anchor
+    sk, skk = k.sum() - k, (k * k).sum() - k * k
+    sy = y.sum() - y + anchor * step
+    sky, syy = (k * y).sum() - k * y, (y * y).sum() - y * y + anchor * step * step
+    if form == "leviathan":
+        slope = np.maximum(0.0, (sky - step * sk) / skk)
+        return dict(zip(measured, (step + slope * k).tolist(), strict=True))
+    det = s0 * skk - sk * sk
+    c1 = (s0 * sky - sk * sy) / det
+    c0 = (sy - c1 * sk) / s0
+    inside = (c0 >= 0) & (c1 >= 0)
+    # Else the optimum is on a bound (as in _line_of_cycles): the better of c1 = 0, c0 = 0.
+    flat, through = np.maximum(0.0, sy / s0), np.maximum(0.0, sky / skk)
+
+    def sse(a: Any, b: Any) -> Any:
+        return syy - 2 * a * sy - 2 * b * sky + a * a * s0 + 2 * a * b * sk + b * b * skk
+
+    first = sse(flat, 0.0) <= sse(0.0, through)
+    c0 = np.where(inside, c0, np.where(first, flat, 0.0))
+    c1 = np.where(inside, c1, np.where(first, 0.0, through))
+    return dict(zip(measured, (c0 + c1 * k).tolist(), strict=True))
+
+
+def _held_out_curves(
+    entries: list[dict[str, Any]], measured: list[int], k: Any, y: Any
+) -> dict[int, float]:
+    """The curved form's held-out cycles (:func:`_held_out_cycles`): each fit by the normal
+    equations where its constant and slope come out >= 0, else by
+    :func:`_nonnegative_first_two`; the curve as :func:`cycle_at` prices it."""
+    design = np.column_stack([np.ones_like(k), k, k * k])
+    out = {}
+    for j, i in enumerate(measured):
+        keep = np.arange(len(k)) != j
+        a, b = design[keep], y[keep]
+        x = np.linalg.solve(a.T @ a, a.T @ b)
+        if x[0] < 0 or x[1] < 0:
+            x = _nonnegative_first_two(a, b)
+        c = {"verify_base_ms": x[0], "verify_per_token_ms": x[1], "curvature_ms": x[2]}
+        out[i] = float(cycle_at(c, entries[i]["k"]))
+    return out
+
+
 def score_form(
     entries: list[dict[str, Any]], draft_cost: str, step: float, form: str
 ) -> tuple[FormScore, dict[int, float]]:
@@ -301,12 +362,12 @@ def score_form(
         return unscored("needs a baseline's step")
     if have < MIN_K[form] + 1:
         return unscored(f"needs {MIN_K[form] + 1} k with a cycle for a held-out error, has {have}")
-    cycles = {}  # each held-out entry's predicted cycle [ms]
-    for i in measured:
+    cycles = _held_out_cycles(entries, measured, form, step)
+    for i in measured if cycles is None else ():
         coefficients, _, _, only = fit_form(entries, draft_cost, i, form, step)
-        cycles[i] = predicted_cycle(coefficients, only, entries[i]["k"])
-        if not cycles[i] > 0:
-            return unscored("a k held out leaves too few to fit")
+        cycles = (cycles or {}) | {i: predicted_cycle(coefficients, only, entries[i]["k"])}
+    if not all(c > 0 for c in cycles.values()):
+        return unscored("a k held out leaves too few to fit")
     e = np.abs([entries[i]["implied"] / c - 1 for i, c in cycles.items()])
     rms, largest = _rms(e), float(e.max())
     return FormScore(form, parameters, rms, largest, len(e)), cycles

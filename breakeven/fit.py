@@ -625,15 +625,25 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     # One row per configuration, row i being group number i.
     table = spec[keys].assign(number=number).drop_duplicates("number").set_index("number")
     table = table.sort_index()
+    # Each model and hardware's pooled step per batch size, and the context sums of its
+    # baselines and of each method's runs, at once.
+    at = ["model", "hardware", "concurrency"]
+    by_batch = base.groupby(at, sort=True)
+    ordinal = by_batch.ngroup().to_numpy()
+    pooled = group_pooled_rates(ordinal, base["rate"], base["decoded"], by_batch.ngroups)[0]
+    keys_of = base[at].assign(n=ordinal).drop_duplicates("n").sort_values("n")
+    steps_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for model, hardware, c, r in zip(*(keys_of[x] for x in at), pooled, strict=True):
+        steps_of.setdefault((model, hardware), []).append({"batch": int(c), "step": 1000.0 / r})
+    context = pd.to_numeric(df["context_tokens"], errors="coerce").where(known)
+    sums = context.groupby([df["model"], df["hardware"], df["spec_method"].where(k > 0, "")])
+    sums = sums.agg(["sum", "count"])
+    context_of = dict(zip(sums.index, zip(sums["sum"], sums["count"], strict=True), strict=True))
     out = []
     for (model, hardware, method), rows in table.groupby(
         ["model", "hardware", "spec_method"], sort=False
     ):
-        own = base[(base["model"] == model) & (base["hardware"] == hardware)]
-        steps = [
-            {"batch": int(c), "step": 1000.0 / pooled_rate(g["rate"], g["decoded"])}
-            for c, g in own.groupby("concurrency")
-        ]
+        steps = steps_of.get((model, hardware), [])
         if len(steps) < 2:
             continue  # one batch size: the per-k fit above says all the runs can
         configs = [
@@ -654,10 +664,10 @@ def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
                 strict=True,
             )
         ]
-        runs = df[known & (df["model"] == model) & (df["hardware"] == hardware)]
-        runs = runs[(runs["num_spec_tokens"] == 0) | (runs["spec_method"] == method)]
-        context = float(pd.to_numeric(runs["context_tokens"], errors="coerce").mean())
-        out.append(fit_surface((model, hardware, method), steps, configs, moe, context))
+        mine = [context_of.get((model, hardware, x), (0.0, 0)) for x in ("", method)]
+        total, count = sum(x[0] for x in mine), sum(x[1] for x in mine)
+        mean = total / count if count else math.nan  # the baselines' and the method's runs'
+        out.append(fit_surface((model, hardware, method), steps, configs, moe, mean))
     return tuple(out)
 
 

@@ -325,18 +325,40 @@ def _row(moe: MoE | None, batch: float, q: float, steps: float, topk: float) -> 
     return [1.0, experts, batch, batch * q, steps, steps * batch * topk, speculative * batch]
 
 
-def _solve(rows: list[list[float]], targets: list[float]) -> tuple[Any, tuple[str, ...], float]:
-    """Non-negative least squares on relative residuals, proportional columns merged."""
-
+def _relative(rows: Any, targets: Any) -> tuple[Any, Any]:
+    """The equations relative to their measured times: each row over its target, and ones."""
     a = np.array(rows, dtype=float).reshape(-1, len(TERMS))
     b = np.array(targets, dtype=float)
-    a, b = a / b[:, None], np.ones_like(b)  # each equation relative to its measured time
+    return a / b[:, None], np.ones_like(b)
+
+
+def _solve(
+    rows: list[list[float]], targets: list[float]
+) -> tuple[Any, tuple[str, ...], float, list[list[int]]]:
+    """Non-negative least squares on relative residuals, proportional columns merged; also
+    the groups of columns solved for."""
+
+    a, b = _relative(rows, targets)
     groups, merged = proportional_groups(a, TERMS)
     # A term in the span of those before it (TERMS' order) cannot be told apart from them:
     # chains alone make compute = kv + draft per token + speculation per sequence.
     groups, dropped = independent_groups(a, groups, TERMS)
     x, rms = solve_groups(a, b, groups, scaled=True)
-    return x, merged + dropped, rms
+    return x, merged + dropped, rms, groups
+
+
+def _held_out(equations: list[Any], skip: int, groups: list[list[int]]) -> Any:
+    """The coefficients fitted without equation ``skip``: with the whole fit's ``groups``
+    where the rest still tell them apart (full column rank: merged and dropped terms stay so
+    on fewer equations), which is what :func:`_solve` finds there, without its search for
+    them; else by :func:`_solve`."""
+    others = equations[:skip] + equations[skip + 1 :]
+    a, b = _relative([e[0] for e in others], [e[1] for e in others])
+    if groups:
+        reduced = a[:, [g[0] for g in groups]]
+        if np.linalg.matrix_rank(reduced) == len(groups):
+            return solve_groups(a, b, groups, scaled=True)[0]
+    return _solve([e[0] for e in others], [e[1] for e in others])[0]
 
 
 def fit_surface(
@@ -357,7 +379,7 @@ def fit_surface(
     ]
     if not equations:
         raise BreakevenError("{0}: no run with a rate to fit", "runs")
-    x, merged, rms = _solve([e[0] for e in equations], [e[1] for e in equations])
+    x, merged, rms, groups = _solve([e[0] for e in equations], [e[1] for e in equations])
     steps_at = {b["batch"]: b["step"] for b in base}
     surface = BatchSurface(
         key[0],
@@ -373,8 +395,7 @@ def fit_surface(
     )
     points = []
     for i, r in enumerate(runs):
-        others = [e for j, e in enumerate(equations) if j != len(base) + i]
-        held, _, _ = _solve([e[0] for e in others], [e[1] for e in others])
+        held = _held_out(equations, len(base) + i, groups)
         held_surface = BatchSurface(
             *key,
             dict(zip(TERMS, map(float, held), strict=True)),
