@@ -98,6 +98,11 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
         record["tok_s"] = 1000.0 / tpot  # per sequence: TPOT, not ITL (see the module doc)
     record["aggregate_tok_s"] = _num(obj, "output_throughput")
     record["concurrency"] = _num(obj, "max_concurrency")
+    # The requests' mean prompt and half their mean output (what bench gives a request).
+    done = _num(obj, "completed")
+    if done > 0:
+        total = _num(obj, "total_input_tokens") + _num(obj, "total_output_tokens") / 2
+        record["context_tokens"] = total / done
 
 
 def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
@@ -136,6 +141,9 @@ def _vllm_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str
     if not all(isinstance(values, list) for values in lists):
         return [record]
     outputs, ttfts, latencies = lists
+    inputs = obj.get("input_lens")
+    if not isinstance(inputs, list) or len(inputs) != len(outputs):
+        inputs = None
     n = len(outputs)
     if len(ttfts) != n or len(latencies) != n:
         raise FormatError(
@@ -156,6 +164,7 @@ def _vllm_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str
         if (i < len(errors) and errors[i]) or not tokens > 1 or not latency > ttft >= 0:
             continue  # failed, or nothing decoded: no rate
         decode_s = latency - ttft
+        prompt = _as_float(inputs[i]) if inputs is not None else math.nan
         out.append(
             {
                 **run,
@@ -163,6 +172,7 @@ def _vllm_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str
                 "tpot_ms": 1000.0 * decode_s / (tokens - 1),
                 "ttft_ms": 1000.0 * ttft,
                 "completion_tokens": tokens,
+                "context_tokens": prompt + tokens / 2,
             }
         )
     return out or [record]
@@ -400,6 +410,9 @@ SPEC_SECTION = "-Speculative Decoding-"  # a section posted on its own also coun
 # Printed result-table rows (vllm bench serve, SGLang bench_serving) -> result JSON keys.
 _TABLE_KEYS = {
     "backend": "backend",
+    "successful requests": "completed",
+    "total input tokens": "total_input_tokens",
+    "total generated tokens": "total_output_tokens",
     "maximum request concurrency": "max_concurrency",
     "max request concurrency": "max_concurrency",
     "output token throughput (tok/s)": "output_throughput",

@@ -47,6 +47,7 @@ RECORD_KEYS = (
     "itl_ms",
     "ttft_ms",
     "completion_tokens",
+    "context_tokens",
     "format",
     "gen_tok_s",
     "prompt_tok_s",

@@ -16,6 +16,29 @@ prefill line reporting an empty batch, ``#running-req: 0``) the next decode
 line's interval spans the idle time: it is flagged ``first_after_idle`` and
 gets no rate.
 
+``context_tokens`` is ``#token / #running-req``: the tokens the running requests hold in the
+KV cache, per sequence, at the line (0 running requests: none).  ``#token`` is
+``num_used = max_total_num_tokens - (available_size + evictable_size)``
+(``_get_token_info``, ``scheduler.py`` / ``scheduler_metrics_mixin.py``; 2026:
+``SchedulerPoolStatsObserver._get_token_info``).  The radix cache's tokens of finished
+requests are not in it: a node no running request holds has ``lock_ref == 0`` and counts as
+evictable (``RadixCache.inc_lock_ref`` / ``dec_lock_ref`` move a node between evictable and
+protected), so it is usable; what it still differs by:
+
+- it is the count when the line is logged, the end of its window: above the window's mean by
+  half the tokens each sequence gained in it (``decode_log_interval`` steps, 40 by default,
+  times the accept length);
+- a prefix the running requests share (a radix-cache hit) is held once, so where they share one
+  the count per sequence is below each one's own context;
+- it also counts tokens held for requests not in ``#running-req``: a chunked prefill under
+  way, and with prefill-decode disaggregation the pre-allocated KV of requests still arriving
+  (lines with ``#prealloc-req`` or ``#transfer-req`` above 0 get no context for that reason),
+  and up to a page less one token per request with ``--page-size`` above 1;
+- hybrid models print ``#full token`` / ``#swa token`` and HiSparse (2026) ``#gpu token``
+  instead of ``#token``: no context.  Before PR #22331 (April 2026) HiSparse printed its
+  device pool as ``#token``, which stays flat while requests grow (the pr22331 fixture: 20800
+  for 5 requests over 10 s at 140 tokens/s); nothing on the line tells it apart.
+
 The launch line, ``server_args=ServerArgs(...)`` (``launch_server`` logs the
 dataclass after its own adjustments, e.g. ``speculative_num_draft_tokens`` set
 to steps + 1 when topk is 1), says how the server drafts: the decode records
@@ -67,6 +90,9 @@ KINDS = (
             Field("accept_len", r"accept len: ([^,]*)", "accept len"),
             Field("gen_tok_s", r"gen throughput \(token/s\): ([^,]*)", "gen throughput (token/s)"),
             Field("queue_reqs", r"#queue-req: ([^,]*)", "#queue-req"),
+            # Prefill-decode disaggregation (decode side): pre-allocated KV counts in #token.
+            Field("prealloc_reqs", r"#prealloc-req: ([^,]*)", "#prealloc-req"),
+            Field("transfer_reqs", r"#transfer-req: ([^,]*)", "#transfer-req"),
         ),
         required=("running_reqs", "gen_tok_s"),
     ),
@@ -159,6 +185,11 @@ def sequence(
         tok_s=pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")),
         concurrency=pl.when(rate).then(pl.col("running_reqs")),
         num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(steps),
+        context_tokens=pl.when(
+            (pl.col("running_reqs") > 0)
+            & (pl.col("prealloc_reqs").fill_null(0) == 0)
+            & (pl.col("transfer_reqs").fill_null(0) == 0)
+        ).then(pl.col("tokens_in_use") / pl.col("running_reqs")),
     ).with_columns(
         acceptance_rate=pl.when(pl.col("num_spec_tokens") > 0).then(
             (tau - 1) / pl.col("num_spec_tokens")
@@ -173,7 +204,7 @@ def sequence(
                 pl.col("launch_verify_tokens").cast(pl.Int64, strict=False)
             ),
         ).drop(list(_LAUNCH_COLUMNS))
-    return records.drop("kind"), state
+    return records.drop("kind", "prealloc_reqs", "transfer_reqs"), state
 
 
 def _one_batch(rows: pl.DataFrame) -> pl.DataFrame:

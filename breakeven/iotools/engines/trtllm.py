@@ -16,6 +16,13 @@ User Output Throughput [w/ ctx]`` counts the prefill and is not read.  k is not
 printed (``max_draft_len``): give it with ``-k``.  A report without decoding
 statistics is not taken as a baseline: published reports of speculative runs
 omit the section.
+
+``context_tokens`` is ``Average Input Length (tokens) + Average Output Length (tokens) / 2``
+(REQUEST DETAILS; PERFORMANCE OVERVIEW or STATISTICS in older reports): the requests' mean
+prompt and half their mean output, ``stats.average_input_length`` and
+``stats.average_output_length`` as ``ReportUtility`` prints them (``:.4f``).  The mean of each
+request's ``input + output / 2`` is that, as ``bench`` gives a request's.  A report without
+both lines gets none.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from breakeven.iotools.lines import Engine, Field, LineKind, with_pending
 
 FORMAT = "trtllm_bench"
 CONCURRENCY, TPOT, SPEED, ACCEPT = "trtllm_concurrency", "trtllm_tpot", "trtllm_speed", "trtllm_al"
+INPUT, OUTPUT = "trtllm_input_length", "trtllm_output_length"
 
 KINDS = (
     LineKind(
@@ -42,6 +50,20 @@ KINDS = (
             ),
         ),
         required=("concurrency",),
+    ),
+    LineKind(
+        INPUT,
+        "trtllm",
+        "Average Input Length (tokens):",
+        fields=(Field("input_tokens", r"\(tokens\): *(\S*)", "Average Input Length (tokens)"),),
+        required=("input_tokens",),
+    ),
+    LineKind(
+        OUTPUT,
+        "trtllm",
+        "Average Output Length (tokens):",
+        fields=(Field("output_tokens", r"\(tokens\): *(\S*)", "Average Output Length (tokens)"),),
+        required=("output_tokens",),
     ),
     LineKind(
         TPOT,
@@ -72,6 +94,8 @@ _COLUMNS = {
     "tpot_ms": pl.Float64,
     "speed": pl.Float64,
     "accept_len": pl.Float64,
+    "input_tokens": pl.Float64,
+    "output_tokens": pl.Float64,
 }
 
 
@@ -97,15 +121,18 @@ def sequence(
         pl.col("tpot_ms").drop_nulls().last(),
         pl.col("speed").drop_nulls().last(),
         pl.col("accept_len").drop_nulls().last(),
+        pl.col("input_tokens").drop_nulls().last(),
+        pl.col("output_tokens").drop_nulls().last(),
     )
     records = reports.with_columns(
         format=pl.lit(FORMAT),
         origin=pl.lit("client"),
         tok_s=pl.when(pl.col("tpot_ms") > 0).then(1000 / pl.col("tpot_ms")).otherwise("speed"),
         num_spec_tokens=pl.when(pl.col("accept_len").is_not_null()).then(pl.lit(k, pl.Int64)),
+        context_tokens=pl.col("input_tokens") + pl.col("output_tokens") / 2,
     )
     records = records.filter(pl.col("tok_s").is_not_null() | pl.col("accept_len").is_not_null())
-    return records.drop("report", "speed"), new_state
+    return records.drop("report", "speed", "input_tokens", "output_tokens"), new_state
 
 
 ENGINE = Engine(

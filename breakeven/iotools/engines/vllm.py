@@ -41,6 +41,10 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   (:func:`breakeven.iotools.lines.carry_launch`); a restart prints them again.  Only the
   version is taken from the engine config line: the rest is every setting resolved, some
   3,000 characters that differ between runs only where the arguments do.
+
+No line of the server log gives ``context_tokens``: it stays empty.  ``SpecDecoding metrics``
+counts drafted and accepted tokens, and the throughput line rates and requests; its ``GPU KV
+cache usage`` is a percentage of blocks (one decimal, block-rounded), not read.
 """
 
 from __future__ import annotations
