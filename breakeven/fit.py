@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from breakeven import formatting
+from breakeven import fit_batches, formatting
 from breakeven.acceptance import _tau
 from breakeven.context import ContextFit, context_notes, contexts_of
 from breakeven.cycle import (
@@ -76,8 +76,6 @@ from breakeven.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.surface import fit_surface
-from breakeven.tree import check_tree, fit_tree_acceptance
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -446,33 +444,7 @@ def fit_group(
         form = "linear"
     chosen, reason = choose_form(scores, form, step, len(measured_k))
     coefficients, merged, rms, only = fit_form(entries, draft_cost, None, chosen, step)
-    if chosen == "curved" and only is not None:
-        notes.append(f"the curved form needs 3 k with a cycle, has {len(measured_k)}")
-    if chosen == "linear" and only is not None:
-        if only:
-            shown = ", ".join(map(str, sorted(only)))
-            notes.append(
-                f"runs at one k only ({shown}), no baseline's step: the fit is that k's cycle "
-                "and cannot extrapolate in k"
-            )
-        else:
-            notes.append(
-                "no run gives a cycle (an accept_len with a rate, or a cycle's time): the "
-                "coefficients are undetermined"
-            )
-    elif chosen == "leviathan" and len(measured_k) == 1:
-        notes.append(
-            f"runs at one k only ({measured_k[0]}): other k are predicted by Leviathan's form "
-            "through the plain step, which no held-out k checked"
-        )
-    if not step > 0:
-        notes.append("no baseline of this model, hardware and concurrency: no speedups")
-    unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
-    if unrated:
-        notes.append(
-            f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
-            "accept_len: no implied cycle"
-        )
+    notes += _form_notes(chosen, only, measured_k, step, entries)
     notes += falling_cycles(entries)
     notes += impossible_acceptance(entries)
     with_tau = [e for e in entries if e["accept_len"] >= 1]
@@ -502,13 +474,7 @@ def fit_group(
         for r in rows
         if math.isfinite(r.held_out_speedup) and 0 < r.measured_speedup < math.inf
     ]
-    # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
-    ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
-    best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
-    close: tuple[int, ...] = ()
-    if best is not None:
-        rows = [replace(r, regret=1 - r.predicted_speedup / best.predicted_speedup) for r in rows]
-        close = indistinct_k(best.k, best.predicted_low, {r.k: r.predicted_high for r in ranked})
+    rows, best, close = _ranked(rows)
     return GroupFit(
         model=model,
         hardware=hardware,
@@ -531,6 +497,55 @@ def fit_group(
         interval_width=width,
         measured_k=tuple(measured_k),
     )
+
+
+def _form_notes(
+    chosen: str, only: set[int] | None, measured_k: list[int], step: float, entries: Any
+) -> list[str]:
+    """What a group's fit says of its form and data: too few k for the form, one k only, no
+    coefficients, no baseline, rates without an accept_len."""
+    notes = []
+    if chosen == "curved" and only is not None:
+        notes.append(f"the curved form needs 3 k with a cycle, has {len(measured_k)}")
+    if chosen == "linear" and only is not None:
+        if only:
+            shown = ", ".join(map(str, sorted(only)))
+            notes.append(
+                f"runs at one k only ({shown}), no baseline's step: the fit is that k's cycle "
+                "and cannot extrapolate in k"
+            )
+        else:
+            notes.append(
+                "no run gives a cycle (an accept_len with a rate, or a cycle's time): the "
+                "coefficients are undetermined"
+            )
+    elif chosen == "leviathan" and len(measured_k) == 1:
+        notes.append(
+            f"runs at one k only ({measured_k[0]}): other k are predicted by Leviathan's form "
+            "through the plain step, which no held-out k checked"
+        )
+    if not step > 0:
+        notes.append("no baseline of this model, hardware and concurrency: no speedups")
+    unrated = [e["k"] for e in entries if e["runs"] and not math.isfinite(e["implied"])]
+    if unrated:
+        notes.append(
+            f"runs at k = {', '.join(map(str, unrated))} have a rate but no "
+            "accept_len: no implied cycle"
+        )
+    return notes
+
+
+def _ranked(rows: list[KRow]) -> tuple[list[KRow], KRow | None, tuple[int, ...]]:
+    """The rows with their regret against the best predicted k, the best row, and the k its
+    interval cannot tell from it (:func:`breakeven.cycle.indistinct_k`)."""
+    # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
+    ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
+    best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
+    if best is None:
+        return rows, None, ()
+    rows = [replace(r, regret=1 - r.predicted_speedup / best.predicted_speedup) for r in rows]
+    close = indistinct_k(best.k, best.predicted_low, {r.k: r.predicted_high for r in ranked})
+    return rows, best, close
 
 
 def _with_interval(row: KRow, half_width: float) -> KRow:
@@ -580,138 +595,6 @@ def _predicted_row(
         predicted_speedup=_speedup(tau, step, cycle),
         held_out_speedup=math.nan,
     )
-
-
-def _one_context(df: Any) -> Any:
-    """Which rows a surface across batch sizes takes: at a concurrency whose runs sat at
-    several context lengths (``df["context"]``), those of the length nearest (in ratio) the
-    median context of the model and hardware's rows; every row elsewhere.  The surface is
-    fitted at one context; the context fit (:mod:`breakeven.context`) moves it."""
-    keep = pd.Series(True, index=df.index)
-    c = pd.to_numeric(df["context_tokens"], errors="coerce")
-    if not (df["context"] != 0).any():
-        return keep
-    for _, rows in df.groupby(["model", "hardware"], sort=False):
-        middle = c[rows.index].median()
-        for _, at in rows.groupby("concurrency", sort=False):
-            if not (at["context"] != 0).any() or not middle > 0:
-                continue
-            means = c[at.index].groupby(at["context"]).mean()
-            means = means[means > 0]
-            nearest = (np.log(means) - math.log(middle)).abs().idxmin()
-            keep[at.index] = at["context"] == nearest
-    return keep
-
-
-def _surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
-    """A forward surface per model, hardware and method whose baselines ran at two or more
-    batch sizes (:mod:`breakeven.surface`), at one context length each
-    (:func:`_one_context`)."""
-
-    df = df[_one_context(df)]
-    k = df["num_spec_tokens"]
-    known = (df["rate"] > 0) & (df["concurrency"] > 0)
-    base = df[known & (k == 0)]
-    spec = df[known & (k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
-    spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
-    spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
-    # Every configuration's accept_len and rate pooled at once (vectorised), then split.
-    keys = ["model", "hardware", "spec_method", "concurrency", "num_spec_tokens", "spec_topk"]
-    keys.append("verify_tokens")
-    grouped = spec.groupby(keys, sort=False)
-    number, n = grouped.ngroup().to_numpy(), grouped.ngroups
-    tau = group_pooled_accept_len(number, spec["accept_len"], spec["num_drafts"], n)[0]
-    rate = group_pooled_rates(number, spec["rate"], spec["decoded"], n)[0]
-    # One row per configuration, row i being group number i.
-    table = spec[keys].assign(number=number).drop_duplicates("number").set_index("number")
-    table = table.sort_index()
-    # Each model and hardware's pooled step per batch size, and the context sums of its
-    # baselines and of each method's runs, at once.
-    at = ["model", "hardware", "concurrency"]
-    by_batch = base.groupby(at, sort=True)
-    ordinal = by_batch.ngroup().to_numpy()
-    pooled = group_pooled_rates(ordinal, base["rate"], base["decoded"], by_batch.ngroups)[0]
-    keys_of = base[at].assign(n=ordinal).drop_duplicates("n").sort_values("n")
-    steps_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for model, hardware, c, r in zip(*(keys_of[x] for x in at), pooled, strict=True):
-        steps_of.setdefault((model, hardware), []).append({"batch": int(c), "step": 1000.0 / r})
-    context = pd.to_numeric(df["context_tokens"], errors="coerce").where(known)
-    sums = context.groupby([df["model"], df["hardware"], df["spec_method"].where(k > 0, "")])
-    sums = sums.agg(["sum", "count"])
-    context_of = dict(zip(sums.index, zip(sums["sum"], sums["count"], strict=True), strict=True))
-    out = []
-    for (model, hardware, method), rows in table.groupby(
-        ["model", "hardware", "spec_method"], sort=False
-    ):
-        steps = steps_of.get((model, hardware), [])
-        if len(steps) < 2:
-            continue  # one batch size: the per-k fit above says all the runs can
-        configs = [
-            {
-                "batch": int(c),
-                "steps": int(st),
-                "topk": int(t),
-                "verify_tokens": int(v),
-                "accept_len": float(tau[i]),
-                "cycle": 1000.0 * float(tau[i]) / float(rate[i]),
-            }
-            for i, c, st, t, v in zip(
-                rows.index,
-                rows["concurrency"],
-                rows["num_spec_tokens"],
-                rows["spec_topk"],
-                rows["verify_tokens"],
-                strict=True,
-            )
-        ]
-        mine = [context_of.get((model, hardware, x), (0.0, 0)) for x in ("", method)]
-        total, count = sum(x[0] for x in mine), sum(x[1] for x in mine)
-        mean = total / count if count else math.nan  # the baselines' and the method's runs'
-        out.append(fit_surface((model, hardware, method), steps, configs, moe, mean))
-    return tuple(out)
-
-
-def _trees(df: Any) -> tuple[Any, ...]:
-    """Tree acceptance per model, hardware and method that ran a tree (spec_topk > 1), fitted
-    to the mean accept_len of each configuration over every batch size
-    (:func:`breakeven.tree.fit_tree_acceptance`)."""
-
-    k = df["num_spec_tokens"]
-    spec = df[(k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()
-    spec["spec_topk"] = spec["spec_topk"].fillna(1.0)
-    spec["verify_tokens"] = spec["verify_tokens"].fillna(spec["num_spec_tokens"] + 1)
-    out = []
-    for (model, hardware, method), runs in spec.groupby(
-        ["model", "hardware", "spec_method"], sort=False
-    ):
-        if not (runs["spec_topk"] > 1).any():
-            continue
-        configs, odd = [], 0
-        for (s, t, n), g in runs.groupby(["num_spec_tokens", "spec_topk", "verify_tokens"]):
-            tau = float(g["accept_len"].mean())
-            try:
-                check_tree(s, t, n)
-            except BreakevenError:
-                odd += len(g)
-                continue
-            if tau > s + 1:
-                odd += len(g)
-                continue
-            configs.append((int(s), int(t), int(n), tau, len(g)))
-        if not configs:
-            continue
-        tree = fit_tree_acceptance(configs, model=model, hardware=hardware, spec_method=method)
-        if odd:
-            tree = replace(
-                tree,
-                notes=(
-                    f"{odd} rows are left out: a tree the engine cannot run "
-                    "(verify tokens beyond the nodes drafted), or an "
-                    "accept_len above steps + 1",
-                ),
-            )
-        out.append(tree)
-    return tuple(out)
 
 
 def fit(
@@ -774,8 +657,8 @@ def fit(
         groups.append(replace(g, context_tokens=float(rows["context_tokens"].mean())))
     contexts = contexts_of(groups)
     groups = context_notes(groups, contexts)
-    surfaces = _surfaces(df, moe)
-    trees = _trees(df)
+    surfaces = fit_batches.surfaces(df, moe)
+    trees = fit_batches.trees(df)
     notes = (
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )
