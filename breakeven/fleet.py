@@ -30,7 +30,7 @@ from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model import _speedup
 from breakeven.optimize import speedup_grid
-from breakeven.quantities import plain_json
+from breakeven.quantities import STEPS_BETWEEN, plain_json
 from breakeven.schedule import batch_weights, schedule_from_grid
 from breakeven.surface import SurfaceCost
 
@@ -297,8 +297,7 @@ def _instance(
         if cost.baseline_steps:
             at = ", ".join(str(b) for b, _ in cost.baseline_steps)
             notes.append(
-                f"the plain step at batch {at} is the fit's measured baseline; at other "
-                "batches, the fitted t(B, 1)"
+                f"the plain step at batch {at} is the fit's measured baseline; " + STEPS_BETWEEN
             )
         if figures["share_above_breakeven"] > max_share_above:
             flags.append("above_breakeven")

@@ -863,11 +863,10 @@ def speedup_grid(
     batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
     ks = tuple(sorted(taus))
     steps, cycles, speedups, measured_at = [], [], [], []
-    measured_step = getattr(curve, "measured_step", None)
+    plain_step = getattr(curve, "plain_step", None)
     for b in batches:
-        measured = measured_step(b) if measured_step is not None else None
-        step = float(curve(b)) if measured is None else measured
-        if measured is not None:
+        step, measured = plain_step(b) if plain_step is not None else (float(curve(b)), False)
+        if measured:
             measured_at.append(b)
         row_cycle, row_speedup = [], []
         for kk in ks:

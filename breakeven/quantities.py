@@ -336,6 +336,14 @@ SURFACE_TERM_UNITS = {
 """Each term of a forward surface t(B, q) across batch sizes and of its draft cost, and its
 unit."""
 
+STEPS_BETWEEN = (
+    "at other batches, the fitted t(B, 1) scaled by the measured steps' ratio to it, "
+    "interpolated on log batch between them (the nearest one's beyond)"
+)
+"""What a fit file's surface takes as the plain step where no baseline ran
+(:meth:`breakeven.surface.BatchSurface.step_ms`), as ``batch``, ``schedule`` and ``fleet``
+say it."""
+
 DEFAULT_TOLERANCE = 0.05
 """The relative tolerance [fraction] of check, compare and schedule checks by default: baseline
 drift, prediction mismatch and server/client agreement within 5%."""

@@ -35,7 +35,7 @@ from breakeven.deploy import engine_shape, render
 from breakeven.errors import BreakevenError
 from breakeven.intervals import agrees
 from breakeven.optimize import speedup_grid
-from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
+from breakeven.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
 
@@ -464,8 +464,8 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
     if grid.measured_steps:
         at = ", ".join(map(str, grid.measured_steps))
         notes.append(
-            f"the plain step at batch {at} is the measured baseline's (the fit file's); at "
-            "other batches, the fitted t(B, 1)"
+            f"the plain step at batch {at} is the measured baseline's (the fit file's); "
+            + STEPS_BETWEEN
         )
     if grid.ks and max(grid.ks) in {r[2] for r in merged}:
         notes.append(

@@ -206,12 +206,27 @@ class BatchSurface:
         return low * max(1 - h, 0.0), high * (1 + h)
 
     def step_ms(self, batch: float) -> tuple[float, bool]:
-        """The plain step at ``batch`` [ms], and whether it is the measured baseline's (else
-        the fitted t(B, 1), as at a batch no baseline ran, or a mean batch between two)."""
+        """The plain step at ``batch`` [ms], and whether it is the measured baseline's.  At
+        a batch no baseline ran (or a mean batch between two), the fitted t(B, 1) times the
+        measured-to-fitted ratio of the measured steps, interpolated on log batch between
+        them and the nearest one's beyond (:meth:`step_ratio`): the speedup does not jump at
+        a measured batch."""
         for b, step in self.baseline_steps:
             if b == batch:
                 return float(step), True
-        return float(self.forward_ms(batch, 1)), False
+        return float(self.forward_ms(batch, 1)) * self.step_ratio(batch), False
+
+    def step_ratio(self, batch: float) -> float:
+        """The measured step over the fitted t(B, 1) [x], interpolated on log batch between
+        the measured batches and held at the nearest one's beyond them; 1 without any."""
+        points = sorted(
+            (math.log(b), step / fitted)
+            for b, step in self.baseline_steps
+            if (fitted := float(self.forward_ms(b, 1))) > 0
+        )
+        if not points or not batch > 0:
+            return 1.0
+        return float(np.interp(math.log(batch), [x for x, _ in points], [y for _, y in points]))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BatchSurface:
@@ -293,11 +308,10 @@ class SurfaceCost:
         """A predicted speedup's interval [x] (:meth:`BatchSurface.speedup_range`)."""
         return self.surface.speedup_range(batch, speedup, cycle_ms, steps, topk, verify_tokens)
 
-    def measured_step(self, batch: int) -> float | None:
-        """The measured baseline's step at ``batch`` [ms], where the fit had one (else
-        None: the surface's t(B, 1) is the step)."""
-        step, measured = self.surface.step_ms(batch)
-        return step if measured else None
+    def plain_step(self, batch: int) -> tuple[float, bool]:
+        """The plain step at ``batch`` [ms] and whether it is a measured baseline's
+        (:meth:`BatchSurface.step_ms`)."""
+        return self.surface.step_ms(batch)
 
     @property
     def draft(self) -> _SurfaceDraft:

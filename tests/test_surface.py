@@ -3,6 +3,7 @@ simulated from a known surface and on two public Qwen3-30B-A3B batch sweeps with
 tree drafts (Tencent/AngelSlim#163, sgl-project/SpecForge#339)."""
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -217,10 +218,15 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
     assert point["batch"] == 32
     assert point["cycle_ms"] == pytest.approx(float(surface.cycle_ms(32, 4)))
     # Issue 27, item 3: at a batch with a measured baseline the step is that baseline's
-    # (1000 / 35.2594 tok/s), said so; between them, the fitted t(B, 1).
+    # (1000 / 35.2594 tok/s), said so; between them, the fitted t(B, 1) scaled by the
+    # measured steps' ratio to it, interpolated on log batch (batch 20 is between 8 and 32).
     assert point["step_ms"] == pytest.approx(1000 / 35.2594)
     other = json.loads(r.stdout)["speedup_by_batch"][19]  # batch 20: no baseline ran there
-    assert other["step_ms"] == pytest.approx(float(surface.forward_ms(20, 1)))
+    steps = dict(surface.baseline_steps)
+    ratio = {b: steps[b] / float(surface.forward_ms(b, 1)) for b in (8, 32)}
+    share = math.log(20 / 8) / math.log(32 / 8)
+    expected = ratio[8] + (ratio[32] - ratio[8]) * share
+    assert other["step_ms"] == pytest.approx(float(surface.forward_ms(20, 1)) * expected)
     assert json.loads(r.stdout)["measured_steps"] == [1, 4, 8, 32, 64]
     text = CliRunner().invoke(cli, sweep).output
     assert "The plain step at batch 1, 4, 8, 32, 64 is the measured baseline's" in " ".join(

@@ -16,7 +16,7 @@ from breakeven.formatting.text import (
     quantity_html_table,
     table,
 )
-from breakeven.quantities import QUANTITIES, number_text
+from breakeven.quantities import QUANTITIES, STEPS_BETWEEN, number_text
 
 
 def _optimize_columns(r: Row) -> list[str]:
@@ -202,8 +202,8 @@ def batch_text(r: Row) -> str:
     if r.get("measured_steps"):
         at = ", ".join(map(str, r["measured_steps"]))
         lines.append(
-            f"The plain step at batch {at} is the measured baseline's (the fit file's); at "
-            "other batches, the fitted t(B, 1)."
+            f"The plain step at batch {at} is the measured baseline's (the fit file's); "
+            f"{STEPS_BETWEEN}."
         )
     lines.append("")
     b = r["breakeven_batch"]
