@@ -64,6 +64,8 @@ FLAGS = {
     "speculative run's launch (more than speculation)",
     "baseline_unverified": "the baseline ran in another launch, and nothing shows whether that "
     "launch was configured the same way as the speculative run's",
+    "unnamed_pairing": "the baseline comes from another source file than the speculative run, "
+    "and neither model nor hardware is named for them",
     "prediction_mismatch": "the measured speedup differs from the predicted one by more than "
     "the tolerance",
     "accept_len_out_of_range": "accept_len is outside [1, k + 1]",
@@ -333,7 +335,9 @@ CONFIG = ["model", "hardware", "concurrency_key"]
 """What a speculative run and its baseline share: model, hardware and concurrency."""
 
 
-def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+def check(
+    data: Any, tolerance: float = DEFAULT_TOLERANCE, *, named_pairs: bool = False
+) -> CheckResult:
     """Pair speculative runs with baselines; compare measured and predicted speedups; flag.
 
     The steps, each a function of this module that ``compare`` reuses:
@@ -350,6 +354,10 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     tolerance : float
         Relative tolerance for baseline drift, prediction mismatch and
         server/client agreement (default :data:`breakeven.quantities.DEFAULT_TOLERANCE`).
+    named_pairs : bool
+        The caller named which rows are the baseline of which (``compare``'s BASELINE and
+        SPEC): no ``unnamed_pairing`` flag, which warns where the rows alone pair files that
+        name neither model nor hardware.
     """
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise BreakevenError(
@@ -360,7 +368,7 @@ def check(data: Any, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
     flag_rows(df, findings)
     server_checks = cross_check(df, tolerance, findings)
     base = baselines(df, tolerance, findings)
-    comparisons, intervals = pair(df, base, tolerance, findings)
+    comparisons, intervals = pair(df, base, tolerance, findings, named_pairs=named_pairs)
     order = list(FLAGS)
     flags = sorted(findings.flags, key=lambda f: order.index(f.code))
     return CheckResult(
@@ -843,10 +851,12 @@ class _RunStats:
 
 
 def pair(
-    df: Any, base: _Baselines, tolerance: float, findings: _Findings
+    df: Any, base: _Baselines, tolerance: float, findings: _Findings, *, named_pairs: bool = False
 ) -> tuple[list[Comparison], list[SpeedupInterval]]:
     """Each speculative run (rows sharing :data:`_RUN_KEYS`) against its baseline: the same
-    configuration, in the same environment where one ran in it (else ``stale_baseline``)."""
+    configuration, in the same environment where one ran in it (else ``stale_baseline``);
+    ``unnamed_pairing`` where neither model nor hardware is named and the baseline comes from
+    another source file (unless ``named_pairs``: the caller named the pairs)."""
 
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
@@ -888,6 +898,7 @@ def pair(
             int(means["published"][1][g]),
         )
         at = order[starts[g] : starts[g + 1]]
+        unnamed = not named_pairs and key[0] == "" and key[1] == ""
         c, interval = _pair_one(
             key,
             stats,
@@ -900,6 +911,7 @@ def pair(
             base,
             tolerance,
             findings,
+            _source_files(df, rows[at]) if unnamed else None,
         )
         comparisons.append(c)
         intervals.append(interval)
@@ -1194,8 +1206,11 @@ def _pair_one(
     base: _Baselines,
     tolerance: float,
     findings: _Findings,
+    spec_files: tuple[str, ...] | None = None,
 ) -> tuple[Comparison, SpeedupInterval]:
-    """One run against its baseline: measured speedup and interval, prediction, residual."""
+    """One run against its baseline: measured speedup and interval, prediction, residual.
+    ``spec_files``: the run's source files, where a baseline from another file is flagged
+    (``unnamed_pairing``; None: not looked at)."""
 
     model, hardware, conc, k_value, method, label, fp = key
     spec_side = side_of_launches(spec_tok, spec_launch, spec_decoded)
@@ -1204,6 +1219,8 @@ def _pair_one(
     published = row.n_published > 0 and len(spec_tok) == 0
     chosen, raised, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
     codes |= raised
+    if spec_files is not None and len(chosen):
+        codes |= _unnamed_pairing(label, lines, spec_files, base, chosen, findings)
     base_tok = base.tok_s[chosen]
     b_mean = pooled_rate(base_tok, base.decoded[chosen])
     measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
@@ -1249,6 +1266,47 @@ def _pair_one(
         launch_note=launch_note,
     )
     return comparison, interval
+
+
+def _source_files(df: Any, positions: Any) -> tuple[str, ...]:
+    """The files the rows at ``positions`` came from (their ``source`` less its ``:LINE``), in
+    first-seen order; rows without a source give none."""
+    if "source" not in df.columns:
+        return ()
+    sources = pd.Series(df["source"].to_numpy()[positions], dtype=object).dropna().astype(str)
+    files = sources.str.replace(r":\d+$", "", regex=True)
+    return tuple(f for f in dict.fromkeys(files) if f)
+
+
+def _unnamed_pairing(
+    label: str,
+    lines: tuple[int, ...],
+    spec_files: tuple[str, ...],
+    base: _Baselines,
+    chosen: Any,
+    findings: _Findings,
+) -> set[str]:
+    """``{"unnamed_pairing"}``, with its flag, where baseline rows ``chosen`` (positions in
+    ``base``) come from a file none of the speculative run's rows (from ``spec_files``) came
+    from: with no model or hardware named, nothing but k = 0 made them its baseline."""
+    base_files = _source_files(base.provenance.df, base.provenance.rows[chosen])
+    other = [f for f in base_files if f not in spec_files]
+    if not spec_files or not other:
+        return set()
+    where = f"{label or 'A speculative run'} (line {lines[0]})"
+    shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+    findings.add(
+        Flag(
+            "unnamed_pairing",
+            f"{where}, from {', '.join(spec_files[:3])}, is compared with the baseline of "
+            f"{shown}, another file, and neither model nor hardware is named for them: "
+            "nothing shows the two measured the same deployment. Give --model and "
+            "--hardware (ingest them with those set, or fill the CSV's model and hardware) "
+            "so that only runs of one model and hardware are paired.",
+            lines + _lines(base.line[chosen]),
+        )
+    )
+    return {"unnamed_pairing"}
 
 
 def _percent(ratio: float) -> str:

@@ -239,7 +239,8 @@ def compare(
             "{0}: two runs are named alike (" + ", ".join(labels) + "); name them with LABEL=PATH",
             "runs",
         )
-    result = check(_rows(baseline, specs, cycle), tolerance)
+    # The user named the pairs (BASELINE, SPEC): no unnamed_pairing flag.
+    result = check(_rows(baseline, specs, cycle), tolerance, named_pairs=True)
     runs = [
         _run(c, interval, baseline.label, cycle, _several(result, c.label))
         for c, interval in zip(result.comparisons, result.intervals, strict=True)

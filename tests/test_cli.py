@@ -265,7 +265,7 @@ ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0
                 str(CASE_LOGS / "sglang_baseline.log"),
                 str(CASE_LOGS / "sglang_eagle3_k3.log"),
             ],
-            "7 records from 2 files (sglang_decode).",
+            "7 records from 2 files (sglang_decode), by file, run and concurrency:",
         ),
         (
             [

@@ -85,15 +85,17 @@ class TestVllmV1:
         assert round(r["accept_len"], 2) == round(mean, 2)
         assert r["acceptance_rate"] == pytest.approx(accepted / drafted)
 
-    def test_the_summary_pools_accept_len_from_counts_issue19254(self):
-        # Two intervals, 129 and 496 drafts: 1 + (150 + 725) / (129 + 496) = 2.400, where the
-        # mean of their ratios (2.163 and 2.462) says 2.312.
+    def test_the_summary_keeps_the_intervals_concurrencies_apart_issue19254(self):
+        # Two intervals, 337 and 629 running requests: a line each (2.163 and 2.462), never
+        # their pool, 1 + (150 + 725) / (129 + 496) = 2.400, nor their mean, 2.312.
         out = CliRunner().invoke(
-            cli, ["ingest", str(DATA / "vllm_v1_specdecoding_issue19254_ngram_qwen3_32b.txt")]
+            cli,
+            ["ingest", str(DATA / "vllm_v1_specdecoding_issue19254_ngram_qwen3_32b.txt"), "--wide"],
         )
         assert out.exit_code == 0, out.output
-        (line,) = [x for x in out.output.splitlines() if " vllm_v1 " in x]
-        assert " 2.400 " in line
+        rows = [x.split() for x in out.output.splitlines() if " vllm_v1 " in x]
+        assert {row[2]: row[7] for row in rows} == {"337": "2.163", "629": "2.462"}
+        assert " 2.400 " not in out.output and " 2.312 " not in out.output
 
     def test_early_formats_without_k(self):
         rs, _ = records("vllm_v1_specdecoding_pr15902_format_change.txt")
@@ -276,11 +278,16 @@ class TestBadInput:
         assert "Traceback" not in r.output
 
     def test_utf16_log(self, tmp_path):
+        # With its byte-order mark (Python's "utf-16" writes one), UTF-16 is read; without,
+        # it is refused in one line (tests/test_ingest_encodings_summary.py).
         path = tmp_path / "utf16.log"
         text = (DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt").read_text()
         path.write_bytes(text.encode("utf-16"))
         r = self.run(path)
-        assert r.exit_code == 2 and "UTF-16" in r.output
+        assert r.exit_code == 0 and "1 record from 1 file" in r.output
+        path.write_bytes(text.encode("utf-16-le"))
+        r = self.run(path)
+        assert r.exit_code == 2 and "UTF-16 without a byte-order mark" in r.output
 
     def test_wrong_encoding_on_a_marked_line(self, tmp_path):
         path = tmp_path / "latin1.log"
@@ -607,10 +614,14 @@ class TestVllmCpu:
         assert not problems
         spec = [w for w in windows if w["accept_len"] is not None]
         assert sum(w["num_drafts"] for w in spec) == pytest.approx(drafts)
+        pooled = 1 + sum(w["accepted_tokens"] for w in spec) / sum(w["num_drafts"] for w in spec)
+        assert f"{pooled:.3f}" == f"{1 + accepted / drafts:.3f}"  # 3.349
+        # The summary pools each concurrency's windows apart (1 + 596 / 247 = 3.413 at one
+        # running request), never across concurrencies.
         result = CliRunner().invoke(
             cli, ["ingest", str(DATA / "vllm_cpu_v0320_server_draft_model_k3.txt")]
         )
-        assert f"{1 + accepted / drafts:.3f}" in result.output  # 3.349
+        assert " 3.413 " in result.output and f"{pooled:.3f}" not in result.output
         mean_of_ratios = sum(w["accept_len"] for w in spec) / len(spec)
         assert abs(mean_of_ratios - (1 + accepted / drafts)) > 0.005
 

@@ -132,8 +132,8 @@ def ingest(
 ) -> None:
     """Read engine logs, benchmark results and /metrics scrapes into measurements.
 
-    FILE may be plain or compressed (gzip, bzip2, xz; told by content), or -
-    for standard input. What a file holds is told from its content: JSON
+    FILE may be plain or compressed (gzip, bzip2, xz; told by content), UTF-8
+    or UTF-16 with its byte-order mark (PowerShell's >), or - for standard input. What a file holds is told from its content: JSON
     benchmark results (vllm bench serve, SGLang bench_serving and
     bench_one_batch, TensorRT-LLM iteration statistics), Prometheus text, or
     text, scanned at once for vLLM, SGLang and llama.cpp log lines, printed
@@ -200,8 +200,8 @@ def check_command(
     Pairs each speculative run (num_spec_tokens > 0) with the baseline runs
     (num_spec_tokens = 0) of the same model, hardware and concurrency, and
     flags, with a stable code and a sentence: baseline_drift, baseline_missing,
-    stale_baseline, prediction_mismatch, accept_len_out_of_range,
-    itl_per_chunk, server_client_mismatch.
+    stale_baseline, baseline_unverified, unnamed_pairing, prediction_mismatch,
+    accept_len_out_of_range, itl_per_chunk, server_client_mismatch.
 
     \b
       breakeven check data/case_study.csv

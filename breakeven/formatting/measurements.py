@@ -99,7 +99,10 @@ def check_headline(r: Row) -> str:
     codes, e.g. ``3 speculative runs: 2 faster, 1 within noise; flags: baseline_drift (1)``."""
     comparisons = r["comparisons"]
     if not comparisons:
-        return "No speculative run to compare: no row has num_spec_tokens > 0."
+        return (
+            "No speculative run to compare: no row has num_spec_tokens > 0 and a rate (tok_s, "
+            "a speedup or a cycle's time); rows with acceptance only are fit's."
+        )
     counts: dict[str, int] = dict.fromkeys(VERDICT_ORDER, 0)
     for c in comparisons:
         counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
@@ -125,7 +128,7 @@ def check_text(r: Row) -> str:
     if rows:
         lines += grid(heads, rows, right=False, optional=_CHECK_OPTIONAL, cut=_NAMES)
     else:
-        lines.append("  none: no row has num_spec_tokens > 0")
+        lines.append("  none: no row has num_spec_tokens > 0 and a rate")
     lines.append(
         "measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
         "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s."
@@ -451,60 +454,80 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
 
 MAX_NOTES = 5
 """The records' notes ingest's summary says, the most: --json gives every record's."""
+MAX_SUMMARY_LINES = 40
+"""The lines (runs and concurrencies) ingest's summary shows, the most: --json gives the rest."""
 
 
 @fitted
 def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str:
-    """A summary of ingested records (a :class:`~breakeven.iotools.records.Tally`), with what
+    """A summary of ingested records, one line per file, format, run and concurrency (a
+    :class:`~breakeven.iotools.pipeline.RunTally`; a plain
+    :class:`~breakeven.iotools.records.Tally` gives one per file and format), with what
     ``tok_s`` means for each record format seen (``tok_s_meanings``, by format)."""
     if not tally.records:
         return "No records.\n"
-    files = len({path for path, _ in tally.groups})
-    formats = ", ".join(dict.fromkeys(fmt for _, fmt in tally.groups))
+    files = len({key[0] for key in tally.groups})
+    formats = ", ".join(dict.fromkeys(key[1] for key in tally.groups))
     heads = [
         "file",
+        "run",
+        "concurrency",
         "format",
         "records",
         "k",
         "launches",
         "accept_len [tokens/cycle]",
         "tok_s [tok/s]",
+        "tok_s from",
         "mean aggregate_tok_s [tok/s]",
     ]
+    basis = getattr(tally, "rate_basis", None)
     cells = []
-    for (path, fmt), g in tally.groups.items():
-        tau, tok, agg = (tally.mean(g, key) for key in ("accept_len", "tok_s", "aggregate_tok_s"))
+    for key, g in tally.groups.items():
+        path, fmt, run_id, label, concurrency = (*key, None, None, None)[:5]
+        tau, tok, agg = (tally.mean(g, m) for m in ("accept_len", "tok_s", "aggregate_tok_s"))
+        run = " / ".join(str(part) for part in (label, run_id) if part) or "-"
         cells.append(
             [
                 path,
+                run,
+                num(concurrency, "g"),
                 fmt,
                 str(g["records"]),
                 ",".join(map(str, sorted(g["k"]))) or "-",
                 str(len(g["launches"])) if g["launches"] else "-",
                 num(tau, ".3f"),
                 num(tok, ".2f"),
+                basis(g) if basis is not None else "-",
                 num(agg, ".2f"),
             ]
         )
+    shown = cells[:MAX_SUMMARY_LINES]
     lines = [
         f"{tally.records} record{'s' * (tally.records != 1)} from {files} "
-        f"file{'s' * (files != 1)} ({formats}).",
+        f"file{'s' * (files != 1)} ({formats}), by file, run and concurrency:",
         "",
     ]
     lines += grid(
         heads,
-        cells,
+        shown,
         right=False,
         indent="",
-        optional=("mean aggregate_tok_s [tok/s]", "launches", "format", "k"),
-        cut=("file",),
+        optional=("mean aggregate_tok_s [tok/s]", "launches", "format", "k", "tok_s from"),
+        cut=("file", "run"),
     )
+    if len(cells) > len(shown):
+        lines.append(
+            f"And {len(cells) - len(shown)} more runs or concurrencies: --json lists every record."
+        )
     lines.append("")
     lines.append(
-        "Every record: --json lists them, --out writes the measurements CSV. "
-        "accept_len is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records "
-        "give their drafts; tok_s is a ratio of sums, decoded tokens over their time, where they "
-        "give their tokens, else the records' mean. tok_s is per sequence:"
+        "Every record: --json lists them, --out writes the measurements CSV. Each line is one "
+        "file, run (label / run_id) and concurrency: nothing is pooled across them. accept_len "
+        "is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records give their "
+        "drafts; tok_s is a ratio of sums, decoded tokens over their time (tok_s from: "
+        "tokens/time), where the records give their tokens, else the mean of their rates "
+        "(mean of N rates). tok_s is per sequence:"
     )
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():
@@ -514,7 +537,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         lines.append(f"Note ({n} record{'s' * (n != 1)}): {note}.")
     if len(notes) > MAX_NOTES:
         lines.append(f"And {len(notes) - MAX_NOTES} more notes: --json gives each record's.")
-    yearless = [path for (path, _), g in tally.groups.items() if g["yearless"]]
+    yearless = [key[0] for key, g in tally.groups.items() if g["yearless"]]
     if yearless:
         lines.append(
             f"Dates without a year in {', '.join(dict.fromkeys(yearless))}: kept as printed, so "

@@ -2,7 +2,8 @@
 
 One driver for every input (:func:`iter_frames`): it opens the file (or
 standard input, ``-``), decompresses by magic bytes, tells what it holds from
-the content (:func:`breakeven.iotools.sources.detect`) and reads it:
+the content (:func:`breakeven.iotools.sources.detect`) and reads it (UTF-8 text; UTF-16 where
+a byte-order mark says so, transcoded as it streams: :func:`breakeven.iotools.sources.open_input`):
 
 - JSON or JSON Lines (only if the whole file parses so): benchmark results,
   told apart by their keys (:mod:`breakeven.iotools.bench_results`);
@@ -373,8 +374,8 @@ def ingest(
     ----------
     paths : list of path or Input
         Files to read (``-``: standard input), plain or compressed (gzip,
-        bzip2, xz); each one's format is told from its content unless
-        ``format`` says.  An :class:`Input` carries metadata for one file.
+        bzip2, xz), UTF-8 or, with its byte-order mark, UTF-16; each one's
+        format is told from its content unless ``format`` says.  An :class:`Input` carries metadata for one file.
     format : str
         'auto' or one of :data:`FORMATS`.
     before : path, optional

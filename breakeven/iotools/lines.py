@@ -16,6 +16,9 @@ order.  The records it returns are polars frames in the record schema
 are views of the same rows.  polars' regular expressions (Rust's ``regex``)
 match in time linear in the line, so no input can make a pattern slow.
 
+White space: a tab reads as a space (:meth:`TextScanner.mark`), so a pattern's space or
+`` *`` between a label and its value also takes the tabs of a report copied from a web page.
+
 Values as engines print them: a placeholder where a number goes (``not
 set``, ``N/A``, ``-``, ``inf``, ``nan``, empty) makes that field missing; any
 other text that is not a number is a problem naming the field, and the line's
@@ -89,7 +92,9 @@ class Engine:
     sequence: Callable[..., tuple[pl.DataFrame | None, dict[str, Any]]]
     """``sequence(rows, state, k, final)``: records of the block's rows (in line order,
     with ``line``, ``kind`` and the fields), and the new state.  A record whose k
-    only the rest of the file can tell has ``undecided`` True."""
+    only the rest of the file can tell has ``undecided`` True.  The new state's
+    ``problems``, if any, are (line, message) pairs of what the rows could not give (a
+    summary that cannot be read unambiguously, say): each is reported as a problem."""
     speculative_kinds: frozenset[str] = frozenset()
     """Kinds whose lines show the server speculated: a file without any makes its
     ``undecided`` records baselines (k = 0)."""
@@ -524,6 +529,11 @@ class TextScanner:
         data = block.data
         if b"\x1f" in data:
             data = data.replace(b"\x1f", b" ")
+        # Tabs become spaces, once a block (a memchr where there are none): a report copied
+        # from a web page has a tab where the engine printed spaces (``label:\tvalue``), and
+        # every marker and field pattern then reads it as printed with spaces.
+        if b"\t" in data:
+            data = data.replace(b"\t", b" ")
         lines = pl.read_csv(
             data,
             has_header=False,
@@ -634,6 +644,10 @@ class TextScanner:
             records, self.state[engine.name] = engine.sequence(
                 rows, self.state[engine.name], self.k, final
             )
+            problems += [
+                Problem(self.name, line, message)
+                for line, message in self.state[engine.name].pop("problems", None) or ()
+            ]
             if records is None or not records.height:
                 continue
             if "undecided" in records.columns and self.speculated[engine.name]:

@@ -17,6 +17,63 @@ from breakeven.iotools.ingest import Input, iter_frames
 from breakeven.iotools.records import Tally, csv_bytes, csv_header
 from breakeven.iotools.sources import Problem, ahead
 
+_SEP = "\x1f"  # between the parts of a RunTally key (a unit separator: in no path or label)
+
+
+class RunTally(Tally):
+    """A :class:`~breakeven.iotools.records.Tally` per file, format, run and concurrency:
+    nothing is pooled across runs (``run_id``, ``label``) or concurrencies, so a sweep's
+    concurrency-1 and concurrency-100 results stay apart.
+
+    Its groups are keyed ``(path, format, run_id, label, concurrency)`` (None where the
+    records say none); memory grows with the number of keys, not with the records.
+    """
+
+    def count(self, frame: Any) -> None:
+        """Count the records of a frame."""
+        if not frame.height:
+            return
+        import polars as pl  # lazy: start-up
+
+        # One group_by, the Tally's: its file is the key of the run and concurrency.
+        parts = [
+            pl.col("source").str.replace(r":\d+$", ""),
+            pl.col("run_id"),
+            pl.col("label"),
+            pl.col("concurrency").cast(pl.String),
+        ]
+        key = pl.concat_str([part.fill_null("") for part in parts], separator=_SEP)
+        super().count(frame.with_columns(source=key + _SEP))
+
+    def _group(self, path: str, fmt: str) -> dict[str, Any]:
+        file, run_id, label, concurrency = path.split(_SEP)[:4]
+        key = (
+            file,
+            fmt,
+            run_id or None,
+            label or None,
+            float(concurrency) if concurrency else None,
+        )
+        g = self.groups.get(key)  # type: ignore[call-overload]
+        if g is None:
+            g = super()._group(path, fmt)  # a new group, under a key dropped below
+            del self.groups[(path, fmt)]
+            self.groups[key] = g  # type: ignore[index]
+        return g
+
+    def formats(self) -> list[str]:
+        """The record formats seen, in first-seen order."""
+        return list(dict.fromkeys(key[1] for key in self.groups))
+
+    def rate_basis(self, group: dict[str, Any]) -> str:
+        """What a group's ``tok_s`` is: ``tokens/time`` (a ratio of sums), ``mean of N rates``,
+        ``1 rate``, or ``-`` (none)."""
+        if group["seconds"] > 0 and not group["unweighted_rates"]:
+            return "tokens/time"
+        n = group["n"][self.MEANS.index("tok_s")]
+        return "-" if not n else "1 rate" if n == 1 else f"mean of {n} rates"
+
+
 STAMPS = (
     "label",
     "run_id",
@@ -141,7 +198,7 @@ def write_ingest(
     jobs: int | None = None,
     json: JsonArray | None = None,
     year: int | None = None,
-) -> tuple[Tally, list[Problem]]:
+) -> tuple[RunTally, list[Problem]]:
     """Read ``inputs`` into records, written to ``out`` and/or ``json`` as they stream in.
 
     Parameters
@@ -168,8 +225,8 @@ def write_ingest(
 
     Returns
     -------
-    tally : Tally
-        Records per file and format, with their k and mean rates.
+    tally : RunTally
+        Records per file, format, run and concurrency, with their k and rates.
     problems : list of Problem
         Each naming its file and line; unrelated lines are ignored.
     """
@@ -179,7 +236,7 @@ def write_ingest(
         )
     limit_threads(jobs)
     problems: list[Problem] = []
-    tally = Tally()
+    tally = RunTally()
     frames = ahead(iter_frames(inputs, problems, format=format, before=before, year=year), depth=1)
 
     def counted() -> Iterator[Any]:
@@ -202,6 +259,7 @@ def write_ingest(
 __all__ = [
     "STAMPS",
     "JsonArray",
+    "RunTally",
     "ingest_inputs",
     "limit_threads",
     "per_file",

@@ -6,6 +6,11 @@ as a stream.  Text is read in blocks of complete lines (:func:`iter_blocks`),
 so memory stays bounded whatever the size; JSON and Prometheus documents are
 read whole, up to :data:`MAX_DOCUMENT_BYTES`.
 
+Text is UTF-8; a byte-order mark at its start (after decompression) says otherwise:
+UTF-16 (little- or big-endian: what Windows PowerShell's ``>`` writes) is transcoded to
+UTF-8 as it streams (:class:`_Transcoded`), and a UTF-8 mark is dropped.  Without a mark,
+UTF-16 is not guessed: its NUL bytes stop the reading, with a problem that says so.
+
 What a file holds is told from its content (:func:`detect`): JSON only if it
 parses as one JSON document or as JSON Lines, Prometheus text by its engine
 metric names, anything else is text, scanned for every line kind and table
@@ -15,6 +20,7 @@ breakeven knows.
 from __future__ import annotations
 
 import bz2
+import codecs
 import csv
 import fcntl
 import gzip
@@ -54,6 +60,8 @@ that no process writes would otherwise wait for ever."""
 TEXT, JSON_DOCUMENT, PROMETHEUS = "text", "json", "prometheus"
 
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 # What reading a damaged stream raises: gzip also lets zlib's own error through.
 READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
@@ -120,6 +128,14 @@ class Input:
     stream: Any
     head: bytes
     compression: str | None
+    encoding: str | None = None
+    """What a byte-order mark said the text is ("utf-16-le", "utf-16-be", "utf-8-sig"); the
+    stream and ``head`` are UTF-8 whatever it says (None: no mark, UTF-8 or not text)."""
+
+    @property
+    def threaded(self) -> bool:
+        """Whether reading it costs work a thread may do ahead: decompressing, transcoding."""
+        return self.compression is not None or self.encoding in _TRANSCODED
 
     def read_all(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         """The whole (decompressed) content; raises UnreadableInput past ``limit`` bytes."""
@@ -156,6 +172,7 @@ def open_input(path: str) -> Input:
             else:
                 stream = (bz2.BZ2File if compression == "bzip2" else lzma.LZMAFile)(stream, "rb")
         head = _read_exactly(stream, HEAD_BYTES)
+        stream, head, encoding = _decoded(stream, head)
     except READ_ERRORS as e:
         if path != STDIN:
             raw.close()
@@ -164,7 +181,69 @@ def open_input(path: str) -> Input:
         if path != STDIN:
             raw.close()
         raise UnreadableInput("is empty" + (f" ({compression}-compressed)" if compression else ""))
-    return Input(path, _Chain(head, stream), head, compression)
+    return Input(path, _Chain(head, stream), head, compression, encoding)
+
+
+def _decoded(stream: Any, head: bytes) -> tuple[Any, bytes, str | None]:
+    """The stream (``head`` read from it already) as UTF-8 text and its new head, and the
+    encoding its byte-order mark names: UTF-16 is transcoded as it is read, a UTF-8 mark
+    dropped; without a mark, the stream and head as they are."""
+    if head.startswith(UTF8_BOM):
+        rest = head[len(UTF8_BOM) :]
+        return stream, rest or _read_exactly(stream, HEAD_BYTES), "utf-8-sig"
+    for bom, encoding in _UTF16_BOMS:
+        if head.startswith(bom):
+            text = _Transcoded(_Chain(head[len(bom) :], stream), encoding)
+            return text, _read_exactly(text, HEAD_BYTES), encoding
+    return stream, head, None
+
+
+_TRANSCODED = {encoding for _, encoding in _UTF16_BOMS}
+
+
+class _Transcoded:
+    """A binary stream of text in ``encoding``, read as UTF-8, a piece at a time (bounded
+    memory).  What does not decode (an odd last byte, a lone surrogate) reads as U+FFFD."""
+
+    PIECE = 1 << 20  # bytes read from the stream below at a time
+
+    def __init__(self, stream: Any, encoding: str) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self.buffer = b""
+        self.ended = False
+
+    def _more(self, size: int) -> bytes:
+        """UTF-8 of the next ``size`` bytes of the stream below (b"" at its end)."""
+        while not self.ended:
+            raw = getattr(self.stream, "read1", self.stream.read)(size)
+            text = self.decoder.decode(raw, final=not raw)
+            self.ended = not raw
+            if text:
+                return text.encode("utf-8", "surrogatepass")
+        return b""
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            parts = [self.buffer]
+            while piece := self._more(self.PIECE):
+                parts.append(piece)
+            self.buffer = b""
+            return b"".join(parts)
+        while len(self.buffer) < size and not self.ended:
+            self.buffer += self._more(max(self.PIECE, size - len(self.buffer)))
+        out, self.buffer = self.buffer[:size], self.buffer[size:]
+        return out
+
+    def read1(self, size: int) -> bytes:
+        """At most ``size`` bytes, from at most one read of the stream below."""
+        if not self.buffer:
+            self.buffer = self._more(min(size, self.PIECE))
+        out, self.buffer = self.buffer[:size], self.buffer[size:]
+        return out
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 def open_file(path: str) -> Any:
@@ -340,7 +419,7 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
     overlaps with the parsing of the last block.
     """
     # Compressed input keeps a chunk in flight besides the block: smaller blocks, same memory.
-    size = block_bytes or (max(1, BLOCK_BYTES // 2) if source.compression else BLOCK_BYTES)
+    size = block_bytes or (max(1, BLOCK_BYTES // 2) if source.threaded else BLOCK_BYTES)
     carry, skipping = b"", False
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     for data in _prefetched(source, size):
@@ -379,7 +458,7 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
 
 def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
     """Chunks of the stream; compressed ones read (and decompressed) one ahead in a thread."""
-    if source.compression is None:  # plain reads are fast: no thread needed
+    if not source.threaded:  # plain reads are fast: no thread needed
         while True:
             chunk = _read_exactly(source.stream, size)
             if not chunk:
@@ -389,7 +468,8 @@ def _prefetched(source: Input, size: int) -> Iterator[bytes | Problem]:
 
 
 def _decompressed(source: Input, size: int) -> Iterator[bytes | Problem]:
-    """Chunks of a compressed stream; a fault ends it with a problem, after what it read."""
+    """Chunks of a compressed (or transcoded) stream; a fault ends it with a problem, after
+    what it read."""
     parts: list[bytes] = []
     try:
         while True:
@@ -420,9 +500,25 @@ def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
     before = data.rfind(b"\n", 0, nul) + 1
     if before:
         yield Block(data[:before])
-    hint = " (UTF-16? save the log as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+    hint = (
+        " (UTF-16 without a byte-order mark? save the log as UTF-8, or as UTF-16 with its mark)"
+        if _looks_utf16(data)
+        else ""
+    )
     yield Problem(
         path, AT_NEXT_LINE, f"binary data (a NUL byte){hint}; expected a text log; stopped reading"
+    )
+
+
+def _looks_utf16(data: bytes) -> bool:
+    """Whether ``data`` starts like ASCII text in UTF-16 (every other byte NUL), either
+    byte order."""
+    head = data[:64]
+    if len(head) < 8:
+        return False
+    even, odd = head[0::2], head[1::2]
+    return (not even.strip(b"\0") and b"\0" not in odd) or (
+        not odd.strip(b"\0") and b"\0" not in even
     )
 
 

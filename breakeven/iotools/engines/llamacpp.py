@@ -46,6 +46,18 @@ tokens; the club-3090 request reuses a slot by its longest common prefix).  A re
 without either line of its task (an excerpt; the 2025 multi-line blocks whose eval line has
 no ``| task N |``) gets no context.
 
+Builds that print no ``mean len`` (the ``draft acceptance rate = ...`` line) print, after each
+request's block, ``statistics <impl>: #calls(b,g,a) = B G A, #gen drafts = D, ..., #gen tokens =
+T, #acc tokens = N`` per speculative implementation, counted since the start
+(``common_speculative_print_stats``): the difference of two such lines one request apart is
+that request's drafts (its verify steps) and accepted tokens, so its accept_len is
+``1 + N / D`` of the differences (:func:`_with_statistics`, which says when a difference is the
+request's own).
+
+``llama-cli``'s perf block (``eval time = ... / N runs``) is a baseline run of one sequence;
+``llama-speculative``'s summary (``decoded ...``, ``n_draft``, ``n_predict``, ``n_drafted``,
+``n_accept``) a speculative one (:func:`_runs`).
+
 Launch lines (``common/common.cpp``, ``tools/server/server.cpp``): ``build: N (commit)
 with CC for TARGET`` (late 2026, at ``-lv 4``: ``common_params_print_info: build N
 (commit) with ...``) gives ``build=N commit=...``; ``system_info: n_threads = N
@@ -61,7 +73,14 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.iotools.lines import Engine, Field, LineKind, carry_launch, merge_into_previous
+from breakeven.iotools.lines import (
+    LAUNCH_COLUMNS,
+    Engine,
+    Field,
+    LineKind,
+    carry_launch,
+    merge_into_previous,
+)
 
 EVAL = "llamacpp_eval"
 DRAFT = "llamacpp_draft"
@@ -75,13 +94,42 @@ BUILD_INFO = "llamacpp_build_info"  # late 2026: "common_params_print_info: buil
 SYSTEM_INFO = "llamacpp_system_info"
 LISTENING = "llamacpp_listening"
 LAUNCHES = (BUILD, BUILD_INFO, SYSTEM_INFO, LISTENING)
+STATS = "llamacpp_statistics"  # cumulative counters of a speculative implementation
+CLI_EVAL = "llamacpp_cli_eval"  # llama_perf_context_print's "eval time = ... / N runs"
+SPEC_ENCODED = "llamacpp_spec_encoded"  # llama-speculative: "encoded N tokens in ..."
+SPEC_DECODED = "llamacpp_spec_decoded"  # "decoded N tokens in T seconds, speed: S t/s"
+SPEC_COUNTS = {  # llama-speculative's summary counts: kind, and the name as printed, padded
+    "llamacpp_spec_n_draft": "n_draft   ",
+    "llamacpp_spec_n_predict": "n_predict ",
+    "llamacpp_spec_n_drafted": "n_drafted ",
+    "llamacpp_spec_n_accept": "n_accept  ",
+}
+CLI_KINDS = (CLI_EVAL, SPEC_ENCODED, SPEC_DECODED, *SPEC_COUNTS)
+CLI_FORMAT = "llamacpp_cli"
+SPECULATIVE_FORMAT = "llamacpp_speculative"
 _BUILD = r"\bbuild:? (\d+ \([^)\s]*\)) with .+ for \S"
 
 _WHERE = (
     Field("timestamp", r"(\d+\.\d\d\.\d{3}\.\d{3}) [IWED] ", "time", kind="text"),
     Field("task", r"\| task +(-?\d+) \|", "task", kind="text"),
 )
+_SLOT = Field("slot", r"print_timing: id +(\d+) \|", "id", kind="text")
+_SPEED = r"(?:decoded|generated) +\d+ tokens in +\S+ seconds, speed: "
 KINDS = (
+    # llama-cli and llama-speculative: the perf block's eval counts decode calls ("runs"),
+    # checked before the server's eval line, whose marker it shares.
+    LineKind(
+        CLI_EVAL,
+        "llamacpp",
+        "eval time =",
+        match=r"eval time = +\S+ ms / +\d+ runs",
+        fields=(
+            Field("eval_ms", r"eval time = +([^ ]*) ms", "eval time"),
+            Field("eval_runs", r"eval time = +[^ ]* ms / +([^ ]*) runs", "runs"),
+            Field("tok_s", r"([^ (]*) tokens per second", "tokens per second"),
+        ),
+        required=("eval_runs", "tok_s"),
+    ),
     LineKind(
         EVAL,
         "llamacpp",
@@ -89,6 +137,7 @@ KINDS = (
         unless="prompt eval time",
         fields=(
             *_WHERE,
+            _SLOT,
             Field("eval_ms", r"eval time = +([^ ]*) ms", "eval time"),
             Field("eval_tokens", r"eval time = +[^ ]* ms / +([^ ]*) tokens", "tokens"),
             Field("tok_s", r"([^ (]*) tokens per second", "tokens per second"),
@@ -101,6 +150,7 @@ KINDS = (
         "draft acceptance",
         fields=(
             *_WHERE,
+            _SLOT,
             Field("accepted_tokens", r"\( *([^ ]*) accepted", "accepted"),
             Field("draft_tokens", r"accepted / +([^ )]*) generated", "generated"),
             Field("accept_len", r"mean (?:len|acceptance length) = +([^ ,]*)", "mean len"),
@@ -184,6 +234,55 @@ KINDS = (
         ),
         required=("per_position",),
     ),
+    # "statistics <impl>: #calls(b,g,a) = B G A, #gen drafts = D, #acc drafts = .., #gen tokens
+    # = T, #acc tokens = N" (early 2026: "#calls = G, ..."): counters since the start.
+    LineKind(
+        STATS,
+        "llamacpp",
+        "#gen drafts =",
+        match=r"statistics +\S+: #calls",
+        fields=(
+            Field("stat_impl", r"statistics +(\S+): #calls", "statistics", kind="text"),
+            Field("stat_begin", r"#calls\(b,g,a\) = +(\d+) ", "#calls(b,g,a)"),
+            Field("stat_drafts", r"#gen drafts = +([^ ,]*)", "#gen drafts"),
+            Field("stat_gen", r"#gen tokens = +([^ ,]*)", "#gen tokens"),
+            Field("stat_acc", r"#acc tokens = +([^ ,]*)", "#acc tokens"),
+        ),
+        required=("stat_impl", "stat_drafts", "stat_gen", "stat_acc"),
+    ),
+    # llama-speculative's summary (examples/speculative/speculative.cpp, and -simple's).
+    LineKind(
+        SPEC_ENCODED,
+        "llamacpp",
+        "seconds, speed:",
+        match=r"encoded +\d+ tokens in +\S+ seconds, speed: ",
+        fields=(Field("spec_encoded", r"encoded +(\d+) tokens in", "encoded"),),
+        required=("spec_encoded",),
+    ),
+    LineKind(
+        SPEC_DECODED,
+        "llamacpp",
+        "seconds, speed:",
+        match=_SPEED,
+        fields=(
+            Field("spec_decoded", r"(?:decoded|generated) +(\d+) tokens in", "decoded"),
+            Field("spec_seconds", r"tokens in +(\S+) seconds", "seconds"),
+            Field("tok_s", r"seconds, speed: +([^ ]+) t/s", "speed"),
+        ),
+        required=("spec_decoded", "tok_s"),
+    ),
+    *(
+        LineKind(
+            name,
+            "llamacpp",
+            f"{printed}=",
+            # the line holds the count alone (after a log prefix, if any)
+            match=rf"^(?:\[\d+\] )?(?:[\d.]+ [IWED] )?\s*{printed}= +-?\d+\s*$",
+            fields=(Field("spec_value", rf"{printed}= +(-?\d+)", printed.strip()),),
+            required=("spec_value",),
+        )
+        for name, printed in SPEC_COUNTS.items()
+    ),
 )
 
 
@@ -195,6 +294,7 @@ def _build(printed: pl.Expr) -> pl.Expr:
 _COLUMNS = {
     "timestamp": pl.String,
     "task": pl.String,
+    "slot": pl.String,
     "eval_ms": pl.Float64,
     "eval_tokens": pl.Float64,
     "tok_s": pl.Float64,
@@ -208,18 +308,30 @@ _COLUMNS = {
 def sequence(
     rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
-    """Records of requests.  State: the last eval line, while no line after it has told
-    whether a draft line belongs to it (``pending``); the prompt and release lines seen
-    (``prompts``, ``stops``) and the records waiting for a release line (``waiting``), for
-    :func:`_with_context`."""
+    """Records of requests, and of ``llama-cli`` and ``llama-speculative`` runs.  State: the
+    last eval line, while no line after it has told whether a draft line belongs to it
+    (``pending``); the prompt and release lines seen (``prompts``, ``stops``) and the records
+    waiting for a release line (``waiting``), for :func:`_with_context`; the last record and
+    the statistics lines after it (``tail``) and each implementation's last counters
+    (``counters``), for :func:`_with_statistics`; the open ``llama-speculative`` summary
+    (``run``, :func:`_runs`).  ``problems``: (line, message) of what this call could not read."""
     launch = {"launch": state.get("launch")}
     rows = carry_launch(rows, launch, LAUNCHES, {})
     lengths = rows.filter(pl.col("kind").is_in(CONTEXT)) if rows.height else rows
-    rows = rows.filter(~pl.col("kind").is_in(CONTEXT)) if rows.height else rows
+    runs = rows.filter(pl.col("kind").is_in(CLI_KINDS)) if rows.height else rows
+    if rows.height:
+        rows = rows.filter(~pl.col("kind").is_in([*CONTEXT, *CLI_KINDS]))
     task = pl.col("task")
     same_request = task.is_null() | task.shift(1).is_null() | (task == task.shift(1))
     rows, pending = merge_into_previous(
-        rows, state, _COLUMNS, EVAL, DRAFT, same_request, ("tok_s", "eval_ms", "eval_tokens"), final
+        rows,
+        state,
+        _COLUMNS,
+        EVAL,
+        DRAFT,
+        same_request,
+        ("tok_s", "eval_ms", "eval_tokens", "slot"),
+        final,
     )
     # -lv 4 prints the request's per-position rates after its draft line: one record with it.
     rows, pending_draft = merge_into_previous(
@@ -231,6 +343,7 @@ def sequence(
         same_request,
         (
             "timestamp",
+            "slot",
             "tok_s",
             "eval_ms",
             "eval_tokens",
@@ -245,32 +358,308 @@ def sequence(
         "pending_draft": pending_draft,
         "launch": launch.get("launch"),
     }
+    cli, new_state["problems"] = _runs(runs, state, new_state, final)
     kind = pl.col("kind")
     if rows.height:
         rows = rows.filter((kind != ACC_POS) | pl.col("merge"))  # rates of a request not seen
+    rows = _with_statistics(rows, state, new_state, final)
     if not rows.height:
-        return _with_context(None, lengths, state, new_state, final), new_state
+        return _joined(_with_context(None, lengths, state, new_state, final), cli), new_state
     per_position_k = pl.col("per_position").list.len()
     draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
+    counted = pl.col("stat_drafts") > 0
     records = rows.with_columns(
         format=pl.lit(FORMAT),
         num_spec_tokens=pl.when(kind.is_in([DRAFT, ACC_POS])).then(draft_k),
-        acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
-            pl.col("accepted_tokens") / pl.col("draft_tokens")
-        ),
+        accepted_tokens=pl.coalesce("accepted_tokens", pl.when(counted).then("stat_acc")),
+        draft_tokens=pl.coalesce("draft_tokens", pl.when(counted).then("stat_gen")),
         undecided=kind == EVAL,
         # The request's tokens as its rate counts them, and the prefill's first: its rate is
         # then pooled with others' as a ratio of sums.
         completion_tokens=pl.when((pl.col("tok_s") > 0) & (pl.col("eval_ms") > 0)).then(
-            1 + pl.col("tok_s") * pl.col("eval_ms") / 1000
+            1 + pl.col("tok_s") * (pl.col("eval_ms") / 1000)
         ),
-        # Its verify cycles, accepted / (mean len - 1), weigh its accept_len when pooled.
-        num_drafts=pl.when((pl.col("accept_len") > 1) & (pl.col("accepted_tokens") > 0)).then(
-            pl.col("accepted_tokens") / (pl.col("accept_len") - 1)
+    ).with_columns(
+        acceptance_rate=pl.when(pl.col("draft_tokens") > 0).then(
+            pl.col("accepted_tokens") / pl.col("draft_tokens")
+        ),
+        # Without mean len, the statistics lines' differences give it: 1 + accepted tokens /
+        # drafts, each draft one verify step.
+        from_statistics=pl.col("accept_len").is_null() & counted,
+        accept_len=pl.coalesce(
+            "accept_len", pl.when(counted).then(1 + pl.col("stat_acc") / pl.col("stat_drafts"))
         ),
     )
-    records = _from_rate(records).drop("kind", "merge", "eval_ms")
-    return _with_context(records, lengths, state, new_state, final), new_state
+    records = records.with_columns(
+        # Its verify cycles weigh its accept_len when pooled: counted by the statistics lines,
+        # else accepted / (mean len - 1).
+        num_drafts=pl.when(counted)
+        .then(pl.col("stat_drafts"))
+        .when((pl.col("accept_len") > 1) & (pl.col("accepted_tokens") > 0))
+        .then(pl.col("accepted_tokens") / (pl.col("accept_len") - 1)),
+    )
+    records = _from_rate(records).with_columns(
+        note=pl.when(pl.col("from_statistics")).then(pl.lit(STATISTICS_NOTE)).otherwise("note")
+    )
+    records = records.drop(
+        "kind", "merge", "eval_ms", "slot", "from_statistics", *_STAT_FIELDS, strict=False
+    )
+    return _joined(_with_context(records, lengths, state, new_state, final), cli), new_state
+
+
+def _joined(server: pl.DataFrame | None, cli: pl.DataFrame | None) -> pl.DataFrame | None:
+    parts = [p for p in (server, cli) if p is not None and p.height]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
+
+
+STATISTICS_NOTE = (
+    "accept_len = 1 + accepted / drafts, from the differences of the cumulative "
+    "'statistics' lines (this build prints no mean len)"
+)
+"""What a request's record gets from the statistics lines around it."""
+
+_STAT_FIELDS = ("stat_impl", "stat_begin", "stat_drafts", "stat_gen", "stat_acc")
+_COUNTERS = ("stat_begin", "stat_drafts", "stat_gen", "stat_acc")
+_KEY = ("_launch", "_slot", "stat_impl")
+
+
+def _with_statistics(
+    rows: pl.DataFrame, state: dict[str, Any], new_state: dict[str, Any], final: bool
+) -> pl.DataFrame:
+    """Records (rows of every kind but :data:`STATS`) with ``stat_drafts``, ``stat_gen`` and
+    ``stat_acc``: the request's own drafts, drafted and accepted tokens, from the
+    ``statistics`` lines after its record (before the next).
+
+    ``common_speculative_print_stats`` prints, after each request's ``print_timing`` block,
+    one line per implementation with its counters since the start (``common/speculative.cpp``:
+    ``#gen drafts`` counts the drafts made, each verified once; ``#gen tokens`` their tokens;
+    ``#acc tokens`` the tokens accepted; ``#calls(b,g,a)``'s first number counts the requests
+    begun).  Keyed by launch, slot (of the record before) and implementation, a line's
+    difference from the one before is the request's own where exactly one request began in
+    between (b up by 1), or the line's own counts where b = 1 (the first request since the
+    start).  A counter lower than before is a restart: the line is then the first.  A request
+    gets the sum over its implementations only where every line is its own and, where it has
+    a draft line, the sums are its printed accepted and generated tokens.
+
+    The last record and the lines after it wait for the next block (``tail``) unless
+    ``final``: more of its lines may follow."""
+    tail = state.get("tail")
+    if tail is not None and tail.height:
+        rows = pl.concat([tail, rows], how="diagonal_relaxed") if rows.height else tail
+    if rows.height:
+        wanted = {**_COLUMNS, "stat_impl": pl.String, **dict.fromkeys(_COUNTERS, pl.Float64)}
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in wanted.items() if c not in rows.columns
+        )
+        rows = rows.sort("line")
+    new_state["tail"] = None
+    new_state["counters"] = state.get("counters")
+    if not rows.height:
+        return rows
+    is_stats = pl.col("kind") == STATS
+    if not final:
+        records = rows.select((~is_stats).arg_true()).to_series()
+        if records.len():
+            cut = int(records[-1])
+            new_state["tail"] = rows.slice(cut)
+            rows = rows.head(cut)
+        else:  # statistics lines with no record of theirs in sight yet
+            new_state["tail"] = rows
+            return rows.head(0)
+    if not rows.select(is_stats.any()).item():
+        return rows.with_columns(
+            pl.lit(None, pl.Float64).alias(c) for c in ("stat_drafts", "stat_gen", "stat_acc")
+        ).drop("stat_impl", "stat_begin", strict=False)
+    launch = (
+        pl.col("launch_line").cast(pl.Int64).fill_null(-1)
+        if "launch_line" in rows.columns
+        else pl.lit(-1, pl.Int64)
+    )
+    rows = rows.with_row_index("_row").with_columns(
+        pl.col("_row").cast(pl.Int64),
+        _record=(~is_stats).cum_sum(),
+        _launch=launch,
+        _slot=pl.when(~is_stats).then(pl.col("slot").fill_null("")).forward_fill().fill_null(""),
+    )
+    lines = rows.filter(is_stats).select("_row", "_record", *_KEY, *_COUNTERS)
+    earlier = state.get("counters")
+    if earlier is not None and earlier.height:
+        lines = pl.concat(
+            [earlier.with_columns(_row=pl.lit(-1, pl.Int64)), lines], how="diagonal_relaxed"
+        )
+    key = list(_KEY)
+    before = {c: pl.col(c).shift(1).over(key) for c in _COUNTERS}
+    restart = pl.any_horizontal((pl.col(c) < before[c]).fill_null(False) for c in _COUNTERS)
+    known = before["stat_drafts"].is_not_null() & ~restart
+    own = (
+        pl.when(known)
+        .then(pl.col("stat_begin").is_null() | (pl.col("stat_begin") - before["stat_begin"] == 1))
+        .otherwise(pl.col("stat_begin") == 1)
+        .fill_null(False)
+    )
+    lines = lines.with_columns(
+        _own=own,
+        **{
+            f"_d{c}": pl.when(known).then(pl.col(c) - before[c]).otherwise(pl.col(c))
+            for c in ("stat_drafts", "stat_gen", "stat_acc")
+        },
+    )
+    new_state["counters"] = lines.group_by(key, maintain_order=True).agg(
+        pl.col(c).last() for c in _COUNTERS
+    )
+    lines = lines.filter(pl.col("_row") >= 0)
+    sums = lines.group_by("_record").agg(
+        pl.col("_own").all().alias("_all_own"),
+        *(pl.col(f"_d{c}").sum().alias(c) for c in ("stat_drafts", "stat_gen", "stat_acc")),
+    )
+    records = (
+        rows.filter(~is_stats)
+        .drop("stat_impl", *_COUNTERS)
+        .join(sums, on="_record", how="left", maintain_order="left")
+    )
+    agrees = (
+        pl.col("_all_own").fill_null(False)
+        & (pl.col("accepted_tokens").is_null() | (pl.col("accepted_tokens") == pl.col("stat_acc")))
+        & (pl.col("draft_tokens").is_null() | (pl.col("draft_tokens") == pl.col("stat_gen")))
+    )
+    return records.with_columns(
+        pl.when(agrees).then(pl.col(c)).alias(c) for c in ("stat_drafts", "stat_gen", "stat_acc")
+    ).drop("_row", "_record", "_launch", "_slot", "_all_own")
+
+
+def _runs(
+    rows: pl.DataFrame, state: dict[str, Any], new_state: dict[str, Any], final: bool
+) -> tuple[pl.DataFrame | None, list[tuple[int, str]]]:
+    """Records of ``llama-cli`` and ``llama-speculative`` output, and problems.
+
+    ``llama_perf_context_print`` (``src/llama-context.cpp``; ``llama_print_timings`` before
+    late 2024) prints ``eval time = T ms / N runs (..., R tokens per second)``: N single-token
+    decodes, every generated token but the first (sampled from the prompt's batch).  Outside a
+    ``llama-speculative`` summary it is a ``llama-cli`` run of one sequence without speculation:
+    a baseline whose rate R is the sequence's.
+
+    ``llama-speculative`` (``examples/speculative/speculative.cpp``) prints ``decoded N tokens
+    in T seconds, speed: S t/s`` (``generated`` in 2023), then ``n_draft`` (k), ``n_predict``
+    (tokens made), ``n_drafted``, ``n_accept``; then the draft and the target model's perf
+    blocks, whose eval lines (decode calls of the draft, the target's single-token ones) are no
+    run of their own: every eval line after a summary, up to the next launch, is left out.
+    Each round samples the accepted tokens and one more from the target; the first round
+    samples from the prompt's batch, every later one verifies a draft of k tokens, so it ran
+    ``n_predict - n_accept - 1`` verify steps and ``n_drafted = k x`` that:
+    ``accept_len = 1 + n_accept / (n_predict - n_accept - 1)``.  ``llama-speculative-simple``
+    prints the same lines but verifies in every round (``n_predict - n_accept`` steps,
+    ``n_drafted`` the tokens of drafts of up to k): where ``n_drafted`` is k times neither
+    count, the steps are unknown and the run is a problem, not a record."""
+    problems: list[tuple[int, str]] = []
+    run: dict[str, Any] | None = state.get("run")
+    spec_launch = state.get("spec_launch")
+    out: list[dict[str, Any]] = []
+
+    def close(run: dict[str, Any]) -> None:
+        record, problem = _speculative_record(run)
+        if record is not None:
+            out.append(record)
+        if problem is not None:
+            problems.append((run["line"], problem))
+
+    if rows.height:
+        if "launch_line" not in rows.columns:
+            rows = rows.with_columns(*(pl.lit(None, t).alias(c) for c, t in LAUNCH_COLUMNS.items()))
+        for row in rows.iter_rows(named=True):
+            launch = -1 if row["launch_line"] is None else row["launch_line"]
+            kind = row["kind"]
+            if kind in (SPEC_ENCODED, SPEC_DECODED):
+                if run is not None and (kind == SPEC_ENCODED or "n" in run):
+                    close(run)  # a summary that stopped short
+                    run = None
+                if run is None:
+                    run = {"line": row["line"], "launch": launch}
+                    for c in LAUNCH_COLUMNS:
+                        run[c] = row[c]
+                if kind == SPEC_ENCODED:
+                    run["encoded"] = row["spec_encoded"]
+                else:
+                    run.update(n=row["spec_decoded"], tok_s=row["tok_s"], line=row["line"])
+                spec_launch = launch
+            elif kind in SPEC_COUNTS:
+                if run is not None:
+                    run[SPEC_COUNTS[kind].strip()] = row["spec_value"]
+                    if kind == "llamacpp_spec_n_accept":
+                        close(run)
+                        run = None
+            elif launch != spec_launch:  # CLI_EVAL outside a speculative run
+                runs, ms = row["eval_runs"], row["eval_ms"]
+                out.append(
+                    {
+                        "line": row["line"],
+                        **{c: row[c] for c in LAUNCH_COLUMNS},
+                        "format": CLI_FORMAT,
+                        "num_spec_tokens": 0,
+                        "concurrency": 1,
+                        "tok_s": row["tok_s"],
+                        # the decodes its rate counts, and the first token (the prompt's)
+                        "completion_tokens": 1 + runs if runs is not None and ms else None,
+                    }
+                )
+    if final and run is not None:
+        close(run)
+        run = None
+    new_state["run"], new_state["spec_launch"] = run, spec_launch
+    if not out:
+        return None, problems
+    frame = pl.DataFrame(
+        out,
+        schema_overrides={
+            "line": pl.Int64,
+            **LAUNCH_COLUMNS,
+            "num_spec_tokens": pl.Int64,
+            "concurrency": pl.Int64,
+        },
+        infer_schema_length=None,
+    )
+    return frame.with_columns(undecided=pl.lit(False)), problems
+
+
+def _speculative_record(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """A ``llama-speculative`` summary's record, or why it gives none (see :func:`_runs`)."""
+    names = ("n", "n_draft", "n_predict", "n_drafted", "n_accept")
+    missing = [n if n != "n" else "decoded" for n in names if run.get(n) is None]
+    if missing:
+        return None, "llama-speculative summary without " + ", ".join(missing) + ": not read"
+    k, made, drafted, accepted = (int(run[n]) for n in names[1:])
+    steps = None
+    for rounds in (made - accepted - 1, made - accepted):  # -speculative, then -simple
+        if k > 0 and rounds > 0 and drafted == k * rounds:
+            steps = rounds
+            break
+    if steps is None:
+        return None, (
+            f"llama-speculative summary not read: n_drafted = {drafted} is neither "
+            f"n_draft x (n_predict - n_accept - 1) = {k * (made - accepted - 1)} "
+            f"(llama-speculative) nor n_draft x (n_predict - n_accept) = "
+            f"{k * (made - accepted)} (llama-speculative-simple with whole drafts), so its "
+            "verify steps are unknown"
+        )
+    encoded = run.get("encoded")
+    record = {
+        "line": run["line"],
+        **{c: run.get(c) for c in LAUNCH_COLUMNS},
+        "format": SPECULATIVE_FORMAT,
+        "num_spec_tokens": k,
+        "concurrency": 1,
+        "tok_s": run["tok_s"],
+        "completion_tokens": float(run["n"]),
+        "accepted_tokens": float(accepted),
+        "draft_tokens": float(drafted),
+        "acceptance_rate": accepted / drafted if drafted else None,
+        "num_drafts": float(steps),
+        "accept_len": 1 + accepted / steps,
+        # its prompt, and half the tokens it made: the mean context while it decoded
+        "context_tokens": encoded + run["n"] / 2 if encoded is not None else None,
+    }
+    return record, None
 
 
 _KEEP_LENGTHS = 10_000
@@ -388,5 +777,9 @@ ENGINE = Engine(
     sequence,
     speculative_kinds=frozenset({DRAFT}),
     baseline_note="no draft acceptance line in this log: a baseline (k = 0)",
-    tok_s={FORMAT: "the request's eval tokens per second (its decode, prefill excluded)"},
+    tok_s={
+        FORMAT: "the request's eval tokens per second (its decode, prefill excluded)",
+        CLI_FORMAT: "llama-cli's eval tokens per second (its one sequence's decode)",
+        SPECULATIVE_FORMAT: "llama-speculative's decoded tokens per second (its one sequence)",
+    },
 )

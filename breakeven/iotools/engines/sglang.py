@@ -4,10 +4,30 @@ Source: ``python/sglang/srt/managers/scheduler_metrics_mixin.py``,
 ``log_decode_stats`` (2025 ``Decode batch.``, 2026 ``Decode batch,``):
 ``#running-req``, ``#token``, ``token usage``, then ``accept len`` (and, from
 late 2025, ``accept rate``) only ``if not self.spec_algorithm.is_none()``, then
-``cuda graph`` and ``gen throughput (token/s)``, ``#queue-req``.  So a decode
-line without ``accept len`` proves its server was not speculating: it is a
-baseline line (k = 0).  ``accept len`` counts the bonus token; ``accept
-rate`` changed meaning between versions and is recomputed from k.
+``cuda graph`` and ``gen throughput (token/s)``, ``#queue-req``.  ``accept len`` and
+``accept rate`` are added by one statement, ``msg += f"accept len: ..., accept rate: ..., "``,
+in the ``else`` of ``if self.spec_algorithm.is_none()`` (sgl-project/sglang commits
+78ac30c2056f2c25089c1d3203c3d5c13dc3d946 and 01bb3c807f7e62c19a31de7548837505488c2b64; before
+late 2025 the statement printed ``accept len`` alone).  So either field on a decode line proves
+its server was speculating, and a decode line with neither proves it was not: a baseline line
+(k = 0).  A line that kept ``accept rate`` but lost ``accept len`` (a paste cut across the
+columns, the pr25960 fixture: ``token usaccept rate: 0.32``) is speculative: it gets k (``-k``,
+else the launch line's steps, else none) and no ``accept_len``, never 1 and never k = 0.
+
+``-k`` (``num_spec_tokens``) wins over the launch line for every speculative line; a line with
+no speculative field stays a baseline even with ``-k`` (a comparison ingests the baseline log and
+the speculative log with one ``-k``).
+
+``accept len`` is accepted tokens per verify pass, bonus token included
+(``spec_num_accepted_tokens / spec_num_forward_ct``, ``update_spec_metrics`` adding
+``num_accepted_tokens + bs``).  ``accept rate`` is not a per-draft-token rate: it is the same
+accepted tokens, bonus included, over ``spec_num_forward_ct * num_draft_tokens``, with
+``num_draft_tokens = speculative_num_draft_tokens or speculative_num_steps + 1`` (the verify
+tokens, of a tree too): ``accept len / verify tokens``, so ``1 + k x rate`` is not the accept
+length even for a chain (k + 1 verify tokens: ``accept len = (k + 1) x rate``).  Before PR #11572
+(October 2025, "the accept rate can be larger than 1") it was computed otherwise, and it is
+printed to two decimals (times 16 verify tokens, +/-0.08): no accept length is derived from it,
+and ``acceptance_rate`` is recomputed from ``accept len`` and k where ``accept len`` is printed.
 
 ``gen throughput`` is the tokens of the interval over the wall time since the
 previous decode line, for all running requests: the per-sequence rate is
@@ -62,6 +82,7 @@ DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
 ONE_BATCH = "sglang_bench_one_batch"  # its printed summary line, as the JSONL's records
 LAUNCH = "sglang_server_args"
+_NO_ACCEPT_LEN = "speculative (accept rate printed) but accept len not printed: no accept_len"
 _LAUNCH_COLUMNS = {
     "launch_model": pl.String,
     "launch_method": pl.String,
@@ -88,6 +109,8 @@ KINDS = (
             Field("running_reqs", r"#running-req: ([^,]*)", "#running-req"),
             Field("tokens_in_use", r"#token: ([^,]*)", "#token"),
             Field("accept_len", r"accept len: ([^,]*)", "accept len"),
+            # Printed only while speculating (with or without a value): the line speculates.
+            Field("spec_field", r"(accept len|accept rate):", "accept len/rate", kind="text"),
             Field("gen_tok_s", r"gen throughput \(token/s\): ([^,]*)", "gen throughput (token/s)"),
             Field("queue_reqs", r"#queue-req: ([^,]*)", "#queue-req"),
             # Prefill-decode disaggregation (decode side): pre-allocated KV counts in #token.
@@ -178,13 +201,14 @@ def sequence(
     steps = pl.lit(k, pl.Int64)
     if launched:
         steps = pl.coalesce(steps, pl.col("launch_steps").cast(pl.Int64, strict=False))
-    spec = tau.is_not_null()
+    spec = pl.col("spec_field").is_not_null()  # accept len or accept rate on the line
     records = decode.with_columns(
         format=pl.lit(DECODE),
         aggregate_tok_s=pl.when(rate).then(pl.col("gen_tok_s")),
         tok_s=pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")),
         concurrency=pl.when(rate).then(pl.col("running_reqs")),
-        num_spec_tokens=pl.when(tau.is_null()).then(pl.lit(0)).otherwise(steps),
+        num_spec_tokens=pl.when(spec).then(steps).otherwise(pl.lit(0)),
+        note=pl.when(spec & tau.is_null()).then(pl.lit(_NO_ACCEPT_LEN)),
         context_tokens=pl.when(
             (pl.col("running_reqs") > 0)
             & (pl.col("prealloc_reqs").fill_null(0) == 0)
@@ -204,7 +228,7 @@ def sequence(
                 pl.col("launch_verify_tokens").cast(pl.Int64, strict=False)
             ),
         ).drop(list(_LAUNCH_COLUMNS))
-    return records.drop("kind", "prealloc_reqs", "transfer_reqs"), state
+    return records.drop("kind", "prealloc_reqs", "transfer_reqs", "spec_field"), state
 
 
 def _one_batch(rows: pl.DataFrame) -> pl.DataFrame:

@@ -9,8 +9,13 @@ requests of output tokens / (decode iterations + 1), tokens per iteration with
 the bonus token, so it is ``accept_len``.  Reports before August 2025 print the
 same quantity as ``[AR] AVERAGE`` under "Acceptance Rate Details".
 
-A report's record ends with its acceptance line; one without (no speculation,
-or an excerpt) ends with the file.  ``tok_s`` is ``1000 / TPOT``, as for the
+Every report is its own record, with its own fields only (one a report lacks stays empty):
+a sweep's log holds one report per run.  A report ends with its acceptance line, or where
+the next begins: at its first section's header (``= PYTORCH BACKEND``, or ``= ENGINE
+DETAILS`` for the TensorRT backend), at a field the report already holds (excerpts without
+headers), or at ``Number of concurrent requests`` (REQUEST DETAILS) after the report's TPOT
+or output speed (PERFORMANCE OVERVIEW, which follows it).  A report without any of these
+after it ends with the file.  ``tok_s`` is ``1000 / TPOT``, as for the
 other benchmarks (``Per User Output Speed`` where TPOT is not printed); ``Per
 User Output Throughput [w/ ctx]`` counts the prefill and is not read.  k is not
 printed (``max_draft_len``): give it with ``-k``.  A report without decoding
@@ -36,8 +41,12 @@ from breakeven.iotools.lines import Engine, Field, LineKind, with_pending
 FORMAT = "trtllm_bench"
 CONCURRENCY, TPOT, SPEED, ACCEPT = "trtllm_concurrency", "trtllm_tpot", "trtllm_speed", "trtllm_al"
 INPUT, OUTPUT = "trtllm_input_length", "trtllm_output_length"
+START, START_TRT = "trtllm_pytorch_backend", "trtllm_engine_details"
 
 KINDS = (
+    # The first section of every report: it starts a report (no fields).
+    LineKind(START, "trtllm", "= PYTORCH BACKEND"),
+    LineKind(START_TRT, "trtllm", "= ENGINE DETAILS"),
     LineKind(
         CONCURRENCY,
         "trtllm",
@@ -99,6 +108,28 @@ _COLUMNS = {
 }
 
 
+_ONCE = frozenset({CONCURRENCY, INPUT, OUTPUT, TPOT, SPEED, ACCEPT})  # once in a report
+_STARTS = frozenset({START, START_TRT})
+_AFTER_REQUESTS = frozenset({TPOT, SPEED})  # PERFORMANCE OVERVIEW, after REQUEST DETAILS
+
+
+def _reports(kinds: list[str]) -> list[int]:
+    """The report of each line (its kind, in line order), numbered from 0."""
+    out, report, seen = [], 0, set()
+    for kind in kinds:
+        if seen and (
+            ACCEPT in seen  # an acceptance line ends its report
+            or kind in _STARTS
+            or kind in seen
+            or (kind == CONCURRENCY and seen & _AFTER_REQUESTS)
+        ):
+            report, seen = report + 1, set()
+        if kind in _ONCE or kind in _STARTS:
+            seen.add(kind)
+        out.append(report)
+    return out
+
+
 def sequence(
     rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
@@ -106,8 +137,8 @@ def sequence(
     rows = with_pending(rows, state, _COLUMNS)
     if not rows.height:
         return None, {}
-    ends = (pl.col("kind") == ACCEPT).cast(pl.Int32)
-    rows = rows.with_columns(report=ends.cum_sum() - ends)  # an acceptance line ends its report
+    # Report lines are few (a report is a screenful): told apart line by line.
+    rows = rows.with_columns(report=pl.Series(_reports(rows["kind"].to_list()), dtype=pl.Int64))
     new_state: dict[str, Any] = {}
     last = rows["report"][-1]
     if not final and rows["kind"][-1] != ACCEPT:  # the rest of this report may follow

@@ -18,14 +18,51 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   previous line (a decrease is a restart); ``accept_len = emitted / (drafted /
   k)``, since V0 counts accepted positions even after a rejection.
 - ``Avg prompt throughput: ..., Avg generation throughput: ..., Running: N
-  reqs, Waiting|Pending: N reqs``: the throughput of all running requests.  A
-  spec-decode line printed right after it with the same timestamp is one
-  record with it; the per-sequence rate is ``generation throughput /
-  running``, in a window where no request started (prompt throughput 0): a window
-  with prefill counts it, and any idle time before it, in its throughput (at
-  concurrency 1 with gaps between requests, 30-45% low), so it gets no ``tok_s``, a
-  note, and its throughput as ``aggregate_tok_s`` only.  A log with throughput lines
-  and no spec-decode line at all is a baseline (k = 0).
+  reqs, Waiting|Pending: N reqs`` (V1: ``LoggingStatLogger.log`` in
+  ``vllm/v1/metrics/loggers.py``, every ``VLLM_LOG_STATS_INTERVAL``, 10 s; V0:
+  ``vllm/engine/metrics.py``): the tokens of the interval over its wall time, for all
+  running requests, and the requests running at its end.  A spec-decode line printed
+  right after it with the same timestamp is one record with it.  The per-sequence rate
+  is ``generation throughput / running``, only in a window of pure decode:
+
+  - a window where requests started (prompt throughput above 0; V1 counts a request's
+    prompt tokens in the window its first token came out) counts their prefill, and any
+    idle time before it, in its throughput (at concurrency 1 with gaps between requests,
+    30-45% low): no ``tok_s``, a note;
+  - the first window after idle (``first_after_idle``, as SGLang's guard names it): the
+    first window of the log (nothing tells what came before it), of a launch, or after a
+    window that ended with ``Running: 0 reqs``.  Its interval may span idle time (V1 logs
+    an interval at DEBUG where it and the one before it had no throughput, so idle
+    intervals after the first are not printed; V0 logs from the engine's step, and its
+    first step after idle logs the whole gap): no ``tok_s``, a note;
+  - a window with requests running and no token generated (a long prefill under way):
+    no ``tok_s``, a note.
+
+  Such windows keep their throughput as ``aggregate_tok_s``, and their acceptance: check
+  leaves a row without a rate out of its comparisons, fit reads its acceptance.  A log
+  with throughput lines and no spec-decode line at all is a baseline (k = 0).
+- ``examples/offline_inference/spec_decode.py``'s summary (vLLM V1 from mid 2025; offline
+  ``LLM.generate`` then ``llm.get_metrics()``, the engine's spec-decode counters over the
+  whole run), one ``print`` a line, nothing before or after the value::
+
+      total_num_output_tokens: 16994
+      num_drafts: 4687
+      num_draft_tokens: 46870
+      num_accepted_tokens: 12368
+      mean acceptance length: 3.64
+      acceptance at token 0: 0.74
+      ...
+
+  (between ``"-" * 50`` lines; ``acceptance at token i`` for i < ``--num-spec-tokens``,
+  ``%.2f``; the mean ``%.2f``).  Its first form (``examples/offline_inference/eagle.py``,
+  spring 2025) printed only the mean and ``acceptance at token i:0.74``, without the space.
+  One record a summary (format ``vllm_offline_spec_decode``): ``accept_len = 1 +
+  num_accepted_tokens / num_drafts``, pooled from the counts (the printed mean where there
+  are none; a note where the printed mean is not the counts' within its rounding, and no
+  acceptance where ``num_drafts`` is 0, as the example prints for ``--method None``),
+  ``per_position`` the ``acceptance at token i`` values, k their number (else ``-k``, else
+  the launch's ``num_spec_tokens``), ``acceptance_rate = accepted / drafted``.  The summary
+  has no time: no ``tok_s``, acceptance only.  ``total_num_output_tokens`` is not read.
 - The engine's launch line, ``Initializing a V1 LLM engine (vX) with config:
   model=..., speculative_config=SpeculativeConfig(method='eagle3', model=...,
   num_spec_tokens=3), ..., served_model_name=...`` (``vllm/v1/engine/core.py``,
@@ -78,6 +115,43 @@ PREFILL_NOTE = (
     "counts their prefill and any idle time before them, so it is not a decode rate (tok_s "
     "left empty; bench, or the difference of two /metrics scrapes, measures one)"
 )
+
+# examples/offline_inference/spec_decode.py's summary, one value a line (see the docstring).
+OFFLINE = "vllm_offline_spec_decode"
+OFFLINE_AT = "vllm_offline_acceptance_at_token"
+_OFFLINE_COUNTS = (  # kind, the line's start, column; in the order the example prints them
+    ("vllm_offline_output_tokens", "total_num_output_tokens:", "offline_output_tokens"),
+    ("vllm_offline_drafts", "num_drafts:", "offline_drafts"),
+    ("vllm_offline_draft_tokens", "num_draft_tokens:", "offline_draft_tokens"),
+    ("vllm_offline_accepted", "num_accepted_tokens:", "offline_accepted"),
+    ("vllm_offline_mean", "mean acceptance length:", "offline_mean"),
+)
+OFFLINE_KINDS = (*(name for name, _, _ in _OFFLINE_COUNTS), OFFLINE_AT)
+_OFFLINE_COLUMNS = {
+    **{column: pl.Float64 for _, _, column in _OFFLINE_COUNTS},
+    "offline_position": pl.Float64,
+    "offline_rate": pl.Float64,
+}
+NO_DRAFTS_NOTE = "no drafts in this summary (num_drafts 0): no acceptance"
+IDLE_NOTE = (
+    "first window after idle (no window before it in this log, a new launch, or the one before "
+    "had no request running): its interval may hold idle time and prefill, so it is not a "
+    "decode rate (tok_s left empty)"
+)
+STALL_NOTE = "no token generated in this window with requests running: no decode rate"
+
+
+def _offline_count(name: str, start: str, column: str) -> LineKind:
+    """A count line of the offline summary: ``start``, a space, one value, nothing after."""
+    return LineKind(
+        name,
+        "vllm",
+        start + " ",
+        fields=(Field(column, rf"^\s*{start} *(\S+)\s*$", start.rstrip(":")),),
+        required=(column,),
+        match=rf"^\s*{start} ",
+    )
+
 
 _TIMESTAMP = Field(
     "timestamp", r"(?:INFO|WARNING|DEBUG|ERROR) +(\d\d-\d\d \d\d:\d\d:\d\d)", "time", kind="text"
@@ -203,6 +277,18 @@ KINDS = (
             ),
         ),
     ),
+    *(_offline_count(name, marker, column) for name, marker, column in _OFFLINE_COUNTS),
+    LineKind(
+        OFFLINE_AT,
+        "vllm",
+        "acceptance at token ",
+        fields=(
+            Field("offline_position", r"^\s*acceptance at token (\d+):", "acceptance at token"),
+            Field("offline_rate", r"^\s*acceptance at token \d+: *(\S+)\s*$", "acceptance"),
+        ),
+        required=("offline_position", "offline_rate"),
+        match=r"^\s*acceptance at token \d+:",
+    ),
 )
 
 _COLUMNS = {
@@ -221,10 +307,18 @@ def sequence(
     rows: pl.DataFrame, state: dict[str, Any], k: int | None, final: bool
 ) -> tuple[pl.DataFrame | None, dict[str, Any]]:
     """Records of vLLM's lines.  State: the last throughput line, when no line after it has
-    told yet whether a spec-decode line merges into it (``pending``), and V0's counters at
-    its last line (``v0_last``)."""
+    told yet whether a spec-decode line merges into it (``pending``), V0's counters at its
+    last line (``v0_last``), the running requests and launch of the last window given
+    (``last_window``: what tells a first window after idle) and the lines of an offline
+    summary the block ended in (``offline``)."""
     launch = {"launch": state.get("launch")}
     rows = carry_launch(rows, launch, LAUNCHES, _LAUNCH_COLUMNS)
+    offline = None
+    if state.get("offline") is not None or any(c in rows.columns for c in _OFFLINE_COLUMNS):
+        is_offline = pl.col("kind").is_in(OFFLINE_KINDS) if rows.height else pl.lit(False)
+        offline = rows.filter(is_offline) if rows.height else rows
+        rows = rows.filter(~is_offline) if rows.height else rows
+        rows = rows.drop([c for c in _OFFLINE_COLUMNS if c in rows.columns])
     ts = pl.col("timestamp")
     rows, pending = merge_into_previous(
         rows,
@@ -240,10 +334,16 @@ def sequence(
         "v0_last": state.get("v0_last"),
         "pending": pending,
         "launch": launch.get("launch"),
+        "last_window": state.get("last_window"),
+        "offline": None,
     }
+    summaries = None
+    if offline is not None:
+        summaries, new_state["offline"] = _offline(offline, state.get("offline"), k, final)
     if not rows.height:
-        return None, new_state
+        return summaries, new_state
     rows = _v0_differences(rows, new_state)
+    rows = _after_idle(rows, new_state)
     launched = "launch_k" in rows.columns
     records = rows.with_columns(_derived(k, launched))
     if launched:
@@ -252,7 +352,38 @@ def sequence(
             model=pl.col("launch_model"),
             spec_method=pl.when(spec).then(pl.col("launch_method")),
         ).drop(list(_LAUNCH_COLUMNS))
-    return records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted"), new_state
+    records = records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted")
+    if summaries is not None and summaries.height:
+        records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
+    return records, new_state
+
+
+def _after_idle(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
+    """Rows with ``first_after_idle`` (windows only: rows with a throughput line): no window
+    before it in this log, a launch since the window before, or that window ended with no
+    request running.  Sets ``state['last_window']`` to the last window's running requests and
+    launch line."""
+    window = pl.col("running_reqs").is_not_null()
+    added = "launch_line" not in rows.columns
+    if added:
+        rows = rows.with_columns(launch_line=pl.lit(None, pl.Int64))
+    last = state.get("last_window")
+    running = pl.when(window).then(pl.col("running_reqs")).forward_fill().shift(1)
+    launch = pl.when(window).then(pl.col("launch_line")).forward_fill().shift(1)
+    seen = window.cast(pl.Int64).cum_sum().shift(1, fill_value=0) > 0
+    if last is not None:
+        running = pl.when(seen).then(running).otherwise(pl.lit(last["running"], pl.Float64))
+        launch = pl.when(seen).then(launch).otherwise(pl.lit(last["launch"], pl.Int64))
+        seen = pl.lit(True)
+    idle = ~seen | (running == 0).fill_null(True) | launch.ne_missing(pl.col("launch_line"))
+    windows = rows.filter(window)
+    if windows.height:
+        state["last_window"] = {
+            "running": windows["running_reqs"][-1],
+            "launch": windows["launch_line"][-1],
+        }
+    rows = rows.with_columns(first_after_idle=pl.when(window).then(idle))
+    return rows.drop("launch_line") if added else rows
 
 
 def _v0_differences(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
@@ -332,11 +463,15 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     # Requests started in the window: its throughput counts their prefill, and the idle time
     # before them (at concurrency 1 with gaps between requests it read 30-45% low).
     prefill = pl.col("prompt_tok_s").fill_null(0.0) > 0
-    rate = generated & ~prefill
+    after_idle = pl.col("first_after_idle").fill_null(False)
+    stalled = pl.col("gen_tok_s") == 0
+    rate = generated & ~prefill & ~after_idle & ~stalled
     restarted = pl.when(pl.col("restarted")).then(
         pl.lit("counters since server start (first line, or after a restart)")
     )
     mixed = pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE))
+    idle = pl.when(generated & after_idle & ~prefill).then(pl.lit(IDLE_NOTE))
+    stall = pl.when(generated & stalled & ~prefill & ~after_idle).then(pl.lit(STALL_NOTE))
     return [
         pl.when(kind == THROUGHPUT)
         .then(pl.lit(THROUGHPUT))
@@ -352,12 +487,123 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .when(pl.col("draft_tokens") > 0)
         .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
         .alias("acceptance_rate"),
-        pl.concat_str([restarted, mixed], separator="; ", ignore_nulls=True).alias("note"),
+        pl.concat_str([restarted, mixed, idle, stall], separator="; ", ignore_nulls=True).alias(
+            "note"
+        ),
         pl.when(generated).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
         pl.when(generated).then(pl.col("running_reqs")).alias("concurrency"),
         (kind == THROUGHPUT).alias("undecided"),
     ]
+
+
+def _offline(
+    rows: pl.DataFrame, held: pl.DataFrame | None, k: int | None, final: bool
+) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """Records of the offline summaries in ``rows`` (after the lines ``held`` from the block
+    before), and the lines of the last summary, held back unless ``final``: more of its
+    lines may follow in the next block.
+
+    A summary's lines come in the example's order (counts, mean, then positions 0, 1, ...):
+    a line that does not come after the one before in that order starts another summary.
+    """
+    if held is not None:
+        rows = pl.concat([held, rows], how="diagonal_relaxed") if rows.height else held
+    if not rows.height:
+        return None, None
+    rows = rows.with_columns(
+        pl.lit(None, t).alias(c) for c, t in _OFFLINE_COLUMNS.items() if c not in rows.columns
+    )
+    order = {name: i for i, name in enumerate(OFFLINE_KINDS)}
+    rank = pl.col("kind").replace_strict(order, return_dtype=pl.Float64) + pl.col(
+        "offline_position"
+    ).fill_null(0.0)
+    at = pl.col("kind") == OFFLINE_AT
+    # Positions count up by one; a count line comes after the lines before it in the order.
+    follows = (
+        pl.when(at & (rank.shift(1) >= order[OFFLINE_AT]))
+        .then(rank == rank.shift(1) + 1)
+        .otherwise(rank > rank.shift(1))
+    )
+    rows = rows.with_columns(summary=(~follows.fill_null(False)).cum_sum())
+    kept = None
+    if not final:
+        last = rows["summary"][-1]
+        kept = rows.filter(pl.col("summary") == last).drop("summary")
+        rows = rows.filter(pl.col("summary") != last)
+        if not rows.height:
+            return None, kept
+    launched = "launch_k" in rows.columns
+    given = pl.lit(k, pl.Int64)
+    if launched:
+        given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
+    first = [
+        pl.col(c).drop_nulls().first().alias(c)
+        for c in ("offline_output_tokens", "offline_drafts", "offline_draft_tokens")
+    ]
+    summaries = rows.group_by("summary", maintain_order=True).agg(
+        pl.col("line").first(),
+        *first,
+        pl.col("offline_accepted").drop_nulls().first(),
+        pl.col("offline_mean").drop_nulls().first(),
+        pl.col("offline_rate").filter(at).alias("per_position"),
+        given.first().alias("given_k"),
+        *(
+            pl.col(c).first()
+            for c in ("launch_line", "launched_at", "env", "launch_model", "launch_method")
+            if c in rows.columns
+        ),
+    )
+    drafts = pl.col("offline_drafts")
+    accepted = pl.col("offline_accepted")
+    positions = pl.col("per_position").list.len()
+    row_k = pl.when(positions > 0).then(positions).otherwise(pl.col("given_k"))
+    from_counts = 1 + accepted / drafts
+    # Where a count is missing (not printed, or a line that did not parse), the printed mean.
+    accept_len = (
+        pl.when(drafts.is_null() | accepted.is_null())
+        .then(pl.col("offline_mean"))
+        .when(drafts > 0)
+        .then(from_counts)
+    )
+    printed = pl.col("offline_mean")
+    # The example prints the mean with 2 decimals ("%.2f"): it agrees within their rounding.
+    disagrees = (drafts > 0) & ((printed - from_counts).abs() > 0.005 + 1e-9)
+    draft_tokens = pl.col("offline_draft_tokens")
+    records = summaries.select(
+        "line",
+        *(c for c in ("launch_line", "launched_at", "env") if c in summaries.columns),
+        format=pl.lit(OFFLINE),
+        num_spec_tokens=row_k,
+        num_drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        per_position=pl.when(positions > 0).then(pl.col("per_position")),
+        accept_len=accept_len,
+        acceptance_rate=pl.when(draft_tokens > 0)
+        .then(accepted / draft_tokens)
+        .when(draft_tokens.is_null() & (row_k > 0))
+        .then((accept_len - 1) / row_k),
+        note=pl.when(drafts == 0)
+        .then(pl.lit(NO_DRAFTS_NOTE))
+        .when(disagrees)
+        .then(
+            pl.lit("printed mean acceptance length ")
+            + printed.cast(pl.String)
+            + pl.lit(" is not 1 + num_accepted_tokens / num_drafts = ")
+            + from_counts.round(4).cast(pl.String)
+        ),
+        undecided=pl.lit(False),
+        **(
+            {
+                "model": pl.col("launch_model"),
+                "spec_method": pl.col("launch_method"),
+            }
+            if launched
+            else {}
+        ),
+    )
+    return records, kept
 
 
 ENGINE = Engine(
@@ -373,5 +619,6 @@ ENGINE = Engine(
         "where no request started in the window",
         V0: "Avg generation throughput / Running requests (the throughput line beside it), "
         "where no request started in the window",
+        OFFLINE: "none: the offline summary prints counts, no time (acceptance only)",
     },
 )
