@@ -2,34 +2,12 @@
 block and ``llama-speculative``'s summary.  Each value is checked against the fixture's own
 printed numbers, by hand, read as the fixture is and as the engine wrote it (no '#' header)."""
 
-from pathlib import Path
-
 import pytest
+from engine_fixtures import DATA, as_written, both, header_lines
 
 from breakeven.iotools import sources
 from breakeven.iotools.engines import llamacpp
 from breakeven.iotools.ingest import ingest
-
-DATA = Path(__file__).parent / "data" / "engines"
-
-
-def as_written(path: Path, tmp_path: Path, name: str = "as_written.txt") -> Path:
-    """The fixture without our '#' source header, as the engine wrote it."""
-    body = path.read_text().splitlines(keepends=True)
-    while body and body[0].startswith("#"):
-        body.pop(0)
-    out = tmp_path / name
-    out.write_text("".join(body))
-    return out
-
-
-def both(path: Path, tmp_path: Path, **kwargs) -> list[list[dict]]:
-    """The records of the fixture, and of the fixture as the engine wrote it."""
-    return [ingest([p], **kwargs).records for p in (path, as_written(path, tmp_path))]
-
-
-def header_lines(path: Path) -> int:
-    return sum(1 for line in path.read_text().splitlines() if line.startswith("#"))
 
 
 class TestStatistics:

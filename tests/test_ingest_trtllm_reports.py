@@ -3,39 +3,18 @@ and reports whose values follow a tab (copied from a web page): every value chec
 the fixture's own printed numbers, read as the fixture is and as the engine wrote it (no '#'
 header)."""
 
-from pathlib import Path
-
 import pytest
+from engine_fixtures import DATA, as_written, both, header_lines
 
 from breakeven.iotools import sources
 from breakeven.iotools.ingest import ingest
 
-DATA = Path(__file__).parent / "data" / "engines"
 BLOG15 = DATA / "trtllm_bench_blog15_dsv32_two_reports_min_latency_max_throughput.txt"
 NVBLOG = DATA / "trtllm_bench_nvblog_llama31_8b_report_then_tabbed_overview.txt"
 PR5206 = DATA / "trtllm_bench_pr5206_qwen3_eagle3_old_ar_format.txt"
 PR5206_TABS = DATA / "trtllm_bench_pr5206_tabs_after_colons_as_copied_from_a_web_page.txt"
 VLLM = DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt"
 VLLM_TABS = DATA / "vllm_v1_specdecoding_pr24127_tabs_after_colons_as_copied_from_a_web_page.txt"
-
-
-def as_written(path: Path, tmp_path: Path, name: str = "as_written.txt") -> Path:
-    """The fixture without our '#' source header, as the engine wrote it."""
-    body = path.read_text().splitlines(keepends=True)
-    while body and body[0].startswith("#"):
-        body.pop(0)
-    out = tmp_path / name
-    out.write_text("".join(body))
-    return out
-
-
-def both(path: Path, tmp_path: Path, **kwargs) -> list[list[dict]]:
-    """The records of the fixture, and of the fixture as the engine wrote it."""
-    return [ingest([p], **kwargs).records for p in (path, as_written(path, tmp_path))]
-
-
-def header_lines(path: Path) -> int:
-    return sum(1 for line in path.read_text().splitlines() if line.startswith("#"))
 
 
 class TestSeveralReports:

@@ -5,10 +5,10 @@ stored and as the engine wrote it, without the header.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from engine_fixtures import DATA, as_written, both
 
 from breakeven.cli import cli
 from breakeven.iotools import lines
@@ -17,25 +17,9 @@ from breakeven.iotools.engines.vllm import IDLE_NOTE, OFFLINE, PREFILL_NOTE
 from breakeven.iotools.ingest import ingest
 from breakeven.iotools.sources import Block
 
-DATA = Path(__file__).parent / "data" / "engines"
 WINDOWS = DATA / "vllm_v1_windows_club3090_issue105_prefill_then_decode.txt"
 NGRAM = DATA / "vllm_cpu_v0320_server_ngram_k3.txt"
 OFFLINE_K10 = DATA / "vllm_offline_spec_decode_pr26498_specbench_k10.txt"
-
-
-def as_written(path: Path, tmp_path: Path, name: str = "as_written.txt") -> Path:
-    """The fixture without our '#' source header, as the engine wrote it."""
-    body = path.read_text().splitlines(keepends=True)
-    while body and body[0].startswith("#"):
-        body.pop(0)
-    out = tmp_path / name
-    out.write_text("".join(body))
-    return out
-
-
-def both(path: Path, tmp_path: Path, **kwargs) -> list[list[dict]]:
-    """The records of the fixture, and of the fixture as the engine wrote it."""
-    return [ingest([p], **kwargs).records for p in (path, as_written(path, tmp_path))]
 
 
 class TestWindows:
