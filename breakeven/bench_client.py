@@ -40,7 +40,13 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value
+from breakeven.errors import (
+    BreakevenError,
+    UnreadableInput,
+    escape_braces,
+    invalid_value,
+    shorten,
+)
 from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.metrics import spec_decode_series
@@ -88,7 +94,8 @@ _TREE_AND_DRAFTS = (
     "accepted_tokens",
 )
 _PER_REQUEST_DRAFTS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
-BENCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
+_LAUNCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
+BENCH_COLUMNS = (*_LAUNCH_COLUMNS, "category")
 """After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
 ``--verify-tokens``); the tokens the server drafted and accepted for the request
 (llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
@@ -96,8 +103,9 @@ them per request (vLLM with ``--per-request-spec-decode-metrics``), its verify c
 drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
 (``acceptance_histogram``, counts joined by ``;``); then the server's launch
 (:mod:`breakeven.iotools.server`): ``launch_id``, ``launched_at`` and where ``env`` came from,
-``env_from``."""
-HEADERS = (BENCH_COLUMNS, _PER_REQUEST_DRAFTS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
+``env_from``; last, the request's workload ``category`` (the prompts file's, empty where none,
+and on the level's server row)."""
+HEADERS = (BENCH_COLUMNS, _LAUNCH_COLUMNS, _PER_REQUEST_DRAFTS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
 """Headers bench appends to: its own, and those of bench CSVs written before its last columns
 (rows appended to such a file keep its columns)."""
 
@@ -253,6 +261,10 @@ class Config:
     max_tokens: int = 512
     requests: int | None = None  # per level; default 4 x concurrency, at least 8
     prompts: Sequence[str] = DEFAULT_PROMPTS
+    categories: Sequence[str] | None = None
+    """Each prompt's workload category, in the order of ``prompts`` ('' for none), written in
+    each request's row; None: those ``prompts`` carries (:func:`read_prompts`'s
+    :class:`Prompts`), else none."""
     chat: bool = False
     api_key: str | None = field(default=None, repr=False)  # never printed, never written
     num_spec_tokens: int | None = None
@@ -300,6 +312,24 @@ class Config:
                 raise invalid_value(name, value, f"seconds above 0 and at most {MAX_TIMEOUT_S:g}")
         if not self.prompts:
             raise BreakevenError("{0}: holds no prompts", "prompts")
+        if self.categories is not None and (
+            isinstance(self.categories, str)
+            or len(self.categories) != len(self.prompts)
+            or not all(isinstance(c, str) for c in self.categories)
+        ):
+            raise BreakevenError(
+                "{0}: expected one category string per prompt "
+                + escape_braces(f"({len(self.prompts)}), '' for none"),
+                "categories",
+            )
+
+    def prompt_at(self, i: int) -> PromptRow:
+        """The prompt of a level's ``i``-th request (the prompts in turn) and its category."""
+        j = i % len(self.prompts)
+        categories = self.categories
+        if categories is None:
+            categories = getattr(self.prompts, "categories", ())
+        return PromptRow(self.prompts[j], categories[j] if j < len(categories) else "")
 
     def requests_at(self, concurrency: int) -> int:
         """Requests of the level at ``concurrency``."""
@@ -331,9 +361,105 @@ def environment(
     return " ".join(pairs)
 
 
-def read_prompts(path: str) -> list[str]:
-    """Prompts from a file: one per line, or JSON Lines with a "prompt" key (UTF-8 text; a
-    named pipe is read as a stream)."""
+class PromptRow(NamedTuple):
+    """One prompt of a prompts file, and its workload category ('' where the row has none)."""
+
+    prompt: str
+    category: str = ""
+
+
+class Prompts(list):  # list[str]
+    """A prompts file's prompts (a list of str, as before categories), with ``categories``: each
+    prompt's workload category, in the same order, '' where its row has none."""
+
+    categories: tuple[str, ...] = ()
+
+
+SPEED_BENCH_PLACEHOLDER = (
+    "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE USING SPECDEC_BENCH"
+)
+"""What SPEED-Bench's published rows hold in ``turns`` where the prompt comes from another data
+set: NVIDIA's ``specdec_bench/prepare_data.py`` fills them in (Model-Optimizer,
+``examples/specdec_bench/specdec_bench/datasets/speed.py``, ``TURNS_PLACEHOLDER``)."""
+
+_PROMPT_ROW = (
+    'a JSON object with a "prompt" string (or a "turns" list of strings, the Spec-Bench and '
+    'SPEED-Bench layout) and an optional "category" string, or a plain line'
+)
+
+
+def _shown(value: Any) -> str:
+    """A value of a prompts file as a message shows it: JSON, printable, shortened."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return escape_braces(shorten(printable(text)))
+
+
+def _json_row(line: str, where: str) -> PromptRow:
+    """One JSON Lines row of a prompts file: its prompt (``prompt``, else the first of
+    ``turns``) and its ``category``."""
+
+    def bad(message: str) -> BreakevenError:
+        return BreakevenError("{0}: " + where + ": " + message, "prompts")
+
+    try:
+        row = json.loads(line)
+    except RecursionError:
+        raise bad(
+            f"JSON nested too deep to read: {_shown(line.strip())}; expected {_PROMPT_ROW}"
+        ) from None
+    except ValueError as e:
+        reason = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        raise bad(
+            f"not JSON ({escape_braces(reason)}): {_shown(line.strip())}; expected {_PROMPT_ROW}"
+        ) from None
+    if not isinstance(row, dict):
+        raise bad(f"{_shown(row)} is not a JSON object; expected {_PROMPT_ROW}")
+    if "prompt" in row:
+        prompt = row["prompt"]
+        if not isinstance(prompt, str):
+            raise bad(f'"prompt" is {_shown(prompt)}, expected a string')
+    elif "turns" in row:
+        turns = row["turns"]
+        if not (isinstance(turns, list) and turns and isinstance(turns[0], str)):
+            raise bad(
+                f'"turns" is {_shown(turns)}, expected a list of strings (the conversation\'s '
+                "user turns; the first is sent)"
+            )
+        prompt = turns[0]
+        if prompt.startswith(SPEED_BENCH_PLACEHOLDER):
+            raise bad(
+                f'"turns" holds SPEED-Bench\'s placeholder "{SPEED_BENCH_PLACEHOLDER}...", '
+                "expected the prompt: fill it in with specdec_bench's prepare_data.py "
+                "(NVIDIA Model-Optimizer) first"
+            )
+    else:
+        raise bad(f'{_shown(row)} has no "prompt" or "turns"; expected {_PROMPT_ROW}')
+    category = row.get("category")
+    if category is None:
+        category = ""
+    elif not isinstance(category, str):
+        raise bad(
+            f'"category" is {_shown(category)}, expected a string (the workload: code, chat, '
+            "math, writing, ...) or none"
+        )
+    return PromptRow(prompt, category)
+
+
+def read_prompt_rows(path: str) -> list[PromptRow]:
+    """Prompts and their workload categories from a file (UTF-8 text; a named pipe is read as
+    a stream): one prompt per line, or JSON Lines, each row a ``prompt`` string, or a
+    ``turns`` list whose first turn is the prompt (Spec-Bench's ``question.jsonl``; SPEED-Bench
+    exported as JSON Lines), with an optional ``category`` string.  Rows of one file may mix
+    the layouts; a row without a category has none ('').
+
+    Raises
+    ------
+    BreakevenError
+        Naming ``prompts``, the file and line, the value and what was expected.
+    """
 
     shown = escape_braces(repr(path))
     try:  # a named pipe is read as a stream, or refused when no process writes it
@@ -341,6 +467,13 @@ def read_prompts(path: str) -> list[str]:
     except UnreadableInput as e:
         message = escape_braces(str(e))
         raise BreakevenError("{0}: " + shown + ": " + message, "prompts") from None
+    if data.startswith(b"PAR1"):
+        raise BreakevenError(
+            "{0}: " + shown + " is a Parquet file (SPEED-Bench's prepared test.parquet?); "
+            'expected text: JSON Lines, e.g. python -c "import polars as pl; '
+            "pl.read_parquet('test.parquet').write_ndjson('prompts.jsonl')\"",
+            "prompts",
+        )
     if b"\0" in data:
         raise BreakevenError(
             "{0}: " + shown + " is binary data (a NUL byte); expected text, a prompt per line",
@@ -352,26 +485,25 @@ def read_prompts(path: str) -> list[str]:
         raise BreakevenError(
             "{0}: " + shown + f" is not UTF-8 text (byte {e.start})", "prompts"
         ) from None
-    prompts = []
+    rows = []
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
-            try:
-                prompt = json.loads(line)["prompt"]
-            except (ValueError, KeyError, TypeError):
-                prompt = None
-            if not isinstance(prompt, str):
-                raise BreakevenError(
-                    "{0}: " + shown + f", line {i}: expected a JSON object with "
-                    'a "prompt" string, or a plain line',
-                    "prompts",
-                )
-            prompts.append(prompt)
+            rows.append(_json_row(line, f"{shown}, line {i}"))
         else:
-            prompts.append(line)
-    if not prompts:
+            rows.append(PromptRow(line))
+    if not rows:
         raise BreakevenError("{0}: " + shown + " holds no prompts", "prompts")
+    return rows
+
+
+def read_prompts(path: str) -> Prompts:
+    """Prompts from a file (:func:`read_prompt_rows`): a list of the prompts, carrying their
+    categories (:class:`Prompts`)."""
+    rows = read_prompt_rows(path)
+    prompts = Prompts(row.prompt for row in rows)
+    prompts.categories = tuple(row.category for row in rows)
     return prompts
 
 
@@ -916,13 +1048,15 @@ class Bench:
 
         async def worker() -> None:
             for i in queued:
-                result = await self.one_request(client, c.prompts[i % len(c.prompts)], level)
+                prompt, category = c.prompt_at(i)
+                result = await self.one_request(client, prompt, level)
                 level.results.append(result)
                 self.on_result(concurrency, result)
                 if not result.ok:
                     self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
                 elif not math.isnan(result.decode_tok_s):
-                    write(self._row(concurrency, level.written, result, _summary(level)))
+                    row = self._row(concurrency, level.written, result, _summary(level), category)
+                    write(row)
                     level.written += 1
 
         try:
@@ -1057,7 +1191,9 @@ class Bench:
             f"concurrency {concurrency}{hint}"
         )
 
-    def _row(self, concurrency: int, i: int, r: RequestResult, level: dict) -> dict[str, Any]:
+    def _row(
+        self, concurrency: int, i: int, r: RequestResult, level: dict, category: str = ""
+    ) -> dict[str, Any]:
         c = self.config
         # k: as given, else the request's own (vLLM's per-request metrics), else the level's
         # server row says it (check takes it from there).
@@ -1100,6 +1236,7 @@ class Bench:
             "num_drafts": r.num_drafts,
             "acceptance_histogram": r.acceptance_histogram,
             **self._launch_columns(),
+            "category": category,
         }
         return {key: self.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 

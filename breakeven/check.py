@@ -53,6 +53,7 @@ from breakeven.provenance import (
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
 from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
+from breakeven.workload import CategoryRow, MixAnswer, as_dicts, by_category
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 
@@ -204,9 +205,15 @@ class CheckResult:
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
     interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
+    categories: tuple[CategoryRow, ...] = ()
+    """Each speculative run's rows of each workload category against the baseline's of that
+    category (:func:`breakeven.workload.by_category`); none where no row has a category."""
+    mix: tuple[MixAnswer, ...] = ()
+    """Each run's speedup over a traffic mix (:func:`breakeven.measure.with_mix`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``, and
+        """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``;
+        ``categories`` and ``mix`` where rows have a category and a mix was given; and
         ``schedule_check`` and ``fit_check`` when a schedule or fit file was given; NaN (not
         measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
         data = {
@@ -224,6 +231,10 @@ class CheckResult:
             "baselines": [plain_json(asdict(b), keep_infinite=True) for b in self.baselines],
             "tolerance": self.tolerance,
         }
+        if self.categories:
+            data["categories"] = as_dicts(self.categories)
+        if self.mix:
+            data["mix"] = as_dicts(self.mix)
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -320,6 +331,7 @@ COLUMNS_USED = (
     "speedup",
     "num_drafts",
     "completion_tokens",
+    "category",
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on).
@@ -378,6 +390,7 @@ def check(
         tuple(server_checks),
         tuple(intervals),
         tuple(base.summary),
+        categories=by_category(df[~df["echo"]]),
     )
 
 

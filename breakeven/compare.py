@@ -24,6 +24,7 @@ from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
+from breakeven.workload import as_dicts
 
 __all__ = [
     "FAIL_IF",
@@ -114,6 +115,11 @@ class CompareResult:
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
     interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
+    categories: tuple[Any, ...] = ()
+    """Each run's rows of each workload category against the baseline's of that category
+    (:class:`breakeven.workload.CategoryRow`); none where no row has a category."""
+    mix: tuple[Any, ...] = ()
+    """Each run's speedup over a traffic mix (:class:`breakeven.workload.MixAnswer`)."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -135,7 +141,8 @@ class CompareResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``baseline``, ``runs`` (one row per speculative run), check's ``flags``, ``advice``,
-        ``tolerance``, ``sources`` and ``baselines``, and ``schedule_check`` and ``fit_check`` when
+        ``tolerance``, ``sources`` and ``baselines``, ``categories`` and ``mix`` where rows
+        have a category and a mix was given, and ``schedule_check`` and ``fit_check`` when
         a schedule or fit file was given; a number that is not finite is None."""
         data = {
             "baseline": self.baseline,
@@ -146,6 +153,10 @@ class CompareResult:
             "sources": {k: list(v) for k, v in self.sources.items()},
             "baselines": [plain_json(asdict(b)) for b in self.baselines],
         }
+        if self.categories:
+            data["categories"] = as_dicts(self.categories)
+        if self.mix:
+            data["mix"] = as_dicts(self.mix)
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -254,6 +265,7 @@ def compare(
         tolerance,
         {r.label: r.paths for r in (baseline, *specs)},
         result.baselines,
+        categories=tuple(c for c in result.categories if c.label in labels[1:]),
     )
 
 

@@ -70,7 +70,9 @@ def surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     keys_of = base[at].assign(n=ordinal).drop_duplicates("n").sort_values("n")
     steps_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for model, hardware, c, r in zip(*(keys_of[x] for x in at), pooled, strict=True):
-        steps_of.setdefault((model, hardware), []).append({"batch": int(c), "step": 1000.0 / r})
+        steps_of.setdefault((model, hardware), []).append(
+            {"batch": int(c), "step": 1000.0 / float(r)}
+        )
     context = pd.to_numeric(df["context_tokens"], errors="coerce").where(known)
     sums = context.groupby([df["model"], df["hardware"], df["spec_method"].where(k > 0, "")])
     sums = sums.agg(["sum", "count"])

@@ -36,6 +36,7 @@ from breakeven.provenance import parse_time
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
 from breakeven.schedule import against
+from breakeven.workload import mix_answers, parse_mix
 
 
 def with_schedule(result: Any, schedule_file: str | None) -> Any:
@@ -88,13 +89,32 @@ def with_fit(result: Any, fit_file: str | None) -> Any:
     return replace(result, fit_check=tuple(against_fit(runs, fit_file, result.tolerance)))
 
 
+def with_mix(result: Any, mix: str | dict[str, float] | None) -> Any:
+    """``result`` with each run's speedup over a traffic ``mix`` (``code=0.6,chat=0.3``: each
+    category's share of the decoded tokens; :func:`breakeven.workload.mix_answers`), the
+    categories that lose and the break-even mix.  Returned as it is without ``mix``; refused
+    in one line naming ``mix`` where no row has a category."""
+    if mix is None:
+        return result
+    shares = parse_mix(mix)
+    if not result.categories:
+        raise BreakevenError(
+            "{0} needs rows with a category (bench --prompts FILE with a category field): "
+            "none has one",
+            "mix",
+        )
+    return replace(result, mix=mix_answers(result.categories, shares))
+
+
 def check_from_file(
     measurements: str,
     tolerance: float = DEFAULT_TOLERANCE,
     schedule_file: str | None = None,
     fit_file: str | None = None,
+    mix: str | dict[str, float] | None = None,
 ) -> CheckResult:
-    """:func:`breakeven.check.check_file`, each run against a schedule and a fit if given.
+    """:func:`breakeven.check.check_file`, each run against a schedule and a fit, and over a
+    traffic mix, if given.
 
     Parameters
     ----------
@@ -106,9 +126,11 @@ def check_from_file(
         See :func:`with_schedule`.
     fit_file : str, optional
         See :func:`with_fit`.
+    mix : str or dict, optional
+        See :func:`with_mix`.
     """
     result = with_schedule(check_file(measurements, tolerance), schedule_file)
-    return with_fit(result, fit_file)
+    return with_mix(with_fit(result, fit_file), mix)
 
 
 def report_from_file(
@@ -218,6 +240,7 @@ def compare_from_files(
     env: Sequence[str] = (),
     schedule_file: str | None = None,
     fit_file: str | None = None,
+    mix: str | dict[str, float] | None = None,
     year: int | None = None,
     **costs: Any,
 ) -> CompareResult:
@@ -235,6 +258,8 @@ def compare_from_files(
         Each run against this schedule too; see :func:`with_schedule`.
     fit_file : str, optional
         Each run against this fit's prediction too; see :func:`with_fit`.
+    mix : str or dict, optional
+        Each run's speedup over this traffic mix; see :func:`with_mix`.
     baseline_tok_s, baseline_at, baseline_env
         A baseline typed in instead of ``baseline`` (its rate [tok/s], date, settings);
         ``baseline`` is then a speculative run's file, if given.
@@ -295,7 +320,8 @@ def compare_from_files(
         runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
     base = replace(base, year=year)
     runs = [replace(run, year=year) for run in runs]
-    return with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
+    result = with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
+    return with_mix(result, mix)
 
 
 def secret_from_env(variable: str, name: str) -> str:
@@ -463,5 +489,6 @@ __all__: Sequence[str] = (
     "secret_from_env",
     "spec_runs",
     "with_fit",
+    "with_mix",
     "with_schedule",
 )

@@ -157,6 +157,7 @@ def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
 {_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
 <h2>Runs</h2>
 {check_html(data, flags=False)}
+{_categories_html(data)}
 {"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
 <h2>Figures</h2>
 {figures}
@@ -225,6 +226,52 @@ def write_sweep_report(data: dict[str, Any], directory: str) -> str:
     return _write_page(directory, True, lambda: sweep_page(data))
 
 
+def _categories_html(data: dict[str, Any]) -> str:
+    """The category matrix: a row per workload category, a column per run, each cell the
+    speedup with its interval and accept_len, coloured as its verdict; then each mix's
+    answer.  Empty where no row has a category."""
+    rows = data.get("categories") or []
+    if not rows:
+        return ""
+    runs = list(dict.fromkeys(str(r["label"]) for r in rows))
+    cats = list(dict.fromkeys(str(r["category"]) for r in rows))
+    at = {(str(r["label"]), str(r["category"])): r for r in rows}
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return '<td class="missing">-</td>'
+        low, high = r["ci_low"], r["ci_high"]
+        ranged = f" ({number_text(low, 3)}-{number_text(high, 3)})" if low is not None else ""
+        return (
+            f'<td class="{VERDICT_CLASS.get(r["verdict"], "noise")}">'
+            f"{number_text(r['speedup'], 3)}x{ranged}<br>accept_len "
+            f"{number_text(r['accept_len'], 3)}, {html.escape(r['verdict'])}</td>"
+        )
+
+    head = "".join(f"<th>{html.escape(printable(x))}</th>" for x in runs)
+    body = "".join(
+        f"<tr><td>{html.escape(printable(c))}</td>"
+        + "".join(cell(at.get((x, c))) for x in runs)
+        + "</tr>"
+        for c in cats
+    )
+    mixes = "".join(
+        f"<li>{html.escape(printable(str(m['label'])))}: {number_text(m['speedup'], 3)}x over "
+        + html.escape(", ".join(f"{printable(c)} {w:.0%}" for c, w in m["mix"]))
+        + (
+            f"; speculation stops paying above {m['breakeven_share']:.0%} of the tokens in "
+            + html.escape(", ".join(printable(c) for c, _ in m["losing"]))
+            if m["breakeven_share"] is not None
+            else ""
+        )
+        + "</li>"
+        for m in data.get("mix") or []
+    )
+    return f"<h2>By workload category</h2><table><tr><th>category</th>{head}</tr>{body}</table>" + (
+        f"<ul>{mixes}</ul>" if mixes else ""
+    )
+
+
 def compare_page(result: Any) -> str:
     """The report page of a :class:`~breakeven.compare.CompareResult` (or its ``to_dict()``):
     the headline verdict of each run first, coloured, then the table, flags, advice and
@@ -264,6 +311,7 @@ def compare_page(result: Any) -> str:
 <h2>Runs against {html.escape(printable(data["baseline"]))}</h2>
 {html_table(*compare_rows(data)) if data["runs"] else ""}
 {"<p>How each interval was estimated:</p><ul>" + intervals + "</ul>" if intervals else ""}
+{_categories_html(data)}
 <h2>Flags</h2>
 {_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
 {"<h2>Advice</h2><ul>" + advice + "</ul>" if advice else ""}

@@ -177,6 +177,13 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "verify cycles that drafted in the row's interval (vLLM's spec_decode_num_drafts); "
         "a run's accept_len is pooled from counts, its rows' accept_len weighted by them",
     ),
+    Column(
+        "category",
+        "text",
+        "-",
+        "the request's workload category (the prompts file's category: code, chat, math, "
+        "writing, ...), empty where none",
+    ),
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)

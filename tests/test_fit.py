@@ -272,8 +272,10 @@ def test_predicted_k_take_accept_len_from_the_fitted_alpha():
 )
 def test_exact_runs_are_fitted_exactly_and_nothing_is_negative(vb, slope, ks):
     # Three k or more: the free line holds out exactly, and a form chosen over it holds out
-    # as well (exactly), so every k is fitted exactly.  Two: the chosen form is within its
-    # own held-out error of every k (the step, 10 ms, may be off the runs' line).
+    # as well (exactly), so every k is fitted exactly.  Two: the chosen form is within the
+    # interval it reports at every k (the step, 10 ms, may be off the runs' line; where a
+    # bound binds, a falling line's slope held at 0, the fit on both k can miss one by more
+    # than either held-out k did: 3.9% against 3.75% at vb 9.5, slope 0.125, k = 1 and 4).
     rng = np.random.default_rng(0)
     (g,) = fit(simulated(rng, (vb, slope, 0.0, 0.0), ks, 0.0)).groups
     assert all(v >= 0 for n, v in g.coefficients.items() if n != "curvature_ms")
@@ -283,7 +285,8 @@ def test_exact_runs_are_fitted_exactly_and_nothing_is_negative(vb, slope, ks):
         if len(ks) > 2:
             assert g.cycle_ms(k) == pytest.approx(truth, rel=1e-6, abs=1e-9)
         elif g.cycle_form != "linear":
-            assert abs(g.cycle_ms(k) / truth - 1) <= score.held_out_max + 1e-9
+            assert score.held_out_max * 1.5 <= g.interval_width + 1e-12
+            assert abs(g.cycle_ms(k) / truth - 1) <= g.interval_width + 1e-9
         else:
             assert g.cycle_ms(k) == pytest.approx(truth, rel=1e-6, abs=1e-9)
         assert g.cycle_ms(k + 1) >= g.cycle_ms(k) - 1e-9  # never falls as k grows

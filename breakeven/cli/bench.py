@@ -43,7 +43,8 @@ from breakeven.quantities import MAX_SPEC_TOKENS
     "prompts",
     type=click.Path(dir_okay=False),
     metavar="FILE",
-    help='Prompts, one per line or JSON Lines with a "prompt" key.',
+    help='Prompts, one per line, or JSON Lines with a "prompt" (or the "turns" of Spec-Bench '
+    'and SPEED-Bench: the first is sent) and an optional "category", written in each row.',
 )
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
 @click.option(

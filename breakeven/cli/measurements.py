@@ -187,12 +187,14 @@ def ingest(
 )
 @o.schedule_file
 @o.fit_check_file
+@o.mix
 @o.json_option
 def check_command(
     measurements: str,
     tolerance: float,
     schedule_file: str | None,
     fit_file: str | None,
+    mix: str | None,
     as_json: bool,
 ) -> None:
     """Measured against predicted speedups, and stale or drifting baselines.
@@ -208,7 +210,7 @@ def check_command(
     """
     from breakeven.measure import check_from_file  # lazy: start-up
 
-    emit(check_from_file(measurements, tolerance, schedule_file, fit_file), as_json)
+    emit(check_from_file(measurements, tolerance, schedule_file, fit_file, mix), as_json)
 
 
 @cli.command(name="compare")
@@ -320,6 +322,7 @@ def check_command(
 @o.year
 @o.schedule_file
 @o.fit_check_file
+@o.mix
 @o.json_option
 def compare_command(
     fail_if: str | None,
@@ -327,6 +330,7 @@ def compare_command(
     force: bool,
     schedule_file: str | None,
     fit_file: str | None,
+    mix: str | None,
     as_json: bool,
     **runs: Any,
 ) -> None:
@@ -360,7 +364,7 @@ def compare_command(
 
     if report_dir is not None:
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result = compare_from_files(**runs, schedule_file=schedule_file, fit_file=fit_file)
+    result = compare_from_files(**runs, schedule_file=schedule_file, fit_file=fit_file, mix=mix)
     emit(result, as_json)
     if report_dir is not None:
         say(f"Wrote {write_compare_report(result, report_dir, force=force)}.")

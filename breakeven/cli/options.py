@@ -391,6 +391,17 @@ fit_check_file = click.option(
 )
 
 
+mix = click.option(
+    "--mix",
+    "mix",
+    metavar="CAT=SHARE,...",
+    help="A traffic mix, each category's share of the decoded tokens (code=0.6,chat=0.3,"
+    "math=0.1; normalised): the speedup for that traffic, the categories that lose and the "
+    "share of them at which speculation stops paying. Needs rows with a category (bench "
+    "--prompts with a category field).",
+)
+
+
 def tolerance(help: str) -> Any:
     """``--tolerance F``, by default :data:`breakeven.quantities.DEFAULT_TOLERANCE`."""
     return click.option(

@@ -145,6 +145,7 @@ def check_text(r: Row) -> str:
     flags = r["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
+    lines += _category_lines(r)
     if "schedule_check" in r:
         lines += _against_lines(r["schedule_check"])
     if "fit_check" in r:
@@ -295,6 +296,60 @@ def _against_lines(rows: list[Row], fit: bool = False) -> list[str]:
     return lines
 
 
+_CATEGORY_COLUMNS = [
+    "run",
+    "category",
+    "requests",
+    "accept_len [tokens/cycle]",
+    "95% interval [tokens/cycle]",
+    "speedup [x]",
+    "95% interval [x]",
+    "verdict",
+]
+
+
+def _category_lines(result: Row) -> list[str]:
+    """Each run's rows by workload category (``categories``), then its speedup over the mix
+    given (``mix``), the categories that lose, and the break-even mix."""
+    rows = result.get("categories") or []
+    if not rows:
+        return []
+    cells = [
+        [
+            printable(str(r["label"])),
+            printable(str(r["category"])),
+            f"{r['requests']} / {r['baseline_requests']}",
+            num(r["accept_len"], ".3f"),
+            interval_text(r["accept_len_low"], r["accept_len_high"]),
+            num(r["speedup"], ".3f"),
+            interval_text(r["ci_low"], r["ci_high"]),
+            r["verdict"],
+        ]
+        for r in rows
+    ]
+    lines = ["", "By workload category (speculative / baseline requests of the category):"]
+    lines += grid(_CATEGORY_COLUMNS, cells, right=False, optional=(), cut=_NAMES)
+    for m in result.get("mix") or []:
+        shares = ", ".join(f"{printable(c)} {w:.0%}" for c, w in m["mix"])
+        lines.append(
+            f"{printable(str(m['label']))} over the mix ({shares} of the tokens): "
+            f"{num(m['speedup'], '.3f')}x ({interval_text(m['low'], m['high'])}, every "
+            "category at its interval's end)."
+        )
+        if m["losing"]:
+            lost = ", ".join(f"{printable(c)} ({s:.3f}x)" for c, s in m["losing"])
+            lines.append(f"  Loses on {lost}.")
+        share = m["breakeven_share"]
+        if share is not None:
+            lines.append(
+                f"  Speculation stops paying when the losing categories are above {share:.0%} "
+                "of the tokens (each side in the mix's proportions)."
+            )
+        elif not m["losing"]:
+            lines.append("  No category loses: it pays at any mix of these.")
+    return lines
+
+
 def _headline_lines(r: Row) -> list[str]:
     """A run's headline, then, where its baseline's launch was flagged, why."""
     note = r.get("launch_note")
@@ -326,6 +381,7 @@ def compare_text(result: Row) -> str:
     lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
+    lines += _category_lines(result)
     if "schedule_check" in result:
         lines += _against_lines(result["schedule_check"])
     if "fit_check" in result:

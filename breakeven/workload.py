@@ -1,0 +1,324 @@
+"""Acceptance, and so speculation's gain, by workload: per-category rows, a traffic mix's
+speedup, the categories that lose and the break-even mix (issue 28, item 2).
+
+A row's ``category`` is its request's workload (``bench --prompts`` with a ``category`` field).
+Within one speculative run (a ``label`` at one model, hardware and concurrency) and one
+category, the speedup is the run's rows of that category against the baseline's rows of the
+same category, model, hardware and concurrency: each side's rate a ratio of sums (the tokens
+decoded over the time they took, :func:`breakeven.pooling.pooled_rate`), the interval as
+``check``'s (:func:`breakeven.intervals.interval_of`: the launch the unit of repetition).  The
+category's accept_len is pooled from counts, ``1 + sum(accepted) / sum(drafts)``, with a 95%
+interval of that ratio over the requests (the ratio estimator's linearised variance, a t
+quantile); where rows give no drafts, their mean and its t interval.
+
+A mix gives each category a share of the **decoded tokens** [fraction].  Its speedup is the
+baseline's time for those tokens over speculation's, a ratio of sums::
+
+    speedup(mix) = sum_c w_c / r_base,c  /  sum_c w_c / r_spec,c
+
+It rises with every category's speedup, so the mix's interval puts each category at its own
+interval's end at once (conservative: the ends need not coincide).  The break-even mix is the
+share ``s`` of the losing categories' tokens (in their own proportions within the mix, equal
+without one), the winners' in theirs, at which that speedup is 1: ``s = (B_W - S_W) / ((B_W -
+S_W) - (B_L - S_L))``, ``B`` and ``S`` the baseline's and speculation's time per token of each
+side.  Pure analysis, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import stdtrit
+
+from breakeven.errors import BreakevenError
+from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
+from breakeven.pooling import decoded_tokens, pooled_rate
+from breakeven.quantities import plain_json
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    """One speculative run's rows of one category against the baseline's of that category."""
+
+    label: str
+    """The speculative run."""
+    concurrency: float
+    """Requests decoded together [sequences] (NaN where the rows do not say)."""
+    category: str
+    """The workload category."""
+    requests: int
+    """Speculative rows with a rate [requests]."""
+    baseline_requests: int
+    """Baseline rows of the category with a rate [requests]."""
+    accept_len: float
+    """Pooled from counts, ``1 + sum(accepted) / sum(drafts)`` [tokens/cycle, bonus token
+    included] (NaN: no row gives one)."""
+    accept_len_low: float
+    """Lower end of its 95% interval over the requests [tokens/cycle]."""
+    accept_len_high: float
+    """Upper end [tokens/cycle]."""
+    tok_s: float
+    """Per-sequence rate with speculation, a ratio of sums [tok/s]."""
+    baseline_tok_s: float
+    """Per-sequence rate of the baseline's rows of the category [tok/s]."""
+    speedup: float
+    """tok_s / baseline_tok_s [x] (NaN: no baseline row of the category)."""
+    ci_low: float
+    """Lower end of the speedup's 95% interval [x]."""
+    ci_high: float
+    """Upper end [x]."""
+    verdict: str
+    """'faster', 'slower', 'within noise', 'no interval' or 'not measured'."""
+
+
+@dataclass(frozen=True)
+class MixAnswer:
+    """One speculative run's speedup over a traffic mix, and where it stops paying."""
+
+    label: str
+    concurrency: float
+    mix: tuple[tuple[str, float], ...]
+    """Each category and its share of the decoded tokens [fraction], summing to 1."""
+    speedup: float
+    """Baseline time over speculative time for the mix's tokens [x]."""
+    low: float
+    """The speedup with every category at its interval's low end [x]."""
+    high: float
+    """... at its high end [x]."""
+    losing: tuple[tuple[str, float], ...]
+    """The categories whose speedup is below 1, and their speedup [x]."""
+    breakeven_share: float
+    """The losing categories' share of the tokens at which the mix's speedup is 1
+    [fraction]: below it speculation pays.  NaN where no category loses (it pays at any
+    mix) or every one does (at none)."""
+
+
+def parse_mix(text: str | Mapping[str, float]) -> dict[str, float]:
+    """A mix as ``code=0.6,chat=0.3,math=0.1`` (or a mapping): each category's share of the
+    decoded tokens, normalised to sum to 1.  Raises naming ``mix`` on anything else."""
+    if isinstance(text, Mapping):
+        pairs = [(str(k), v) for k, v in text.items()]
+    else:
+        pairs = []
+        for part in str(text).split(","):
+            name, sep, value = part.partition("=")
+            try:
+                share = float(value)
+            except ValueError:
+                share = math.nan
+            if not sep or not name.strip():
+                share = math.nan
+            pairs.append((name.strip(), share))
+    shares = dict(pairs)
+    ok = pairs and len(shares) == len(pairs)
+    ok = ok and all(isinstance(v, (int, float)) and 0 <= v < math.inf for v in shares.values())
+    if not ok or not sum(shares.values()) > 0:
+        shown = text if isinstance(text, str) else repr(dict(text))
+        raise BreakevenError(
+            "{0}: got "
+            + repr(shown)[:80].replace("{", "{{").replace("}", "}}")
+            + ", expected CATEGORY=SHARE pairs, each once, shares >= 0 and not all 0 "
+            "(code=0.6,chat=0.3,math=0.1)",
+            "mix",
+        )
+    total = sum(shares.values())
+    return {k: v / total for k, v in shares.items()}
+
+
+def accept_len_interval(tau: Any, drafts: Any) -> tuple[float, float, float]:
+    """accept_len pooled from counts over requests, and its 95% interval [tokens/cycle]: the
+    ratio ``sum(accepted) / sum(drafts)`` with the ratio estimator's linearised standard
+    error, ``sqrt(sum(e_i**2) / (n (n - 1))) / mean(drafts)``, ``e_i = accepted_i - R
+    drafts_i``; where some row with an accept_len gives no drafts, their mean and its standard
+    error.  A t quantile with n - 1 degrees of freedom; no interval below two requests."""
+    tau = np.asarray(tau, dtype=float)
+    drafts = np.asarray(drafts, dtype=float)
+    has = np.isfinite(tau)
+    tau, drafts = tau[has], drafts[has]
+    n = len(tau)
+    if not n:
+        return math.nan, math.nan, math.nan
+    if np.all(drafts > 0):
+        accepted = (tau - 1) * drafts
+        ratio = float(accepted.sum() / drafts.sum())
+        centre = 1 + ratio
+        if n < 2:
+            return centre, math.nan, math.nan
+        e = accepted - ratio * drafts
+        se = math.sqrt(float(np.sum(e * e)) / (n * (n - 1))) / float(drafts.mean())
+    else:
+        centre = float(tau.mean())
+        if n < 2:
+            return centre, math.nan, math.nan
+        se = float(tau.std(ddof=1)) / math.sqrt(n)
+    t = float(stdtrit(n - 1, (1 + CONFIDENCE) / 2))
+    return centre, centre - t * se, centre + t * se
+
+
+def by_category(df: Any) -> tuple[CategoryRow, ...]:
+    """Each speculative run's rows of each category against the baseline's rows of the same
+    category, model, hardware and concurrency (see the module's description).  ``df`` is
+    check's normalised frame (``label``, ``model``, ``hardware``, ``concurrency``,
+    ``num_spec_tokens``, ``tok_s``, ``completion_tokens``, ``accept_len``, ``num_drafts``,
+    ``category``, and the launch columns); rows without a category are left out.  Empty
+    where no row has one."""
+    if "category" not in df.columns:
+        return ()
+    category = df["category"].astype(object).where(df["category"].notna(), "").astype(str)
+    rows = df.assign(_category=category)
+    rows = rows[rows["_category"] != ""]
+    if rows.empty:
+        return ()
+    k = pd.to_numeric(rows["num_spec_tokens"], errors="coerce")
+    load = pd.to_numeric(rows["concurrency"], errors="coerce").fillna(-1.0)
+    rows = rows.assign(_load=load)
+    base = rows[k == 0]
+    out = []
+    keys = ["label", "model", "hardware", "_load", "_category"]
+    spec_rows = rows[k > 0]
+    for (label, model, hardware, conc, cat), spec in spec_rows.groupby(
+        keys, sort=False, observed=True
+    ):
+        same = base[
+            (base["model"] == model)
+            & (base["hardware"] == hardware)
+            & (base["_load"] == conc)
+            & (base["_category"] == cat)
+        ]
+        out.append(_category_row(str(label), float(conc), str(cat), spec, same))
+    return tuple(out)
+
+
+def _side(rows: Any) -> Any:
+    """One side's estimate: its rows' rates by launch (ratio-of-sums where they give tokens)."""
+    launches = _launches(rows)
+    return side_of_launches(rows["tok_s"], launches, decoded_tokens(rows["completion_tokens"]))
+
+
+def _launches(rows: Any) -> Any:
+    """Each row's unit of repetition, as check takes it: its launch, else its run."""
+    for column in ("launch_id", "run_id"):
+        if column in rows.columns:
+            values = rows[column].astype(object).where(rows[column].notna(), "")
+            if (values != "").all():
+                return values.astype(str).to_numpy()
+    return np.zeros(len(rows), dtype=np.int64)
+
+
+def _category_row(label: str, conc: float, cat: str, spec: Any, base: Any) -> CategoryRow:
+    rate = pd.to_numeric(spec["tok_s"], errors="coerce")
+    base_rate = pd.to_numeric(base["tok_s"], errors="coerce")
+    drafts = spec["num_drafts"] if "num_drafts" in spec.columns else np.nan
+    tau, tau_low, tau_high = accept_len_interval(spec["accept_len"], drafts)
+    s_mean = pooled_rate(rate, decoded_tokens(spec["completion_tokens"]))
+    b_mean = pooled_rate(base_rate, decoded_tokens(base["completion_tokens"]))
+    speedup = s_mean / b_mean if b_mean > 0 and s_mean >= 0 else math.nan
+    low = high = math.nan
+    if rate.notna().any() and base_rate.notna().any():
+        interval = interval_of(_side(spec), _side(base))
+        low, high = interval.low, interval.high
+    return CategoryRow(
+        label=label,
+        concurrency=conc if conc >= 0 else math.nan,
+        category=cat,
+        requests=int(rate.notna().sum()),
+        baseline_requests=int(base_rate.notna().sum()),
+        accept_len=tau,
+        accept_len_low=tau_low,
+        accept_len_high=tau_high,
+        tok_s=s_mean,
+        baseline_tok_s=b_mean,
+        speedup=speedup,
+        ci_low=low,
+        ci_high=high,
+        verdict=verdict(speedup, low, high),
+    )
+
+
+def mix_answers(rows: Sequence[CategoryRow], mix: Mapping[str, float]) -> tuple[MixAnswer, ...]:
+    """Each speculative run's speedup over ``mix`` (:func:`parse_mix`: each category's share of
+    the decoded tokens), its conservative interval, the categories that lose and the
+    break-even share of the losing ones (see the module's description).  Raises naming
+    ``mix`` where a category of the mix has no row of a run with both rates."""
+    runs: dict[tuple[str, float], dict[str, CategoryRow]] = {}
+    for r in rows:
+        runs.setdefault((r.label, r.concurrency), {})[r.category] = r
+    out = []
+    for (label, conc), cats in runs.items():
+        usable = {c: r for c, r in cats.items() if r.speedup > 0 and r.baseline_tok_s > 0}
+        missing = [c for c, w in mix.items() if w > 0 and c not in usable]
+        if missing:
+            raise BreakevenError(
+                "{0}: "
+                + ", ".join(missing)
+                + f" has no measured speedup in run {label}"
+                + " (no speculative or baseline request of that category); it has "
+                + (", ".join(sorted(usable)) or "none"),
+                "mix",
+            )
+        weights = {c: w for c, w in mix.items() if w > 0}
+        losing = tuple((c, usable[c].speedup) for c in weights if usable[c].speedup < 1)
+        out.append(
+            MixAnswer(
+                label=label,
+                concurrency=conc,
+                mix=tuple(weights.items()),
+                speedup=_mixed(weights, {c: usable[c].speedup for c in weights}, usable),
+                low=_mixed(weights, {c: usable[c].ci_low for c in weights}, usable),
+                high=_mixed(weights, {c: usable[c].ci_high for c in weights}, usable),
+                losing=losing,
+                breakeven_share=_breakeven_share(weights, usable, {c for c, _ in losing}),
+            )
+        )
+    return tuple(out)
+
+
+def _mixed(
+    weights: Mapping[str, float], speedups: Mapping[str, float], rows: Mapping[str, CategoryRow]
+) -> float:
+    """The baseline's time for the mix's tokens over speculation's at these speedups [x]."""
+    if not all(s > 0 for s in speedups.values()):
+        return math.nan
+    base = sum(w / rows[c].baseline_tok_s for c, w in weights.items())
+    spec = sum(w / (rows[c].baseline_tok_s * speedups[c]) for c, w in weights.items())
+    return base / spec
+
+
+def _breakeven_share(
+    weights: Mapping[str, float], rows: Mapping[str, CategoryRow], losing: set[str]
+) -> float:
+    """The losing categories' share of the tokens at which the mix's speedup is 1."""
+    winning = set(weights) - losing
+    if not losing or not winning:
+        return math.nan
+
+    def per_token(side: set[str]) -> tuple[float, float]:
+        total = sum(weights[c] for c in side)
+        base = sum(weights[c] / total / rows[c].baseline_tok_s for c in side)
+        spec = sum(weights[c] / total / rows[c].tok_s for c in side)
+        return base, spec
+
+    (base_w, spec_w), (base_l, spec_l) = per_token(winning), per_token(losing)
+    gain, loss = base_w - spec_w, base_l - spec_l  # time saved per token (> 0 by the winners)
+    return gain / (gain - loss)
+
+
+def as_dicts(items: Sequence[Any]) -> list[dict[str, Any]]:
+    """Category rows or mix answers as plain data (a number that is not finite: None)."""
+    return [plain_json(asdict(x)) for x in items]
+
+
+__all__: Sequence[str] = (
+    "CategoryRow",
+    "MixAnswer",
+    "accept_len_interval",
+    "as_dicts",
+    "by_category",
+    "mix_answers",
+    "parse_mix",
+)
