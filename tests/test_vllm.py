@@ -394,6 +394,49 @@ def test_per_request_metrics_sum_to_the_counters(vllm, tmp_path):
         )
 
 
+def test_categories_on_a_real_vllm(vllm, tmp_path):
+    """bench with the bundled categorised prompts, plain and with a draft model whose replies
+    carry their own spec-decode counts: check's per-category accept_len is pooled from the
+    category's requests' counts, 1 + sum(accepted) / sum(verify steps), and --mix over the
+    categories with a measured speedup is the ratio of sums of time over them (a request
+    whose tokens came in one burst, common on two CPU cores, has no rate; a mix naming a
+    category left without one is refused in one line).  Only the plumbing and the arithmetic
+    are asserted (tiny models with random weights)."""
+    prompts = Path(__file__).resolve().parent.parent / "data" / "prompts_by_category.jsonl"
+    out = tmp_path / "runs.csv"
+    base, spec = vllm.get("baseline", "draft_model"), vllm.get("draft_model")
+    bench(base, out, "base", "--prompts", prompts, "--requests", 16)
+    bench(spec, out, "spec", "-k", K, "--prompts", prompts, "--requests", 16)
+    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    cats = {x["category"]: x for x in json.loads(r.stdout)["categories"]}
+    assert set(cats) == {"code", "chat", "math", "writing"}
+    with out.open(newline="") as f:
+        client = [x for x in csv.DictReader(f) if x["origin"] == "client"]
+    for cat, row in cats.items():
+        mine = [x for x in client if x["label"] == "spec" and x["category"] == cat]
+        accepted = sum(int(x["accepted_tokens"]) for x in mine)
+        steps = sum(int(x["num_drafts"]) for x in mine)
+        assert len(mine) == 4  # 16 requests over 16 prompts, four a category
+        # A request whose tokens came in one burst has no rate (bench: "burst"), but its
+        # counts are the server's: it counts in the acceptance, not in the rate.
+        assert row["requests"] == sum(1 for x in mine if x["tok_s"])
+        assert row["accept_len"] == pytest.approx(1 + accepted / steps, rel=1e-9)
+    measured = [c for c, x in cats.items() if x["speedup"] is not None]
+    unmeasured = [c for c in cats if c not in measured]
+    if unmeasured:
+        r = CliRunner().invoke(cli, ["check", str(out), "--mix", f"{unmeasured[0]}=1"])
+        assert r.exit_code == 2 and "has no measured speedup in run spec" in r.output
+    if measured:
+        mix = ",".join(f"{c}=1" for c in measured)
+        r = CliRunner().invoke(cli, ["check", str(out), "--mix", mix, "--json"])
+        assert r.exit_code == 0, r.output
+        (answer,) = json.loads(r.stdout)["mix"]
+        base_time = sum(1 / cats[c]["baseline_tok_s"] for c in measured)
+        spec_time = sum(1 / cats[c]["tok_s"] for c in measured)
+        assert answer["speedup"] == pytest.approx(base_time / spec_time, rel=1e-9)
+
+
 def test_vllm_bench_serve_acceptance_length_is_the_counters(vllm, tmp_path):
     """vllm bench serve's spec_decode_acceptance_length (its saved JSON) against the server's
     counters, and breakeven ingest of that JSON."""
