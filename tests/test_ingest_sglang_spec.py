@@ -54,3 +54,15 @@ class TestPlainLinesStayBaselines:
             assert rs[1]["acceptance_rate"] == pytest.approx((1.95 - 1) / 3)
             assert rs[1]["accept_len"] / 0.49 == pytest.approx(3 + 1, abs=0.05)
             assert all(r["note"] is None for r in rs)
+
+
+def test_the_first_decode_line_keeps_its_printed_concurrency_issue11948(tmp_path):
+    """The first decode line of a log follows idle time, so its throughput is no decode rate
+    (no tok_s), but '#running-req: 1' on the line itself is still its concurrency (found by
+    the held-out fidelity set: five SGLang samples lost it)."""
+    path = DATA / "sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt"
+    for rs in both(path, tmp_path, num_spec_tokens=3):
+        first = rs[0]
+        assert first["first_after_idle"] and first["tok_s"] is None
+        assert first["concurrency"] == 1  # "#running-req: 1,"
+        assert rs[1]["tok_s"] == 178.86 / 1  # "gen throughput (token/s): 178.86"

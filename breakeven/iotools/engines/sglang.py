@@ -34,7 +34,7 @@ previous decode line, for all running requests: the per-sequence rate is
 ``gen throughput / #running-req``.  After idle time (no decode line yet, or a
 prefill line reporting an empty batch, ``#running-req: 0``) the next decode
 line's interval spans the idle time: it is flagged ``first_after_idle`` and
-gets no rate.
+gets no rate; its ``#running-req``, printed on the line, is still its concurrency.
 
 ``context_tokens`` is ``#token / #running-req``: the tokens the running requests hold in the
 KV cache, per sequence, at the line (0 running requests: none).  ``#token`` is
@@ -206,7 +206,7 @@ def sequence(
         format=pl.lit(DECODE),
         aggregate_tok_s=pl.when(rate).then(pl.col("gen_tok_s")),
         tok_s=pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")),
-        concurrency=pl.when(rate).then(pl.col("running_reqs")),
+        concurrency=pl.when(pl.col("running_reqs") > 0).then(pl.col("running_reqs")),
         num_spec_tokens=pl.when(spec).then(steps).otherwise(pl.lit(0)),
         note=pl.when(spec & tau.is_null()).then(pl.lit(_NO_ACCEPT_LEN)),
         context_tokens=pl.when(
