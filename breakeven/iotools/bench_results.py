@@ -113,7 +113,8 @@ def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
     drafts = _num(obj, "spec_decode_num_drafts")
     drafted = _num(obj, "spec_decode_draft_tokens")
     per_position = obj.get("spec_decode_per_position_acceptance_rates")
-    k = len(per_position) if per_position else (round(drafted / drafts) if drafts else None)
+    known = drafts > 0 and drafted >= 0  # NaN (not printed) compares False
+    k = len(per_position) if per_position else (round(drafted / drafts) if known else None)
     record.update(
         accept_len=_num(obj, "spec_decode_acceptance_length"),
         acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
