@@ -114,8 +114,6 @@ def surface_at_context(path: str, surface: BatchSurface, context: float) -> Batc
     model, hardware and method at the lowest concurrency it has, its ``a`` and ``b`` taken
     per sequence (divided by that concurrency: a forward reads each sequence's cache).
     Raises where the surface's runs gave no context, or the file has no context fit for it."""
-    if not surface.context_tokens > 0:
-        surface.at_context(context, 0.0, 0.0)  # raises, naming --context
     fit = _context_fit(path, _identity(surface), surface.context_tokens)
     load = max(float(fit["concurrency"]), 1.0)
     a, b = fit["step_ms_per_ktok"] / load, fit["cycle_ms_per_ktok_per_k"] / load

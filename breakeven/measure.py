@@ -58,9 +58,7 @@ def with_schedule(result: Any, schedule_file: str | None) -> Any:
     """
     if schedule_file is None:
         return result
-    data = result.to_dict()
-    runs = data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
-    checked = against(runs, read_schedule(schedule_file), result.tolerance)
+    checked = against(_runs_of(result), read_schedule(schedule_file), result.tolerance)
     return replace(result, schedule_check=tuple(checked))
 
 
@@ -84,9 +82,15 @@ def with_fit(result: Any, fit_file: str | None) -> Any:
     """
     if fit_file is None:
         return result
+    checked = against_fit(_runs_of(result), fit_file, result.tolerance)
+    return replace(result, fit_check=tuple(checked))
+
+
+def _runs_of(result: Any) -> list[dict[str, Any]]:
+    """A check's comparisons, or a comparison's runs, as plain data: what is set against a
+    schedule or a fit."""
     data = result.to_dict()
-    runs = data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
-    return replace(result, fit_check=tuple(against_fit(runs, fit_file, result.tolerance)))
+    return data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
 
 
 def with_mix(result: Any, mix: str | dict[str, float] | None) -> Any:

@@ -32,12 +32,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy.special import stdtrit
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
-from breakeven.pooling import decoded_tokens, pooled_rate
+from breakeven.pooling import pooled_rate
 from breakeven.quantities import plain_json
 
 
@@ -121,7 +120,7 @@ def parse_mix(text: str | Mapping[str, float]) -> dict[str, float]:
         shown = text if isinstance(text, str) else repr(dict(text))
         raise BreakevenError(
             "{0}: got "
-            + repr(shown)[:80].replace("{", "{{").replace("}", "}}")
+            + escape_braces(repr(shown)[:80])
             + ", expected CATEGORY=SHARE pairs, each once, shares >= 0 and not all 0 "
             "(code=0.6,chat=0.3,math=0.1)",
             "mix",
@@ -163,10 +162,10 @@ def accept_len_interval(tau: Any, drafts: Any) -> tuple[float, float, float]:
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
     """Each speculative run's rows of each category against the baseline's rows of the same
     category, model, hardware and concurrency (see the module's description).  ``df`` is
-    check's normalised frame (``label``, ``model``, ``hardware``, ``concurrency``,
-    ``num_spec_tokens``, ``tok_s``, ``completion_tokens``, ``accept_len``, ``num_drafts``,
-    ``category``, and the launch columns); rows without a category are left out.  Empty
-    where no row has one."""
+    :func:`breakeven.check.normalise`'s frame (its ``label``, ``model``, ``hardware``,
+    ``concurrency_key``, ``num_spec_tokens``, ``tok_s``, ``decoded``, ``launch``,
+    ``accept_len``, ``num_drafts`` and ``category``): the unit of repetition and the decoded
+    tokens are check's.  Rows without a category are left out; empty where no row has one."""
     if "category" not in df.columns:
         return ()
     category = df["category"].astype(object).where(df["category"].notna(), "").astype(str)
@@ -174,12 +173,10 @@ def by_category(df: Any) -> tuple[CategoryRow, ...]:
     rows = rows[rows["_category"] != ""]
     if rows.empty:
         return ()
-    k = pd.to_numeric(rows["num_spec_tokens"], errors="coerce")
-    load = pd.to_numeric(rows["concurrency"], errors="coerce").fillna(-1.0)
-    rows = rows.assign(_load=load)
+    k = rows["num_spec_tokens"]
     base = rows[k == 0]
     out = []
-    keys = ["label", "model", "hardware", "_load", "_category"]
+    keys = ["label", "model", "hardware", "concurrency_key", "_category"]
     spec_rows = rows[k > 0]
     for (label, model, hardware, conc, cat), spec in spec_rows.groupby(
         keys, sort=False, observed=True
@@ -187,7 +184,7 @@ def by_category(df: Any) -> tuple[CategoryRow, ...]:
         same = base[
             (base["model"] == model)
             & (base["hardware"] == hardware)
-            & (base["_load"] == conc)
+            & (base["concurrency_key"] == conc)
             & (base["_category"] == cat)
         ]
         out.append(_category_row(str(label), float(conc), str(cat), spec, same))
@@ -196,27 +193,15 @@ def by_category(df: Any) -> tuple[CategoryRow, ...]:
 
 def _side(rows: Any) -> Any:
     """One side's estimate: its rows' rates by launch (ratio-of-sums where they give tokens)."""
-    launches = _launches(rows)
-    return side_of_launches(rows["tok_s"], launches, decoded_tokens(rows["completion_tokens"]))
-
-
-def _launches(rows: Any) -> Any:
-    """Each row's unit of repetition, as check takes it: its launch, else its run."""
-    for column in ("launch_id", "run_id"):
-        if column in rows.columns:
-            values = rows[column].astype(object).where(rows[column].notna(), "")
-            if (values != "").all():
-                return values.astype(str).to_numpy()
-    return np.zeros(len(rows), dtype=np.int64)
+    return side_of_launches(rows["tok_s"], rows["launch"], rows["decoded"])
 
 
 def _category_row(label: str, conc: float, cat: str, spec: Any, base: Any) -> CategoryRow:
-    rate = pd.to_numeric(spec["tok_s"], errors="coerce")
-    base_rate = pd.to_numeric(base["tok_s"], errors="coerce")
-    drafts = spec["num_drafts"] if "num_drafts" in spec.columns else np.nan
+    rate, base_rate = spec["tok_s"], base["tok_s"]
+    drafts = spec["num_drafts"]
     tau, tau_low, tau_high = accept_len_interval(spec["accept_len"], drafts)
-    s_mean = pooled_rate(rate, decoded_tokens(spec["completion_tokens"]))
-    b_mean = pooled_rate(base_rate, decoded_tokens(base["completion_tokens"]))
+    s_mean = pooled_rate(rate, spec["decoded"])
+    b_mean = pooled_rate(base_rate, base["decoded"])
     speedup = s_mean / b_mean if b_mean > 0 and s_mean >= 0 else math.nan
     low = high = math.nan
     if rate.notna().any() and base_rate.notna().any():

@@ -21,7 +21,6 @@ from breakeven.errors import BreakevenError
 from breakeven.workload import (
     CategoryRow,
     accept_len_interval,
-    by_category,
     mix_answers,
     parse_mix,
 )
@@ -80,16 +79,16 @@ def test_each_category_is_its_own_comparison():
 def test_a_category_without_baseline_requests_has_no_speedup():
     df = _requests()
     df = df[~((df["category"] == "math") & (df["num_spec_tokens"] == 0))]
-    rows = {r.category: r for r in by_category(df)}
+    rows = {r.category: r for r in check(df).categories}
     assert math.isnan(rows["math"].speedup) and rows["math"].verdict == "not measured"
     assert rows["math"].baseline_requests == 0
 
 
 def test_rows_without_a_category_are_left_out():
-    assert by_category(_requests().drop(columns="category")) == ()
+    assert check(_requests().drop(columns="category")).categories == ()
     df = _requests()
     df.loc[df["category"] == "chat", "category"] = None
-    assert {r.category for r in by_category(df)} == {"code", "math"}
+    assert {r.category for r in check(df).categories} == {"code", "math"}
 
 
 def test_the_mix_is_a_ratio_of_sums_of_time():

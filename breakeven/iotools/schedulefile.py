@@ -37,21 +37,10 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
             "schedule_file",
         )
     for x in rows:
-        ok = isinstance(x, dict) and all(
-            isinstance(x.get(key), (int, float))
-            and not isinstance(x.get(key), bool)
-            and math.isfinite(x[key])
-            for key in ("batch", "k", "speedup")
-        )
+        ok = isinstance(x, dict) and all(_finite(x.get(key)) for key in ("batch", "k", "speedup"))
         ranged = [x.get(key) for key in ("speedup_low", "speedup_high")] if ok else []
         if any(v is not None for v in ranged):
-            ok = (
-                all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                    for v in ranged
-                )
-                and 0 <= ranged[0] <= ranged[1]
-            )
+            ok = all(map(_finite, ranged)) and 0 <= ranged[0] <= ranged[1]
         if not ok or x["batch"] < 1 or x["k"] < 0 or x["speedup"] < 0:
             raise BreakevenError(
                 "{0}: "
@@ -63,3 +52,8 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
                 "schedule_file",
             )
     return rows
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (not a boolean)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
