@@ -43,6 +43,7 @@ from breakeven.pooling import (
     server_echoes,
     take_server_view,
 )
+from breakeven.positions import PositionRow, by_run
 from breakeven.provenance import (
     ENV_SOURCES,
     ENVIRONMENT_KNOWN,
@@ -210,6 +211,9 @@ class CheckResult:
     category (:func:`breakeven.workload.by_category`); none where no row has a category."""
     mix: tuple[MixAnswer, ...] = ()
     """Each run's speedup over a traffic mix (:func:`breakeven.measure.with_mix`)."""
+    positions: tuple[PositionRow, ...] = ()
+    """Each speculative run's acceptance at each draft position and its accept_len at every
+    smaller k (:func:`breakeven.positions.by_run`); none where no row gives them."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``;
@@ -235,6 +239,8 @@ class CheckResult:
             data["categories"] = as_dicts(self.categories)
         if self.mix:
             data["mix"] = as_dicts(self.mix)
+        if self.positions:
+            data["positions"] = as_dicts(self.positions)
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -332,15 +338,19 @@ COLUMNS_USED = (
     "num_drafts",
     "completion_tokens",
     "category",
+    "per_position",
+    "acceptance_histogram",
     "source",
 )
-# Their types are the schema's; source stays as written (a row's citation, never grouped on).
+# Their types are the schema's; source stays as written (a row's citation, never grouped on), and
+# so do the positions' (text in a CSV, lists in ingest's records: breakeven.positions reads both).
+AS_WRITTEN = ("source", "per_position", "acceptance_histogram")
 TIME_COLUMNS = ("launched_at", "timestamp")
 """Read as datetimes where a file writes them in one ISO 8601 form (bench's), else as text."""
 _TEXT_COLUMNS = tuple(
     c
     for c in COLUMNS_USED
-    if ALL_COLUMNS[c].kind == "text" and c != "source" and c not in TIME_COLUMNS
+    if ALL_COLUMNS[c].kind == "text" and c not in AS_WRITTEN and c not in TIME_COLUMNS
 )
 _NUMBER_COLUMNS = tuple(c for c in COLUMNS_USED if ALL_COLUMNS[c].kind != "text")
 CONFIG = ["model", "hardware", "concurrency_key"]
@@ -391,6 +401,7 @@ def check(
         tuple(intervals),
         tuple(base.summary),
         categories=by_category(df[~df["echo"]]),
+        positions=by_run(df[~df["echo"]]),
     )
 
 

@@ -120,6 +120,9 @@ class CompareResult:
     (:class:`breakeven.workload.CategoryRow`); none where no row has a category."""
     mix: tuple[Any, ...] = ()
     """Each run's speedup over a traffic mix (:class:`breakeven.workload.MixAnswer`)."""
+    positions: tuple[Any, ...] = ()
+    """Each run's acceptance by draft position and accept_len at every smaller k
+    (:class:`breakeven.positions.PositionRow`); none where no row gives them."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -142,7 +145,8 @@ class CompareResult:
     def to_dict(self) -> dict[str, Any]:
         """``baseline``, ``runs`` (one row per speculative run), check's ``flags``, ``advice``,
         ``tolerance``, ``sources`` and ``baselines``, ``categories`` and ``mix`` where rows
-        have a category and a mix was given, and ``schedule_check`` and ``fit_check`` when
+        have a category and a mix was given, ``positions`` where rows give acceptance by
+        draft position, and ``schedule_check`` and ``fit_check`` when
         a schedule or fit file was given; a number that is not finite is None."""
         data = {
             "baseline": self.baseline,
@@ -157,6 +161,8 @@ class CompareResult:
             data["categories"] = as_dicts(self.categories)
         if self.mix:
             data["mix"] = as_dicts(self.mix)
+        if self.positions:
+            data["positions"] = as_dicts(self.positions)
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -266,6 +272,7 @@ def compare(
         {r.label: r.paths for r in (baseline, *specs)},
         result.baselines,
         categories=tuple(c for c in result.categories if c.label in labels[1:]),
+        positions=tuple(p for p in result.positions if p.label in labels[1:]),
     )
 
 

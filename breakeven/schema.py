@@ -184,6 +184,21 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "the request's workload category (the prompts file's category: code, chat, math, "
         "writing, ...), empty where none",
     ),
+    Column(
+        "per_position",
+        "text",
+        "fraction",
+        "acceptance at each draft position, [a_1, ..., a_k]: the fraction of the row's verify "
+        "cycles whose i-th drafted token was accepted (vLLM's per-position acceptance rate); "
+        "accept_len = 1 + a_1 + ... + a_k, and 1 + a_1 + ... + a_k' at a smaller k'",
+    ),
+    Column(
+        "acceptance_histogram",
+        "text",
+        "cycles",
+        "the request's verify cycles that accepted 0, 1, ..., k drafted tokens, joined by ; "
+        "(bench, from vLLM's per-request metrics.speculative_decoding)",
+    ),
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)

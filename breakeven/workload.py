@@ -294,7 +294,8 @@ def _breakeven_share(
 
 
 def as_dicts(items: Sequence[Any]) -> list[dict[str, Any]]:
-    """Category rows or mix answers as plain data (a number that is not finite: None)."""
+    """Result rows (category rows, mix answers, position rows) as plain data (a number that
+    is not finite: None)."""
     return [plain_json(asdict(x)) for x in items]
 
 

@@ -146,6 +146,7 @@ def check_text(r: Row) -> str:
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
     lines += _category_lines(r)
+    lines += _position_lines(r)
     if "schedule_check" in r:
         lines += _against_lines(r["schedule_check"])
     if "fit_check" in r:
@@ -350,6 +351,44 @@ def _category_lines(result: Row) -> list[str]:
     return lines
 
 
+_POSITION_COLUMNS = [
+    "run",
+    "k",
+    "cycles",
+    "a_1 ... a_k [fraction]",
+    "accept_len at k = 1, 2, ... [tokens/cycle]",
+]
+
+
+def _position_lines(result: Row) -> list[str]:
+    """Each run's acceptance by draft position (``positions``), its accept_len at every
+    smaller k, and the command that prices them."""
+    rows = result.get("positions") or []
+    if not rows:
+        return []
+    cells = [
+        [
+            printable(str(r["label"])),
+            str(r["k"]),
+            num(r["cycles"], ",.0f"),
+            ", ".join(f"{a:.3f}" for a in r["per_position"]),
+            ", ".join(f"{t:.2f}" for t in r["accept_len_by_k"]),
+        ]
+        for r in rows
+    ]
+    first = rows[0]["per_position"]
+    return [
+        "",
+        "By draft position (pooled from counts; a smaller k cuts the same drafts, so its "
+        "accept_len is 1 + a_1 + ... + a_k):",
+        *grid(_POSITION_COLUMNS, cells, right=False, optional=(), cut=_NAMES),
+        "Price every k with its costs (a fit file from breakeven fit --out):",
+        "  breakeven optimize --per-position "
+        + ",".join(f"{a:.3f}" for a in first)
+        + " --fit-file FIT.json",
+    ]
+
+
 def _headline_lines(r: Row) -> list[str]:
     """A run's headline, then, where its baseline's launch was flagged, why."""
     note = r.get("launch_note")
@@ -382,6 +421,7 @@ def compare_text(result: Row) -> str:
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
     lines += _category_lines(result)
+    lines += _position_lines(result)
     if "schedule_check" in result:
         lines += _against_lines(result["schedule_check"])
     if "fit_check" in result:

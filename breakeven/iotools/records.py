@@ -96,12 +96,12 @@ def record_schema() -> dict[str, Any]:
 
     types: dict[str, Any] = {}
     for key in RECORD_KEYS:
-        if key in _TEXT:
+        if key == "per_position":  # a list in records, text in a CSV
+            types[key] = pl.List(pl.Float64)
+        elif key in _TEXT:
             types[key] = pl.String
         elif key in _INTEGER:
             types[key] = pl.Int64
-        elif key == "per_position":
-            types[key] = pl.List(pl.Float64)
         elif key == "first_after_idle":
             types[key] = pl.Boolean
         else:
@@ -158,15 +158,19 @@ def stamped(frame: Any, stamp: dict[str, Any]) -> Any:
     return frame.with_columns(**given) if given else frame
 
 
+def list_text(name: str) -> Any:
+    """A list column as a CSV writes it, ``[a, b]`` (null stays null): one text for a record's
+    rates wherever they go, a CSV or the frames check reads."""
+    return pl.lit("[") + pl.col(name).list.eval(pl.element().cast(pl.String)).list.join(", ") + "]"
+
+
 def csv_bytes(frame: Any, header: bool = False) -> bytes:
     """A record frame as measurement CSV rows, UTF-8: missing values empty, floats
     exactly (the shortest text that reads back as the same float), lists as
     ``[a, b]``, booleans True/False."""
 
     shown = frame.with_columns(
-        per_position=pl.lit("[")
-        + pl.col("per_position").list.eval(pl.element().cast(pl.String)).list.join(", ")
-        + pl.lit("]"),
+        per_position=list_text("per_position"),
         first_after_idle=pl.when(pl.col("first_after_idle"))
         .then(pl.lit("True"))
         .when(pl.col("first_after_idle").is_not_null())

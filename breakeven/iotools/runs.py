@@ -23,7 +23,7 @@ import polars as pl
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.iotools.ingest import Input, iter_frames
 from breakeven.iotools.measurements import read_measurements
-from breakeven.iotools.records import frame_of
+from breakeven.iotools.records import frame_of, list_text
 
 __all__ = [
     "RunInput",
@@ -252,6 +252,8 @@ def _columns(picked: Any) -> Any:
     columns = {}
     for name in picked.columns:
         column = picked[name]
+        if isinstance(column.dtype, pl.List):  # rates per position: as a CSV holds them
+            column = picked.select(list_text(name)).to_series()
         if column.dtype == pl.String:  # texts repeat: codes and categories, no str per row
             categories = column.drop_nulls().unique().sort().to_list()
             codes = column.cast(pl.Enum(categories)).to_physical()
