@@ -540,27 +540,55 @@ class _Drafts(NamedTuple):
     k: int | None = None
 
 
+def _histogram(value: Any) -> str | None:
+    """A per-request acceptance histogram (index j: the verify cycles that accepted j drafted
+    tokens) as rows write it, its counts joined by ``;`` (None unless a list of counts)."""
+    counts = [_count(c) for c in value] if isinstance(value, list) else []
+    return ";".join(map(str, counts)) if counts and None not in counts else None
+
+
 def _drafted(chunk: Any) -> _Drafts:
-    """A request's drafts, from the ``timings`` llama.cpp's last chunk carries, or the
+    """A request's drafts, from the ``timings`` llama.cpp's last chunk carries, the
     ``metrics.speculative_decoding`` of vLLM's last (usage) chunk, which a vLLM started with
     ``--per-request-spec-decode-metrics summary`` sends (vllm/v1/metrics/stats.py,
-    ``RequestSpecDecodeMetrics.to_dict``)."""
+    ``RequestSpecDecodeMetrics.to_dict``), or the ``sglext.spec_tokens_details`` of the chunk
+    SGLang sends before its usage chunk when asked with ``return_spec_tokens_details``
+    (:meth:`Bench._payload`; sgl-project/sglang PR 33518)."""
     if not isinstance(chunk, dict):
         return _Drafts()
     timings = chunk.get("timings")
     if isinstance(timings, dict):
         return _Drafts(_count(timings.get("draft_n")), _count(timings.get("draft_n_accepted")))
+    sglext = chunk.get("sglext")
+    details = sglext.get("spec_tokens_details") if isinstance(sglext, dict) else None
+    if isinstance(details, list):  # one per choice where n > 1; bench asks for one
+        details = details[0] if details else None
+    if isinstance(details, dict):
+        # SGLang's per-request counts (python/sglang/srt/entrypoints/openai/utils.py,
+        # spec_tokens_details_from_meta_info, copies the meta_info that
+        # python/sglang/srt/managers/tokenizer_manager.py _calculate_spec_decoding_metrics
+        # fills): spec_num_proposed_drafts, the draft tokens put to verification
+        # (spec_verify_ct x (speculative_num_draft_tokens - 1) at a fixed k);
+        # spec_num_correct_drafts, those accepted (no bonus token); spec_verify_ct, the verify
+        # forwards; spec_correct_drafts_histogram[j], the forwards that accepted j drafts.
+        # SGLang's spec_accept_length is completion_tokens / spec_verify_ct (bonus token
+        # included): 1 + accepted / steps where every token came from a verify forward, as
+        # RequestResult.accept_len reckons it.
+        return _Drafts(
+            _count(details.get("spec_num_proposed_drafts")),
+            _count(details.get("spec_num_correct_drafts")),
+            _count(details.get("spec_verify_ct")),
+            _histogram(details.get("spec_correct_drafts_histogram")),
+        )
     metrics = chunk.get("metrics")
     spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
     if not isinstance(spec, dict):
         return _Drafts()
-    histogram = spec.get("acceptance_histogram")
-    counts = [_count(c) for c in histogram] if isinstance(histogram, list) else []
     return _Drafts(
         _count(spec.get("num_draft_tokens")),
         _count(spec.get("num_accepted_draft_tokens")),
         _count(spec.get("num_spec_steps")),
-        ";".join(map(str, counts)) if counts and None not in counts else None,
+        _histogram(spec.get("acceptance_histogram")),
         _count(spec.get("num_spec_tokens")),
     )
 
@@ -937,6 +965,15 @@ class Bench:
         }
         if c.ignore_eos:
             body["ignore_eos"] = True
+        if self.engine == "sglang":
+            # SGLang sends a request's draft counts (sglext.spec_tokens_details, read by
+            # _drafted) only when asked (python/sglang/srt/entrypoints/openai/protocol.py,
+            # return_spec_tokens_details on CompletionRequest and ChatCompletionRequest);
+            # an SGLang without the field ignores it (pydantic's default).  Not sent to other
+            # servers: trtllm-serve refuses unknown fields (OpenAIBaseModel extra="forbid").
+            # (return_meta_info would not do: python/sglang/srt/entrypoints/openai/
+            # serving_chat.py refuses it with stream=true.)
+            body["return_spec_tokens_details"] = True
         if c.chat:
             body["messages"] = [{"role": "user", "content": prompt}]
             return "/v1/chat/completions", body
