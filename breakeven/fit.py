@@ -76,6 +76,7 @@ from breakeven.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
+from breakeven.workload import CategoryFit, FitMix, as_dicts, fit_by_category, parse_mix
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -148,6 +149,7 @@ COLUMNS_USED = (
     "completion_tokens",
     "launch_id",
     "context_tokens",
+    "category",
 )
 
 
@@ -256,6 +258,12 @@ class FitResult:
     contexts: tuple[ContextFit, ...] = ()
     """Per model, hardware, concurrency and method with runs at two or more context lengths:
     how the step and the cycle grow with the context (:class:`breakeven.context.ContextFit`)."""
+    categories: tuple[CategoryFit, ...] = ()
+    """Per group, workload category and measured k: the category's accept_len and the speedup
+    the group's cycle gives it (:func:`breakeven.workload.fit_by_category`); none where no row
+    has a category."""
+    mix: tuple[FitMix, ...] = ()
+    """With a mix: per group and k, the mix's speedup, and its best k."""
 
     def to_dict(self) -> dict[str, Any]:
         """Every group's fit, surface and tree acceptance as plain data (what ``breakeven fit
@@ -271,7 +279,11 @@ class FitResult:
                 "trees": [asdict(x) for x in self.trees],
                 "contexts": [asdict(x) for x in self.contexts],
             }
-        )
+        ) | {
+            key: as_dicts(rows)
+            for key, rows in (("categories", self.categories), ("mix", self.mix))
+            if rows
+        }
 
     def to_frame(self) -> Any:
         """Every group's by-k rows as one pandas DataFrame."""
@@ -326,7 +338,7 @@ def _prepared(data: Any) -> Any:
     each row's ``decoded`` tokens, which weigh its rate where rates are pooled."""
 
     df = data.copy(deep=False)
-    for column in ("model", "hardware", "spec_method", "label"):
+    for column in ("model", "hardware", "spec_method", "label", "category"):
         df[column] = (
             df[column].astype(object).where(df[column].notna(), "") if column in df.columns else ""
         )
@@ -605,6 +617,7 @@ def fit(
     source: str = "",
     moe: Any = None,
     cycle_form: str = "auto",
+    mix: Any = None,
 ) -> FitResult:
     """Fit the cycle's costs of each group of runs (see the module's description).
 
@@ -621,6 +634,9 @@ def fit(
     cycle_form : str
         'auto' (each group's form of least held-out error, :func:`_choose_form`) or one of
         :data:`CYCLE_FORMS`.
+    mix : str or mapping, optional
+        Each workload category's share of the decoded tokens
+        (:func:`breakeven.workload.parse_mix`): the mix's speedup at each k, and its best k.
     """
 
     if draft_cost not in DRAFT_COSTS:
@@ -641,7 +657,8 @@ def fit(
     df = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
-    per_k = _per_k(df[(k > 0) & (k == k.round()) & chain])
+    spec = df[(k > 0) & (k == k.round()) & chain]
+    per_k = _per_k(spec)
     base = df[k == 0]
     steps = base[base["step_ms"] > 0].groupby(_CONFIG)["step_ms"].mean().to_dict()
     rates = {
@@ -655,6 +672,11 @@ def fit(
         step = step_of.get(config, math.nan)
         g = fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
         groups.append(replace(g, context_tokens=float(rows["context_tokens"].mean())))
+    runs_of = dict(iter(spec.groupby(_GROUP, sort=False, dropna=False)))
+    categories, mixes = fit_by_category(
+        [(runs_of[key], g) for key, g in zip(runs_of, groups, strict=True)],
+        parse_mix(mix) if mix is not None else None,
+    )
     contexts = contexts_of(groups)
     groups = context_notes(groups, contexts)
     surfaces = fit_batches.surfaces(df, moe)
@@ -696,6 +718,8 @@ def fit(
         surfaces=surfaces,
         trees=trees,
         contexts=contexts,
+        categories=categories,
+        mix=mixes,
     )
 
 

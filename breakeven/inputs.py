@@ -587,6 +587,7 @@ def fit_from_file(
     out: str | None = None,
     force: bool = False,
     cycle_form: str = "auto",
+    mix: Any = None,
 ) -> Any:
     """:func:`breakeven.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
 
@@ -602,6 +603,8 @@ def fit_from_file(
         'auto' or one of :data:`breakeven.fit.CYCLE_FORMS`.
     experts, top_k, shared
         A Mixture-of-Experts model's routing (see :func:`moe_routing`).
+    mix : str or mapping, optional
+        A traffic mix (``code=0.6,chat=0.3``): its speedup at each k, and its best k.
     out : str, optional
         Also write the fit here (refused before any work if it exists, unless ``force``).
     force : bool
@@ -619,7 +622,7 @@ def fit_from_file(
     if out is not None:
         refuse_overwrite(out, force)
     result = fit_file(
-        runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form
+        runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form, mix=mix
     )
     if out is not None:
         write_json(out, result.to_dict(), force=force)

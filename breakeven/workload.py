@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 from scipy.special import stdtrit
 
+from breakeven.cycle import half_width
 from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
 from breakeven.pooling import pooled_rate
@@ -299,12 +300,181 @@ def as_dicts(items: Sequence[Any]) -> list[dict[str, Any]]:
     return [plain_json(asdict(x)) for x in items]
 
 
+@dataclass(frozen=True)
+class CategoryFit:
+    """One workload category of a fitted group at one k: its acceptance, and the speedup the
+    group's fitted cycle gives it there."""
+
+    model: str
+    hardware: str
+    concurrency: float
+    """[sequences] (NaN where the rows do not say)."""
+    spec_method: str
+    category: str
+    k: int
+    """Draft tokens per cycle [tokens]."""
+    requests: int
+    """Rows of the category at this k with an accept_len [requests]."""
+    accept_len: float
+    """Pooled from counts [tokens/cycle, bonus token included]."""
+    accept_len_low: float
+    accept_len_high: float
+    """Its 95% interval over the requests (:func:`accept_len_interval`) [tokens/cycle]."""
+    predicted_speedup: float
+    """``accept_len x step_ms / cycle_ms(k)``, the group's step and fitted cycle [x]."""
+    predicted_low: float
+    """With accept_len at its interval's low end and the cycle at the fit's (the group's
+    held-out interval at k, :func:`breakeven.cycle.half_width`) [x]."""
+    predicted_high: float
+    """... at their high ends [x]."""
+    verdict: str
+    """'faster', 'slower', 'within noise' or 'no interval' (:func:`breakeven.intervals.verdict`)."""
+    best: bool
+    """Whether k is the category's best among its measured k (highest predicted speedup)."""
+
+
+@dataclass(frozen=True)
+class FitMix:
+    """A traffic mix's predicted speedup at one k of a fitted group."""
+
+    model: str
+    hardware: str
+    concurrency: float
+    spec_method: str
+    k: int
+    mix: tuple[tuple[str, float], ...]
+    """Each category and its share of the decoded tokens [fraction]."""
+    accept_len: float
+    """The mix's tokens per cycle: the token-weighted harmonic mean of the categories',
+    ``1 / sum_c (w_c / accept_len_c)`` [tokens/cycle]."""
+    predicted_speedup: float
+    """``accept_len x step_ms / cycle_ms(k)`` [x]."""
+    predicted_low: float
+    predicted_high: float
+    """Every category at its interval's end at once [x]."""
+    best: bool
+    """Whether k is the mix's best among the k every category of it was measured at."""
+
+
+def fit_by_category(
+    groups: Sequence[tuple[Any, Any]], mix: Mapping[str, float] | None = None
+) -> tuple[tuple[CategoryFit, ...], tuple[FitMix, ...]]:
+    """Each fitted group's categories at each measured k, and a mix's speedup at each k.
+
+    ``groups`` pairs each fitted group's rows (:func:`breakeven.fit.fit`'s prepared speculative
+    rows: ``category``, ``num_spec_tokens``, ``accept_len``, ``num_drafts``) with its
+    :class:`~breakeven.fit.GroupFit`.  A category's speedup at k is its pooled
+    accept_len times the group's step over the group's fitted cycle at k: the cycle does not
+    depend on what is decoded, the acceptance does.  Its interval puts accept_len at its
+    interval's ends and the cycle at the fit's; where the fit has no held-out error, the
+    acceptance's alone.  Empty where no row has a category."""
+    rows_out: list[CategoryFit] = []
+    mixes: list[FitMix] = []
+    for rows, g in groups:
+        category = rows["category"].astype(object).where(rows["category"].notna(), "")
+        rows = rows[category.astype(str) != ""]
+        if rows.empty or not (g.step_ms > 0):
+            continue
+        mine = [
+            _category_fit(g, str(cat), int(k), part)
+            for (cat, k), part in rows.groupby(["category", "num_spec_tokens"], sort=False)
+        ]
+        mine = [r for r in mine if r is not None]
+        rows_out += _marked_best(mine, lambda r: r.category)
+        if mix:
+            mixes += _marked_best(_fit_mixes(g, mine, mix), lambda r: "")
+    return tuple(rows_out), tuple(mixes)
+
+
+def _relative_width(g: Any, k: int) -> float:
+    """The group's relative half-width at k (0 where it has no held-out error)."""
+    width = half_width(g.interval_width, k, g.measured_k)
+    return width if math.isfinite(width) else 0.0
+
+
+def _category_fit(g: Any, cat: str, k: int, part: Any) -> CategoryFit | None:
+    tau, low, high = accept_len_interval(part["accept_len"], part["num_drafts"])
+    cycle = float(g.cycle_ms(k))
+    if not (tau >= 1 and cycle > 0):
+        return None
+    scale, h = g.step_ms / cycle, _relative_width(g, k)
+    speedup = tau * scale
+    s_low, s_high = low * scale * (1 - h), high * scale * (1 + h)
+    return CategoryFit(
+        model=g.model,
+        hardware=g.hardware,
+        concurrency=g.concurrency,
+        spec_method=g.spec_method,
+        category=cat,
+        k=k,
+        requests=int(part["accept_len"].notna().sum()),
+        accept_len=tau,
+        accept_len_low=low,
+        accept_len_high=high,
+        predicted_speedup=speedup,
+        predicted_low=s_low,
+        predicted_high=s_high,
+        verdict=verdict(speedup, s_low, s_high),
+        best=False,
+    )
+
+
+def _fit_mixes(g: Any, rows: Sequence[CategoryFit], mix: Mapping[str, float]) -> list[FitMix]:
+    """The mix at each k where every category of it has a row."""
+    weights = {c: w for c, w in mix.items() if w > 0}
+    by_k: dict[int, dict[str, CategoryFit]] = {}
+    for r in rows:
+        by_k.setdefault(r.k, {})[r.category] = r
+    out = []
+    for k, cats in sorted(by_k.items()):
+        if not set(weights) <= set(cats):
+            continue
+
+        def harmonic(end: str, cats: dict[str, CategoryFit] = cats) -> float:
+            values = {c: getattr(cats[c], end) for c in weights}
+            if not all(v >= 1 for v in values.values()):
+                return math.nan
+            return 1 / sum(w / values[c] for c, w in weights.items())
+
+        tau = harmonic("accept_len")
+        scale, h = g.step_ms / float(g.cycle_ms(k)), _relative_width(g, k)
+        out.append(
+            FitMix(
+                model=g.model,
+                hardware=g.hardware,
+                concurrency=g.concurrency,
+                spec_method=g.spec_method,
+                k=k,
+                mix=tuple(weights.items()),
+                accept_len=tau,
+                predicted_speedup=tau * scale,
+                predicted_low=harmonic("accept_len_low") * scale * (1 - h),
+                predicted_high=harmonic("accept_len_high") * scale * (1 + h),
+                best=False,
+            )
+        )
+    return out
+
+
+def _marked_best(rows: list[Any], key: Any) -> list[Any]:
+    """``rows`` with ``best`` set on each key's row of highest predicted speedup."""
+    top: dict[Any, Any] = {}
+    for r in rows:
+        if r.predicted_speedup > getattr(top.get(key(r)), "predicted_speedup", -math.inf):
+            top[key(r)] = r
+    chosen = {id(r) for r in top.values()}
+    return [replace(r, best=id(r) in chosen) for r in rows]
+
+
 __all__: Sequence[str] = (
+    "CategoryFit",
     "CategoryRow",
+    "FitMix",
     "MixAnswer",
     "accept_len_interval",
     "as_dicts",
     "by_category",
+    "fit_by_category",
     "mix_answers",
     "parse_mix",
 )

@@ -69,6 +69,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
     metavar="K",
     help="Routed experts per token (with --experts).",
 )
+@o.mix
 @click.option(
     "--shared",
     "shared",
@@ -106,6 +107,9 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     more concurrencies, the forward surface t(B, q) (weights, routed experts
     with --experts/--top-k, KV per sequence, compute per token) and the
     draft's cost are fitted across them too; batch --fit-file sweeps it.
+    Where rows have a workload category (bench --prompts), each category's
+    accept_len at each k is priced with its group's cycle, and --mix gives a
+    traffic mix's speedup at each k and its best k.
 
     \b
       breakeven fit runs.csv --predict-k 1-8

@@ -397,8 +397,8 @@ mix = click.option(
     metavar="CAT=SHARE,...",
     help="A traffic mix, each category's share of the decoded tokens (code=0.6,chat=0.3,"
     "math=0.1; normalised): the speedup for that traffic, the categories that lose and the "
-    "share of them at which speculation stops paying. Needs rows with a category (bench "
-    "--prompts with a category field).",
+    "share of them at which speculation stops paying (fit: the mix's speedup at each k, and "
+    "its best k). Needs rows with a category (bench --prompts with a category field).",
 )
 
 

@@ -9,6 +9,7 @@ from breakeven.formatting.text import (
     Row,
     fitted,
     grid,
+    interval_text,
     k_ranges,
     neighbours_regret,
     num,
@@ -164,6 +165,72 @@ def fit_headline(result: Row) -> str:
     return f"Best k: {shown}{more}."
 
 
+_CATEGORY_FIT_COLUMNS = [
+    "group",
+    "category",
+    "k",
+    "requests",
+    "accept_len [tokens/cycle]",
+    "95% interval [tokens/cycle]",
+    "predicted [x]",
+    "interval [x]",
+    "verdict",
+]
+
+
+_MIX_FIT_COLUMNS = ["k", "accept_len [tokens/cycle]", "predicted [x]", "interval [x]"]
+
+
+def _category_fit_lines(result: Row) -> list[str]:
+    """Each group's categories at each k (``categories``), the best k of each marked, then a
+    mix's speedup at each k (``mix``)."""
+    rows = result.get("categories") or []
+    if not rows:
+        return []
+    cells = [
+        [
+            _where(r) or "runs",
+            printable(str(r["category"])),
+            f"{r['k']}{' *' if r['best'] else ''}",
+            str(r["requests"]),
+            num(r["accept_len"], ".3f"),
+            interval_text(r["accept_len_low"], r["accept_len_high"]),
+            num(r["predicted_speedup"], ".3f"),
+            interval_text(r["predicted_low"], r["predicted_high"]),
+            r["verdict"],
+        ]
+        for r in rows
+    ]
+    lines = [
+        "By workload category (each category's accept_len priced with its group's step and "
+        "fitted cycle; * its best k):",
+        *grid(
+            _CATEGORY_FIT_COLUMNS,
+            cells,
+            right=False,
+            optional=("requests", "95% interval [tokens/cycle]"),
+            cut=("group", "category"),
+        ),
+    ]
+    mixes: dict[str, list[Row]] = {}
+    for m in result.get("mix") or []:
+        mixes.setdefault(_where(m) or "runs", []).append(m)
+    for where, ms in mixes.items():
+        shares = ", ".join(f"{printable(c)} {w:.0%}" for c, w in ms[0]["mix"])
+        lines.append(f"{where}, the mix ({shares} of the tokens; * its best k):")
+        cells = [
+            [
+                f"{m['k']}{' *' if m['best'] else ''}",
+                num(m["accept_len"], ".3f"),
+                num(m["predicted_speedup"], ".3f"),
+                interval_text(m["predicted_low"], m["predicted_high"]),
+            ]
+            for m in ms
+        ]
+        lines += grid(_MIX_FIT_COLUMNS, cells, right=False)
+    return [*lines, ""]
+
+
 @fitted
 def fit_text(result: Row) -> str:
     """What ``breakeven fit`` prints, from ``FitResult.to_dict()``: its headline
@@ -205,6 +272,7 @@ def fit_text(result: Row) -> str:
         )
         lines += [f"  Note: {n}." for n in g["notes"]]
         lines.append("")
+    lines += _category_fit_lines(result)
     for surface in result.get("surfaces", []):
         lines += _surface_lines(surface)
     for tree in result.get("trees", []):
