@@ -1,4 +1,6 @@
-"""SGLang's scheduler log: ``Decode batch`` lines, and the prefill lines that show idle time.
+"""SGLang's scheduler log: ``Decode batch`` lines, and the prefill lines that show idle time;
+and a request's ``meta_info`` printed whole (its request log line, or ``/generate``'s reply),
+whose speculative counts give the request's own accept_len (:func:`_requests`).
 
 Source: ``python/sglang/srt/managers/scheduler_metrics_mixin.py``,
 ``log_decode_stats`` (2025 ``Decode batch.``, 2026 ``Decode batch,``):
@@ -81,6 +83,7 @@ from breakeven.iotools.lines import Engine, Field, LineKind, call_env, carry_lau
 DECODE = "sglang_decode"
 IDLE = "sglang_idle"  # a prefill line reporting an empty batch: never a record
 ONE_BATCH = "sglang_bench_one_batch"  # its printed summary line, as the JSONL's records
+REQUEST = "sglang_request"  # a request's meta_info, printed whole (request logs, /generate)
 LAUNCH = "sglang_server_args"
 _NO_ACCEPT_LEN = "speculative (accept rate printed) but accept len not printed: no accept_len"
 _LAUNCH_COLUMNS = {
@@ -98,6 +101,13 @@ _TIMESTAMP = Field(
     kind="text",
     transform=lambda e: e.str.replace(" ", "T", literal=True),
 )
+
+
+def _meta(name: str, keys: str) -> Field:
+    """A whole number of a printed meta_info, ``'key': N`` or ``"key":N``, under any of
+    ``keys`` (alternatives joined by ``|``)."""
+    return Field(name, rf"""['"](?:{keys})['"]\s*:\s*(\d+)""", keys.split("|")[0])
+
 
 KINDS = (
     LineKind(
@@ -158,6 +168,29 @@ KINDS = (
             ),
         ),
     ),
+    # A request's meta_info, as a Python dict (the request log's "Finish: ... out={...}", a
+    # script printing /generate's result) or as JSON (/generate's reply): with speculation,
+    # spec_verify_ct (its verify forwards, sgl-project/sglang PR 3152), the accepted and
+    # drafted tokens under the names of their time (spec_accept_token_num and
+    # spec_draft_token_num, 2025; spec_accepted_drafts, spec_num_correct_drafts), and
+    # completion_tokens.
+    LineKind(
+        REQUEST,
+        "sglang",
+        "spec_verify_ct",
+        fields=(
+            _meta("req_steps", "spec_verify_ct"),
+            _meta(
+                "req_accepted", "spec_accept_token_num|spec_accepted_drafts|spec_num_correct_drafts"
+            ),
+            _meta(
+                "req_drafted", "spec_draft_token_num|spec_proposed_drafts|spec_num_proposed_drafts"
+            ),
+            _meta("completion_tokens", "completion_tokens"),
+            _meta("prompt_tokens", "prompt_tokens"),
+        ),
+        required=("req_steps",),
+    ),
     # bench_one_batch prints "Decode.  median latency: 0.02711 s, median throughput: 36.88
     # token/s" per run: the target's decode step at a batch size (throughput = batch / latency).
     LineKind(
@@ -179,6 +212,15 @@ def sequence(
     """Decode records; the state is the kind of the last decode or idle line."""
     if not rows.height:
         return None, state
+    if "req_steps" in rows.columns:
+        requests = _requests(rows.filter(pl.col("kind") == REQUEST), k)
+        rest = rows.filter(pl.col("kind") != REQUEST)
+        rest = rest.drop(
+            "req_steps", "req_accepted", "req_drafted", "completion_tokens", "prompt_tokens"
+        )
+        others, state = sequence(rest, state, k, final)
+        parts = [p for p in (others, requests) if p is not None and p.height]
+        return (pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else None), state
     if "median_latency_s" in rows.columns:
         one_batch = _one_batch(rows.filter(pl.col("kind") == ONE_BATCH))
         rows = rows.filter(pl.col("kind") != ONE_BATCH).drop("median_latency_s", "aggregate_tok_s")
@@ -231,6 +273,28 @@ def sequence(
     return records.drop("kind", "prealloc_reqs", "transfer_reqs", "spec_field"), state
 
 
+def _requests(rows: pl.DataFrame, k: int | None) -> pl.DataFrame:
+    """Requests' meta_info: each request's verify forwards and accepted drafts.  Its
+    accept_len is ``1 + accepted / forwards`` (bonus token included), where SGLang's own
+    ``spec_accept_length`` is ``completion_tokens / spec_verify_ct``, counting the token the
+    prefill made too (PR 3152's "average acceptance length"): above by 1 / forwards.  Where
+    the accepted drafts are not printed, they are ``completion_tokens - 1 - forwards`` (one
+    token from the prefill, one from each forward)."""
+    steps = pl.col("req_steps")
+    accepted = pl.coalesce(pl.col("req_accepted"), pl.col("completion_tokens") - 1 - steps)
+    return rows.filter(steps > 0).select(
+        "line",
+        format=pl.lit(REQUEST),
+        origin=pl.lit("server"),
+        num_spec_tokens=pl.lit(k, pl.Int64),
+        num_drafts=steps,
+        accepted_tokens=accepted,
+        draft_tokens=pl.col("req_drafted"),
+        accept_len=1 + accepted / steps,
+        completion_tokens=pl.col("completion_tokens"),
+    )
+
+
 def _one_batch(rows: pl.DataFrame) -> pl.DataFrame:
     """bench_one_batch's printed runs: the batch is throughput x latency (tokens per step)."""
     latency = pl.col("median_latency_s")
@@ -250,5 +314,8 @@ ENGINE = Engine(
     "sglang",
     KINDS,
     sequence,
-    tok_s={DECODE: "gen throughput / #running-req (the first window after idle gets none)"},
+    tok_s={
+        DECODE: "gen throughput / #running-req (the first window after idle gets none)",
+        REQUEST: "none (a request's meta_info gives its tokens, not its decode time)",
+    },
 )
