@@ -394,6 +394,39 @@ def test_per_request_metrics_sum_to_the_counters(vllm, tmp_path):
         )
 
 
+def accepted_per_position(text: str) -> list[float]:
+    """vLLM's ``spec_decode_num_accepted_tokens_per_pos`` counters in a /metrics scrape, by
+    position (0 first)."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("vllm:spec_decode_num_accepted_tokens_per_pos_total{"):
+            position = int(line.split('position="')[1].split('"')[0])
+            found[position] = float(line.rsplit(" ", 1)[1])
+    return [found[i] for i in sorted(found)]
+
+
+def test_bench_positions_are_the_per_position_counters(vllm, tmp_path):
+    """bench records each request's acceptance histogram (its per-request metrics); check
+    pools them into the run's acceptance at each draft position.  Times the cycles, those are
+    the change of the server's per-position counters exactly, and 1 + their sum is the
+    counters' accept_len: the accept_len check gives for every smaller k is the engine's own
+    per-position count, cut at k."""
+    server = vllm.get("draft_model")
+    out = tmp_path / "runs.csv"
+    warm(server)
+    before = accepted_per_position(server.metrics())
+    with Window(server, tmp_path) as w:
+        bench(server, out, "spec", "-k", K, "--requests", 6, "--concurrency", 1)
+    moved = [a - b for a, b in zip(accepted_per_position(server.metrics()), before, strict=True)]
+    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["positions"]
+    assert row["source"] == "histogram" and row["k"] == K
+    assert row["cycles"] == w.delta["drafts"]
+    assert [a * row["cycles"] for a in row["per_position"]] == pytest.approx(moved, abs=1e-6)
+    assert row["accept_len_by_k"][-1] == pytest.approx(w.accept_len, rel=1e-9)
+
+
 def test_categories_on_a_real_vllm(vllm, tmp_path):
     """bench with the bundled categorised prompts, plain and with a draft model whose replies
     carry their own spec-decode counts: check's per-category accept_len is pooled from the
