@@ -564,10 +564,12 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         return "No records.\n"
     files = len({key[0] for key in tally.groups})
     formats = ", ".join(dict.fromkeys(key[1] for key in tally.groups))
+    categories = any(len(key) > 5 and key[5] for key in tally.groups)
     heads = [
         "file",
         "run",
         "concurrency",
+        *(["category"] if categories else []),
         "format",
         "records",
         "k",
@@ -580,7 +582,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     basis = getattr(tally, "rate_basis", None)
     cells = []
     for key, g in tally.groups.items():
-        path, fmt, run_id, label, concurrency = (*key, None, None, None)[:5]
+        path, fmt, run_id, label, concurrency, category = (*key, None, None, None, None)[:6]
         tau, tok, agg = (tally.mean(g, m) for m in ("accept_len", "tok_s", "aggregate_tok_s"))
         run = " / ".join(str(part) for part in (label, run_id) if part) or "-"
         cells.append(
@@ -588,6 +590,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
                 path,
                 run,
                 num(concurrency, "g"),
+                *([printable(category or "-")] if categories else []),
                 fmt,
                 str(g["records"]),
                 ",".join(map(str, sorted(g["k"]))) or "-",
@@ -601,7 +604,8 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     shown = cells[:MAX_SUMMARY_LINES]
     lines = [
         f"{tally.records} record{'s' * (tally.records != 1)} from {files} "
-        f"file{'s' * (files != 1)} ({formats}), by file, run and concurrency:",
+        f"file{'s' * (files != 1)} ({formats}), by file, "
+        + ("run, concurrency and category:" if categories else "run and concurrency:"),
         "",
     ]
     lines += grid(
@@ -619,7 +623,12 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
     lines.append("")
     lines.append(
         "Every record: --json lists them, --out writes the measurements CSV. Each line is one "
-        "file, run (label / run_id) and concurrency: nothing is pooled across them. accept_len "
+        + (
+            "file, run (label / run_id), concurrency and workload category"
+            if categories
+            else "file, run (label / run_id) and concurrency"
+        )
+        + ": nothing is pooled across them. accept_len "
         "is pooled from counts, 1 + sum(accepted) / sum(drafts), where the records give their "
         "drafts; tok_s is a ratio of sums, decoded tokens over their time (tok_s from: "
         "tokens/time), where the records give their tokens, else the mean of their rates "

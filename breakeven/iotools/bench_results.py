@@ -1,5 +1,6 @@
 """Benchmark tools' result files: ``vllm bench serve`` JSON, SGLang ``bench_serving`` and
-``bench_one_batch`` JSONL.
+``bench_one_batch`` JSONL, NVIDIA AIPerf's ``profile_export_aiperf.json`` and
+``profile_export.jsonl`` (:mod:`breakeven.iotools.aiperf`).
 
 Under speculation a streamed chunk carries several tokens, so the inter-token
 latency (ITL, between chunks) is about accept_len x the time per output token
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from breakeven.iotools import aiperf
 from breakeven.iotools.records import PLACEHOLDERS
 
 VLLM_BENCH_SERVE = "vllm_bench_serve"
@@ -56,8 +58,9 @@ class BenchFormat:
 
     name: str
     """The record's ``format``, and a value of ``ingest --format``."""
-    engine: str
-    """The engine the results are of (the record's ``engine``)."""
+    engine: str | None
+    """The engine the results are of (the record's ``engine``); None for a client that serves
+    every engine (AIPerf)."""
     recognised_by: tuple[tuple[str, ...], ...]
     """Key sets: an object holding every key of one of them is of this format (formats are
     tried in :data:`BENCH_FORMAT_TABLE`'s order)."""
@@ -252,6 +255,23 @@ def _trtllm_iteration(obj: dict[str, Any], record: dict[str, Any]) -> None:
         )
 
 
+def _aiperf_summary(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """AIPerf's ``profile_export_aiperf.json`` (:func:`breakeven.iotools.aiperf.summary_columns`)."""
+    try:
+        record.update(aiperf.summary_columns(obj))
+    except aiperf.BadValue as e:
+        raise FormatError(str(e)) from None
+
+
+def _aiperf_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ``profile_export.jsonl`` line: its request's record, none for a warmup or failed one."""
+    try:
+        columns = aiperf.request_columns(obj)
+    except aiperf.BadValue as e:
+        raise FormatError(str(e)) from None
+    return [] if columns is None else [{**record, **columns}]
+
+
 _TPOT_RATE = "1000 / mean TPOT of the benchmark's requests"
 
 BENCH_FORMAT_TABLE = (
@@ -279,6 +299,26 @@ BENCH_FORMAT_TABLE = (
         derive=_trtllm_iteration,
         texts=(("timestamp", ("timestamp",)),),
         origin="server",
+    ),
+    # AIPerf before vLLM: its summary holds vLLM's spec_decode_acceptance_length key too.
+    BenchFormat(
+        aiperf.PROFILE,
+        engine=None,
+        recognised_by=(
+            ("aiperf_version",),
+            ("output_token_throughput", "inter_token_latency"),
+            ("spec_decode_token_weighted_acceptance_length",),
+        ),
+        tok_s=aiperf.TOK_S,
+        derive=_aiperf_summary,
+        table=True,
+    ),
+    BenchFormat(
+        aiperf.RECORDS,
+        engine=None,
+        recognised_by=(("metadata", "metrics"),),
+        tok_s=aiperf.RECORDS_TOK_S,
+        requests=_aiperf_requests,
     ),
     BenchFormat(
         VLLM_BENCH_SERVE,
@@ -386,23 +426,36 @@ def result_records(obj: dict[str, Any], fmt: str, source: str) -> list[dict[str,
 
 def parse_json_document(text: str) -> list[tuple[int, Any]]:
     """A JSON file (one value) or JSON Lines: ``(line, value)`` pairs; raises ValueError."""
-    stripped = text.strip()
+    documents, cut = parse_json_lines(text)
+    if cut is not None:
+        raise ValueError(f"line {cut[0]}: {cut[1]}")
+    return documents
+
+
+def parse_json_lines(text: str) -> tuple[list[tuple[int, Any]], tuple[int, str] | None]:
+    """A JSON file (one value) or JSON Lines: ``(line, value)`` pairs, and ``(line, message)``
+    for a last line that does not parse (a file cut off while written), else None; raises
+    ValueError where the text is neither (at the first bad line before the last)."""
     try:
-        value = json.loads(stripped)
-    except json.JSONDecodeError:
-        value = None
+        value = json.loads(text.strip())
+    except json.JSONDecodeError as e:
+        whole = f"line {e.lineno} column {e.colno}: {e.msg}"
     else:
-        values = value if isinstance(value, list) else [value]
-        return [(1, v) for v in values]
-    out = []
+        return [(1, v) for v in (value if isinstance(value, list) else [value])], None
+    out: list[tuple[int, Any]] = []
+    bad: tuple[int, str] | None = None
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if bad is not None:  # not JSON Lines: a document's own error, else the line's
+            raise ValueError(f"line {bad[0]}: {bad[1]}" if out else whole)
         try:
             out.append((i, json.loads(line)))
         except json.JSONDecodeError as e:
-            raise ValueError(f"line {i}: not JSON ({e.msg} at column {e.colno})") from None
-    return out
+            bad = (i, f"not JSON ({e.msg} at column {e.colno})")
+    if bad is not None and not out:
+        raise ValueError(whole)
+    return out, bad
 
 
 TABLE_MARKER = "Serving Benchmark Result"

@@ -6,10 +6,12 @@ the content (:func:`breakeven.iotools.sources.detect`) and reads it (UTF-8 text;
 a byte-order mark says so, transcoded as it streams: :func:`breakeven.iotools.sources.open_input`):
 
 - JSON or JSON Lines (only if the whole file parses so): benchmark results,
-  told apart by their keys (:mod:`breakeven.iotools.bench_results`);
+  told apart by their keys (:mod:`breakeven.iotools.bench_results`, AIPerf's exports
+  :mod:`breakeven.iotools.aiperf`);
 - Prometheus text of an engine's ``/metrics`` (:mod:`breakeven.iotools.prometheus`);
 - anything else is text, scanned at once for every line kind of every engine
-  (:mod:`breakeven.iotools.engines`) and for printed benchmark result tables.
+  (:mod:`breakeven.iotools.engines`) and for printed benchmark result tables (AIPerf's
+  console summary and CSV exports among them).
 
 Records come out as polars frames of the record schema
 (:mod:`breakeven.iotools.records`); ``--json``, the Python API and ``--out``
@@ -28,7 +30,7 @@ import pandas as pd
 import polars as pl
 
 from breakeven.errors import UnreadableInput, invalid_value
-from breakeven.iotools import bench_results, prometheus, sources
+from breakeven.iotools import aiperf, bench_results, prometheus, sources
 from breakeven.iotools.engines import engines
 from breakeven.iotools.lines import TextScanner
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
@@ -179,10 +181,10 @@ def _read_input(
         problems.append(Problem(item.path, None, str(e)))
         return
     try:
-        kind = _kind(format, source)
+        kind, error = _kind(format, source), None
         if kind in (sources.JSON_DOCUMENT, *bench_results.BENCH_FORMATS):
             data = source.read_all()
-            read = _json_records(item.path, data, None if kind == "json" else kind, problems)
+            read, error = _json_records(item.path, data, None if kind == "json" else kind, problems)
             if read is not None:
                 if read:
                     yield frame_of(read)
@@ -190,12 +192,24 @@ def _read_input(
             # Not JSON after all: text that starts like it (an SGLang log, say).
             source = sources.Input(item.path, io.BytesIO(data), data[: sources.HEAD_BYTES], None)
             kind = sources.TEXT
+            if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+                error = None  # "[53409] ..." (a process manager's prefix): a log
         if kind == sources.PROMETHEUS:
             records = _prometheus_records(item, source, before, problems)
             if records:
                 yield frame_of(records)
             return
-        yield from _text_frames(item, source, problems, block_bytes)
+        frames = _text_frames(item, source, problems, block_bytes)
+        if error is None:
+            yield from frames
+            return
+        found, known = 0, len(problems)
+        for frame in frames:
+            found += frame.height
+            yield frame
+        if not found and len(problems) == known:  # a cut-off JSON export, most likely
+            message = f"starts as a JSON object but does not parse ({error}); cut off?"
+            problems.append(Problem(item.path, None, message))
     except UnreadableInput as e:
         problems.append(Problem(item.path, None, str(e)))
     finally:
@@ -227,19 +241,26 @@ def _decode(path: str, data: bytes, problems: list[Problem]) -> str | None:
 
 def _json_records(
     path: str, data: bytes, forced: str | None, problems: list[Problem]
-) -> list[dict[str, Any]] | None:
-    """The records of a JSON document or JSON Lines; None if it is neither (then it is text,
-    unless the format was forced)."""
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The records of a JSON document or JSON Lines, and why it does not parse; None if it is
+    neither (then it is text, unless the format was forced).  JSON Lines whose last line is
+    cut off (a file still being written: AIPerf's records of an interrupted run) keep the lines
+    before it, where those are benchmark results."""
     text = _decode(path, data, problems)
     if text is None:
-        return []
+        return [], None
     try:
-        documents = bench_results.parse_json_document(text)
+        documents, cut = bench_results.parse_json_lines(text)
     except ValueError as e:
         if forced is None:
-            return None
+            return None, str(e)
         problems.append(Problem(path, None, f"not JSON or JSON Lines: {e}"))
-        return []
+        return [], None
+    if cut is not None:
+        known = any(isinstance(o, dict) and bench_results.bench_format(o) for _, o in documents)
+        if forced is None and not known:
+            return None, f"line {cut[0]}: {cut[1]}"
+        problems.append(Problem(path, cut[0], f"{cut[1]}: cut off? The lines before it are read"))
     records = []
     for line, obj in documents:
         fmt = forced or (bench_results.bench_format(obj) if isinstance(obj, dict) else None)
@@ -257,7 +278,7 @@ def _json_records(
             records.extend(bench_results.result_records(obj, fmt, f"{path}:{line}"))
         except bench_results.FormatError as e:
             problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
-    return records
+    return records, None
 
 
 def _prometheus_records(
@@ -299,7 +320,7 @@ def _text_frames(
         engines(),
         item.num_spec_tokens,
         _tables,
-        (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION),
+        (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION, *aiperf.MARKERS),
         year=item.year,
     )
 
@@ -323,11 +344,11 @@ def _tables(
 ) -> tuple[list[dict[str, Any]], list[tuple[int, str]], int | None]:
     """Printed benchmark result tables in ``text``: records (``_line`` their title line),
     problems, and the title line of a table ``text`` ends inside."""
-    tables, open_at = bench_results.parse_result_tables(text, first_line)
-    records, problems = [], []
+    tables, bench_open = bench_results.parse_result_tables(text, first_line)
+    records, problems, aiperf_open = aiperf.table_records(text, first_line, final)
+    opened = [at for at in (bench_open, aiperf_open) if at is not None and not final]
+    open_at = min(opened, default=None)
     for line, obj in tables:
-        if open_at is not None and line >= open_at and not final:
-            break  # read again with the next block
         fmt = bench_results.bench_format(obj)
         if fmt is None:
             problems.append(
@@ -343,6 +364,9 @@ def _tables(
         record["format"] = fmt + "_table"
         record["_line"] = line
         records.append(record)
+    if open_at is not None:  # from there, read again with the next block
+        records = [r for r in records if r["_line"] < open_at]
+        problems = [p for p in problems if p[0] < open_at]
     return records, problems, open_at
 
 
@@ -350,6 +374,7 @@ def tok_s_meanings() -> dict[str, str]:
     """What ``tok_s`` (per sequence) is, by record format."""
 
     meanings = bench_results.bench_tok_s_meanings()
+    meanings[aiperf.PROFILE_CSV] = aiperf.TOK_S
     meanings[prometheus.PROMETHEUS] = (
         "tokens predicted / seconds predicting (llama.cpp counters); "
         "generation throughput / running requests (SGLang gauges)"

@@ -21,12 +21,13 @@ _SEP = "\x1f"  # between the parts of a RunTally key (a unit separator: in no pa
 
 
 class RunTally(Tally):
-    """A :class:`~breakeven.iotools.records.Tally` per file, format, run and concurrency:
-    nothing is pooled across runs (``run_id``, ``label``) or concurrencies, so a sweep's
-    concurrency-1 and concurrency-100 results stay apart.
+    """A :class:`~breakeven.iotools.records.Tally` per file, format, run, concurrency and
+    workload category: nothing is pooled across runs (``run_id``, ``label``), concurrencies
+    or categories, so a sweep's concurrency-1 and concurrency-100 results stay apart, and so
+    do a report's code and math.
 
-    Its groups are keyed ``(path, format, run_id, label, concurrency)`` (None where the
-    records say none); memory grows with the number of keys, not with the records.
+    Its groups are keyed ``(path, format, run_id, label, concurrency, category)`` (None where
+    the records say none); memory grows with the number of keys, not with the records.
     """
 
     def count(self, frame: Any) -> None:
@@ -41,18 +42,20 @@ class RunTally(Tally):
             pl.col("run_id"),
             pl.col("label"),
             pl.col("concurrency").cast(pl.String),
+            pl.col("category"),
         ]
         key = pl.concat_str([part.fill_null("") for part in parts], separator=_SEP)
         super().count(frame.with_columns(source=key + _SEP))
 
     def _group(self, path: str, fmt: str) -> dict[str, Any]:
-        file, run_id, label, concurrency = path.split(_SEP)[:4]
+        file, run_id, label, concurrency, category = path.split(_SEP)[:5]
         key = (
             file,
             fmt,
             run_id or None,
             label or None,
             float(concurrency) if concurrency else None,
+            category or None,
         )
         g = self.groups.get(key)  # type: ignore[call-overload]
         if g is None:

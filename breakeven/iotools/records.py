@@ -58,6 +58,7 @@ RECORD_KEYS = (
     "draft_tokens",
     "emitted_tokens",
     "num_drafts",
+    "category",
     "per_position",
     "first_after_idle",
     "note",
