@@ -53,6 +53,7 @@ from breakeven.iotools.metrics import spec_decode_series
 from breakeven.iotools.paths import check_output_path
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
+from breakeven.iotools.replies import Drafts, count, reply_drafts
 from breakeven.iotools.server import (
     ServerLaunch,
     endpoint_pairs,
@@ -515,88 +516,14 @@ def _printable(text: str, limit: int) -> str:
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
-def _count(value: Any) -> int | None:
-    """A token count as a server may send it: a whole number, or its digits as text."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
 class _Malformed(Exception):
     """A reply that breaks the protocol: the request fails with this reason."""
-
-
-class _Drafts(NamedTuple):
-    """What a server says of one request's drafts [tokens, cycles] (None where it does not)."""
-
-    drafted: int | None = None
-    accepted: int | None = None
-    steps: int | None = None
-    histogram: str | None = None
-    k: int | None = None
-
-
-def _histogram(value: Any) -> str | None:
-    """A per-request acceptance histogram (index j: the verify cycles that accepted j drafted
-    tokens) as rows write it, its counts joined by ``;`` (None unless a list of counts)."""
-    counts = [_count(c) for c in value] if isinstance(value, list) else []
-    return ";".join(map(str, counts)) if counts and None not in counts else None
-
-
-def _drafted(chunk: Any) -> _Drafts:
-    """A request's drafts, from the ``timings`` llama.cpp's last chunk carries, the
-    ``metrics.speculative_decoding`` of vLLM's last (usage) chunk, which a vLLM started with
-    ``--per-request-spec-decode-metrics summary`` sends (vllm/v1/metrics/stats.py,
-    ``RequestSpecDecodeMetrics.to_dict``), or the ``sglext.spec_tokens_details`` of the chunk
-    SGLang sends before its usage chunk when asked with ``return_spec_tokens_details``
-    (:meth:`Bench._payload`; sgl-project/sglang PR 33518)."""
-    if not isinstance(chunk, dict):
-        return _Drafts()
-    timings = chunk.get("timings")
-    if isinstance(timings, dict):
-        return _Drafts(_count(timings.get("draft_n")), _count(timings.get("draft_n_accepted")))
-    sglext = chunk.get("sglext")
-    details = sglext.get("spec_tokens_details") if isinstance(sglext, dict) else None
-    if isinstance(details, list):  # one per choice where n > 1; bench asks for one
-        details = details[0] if details else None
-    if isinstance(details, dict):
-        # SGLang's per-request counts (python/sglang/srt/entrypoints/openai/utils.py,
-        # spec_tokens_details_from_meta_info, copies the meta_info that
-        # python/sglang/srt/managers/tokenizer_manager.py _calculate_spec_decoding_metrics
-        # fills): spec_num_proposed_drafts, the draft tokens put to verification
-        # (spec_verify_ct x (speculative_num_draft_tokens - 1) at a fixed k);
-        # spec_num_correct_drafts, those accepted (no bonus token); spec_verify_ct, the verify
-        # forwards; spec_correct_drafts_histogram[j], the forwards that accepted j drafts.
-        # SGLang's spec_accept_length is completion_tokens / spec_verify_ct (bonus token
-        # included): 1 + accepted / steps where every token came from a verify forward, as
-        # RequestResult.accept_len reckons it.
-        return _Drafts(
-            _count(details.get("spec_num_proposed_drafts")),
-            _count(details.get("spec_num_correct_drafts")),
-            _count(details.get("spec_verify_ct")),
-            _histogram(details.get("spec_correct_drafts_histogram")),
-        )
-    metrics = chunk.get("metrics")
-    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
-    if not isinstance(spec, dict):
-        return _Drafts()
-    return _Drafts(
-        _count(spec.get("num_draft_tokens")),
-        _count(spec.get("num_accepted_draft_tokens")),
-        _count(spec.get("num_spec_steps")),
-        _histogram(spec.get("acceptance_histogram")),
-        _count(spec.get("num_spec_tokens")),
-    )
 
 
 def _prompt_tokens(chunk: Any) -> int | None:
     """The prompt's tokens an event's usage gives (None where it gives none)."""
     usage = chunk.get("usage") if isinstance(chunk, dict) else None
-    return _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+    return count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
 
 
 def _chunk_text(chunk: Any) -> tuple[str, int | None]:
@@ -604,7 +531,7 @@ def _chunk_text(chunk: Any) -> tuple[str, int | None]:
     if not isinstance(chunk, dict):
         raise _Malformed(f"a server-sent event that is not a JSON object: {type(chunk).__name__}")
     usage = chunk.get("usage")
-    tokens = _count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+    tokens = count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
     choices = chunk.get("choices")
     if choices is None:
         return "", tokens
@@ -677,14 +604,14 @@ class _Timing:
     times: list[float] = field(default_factory=list)  # when each chunk with text came
     seen: list[int] = field(default_factory=list)  # the tokens streamed up to each of them
     counted: bool = True  # whether every chunk with text came with its usage (a token count)
-    drafts: _Drafts = field(default_factory=_Drafts)
+    drafts: Drafts = field(default_factory=Drafts)
 
     @property
     def chunks(self) -> int:
         """Chunks with text."""
         return len(self.times)
 
-    def add(self, now: float, text: str, usage: int | None, drafts: _Drafts) -> int:
+    def add(self, now: float, text: str, usage: int | None, drafts: Drafts) -> int:
         """Take one event that came at ``now`` [s]; returns the tokens it newly streamed."""
         if usage is not None:
             self.usage_tokens = usage
@@ -967,7 +894,7 @@ class Bench:
             body["ignore_eos"] = True
         if self.engine == "sglang":
             # SGLang sends a request's draft counts (sglext.spec_tokens_details, read by
-            # _drafted) only when asked (python/sglang/srt/entrypoints/openai/protocol.py,
+            # reply_drafts) only when asked (python/sglang/srt/entrypoints/openai/protocol.py,
             # return_spec_tokens_details on CompletionRequest and ChatCompletionRequest);
             # an SGLang without the field ignores it (pydantic's default).  Not sent to other
             # servers: trtllm-serve refuses unknown fields (OpenAIBaseModel extra="forbid").
@@ -1041,13 +968,13 @@ class Bench:
                 level.streamed += streamed
         return False
 
-    def _event(self, data: str) -> tuple[str, int | None, _Drafts, int | None]:
+    def _event(self, data: str) -> tuple[str, int | None, Drafts, int | None]:
         """One server-sent event's text, its usage's completion tokens, what it says of the
-        request's drafts (:func:`_drafted`) and its usage's prompt tokens."""
+        request's drafts (:func:`~breakeven.iotools.replies.reply_drafts`) and its usage's prompt tokens."""
         try:
             chunk = json.loads(data)
             text, usage = _chunk_text(chunk)
-            drafted = _drafted(chunk)
+            drafted = reply_drafts(chunk)
         except ValueError:
             shown = _printable(self.redact(data), 80)
             raise _Malformed(f"malformed server-sent event: {shown!r}") from None

@@ -549,11 +549,12 @@ class TestFaults:
         """A server that waits before its first token: the wait is TTFT, never decode.  On a
         fake clock (a stream's chunks at set times): the rate is exactly the decode's; a
         real server's wait is at least its sleep (how fast the rest came is a machine's)."""
-        from breakeven.bench_client import _Drafts, _Timing
+        from breakeven.bench_client import _Timing
+        from breakeven.iotools.replies import Drafts
 
         timing = _Timing(start=10.0)
         for i in range(80):  # the first token at 0.3 s, then one every 5 ms
-            timing.add(10.3 + 0.005 * i, "x", i + 1, _Drafts())
+            timing.add(10.3 + 0.005 * i, "x", i + 1, Drafts())
         result = timing.result(done=True)
         assert result.ttft_ms == pytest.approx(300)
         assert result.decode_tok_s == pytest.approx(200)
@@ -714,12 +715,13 @@ def test_vllm_timing_histograms_give_a_server_row_and_a_disagreement_is_said(tmp
 def test_tokens_after_the_last_chunk_with_text_took_no_decode_time():
     # Tokens after the last chunk with text (half a character, which streams no text) came
     # after the decode time measured: they are not counted in it.
-    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+    from breakeven.bench_client import _Timing
+    from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     timing = _Timing(start=0.0)
     for i in range(40):
-        timing.add(0.05 + 0.01 * i, "x", i + 1, _Drafts())
-    timing.add(0.5, "", 42, _Drafts())  # two tokens of half a character
+        timing.add(0.05 + 0.01 * i, "x", i + 1, Drafts())
+    timing.add(0.5, "", 42, Drafts())  # two tokens of half a character
     result = timing.result(done=True)
     assert result.completion_tokens == 42 and result.trailing_tokens == 2
     assert result.decoded_tokens == 39 and not result.burst
@@ -730,12 +732,13 @@ def test_a_stream_read_late_at_its_start_or_end_is_timed_where_it_was_live():
     # A stream whose first chunk was read 0.3 s late brings the tokens made meanwhile right
     # after it: its decode time from the first chunk would be short by 0.3 s.  It is timed
     # from the last of those chunks, and before a final run that came after a wait.
-    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+    from breakeven.bench_client import _Timing
+    from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     def stream(times):
         timing = _Timing(start=0.0)
         for i, t in enumerate(times):
-            timing.add(t, "x", i + 1, _Drafts())
+            timing.add(t, "x", i + 1, Drafts())
         return timing.result(done=True)
 
     step = 0.010
@@ -754,12 +757,13 @@ def test_a_stream_without_token_counts_is_timed_whole():
     # llama.cpp streams no usage per chunk, and a chunk may hold several tokens: the stream
     # is timed from its first chunk (the prefill's one token) to its last, every token of the
     # final usage counted (the real llama-server test read 2x slow when chunks were counted).
-    from breakeven.bench_client import _Drafts, _Timing  # lazy: private timing, tested here
+    from breakeven.bench_client import _Timing
+    from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     timing = _Timing(start=0.0)
     for i in range(20):
-        timing.add(0.05 + 0.01 * i, "xyz", None, _Drafts())
-    timing.add(0.3, "", 64, _Drafts())  # the final usage: 64 tokens in 20 chunks
+        timing.add(0.05 + 0.01 * i, "xyz", None, Drafts())
+    timing.add(0.3, "", 64, Drafts())  # the final usage: 64 tokens in 20 chunks
     result = timing.result(done=True)
     assert result.decoded_tokens == 63 and result.trailing_tokens == 0
     assert result.decode_tok_s == pytest.approx(63 / 0.19)

