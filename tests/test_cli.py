@@ -306,3 +306,21 @@ def test_every_commands_help_ends_with_its_examples():
             line.lstrip().startswith(("breakeven ", "--", "ssh ")) for line in lines
         ), lines
         assert tail[1].count(f"breakeven {' '.join(path)}") >= 1
+
+
+def test_an_internal_error_is_one_line_and_exit_3(monkeypatch):
+    # A bug is never a traceback that exits 1 (compare --fail-if's "slower"): one line that
+    # says it is a bug, with its URL password masked before the message is cut, and exit 3.
+    def broken(*args, **kwargs):
+        raise KeyError("http://user:s3cret-pass@host:8000/v1 " + "x" * 300)
+
+    monkeypatch.setattr("breakeven.inputs.predict", broken)
+    args = ["predict", "--baseline", "62.9", "--cycle-ms", "29.9", "--accept-len", "2.1"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 3, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("Error: internal error (KeyError: ") and "a bug in breakeven" in line
+    assert "s3cret" not in line and "Traceback" not in r.output
+    monkeypatch.setenv("BREAKEVEN_DEBUG", "1")
+    r = CliRunner().invoke(cli, args)
+    assert isinstance(r.exception, KeyError)

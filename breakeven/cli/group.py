@@ -126,6 +126,28 @@ EXAMPLES = (
 """One example for each job, shown after the commands."""
 
 
+INTERNAL_ERROR = 3
+"""The exit code of an internal error (a bug): never 1, which ``compare --fail-if`` reserves
+for its condition, nor 2, bad input."""
+DEBUG_VARIABLE = "BREAKEVEN_DEBUG"
+"""Set (to anything), an internal error raises with its traceback."""
+
+
+def internal_error_line(e: BaseException) -> str:
+    """One line for an internal error: its kind, its message (printable, at most 200
+    characters) and what to do."""
+    from breakeven.credentials import hide_url_passwords  # lazy: start-up
+    from breakeven.formatting import printable  # lazy: start-up
+
+    message = printable(hide_url_passwords(str(e)))  # masked, then cut
+    message = message[:200] + ("..." if len(message) > 200 else "")
+    return (
+        f"Error: internal error ({type(e).__name__}: {message}); this is a bug in breakeven "
+        f"{__version__}, not in your input: please report it to the project's issue tracker "
+        f"with the command line (run it again with {DEBUG_VARIABLE}=1 for the traceback)"
+    )
+
+
 class Group(click.Group):
     """A group of :class:`Command`; its usage errors are one line, ``Error: ...``, exit 2.
     Called with no arguments, it prints its help and exits 0."""
@@ -160,6 +182,11 @@ class Group(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except Exception as e:  # a bug: one line, exit 3, never a traceback ending in 1
+            if os.environ.get(DEBUG_VARIABLE):
+                raise
+            click.echo(internal_error_line(e), err=True)
+            sys.exit(INTERNAL_ERROR)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
