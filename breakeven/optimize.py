@@ -813,7 +813,8 @@ def _acceptances(
 
 def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
     """The batch sizes a sweep covers: from the curve's first to ``max_batch`` (by default,
-    the largest whose verify of ``q_min`` tokens per sequence the curve covers)."""
+    the largest whose verify of ``q_min`` tokens per sequence the curve covers, at most
+    :data:`~breakeven.quantities.MAX_BATCH`: a curve to 2^64 tokens is swept to 4,096)."""
     first_batch = max(1, math.ceil(curve.min_tokens))
     limit = curve.max_tokens
     if max_batch is not None:
@@ -821,7 +822,7 @@ def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
     if math.isinf(limit):
         max_batch = max_batch or DEFAULT_MAX_BATCH
     else:
-        covered = int(limit // q_min)
+        covered = min(int(limit // q_min), MAX_BATCH)
         max_batch = covered if max_batch is None else min(max_batch, covered)
     if max_batch < first_batch:
         raise BreakevenError(
@@ -920,7 +921,7 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
         needs a fitted surface (:mod:`breakeven.surface`), or ``draft_ms`` per cycle.
     max_batch : int, optional
         Largest batch to sweep, 1 to :data:`~breakeven.quantities.MAX_BATCH`; by default
-        the largest the curve covers, or :data:`DEFAULT_MAX_BATCH` for a model without a
+        the largest the curve covers (at most :data:`~breakeven.quantities.MAX_BATCH`), or :data:`DEFAULT_MAX_BATCH` for a model without a
         token limit (a fit).
     """
     grid = speedup_grid(curve, **inputs)

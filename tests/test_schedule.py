@@ -417,3 +417,22 @@ def test_a_bad_schedule_file_is_one_line(tmp_path, content, message):
     r = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(bad)])
     assert r.exit_code == 2 and message in r.output and "--schedule" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_curve_to_2_to_the_64_tokens_is_swept_to_the_documented_limit(tmp_path):
+    # Issue 29: a cost curve whose last point is at 2^64 tokens was swept batch by batch to
+    # 2^64 / (k + 1), which never ended.  The sweep stops at MAX_BATCH (4,096), as documented.
+    from click.testing import CliRunner
+
+    from breakeven.cli import cli
+    from breakeven.quantities import MAX_BATCH
+
+    curve = tmp_path / "huge.csv"
+    curve.write_text("tokens,ms\n1,7.37\n18446744073709551616,1e12\n")
+    for args in (
+        ["batch", "--cost-curve", str(curve), "--accept-len", "2.1", "-k", "3", "--json"],
+        ["schedule", "--cost-curve", str(curve), "--alpha", "0.7", "--engine", "vllm", "--json"],
+    ):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["max_batch"] == MAX_BATCH
