@@ -19,7 +19,7 @@ import pandas as pd
 
 from breakeven import formatting
 from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
@@ -253,7 +253,9 @@ def compare(
     labels = [baseline.label, *(s.label for s in specs)]
     if len(set(labels)) != len(labels):
         raise BreakevenError(
-            "{0}: two runs are named alike (" + ", ".join(labels) + "); name them with LABEL=PATH",
+            "{0}: two runs are named alike ("
+            + escape_braces(", ".join(labels))
+            + "); name them with LABEL=PATH",
             "runs",
         )
     # The user named the pairs (BASELINE, SPEC): no unnamed_pairing flag.

@@ -9,6 +9,7 @@ otherwise print the very same text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 
@@ -30,8 +31,21 @@ class BreakevenError(ValueError):
         super().__init__(self.render())
 
     def render(self, spell: Callable[[str], str] = str) -> str:
-        """The message, with each argument name passed through ``spell``."""
-        return self.template.format(*(spell(name) for name in self.names))
+        """The message, with each argument name passed through ``spell``: ``{0}``, ``{1}``
+        ... replaced, ``{{`` and ``}}`` as one brace, and any other brace kept as it stands
+        (a value that reached the template unescaped prints as written, never raises)."""
+
+        def part(m: re.Match[str]) -> str:
+            if m[1] is None:
+                return m[0][0]
+            index = int(m[1])
+            return spell(self.names[index]) if index < len(self.names) else m[0]
+
+        return _FIELD.sub(part, self.template)
+
+
+_FIELD = re.compile(r"\{\{|\}\}|\{(\d+)\}")
+"""What a template replaces: an escaped brace, or an argument's place."""
 
 
 class UnreadableInput(BreakevenError):

@@ -337,3 +337,15 @@ def test_two_bench_invocations_are_two_runs_not_two_launches(tmp_path):
     (row,) = result.runs
     assert row.interval_covers == "across 2 and 2 runs"
     assert "launch" not in row.headline and "launch" not in row.interval_method
+
+
+def test_a_label_with_braces_is_named_as_written():
+    # Issue 29: a run label with a brace reached an error template unescaped (a ValueError
+    # from str.format).  The message names the labels as written; and a template that gets
+    # an unescaped value anyway prints it, never raises.
+    from breakeven.errors import BreakevenError
+
+    r = run(f"{{x={VLLM_BASE}", f"{{x={VLLM_SPEC}")
+    assert r.exit_code == 2
+    assert "two runs are named alike ({x, {x)" in r.output
+    assert str(BreakevenError("{0}: a {1} b {x} }{ {{ok}}", "runs")) == "runs: a {1} b {x} }{ {ok}"
