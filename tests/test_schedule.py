@@ -436,3 +436,15 @@ def test_a_curve_to_2_to_the_64_tokens_is_swept_to_the_documented_limit(tmp_path
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["max_batch"] == MAX_BATCH
+
+
+@given(shares=st.lists(st.floats(1e300, 1.79e308), min_size=1, max_size=6))
+def test_load_shares_that_sum_past_a_double_are_normalised(shares, tmp_path_factory):
+    # Issue 29: shares whose sum overflows a double (math.fsum raised OverflowError).
+    from breakeven.iotools.load import read_load
+
+    path = tmp_path_factory.mktemp("load") / "load.csv"
+    path.write_text("batch,share\n" + "".join(f"{i + 1},{v!r}\n" for i, v in enumerate(shares)))
+    profile, _ = read_load(path)
+    assert math.fsum(profile.values()) == pytest.approx(1.0)
+    assert all(0 < v <= 1 for v in profile.values())

@@ -130,7 +130,9 @@ def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str,
                 "is read from a file, not a pipe",
             )
         profile, shape = _records(path, head), "records"
-    total = math.fsum(profile.values())
+    # Scaled by the largest first: shares of 1e308 each sum past a double (fsum overflows).
+    largest = max(profile.values(), default=0.0)
+    total = math.fsum(v / largest for v in profile.values()) if largest > 0 else 0.0
     if not total > 0:
         raise _error(
             path,
@@ -139,7 +141,7 @@ def read_load(path: str | os.PathLike[str]) -> tuple[dict[int, float], dict[str,
             "or records with a concurrency (a server log's running requests)",
         )
     return (
-        {b: v / total for b, v in sorted(profile.items()) if v > 0},
+        {b: v / largest / total for b, v in sorted(profile.items()) if v > 0},
         {"path": path, "shape": shape, "samples": len(profile)},
     )
 
