@@ -548,3 +548,28 @@ class TestControlCharacters:
         invoke("report", path, "--out", tmp_path / "r")
         page = (tmp_path / "r" / "report.html").read_text()
         assert "\x1b" not in page and "\x07" not in page
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "{csv}"],
+        ["fit", "{csv}"],
+        ["plot", "check", "{csv}", "--out", "{out}.png"],
+        ["report", "{csv}", "--out", "{out}.html"],
+        ["compare", "b={csv}", "s={csv}"],
+    ],
+)
+def test_a_400_digit_cell_is_one_line(tmp_path, command):
+    # Issue 29: a whole number of 400 digits in a CSV cell broke check, fit, compare, report
+    # and plot check (pandas raised OverflowError converting it).
+    path = tmp_path / "big.csv"
+    path.write_text(
+        "label,model,hardware,concurrency,num_spec_tokens,tok_s,accept_len\n"
+        f"b,m,h,1,0,50,\ns,m,h,1,3,{'9' * 400},2.1\n"
+    )
+    out = str(tmp_path / "out")
+    args = [a.replace("{csv}", str(path)).replace("{out}", out) for a in command]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    assert "line 3: tok_s is 99999" in r.output and "a double holds" in r.output

@@ -225,7 +225,20 @@ def _to_numbers(path: str, data: Any) -> None:
         spec = ALL_COLUMNS.get(column)
         if spec is None or spec.kind == "text" or data[column].dtype.kind in "fiu":
             continue
-        numbers = pd.to_numeric(data[column], errors="coerce")
+        try:
+            numbers = pd.to_numeric(data[column], errors="coerce")
+        except OverflowError:  # a whole number of hundreds of digits: as text, it is inf
+            as_text = data[column].astype(object).map(lambda v: v if v is None else str(v))
+            numbers = pd.to_numeric(as_text, errors="coerce")
+            huge = numbers.abs() == math.inf
+            if huge.any():
+                row = data[huge].iloc[0]
+                raise _error(
+                    path,
+                    int(row["line"]),
+                    f"{column} is {shorten(str(row[column]))}, expected a number a double "
+                    f"holds [{spec.unit}] or empty",
+                ) from None
         bad = numbers.isna() & data[column].notna()
         if bad.any():
             row = data[bad].iloc[0]
