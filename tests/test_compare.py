@@ -349,3 +349,25 @@ def test_a_label_with_braces_is_named_as_written():
     assert r.exit_code == 2
     assert "two runs are named alike ({x, {x)" in r.output
     assert str(BreakevenError("{0}: a {1} b {x} }{ {{ok}}", "runs")) == "runs: a {1} b {x} }{ {ok}"
+
+
+def test_a_csv_of_many_empty_columns_compares_as_its_used_columns(tmp_path):
+    # Issue 29: compare read every column of a CSV run (100,000 empty ones took over a minute,
+    # benchmarks/wide_csv.py); it reads the columns check uses, with the same answer.
+    head = "label,model,hardware,concurrency,num_spec_tokens,tok_s,accept_len"
+    rows = [f"b,m,h,1,0,{50 + i % 3}," for i in range(6)] + [
+        f"s,m,h,1,3,{60 + i % 3},2.1" for i in range(6)
+    ]
+    narrow, wide = tmp_path / "narrow.csv", tmp_path / "wide.csv"
+    narrow.write_text("\n".join([head, *rows]) + "\n")
+    extra = "," * 2000
+    head_wide = head + "".join(f",x{i}" for i in range(2000))
+    wide.write_text("\n".join([head_wide, *(r + extra for r in rows)]) + "\n")
+    answers = []
+    for path in (narrow, wide):
+        r = run(f"b={path}", f"s={path}", "--json")
+        assert r.exit_code == 0, r.output
+        answer = json.loads(r.stdout)
+        answer.pop("sources")
+        answers.append(answer)
+    assert answers[0] == answers[1]
