@@ -573,3 +573,30 @@ def test_a_400_digit_cell_is_one_line(tmp_path, command):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2, r.output
     assert "line 3: tok_s is 99999" in r.output and "a double holds" in r.output
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_device_stops_at_a_bound(device):
+    # Issue 29: ingest /dev/zero never ended (no line end, so its NULs were never looked at).
+    if not os.path.exists(device):
+        pytest.skip(f"{device} does not exist on this system")
+    r = CliRunner().invoke(cli, ["ingest", device])
+    assert r.exit_code == 2
+    assert "binary data (a NUL byte)" in r.output and "stopped reading" in r.output
+
+
+def test_a_line_that_never_ends_stops_at_a_bound(tmp_path, monkeypatch):
+    # A stream without NULs or line ends (random letters): past MAX_SKIPPED_BYTES of one
+    # over-long line, reading stops with a problem (the bound made small for the test).
+    from breakeven.iotools import sources
+
+    monkeypatch.setattr(sources, "MAX_LINE_BYTES", 1 << 10)
+    monkeypatch.setattr(sources, "MAX_SKIPPED_BYTES", 1 << 16)
+    path = tmp_path / "letters.txt"
+    path.write_bytes(b"x" * (1 << 20))
+    problems = [
+        item
+        for item in sources.iter_blocks(sources.open_input(str(path)), block_bytes=4096)
+        if isinstance(item, sources.Problem)
+    ]
+    assert [p.message for p in problems][-1].startswith("no line end in ")

@@ -48,6 +48,7 @@ U = TypeVar("U")
 
 BLOCK_BYTES = 8 << 20  # text is read in blocks of about this many bytes
 MAX_LINE_BYTES = 1 << 20  # a line longer than this that does not fit in a block is skipped
+MAX_SKIPPED_BYTES = 1 << 30  # an over-long line past this: not a text log, reading stops
 MAX_DOCUMENT_BYTES = 256 << 20  # JSON and Prometheus files are read whole
 HEAD_BYTES = 1 << 16  # what detection looks at
 STDIN = "-"
@@ -420,27 +421,34 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
     """
     # Compressed input keeps a chunk in flight besides the block: smaller blocks, same memory.
     size = block_bytes or (max(1, BLOCK_BYTES // 2) if source.threaded else BLOCK_BYTES)
-    carry, skipping = b"", False
+    carry, skipping, skipped = b"", False, 0
     too_long = f"line is longer than {MAX_LINE_BYTES >> 20} MiB; skipped"
     for data in _prefetched(source, size):
         if isinstance(data, Problem):
             yield data
             return
+        nul = data.find(b"\0")  # every chunk is looked at: an endless line of NULs too
+        if nul >= 0:
+            if not skipping:
+                yield from _binary(source.name, carry + data, len(carry) + nul)
+            else:
+                yield Problem(source.name, AT_NEXT_LINE, _BINARY)
+            return
         if skipping:  # inside an over-long line: find its end
             cut = data.find(b"\n")
             if cut < 0:
+                skipped += len(data)
+                if skipped > MAX_SKIPPED_BYTES:  # /dev/urandom less its NULs, say
+                    yield Problem(source.name, AT_NEXT_LINE, _NO_LINE_END)
+                    return
                 continue
-            data, skipping = data[cut + 1 :], False
+            data, skipping, skipped = data[cut + 1 :], False, 0
             yield Block(b"\n")  # in the skipped line's place
         cut = data.rfind(b"\n") + 1  # the block ends after the chunk's last newline
         if cut:  # one copy at most: the carried start of a line, and the chunk up to the cut
             whole = cut == len(data)
             block = b"".join((carry, memoryview(data)[:cut])) if carry or not whole else data
             carry = b"" if whole else data[cut:]
-            nul = block.find(b"\0")
-            if nul >= 0:
-                yield from _binary(source.name, block, nul)
-                return
             yield Block(block)
         else:
             carry += data
@@ -450,9 +458,6 @@ def iter_blocks(source: Input, block_bytes: int | None = None) -> Iterator[Block
     if skipping:
         yield Block(b"\n")
     elif carry:
-        if b"\0" in carry:
-            yield from _binary(source.name, carry, carry.find(b"\0"))
-            return
         yield Block(carry + b"\n")
 
 
@@ -505,9 +510,14 @@ def _binary(path: str, data: bytes, nul: int) -> Iterator[Block | Problem]:
         if _looks_utf16(data)
         else ""
     )
-    yield Problem(
-        path, AT_NEXT_LINE, f"binary data (a NUL byte){hint}; expected a text log; stopped reading"
-    )
+    yield Problem(path, AT_NEXT_LINE, _BINARY.replace(" (a NUL byte)", f" (a NUL byte){hint}"))
+
+
+_BINARY = "binary data (a NUL byte); expected a text log; stopped reading"
+_NO_LINE_END = (
+    f"no line end in {MAX_SKIPPED_BYTES >> 20:,} MiB after an over-long line: not a text log (a "
+    "device, or binary data?); stopped reading"
+)
 
 
 def _looks_utf16(data: bytes) -> bool:
