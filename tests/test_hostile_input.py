@@ -600,3 +600,26 @@ def test_a_line_that_never_ends_stops_at_a_bound(tmp_path, monkeypatch):
         if isinstance(item, sources.Problem)
     ]
     assert [p.message for p in problems][-1].startswith("no line end in ")
+
+
+def test_report_reads_a_named_pipe_once(tmp_path):
+    # Issue 29: report read a named pipe, then waited on it again.  One writer writes the CSV
+    # once and closes: the page is written from it, and nothing waits for a second writer.
+    import threading
+
+    fifo = tmp_path / "runs.fifo"
+    os.mkfifo(fifo)
+    data = (Path(__file__).parent.parent / "data" / "case_study.csv").read_bytes()
+    writes = []
+
+    def write() -> None:
+        with open(fifo, "wb") as f:  # waits for the reader
+            f.write(data)
+        writes.append(1)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    r = CliRunner().invoke(cli, ["report", str(fifo), "--out", str(tmp_path / "page")])
+    writer.join(5)
+    assert r.exit_code == 0, r.output
+    assert writes == [1] and (tmp_path / "page" / "report.html").is_file()
