@@ -32,14 +32,22 @@ import signal
 import stat
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from breakeven.credentials import Redactor, hide_url_passwords, shown_url, split_url
+from breakeven.credentials import (
+    MASK,
+    AmbiguousURL,
+    Redactor,
+    hide_url_passwords,
+    masked_url,
+    shown_url,
+    split_url,
+)
 from breakeven.errors import (
     BreakevenError,
     UnreadableInput,
@@ -55,15 +63,21 @@ from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
 from breakeven.iotools.replies import Drafts, count, reply_drafts
 from breakeven.iotools.server import (
+    ACCEPT_ENCODING,
+    ReplyError,
     ServerLaunch,
+    bounded_bytes,
     endpoint_pairs,
     launch_metrics,
     local_server,
+    read_bounded,
+    read_head,
     read_server_env,
     started_iso,
     user_pairs,
 )
 from breakeven.iotools.sources import read_whole
+from breakeven.provenance import is_secret_key, secret_name
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.schema import COLUMN_NAMES
 
@@ -117,17 +131,18 @@ def server_root(url: str) -> str:
 
     Endpoints are then ``root + "/v1/models"`` and so on: never ``/v1/v1/``.
     """
-    shown = hide_url_passwords(url.strip())
+    shown = masked_url(url.strip())
+    expected = "an http:// or https:// URL with a host, such as http://localhost:8000"
     try:
         bare, _ = split_url(url.strip())
         parts = urlsplit(bare)
         host = parts.hostname
+    except AmbiguousURL as e:  # refused, never guessed: its password is not shown
+        raise invalid_value("url", shown, f"{expected} ({e})") from None
     except ValueError:  # an unclosed IPv6 bracket, say
         host = None
     if host is None or parts.scheme not in ("http", "https"):
-        raise invalid_value(
-            "url", shown, "an http:// or https:// URL with a host, such as http://localhost:8000"
-        )
+        raise invalid_value("url", shown, expected)
     try:
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError:
@@ -290,6 +305,23 @@ class Config:
     """How long one request may take in all [s] (a server that trickles bytes)."""
     ignore_eos: bool = True
 
+    def __repr__(self) -> str:
+        """The fields, the API key as ``***``, the URL's password as ``***`` (whatever it
+        holds: :func:`breakeven.credentials.masked_url`) and the value of each ``env`` pair
+        named like a secret as ``***``: a traceback or a log that shows a configuration shows
+        no secret."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "api_key" and value is not None:
+                value = MASK
+            elif f.name == "url" and isinstance(value, str):
+                value = masked_url(value)
+            elif f.name == "env" and isinstance(value, str):
+                value = _masked_env(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     def check(self) -> None:
         server_root(self.url)
         for c in self.concurrency:
@@ -335,6 +367,18 @@ class Config:
     def requests_at(self, concurrency: int) -> int:
         """Requests of the level at ``concurrency``."""
         return self.requests or max(8, 4 * concurrency)
+
+
+def _masked_env(env: str) -> str:
+    """``--env``'s pairs as a configuration's ``repr`` shows them: the value of one named like a
+    secret (:func:`breakeven.provenance.is_secret_key`, :func:`~breakeven.provenance.secret_name`)
+    as ``***``, a URL's password hidden."""
+    words = []
+    for word in env.split():
+        name, eq, _ = word.partition("=")
+        secret = eq and (is_secret_key(name) or secret_name(name))
+        words.append(f"{name}={MASK}" if secret else word)
+    return hide_url_passwords(" ".join(words))
 
 
 def model_name(served: str | None) -> str | None:
@@ -508,11 +552,12 @@ def read_prompts(path: str) -> Prompts:
     return prompts
 
 
-def _printable(text: str, limit: int) -> str:
-    """Server text as it may be shown (:func:`breakeven.formatting.printable`), at most
-    ``limit`` long."""
-
-    text = printable(text[: 4 * limit])
+def _printable(text: str, limit: int, redact: Callable[[str], str]) -> str:
+    """Server text as it may be shown: redacted (``redact``, a :class:`Redactor`) before
+    anything is cut, then printable (:func:`breakeven.formatting.printable`) and redacted
+    again (a secret with control characters inside), at most ``limit`` long.  (Cut first, an
+    echoed key kept 26 of its 43 characters: too few for the redactor to find the key.)"""
+    text = redact(printable(redact(text)[: 4 * limit]))
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
@@ -547,6 +592,63 @@ def _chunk_text(chunk: Any) -> tuple[str, int | None]:
         delta = first.get("delta")
         text = delta.get("content") if isinstance(delta, dict) else None
     return (text if isinstance(text, str) else ""), tokens
+
+
+class _Lines:
+    """A stream's lines as its bytes come, each ended by CR, LF or CRLF (a CR that ends a
+    piece waits for the next: it may begin a CRLF)."""
+
+    def __init__(self) -> None:
+        self.head: list[bytes] = []  # the line so far
+        self.cr = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines that ``data`` ends."""
+        if self.cr:
+            data, self.cr = b"\r" + data, False
+        if data.endswith(b"\r"):
+            data, self.cr = data[:-1], True
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            lines[0] = b"".join([*self.head, lines[0]])
+            self.head = []
+        if rest:
+            self.head.append(rest)
+        return lines
+
+    def end(self) -> list[bytes]:
+        """The line a CR that ended the stream ended (a line without an end is none)."""
+        ended = [b"".join(self.head)] if self.cr else []
+        self.head, self.cr = [], False
+        return ended
+
+
+async def _event_data(response: Any) -> AsyncIterator[str]:
+    """The data of each server-sent event of a streamed reply as the event ends, read within
+    bench's bound on a reply (:func:`~breakeven.iotools.server.bounded_bytes`, which raises
+    :class:`ReplyError` past it: an endless line is never held whole).  As the event-stream
+    rules say: an event's ``data`` lines joined by LF, ended by a blank line; one without
+    data is no event; other fields and comments are not read."""
+    lines = _Lines()
+    data: list[bytes] = []
+    pieces = bounded_bytes(response)
+    async with contextlib.aclosing(pieces):
+        while True:
+            piece = await anext(pieces, None)
+            for line in lines.feed(piece) if piece is not None else lines.end():
+                if not line:
+                    if data:
+                        yield b"\n".join(data).decode("utf-8", errors="replace")
+                        data = []
+                    continue
+                name, _, value = line.partition(b":")
+                if name == b"data":
+                    data.append(value[1:] if value.startswith(b" ") else value)
+            if piece is None:
+                return
 
 
 @dataclass
@@ -692,6 +794,7 @@ class Bench:
         self.engine = "openai-compatible"
         self.failures: list[str] = []
         self.warnings: list[str] = []
+        self.told = 0  # the warnings a level's summary has carried (before the first: none)
         self.loading = False  # the last /v1/models reply was 503
         self.started = ""
         self.env = ""
@@ -710,8 +813,24 @@ class Bench:
         )
         limits = self.httpx.Limits(max_connections=max(c.concurrency) + 2)
         auth = self.httpx.BasicAuth(*self.auth) if self.auth else None
-        return self.httpx.AsyncClient(
-            timeout=timeout, headers=self.headers, limits=limits, auth=auth
+        # Only the encodings read within bench's bound on a reply (bounded_bytes): a server's
+        # gzip is decoded a step at a time, never whole.
+        headers = {**self.headers, "Accept-Encoding": ACCEPT_ENCODING}
+        return self.httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits, auth=auth)
+
+    async def _get(self, client: Any, path: str) -> Any:
+        """``GET`` of the server's ``path``, its body read within bench's bound on a reply
+        (:func:`~breakeven.iotools.server.read_bounded`; past it, :class:`ReplyError`): a
+        reply whose ``text`` and ``json()`` are its decoded body's."""
+        async with client.stream("GET", self.root + path) as response:
+            body = await read_bounded(response)
+        headers = [
+            (key, value)
+            for key, value in response.headers.multi_items()
+            if key.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return self.httpx.Response(
+            response.status_code, headers=headers, content=body, request=response.request
         )
 
     def _error(self, message: str, name: str = "url") -> BreakevenError:
@@ -751,7 +870,7 @@ class Bench:
                 raise self._error(f"the server lists no models at {url}")
             self.model = served[0]
         elif self.model not in served:
-            listed = ", ".join(map(repr, served)) or "nothing"
+            listed = ", ".join(repr(self.redact(s)) for s in served) or "nothing"
             raise self._error(
                 f"the server does not serve {self.model!r}; it serves {listed}", "model"
             )
@@ -762,7 +881,9 @@ class Bench:
         url = self.shown_root + "/v1/models"
         while True:
             try:
-                response = await client.get(self.root + "/v1/models")
+                response = await self._get(client, "/v1/models")
+            except ReplyError as e:
+                raise self._error(f"{url}: {e}") from None
             except self.httpx.ConnectError as e:
                 reason = str(e) or type(e).__name__
                 if (
@@ -779,7 +900,7 @@ class Bench:
             except self.httpx.HTTPError as e:  # a reset, a broken reply
                 raise self._error(
                     f"{url}: the connection failed while reading the reply "
-                    f"({type(e).__name__}: {_printable(str(e), 120)})"
+                    f"({type(e).__name__}: {_printable(str(e), 120, self.redact)})"
                 ) from None
             self.loading = response.status_code == 503
             if self.loading:
@@ -800,13 +921,13 @@ class Bench:
         if status in (401, 403):
             raise self._error(f"{status} from {url}: give the API key with --api-key-env")
         if status != 200:
-            raise self._error(f"{status} from {url}: {_printable(response.text, 200)}")
+            raise self._error(f"{status} from {url}: {_printable(response.text, 200, self.redact)}")
         try:
             body = response.json()
         except ValueError:
             raise self._error(
                 f"{url} answered with a body that is not JSON "
-                f"({_printable(response.text, 80)!r}): is this an "
+                f"({_printable(response.text, 80, self.redact)!r}): is this an "
                 "OpenAI-compatible server?"
             ) from None
         data = body.get("data") if isinstance(body, dict) else None
@@ -828,13 +949,13 @@ class Bench:
         ):
             try:
                 reply = await asyncio.wait_for(
-                    client.get(self.root + path), min(5.0, self.config.request_timeout_s)
+                    self._get(client, path), min(5.0, self.config.request_timeout_s)
                 )
                 body = reply.json() if reply.status_code == 200 else None
             except (self.httpx.HTTPError, ValueError, asyncio.TimeoutError):
                 continue
             if isinstance(body, dict) and isinstance(body.get(key), (str, int, float)):
-                self.version = _printable(str(body[key]), 40).replace(" ", "_")
+                self.version = _printable(str(body[key]), 40, self.redact).replace(" ", "_")
                 self.engine = engine
                 self.served = body
                 break
@@ -845,7 +966,7 @@ class Bench:
         its identity (``launch_id``: the server's address and start, to the second)."""
         metrics = await self.scrape(client)
         started, cache = launch_metrics(metrics)
-        served = endpoint_pairs(self.engine, self.served, cache)
+        served = endpoint_pairs(self.engine, self.served, cache, self.redact)
         parts = urlsplit(self.root)
         if self.config.server_env_from:
             launch = read_server_env(self.config.server_env_from)
@@ -935,37 +1056,45 @@ class Bench:
                 if source.response.status_code != 200:
                     return await self._refused(source.response, url)
                 try:
-                    done = await self._read_events(source, timing, level)
-                except _Malformed as e:
+                    done = await self._read_events(source.response, timing, level)
+                except (_Malformed, ReplyError) as e:
                     return RequestResult(False, str(e))
         except self.httpx.TimeoutException as e:
             return RequestResult(False, self._timeout_reason(e))
         except (self.httpx.HTTPError, self.httpx_sse.SSEError) as e:
-            reason = _printable(self.redact(str(e)), 200)
+            reason = _printable(str(e), 200, self.redact)
             return RequestResult(False, f"{type(e).__name__} mid-stream: {reason}")
         return timing.result(done)
 
     async def _refused(self, response: Any, url: str) -> RequestResult:
         """The failed request of a reply other than 200, with its body (redacted, shortened)."""
-        await response.aread()
-        text = self.redact(response.text)
-        return RequestResult(
-            False, f"HTTP {response.status_code} from {url}: {_printable(text, 200)}"
-        )
+        try:  # its beginning only: 64 KiB, of which 200 characters are shown
+            head = await read_head(response, 1 << 16)
+        except ReplyError as e:
+            return RequestResult(False, f"HTTP {response.status_code} from {url}: {e}")
+        body = head.decode(response.encoding or "utf-8", errors="replace")
+        text = _printable(body, 200, self.redact)
+        return RequestResult(False, f"HTTP {response.status_code} from {url}: {text}")
 
-    async def _read_events(self, source: Any, timing: _Timing, level: _Level | None) -> bool:
+    async def _read_events(self, response: Any, timing: _Timing, level: _Level | None) -> bool:
         """Time the stream's events until ``[DONE]``; returns whether it came.  Each token
-        streamed counts in ``level``; raises :class:`_Malformed` for an event off the protocol."""
-        async for event in source.aiter_sse():
-            if event.data.strip() == "[DONE]":
-                return True
-            now = time.perf_counter()
-            text, usage, drafted, prompt = self._event(event.data)
-            if prompt is not None:
-                timing.prompt_tokens = prompt
-            streamed = timing.add(now, text, usage, drafted)
-            if level is not None:
-                level.streamed += streamed
+        streamed counts in ``level``; raises :class:`_Malformed` for an event off the protocol,
+        :class:`ReplyError` for a stream past bench's bound on a reply (:func:`_event_data`)."""
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != "text/event-stream":
+            shown = _printable(kind, 80, self.redact)
+            raise _Malformed(f"a reply of Content-Type {shown!r}, not text/event-stream")
+        async with contextlib.aclosing(_event_data(response)) as events:
+            async for data in events:
+                if data.strip() == "[DONE]":
+                    return True
+                now = time.perf_counter()
+                text, usage, drafted, prompt = self._event(data)
+                if prompt is not None:
+                    timing.prompt_tokens = prompt
+                streamed = timing.add(now, text, usage, drafted)
+                if level is not None:
+                    level.streamed += streamed
         return False
 
     def _event(self, data: str) -> tuple[str, int | None, Drafts, int | None]:
@@ -976,17 +1105,24 @@ class Bench:
             text, usage = _chunk_text(chunk)
             drafted = reply_drafts(chunk)
         except ValueError:
-            shown = _printable(self.redact(data), 80)
+            shown = _printable(data, 80, self.redact)
             raise _Malformed(f"malformed server-sent event: {shown!r}") from None
         return text, usage, drafted, _prompt_tokens(chunk)
 
     async def scrape(self, client: Any) -> str | None:
-        """The server's ``/metrics`` text, or None (absent, failing, or not in time)."""
+        """The server's ``/metrics`` text, or None (absent, failing, not in time, or past
+        bench's bound on a reply: then a warning says so)."""
         try:
             response = await asyncio.wait_for(
-                client.get(self.root + "/metrics"), min(10.0, self.config.request_timeout_s)
+                self._get(client, "/metrics"), min(10.0, self.config.request_timeout_s)
             )
         except (self.httpx.HTTPError, asyncio.TimeoutError):
+            return None
+        except ReplyError as e:
+            self.warn(
+                f"{self.shown_root}/metrics: {e}; accept_len and the server's own rates are "
+                "left empty"
+            )
             return None
         return response.text if response.status_code == 200 else None
 
@@ -1006,7 +1142,7 @@ class Bench:
         """
         c = self.config
         n = c.requests_at(concurrency)
-        warned = len(self.warnings)
+        warned = self.told  # and those said before the first level (its launch, its scrape)
         level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
         queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
 
@@ -1038,6 +1174,7 @@ class Bench:
         summary["launch"] = self.launch_summary()
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
+        self.told = len(self.warnings)
         return summary
 
     def _close_level(
@@ -1159,6 +1296,14 @@ class Bench:
         self, concurrency: int, i: int, r: RequestResult, level: dict, category: str = ""
     ) -> dict[str, Any]:
         c = self.config
+        # Written as the request completes, so nothing in it waits for /metrics: its level
+        # columns (aggregate_tok_s, tok_s_sd, level_requests) are the client's, the level from
+        # its start to this request; its accept_len, acceptance_rate and num_drafts are the
+        # request's own (the server's per-request counts) or empty; the level's from its
+        # counters (accept_len, acceptance_rate, num_drafts, step_ms, cycle_ms, the server's
+        # tok_s, and k where -k is not given) are in its server row, written after the scrape
+        # that closes it, from which check, compare and fit give them to these rows.  A level
+        # killed before that scrape keeps these rows and has no server row.
         # k: as given, else the request's own (vLLM's per-request metrics), else the level's
         # server row says it (check takes it from there).
         k = c.num_spec_tokens if c.num_spec_tokens is not None else r.num_spec_tokens

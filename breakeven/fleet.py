@@ -15,13 +15,13 @@ is a gap, never a zero.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import numpy as np
 
 from breakeven import formatting
 from breakeven.acceptance import alpha_from_accept_len
@@ -30,7 +30,7 @@ from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model import _speedup
 from breakeven.optimize import speedup_grid
-from breakeven.quantities import STEPS_BETWEEN, plain_json
+from breakeven.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.schedule import batch_weights, schedule_from_grid
 from breakeven.surface import SurfaceCost
 
@@ -83,42 +83,63 @@ def check_match(match: str) -> str:
 _QUANTITIES = ("accept_len", "k", "aggregate_tok_s", "running", "tok_s")
 
 
+MAX_VALUE = 1e12
+"""The largest size of a sample's value believed [any unit]: no engine's rate, gauge or
+accept_len comes near it, and values below it cannot overflow the means and products the
+summary takes.  A value infinite or beyond it is ignored (a gap), and counted."""
+
+
 class Chunk:
     """One range query's steps of every server of one engine, filled query by query
-    (:meth:`add`: each answer is read into arrays and dropped), then turned into rows
-    (:meth:`rows`)."""
+    (:meth:`add`: each answer is read into a server's steps with data and dropped), then
+    turned into rows (:meth:`rows`).  Memory grows with the samples given, never with the
+    steps of the range times the servers."""
 
     def __init__(self, engine: str, start: float, step_s: float, steps: int) -> None:
         self.engine, self.start, self.step_s, self.steps = engine, start, step_s, steps
-        self.values: dict[tuple[str, str], Any] = {}
+        self.values: dict[tuple[str, str], dict[int, list[float]]] = {}
+        self.ignored = 0
+        """Samples infinite or beyond :data:`MAX_VALUE` in size, not kept."""
 
     def add(self, name: str, result: Sequence[dict[str, Any]]) -> None:
-        """Prometheus' ``matrix`` result of quantity ``name`` (:data:`_QUANTITIES`)."""
+        """Prometheus' ``matrix`` result of quantity ``name`` (:data:`_QUANTITIES`): samples
+        ``[time, value]``, the value a number or its string; NaN is a gap, a value infinite
+        or beyond :data:`MAX_VALUE` in size is ignored (counted in :attr:`ignored`)."""
 
         column = _QUANTITIES.index(name)
         for series in result:
-            labels = series.get("metric", {})
+            labels = series.get("metric") or {}
             key = (str(labels.get("instance", "")), str(labels.get("model_name", "")))
-            table = self.values.get(key)
-            if table is None:
-                table = self.values[key] = np.full((self.steps, len(_QUANTITIES)), np.nan)
-            for t, value in series.get("values", []):
+            steps = self.values.setdefault(key, {})
+            for t, value in series.get("values") or ():
                 i = round((float(t) - self.start) / self.step_s)
-                if 0 <= i < self.steps:
-                    v = float(value)
-                    table[i, column] = v if math.isfinite(v) else math.nan
+                if not 0 <= i < self.steps:
+                    continue
+                v = float(value)
+                if v != v:  # NaN: no data at this step (0 / 0 on an idle server)
+                    continue
+                if not -MAX_VALUE <= v <= MAX_VALUE:
+                    self.ignored += 1
+                    continue
+                row = steps.get(i)
+                if row is None:
+                    row = steps[i] = [math.nan] * len(_QUANTITIES)
+                row[column] = v
 
     def rows(self, source: str) -> Iterator[dict[str, Any]]:
         """Measurement rows (``origin=server``): one per server and step with an accept_len or
         a rate; a step without data is no row."""
 
-        for (instance, model), table in self.values.items():
-            tau, k, aggregate, running, tok_s = (table[:, c] for c in range(len(_QUANTITIES)))
-            busy = running > 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tok_s = np.where(np.isnan(tok_s) & busy, aggregate / running, tok_s)
-            keep = np.flatnonzero(~np.isnan(tau) | ~np.isnan(tok_s))
-            for i in keep.tolist():
+        for (instance, model), steps in self.values.items():
+            for i in sorted(steps):
+                tau, k, aggregate, running, tok_s = steps[i]
+                busy = running > 0
+                if tok_s != tok_s and busy:
+                    tok_s = aggregate / running
+                    if not -MAX_VALUE <= tok_s <= MAX_VALUE:  # over a running count near 0
+                        tok_s = math.nan
+                if tau != tau and tok_s != tok_s:
+                    continue
                 t = self.start + i * self.step_s
                 yield {
                     "run_id": f"{instance}|{model}",
@@ -126,11 +147,11 @@ class Chunk:
                     "engine": self.engine,
                     "model": model or None,
                     "timestamp": iso_timestamp(t),
-                    "concurrency": float(running[i]) if busy[i] else None,
-                    "num_spec_tokens": round(float(k[i])) if k[i] > 0 else None,
-                    "tok_s": _number(tok_s[i]),
-                    "aggregate_tok_s": _number(aggregate[i]),
-                    "accept_len": _number(tau[i]),
+                    "concurrency": running if busy else None,
+                    "num_spec_tokens": round(k) if k > 0 else None,
+                    "tok_s": _number(tok_s),
+                    "aggregate_tok_s": _number(aggregate),
+                    "accept_len": _number(tau),
                     "origin": "server",
                     "source": f"{source} instance {instance} at {iso_timestamp(t)}",
                     "time": t,
@@ -194,17 +215,72 @@ class Instance:
 
 def _drop(times: Sequence[float], taus: Sequence[float], tolerance: float) -> float | None:
     """When accept_len fell by more than ``tolerance`` against its first fifth and stayed
-    there: the first step of a run of low values that lasts to the end (None: it did not)."""
+    there: the first step ``i`` from the first fifth on where both the median of the
+    ``max(3, n // 20)`` steps from ``i`` and the median of every step from ``i`` on are low
+    (None: there is none).
+
+    Linear in the steps: a median is below ``low`` when more than half the values are, or,
+    where exactly half of an even number are, when the largest of those and the smallest of
+    the others average below it; counts come from prefix sums, the largest and smallest
+    from monotonic queues over the window and from suffix scans."""
     n = len(taus)
     if n < 10:
         return None
     baseline = statistics.median(taus[: max(2, n // 5)])
     low = baseline * (1 - tolerance)
     width = max(3, n // 20)
-    for i in range(n // 5, n - width + 1):
-        if statistics.median(taus[i : i + width]) < low and statistics.median(taus[i:]) < low:
+    first, last = n // 5, n - width
+    if first > last:
+        return None
+    below = list(itertools.accumulate((x < low for x in taus), initial=0))
+    # The largest value below low and the smallest at or above it, in taus[i:].
+    tail_high, tail_low = [-math.inf] * (n + 1), [math.inf] * (n + 1)
+    for j in range(n - 1, first - 1, -1):
+        x = taus[j]
+        tail_high[j] = max(tail_high[j + 1], x) if x < low else tail_high[j + 1]
+        tail_low[j] = tail_low[j + 1] if x < low else min(tail_low[j + 1], x)
+    highs: deque[int] = deque()  # indices of the window's values below low, decreasing
+    lows: deque[int] = deque()  # indices of its values at or above low, increasing
+
+    def enter(j: int) -> None:
+        x = taus[j]
+        if x < low:
+            while highs and taus[highs[-1]] <= x:
+                highs.pop()
+            highs.append(j)
+        else:
+            while lows and taus[lows[-1]] >= x:
+                lows.pop()
+            lows.append(j)
+
+    for j in range(first, first + width):
+        enter(j)
+    for i in range(first, last + 1):
+        if i > first:
+            for queue in (highs, lows):
+                if queue and queue[0] < i:
+                    queue.popleft()
+            enter(i + width - 1)
+        window = _median_below(
+            below[i + width] - below[i],
+            width,
+            taus[highs[0]] if highs else -math.inf,
+            taus[lows[0]] if lows else math.inf,
+            low,
+        )
+        if window and _median_below(below[n] - below[i], n - i, tail_high[i], tail_low[i], low):
             return times[i]
     return None
+
+
+def _median_below(count: int, size: int, high: float, low_side: float, low: float) -> bool:
+    """Whether the median of ``size`` values is below ``low``, given ``count`` of them below
+    it, the largest of those (``high``) and the smallest of the others (``low_side``): as
+    :func:`statistics.median` computes it (the mean of the middle two of an even number)."""
+    half = size // 2
+    if size % 2 or count != half:
+        return count > half
+    return (high + low_side) / 2 < low
 
 
 class Collector:
@@ -350,10 +426,10 @@ def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int
     would have made over the fixed k the server ran, at the load it saw [fraction]: acceptance
     at other k from the alpha of its accept_len at k (i.i.d. positions)."""
 
-    if not 1 <= tau <= k + 1:
+    if not 1 <= tau <= k + 1 or k > MAX_K:
         return math.nan
     batches = [max(1, round(p[3] or 1.0)) for p in spec]
-    load = {b: batches.count(b) / len(batches) for b in set(batches)}
+    load = {b: n / len(batches) for b, n in Counter(batches).items()}
     curve = SurfaceCost(surface)
     grid = speedup_grid(
         curve,
@@ -425,6 +501,7 @@ class FleetResult:
 
 __all__: Sequence[str] = (
     "FLEET_ENGINES",
+    "MAX_VALUE",
     "Chunk",
     "Collector",
     "FleetResult",

@@ -6,7 +6,15 @@ forgotten before the next (memory grows with the servers' compact points, not wi
 answers).  A bearer token comes from an environment variable and is never printed; a user and
 password in the URL go in an ``Authorization: Basic`` header and are shown as ``***``; TLS is
 verified.  Every problem is one line: unreachable, a refused query (with its PromQL and
-Prometheus' own error), nothing found (with the series looked for).
+Prometheus' own error, secrets masked), nothing found (with the series looked for).
+
+A Prometheus server (or what answers in its place) is not trusted: each request ends within
+``--timeout`` and the whole read within ``--deadline`` however slowly bytes come; an answer
+is read up to :data:`MAX_ANSWER_BYTES` (compressed, decompressed, and growing at most
+:data:`MAX_EXPANSION` times when decompressed), its JSON nesting is checked before it is
+parsed, and its shape against the HTTP API's documented one (:func:`matrix_result`).  A
+sample whose value is NaN is a gap; one that is infinite or beyond
+:data:`breakeven.fleet.MAX_VALUE` in size is ignored, and the result's notes say how many.
 """
 
 from __future__ import annotations
@@ -14,15 +22,23 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 import time
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
-from breakeven.credentials import Redactor, shown_url, split_url
-from breakeven.errors import BreakevenError, escape_braces
-from breakeven.fleet import FLEET_ENGINES, Chunk, Collector, FleetResult, queries
-from breakeven.iotools.httpclient import require_http
+from breakeven.credentials import Redactor, masked_url, shown_url, split_url
+from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value, shorten
+from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
+from breakeven.formatting import printable
+from breakeven.iotools.httpclient import check_url, require_http
+from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.measurements import write_measurements
 from breakeven.iotools.records import iso_timestamp
 from breakeven.schema import COLUMN_NAMES
@@ -31,6 +47,24 @@ CHUNK_STEPS = 10_000
 """Steps per range query: under Prometheus' limit of 11,000 points per series."""
 MAX_STEPS = 10_000_000
 """The most steps a fleet read covers (about 19 years at 60 s); past it, one line."""
+DEFAULT_TIMEOUT_S = 60.0
+"""The longest one range query may take in all, by default [s] (``--timeout``)."""
+MAX_WAIT_S = 7 * 86400.0
+"""The longest ``--timeout`` or ``--deadline`` accepted [s]."""
+MAX_ANSWER_BYTES = 64 << 20
+"""The largest answer read, compressed and decompressed [bytes]: 64 MiB, some 3 million
+samples, where a full chunk of one series is 10,000."""
+MAX_EXPANSION = 100.0
+"""How much a compressed answer may grow when decompressed [x]: Prometheus' JSON grows
+some 5 to 20 times; a compression bomb, up to 1,000 times (gzip's most)."""
+EXPANSION_FLOOR = 1 << 20
+"""Decompressed bytes below which :data:`MAX_EXPANSION` is not applied [bytes]."""
+DECODE_PIECE = 1 << 20
+"""Decompressed at most this much at a time [bytes], so that the limits apply as it grows."""
+MAX_DEPTH = 16
+"""The deepest JSON nesting read (a range query's answer is 6 deep)."""
+MAX_SHOWN = 300
+"""The most characters of a server's own text (an error) a message shows."""
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -108,75 +142,398 @@ def chunks(start: float, end: float, step_s: float) -> Iterator[tuple[float, flo
         t = stop + step_s
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one fleet read may cost: in time, each request and the whole read; in memory,
+    each answer."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """The longest one range query may take in all, its answer read [s] (``--timeout``)."""
+    deadline_s: float | None = None
+    """The longest the whole read may take, every range query of it [s] (``--deadline``);
+    None: no limit but each query's."""
+    max_bytes: int = MAX_ANSWER_BYTES
+    """The largest answer read, compressed and decompressed [bytes]."""
+    max_expansion: float = MAX_EXPANSION
+    """The most a compressed answer may grow when decompressed, past its first
+    :data:`EXPANSION_FLOOR` bytes [x]."""
+
+    def check(self) -> Limits:
+        """These limits, or a BreakevenError naming ``timeout`` or ``deadline``."""
+        for name, value in (("timeout", self.timeout_s), ("deadline", self.deadline_s)):
+            if value is None and name == "deadline":
+                continue
+            if not (isinstance(value, (int, float)) and 0 < value <= MAX_WAIT_S):
+                raise invalid_value(name, value, f"seconds above 0 and at most {MAX_WAIT_S:g}")
+        if not (self.max_bytes >= 1 and self.max_expansion >= 1):
+            raise BreakevenError("the limits of a fleet read must be at least 1")
+        return self
+
+
+_LIMITS: ContextVar[Limits | None] = ContextVar("breakeven_fleet_limits", default=None)
+
+
+@contextmanager
+def limits(**changes: Any) -> Iterator[Limits]:
+    """Within the ``with`` block, a :class:`PrometheusAPI` made without ``limits=`` reads
+    under these (fields of :class:`Limits`; the others as they were)::
+
+        with limits(timeout_s=10, deadline_s=120):
+            result, series = fleet_from_prometheus("http://prom:9090", since="6h")
+    """
+    chosen = replace(_LIMITS.get() or Limits(), **changes).check()
+    token = _LIMITS.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _LIMITS.reset(token)
+
+
+class MalformedAnswer(ValueError):
+    """An answer that is not the one the HTTP API documents; its message says how, as it
+    follows "answered a range query with"."""
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_SPECIAL = frozenset({"nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+MAX_VALUE_CHARACTERS = 400
+"""A sample value written longer than this is not parsed: it is out of range (ignored)."""
+
+
+def _sample_value(text: str) -> float:
+    """A sample's value string as a float: ``"1.5"``, ``"NaN"``, ``"+Inf"``; written with
+    more than :data:`MAX_VALUE_CHARACTERS` characters, inf (out of range: ignored)."""
+    if text.lower() in _SPECIAL:
+        return float(text)
+    if len(text) > MAX_VALUE_CHARACTERS:
+        return math.inf
+    if not _NUMBER.fullmatch(text):
+        raise MalformedAnswer(
+            f"a sample value {shorten(repr(text))}, where Prometheus writes a number as a "
+            'string ("1.5", "NaN", "+Inf")'
+        )
+    return float(text)
+
+
+def matrix_result(answer: Any) -> list[dict[str, Any]]:
+    """The series of a successful range query's answer, checked against the shape the HTTP
+    API documents::
+
+        {"status": "success", "data": {"resultType": "matrix", "result": [
+            {"metric": {"<label>": "<value>", ...}, "values": [[<unix time>, "<value>"], ...]},
+            ...]}}
+
+    Each series comes back as ``{"metric": labels, "values": [(time, value), ...]}`` with
+    the times and values as floats (``"NaN"`` and ``"+Inf"`` as they are; a value written
+    with more than :data:`MAX_VALUE_CHARACTERS` characters as inf).  A series without
+    ``values`` (one of native histograms) has none.
+
+    Raises
+    ------
+    MalformedAnswer
+        Where the answer deviates: a member missing or of another type, a result that is not
+        a matrix (a vector, a scalar, a string), labels that are not strings, a sample that
+        is not ``[time, "value"]``, a time that is not Unix seconds (finite, from 1970 on), a
+        value that is not a number written as a string.
+    """
+    data = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(data, dict):
+        raise MalformedAnswer('no "data" object')
+    kind = data.get("resultType")
+    if kind != "matrix":
+        raise MalformedAnswer(
+            f'a result of type {shorten(repr(kind), 40)}, where a range query\'s is "matrix"'
+        )
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise MalformedAnswer('a "result" that is not a list of series')
+    out = []
+    for n, series in enumerate(result, 1):
+        where = f"series {n} of {len(result)}"
+        if not isinstance(series, dict):
+            raise MalformedAnswer(f"{where} not an object")
+        labels = series.get("metric", {})
+        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+            raise MalformedAnswer(f'{where} with a "metric" that is not an object of label strings')
+        values = series.get("values", [])
+        if not isinstance(values, list):
+            raise MalformedAnswer(f'{where} with "values" that are not a list')
+        samples = []
+        for sample in values:
+            if not (isinstance(sample, list) and len(sample) == 2):
+                raise MalformedAnswer(
+                    f'{where} with a sample {shorten(repr(sample))} that is not [time, "value"]'
+                )
+            t, value = sample
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < 1e11:
+                raise MalformedAnswer(
+                    f"{where} with a sample time {shorten(repr(t))} that is not Unix seconds"
+                )
+            if not isinstance(value, str):
+                raise MalformedAnswer(
+                    f"{where} with a sample value {shorten(repr(value))} that is not a string "
+                    '(Prometheus writes "1.5", "NaN", "+Inf")'
+                )
+            samples.append((float(t), _sample_value(value)))
+        out.append({"metric": labels, "values": samples})
+    return out
+
+
 class PrometheusAPI:
-    """A Prometheus server's range queries, with its errors as one line each."""
+    """A Prometheus server's range queries, with its errors as one line each.
 
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 60.0) -> None:
+    Every answer is bounded before it is believed: its size (``limits.max_bytes``,
+    compressed and decompressed, with a bound on how much it may grow when decompressed),
+    its nesting (:func:`breakeven.iotools.jsonsafe.loads_bounded`), its shape
+    (:func:`matrix_result`), and its time: each request ends within ``limits.timeout_s``
+    in all (a server that sends a byte a second too), and the whole read within
+    ``limits.deadline_s``.  ``limits`` defaults to those of the enclosing :func:`limits`
+    block (60 s a request, no deadline, 64 MiB an answer).
+    """
 
-        bare, auth = split_url(url.strip())
-        if not re.match(r"^https?://[^/\s]+", bare):
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        timeout_s: float | None = None,
+        *,
+        limits: Limits | None = None,
+    ) -> None:
+        chosen = limits or _LIMITS.get() or Limits()
+        if timeout_s is not None:
+            chosen = replace(chosen, timeout_s=timeout_s)
+        self.limits = chosen.check()
+        text = check_url(url, "prometheus")
+        bare, auth = split_url(text)
+        if urlsplit(bare).query:
             raise BreakevenError(
-                "{0}: got " + escape_braces(repr(bare)[:80]) + ", expected "
-                "http://host:9090 or https://...",
+                "{0}: got " + escape_braces(shorten(repr(masked_url(text)), 100)) + ", which "
+                "holds a query (?...); expected the server's URL, such as http://host:9090",
                 "prometheus",
+            )
+        if token and any(not " " <= c <= "~" for c in token):
+            raise BreakevenError(
+                "{0}: the token holds a character an HTTP header cannot carry (a control "
+                "character or non-ASCII text); the token is not shown",
+                "token_env",
             )
         self.root = bare.rstrip("/")
         self.shown = shown_url(self.root, auth)
         self.redact = Redactor(token, auth=auth)
         httpx, _ = require_http()
         self.httpx = httpx
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Accept-Encoding": "gzip, deflate"}  # what _read decompresses, nothing else
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         self.client = httpx.Client(
-            timeout=timeout_s,
+            timeout=self.limits.timeout_s,
             headers=headers,
             verify=True,
             auth=httpx.BasicAuth(*auth) if auth else None,
         )
+        self.started = time.monotonic()
+        self.bytes_received = 0
+        """Bytes of every answer as they came [bytes] (compressed where they were)."""
+        self.bytes_decoded = 0
+        """Bytes of every answer once decompressed, as far as they were [bytes]."""
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.client.close()
+        except (self.httpx.HTTPError, OSError, RuntimeError):  # a request given up on, still open
+            pass
 
     def _fail(self, message: str, name: str = "prometheus") -> BreakevenError:
         return BreakevenError("{0}: " + escape_braces(self.redact(message)), name)
 
+    def _quoted(self, text: str, limit: int = MAX_SHOWN) -> str:
+        """Text a server sent, as a message may show it: secrets masked in the whole text
+        first, then one line, then cut."""
+        return shorten(printable(self.redact(text)), limit)
+
+    def _too_slow(self, which: str) -> BreakevenError:
+        lim = self.limits
+        if which == "deadline":
+            return BreakevenError(
+                "{0}: the read from "
+                + escape_braces(self.redact(self.shown))
+                + f" was not done after {lim.deadline_s:g} s; give a longer {{0}}, a shorter "
+                "range or a longer --step",
+                "deadline",
+            )
+        return BreakevenError(
+            "{0}: "
+            + escape_braces(self.redact(self.shown))
+            + f" did not answer a range query in full within {lim.timeout_s:g} s (a slow or "
+            "stalled server, or one that sends its answer a few bytes at a time); give a "
+            "longer {0} or a longer --step",
+            "timeout",
+        )
+
+    def _too_big(self, what: str) -> BreakevenError:
+        return self._fail(
+            f"{self.shown} sent an answer of more than {self.limits.max_bytes:,} bytes "
+            f"{what} (the most read; {MAX_ANSWER_BYTES >> 20} MiB by default): give a shorter "
+            "range, a longer --step or a narrower --match"
+        )
+
     def query_range(
         self, query: str, start: float, end: float, step_s: float, blame: str = "prometheus"
     ) -> list[dict[str, Any]]:
-        """The ``matrix`` result of one range query; a refused query names ``blame`` (the
-        flag whose text is in it, such as ``--match``)."""
-        url = self.root + "/api/v1/query_range"
+        """The ``matrix`` result of one range query (:func:`matrix_result`: checked, its
+        samples as floats); a refused query names ``blame`` (the flag whose text is in it,
+        such as ``--match``) where Prometheus says the query is bad."""
         params = {
             "query": query,
             "start": f"{start:.3f}",
             "end": f"{end:.3f}",
             "step": f"{step_s:g}",
         }
+        where = f"{self.shown}/api/v1/query_range"
+        status, body = self._post(self.root + "/api/v1/query_range", params)
         try:
-            reply = self.client.post(url, data=params)
-        except self.httpx.HTTPError as e:
+            answer = loads_bounded(body, MAX_DEPTH, what="its body")
+        except UnreadableInput as e:
             raise self._fail(
-                f"cannot reach {self.shown} ({type(e).__name__}: "
-                f"{str(e)[:160]}): is Prometheus running there?"
+                f"{where} answered HTTP {status}, and {e}: is this a Prometheus server?"
             ) from None
+        del body
+        if not isinstance(answer, dict) or answer.get("status") not in ("success", "error"):
+            raise self._fail(
+                f"{where} answered HTTP {status} without Prometheus' JSON (an object whose "
+                '"status" is "success" or "error"): is this a Prometheus server?'
+            )
+        if answer["status"] == "error":
+            kind, error = answer.get("errorType"), answer.get("error")
+            kind_text = f", {self._quoted(kind, 40)}" if isinstance(kind, str) and kind else ""
+            text = self._quoted(error) if isinstance(error, str) else "(no error text)"
+            raise self._fail(
+                f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}",
+                blame if kind == "bad_data" else "prometheus",
+            )
         try:
-            body = reply.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
+            return matrix_result(answer)
+        except MalformedAnswer as e:
+            raise self._fail(f"{where} answered a range query with {e}") from None
+
+    def _post(self, url: str, params: dict[str, str]) -> tuple[int, bytearray]:
+        """The HTTP status and the body of one POST, read within the time left.
+
+        The request runs on a worker thread that the caller waits for at most the time left
+        (``timeout_s``, or less where the deadline comes first): a server that trickles its
+        headers a byte at a time defeats every per-read timeout, never this wait.  A worker
+        given up on stops at its next piece of the answer, or its next read's timeout."""
+        lim = self.limits
+        wait, which = lim.timeout_s, "timeout"
+        if lim.deadline_s is not None:
+            left = self.started + lim.deadline_s - time.monotonic()
+            if left <= 0:
+                raise self._too_slow("deadline")
+            if left < wait:
+                wait, which = left, "deadline"
+        end_at = time.monotonic() + wait
+        cancel = threading.Event()
+        outcome: list[Any] = []
+
+        def work() -> None:
+            try:
+                outcome.append(self._exchange(url, params, wait, end_at, which, cancel))
+            except BaseException as e:  # handed to the waiting caller, never printed here
+                outcome.append(e)
+
+        worker = threading.Thread(target=work, name="breakeven-prometheus", daemon=True)
+        worker.start()
+        worker.join(wait)
+        if worker.is_alive():
+            cancel.set()
+            raise self._too_slow(which)
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def _exchange(
+        self,
+        url: str,
+        params: dict[str, str],
+        wait: float,
+        end_at: float,
+        which: str,
+        cancel: threading.Event,
+    ) -> tuple[int, bytearray]:
+        httpx = self.httpx
+        answered = False
+        try:
+            with self.client.stream("POST", url, data=params, timeout=wait) as reply:
+                answered = True
+                return reply.status_code, self._read(reply, end_at, which, cancel)
+        except BreakevenError:
+            raise
+        except httpx.TimeoutException:
+            raise self._too_slow(which) from None
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeError) as e:
+            why = f"{type(e).__name__}: {self._quoted(str(e), 160)}"
+            if answered:
+                raise self._fail(
+                    f"the connection to {self.shown} failed while its answer was read ({why})"
+                ) from None
             raise self._fail(
-                f"{self.shown}/api/v1/query_range answered HTTP "
-                f"{reply.status_code} without Prometheus' JSON: is this a "
-                "Prometheus server?"
-            )
-        if body.get("status") != "success":
-            error = str(body.get("error", ""))[:300]
+                f"cannot reach {self.shown} ({why}): is Prometheus running there?"
+            ) from None
+
+    def _read(self, reply: Any, end_at: float, which: str, cancel: threading.Event) -> bytearray:
+        """The body of ``reply``, decompressed, read piece by piece while the time and the
+        size limits allow."""
+        lim = self.limits
+        encoding = reply.headers.get("content-encoding", "")
+        layers = [e.strip().lower() for e in encoding.split(",")]
+        layers = [e for e in layers if e and e != "identity"]
+        if len(layers) > 1 or (layers and layers[0] not in ("gzip", "x-gzip", "deflate")):
             raise self._fail(
-                f"Prometheus refused the query {query!r} (HTTP {reply.status_code}): {error}", blame
+                f"{self.shown} answered in an encoding breakeven does not read "
+                f"(Content-Encoding: {self._quoted(encoding, 60)}); expected gzip, deflate "
+                "or none"
             )
-        data = body.get("data") or {}
-        if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-            raise self._fail(f"{self.shown} answered a range query without a matrix result")
-        return data["result"]
+        declared = reply.headers.get("content-length", "").strip()
+        if declared.isascii() and declared.isdigit() and int(declared[:16]) > lim.max_bytes:
+            raise self._too_big("(its Content-Length)")
+        inflate = None
+        if layers:
+            inflate = zlib.decompressobj(zlib.MAX_WBITS | (32 if "gzip" in layers[0] else 0))
+        out = bytearray()
+        received = 0
+        for piece in reply.iter_raw():
+            if cancel.is_set() or time.monotonic() > end_at:
+                raise self._too_slow(which)
+            received += len(piece)
+            self.bytes_received += len(piece)
+            if received > lim.max_bytes:
+                raise self._too_big("as it came" if inflate else "")
+            if inflate is None:
+                out += piece
+                self.bytes_decoded += len(piece)
+                continue
+            data = piece
+            while data:
+                try:
+                    more = inflate.decompress(data, min(lim.max_bytes - len(out) + 1, DECODE_PIECE))
+                except zlib.error as e:
+                    raise self._fail(
+                        f"{self.shown} sent a {layers[0]} answer that does not decompress ({e})"
+                    ) from None
+                out += more
+                self.bytes_decoded += len(more)
+                if len(out) > lim.max_bytes:
+                    raise self._too_big("decompressed")
+                if len(out) > EXPANSION_FLOOR and len(out) > lim.max_expansion * received:
+                    raise self._fail(
+                        f"{self.shown} sent a {layers[0]} answer that grows more than "
+                        f"{lim.max_expansion:g} times when decompressed ({received:,} bytes "
+                        f"gave {len(out):,} and more): a compression bomb? Not read further"
+                    )
+                if not more and inflate.unconsumed_tail == data:
+                    break
+                data = inflate.unconsumed_tail
+        return out
 
 
 def iter_fleet(
@@ -189,10 +546,11 @@ def iter_fleet(
     stats: dict[str, Any],
 ) -> Iterator[dict[str, Any]]:
     """Every engine's rows over ``start..end``, chunk by chunk, as they are made; ``stats``
-    gets ``queries`` (by engine) at once, then ``rows`` and ``chunks`` as they grow."""
+    gets ``queries`` (by engine) at once, then ``rows``, ``chunks`` and ``ignored`` (samples
+    infinite or out of range) as they grow."""
 
     stats["queries"] = {engine: queries(engine, match, window) for engine in FLEET_ENGINES}
-    stats["rows"] = stats["chunks"] = 0
+    stats["rows"] = stats["chunks"] = stats["ignored"] = 0
     blame = "match" if match else "prometheus"
     for first, last in chunks(start, end, step_s):
         stats["chunks"] += 1
@@ -201,6 +559,7 @@ def iter_fleet(
             chunk = Chunk(engine, first, step_s, steps)
             for name, q in qs.items():  # each answer read into the chunk, then dropped
                 chunk.add(name, api.query_range(q, first, last, step_s, blame))
+            stats["ignored"] += chunk.ignored
             for row in chunk.rows(f"prometheus {api.shown} ({engine} series)"):
                 stats["rows"] += 1
                 yield row
@@ -259,15 +618,33 @@ def read_fleet(
         stats["queries"],
         stats["rows"],
         stats["chunks"],
+        notes=_notes(stats),
     )
     return result, collector.series()
 
 
+def _notes(stats: dict[str, Any]) -> tuple[str, ...]:
+    ignored = stats.get("ignored", 0)
+    if not ignored:
+        return ()
+    return (
+        f"{ignored:,} sample{'s' if ignored != 1 else ''} infinite or larger than "
+        f"{MAX_VALUE:g} in size, which no engine's rate or gauge reaches, "
+        f"{'were' if ignored != 1 else 'was'} ignored (gaps)",
+    )
+
+
 __all__ = [
     "CHUNK_STEPS",
+    "DEFAULT_TIMEOUT_S",
+    "MAX_ANSWER_BYTES",
+    "Limits",
+    "MalformedAnswer",
     "PrometheusAPI",
     "chunks",
     "iter_fleet",
+    "limits",
+    "matrix_result",
     "parse_duration",
     "parse_time",
     "read_fleet",

@@ -9,11 +9,13 @@ connection reset mid-stream, malformed SSE, a slow first token.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import struct
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -50,6 +52,17 @@ class Behaviour:
     # process is starved by its engine's threads sends it (a first token after the whole
     # decode, then every chunk within a millisecond): bursts the client cannot time.
     held: bool = False
+    # /metrics sleeps this long [s] once metrics_slow_after requests have finished (the scrapes
+    # before a level stay quick), as a loaded server's does: metrics_waiting counts the scrapes
+    # sleeping now.
+    metrics_delay: float = 0.0
+    metrics_slow_after: int = 0
+    metrics_waiting: int = 0
+    # Every reply (the stream, /metrics, /v1/models, /version) sent gzip-encoded: on the routes
+    # of bomb_routes, a bomb of gzip_bomb bytes of zeros where set; else the reply itself.
+    gzip_replies: bool = False
+    gzip_bomb: int = 0
+    bomb_routes: tuple[str, ...] = ("/v1/completions", "/v1/chat/completions")
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -68,13 +81,36 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # keep test output clean
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionError:  # the client hung up (a bomb it read no further): no traceback
+            pass
+
     def _json(self, status: int, body: object) -> None:
-        data = json.dumps(body).encode()
+        data = self._body(json.dumps(body).encode())
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self._encoding()
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _body(self, data: bytes) -> bytes:
+        """A reply's body as sent: gzip-encoded (or the gzip bomb) with gzip_replies; the
+        caller sends the Content-Encoding header (:meth:`_encoding`)."""
+        b = self.behaviour
+        if not b.gzip_replies:
+            return data
+        return gzip_bomb(b.gzip_bomb) if self._bombed() else gzip.compress(data)
+
+    def _bombed(self) -> bool:
+        b = self.behaviour
+        return b.gzip_replies and b.gzip_bomb > 0 and self.path in b.bomb_routes
+
+    def _encoding(self) -> None:
+        if self.behaviour.gzip_replies:
+            self.send_header("Content-Encoding", "gzip")
 
     def _loading(self) -> bool:
         if time.monotonic() < self.behaviour.loading_until:
@@ -94,6 +130,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/version":
             self._json(200, {"version": "fake-0.1"})
         elif self.path == "/metrics":
+            if b.metrics_delay and b.finished >= b.metrics_slow_after:
+                with b.lock:
+                    b.metrics_waiting += 1
+                time.sleep(b.metrics_delay)
+                with b.lock:
+                    b.metrics_waiting -= 1
             with b.lock:
                 text = (
                     "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.\n"
@@ -124,9 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
                         f'vllm:request_latency_seconds_bucket{{model_name="{b.model}",le="{i}"}} 0\n'
                         for i in range(b.metrics_padding)
                     )
-            data = text.encode()
+            data = self._body(text.encode())
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self._encoding()
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -155,7 +198,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
+        self._encoding()
         self.end_headers()
+        if self._bombed():
+            self.wfile.write(gzip_bomb(b.gzip_bomb))
+            return
+        # gzip_replies: the stream is one gzip member, flushed at each chunk (as a compressing
+        # server or proxy streams it).
+        packer = zlib.compressobj(wbits=31) if b.gzip_replies else None
+
+        def send(data: bytes, last: bool = False) -> None:
+            if packer is not None:
+                data = packer.compress(data) + packer.flush(
+                    zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH
+                )
+            self.wfile.write(data)
+
         time.sleep(b.first_token_delay)
         sent, chunks = 0, 0
         histogram = [0] * (b.num_spec_tokens + 1)
@@ -192,11 +250,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 held.append(f"data: {json.dumps(body)}\n\n".encode())
             if not b.held:
-                self.wfile.write(b"".join(held))
+                send(b"".join(held))
                 self.wfile.flush()
                 held.clear()
             first = first if first is not None else time.perf_counter()
-        self.wfile.write(b"".join(held))
+        send(b"".join(held))
         with b.lock:
             b.finished += 1
             b.generated += sent
@@ -218,9 +276,26 @@ class _Handler(BaseHTTPRequestHandler):
                     "num_spec_tokens": b.num_spec_tokens,
                 }
             }
-        self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+        send(f"data: {json.dumps(last)}\n\n".encode())
+        send(b"data: [DONE]\n\n", last=True)
         self.wfile.flush()
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def gzip_bomb(size: int) -> bytes:
+    """``size`` bytes of zeros, gzip-compressed (about a thousandth of ``size``), built once a
+    megabyte at a time."""
+    if size not in _BOMBS:
+        packer = zlib.compressobj(9, wbits=31)
+        zeros = bytes(1 << 20)
+        parts = [
+            packer.compress(zeros[: min(len(zeros), size - done)])
+            for done in range(0, size, len(zeros))
+        ]
+        _BOMBS[size] = b"".join(parts) + packer.flush()
+    return _BOMBS[size]
 
 
 ACCEPT = 0.7

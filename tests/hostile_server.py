@@ -42,6 +42,20 @@ STREAM_MODES = (
     "huge_event",  # one 50 MB event, then [DONE]
     "echo_headers",  # 500 with the request's headers (the API key among them) in the body
 )
+# Modes of a server that echoes secrets (``Hostility.echo``), each placed where bench cuts what
+# it shows so that the cut falls inside the first echoed text; kept apart from the modes above
+# (tests/test_bench_hostile.py expects each of those).
+ECHO_MODELS_MODES = (
+    "echo_500",  # /v1/models answers 500 with the echoes in its body
+    "echo_html",  # /v1/models answers 200 with a page (not JSON) holding the echoes
+)
+ECHO_STREAM_MODES = (
+    "echo_500",  # a completion answers 500 with the echoes in its body
+    "echo_event",  # a malformed server-sent event holding the echoes
+)
+ECHO_ROUTES = ("props", "version", "sglang")
+"""Which route tells the engine (llama.cpp's /props, vLLM's /version with /metrics,
+SGLang's /get_server_info), each with the echoes in what bench records of it."""
 
 
 @dataclass
@@ -54,6 +68,8 @@ class Hostility:
     requests_seen: int = 0
     faults_sent: int = 0
     authorizations: list[str] = field(default_factory=list)
+    echo: tuple[str, ...] = ()  # texts (secrets, their forms, their starts) the server echoes
+    echo_route: str | None = None  # one of ECHO_ROUTES: answers with the echoes
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -80,15 +96,52 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _echoed(self, pad: str, width: int) -> str:
+        """The echoes after ``width`` characters of ``pad``: a cut of bench's just past
+        ``width`` falls inside the first echoed text."""
+        return pad * width + " | ".join(self.hostility.echo)
+
+    def _echo_get(self) -> bool:
+        """Answer an identity route or /metrics with the echoes; False where none applies."""
+        h = self.hostility
+        route = {"/props": "props", "/version": "version", "/get_server_info": "sglang"}
+        if h.echo_route is not None and route.get(self.path) == h.echo_route:
+            version = self._echoed("v", 10)  # the version is cut at 40 characters
+            setting = self._echoed("m", 185)  # a served setting at 200
+            if h.echo_route == "props":
+                body = {"build_info": version, "model_path": setting, "total_slots": 1}
+            elif h.echo_route == "version":
+                body = {"version": version}
+            else:
+                body = {"version": version, "model_path": setting, "dtype": setting}
+            self._send(200, json.dumps(body).encode())
+            return True
+        if self.path == "/metrics" and h.echo_route == "version":
+            value = self._echoed("c", 185).replace("\\", "\\\\").replace('"', '\\"')
+            text = (
+                "# TYPE vllm:cache_config_info gauge\n"
+                f'vllm:cache_config_info{{block_size="{value}",cache_dtype="auto"}} 1.0\n'
+            )
+            self._send(200, text.encode(), "text/plain; version=0.0.4")
+            return True
+        return False
+
     def do_GET(self) -> None:
         h = self.hostility
+        if h.echo and self._echo_get():
+            return
         if self.path != "/v1/models":
             self._send(404, b'{"detail": "Not Found"}')
             return
-        good = json.dumps({"object": "list", "data": [{"id": h.model}]}).encode()
+        model = h.model + (" " + " | ".join(h.echo) if h.echo else "")
+        good = json.dumps({"object": "list", "data": [{"id": model}]}).encode()
         mode = h.models
         if mode is None:
             self._send(200, good)
+        elif mode == "echo_500":  # the body is cut at 200 characters
+            self._send(500, json.dumps({"error": self._echoed("e", 175)}).encode())
+        elif mode == "echo_html":  # cut at 80
+            self._send(200, f"<html>{self._echoed('h', 60)}</html>".encode(), "text/html")
         elif mode == "reset":
             self._reset()
         elif mode == "html":
@@ -122,6 +175,9 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "echo_headers":
             echoed = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
             self._send(500, json.dumps({"error": "upstream failed", "request": echoed}).encode())
+            return
+        if mode == "echo_500":  # the body is cut at 200 characters
+            self._send(500, json.dumps({"error": self._echoed("e", 175)}).encode())
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -183,6 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(_huge_event(sent))
             self.wfile.flush()
             return False
+        elif mode == "echo_event":  # not JSON: shown cut at 80 characters
+            self._event("{oops " + self._echoed("o", 60).replace("\n", " "))
+            return True
         return False
 
 

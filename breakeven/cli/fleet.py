@@ -87,6 +87,23 @@ from breakeven.cli.params import FLOAT, Bounded, emit, say, writable
     help="Environment variable holding a bearer token (never printed or written).",
 )
 @click.option(
+    "--timeout",
+    "timeout",
+    type=FLOAT,
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="How long one range query may take in all [s], its answer read (a server that "
+    "stalls, or sends a few bytes at a time).",
+)
+@click.option(
+    "--deadline",
+    "deadline",
+    type=FLOAT,
+    metavar="S",
+    help="How long the whole read may take [s] (default: no limit but --timeout's).",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(dir_okay=False),
@@ -106,7 +123,13 @@ from breakeven.cli.params import FLOAT, Bounded, emit, say, writable
 @click.option("--force", is_flag=True, help="Replace --out and DIR/report.html if they exist.")
 @o.json_option
 def fleet(
-    as_json: bool, report_dir: str | None, out: str | None, force: bool, **options: Any
+    as_json: bool,
+    report_dir: str | None,
+    out: str | None,
+    force: bool,
+    timeout: float,
+    deadline: float | None,
+    **options: Any,
 ) -> None:
     """Is speculation paying across many servers? Read from Prometheus.
 
@@ -117,17 +140,27 @@ def fleet(
     above its break-even batch. One line per server, worst first; flags
     acceptance_drop and above_breakeven.
 
+    Prometheus' answers are checked before they are believed: each range query
+    ends within --timeout and the whole read within --deadline, an answer is read
+    up to 64 MiB (decompressed too), and one that is not the HTTP API's
+    documented JSON is one line naming --prometheus.
+
     \b
       breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
     """
+    from breakeven.fleet_client import limits  # lazy: start-up
     from breakeven.measure import fleet_from_prometheus  # lazy: start-up
     from breakeven.report import check_report_dir, write_fleet_report  # lazy: start-up
 
     if report_dir is not None:
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
-    result, series = fleet_from_prometheus(out=out, force=force, **options)
+    with limits(timeout_s=timeout, deadline_s=deadline):
+        result, series = fleet_from_prometheus(out=out, force=force, **options)
     if out is not None:
         say(f"Wrote {result.rows} rows to {out}.")
     emit(result, as_json)
+    if not as_json:
+        for note in result.notes:
+            say(f"Note: {note}.")
     if report_dir is not None:
         say(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.")

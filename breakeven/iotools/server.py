@@ -17,6 +17,10 @@ and its endpoints.
   as ``num_gpu_blocks``, change with a draft model's memory and are left out); SGLang's
   ``/get_server_info`` (:data:`SGLANG_SETTINGS` and ``version``); llama.cpp's ``/props``
   (``build_info``, ``model_path``, ``total_slots``, ``default_generation_settings.n_ctx``).
+
+Its replies, and a streamed completion's, are read within a bound (:func:`bounded_bytes`):
+decoded a step at a time (gzip, deflate) and read no further past :data:`MAX_REPLY_BYTES`, or
+past :data:`MAX_REPLY_RATIO` times the bytes sent, so a compressed bomb costs a bounded read.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import os
 import re
 import shlex
 import socket
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -380,23 +385,31 @@ MAX_VALUE_CHARS = 200
 would be written on every row)."""
 
 
-def _word(value: Any) -> str:
+def _word(value: Any, redact: Callable[[str], str] | None = None) -> str:
+    """A served value as one ``env`` word, redacted (``redact``) before it is cut to
+    :data:`MAX_VALUE_CHARS`: cut first, a secret echoed in it could keep too little of
+    itself to be found."""
     text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else value
-    word = one_word(str(text))
+    text = str(text)
+    word = one_word(redact(text) if redact is not None else text)
     return word if len(word) <= MAX_VALUE_CHARS else word[: MAX_VALUE_CHARS - 3] + "..."
 
 
 def endpoint_pairs(
-    engine: str, body: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None = None
+    engine: str,
+    body: Mapping[str, Any] | None,
+    metrics: Mapping[str, Any] | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> list[str]:
     """The launch settings an engine serves, as pairs: llama.cpp's ``/props``, SGLang's
     ``/get_server_info`` (``body``), vLLM's ``vllm:cache_config_info`` labels (``metrics``:
-    label name to value)."""
+    label name to value); each value redacted by ``redact`` (a
+    :class:`breakeven.credentials.Redactor`) before it is cut."""
     pairs: list[str] = []
     if engine == "llamacpp" and body:
         for key in ("build_info", "model_path", "total_slots"):
             if isinstance(body.get(key), (str, int, float)):
-                pairs.append(f"{key}={_word(body[key])}")
+                pairs.append(f"{key}={_word(body[key], redact)}")
         settings = body.get("default_generation_settings")
         if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
             pairs.append(f"n_ctx={settings['n_ctx']}")
@@ -404,11 +417,11 @@ def endpoint_pairs(
         args = body.get("server_args") if isinstance(body.get("server_args"), dict) else body
         for key in SGLANG_SETTINGS:
             if isinstance(args.get(key), (str, int, float, bool)):
-                pairs.append(f"{key}={_word(args[key])}")
+                pairs.append(f"{key}={_word(args[key], redact)}")
     elif engine == "vllm" and metrics:
         for key in VLLM_CACHE_SETTINGS:
             if key in metrics:
-                pairs.append(f"cache_config.{key}={_word(metrics[key])}")
+                pairs.append(f"cache_config.{key}={_word(metrics[key], redact)}")
     return secret_free(pairs)
 
 
@@ -451,13 +464,144 @@ def launch_metrics(text: str | None) -> tuple[float | None, dict[str, str]]:
     return started, labels
 
 
+MAX_REPLY_BYTES = 64 << 20
+"""The most one reply of a server may decode to [bytes]: a long completion's stream (a 50 MB
+event) is read whole; a compressed bomb is not (300 KB of gzip decoded to 300 MB, and read
+whole cost bench 663 MB)."""
+MAX_REPLY_RATIO = 1000
+"""The most a reply past its first :data:`RATIO_FROM` decoded bytes may grow by decoding [x]
+(server text compresses 5-50x; zeros 1032x, gzip's and deflate's most)."""
+RATIO_FROM = 1 << 20
+"""The decoded bytes [bytes] from which :data:`MAX_REPLY_RATIO` holds."""
+ACCEPT_ENCODING = "gzip, deflate"
+"""The encodings asked for (``Accept-Encoding``): those :func:`bounded_bytes` decodes."""
+_STEP = 1 << 16  # the most one step of decoding makes [bytes]
+
+
+class ReplyError(ValueError):
+    """A reply read no further (:func:`bounded_bytes`); the message is the reason, one line."""
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"
+
+
+class _Inflate:
+    """One gzip or deflate layer of a reply, decoded at most ``_STEP`` bytes at a time."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self.obj = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        # deflate's first two bytes, until they tell zlib's wrapping (RFC 1950: a header whose
+        # method is 8, a multiple of 31) from raw deflate, which some servers send
+        self.start: bytes | None = b"" if encoding == "deflate" else None
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self.start is not None:
+            data = self.start + data
+            if len(data) < 2:
+                self.start = data
+                return
+            self.start = None
+            wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self.obj = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        while not self.obj.eof:  # after its end: what follows is not read (as httpx does)
+            try:
+                out = self.obj.decompress(data, _STEP)
+            except zlib.error as e:
+                raise ReplyError(f"a {self.encoding} reply that does not decode ({e})") from None
+            data = self.obj.unconsumed_tail
+            if out:
+                yield out
+            if not data and len(out) < _STEP:  # a full step may leave output pending
+                return
+
+
+def _layers(header: str) -> list[_Inflate]:
+    """The decoders of a ``Content-Encoding``, the last applied first."""
+    layers = []
+    for name in reversed([e.strip().lower() for e in header.split(",")]):
+        if name in ("", "identity"):
+            continue
+        if name not in ("gzip", "x-gzip", "deflate"):
+            raise ReplyError(
+                f"a reply encoded as {name[:40]!r}, which bench does not decode "
+                f"(it asks for {ACCEPT_ENCODING})"
+            )
+        layers.append(_Inflate(name))
+    return layers
+
+
+def _decoded(layers: Sequence[_Inflate], data: bytes) -> Iterator[bytes]:
+    if not layers:
+        yield data
+        return
+    for piece in layers[0].feed(data):
+        yield from _decoded(layers[1:], piece)
+
+
+async def bounded_bytes(
+    response: Any, limit: int = MAX_REPLY_BYTES, ratio: float = MAX_REPLY_RATIO
+) -> AsyncIterator[bytes]:
+    """A streamed httpx reply's body as it comes, decoded (gzip, deflate) a step of at most
+    64 KiB at a time and counted; raises :class:`ReplyError` (nothing more is read) once it
+    decodes past ``limit`` bytes, or, past :data:`RATIO_FROM`, past ``ratio`` times the bytes
+    sent.
+
+    Its raw bytes are read and decoded here, not by httpx, whose decoder turns each chunk it
+    reads whole (64 KiB of a gzip bomb into 66 MB at once)."""
+    layers = _layers(response.headers.get("content-encoding", ""))
+    sent = decoded = 0
+    async for raw in response.aiter_raw():
+        sent += len(raw)
+        for piece in _decoded(layers, raw):
+            decoded += len(piece)
+            if decoded > limit:
+                raise ReplyError(
+                    f"the reply decoded to more than {_mib(limit)} (bench's limit on a "
+                    "reply): read no further"
+                )
+            if decoded > RATIO_FROM and decoded > ratio * sent:
+                raise ReplyError(
+                    f"the reply decoded to more than {ratio:g}x the bytes sent (bench's limit "
+                    f"on a compressed reply past {_mib(RATIO_FROM)}): read no further"
+                )
+            yield piece
+
+
+async def read_bounded(response: Any, limit: int = MAX_REPLY_BYTES) -> bytes:
+    """A streamed httpx reply's whole body, decoded within :func:`bounded_bytes`'s bounds."""
+    return b"".join([piece async for piece in bounded_bytes(response, limit)])
+
+
+async def read_head(response: Any, size: int) -> bytes:
+    """The first ``size`` decoded bytes of a streamed httpx reply (all of a shorter one): the
+    rest is not read."""
+    parts: list[bytes] = []
+    got = 0
+    async for piece in bounded_bytes(response):
+        parts.append(piece[: size - got])
+        got += len(parts[-1])
+        if got >= size:
+            break
+    return b"".join(parts)
+
+
 __all__: Sequence[str] = (
+    "ACCEPT_ENCODING",
+    "MAX_REPLY_BYTES",
+    "MAX_REPLY_RATIO",
+    "RATIO_FROM",
+    "ReplyError",
     "ServerLaunch",
+    "bounded_bytes",
     "endpoint_pairs",
     "is_local_host",
     "launch_metrics",
     "listening_process",
     "local_server",
+    "read_bounded",
+    "read_head",
     "read_process",
     "read_server_env",
     "started_iso",
