@@ -57,6 +57,7 @@ from breakeven.errors import (
 )
 from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
+from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.metrics import spec_decode_series
 from breakeven.iotools.paths import check_output_path
 from breakeven.iotools.prometheus import parse_metrics
@@ -1101,10 +1102,10 @@ class Bench:
         """One server-sent event's text, its usage's completion tokens, what it says of the
         request's drafts (:func:`~breakeven.iotools.replies.reply_drafts`) and its usage's prompt tokens."""
         try:
-            chunk = json.loads(data)
+            chunk = loads_bounded(data, what="the event")
             text, usage = _chunk_text(chunk)
             drafted = reply_drafts(chunk)
-        except ValueError:
+        except ValueError:  # UnreadableInput too: not JSON, nested too deep
             shown = _printable(data, 80, self.redact)
             raise _Malformed(f"malformed server-sent event: {shown!r}") from None
         return text, usage, drafted, _prompt_tokens(chunk)

@@ -623,3 +623,27 @@ def test_report_reads_a_named_pipe_once(tmp_path):
     writer.join(5)
     assert r.exit_code == 0, r.output
     assert writes == [1] and (tmp_path / "page" / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    "bomb", ['{"a":' * 100_000 + "1" + "}" * 100_000, "[" * 100_000 + "]" * 100_000]
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "{bomb}"],
+        ["predict", "--fit-file", "{bomb}"],
+        ["check", "{csv}", "--schedule", "{bomb}"],
+    ],
+)
+def test_json_nested_past_the_recursion_limit_is_one_line(tmp_path, bomb, command):
+    # Issue 29: JSON nested 100,000 deep exhausted Python's recursion limit (RecursionError)
+    # in every reader of JSON; it is refused, naming its depth, before it is parsed.
+    path = tmp_path / "bomb.json"
+    path.write_text(bomb)
+    csv = tmp_path / "runs.csv"
+    csv.write_text("label,model,hardware,concurrency,num_spec_tokens,tok_s\nb,m,h,1,0,50\n")
+    args = [a.replace("{bomb}", str(path)).replace("{csv}", str(csv)) for a in command]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2, r.output
+    assert "nested 100,000 levels deep" in r.output and "internal error" not in r.output

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from breakeven.iotools import aiperf, replies
+from breakeven.iotools import aiperf, jsonsafe, replies
 from breakeven.iotools.records import PLACEHOLDERS
 
 VLLM_BENCH_SERVE = "vllm_bench_serve"
@@ -476,7 +476,14 @@ def parse_json_document(text: str) -> list[tuple[int, Any]]:
 def parse_json_lines(text: str) -> tuple[list[tuple[int, Any]], tuple[int, str] | None]:
     """A JSON file (one value) or JSON Lines: ``(line, value)`` pairs, and ``(line, message)``
     for a last line that does not parse (a file cut off while written), else None; raises
-    ValueError where the text is neither (at the first bad line before the last)."""
+    ValueError where the text is neither (at the first bad line before the last), or is
+    nested deeper than :data:`~breakeven.iotools.jsonsafe.MAX_DEPTH` (``json.loads`` would
+    recurse past Python's limit)."""
+    depth = jsonsafe.nesting_depth(text)
+    if depth > jsonsafe.MAX_DEPTH:
+        raise ValueError(
+            f"JSON nested {depth:,} levels deep, more than the {jsonsafe.MAX_DEPTH} read"
+        )
     try:
         value = json.loads(text.strip())
     except json.JSONDecodeError as e:

@@ -9,12 +9,12 @@ An entry's identity, ``like``, is a mapping of ``model``, ``hardware`` and ``spe
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
 from breakeven.quantities import SURFACE_TERM_UNITS
 
@@ -33,8 +33,8 @@ def read_fit_json(path: str) -> Any:
             "{0}: cannot read " + shown + ": " + escape_braces(str(e)), "fit_file"
         ) from None
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
+        return loads_bounded(text, what="its text")
+    except ValueError as e:
         raise BreakevenError(
             "{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
             "expected a fit file, as breakeven fit --out writes",

@@ -192,7 +192,8 @@ def _read_input(
             # Not JSON after all: text that starts like it (an SGLang log, say).
             source = sources.Input(item.path, io.BytesIO(data), data[: sources.HEAD_BYTES], None)
             kind = sources.TEXT
-            if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+            nested = error is not None and error.startswith("JSON nested")
+            if not nested and not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
                 error = None  # "[53409] ..." (a process manager's prefix): a log
         if kind == sources.PROMETHEUS:
             records = _prometheus_records(item, source, before, problems)
@@ -208,7 +209,11 @@ def _read_input(
             found += frame.height
             yield frame
         if not found and len(problems) == known:  # a cut-off JSON export, most likely
-            message = f"starts as a JSON object but does not parse ({error}); cut off?"
+            message = (
+                f"is {error}: not a benchmark result"
+                if error.startswith("JSON nested")
+                else f"starts as a JSON object but does not parse ({error}); cut off?"
+            )
             problems.append(Problem(item.path, None, message))
     except UnreadableInput as e:
         problems.append(Problem(item.path, None, str(e)))

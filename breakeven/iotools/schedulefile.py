@@ -4,11 +4,11 @@ one line naming ``--schedule``."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
 
 
@@ -18,12 +18,14 @@ def read_schedule(path: str) -> list[dict[str, Any]]:
 
     shown = escape_braces(repr(str(path)))
     try:
-        data = json.loads(read_whole(path))
+        text = read_whole(path)
     except (UnreadableInput, OSError) as e:
         raise BreakevenError(
             "{0}: cannot read " + shown + ": " + escape_braces(str(e)), "schedule_file"
         ) from None
-    except (ValueError, RecursionError) as e:
+    try:
+        data = loads_bounded(text, what="its text")
+    except ValueError as e:
         raise BreakevenError(
             "{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
             "expected what breakeven schedule --json prints",

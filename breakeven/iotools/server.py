@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
 from breakeven.provenance import (
     is_environment_key,
@@ -347,8 +348,8 @@ def read_server_env(source: str) -> ServerLaunch:
         ) from None
     started = None
     try:
-        body = json.loads(text)
-    except ValueError:
+        body = loads_bounded(text, what=shown)
+    except ValueError:  # not JSON (a KEY=VALUE file), or nested too deep: not docker's
         body = None
     docker = _docker(body) if body is not None else None
     try:

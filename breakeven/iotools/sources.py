@@ -372,6 +372,8 @@ def _may_be_json(text: str) -> bool:
     its first value parses, or fails only where the head was cut off."""
     try:
         json.JSONDecoder().raw_decode(text)
+    except RecursionError:  # nested past Python's limit: JSON, which its reader then refuses
+        return True
     except json.JSONDecodeError as e:
         # Cut off by the head, not wrong: the error is at its end, or it is a string the head
         # ends inside (the error then points at the string's start: a vllm bench serve
