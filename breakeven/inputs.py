@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.errors import BreakevenError, escape_braces
 from breakeven.predict import Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
@@ -464,6 +465,7 @@ def schedule_from_files(
     graph_sizes: Sequence[int] | None = None,
     method: str | None = None,
     base_config: dict[str, Any] | None = None,
+    require_config: bool = False,
     **inputs: Any,
 ) -> dict[str, Any]:
     """What ``breakeven schedule`` prints (:func:`breakeven.schedule.schedule_report`), from
@@ -477,9 +479,13 @@ def schedule_from_files(
         A load profile file (see :func:`read_load_profile`).
     out : str, optional
         Also write the engine's config here (refused before any work if it exists,
-        unless ``force``).
+        unless ``force``, or is one of the inputs, even with ``force``).  Written only
+        where the schedule has a config (not where no k pays, nor for SGLang at one k).
     force : bool
         Replace ``out``.
+    require_config : bool
+        With ``out``: raise, leaving ``out`` as it was, where there is no config to write
+        (``breakeven schedule --out``: never a success beside a stale file).
     min_gain : float
         Merge neighbouring ranges while a merge gives up less than this share of their
         throughput [fraction].
@@ -490,9 +496,12 @@ def schedule_from_files(
     """
     from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
     from breakeven.iotools.outputs import write_json  # lazy: start-up
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
     from breakeven.schedule import schedule_report  # lazy: start-up
 
     if out is not None:
+        read = ("cost_curve", "fit_file")
+        refuse_input_as_output(out, "out", [*((n, inputs.get(n)) for n in read), ("load", load)])
         refuse_overwrite(out, force)
     curve, inputs, note = schedule_cost(**inputs)
     profile, source = read_load_profile(load, shape=True)
@@ -514,9 +523,25 @@ def schedule_from_files(
     moved = getattr(getattr(curve, "surface", None), "context_note", "")
     if moved:
         data["notes"].insert(0, moved)
+    if out is not None and data["config"] is None and require_config:
+        raise _no_config(out, data)
     if out is not None and data["config"] is not None:
         write_json(out, data["config"], force=force)
     return data
+
+
+def _no_config(out: str, data: dict[str, Any]) -> BreakevenError:
+    """``schedule --out`` when the schedule has no config to write (no k pays, or SGLang at
+    one k, which its flags give): ``out``, existing or not, is left as it was."""
+    why = escape_braces(data["notes"][-1] if data.get("notes") else "the schedule has none")
+    if data.get("flags"):
+        why += "; without {0}, the flags to launch with are printed"
+    shown = escape_braces(repr(out))
+    kept = " is left as it was: it is not this schedule's config" if os.path.lexists(out) else ""
+    return BreakevenError(
+        "{0}: no config to write (" + why + "); " + (shown + kept if kept else "nothing written"),
+        "out",
+    )
 
 
 def plan_from_files(
@@ -606,7 +631,8 @@ def fit_from_file(
     mix : str or mapping, optional
         A traffic mix (``code=0.6,chat=0.3``): its speedup at each k, and its best k.
     out : str, optional
-        Also write the fit here (refused before any work if it exists, unless ``force``).
+        Also write the fit here (refused before any work if it exists, unless ``force``,
+        or is ``runs``, even with ``force``).
     force : bool
         Replace ``out``.
 
@@ -617,9 +643,11 @@ def fit_from_file(
     from breakeven.fit import fit_file  # lazy: start-up
     from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
     from breakeven.iotools.outputs import write_json  # lazy: start-up
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
 
     moe = moe_routing(experts, top_k, shared)
     if out is not None:
+        refuse_input_as_output(out, "out", [("RUNS.csv", runs)])
         refuse_overwrite(out, force)
     result = fit_file(
         runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form, mix=mix

@@ -28,6 +28,7 @@ from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
 from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.ingest import check_year
+from breakeven.iotools.paths import refuse_input_as_output
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
@@ -142,7 +143,8 @@ def report_from_file(
 ) -> str:
     """``breakeven report``: check a measurements CSV and write its page.
 
-    The directory is checked before the work, then the check's page goes to
+    The directory is checked before the work (refused where ``out_dir/report.html`` is
+    ``measurements``, even with ``force``), then the check's page goes to
     ``out_dir/report.html`` atomically.
 
     Parameters
@@ -161,6 +163,9 @@ def report_from_file(
     str
         The path of the page written.
     """
+    refuse_input_as_output(
+        os.path.join(out_dir, "report.html"), "out", [("MEASUREMENTS", measurements)]
+    )
     check_report_dir(out_dir, force)
     result = check_file(measurements, tolerance)
     return write_report(result, out_dir, source=measurements, force=force)
@@ -444,7 +449,7 @@ def fleet_from_prometheus(
         The environment variable holding a bearer token (never shown).
     out : str, optional
         Also write every server's steps as a measurements CSV (refused before any work if
-        it exists, unless ``force``).
+        it exists, unless ``force``, or is ``fit_file``, even with ``force``).
     force : bool
         Replace ``out``.
 
@@ -455,6 +460,7 @@ def fleet_from_prometheus(
     series : dict
         Each server's accept_len over time.
     """
+    refuse_input_as_output(out, "out", [("fit_file", fit_file)])
     step_s = parse_duration(step, "step")
     first, last = time_range(start, end, since, step_s)
     rate_window = window or f"{max(60, int(2 * step_s))}s"

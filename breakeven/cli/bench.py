@@ -153,6 +153,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     from breakeven.measure import bench_config  # lazy: start-up
     from breakeven.provenance import launch_text  # lazy: start-up
 
+    _refuse_an_input_as_out(out, options.get("prompts"), options.get("server_env_from"))
     config, note = bench_config(**options)
     if note:
         say(f"Note: {note}")
@@ -188,3 +189,14 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         raise CommandLineError(
             f"{len(failures)} request(s) failed; every completed one was recorded"
         )
+
+
+def _refuse_an_input_as_out(out: str | None, prompts: str | None, env_from: str | None) -> None:
+    """--out refused, before any request, where it is the --prompts file or the
+    --server-env-from file (not a process id)."""
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
+
+    env_file = None if env_from is None or env_from.strip().isdigit() else env_from
+    refuse_input_as_output(
+        out, "out", [("prompts", prompts), ("server_env_from", env_file)], force=None
+    )

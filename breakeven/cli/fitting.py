@@ -206,7 +206,7 @@ def schedule(as_json: bool, **inputs: Any) -> None:
     """
     from breakeven.inputs import schedule_from_files  # lazy: start-up
 
-    data = schedule_from_files(**inputs)
-    if inputs["out"] is not None and data["config"] is not None:
+    data = schedule_from_files(**inputs, require_config=True)  # never beside a stale --out
+    if inputs["out"] is not None:  # written: with no config to write, it raised
         say(f"Wrote {inputs['out']}.")
     emit(data, as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -18,6 +19,7 @@ from breakeven.cli.params import (
     say,
     writable,
 )
+from breakeven.errors import BreakevenError
 from breakeven.quantities import MAX_SPEC_TOKENS
 
 
@@ -148,8 +150,11 @@ def ingest(
       breakeven ingest after.prom --before before.prom --json
     """
     from breakeven.iotools import pipeline  # lazy: start-up
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
 
     inputs = pipeline.ingest_inputs(files, **per_file)
+    read = [("FILE", i.path) for i in inputs]
+    refuse_input_as_output(out, "out", [*read, ("before", before)])  # even with --append
     array = pipeline.JsonArray(lambda text: click.echo(text, nl=False)) if as_json else None
     tally, problems = pipeline.write_ingest(
         inputs,
@@ -359,14 +364,39 @@ def compare_command(
       breakeven compare --baseline-tok-s 90 --baseline-at 2026-02-02 \\
           --spec-tok-s 75.9 --spec-at 2026-02-26 --accept-len 2.1 -k 3
     """
+    from breakeven.iotools.paths import written_as  # lazy: start-up
     from breakeven.measure import compare_from_files  # lazy: start-up
     from breakeven.report import check_report_dir, write_compare_report  # lazy: start-up
 
     if report_dir is not None:
+        _refuse_an_input_as_report(report_dir, runs, schedule_file, fit_file)
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     result = compare_from_files(**runs, schedule_file=schedule_file, fit_file=fit_file, mix=mix)
     emit(result, as_json)
     if report_dir is not None:
-        say(f"Wrote {write_compare_report(result, report_dir, force=force)}.")
+        with written_as("report_dir", report_dir):  # a full disk names --report
+            say(f"Wrote {write_compare_report(result, report_dir, force=force)}.")
     if result.failed(fail_if):
         sys.exit(1)
+
+
+def _refuse_an_input_as_report(
+    report_dir: str, runs: dict[str, Any], schedule_file: str | None, fit_file: str | None
+) -> None:
+    """compare's --report DIR, refused where DIR/report.html is one of its inputs: the files
+    of BASELINE and each SPEC (as compare reads them), --schedule and --fit-file."""
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
+    from breakeven.iotools.runs import parse_run  # lazy: start-up
+
+    read: list[tuple[str, str | None]] = [("schedule_file", schedule_file), ("fit_file", fit_file)]
+    for what, text in [("BASELINE", runs.get("baseline")), *(("SPEC", s) for s in runs["specs"])]:
+        if text is None:
+            continue
+        if os.path.isdir(text):  # a sweep's directory: its runs.csv
+            read.append((what, os.path.join(text, "runs.csv")))
+            continue
+        try:
+            read += [(what, path) for path in parse_run(text).paths]
+        except BreakevenError:  # said by compare itself
+            continue
+    refuse_input_as_output(os.path.join(report_dir, "report.html"), "report_dir", read)

@@ -22,6 +22,19 @@ out_picture = click.option(
 )
 
 
+FILE_INPUTS = ("from_csv", "verify_curve", "cost_curve", "fit_file", "load")
+"""The options of the plot commands that name files they read."""
+
+
+def _refuse_inputs(out: str, inputs: dict[str, Any], *read: tuple[str, str]) -> None:
+    """--out refused, before the work, where it is a file the command reads: one of its
+    :data:`FILE_INPUTS`, or ``read`` (an argument's metavar and path)."""
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
+
+    given = [(name, inputs.get(name)) for name in FILE_INPUTS]
+    refuse_input_as_output(out, "out", [*read, *given])
+
+
 def _save(ax: Any, out: str, force: bool) -> None:
     from breakeven.plot import save  # lazy: start-up
 
@@ -92,6 +105,7 @@ def plot_surface(out: str, force: bool, **inputs: Any) -> None:
     """
     from breakeven.drawing import surface_figure  # lazy: start-up
 
+    _refuse_inputs(out, inputs)
     _save(surface_figure(**inputs), out, force)
 
 
@@ -108,6 +122,7 @@ def plot_k(out: str, force: bool, **inputs: Any) -> None:
     """
     from breakeven.drawing import k_figure  # lazy: start-up
 
+    _refuse_inputs(out, inputs)
     _save(k_figure(**inputs), out, force)
 
 
@@ -124,6 +139,7 @@ def plot_batch(out: str, force: bool, **inputs: Any) -> None:
     """
     from breakeven.drawing import batch_figure  # lazy: start-up
 
+    _refuse_inputs(out, inputs)
     _save(batch_figure(**inputs), out, force)
 
 
@@ -167,6 +183,7 @@ def plot_schedule(out: str, force: bool, **inputs: Any) -> None:
     """
     from breakeven.drawing import schedule_figure  # lazy: start-up
 
+    _refuse_inputs(out, inputs)
     _save(schedule_figure(**inputs), out, force)
 
 
@@ -197,6 +214,7 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool, **cos
     """
     from breakeven.drawing import check_figure  # lazy: start-up
 
+    _refuse_inputs(out, costs, ("MEASUREMENTS", measurements))
     _save(check_figure(measurements, tolerance, **costs), out, force)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -127,6 +128,7 @@ def sweep(
     from breakeven.sweep_answer import answer_sweep  # lazy: start-up
     from breakeven.sweep_run import run_sweep  # lazy: start-up
 
+    _refuse_an_input_as_output(out, server_env_from)
     serve, engine = options.pop("serve"), options.pop("engine")
     ks = options.pop("num_spec_tokens")
     plan = plan_sweep(serve, engine, ks, requests=requests, **options)
@@ -168,6 +170,18 @@ def sweep(
     say(f"Wrote {', '.join(answer.files.values())}.")
     if not answer.best:
         sys.exit(1)
+
+
+def _refuse_an_input_as_output(out: str, server_env_from: str | None) -> None:
+    """--server-env-from FILE refused where it is one of the files the sweep writes in DIR."""
+    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
+
+    if server_env_from is None or server_env_from.strip().isdigit():  # none, or a process id
+        return
+    for name in ("runs.csv", "manifest.json", "fit.json", "schedule.json", "report.html"):
+        refuse_input_as_output(
+            os.path.join(out, name), "out", [("server_env_from", server_env_from)], force=None
+        )
 
 
 class _Shown:

@@ -21,11 +21,12 @@ def write_json(path: str, data: Any, *, force: bool = False, name: str = "out") 
     force : bool
         Replace ``path`` if it exists.
     name : str
-        The argument ``path`` came from, named in errors (a full disk, a directory removed).
+        The argument ``path`` came from, named in errors (it exists without ``force``, a full
+        disk, a directory removed).
     """
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     try:
-        write_text(path, lambda f: f.write(text), force=force)
+        write_text(path, lambda f: f.write(text), force=force, name=name)
     except OSError as e:
         raise output_error(name, path, e) from None
 

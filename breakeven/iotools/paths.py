@@ -3,12 +3,16 @@
 Every writer (``ingest --out``, ``plot ... --out``, ``report --out``, ``bench --out``) calls
 :func:`check_output_path` first, so a path that cannot be written is refused at once, in one
 line naming the flag and the path, instead of failing after the work (or with a traceback).
+Every command with inputs calls :func:`refuse_input_as_output` too: an output that is one of
+its inputs (the same file, through links) is refused, even with ``--force``.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from breakeven.errors import BreakevenError, escape_braces
 
@@ -80,3 +84,90 @@ def output_error(name: str, path: str, error: OSError) -> BreakevenError:
     """The one line for a write that failed after :func:`check_output_path` (a full disk, a
     directory removed meanwhile), naming argument ``name``."""
     return _refuse(name, path, error.strerror or str(error))
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: the same device and inode where both exist (through
+    symbolic links, and across hard links), else the same path once links are resolved."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (yet), or a NUL in a path
+        pass
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_argument_name(what: str) -> bool:
+    """Whether an input is named by a Python argument name (``fit_file``: a placeholder,
+    spelled as its flag), not an argument's metavar (``RUNS.csv``, ``FILE``: shown as it is)."""
+    return what.isidentifier() and not what.isupper()
+
+
+def refuse_input_as_output(
+    output: str | os.PathLike[str] | None,
+    name: str,
+    inputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+    *,
+    force: str | None = "force",
+) -> None:
+    """Raise a :class:`~breakeven.BreakevenError` naming argument ``name`` when the file
+    ``output`` is one of ``inputs`` (:func:`same_file`): an output never replaces, or adds
+    to, a file its command reads, even with ``force``.
+
+    ``inputs`` are ``(argument, path)`` pairs; the argument is a Python argument name
+    (``fit_file``, shown as its flag) or, for a positional argument, its metavar in
+    capitals (``RUNS.csv``, ``FILE``), shown as it is.  A path that is None, empty or ``-``
+    (standard input) is skipped, and so is ``output`` None.  ``force`` is the argument that
+    replaces an output, said not to help (None: the command has none).  Called before any
+    work.
+    """
+    if output is None:
+        return
+    output = os.fspath(output)
+    for what, path in inputs:
+        if path is None:
+            continue
+        path = os.fspath(path)
+        if path in ("", "-") or not same_file(output, path):
+            continue
+        names = [name]
+        if _is_argument_name(what):
+            names.append(what)
+            input_text = "{1}"
+        else:
+            input_text = escape_braces(what)
+        if path != output:
+            input_text += " (" + escape_braces(repr(path)) + ")"
+        even = ""
+        if force is not None:
+            even = ", even with {" + str(len(names)) + "}"
+            names.append(force)
+        raise BreakevenError(
+            "{0}: "
+            + escape_braces(repr(output))
+            + " is the input "
+            + input_text
+            + "; an output never replaces or adds to a file the command reads"
+            + even
+            + ": give another path",
+            *names,
+        )
+
+
+@contextmanager
+def written_as(name: str, path: str | os.PathLike[str]) -> Iterator[None]:
+    """Errors of a writer called for argument ``name``: a
+    :class:`~breakeven.BreakevenError` that names ``out`` (the writer's own argument, as
+    :mod:`breakeven.report`'s do) names ``name`` instead, and an ``OSError`` (a full disk)
+    is :func:`output_error` for ``name`` and ``path``."""
+    try:
+        yield
+    except BreakevenError as e:
+        if "out" not in e.names:
+            raise
+        names = [name if n == "out" else n for n in e.names]
+        raise BreakevenError(e.template, *names) from None
+    except OSError as e:
+        raise output_error(name, os.fspath(path), e) from None
