@@ -59,7 +59,7 @@ from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.metrics import spec_decode_series
-from breakeven.iotools.paths import check_output_path
+from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
 from breakeven.iotools.replies import Drafts, count, reply_drafts
@@ -1572,9 +1572,15 @@ class RowWriter:
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\n").writerow(values)
         data = buffer.getvalue().encode("utf-8")
-        while data:
-            data = data[os.write(self.fd, data) :]
-        os.fsync(self.fd)
+        end = os.lseek(self.fd, 0, os.SEEK_END)  # under the lock: where this row starts
+        try:
+            while data:
+                data = data[os.write(self.fd, data) :]
+            os.fsync(self.fd)
+        except OSError as e:  # a full disk: no half row left, and one line naming --out
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, end)
+            raise output_error("out", self.path, e) from None
 
     def __call__(self, row: dict[str, Any]) -> None:
         self.rows += 1

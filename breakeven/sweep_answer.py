@@ -275,6 +275,14 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
                 )
             except BreakevenError as e:
                 notes.append(f"no schedule: {e}")
+    stale = os.path.join(directory, "schedule.json")
+    no_config = schedule is None or schedule.get("config") is None
+    if write and no_config and os.path.lexists(stale):  # the sweep owns DIR: no old config
+        os.remove(stale)
+        notes.append(
+            "no config to write: the schedule.json of an earlier answer in the directory was "
+            "removed, as it is not this answer's"
+        )
     answer = SweepAnswer(
         directory,
         engine,

@@ -283,3 +283,60 @@ def test_a_reply_is_read_no_further_than_its_limit_or_its_ratio():
 def test_a_reply_bench_cannot_decode_is_one_reason(body, encoding, reason):
     _, error = _read(_Reply(body, encoding))
     assert reason in str(error) and "\n" not in str(error)
+
+
+def test_a_full_disk_under_bench_out_is_one_line_and_no_half_row(tmp_path, monkeypatch):
+    # Issue 29: a row write that fails for a full disk (ENOSPC, after half the row was
+    # written) leaves no half row and is one line naming --out, exit 2, not an internal error.
+    import errno
+    import types
+
+    import breakeven.bench_client as bench_client
+
+    out = tmp_path / "runs.csv"
+    real = os
+
+    def write(fd, data):
+        if fd == state["fd"] and state["rows"] >= 2:
+            real.write(fd, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        if fd == state["fd"]:
+            state["rows"] += 1
+        return real.write(fd, data)
+
+    state = {"fd": None, "rows": 0}
+    opened = real.open
+
+    def open_(path, flags, *args):
+        fd = opened(path, flags, *args)
+        if os.fspath(path) == str(out):
+            state["fd"] = fd
+        return fd
+
+    fake = types.SimpleNamespace(
+        **{n: getattr(real, n) for n in dir(real) if not n.startswith("__")}
+    )
+    fake.write, fake.open = write, open_
+    monkeypatch.setattr(bench_client, "os", fake)
+    with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+        r = CliRunner().invoke(
+            cli,
+            [
+                "bench",
+                "--url",
+                server.url,
+                "--label",
+                "b",
+                "--requests",
+                "4",
+                "--max-tokens",
+                "8",
+                "--out",
+                str(out),
+            ],
+        )
+    assert r.exit_code == 2, r.output
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("Error: ")]
+    assert "--out" in line and str(out) in line and "No space left" in line
+    text = out.read_text()
+    assert text.endswith("\n") and len(text.splitlines()) == 2  # the header and one whole row

@@ -186,9 +186,14 @@ def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
 
 
 def test_one_load_gives_the_best_k_and_says_why_there_is_no_schedule(tmp_path):
-    _, answer = _answered(tmp_path, ready_timeout_s=30)
+    out, answer = _answered(tmp_path, ready_timeout_s=30)
     assert answer.schedule is None
     assert any("two or more loads" in n for n in answer.notes)
+    # Issue 29: an answer without a config never leaves an earlier schedule.json beside it.
+    (out / "schedule.json").write_text('{"stale": true}')
+    again = answer_sweep(str(out))
+    assert not (out / "schedule.json").exists()
+    assert any("earlier answer" in n for n in again.notes)
     (best,) = answer.best
     assert best.num_spec_tokens == 4
     assert "Config to paste (vllm):\n  --speculative-config" in answer.headline()

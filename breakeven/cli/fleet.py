@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -149,10 +150,13 @@ def fleet(
       breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
     """
     from breakeven.fleet_client import limits  # lazy: start-up
+    from breakeven.iotools.paths import refuse_input_as_output, written_as  # lazy: start-up
     from breakeven.measure import fleet_from_prometheus  # lazy: start-up
     from breakeven.report import check_report_dir, write_fleet_report  # lazy: start-up
 
     if report_dir is not None:
+        page = os.path.join(report_dir, "report.html")
+        refuse_input_as_output(page, "report_dir", [("fit_file", options.get("fit_file"))])
         check_report_dir(report_dir, force, "report_dir")  # before the work, not after it
     with limits(timeout_s=timeout, deadline_s=deadline):
         result, series = fleet_from_prometheus(out=out, force=force, **options)
@@ -163,4 +167,6 @@ def fleet(
         for note in result.notes:
             say(f"Note: {note}.")
     if report_dir is not None:
-        say(f"Wrote {write_fleet_report(result, series, report_dir, force=force)}.")
+        with written_as("report_dir", report_dir):  # a full disk names --report
+            written = write_fleet_report(result, series, report_dir, force=force)
+        say(f"Wrote {written}.")
