@@ -3,9 +3,7 @@
 import json
 
 import pytest
-from click.testing import CliRunner
-
-from breakeven.cli import cli
+from cli_checks import invoke
 
 CURVE = """# A made-up forward-time curve for tests: flat, then compute-bound.
 tokens,ms
@@ -19,10 +17,6 @@ tokens,ms
 128,22
 256,38
 """
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture

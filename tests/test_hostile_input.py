@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_checks import invoke, one_line_exit_2
 from click.testing import CliRunner
 
 from breakeven import BreakevenError
@@ -36,22 +37,6 @@ LOG = ROOT / "tests" / "data" / "case_study" / "sglang_baseline.log"
 PROM = ROOT / "tests" / "data" / "engines" / "vllm_metrics__pr41916_spec_decode_excerpt.prom"
 HEADER = CASE_STUDY.read_text().splitlines()[7]
 ROW = "r,{label},,sglang,m,h,1,{k},eagle3,{tok_s},,{tau},,,,,,{env},src,client"
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_line_exit_2(r, *wanted):
-    """Exit 2, no traceback, and the output's last line the one error naming ``wanted``."""
-    assert r.exit_code == 2, r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    assert "Traceback" not in r.output
-    last = r.stderr.rstrip("\n").rsplit("\n", 1)[-1]
-    assert last.startswith("Error: "), r.output
-    for text in wanted:
-        assert text in last, last
-    return last
 
 
 def measurements(tmp_path, *rows, header=HEADER, name="m.csv"):

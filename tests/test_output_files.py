@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import invoke, one_line_exit_2
 
-from breakeven.cli import cli
 from breakeven.iotools import atomic
 from breakeven.iotools.records import RECORD_KEYS
 
@@ -32,22 +31,6 @@ PROMPTS = ROOT / "data" / "prompts_by_category.jsonl"
 PROM = ROOT / "tests" / "data" / "engines" / "vllm_metrics__pr41916_spec_decode_excerpt.prom"
 NEVER_PAYS = ("--cost-curve", CURVE, "--alpha", 0.1, "--draft-step-ms", 5, "--max-k", 4)
 """A schedule where no k beats plain decoding at any batch (tests/test_schedule.py)."""
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_line_exit_2(r, *wanted):
-    """Exit 2, no traceback, and the last line of stderr the one error naming ``wanted``."""
-    assert r.exit_code == 2, r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    assert "Traceback" not in r.output
-    last = r.stderr.rstrip("\n").rsplit("\n", 1)[-1]
-    assert last.startswith("Error: "), r.output
-    for text in wanted:
-        assert text in last, last
-    return last
 
 
 def rows(path):
