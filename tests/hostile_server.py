@@ -54,6 +54,22 @@ ECHO_STREAM_MODES = (
     "echo_event",  # a malformed server-sent event holding the echoes
 )
 ECHO_ROUTES = ("props", "version", "sglang")
+# Faults the server fuzz draws from besides the modes above (tests/test_fuzz_servers.py): token
+# counts and counters no engine sends, events nested past the recursion limit.
+FUZZ_STREAM_MODES = (
+    "usage_digits",  # completion_tokens a whole number of 400 digits
+    "usage_inf",  # completion_tokens Infinity (Python's json writes it; it is not JSON)
+    "usage_negative",  # completion_tokens -5
+    "deep_event",  # an event nested 100,000 deep
+    "spec_digits",  # metrics.speculative_decoding counts of 400 digits, a histogram of them
+)
+METRICS_MODES = (
+    "inf",  # vLLM's spec-decode counters at +Inf
+    "digits",  # counters of 400 digits
+    "garbage",  # not the text format at all
+    "nan",  # NaN counters
+    "huge_line",  # one 2 MB metric line
+)
 """Which route tells the engine (llama.cpp's /props, vLLM's /version with /metrics,
 SGLang's /get_server_info), each with the echoes in what bench records of it."""
 
@@ -70,6 +86,7 @@ class Hostility:
     authorizations: list[str] = field(default_factory=list)
     echo: tuple[str, ...] = ()  # texts (secrets, their forms, their starts) the server echoes
     echo_route: str | None = None  # one of ECHO_ROUTES: answers with the echoes
+    metrics: str | None = None  # one of METRICS_MODES: /metrics answers so (else 404)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -129,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         h = self.hostility
         if h.echo and self._echo_get():
+            return
+        if self.path == "/metrics" and h.metrics is not None:
+            self._send(200, _metrics(h.metrics).encode(), "text/plain; version=0.0.4")
             return
         if self.path != "/v1/models":
             self._send(404, b'{"detail": "Not Found"}')
@@ -242,7 +262,30 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "echo_event":  # not JSON: shown cut at 80 characters
             self._event("{oops " + self._echoed("o", 60).replace("\n", " "))
             return True
+        elif mode in ("usage_digits", "usage_inf", "usage_negative"):
+            value = {"usage_digits": 10**400, "usage_inf": float("inf"), "usage_negative": -5}
+            self._chunk(sent, usage={"completion_tokens": value[mode]})
+            return False
+        elif mode == "deep_event":
+            self._event('{"a":' * 100_000 + "1" + "}" * 100_000)
+        elif mode == "spec_digits":
+            huge = 10**400
+            spec = {"num_spec_steps": huge, "num_accepted_draft_tokens": huge}
+            spec |= {"num_draft_tokens": huge, "acceptance_histogram": [huge, huge]}
+            self._event(json.dumps({"choices": [], "metrics": {"speculative_decoding": spec}}))
+            return False
         return False
+
+
+def _metrics(mode: str) -> str:
+    """A /metrics answer of ``mode`` (:data:`METRICS_MODES`)."""
+    names = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+    value = {"inf": "+Inf", "digits": "9" * 400, "nan": "NaN"}.get(mode)
+    if value is not None:
+        return "".join(f'vllm:spec_decode_{n}_total{{model_name="m"}} {value}\n' for n in names)
+    if mode == "huge_line":
+        return 'vllm:spec_decode_num_drafts_total{x="' + "y" * (2 << 20) + '"} 1\n'
+    return "<html>not metrics</html>\n"
 
 
 _HUGE: dict[int, bytes] = {}

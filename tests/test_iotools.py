@@ -245,3 +245,13 @@ def test_read_opens_a_file_and_parse_takes_text():
 
 def test_iso_timestamp_is_utc_to_the_second():
     assert iso_timestamp(0.4) == "1970-01-01T00:00:00+00:00"
+
+
+@pytest.mark.parametrize("value", ["+Inf", "NaN", "9" * 400, "1e30"])
+def test_a_counter_no_engine_sends_is_left_out(value):
+    # Issue 29: a /metrics counter of 400 digits raised OverflowError; +Inf and NaN reached
+    # the differences.  Such a sample is left out, as if the series were absent.
+    from breakeven.iotools.prometheus import _samples
+
+    text = f'vllm:spec_decode_num_drafts_total{{model_name="m"}} {value}\nvllm:x_total 3\n'
+    assert ("vllm:spec_decode_num_drafts_total", (("model_name", "m"),)) not in _samples(text)

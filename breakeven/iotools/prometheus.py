@@ -91,8 +91,18 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for s in family.samples:
             if s.name.endswith("_created"):
                 continue
-            out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
+            try:
+                value = float(s.value)
+            except OverflowError:  # a whole number of hundreds of digits
+                continue
+            if math.isfinite(value) and abs(value) <= MAX_SAMPLE:  # else no engine sent it
+                out[(s.name, tuple(sorted(s.labels.items())))] = value
     return out
+
+
+MAX_SAMPLE = 1e18
+"""A sample beyond this (or NaN, or infinite) is left out, as if the series were absent: no
+engine's counter or gauge gets there, and its differences would overflow or mean nothing."""
 
 
 def parse_metrics(
