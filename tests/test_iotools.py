@@ -255,3 +255,14 @@ def test_a_counter_no_engine_sends_is_left_out(value):
 
     text = f'vllm:spec_decode_num_drafts_total{{model_name="m"}} {value}\nvllm:x_total 3\n'
     assert ("vllm:spec_decode_num_drafts_total", (("model_name", "m"),)) not in _samples(text)
+
+
+@pytest.mark.parametrize("tail", ["1e-", "1.", '"\\u00', "-"])
+def test_a_head_cut_inside_a_number_or_an_escape_is_still_json(tail):
+    # A vllm bench serve --save-detailed file past 64 KiB whose head ended inside a number's
+    # exponent ("...9891e-") was read as text: "holds nothing breakeven reads" (the real vLLM
+    # suite, depending on where its generated texts put the cut).
+    from breakeven.iotools.sources import JSON_DOCUMENT, detect
+
+    head = ('{"date": "20261203-070350", "itls": [[' + "0.0045, " * 100 + tail).encode()
+    assert detect(head) == JSON_DOCUMENT

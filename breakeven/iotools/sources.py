@@ -367,6 +367,10 @@ def detect(head: bytes) -> str:
     return TEXT
 
 
+_CUT_SLACK = 16
+"""How near the end of a file's head a JSON error still means the head was cut there."""
+
+
 def _may_be_json(text: str) -> bool:
     """Whether ``text`` (the start of a file) can begin a JSON document or JSON Lines:
     its first value parses, or fails only where the head was cut off."""
@@ -378,7 +382,9 @@ def _may_be_json(text: str) -> bool:
         # Cut off by the head, not wrong: the error is at its end, or it is a string the head
         # ends inside (the error then points at the string's start: a vllm bench serve
         # --save-detailed file past 64 KiB, cut in one of its generated texts).
-        return e.pos >= len(text.rstrip()) - 1 or e.msg.startswith("Unterminated string")
+        # Near its end (the last characters of a cut may be half an escape or half a UTF-8
+        # character, read as U+FFFD): the head was cut there.
+        return e.pos >= len(text.rstrip()) - _CUT_SLACK or e.msg.startswith("Unterminated string")
     return True
 
 
