@@ -42,3 +42,12 @@ def test_a_reply_with_garbled_counts_gives_no_counts(tmp_path):
     path.write_text(json.dumps(reply))
     (r,) = ingest([path]).records
     assert r["num_drafts"] is None and r["accept_len"] is None and r["per_position"] is None
+
+
+@pytest.mark.parametrize("value", [10**400, "9" * 400, -5, 2.5, "1e3", True, float("inf")])
+def test_a_count_no_engine_sends_is_none(value):
+    # Issue 29 (the server fuzz): completion_tokens of 400 digits overflowed a float later.
+    from breakeven.iotools.replies import MAX_COUNT, count
+
+    assert count(value) is None
+    assert count(MAX_COUNT) == MAX_COUNT and count(" 42 ") == 42

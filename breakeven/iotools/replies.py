@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+MAX_COUNT = 10**15
+"""The largest token or cycle count a reply may give: beyond it (a whole number of hundreds of
+digits, say) no engine sent it, and a double would not hold it exactly."""
+
 
 def count(value: Any) -> int | None:
-    """A token count as a server may send it: a whole number, or its digits as text."""
+    """A token count as a server may send it: a whole number from 0 to :data:`MAX_COUNT`, or
+    its digits as text; None for anything else."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int) and value >= 0:
+    if isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.isdigit() and len(text) <= 16 else None
+    if isinstance(value, int) and 0 <= value <= MAX_COUNT:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
     return None
 
 
@@ -81,4 +87,4 @@ def reply_drafts(chunk: Any) -> Drafts:
     )
 
 
-__all__ = ["Drafts", "count", "histogram_text", "reply_drafts"]
+__all__ = ["MAX_COUNT", "Drafts", "count", "histogram_text", "reply_drafts"]
