@@ -324,3 +324,21 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch):
     monkeypatch.setenv("BREAKEVEN_DEBUG", "1")
     r = CliRunner().invoke(cli, args)
     assert isinstance(r.exception, KeyError)
+
+
+def test_an_internal_error_masks_the_key_its_command_was_given(monkeypatch):
+    # A bug whose message quotes the API key (from --api-key-env) shows it masked, before the
+    # message is cut: the key's variable is read from the command line's --api-key-env.
+    key = "sk-internal-0123456789abcdefghij"
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("x" * 190 + key)
+
+    monkeypatch.setattr("breakeven.measure.bench_config", broken)
+    r = CliRunner().invoke(
+        cli,
+        ["bench", "--url", "http://127.0.0.1:9", "--label", "b", "--api-key-env", "K"],
+        env={"K": key},
+    )
+    assert r.exit_code == 3, r.output
+    assert key[:8] not in r.output and "internal error (RuntimeError" in r.output

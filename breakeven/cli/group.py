@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -133,13 +135,26 @@ DEBUG_VARIABLE = "BREAKEVEN_DEBUG"
 """Set (to anything), an internal error raises with its traceback."""
 
 
-def internal_error_line(e: BaseException) -> str:
+SECRET_FLAGS = ("--api-key-env", "--token-env")
+"""Flags that name an environment variable holding a secret: an internal error's message is
+masked of their values too."""
+
+
+def internal_error_line(e: BaseException, args: Sequence[str] = ()) -> str:
     """One line for an internal error: its kind, its message (printable, at most 200
-    characters) and what to do."""
-    from breakeven.credentials import hide_url_passwords  # lazy: start-up
+    characters) and what to do.  The message is masked before it is cut: URL passwords, and
+    the secrets of the variables ``args`` name with :data:`SECRET_FLAGS`."""
+    from breakeven.credentials import Redactor  # lazy: start-up
     from breakeven.formatting import printable  # lazy: start-up
 
-    message = printable(hide_url_passwords(str(e)))  # masked, then cut
+    named = [b for a, b in itertools.pairwise(args) if a in SECRET_FLAGS]
+    named += [
+        value
+        for name, eq, value in map(lambda a: a.partition("="), args)
+        if eq and name in SECRET_FLAGS
+    ]
+    redact = Redactor(*(os.environ.get(v, "").strip() for v in named))
+    message = printable(redact(str(e)))  # masked, then cut
     message = message[:200] + ("..." if len(message) > 200 else "")
     return (
         f"Error: internal error ({type(e).__name__}: {message}); this is a bug in breakeven "
@@ -185,7 +200,13 @@ class Group(click.Group):
         except Exception as e:  # a bug: one line, exit 3, never a traceback ending in 1
             if os.environ.get(DEBUG_VARIABLE):
                 raise
-            click.echo(internal_error_line(e), err=True)
+            given = kwargs.get("args", args[0] if args else None)
+            given = sys.argv[1:] if given is None else [str(a) for a in given]
+            try:
+                line = internal_error_line(e, given)
+            except Exception:  # the line itself must never fail: its kind alone, then
+                line = f"Error: internal error ({type(e).__name__}); this is a bug in breakeven"
+            click.echo(line, err=True)
             sys.exit(INTERNAL_ERROR)
         sys.exit(rv if isinstance(rv, int) else 0)
 

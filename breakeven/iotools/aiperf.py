@@ -312,7 +312,7 @@ def table_records(
     problems: list[tuple[int, str]] = []
     i = 0
     while i < len(lines):
-        read = _reader(lines, i)
+        read = _reader(lines, i, final)
         if read is None:
             i += 1
             continue
@@ -325,11 +325,13 @@ def table_records(
     return records, problems, None
 
 
-def _reader(lines: list[str], i: int) -> Any:
+def _reader(lines: list[str], i: int, final: bool = True) -> Any:
     """What starts at line ``i``: the reader of its table, or None."""
     text = lines[i].strip()
-    # A title the text ends at may still open a table (the next block holds it).
-    opens = i + 1 == len(lines) or lines[i + 1].lstrip().startswith("┏")
+    # A title the text ends at may still open a table (the next block holds it), unless the
+    # input ends there: then it is a title without a table, never a table cut off.
+    last = i + 1 == len(lines)
+    opens = (last and not final) or (not last and lines[i + 1].lstrip().startswith("┏"))
     if text.startswith(TITLE) and opens:
         return _console
     if text.endswith(tuple(REPORT_TITLES)) and opens:
@@ -384,7 +386,7 @@ def _console(lines: list[str], i: int) -> _Found:
         if in_command:
             in_command = bool(text)
             command.append(text)
-        elif text.startswith(TITLE) and _reader(lines, j) is _console:
+        elif text.startswith(TITLE) and _reader(lines, j, final=False) is _console:
             header, rows, end = _grid(lines, j)
             table = _console_rows(header, rows)
             if end is None:  # cut off, or the rest is in the next block

@@ -46,6 +46,10 @@ COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer th
 TABLE = "_result_table"  # the kind of a result table's title line
 
 
+_COMMENT = re.compile(r"(?m)^[ \t]*#.*$")
+"""A comment line (the marking leaves them out: ``^\\s*#``)."""
+
+
 @dataclass(frozen=True)
 class Field:
     """One value of a line kind."""
@@ -684,6 +688,9 @@ class TextScanner:
                 text += data.decode("utf-8", errors="replace")
         if first_line is None:
             return [], []
+        # Comments are blank to the table readers as they are to the marking (a '#' line never
+        # starts a table): the same records whichever block a comment falls in.
+        text = _COMMENT.sub("", text)
         records, problems, open_at = self.table_reader(text, first_line, final)
         if open_at is not None and not final:
             offset = open_at - first_line
