@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as _np
+
 from breakeven import _xp
 from breakeven.errors import BreakevenError, invalid_value
 
@@ -135,3 +137,14 @@ def accept_len_from_per_position(rates: Any) -> float:
                 "per_position",
             )
     return 1.0 + math.fsum(checked)
+
+
+def per_position_from_histogram(counts: Any) -> tuple[float, ...]:
+    """``a_1 ... a_k`` from cycles that accepted 0 ... k drafted tokens (summed over requests):
+    ``a_i = sum(counts[i:]) / sum(counts)``; empty where no cycle is counted."""
+    counts = _np.asarray(counts, dtype=float)
+    total = counts.sum()
+    if not total > 0:
+        return ()
+    at_least = _np.cumsum(counts[::-1])[::-1]  # cycles that accepted i or more
+    return tuple(float(x) for x in at_least[1:] / total)

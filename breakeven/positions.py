@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from breakeven.acceptance import per_position_from_histogram as from_histogram
+
 
 @dataclass(frozen=True)
 class PositionRow:
@@ -79,17 +81,6 @@ def parse_rates(text: Any) -> tuple[float, ...] | None:
         return None
     ok = rates and all(0 <= r <= 1 for r in rates)
     return rates if ok else None
-
-
-def from_histogram(counts: Any) -> tuple[float, ...]:
-    """``a_1 ... a_k`` from cycles that accepted 0 ... k drafted tokens (summed over requests):
-    ``a_i = sum(counts[i:]) / sum(counts)``; empty where no cycle is counted."""
-    counts = np.asarray(counts, dtype=float)
-    total = counts.sum()
-    if not total > 0:
-        return ()
-    at_least = np.cumsum(counts[::-1])[::-1]  # cycles that accepted i or more
-    return tuple(float(x) for x in at_least[1:] / total)
 
 
 def by_run(df: Any) -> tuple[PositionRow, ...]:

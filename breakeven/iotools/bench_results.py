@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from breakeven.acceptance import per_position_from_histogram
 from breakeven.iotools import aiperf, jsonsafe, replies
 from breakeven.iotools.records import PLACEHOLDERS
 
@@ -299,8 +300,8 @@ def _reply(obj: dict[str, Any], record: dict[str, Any]) -> None:
     if drafts.steps and drafts.accepted is not None:
         record["accept_len"] = 1 + drafts.accepted / drafts.steps
     counts = [int(c) for c in drafts.histogram.split(";")] if drafts.histogram else []
-    if sum(counts) > 0:  # a_i: the cycles that accepted i or more drafts, over all cycles
-        record["per_position"] = [sum(counts[i:]) / sum(counts) for i in range(1, len(counts))]
+    if sum(counts) > 0:
+        record["per_position"] = list(per_position_from_histogram(counts))
         record["num_spec_tokens"] = drafts.k or len(counts) - 1
 
 
