@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as _np
-
 from breakeven import _xp
 from breakeven.errors import BreakevenError, invalid_value
 
@@ -142,9 +140,10 @@ def accept_len_from_per_position(rates: Any) -> float:
 def per_position_from_histogram(counts: Any) -> tuple[float, ...]:
     """``a_1 ... a_k`` from cycles that accepted 0 ... k drafted tokens (summed over requests):
     ``a_i = sum(counts[i:]) / sum(counts)``; empty where no cycle is counted."""
-    counts = _np.asarray(counts, dtype=float)
-    total = counts.sum()
+    values = [float(c) for c in counts]
+    total = math.fsum(values)
     if not total > 0:
         return ()
-    at_least = _np.cumsum(counts[::-1])[::-1]  # cycles that accepted i or more
-    return tuple(float(x) for x in at_least[1:] / total)
+    # cycles that accepted i or more drafted tokens, for i = 1 ... k
+    at_least = [math.fsum(values[i:]) for i in range(1, len(values))]
+    return tuple(n / total for n in at_least)
