@@ -80,7 +80,7 @@ from breakeven.iotools.server import (
 from breakeven.iotools.sources import read_whole
 from breakeven.provenance import is_secret_key, secret_name
 from breakeven.quantities import DEFAULT_TOLERANCE
-from breakeven.schema import COLUMN_NAMES
+from breakeven.schema import COLUMN_NAMES, SPECULATIVE_SERVER
 
 DEFAULT_PROMPTS = (
     "Explain how speculative decoding speeds up large language model inference.",
@@ -663,6 +663,12 @@ class _Level:
     streamed: int = 0  # tokens streamed to the level's requests so far
     written: int = 0
 
+    @property
+    def speculating(self) -> bool:
+        """Whether the server showed spec-decode counters when the level began."""
+        counters = [n.rstrip("*") for n in spec_decode_series() if n.endswith("*")]
+        return self.before is not None and any(name in self.before for name in counters)
+
 
 CAUGHT_UP_GAP = 0.1
 """Chunks that came within this share of the request's median gap after the one before had
@@ -924,7 +930,7 @@ class Bench:
         if status != 200:
             raise self._error(f"{status} from {url}: {_printable(response.text, 200, self.redact)}")
         try:
-            body = response.json()
+            body = loads_bounded(response.content, what="the answer")
         except ValueError:
             raise self._error(
                 f"{url} answered with a body that is not JSON "
@@ -952,7 +958,7 @@ class Bench:
                 reply = await asyncio.wait_for(
                     self._get(client, path), min(5.0, self.config.request_timeout_s)
                 )
-                body = reply.json() if reply.status_code == 200 else None
+                body = loads_bounded(reply.content) if reply.status_code == 200 else None
             except (self.httpx.HTTPError, ValueError, asyncio.TimeoutError):
                 continue
             if isinstance(body, dict) and isinstance(body.get(key), (str, int, float)):
@@ -1146,6 +1152,7 @@ class Bench:
         warned = self.told  # and those said before the first level (its launch, its scrape)
         level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
         queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
+        speculating = level.speculating
 
         async def worker() -> None:
             for i in queued:
@@ -1156,7 +1163,9 @@ class Bench:
                 if not result.ok:
                     self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
                 elif not math.isnan(result.decode_tok_s):
-                    row = self._row(concurrency, level.written, result, _summary(level), category)
+                    row = self._row(
+                        concurrency, level.written, result, _summary(level), category, speculating
+                    )
                     write(row)
                     level.written += 1
 
@@ -1294,7 +1303,13 @@ class Bench:
         )
 
     def _row(
-        self, concurrency: int, i: int, r: RequestResult, level: dict, category: str = ""
+        self,
+        concurrency: int,
+        i: int,
+        r: RequestResult,
+        level: dict,
+        category: str = "",
+        speculating: bool = False,
     ) -> dict[str, Any]:
         c = self.config
         # Written as the request completes, so nothing in it waits for /metrics: its level
@@ -1314,6 +1329,8 @@ class Bench:
         # server's counters said 338.65, and check called speculation 55x slower).
         timed = not r.burst
         source = f"bench {self.shown_root} concurrency {concurrency} request {i + 1}"
+        if k is None and (speculating or (r.draft_tokens or 0) > 0):
+            source += f"; {SPECULATIVE_SERVER}"
         row = {
             "run_id": f"{c.label}-c{concurrency}-{self.started}",
             "label": c.label,

@@ -53,7 +53,12 @@ from breakeven.provenance import (
 )
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.quantities import number_text as _n
-from breakeven.schema import ALL_COLUMNS, bad_number_message, first_bad_number
+from breakeven.schema import (
+    ALL_COLUMNS,
+    SPECULATIVE_SERVER,
+    bad_number_message,
+    first_bad_number,
+)
 from breakeven.workload import CategoryRow, MixAnswer, as_dicts, by_category
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
@@ -458,8 +463,7 @@ def normalise(data: Any) -> Any:
     df["echo"] = server_echoes(df)
     take_server_view(df, df["echo"])
     k = df["num_spec_tokens"]
-    spec_signs = df["accept_len"].notna() | (df["spec_method"] != "")
-    df["is_spec"] = (k > 0) | (k.isna() & spec_signs)
+    df["is_spec"] = (k > 0) | (k.isna() & _speculated(df))
     envs = df["env"].cat.categories
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
     df["fingerprint"] = df["fingerprint"].astype("category")
@@ -472,6 +476,20 @@ def normalise(data: Any) -> Any:
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
     return df
+
+
+def _speculated(df: Any) -> Any:
+    """Rows that show speculation whatever their k (for rows without one): an accept_len, a
+    method, drafts (``num_drafts``; bench's ``draft_tokens``, llama.cpp's
+    ``timings.draft_n``), or bench's note that the server showed spec-decode counters when
+    the level began (:data:`~breakeven.schema.SPECULATIVE_SERVER`: a level stopped before the
+    scrape that closes it has no server row to give its k)."""
+    signs = df["accept_len"].notna() | (df["spec_method"] != "") | (df["num_drafts"] > 0)
+    if "draft_tokens" in df.columns:
+        signs |= pd.to_numeric(df["draft_tokens"], errors="coerce") > 0
+    if "source" in df.columns:
+        signs |= df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False)
+    return signs
 
 
 def _empty_text(rows: int) -> Any:

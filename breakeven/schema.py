@@ -202,6 +202,12 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
+SPECULATIVE_SERVER = "speculating: k from the level's server row"
+"""What bench adds to a request row's ``source`` where no k is given or told by the request,
+and the server speculates (its ``/metrics`` showed spec-decode counters when the level began,
+or the reply counted drafts): the level's row of ``origin=server`` gives the k.  A level
+stopped before the scrape that writes that row keeps its request rows, which ``check`` then
+reads as a speculative run of unknown k, never as a baseline."""
 ALL_COLUMNS = {c.name: c for c in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS}
 
 

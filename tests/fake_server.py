@@ -26,6 +26,7 @@ class Behaviour:
     seconds_per_token: float = 0.005
     tokens_per_chunk: int = 1
     num_spec_tokens: int = 0  # > 0: count spec-decode cycles on /metrics
+    spec_counters: bool = False  # show them with k = 0 too (a speculative server not drafting)
     models_404: bool = False
     loading_until: float = 0.0  # 503 on every route before this time.monotonic()
     reset_after_chunks: int | None = None  # abort the connection mid-stream
@@ -137,16 +138,23 @@ class _Handler(BaseHTTPRequestHandler):
                 with b.lock:
                     b.metrics_waiting -= 1
             with b.lock:
+                # Only a speculating server has spec-decode counters: vLLM creates them only
+                # with a speculative config (vllm/v1/spec_decode/metrics.py, SpecDecodingProm,
+                # 0.32.0: "if not self.spec_decoding_enabled: return").
                 text = (
-                    "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.\n"
-                    "# TYPE vllm:spec_decode_num_drafts_total counter\n"
-                    f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="{b.model}"}} {b.drafts}\n'
-                    "# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.\n"
-                    "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
-                    f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="{b.model}"}} {b.draft_tokens}\n'
-                    "# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.\n"
-                    "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
-                    f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
+                    ""
+                    if not (b.num_spec_tokens or b.spec_counters)
+                    else (
+                        "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.\n"
+                        "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+                        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="{b.model}"}} {b.drafts}\n'
+                        "# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.\n"
+                        "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+                        f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="{b.model}"}} {b.draft_tokens}\n'
+                        "# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.\n"
+                        "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+                        f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="{b.model}"}} {b.accepted}\n'
+                    )
                 )
                 if b.timing_counters:
                     labels = f'{{engine="0",model_name="{b.model}"}}'

@@ -72,6 +72,20 @@ METRICS_MODES = (
 )
 """Which route tells the engine (llama.cpp's /props, vLLM's /version with /metrics,
 SGLang's /get_server_info), each with the echoes in what bench records of it."""
+# A llama.cpp-like server (``Hostility.llamacpp``): /health, /props, ``timings`` in a stream's
+# last chunk and ``llamacpp:`` counters, as llama-server's tools/server answers them; and
+# these faults in them (``Hostility.llamacpp_fault``).
+LLAMACPP_FAULTS = (
+    "props_deep",  # /props nested 100,000 deep
+    "props_list",  # /props a JSON list
+    "props_digits",  # build_info and total_slots numbers of 400 digits
+    "props_odd",  # settings of the wrong types: n_ctx a string, speculative.n_max -3, null
+    "timings_digits",  # timings' draft counts of 400 digits
+    "timings_inverted",  # more drafts accepted than drafted, a negative predicted_n
+    "timings_odd",  # timings a list; draft_n a string; predicted_per_second NaN
+    "metrics_inf",  # llamacpp: counters at +Inf
+    "metrics_backwards",  # counters that go down between scrapes
+)
 
 
 @dataclass
@@ -87,6 +101,9 @@ class Hostility:
     echo: tuple[str, ...] = ()  # texts (secrets, their forms, their starts) the server echoes
     echo_route: str | None = None  # one of ECHO_ROUTES: answers with the echoes
     metrics: str | None = None  # one of METRICS_MODES: /metrics answers so (else 404)
+    llamacpp: bool = False  # answer as llama-server does (see LLAMACPP_FAULTS)
+    llamacpp_fault: str | None = None  # one of LLAMACPP_FAULTS
+    scrapes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -150,6 +167,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/metrics" and h.metrics is not None:
             self._send(200, _metrics(h.metrics).encode(), "text/plain; version=0.0.4")
             return
+        if h.llamacpp and self._llamacpp_get():
+            return
         if self.path != "/v1/models":
             self._send(404, b'{"detail": "Not Found"}')
             return
@@ -175,6 +194,24 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "stall":
             self._wait()
             self._reset()
+
+    def _llamacpp_get(self) -> bool:
+        """llama-server's own routes; False for the routes it shares with the others."""
+        h = self.hostility
+        fault = h.llamacpp_fault
+        if self.path == "/health":
+            self._send(200, b'{"status": "ok"}')
+        elif self.path == "/props":
+            self._send(200, _props(fault).encode())
+        elif self.path == "/metrics":
+            with h.lock:
+                h.scrapes += 1
+                scrapes = h.scrapes
+            text = _llamacpp_metrics(fault, h.requests_seen, scrapes)
+            self._send(200, text.encode(), "text/plain; version=0.0.4")
+        else:
+            return False
+        return True
 
     def do_POST(self) -> None:
         h = self.hostility
@@ -210,9 +247,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"data: {data}\n\n".encode())
         self.wfile.flush()
 
-    def _chunk(self, sent: int, text: str = "x", usage: object = None) -> None:
+    def _chunk(
+        self, sent: int, text: str = "x", usage: object = None, timings: object = None
+    ) -> None:
         body: dict[str, object] = {"choices": [{"index": 0, "text": text}]}
         body["usage"] = {"completion_tokens": sent} if usage is None else usage
+        if timings is not None:
+            body["timings"] = timings
         self._event(json.dumps(body))
 
     def _stream(self, mode: str | None, max_tokens: int) -> None:
@@ -222,7 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
             if sent == 3 and mode is not None:
                 if self._fault(mode, sent):
                     return
-            self._chunk(sent)
+            last = sent == max_tokens and h.llamacpp
+            self._chunk(sent, timings=_timings(h.llamacpp_fault, sent) if last else None)
         if mode != "no_done":
             self._event("[DONE]")
 
@@ -286,6 +328,74 @@ def _metrics(mode: str) -> str:
     if mode == "huge_line":
         return 'vllm:spec_decode_num_drafts_total{x="' + "y" * (2 << 20) + '"} 1\n'
     return "<html>not metrics</html>\n"
+
+
+def _props(fault: str | None) -> str:
+    """llama-server's /props (tools/server/server.cpp, ``handle_props``), or its ``fault``."""
+    if fault == "props_deep":
+        return '{"a":' * 100_000 + "1" + "}" * 100_000
+    if fault == "props_list":
+        return '[{"build_info": "b1"}]'
+    params: dict[str, object] = {"n_predict": -1, "speculative.n_max": 16, "speculative.n_min": 0}
+    settings: dict[str, object] = {"id": 0, "n_ctx": 4096, "speculative": True, "params": params}
+    props: dict[str, object] = {
+        "default_generation_settings": settings,
+        "total_slots": 1,
+        "model_path": "/models/target-Q4_K_M.gguf",
+        "build_info": "b6123-0a1b2c3d",
+    }
+    if fault == "props_digits":
+        props |= {"build_info": 10**400, "total_slots": 10**400}
+        params["speculative.n_max"] = 10**400
+    elif fault == "props_odd":
+        settings |= {"n_ctx": "4096", "params": None}
+        props |= {"default_generation_settings": [settings], "model_path": {"x": 1}}
+    return json.dumps(props)
+
+
+def _timings(fault: str | None, predicted: int) -> object:
+    """The ``timings`` of a stream's last chunk (``server_task_result_cmpl_final``)."""
+    accepted = predicted // 2  # k = 2: a cycle's drafts, its accepted ones and a bonus token
+    drafted = 2 * (predicted - accepted)
+    if fault == "timings_digits":
+        drafted = accepted = 10**400
+    elif fault == "timings_inverted":
+        drafted, accepted, predicted = 1, 5, -3
+    timings: dict[str, object] = {
+        "prompt_n": 5,
+        "prompt_ms": 2.0,
+        "predicted_n": predicted,
+        "predicted_ms": 10.0 * abs(predicted),
+        "predicted_per_second": 100.0,
+        "draft_n": drafted,
+        "draft_n_accepted": accepted,
+    }
+    if fault == "timings_odd":
+        timings |= {"draft_n": "12", "predicted_per_second": float("nan")}
+        return [timings]
+    return timings
+
+
+def _llamacpp_metrics(fault: str | None, requests: int, scrapes: int) -> str:
+    """llama-server's /metrics (``handle_metrics``): its counters after ``requests``."""
+    tokens = 8.0 * requests
+    if fault == "metrics_inf":
+        tokens = float("inf")
+    elif fault == "metrics_backwards":
+        tokens = 1000.0 / scrapes
+    lines = [
+        f"llamacpp:prompt_tokens_total {5 * requests}",
+        "llamacpp:prompt_seconds_total 0.01",
+        f"llamacpp:tokens_predicted_total {tokens}",
+        f"llamacpp:tokens_predicted_seconds_total {tokens / 100.0}",
+        f"llamacpp:n_decode_total {tokens}",
+        "llamacpp:requests_processing 0",
+        "llamacpp:requests_deferred 0",
+    ]
+    return "".join(
+        f"# TYPE {line.split()[0]} {'counter' if '_total' in line else 'gauge'}\n{line}\n"
+        for line in lines
+    )
 
 
 _HUGE: dict[int, bytes] = {}

@@ -146,7 +146,7 @@ def test_multi_token_chunks_and_accept_len_from_metrics(tmp_path):
 def test_counters_that_did_not_move_are_not_called_missing(tmp_path):
     # The server shows vLLM's spec-decode counters but drafts nothing (ngram without a match):
     # the warning says so, and names no other engine's flags.
-    with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
+    with FakeServer(Behaviour(seconds_per_token=0.001, spec_counters=True)) as server:
         result = bench("--url", server.url, "-k", 3, "--requests", 2, "--label", "s")
     assert result.exit_code == 0, result.output
     # The warning is one message, wrapped to 100 columns: its lines up to the next message.

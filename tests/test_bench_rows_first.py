@@ -22,6 +22,7 @@ from fake_server import Behaviour, FakeServer, gzip_bomb, timed
 from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench
 from breakeven.cli import cli
 from breakeven.iotools.server import MAX_REPLY_BYTES, ReplyError, bounded_bytes
+from breakeven.schema import SPECULATIVE_SERVER
 
 SLOW_METRICS_S = float(os.environ.get("BREAKEVEN_TEST_SLOW_METRICS_S", "8"))
 """How long the fake server's ``/metrics`` takes once the level's requests are done [s] (the
@@ -54,13 +55,10 @@ def _wait_for(condition, seconds=60.0):
 N = 6
 
 
-# Slow from N requests done: only the scrape that closes the level is slow; from 0: every
-# scrape is (the launch's and the level's first too), the issue's server.
-@pytest.mark.parametrize(("concurrency", "slow_from"), [(1, N), (3, N), (3, 0)])
-def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
-    tmp_path, concurrency, slow_from
-):
-    n = N
+def _killed_during_the_closing_scrape(tmp_path, concurrency, slow_from, *k):
+    """A baseline of 4 requests, then a speculative level of N requests (``k``: bench's -k, or
+    none) killed once every request is done and the scrape that closes the level is under way
+    (sleeping on the server): the CSV and its speculative rows."""
     out = tmp_path / "runs.csv"
     with FakeServer(Behaviour(seconds_per_token=0.004)) as server:
         baseline = Config(url=server.url, label="baseline", max_tokens=30, hardware="h")
@@ -73,17 +71,14 @@ def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
         metrics_slow_after=slow_from,
     )
     with FakeServer(behaviour) as server:
-        # -k: without it a request row's k is its level's server row's, which the scrape
-        # that closes the level would have given.
         process = _bench(
             server.url,
             out,
-            *("--label", "spec", "--hardware", "h", "--max-tokens", 30, "-k", 2),
-            *("--requests", n, "--concurrency", concurrency),
+            *("--label", "spec", "--hardware", "h", "--max-tokens", 30, *k),
+            *("--requests", N, "--concurrency", concurrency),
         )
         try:
-            # Every request done and the level's scrape under way (sleeping on the server).
-            _wait_for(lambda: behaviour.finished >= n and behaviour.metrics_waiting >= 1)
+            _wait_for(lambda: behaviour.finished >= N and behaviour.metrics_waiting >= 1)
             process.send_signal(signal.SIGKILL)
             _, stderr = process.communicate(timeout=60)
         finally:
@@ -91,9 +86,18 @@ def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
                 process.kill()
                 process.wait()
     assert process.returncode == -signal.SIGKILL, stderr
-    got = [row for row in rows(out) if row["label"] == "spec"]
+    return out, [row for row in rows(out) if row["label"] == "spec"]
+
+
+# Slow from N requests done: only the scrape that closes the level is slow; from 0: every
+# scrape is (the launch's and the level's first too), the issue's server.
+@pytest.mark.parametrize(("concurrency", "slow_from"), [(1, N), (3, N), (3, 0)])
+def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
+    tmp_path, concurrency, slow_from
+):
+    out, got = _killed_during_the_closing_scrape(tmp_path, concurrency, slow_from, "-k", 2)
     # Every completed request's row, whole; the level's server row needed the scrape.
-    assert len(got) == n
+    assert len(got) == N
     assert all(row["origin"] == "client" for row in got)
     assert all(len(row) == len(BENCH_COLUMNS) and None not in row.values() for row in got)
     assert all(timed(row) and row["completion_tokens"] == "30" for row in got)
@@ -102,7 +106,26 @@ def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
     r = CliRunner().invoke(cli, ["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     (comparison,) = json.loads(r.output)["comparisons"]
-    assert comparison["runs"] == n and comparison["baseline_runs"] == 4
+    assert comparison["runs"] == N and comparison["baseline_runs"] == 4
+
+
+def test_a_cut_level_without_k_is_a_speculative_run_never_a_baseline(tmp_path):
+    # Without -k a request row's k is its level's server row's, which the scrape that closes
+    # the level would have written.  The server showed spec-decode counters when the level
+    # began, and each row says so: check reads the rows as a speculative run of unknown k,
+    # against the baseline, not as more baseline.
+    out, got = _killed_during_the_closing_scrape(tmp_path, 1, N)
+    assert len(got) == N and all(row["num_spec_tokens"] == "" for row in got)
+    assert all(SPECULATIVE_SERVER in row["source"] for row in got)
+    baseline = [row for row in rows(out) if row["label"] == "baseline"]
+    assert baseline and not any(SPECULATIVE_SERVER in row["source"] for row in baseline)
+    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    (comparison,) = json.loads(r.output)["comparisons"]
+    assert comparison["label"] == "spec" and comparison["runs"] == N
+    assert comparison["baseline_runs"] == 4
+    assert comparison["num_spec_tokens"] is None  # unknown: no server row told it
+    assert comparison["measured_speedup"] > 0
 
 
 def test_sigterm_during_a_slow_level_keeps_its_rows_and_its_server_row(tmp_path):

@@ -1,18 +1,36 @@
-"""Every subcommand, fuzzed: real flags, hostile values, and hostile files among the arguments.
+"""Every subcommand, fuzzed: real flags, hostile values, hostile files among the arguments,
+and hostile servers behind its URLs.
 
 Whatever the arguments, a command exits 0 or 2 (no command documents another code), prints
-no traceback, raises nothing but SystemExit, never hangs (a FIFO without a writer included),
-and its ``--json`` output is strict JSON (no NaN or Infinity).  An exit 2 ends with one line,
-``Error: ...``.
+no traceback, raises nothing but SystemExit, never hangs (20 s; a FIFO without a writer
+included), shows no piece of a secret it was given (an API key, a bearer token, a URL's
+password: in its output or any file it writes), and its ``--json`` output is strict JSON (no
+NaN or Infinity).  An exit 2 ends with one line, ``Error: ...``.
 
-Arguments are written as placeholders (``<in:fifo>``, ``<out:missing_dir>``) that each example
-resolves to real paths, so a failing example reads as what it tried.
+bench's ``--url`` is a closed port or a llama.cpp-like server (tests/hostile_server.py) drawn
+with any of its faults, and fleet's ``--prometheus`` a closed port or a fake Prometheus
+answering anything from the API's documented shapes to broken text
+(tests/test_fleet_hostile.py's strategy); either server may echo the secrets it was sent.
+Against a server, the commands' time limits are short ones, given last (SERVER_FIXED), so a
+stalled server costs seconds.
+
+Arguments are written as placeholders (``<in:fifo>``, ``<out:missing_dir>``,
+``<url:llamacpp>``) that each example resolves to real paths and addresses, so a failing
+example reads as what it tried.
+
+CI runs ``BREAKEVEN_FUZZ_CLI`` examples a command (30 by default); a one-off run sets it higher
+(``BREAKEVEN_FUZZ_CLI=600 pytest -s tests/test_fuzz_cli.py``) and prints its counts, by
+command and exit code, at the end.
 """
 
 from __future__ import annotations
 
+import base64
+import collections
+import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -22,10 +40,26 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hostile_server import (
+    ECHO_MODELS_MODES,
+    ECHO_ROUTES,
+    ECHO_STREAM_MODES,
+    FUZZ_STREAM_MODES,
+    LLAMACPP_FAULTS,
+    METRICS_MODES,
+    MODELS_MODES,
+    STREAM_MODES,
+    HostileServer,
+    Hostility,
+)
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from test_fleet_hostile import STEADY, FakePrometheus, send
+from test_fleet_hostile import _answers as prometheus_answers
+from test_fleet_hostile import _value_strings as VALUE_STRINGS
 
 from breakeven.cli import cli
+from breakeven.fleet import FLEET_ENGINES, queries
 from breakeven.iotools import sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +79,13 @@ def _commands(
     return out
 
 
+EXAMPLES = int(os.environ.get("BREAKEVEN_FUZZ_CLI", "30"))
+FOUND: collections.Counter[tuple[str, str]] = collections.Counter()
+KEY = "sk-fuzz-0123456789abcdefghijklmnopqrstuvwx"
+"""The API key and bearer token the commands are given (in BREAKEVEN_FUZZ_KEY)."""
+PASSWORD = "p#ss/w?rd@0123456789"
+"""A URL's password, with the characters a URL parser splits at."""
+SECRETS = (KEY, PASSWORD)
 COMMANDS = dict(_commands(cli))
 # bench is fuzzed here with a closed port and short timeouts (BENCH_FIXED): its arguments, files
 # and output paths; tests/test_bench_hostile.py covers what a hostile server sends it.
@@ -133,7 +174,8 @@ GOOD = {
     "method": ["mtp"],
     "base_config": ['{"model": "x"}'],
     "engine": ["sglang"],
-    "prometheus": ["http://127.0.0.1:9"],
+    "prometheus": ["<url:prometheus>", "<url:closed>"],
+    "url": ["<url:llamacpp>", "<url:closed>"],
     "since": ["30m"],
     "step": ["15s"],
     "window": ["2m"],
@@ -191,7 +233,11 @@ VALID = {
     ],
     ("plot", "k"): [a + " --out <out:fresh.png>" for a in _OPTIMIZE],
     ("plot", "batch"): [a + " --out <out:fresh.png>" for a in _BATCH],
-    ("plot", "check"): ["<in:case_study> --out <out:fresh.svg>"],
+    ("plot", "check"): [
+        "<in:case_study> --out <out:fresh.svg>",
+        "<in:published> --fit-file <in:published_fit> --out <out:fresh.svg>",
+        "<in:published> --fit-file <in:published_fit> --cycle-ms 9 --out <out:fresh.png>",
+    ],
     ("plot", "sensitivity"): [
         "--baseline 62.9 --verify-ms 28.7 --accept-len 2.1 --out <out:fresh.pdf>"
     ],
@@ -201,7 +247,12 @@ VALID = {
         "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
         "<in:case_study> <in:case_study> --fail-if slower",
     ],
-    ("bench",): ["--label b --requests 2 --max-tokens 8"],
+    ("bench",): [
+        "--label b --requests 2 --max-tokens 8",
+        "--label b --requests 3 --max-tokens 6 --concurrency 1,2 --api-key-env BREAKEVEN_FUZZ_KEY"
+        " --json",
+        "--label b --requests 2 --max-tokens 8 -k 2 --chat --out <out:fresh.csv>",
+    ],
     ("sweep",): [
         "--serve vllm_serve_m_--port_{port} --engine vllm --method ngram -k 0,2 --repeats 2",
         "--serve llama-server --engine llamacpp --draft d.gguf -k 2,4 --concurrency 1,4",
@@ -223,11 +274,13 @@ VALID = {
         "--fit-file <in:fit_json> --engine sglang --out <out:fresh.svg>",
     ],
     ("fleet",): [
-        "--prometheus http://127.0.0.1:9 --since 1h",
-        "--prometheus http://127.0.0.1:9 --start 1796000000 --end 1796003600 --step 30s "
+        "--prometheus <url:prometheus> --since 1h",
+        "--prometheus <url:prometheus> --start 1796000000 --end 1796003600 --step 30s "
         '--match {job="vllm"} --json',
-        "--prometheus http://127.0.0.1:9 --since 2h --fit-file <in:fit_json> "
+        "--prometheus <url:prometheus> --since 2h --fit-file <in:fit_json> "
         "--token-env BREAKEVEN_FUZZ_KEY --out <out:fresh.csv>",
+        "--prometheus <url:prometheus> --since 1h --token-env BREAKEVEN_FUZZ_KEY --report "
+        "<out:fresh_dir>",
     ],
     ("fit",): [
         "<in:case_study>",
@@ -235,7 +288,16 @@ VALID = {
         "<in:case_study> --draft-cost per-cycle --out <out:fresh.csv> --json",
     ],
 }
-BENCH_FIXED = ["--url", "http://127.0.0.1:9", "--connect-timeout", "0.2", "--ready-timeout", "0.2"]
+BENCH_FIXED = ["--url", "<url:llamacpp>", "--connect-timeout", "0.2", "--ready-timeout", "0.2"]
+SERVER_FIXED = {
+    ("bench",): [
+        *("--connect-timeout", "1", "--ready-timeout", "1"),
+        *("--idle-timeout", "1", "--request-timeout", "2"),
+    ],
+    ("fleet",): ["--timeout", "2", "--deadline", "5"],
+}
+"""Time limits given last where a command reaches a server (the last of an option given twice
+wins): a stalled server then costs seconds, whatever the fuzz gave before."""
 SWEEP_FIXED = ["--plan"]
 """sweep is fuzzed planning only: a fuzzed --serve is never run."""
 
@@ -251,6 +313,7 @@ INPUTS = [
     "missing",
     "directory",
     "fit_json",
+    "published_fit",
     "schedule_json",
     "empty",
     "binary",
@@ -341,6 +404,9 @@ def _input_files(root: Path) -> dict[str, str]:
         str(published / "vllm_issue20780_llama31_8b_eagle_bs1.csv")
     ).to_dict()["groups"][:1]
     (root / "fit.json").write_text(json.dumps(fitted))
+    (root / "published_fit.json").write_text(
+        json.dumps(fit_file(str(DATA / "published.csv")).to_dict())
+    )
     from breakeven.costs import TableCost
     from breakeven.schedule import schedule_report
 
@@ -364,6 +430,7 @@ def _input_files(root: Path) -> dict[str, str]:
         "missing": str(root / "missing.csv"),
         "directory": str(root / "a_directory"),
         "fit_json": str(root / "fit.json"),
+        "published_fit": str(root / "published_fit.json"),
         "schedule_json": str(root / "schedule.json"),
         "binary": str(binary),
         "fifo": str(fifo),
@@ -476,7 +543,12 @@ def _arguments(draw: Any, path: tuple[str, ...]) -> list[str]:
     if any(p.name == "as_json" for p in command.params) and draw(st.booleans()):
         args["as_json"] = ["--json"]
     fixed = {("bench",): BENCH_FIXED, ("sweep",): SWEEP_FIXED}.get(path, [])
-    return [*path, *fixed, *(a for part in args.values() for a in part)]
+    return [
+        *path,
+        *fixed,
+        *(a for part in args.values() for a in part),
+        *SERVER_FIXED.get(path, []),
+    ]
 
 
 class Hang(Exception):
@@ -487,16 +559,40 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"not strict JSON: {name}")
 
 
-def resolve(args: list[str], inputs: dict[str, str], outputs: dict[str, str]) -> list[str]:
+def resolve(
+    args: list[str],
+    inputs: dict[str, str],
+    outputs: dict[str, str],
+    urls: dict[str, str] | None = None,
+) -> list[str]:
     out = []
     for a in args:
         if a.startswith("<in:"):
             out.append(inputs[a[4:-1]])
         elif a.startswith("<out:"):
             out.append(outputs[a[5:-1]])
+        elif a.startswith("<url:"):
+            out.append((urls or {}).get(a[5:-1], "http://127.0.0.1:9"))
         else:
             out.append(a)
     return out
+
+
+def secret_pieces() -> set[str]:
+    """Every 8 characters of a secret given (a cut can fall inside one), and the Base64 of a
+    URL's user and password (a Basic header echoed)."""
+    pieces = {s[i : i + 8] for s in SECRETS for i in range(len(s) - 7)}
+    return pieces | {base64.b64encode(f"user:{PASSWORD}".encode()).decode()}
+
+
+def shown_secrets(text: str, written: Path | None) -> list[str]:
+    """The pieces of a secret in ``text`` or in any file under ``written``."""
+    texts = [text]
+    if written is not None:
+        for path in written.rglob("*"):
+            if path.is_file():
+                texts.append(path.read_bytes().decode("utf-8", "replace"))
+    return sorted({p for p in secret_pieces() for t in texts if p in t})
 
 
 def json_asked(args: list[str]) -> bool:
@@ -528,8 +624,11 @@ def exit_codes(args: list[str]) -> tuple[int, ...]:
     return (0, 1, 2) if path is not None and EXIT_ONE[path] in args else (0, 2)
 
 
-def invoke(args: list[str], seconds: float = 20.0) -> tuple[Any, list[str]]:
-    """Run the command line on ``args``: its result, and what is wrong with it (empty: nothing)."""
+def invoke(
+    args: list[str], seconds: float = 20.0, written: Path | None = None
+) -> tuple[Any, list[str]]:
+    """Run the command line on ``args``: its result, and what is wrong with it (empty: nothing).
+    ``written``: where its output files go, each checked for secrets."""
 
     def alarm(signum, frame):
         raise Hang(f"still running after {seconds:g} s")
@@ -537,7 +636,7 @@ def invoke(args: list[str], seconds: float = 20.0) -> tuple[Any, list[str]]:
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        r = CliRunner().invoke(cli, args, env={"BREAKEVEN_FUZZ_KEY": "k"})
+        r = CliRunner().invoke(cli, args, env={"BREAKEVEN_FUZZ_KEY": KEY})
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -558,27 +657,147 @@ def invoke(args: list[str], seconds: float = 20.0) -> tuple[Any, list[str]]:
             json.loads(r.stdout, parse_constant=_no_constant)
         except ValueError as e:
             found.append(f"--json output is not strict JSON: {e}")
+    shown = shown_secrets(r.output, written)
+    if shown:
+        found.append(f"a secret shown: {shown[:3]}")
     return r, found
+
+
+# Faults that wait out a time limit are drawn less: they only cost time.
+SLOW = {"stall", "stall_headers", "stall_stream", "drip", "huge_event"}
+
+
+def _hostilities() -> st.SearchStrategy[dict[str, Any]]:
+    """A llama.cpp-like server's behaviour: well, or with any of tests/hostile_server.py's
+    faults in its readiness, stream, /metrics, /props and timings."""
+    stream = [m for m in (*STREAM_MODES, *FUZZ_STREAM_MODES, *ECHO_STREAM_MODES) if m not in SLOW]
+    models = [*MODELS_MODES, *ECHO_MODELS_MODES]
+    return st.fixed_dictionaries(
+        {
+            "models": st.one_of(st.none(), st.none(), st.sampled_from(models)),
+            "stream": st.one_of(st.none(), st.sampled_from(stream), st.sampled_from(sorted(SLOW))),
+            "fault_every": st.integers(1, 3),
+            "metrics": st.one_of(st.none(), st.none(), st.sampled_from(METRICS_MODES)),
+            "echo_route": st.one_of(st.none(), st.none(), st.sampled_from(ECHO_ROUTES)),
+            "llamacpp_fault": st.one_of(st.none(), st.sampled_from(LLAMACPP_FAULTS)),
+        }
+    )
+
+
+def _skeleton(query: str) -> str:
+    """A PromQL query without its label matchers and rate() windows."""
+    return re.sub(r"\[[^\]]*\]", "[]", re.sub(r"\{[^}]*\}", "", query))
+
+
+QUANTITIES = {
+    _skeleton(query): (engine, name)
+    for engine in FLEET_ENGINES
+    for name, query in queries(engine, "", "1m").items()
+}
+
+
+def _vllm_answer(form: dict[str, str], changed: dict[str, str]) -> dict[str, Any]:
+    """A range query's answer: a vLLM server steady at :data:`STEADY` but for ``changed``, at
+    every step asked for; no series of another engine."""
+    engine, name = QUANTITIES.get(_skeleton(form.get("query", "")), ("", ""))
+    try:
+        start, end, step = (float(form[key]) for key in ("start", "end", "step"))
+        steps = min(round((end - start) / step) + 1, 2000)
+    except (KeyError, ValueError, ZeroDivisionError, OverflowError):
+        return {"status": "error", "errorType": "bad_data", "error": "bad range"}
+    result = []
+    if engine == "vllm":
+        value = changed.get(name, STEADY[name])
+        values = [[start + j * step, value] for j in range(steps)]
+        result = [{"metric": {"instance": "a:8000", "model_name": "m"}, "values": values}]
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """A llama.cpp-like server and a fake Prometheus, for the whole fuzz; each example sets
+    how they answer."""
+    current: dict[str, Any] = {"answer": (200, b"{}", False), "echo": False, "vllm": None}
+
+    def respond(handler, form) -> None:
+        if current["vllm"] is not None:  # vLLM's quantities, drawn; no other engine's
+            send(handler, json.dumps(_vllm_answer(form, current["vllm"])).encode())
+            return
+        if current["echo"]:  # an error that echoes the bearer token, at both ends
+            header = handler.headers.get("Authorization", "")
+            text = "x" * 130 + header + "y" * 400 + header + "z" * 120
+            body = json.dumps({"status": "error", "errorType": header[:30], "error": text})
+            send(handler, body.encode(), 401)
+            return
+        status, body, zipped = current["answer"]
+        headers = [("Content-Encoding", "gzip")] if zipped else []
+        send(handler, gzip.compress(body) if zipped else body, status, headers)
+
+    with HostileServer(Hostility(llamacpp=True)) as llama, FakePrometheus(respond) as prometheus:
+        yield llama, prometheus, current
+        llama.httpd.RequestHandlerClass.hostility.stop.set()
+
+
+def _serve(servers: Any, data: Any, args: list[str]) -> dict[str, str]:
+    """Sets how the servers answer this example, and the addresses of ``args``' placeholders:
+    with a password or without; the servers echo the secrets ``args`` gives, if drawn so."""
+    llama, prometheus, current = servers
+    password = data.draw(st.booleans(), label="a password in the URL")
+    given = (KEY,) if "BREAKEVEN_FUZZ_KEY" in args else ()
+    given += (PASSWORD,) if password else ()
+    echo = data.draw(st.booleans(), label="the servers echo the secrets") and given
+    faults = data.draw(_hostilities(), label="the llama.cpp-like server")
+    previous = llama.httpd.RequestHandlerClass.hostility
+    llama.httpd.RequestHandlerClass.hostility = Hostility(**faults, llamacpp=True, echo=echo or ())
+    previous.stop.set()  # every wait of the last example ends
+    current["answer"] = data.draw(prometheus_answers(), label="Prometheus answers")
+    current["vllm"] = data.draw(
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(sorted(STEADY)), VALUE_STRINGS)),
+        label="Prometheus answers vLLM's quantities, these ones changed",
+    )
+    current["echo"] = bool(echo) and data.draw(st.booleans(), label="Prometheus echoes")
+    userinfo = f"user:{PASSWORD.replace('#', '%23')}@" if password else ""
+    urls = {"llamacpp": llama.url, "prometheus": prometheus.url, "closed": "http://127.0.0.1:9"}
+    return {name: url.replace("http://", "http://" + userinfo) for name, url in urls.items()}
+
+
+def _outcome(r: Any, problems: list[str]) -> str:
+    return problems[0].split(":")[0] if problems else f"exit {r.exit_code}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _counts():
+    """A one-off run (BREAKEVEN_FUZZ_CLI set) prints its counts at the end (with -s)."""
+    yield
+    if "BREAKEVEN_FUZZ_CLI" in os.environ:
+        commands = sorted({c for c, _ in FOUND})
+        print(f"\ncommand fuzz, {sum(FOUND.values())} invocations:")
+        for command in commands:
+            counts = {o: n for (c, o), n in sorted(FOUND.items()) if c == command}
+            print(f"  {command}: {counts}")
 
 
 @pytest.mark.parametrize("path", FUZZED, ids=" ".join)
 @settings(
-    max_examples=30,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_every_command_survives_hostile_arguments(places, monkeypatch, path, data):
+def test_every_command_survives_hostile_arguments(places, servers, monkeypatch, path, data):
     root, inputs = places
     # A FIFO without a writer is refused once sources.FIFO_WRITER_WAIT_S has passed; a short
     # wait keeps the fuzz fast (tests/test_hostile_input.py tests the wait itself).
     monkeypatch.setattr(sources, "FIFO_WRITER_WAIT_S", 0.05)
     args = data.draw(_arguments(path), label="arguments")
+    urls = _serve(servers, data, args) if any(a.startswith("<url:") for a in args) else {}
     fresh = Path(tempfile.mkdtemp(dir=root))
     try:
-        _, problems = invoke(resolve(args, inputs, _output_paths(fresh, root)))
+        r, problems = invoke(resolve(args, inputs, _output_paths(fresh, root), urls), written=fresh)
     finally:
         shutil.rmtree(fresh)
+    FOUND[" ".join(path), _outcome(r, problems)] += 1
+    event(_outcome(r, problems))
     assert not problems, problems
 
 

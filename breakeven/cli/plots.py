@@ -208,7 +208,6 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool, **cos
     draft_ms), or one given here for every speculative run, or a fit's.
 
     \b
-      breakeven plot check data/case_study.csv --cycle-ms 29.9 --out check.png
       breakeven fit data/published.csv --out fit.json
       breakeven plot check data/published.csv --fit-file fit.json --out check.png
     """
