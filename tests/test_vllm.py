@@ -45,6 +45,7 @@ from vllm_server import Launch, Server, binary, environment, python
 
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
+from breakeven.schema import SPECULATIVE_SERVER
 
 VLLM = binary()
 
@@ -354,6 +355,15 @@ def test_bench_reaches_the_server_through_a_v1_url_and_writes_a_csv(vllm, tmp_pa
     lines = out.read_text().splitlines()
     assert lines[0].startswith("run_id,") and len(lines) >= 1 + 3
     assert "vllm" in out.read_text()  # the engine, told from what the server serves
+    # No -k: each request row has its k (vLLM's per-request metrics) or says the server
+    # speculated (its spec-decode counters, which a vLLM has only with a speculative config),
+    # so a level cut before its server row is still a speculative run.
+    with open(out, newline="") as f:
+        requests = [r for r in csv.DictReader(f) if r["origin"] == "client"]
+    assert len(requests) == 3
+    assert all(
+        int(r["num_spec_tokens"] or 0) > 0 or SPECULATIVE_SERVER in r["source"] for r in requests
+    )
 
 
 def test_bench_accept_len_is_the_counters_and_the_log(vllm, tmp_path):
@@ -763,7 +773,7 @@ def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
     process_start_time_seconds, which tells the two launches apart."""
     out = tmp_path / "runs.csv"
     tuned = vllm.get("baseline_tuned")
-    bench(tuned, out, "tuned", "-k", 0, "--requests", 2)
+    bench(tuned, out, "tuned", "--requests", 2)  # no -k: a baseline by its counters
     spec = vllm.get("draft_model")
     bench(spec, out, "spec", "-k", K, "--requests", 2)
     starts = [
@@ -781,6 +791,8 @@ def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
     assert by_label["tuned"]["launch_id"] != by_label["spec"]["launch_id"]
     assert {r["env_from"] for r in rows} == {"server"}
     assert "VLLM_CPU_KVCACHE_SPACE=2" in by_label["tuned"]["env"].split()
+    # A vLLM without speculation shows no spec-decode counters: its rows say nothing of it.
+    assert not any(SPECULATIVE_SERVER in r["source"] for r in rows if r["label"] == "tuned")
     r = CliRunner().invoke(cli, ["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     flags = [f for f in json.loads(r.output)["flags"] if f["code"] == "stale_baseline"]
