@@ -553,12 +553,12 @@ def read_prompts(path: str) -> Prompts:
     return prompts
 
 
-def _printable(text: str, limit: int, redact: Callable[[str], str]) -> str:
+def _printable(text: str, limit: int, redact: Redactor) -> str:
     """Server text as it may be shown: redacted (``redact``, a :class:`Redactor`) before
     anything is cut, then printable (:func:`breakeven.formatting.printable`) and redacted
     again (a secret with control characters inside), at most ``limit`` long.  (Cut first, an
     echoed key kept 26 of its 43 characters: too few for the redactor to find the key.)"""
-    text = redact(printable(redact(text)[: 4 * limit]))
+    text = redact(printable(redact(text, pieces=False)[: 4 * limit]))
     return text[:limit] + ("..." if len(text) > limit else "")
 
 

@@ -28,6 +28,13 @@ PREFIX_CHARACTERS = 8
 text cut inside a secret (by a server that shortens what it echoes, or by a message shortened
 before it was redacted) keeps fewer than this many of its characters."""
 
+PIECE_SCAN_CHARACTERS = 1 << 16
+"""Text up to this long is also searched for any piece of a secret of
+:data:`PREFIX_CHARACTERS` or more, wherever in the secret it comes from: a secret split by
+characters a server or a cut inserted (``sk-abc...\\n...xyz``) keeps such pieces after the split.
+Longer text gets the linear search for the secret's start only; what is shown of it is cut,
+then redacted again (``bench``'s server text), and so searched whole."""
+
 # Where a URL's password may start in free text: scheme://user: .  The scheme starts where a
 # run of scheme characters starts (the lookbehind): tried at every position of a long word, it
 # would rescan the word each time, quadratic in its length.  The user may hold an @ (an e-mail
@@ -232,8 +239,9 @@ class Redactor:
     percent-encoded, JSON- or repr-escaped, in Base64), and so is the ``Authorization:
     Basic`` token of ``auth`` (``user:password`` in Base64); so is the start of any of them
     from :data:`PREFIX_CHARACTERS` characters on, wherever it stands (text cut inside a
-    secret), masked from where it starts through the longest start of the secret there.
-    Then the password of every URL is hidden (:func:`hide_url_passwords`).  Linear in the
+    secret), masked from where it starts through the longest start of the secret there; and,
+    in text up to :data:`PIECE_SCAN_CHARACTERS` long, any piece of that many characters or
+    more from anywhere in them (a secret split by inserted characters).  Then the password of every URL is hidden (:func:`hide_url_passwords`).  Linear in the
     length of the text.  Its ``repr`` shows none of them.
     """
 
@@ -253,16 +261,53 @@ class Redactor:
         forms = {f for f in whole if len(f) >= MIN_REDACTED}
         forms |= {f for f in encoded if len(f) >= PREFIX_CHARACTERS}
         self._forms = tuple(sorted(forms, key=len, reverse=True))
+        # Every run of PREFIX_CHARACTERS characters of a form, with where it stands in it.
+        self._grams: dict[str, list[tuple[str, int]]] = {}
+        n = PREFIX_CHARACTERS
+        for form in self._forms:
+            for i in range(len(form) - n + 1):
+                self._grams.setdefault(form[i : i + n], []).append((form, i))
 
     def __repr__(self) -> str:
         return f"Redactor({MASK})"
 
     __str__ = __repr__
 
-    def __call__(self, text: str) -> str:
+    def _pieces(self, text: str, spans: list[tuple[int, int]]) -> None:
+        """Add to ``spans`` every piece of a form of :data:`PREFIX_CHARACTERS` characters or
+        more in ``text``, from wherever in the form it comes: each run of that many characters
+        found, extended both ways as far as the form goes on.  After a piece the search goes
+        on from the last run inside it, so a later piece is never skipped and no run is
+        looked up twice."""
+        n = PREFIX_CHARACTERS
+        p, last = 0, len(text) - n
+        while p <= last:
+            hits = self._grams.get(text[p : p + n])
+            if hits is None:
+                p += 1
+                continue
+            start, stop = p, p + n
+            for form, i in hits:
+                left = 0
+                while left < min(i, p) and text[p - left - 1] == form[i - left - 1]:
+                    left += 1
+                right = 0
+                room = min(len(form) - i - n, len(text) - p - n)
+                while right < room and text[p + n + right] == form[i + n + right]:
+                    right += 1
+                start, stop = min(start, p - left), max(stop, p + n + right)
+            spans.append((start, stop))
+            p = max(p + 1, stop - n + 1)
+
+    def __call__(self, text: str, pieces: bool = True) -> str:
+        """``text`` with every secret masked; ``pieces=False``: their starts only (a first
+        pass over text that is then made printable, which can join a secret's parts, and
+        redacted again)."""
         spans: list[tuple[int, int]] = []
         for form in self._forms:
             _spans(text, form, spans)
+        if pieces and len(text) <= PIECE_SCAN_CHARACTERS and self._grams:
+            self._pieces(text, spans)
         if spans:
             spans.sort()
             out: list[str] = []

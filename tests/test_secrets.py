@@ -32,6 +32,7 @@ from breakeven.bench_client import Bench, Config, _printable, server_root
 from breakeven.cli import cli
 from breakeven.credentials import (
     MASK,
+    PIECE_SCAN_CHARACTERS,
     PREFIX_CHARACTERS,
     AmbiguousURL,
     Redactor,
@@ -368,6 +369,41 @@ def test_a_secret_or_any_start_of_it_leaves_no_8_characters(secret, left, right,
     k = data.draw(st.integers(PREFIX_CHARACTERS, len(secret)), label="start")
     output = Redactor(secret)(left + secret[:k] + right)
     assert _clean(output, secret, left, right), output
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secret=st.text(_PRINTABLE, min_size=8, max_size=64),
+    inserted=st.lists(st.sampled_from(["\n", " ", "...", "\x1b[2J", "\x00", "|"]), max_size=3),
+    left=st.text(max_size=40),
+    right=st.text(max_size=40),
+    data=st.data(),
+)
+def test_a_secret_split_by_inserted_characters_leaves_no_8_characters(
+    secret, inserted, left, right, data
+):
+    # A server (or a proxy, a log) that breaks an echoed key at any places, at once.
+    cuts = sorted(data.draw(st.lists(st.integers(1, len(secret) - 1), max_size=len(inserted))))
+    pieces, at = [], 0
+    for cut, text in zip(cuts, inserted, strict=False):
+        pieces += [secret[at:cut], text]
+        at = cut
+    split = "".join([*pieces, secret[at:]])
+    output = Redactor(secret)(left + split + right)
+    assert _clean(output, secret, left, right), output
+
+
+def test_a_key_split_past_its_first_8_characters_is_masked_on_both_sides():
+    redact = Redactor(KEY)
+    assert redact(f"key {KEY[:13]}\n{KEY[13:]} end") == "key ***\n*** end"
+    assert redact(f"{KEY[:20]}...{KEY[25:]}") == "***...***"
+    # bench's server text: masked, made printable, masked again, then cut.
+    shown = _printable(f"error: {KEY[:10]}\x1b[2J\n{KEY[10:]}", 80, redact)
+    assert leaks(shown, KEY_FORMS) == [] and shown.count(MASK) == 2, shown
+    # Past PIECE_SCAN_CHARACTERS only starts are found; what is shown is searched again.
+    long = "x" * PIECE_SCAN_CHARACTERS + f"{KEY[:13]} {KEY[13:]}"
+    assert KEY[13:] in redact(long)
+    assert leaks(_printable(long[-200:], 80, redact), KEY_FORMS) == []
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
