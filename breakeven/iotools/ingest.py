@@ -21,8 +21,9 @@ are views of the same frames.
 from __future__ import annotations
 
 import io
+import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ import pandas as pd
 import polars as pl
 
 from breakeven.errors import UnreadableInput, invalid_value
-from breakeven.iotools import aiperf, bench_results, prometheus, sources
+from breakeven.iotools import aiperf, batch, bench_results, prometheus, sources
 from breakeven.iotools.engines import engines
 from breakeven.iotools.lines import TextScanner
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
@@ -139,11 +140,19 @@ def iter_frames(
     Text is read in bounded memory; problems (naming file and line) are
     appended to ``problems``.  See :func:`ingest` for the parameters.
     """
-    for item in _inputs(paths, stamp, num_spec_tokens, year):
+    items = _inputs(paths, stamp, num_spec_tokens, year)
+    joined = _Joined()
+    for item, frames, read in _read_inputs(items, format, before, problems, block_bytes):
         known, found = len(problems), 0
-        for frame in _read_input(item, format, before, problems, block_bytes):
-            found += frame.height
-            yield _stamp(frame, item)
+        if read is None:  # streamed: its problems come as its frames are taken
+            yield from joined.flush()
+            for frame in frames:
+                found += frame.height
+                yield _stamp(frame, item)
+        else:
+            problems += read
+            found = sum(frame.height for frame in frames)
+            yield from joined.add(item, frames)
         # A file's problems in line order (each line kind is parsed in batches of its own).
         problems[known:] = sorted(problems[known:], key=lambda p: (p.line is not None, p.line or 0))
         if not found and len(problems) == known:
@@ -155,6 +164,46 @@ def iter_frames(
                     "log lines, benchmark results or engine metrics",
                 )
             )
+    yield from joined.flush()
+
+
+JOIN_ROWS = 1 << 16
+"""The most records :class:`_Joined` joins into one frame."""
+
+
+class _Joined:
+    """Record frames of inputs read together, joined: whoever takes the frames pays a few
+    queries a frame (the CSV rows, the tally).  Frames join while they follow each other,
+    come from different files (each file's frames stay apart: a file's tally sums are
+    those of its frames, one by one) and take the same stamp, stamped once."""
+
+    def __init__(self) -> None:
+        self.frames: list[Any] = []
+        self.paths: set[str] = set()
+        self.item: Input | None = None
+        self.rows = 0
+
+    def add(self, item: Input, frames: list[Any]) -> Iterator[Any]:
+        """The joined frames that ``frames`` (of ``item``) complete."""
+        for frame in frames:
+            if self.item is not None and (
+                item.path in self.paths
+                or (item.stamp, item.num_spec_tokens)
+                != (self.item.stamp, self.item.num_spec_tokens)
+                or self.rows >= JOIN_ROWS
+            ):
+                yield from self.flush()
+            self.frames.append(frame)
+            self.paths.add(item.path)
+            self.item = item
+            self.rows += frame.height
+
+    def flush(self) -> Iterator[Any]:
+        """The frames held, joined and stamped."""
+        if self.item is not None:
+            frame = pl.concat(self.frames) if len(self.frames) > 1 else self.frames[0]
+            yield _stamp(frame, self.item)
+        self.frames, self.paths, self.item, self.rows = [], set(), None, 0
 
 
 def _stamp(frame: Any, item: Input) -> Any:
@@ -172,16 +221,79 @@ def _stamp(frame: Any, item: Input) -> Any:
     return frame
 
 
+def _read_inputs(
+    items: list[Input], format: str, before: Any, problems: list[Problem], block_bytes: int | None
+) -> Iterator[tuple[Input, Iterable[Any], list[Problem] | None]]:
+    """Each input, its record frames and problems, in order: small text inputs are read
+    together (:mod:`breakeven.iotools.batch`): a list of their frames and their problems;
+    any other streams as it is read (its problems None: they go to ``problems`` as its
+    frames are taken)."""
+    waiting: list[tuple[Input, batch.Parts | None, list[Problem]]] = []
+    size = 0
+    for item in items:
+        try:
+            source = sources.open_input(item.path)
+        except UnreadableInput as e:
+            waiting.append((item, None, [Problem(item.path, None, str(e))]))
+            continue
+        kind, parts, rest = _kind(format, source), [], None
+        if kind == sources.TEXT and batch.SMALL_BYTES > 0:
+            parts, rest = _prefetch(source, block_bytes)
+            if rest is None:  # small: read with others
+                waiting.append((item, parts, []))
+                size += batch.size_of(parts)
+                if size >= batch.BATCH_BYTES or len(waiting) >= batch.BATCH_INPUTS:
+                    yield from _read_batch(waiting)
+                    waiting, size = [], 0
+                continue
+        yield from _read_batch(waiting)
+        waiting, size = [], 0
+        blocks = itertools.chain(parts, rest) if rest is not None else None
+        yield item, _read_input(item, source, kind, before, problems, block_bytes, blocks), None
+    yield from _read_batch(waiting)
+
+
+def _prefetch(
+    source: sources.Input, block_bytes: int | None
+) -> tuple[batch.Parts, Iterator[Any] | None]:
+    """A text input's first blocks (:func:`batch.prefetch`); the source is closed where the
+    input ended within them."""
+    try:
+        parts, rest = batch.prefetch(sources.iter_blocks(source, block_bytes))
+    except BaseException:
+        source.close()
+        raise
+    if rest is None:
+        source.close()
+    return parts, rest
+
+
+def _read_batch(
+    waiting: list[tuple[Input, batch.Parts | None, list[Problem]]],
+) -> Iterator[tuple[Input, list[Any], list[Problem]]]:
+    """Small inputs read together (those that could not be opened have their problem)."""
+    texts = [(item, parts) for item, parts, _ in waiting if parts is not None]
+    found_engines = engines()
+    scanners = [_scanner(item, found_engines) for item, _ in texts]
+    read = iter(batch.scan(scanners, [parts for _, parts in texts]))
+    for item, parts, found in waiting:
+        frames, more = next(read) if parts is not None else ([], [])
+        yield item, frames, found + more
+
+
 def _read_input(
-    item: Input, format: str, before: Any, problems: list[Problem], block_bytes: int | None
+    item: Input,
+    source: sources.Input,
+    kind: str,
+    before: Any,
+    problems: list[Problem],
+    block_bytes: int | None,
+    blocks: Iterator[Any] | None = None,
 ) -> Iterator[Any]:
+    """An opened input's record frames (``kind``: what it holds; ``blocks``: a text input's
+    blocks, where they were begun already); the source is closed at the end."""
     try:
-        source = sources.open_input(item.path)
-    except UnreadableInput as e:
-        problems.append(Problem(item.path, None, str(e)))
-        return
-    try:
-        kind, error = _kind(format, source), None
+        error = None
         if kind in (sources.JSON_DOCUMENT, *bench_results.BENCH_FORMATS):
             data = source.read_all()
             read, error = _json_records(item.path, data, None if kind == "json" else kind, problems)
@@ -200,7 +312,7 @@ def _read_input(
             if records:
                 yield frame_of(records)
             return
-        frames = _text_frames(item, source, problems, block_bytes)
+        frames = _text_frames(item, source, problems, block_bytes, blocks)
         if error is None:
             yield from frames
             return
@@ -316,25 +428,36 @@ def _prometheus_records(
     return []
 
 
-def _text_frames(
-    item: Input, source: sources.Input, problems: list[Problem], block_bytes: int | None
-) -> Iterator[Any]:
-
-    scanner = TextScanner(
+def _scanner(item: Input, found_engines: list[Any] | None = None) -> TextScanner:
+    """A text input's scanner: every engine's line kinds (``found_engines``, where
+    :func:`engines` was asked already), and printed result tables."""
+    return TextScanner(
         item.path,
-        engines(),
+        engines() if found_engines is None else found_engines,
         item.num_spec_tokens,
         _tables,
         (bench_results.TABLE_MARKER, bench_results.SPEC_SECTION, *aiperf.MARKERS),
         year=item.year,
     )
 
+
+def _text_frames(
+    item: Input,
+    source: sources.Input,
+    problems: list[Problem],
+    block_bytes: int | None,
+    blocks: Iterator[Any] | None = None,
+) -> Iterator[Any]:
+
+    scanner = _scanner(item)
+
     def mark(block: Any) -> Any:
         return None if isinstance(block, Problem) else scanner.mark(block)
 
     # Blocks are marked (split into lines, filtered) in threads, two at once; each
     # block's lines are then parsed here, in order.
-    blocks = sources.iter_blocks(source, block_bytes)
+    if blocks is None:
+        blocks = sources.iter_blocks(source, block_bytes)
     for block, lines in sources.mapped(mark, blocks, MARK_WORKERS):
         frames, found = scanner.feed(block, lines)
         problems += found

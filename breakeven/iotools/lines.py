@@ -28,6 +28,7 @@ record is left out.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -245,7 +246,7 @@ def carry_launch(
     columns = {**columns, **LAUNCH_COLUMNS}
     last = state.get("launch") or {}
     is_launch = pl.col("kind").is_in(kinds)
-    if not rows.filter(is_launch).height and not last:
+    if not last and not rows["kind"].is_in(list(kinds)).any():  # a Series: no query
         return rows
     fields = {**columns, "launch_time": pl.String, "launch_env": pl.String}
     rows = rows.with_columns(
@@ -371,9 +372,11 @@ def _numbers(expr: pl.Expr) -> pl.Expr:
     )
 
 
-def parse_kind(lines: pl.DataFrame, kind: LineKind) -> tuple[pl.DataFrame, pl.DataFrame]:
+def parse_kind(
+    lines: pl.DataFrame, kind: LineKind, keep: tuple[str, ...] = ()
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The fields of ``lines`` (all of this kind): the rows that parse, and the problems
-    (``line``, ``message``) of those that do not.
+    (``line``, ``message``) of those that do not; both keep the columns ``keep`` (last).
 
     Most values are plain numbers: they are cast at once, and only the rows with some
     other text (a unit, a placeholder, garbage) take the slower reading of :func:`number`.
@@ -398,20 +401,22 @@ def parse_kind(lines: pl.DataFrame, kind: LineKind) -> tuple[pl.DataFrame, pl.Da
     )
     plain = raw.filter(~pl.col("_slow"))
     odd = raw.filter(pl.col("_slow"))
-    parsed = [_parse(plain, kind, careful=False)]
+    parsed = [_parse(plain, kind, careful=False, keep=keep)]
     if odd.height:
-        parsed.append(_parse(odd, kind, careful=True))
+        parsed.append(_parse(odd, kind, careful=True, keep=keep))
     rows = pl.concat(parsed, how="vertical_relaxed") if len(parsed) > 1 else parsed[0]
     if len(parsed) > 1:
         rows = rows.sort("line")
     bad_rows = rows.filter(pl.col("problem").is_not_null()).select(
-        "line", (pl.lit(f"{kind.name} line does not parse: ") + pl.col("problem")).alias("message")
+        "line",
+        (pl.lit(f"{kind.name} line does not parse: ") + pl.col("problem")).alias("message"),
+        *keep,
     )
     good = rows.filter(pl.col("problem").is_null()).drop("text", "problem")
     return good, bad_rows
 
 
-def _parse(raw: pl.DataFrame, kind: LineKind, careful: bool) -> pl.DataFrame:
+def _parse(raw: pl.DataFrame, kind: LineKind, careful: bool, keep: tuple[str, ...]) -> pl.DataFrame:
     """Values and problems of rows whose raw field texts are extracted (``_raw_*``)."""
     columns = []
     problem: Any = pl.when(pl.col("text").str.contains("\ufffd", literal=True)).then(
@@ -438,7 +443,90 @@ def _parse(raw: pl.DataFrame, kind: LineKind, careful: bool) -> pl.DataFrame:
         missing = pl.any_horizontal(pl.col(f"_raw_{name}").is_null() for name in kind.required)
         needed = " and ".join(f"'{labels[name]}'" for name in kind.required)
         problem = problem.when(missing).then(pl.lit(f"expected {needed} fields"))
-    return raw.select("line", "kind", "text", *columns, problem.otherwise(None).alias("problem"))
+    problem = problem.otherwise(None).alias("problem")
+    return raw.select("line", "kind", "text", *columns, problem, *keep)
+
+
+Parsed = tuple[dict[str, list[pl.DataFrame]], list[tuple[int, str]]]
+"""Marked lines parsed (:meth:`TextScanner.parse_waiting`): each engine's rows (a frame a
+line kind), and the (line, message) of the lines that do not parse."""
+
+
+def split_lines(data: bytes) -> pl.DataFrame:
+    """Complete lines (each ends with a newline) as a frame: one ``text`` row a line, a tab
+    read as a space."""
+    # One column a line, split at a control character; where a line holds that
+    # character (no log line should), it becomes a space.
+    if b"\x1f" in data:
+        data = data.replace(b"\x1f", b" ")
+    # Tabs become spaces, once a block (a memchr where there are none): a report copied
+    # from a web page has a tab where the engine printed spaces (``label:\tvalue``), and
+    # every marker and field pattern then reads it as printed with spaces.
+    if b"\t" in data:
+        data = data.replace(b"\t", b" ")
+    return pl.read_csv(
+        data,
+        has_header=False,
+        separator="\x1f",
+        quote_char=None,
+        new_columns=["text"],
+        infer_schema=False,
+        encoding="utf8-lossy",
+        comment_prefix=None,
+        raise_if_empty=False,
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _marking(kinds: tuple[LineKind, ...], table_markers: tuple[str, ...]) -> tuple[str, pl.Expr]:
+    """The pattern of every marker, and the kind of a marked line (an expression of its
+    ``marker`` and ``text``), for these kinds and table markers: built once, not per input."""
+    markers = sorted({kind.marker for kind in kinds} | set(table_markers))
+    # One pattern of literals: the regex engine's SIMD search is about five times faster
+    # than polars' contains_any here.
+    pattern = "|".join(map(re.escape, markers))
+    # The kind of a marked line: told by the first marker in it (one search), then the
+    # first kind of that marker whose other conditions hold; a table's title, last; null
+    # for a line of no kind (a prefill line that reports no empty batch, say).
+    plain: dict[str, str] = {}
+    checked: list[tuple[LineKind, pl.Expr]] = []
+    for kind in kinds:
+        conditions = []
+        if kind.also is not None:
+            conditions.append(pl.col("text").str.contains(kind.also, literal=True))
+        if kind.unless is not None:
+            conditions.append(~pl.col("text").str.contains(kind.unless, literal=True))
+        if kind.match is not None:
+            conditions.append(pl.col("text").str.contains(kind.match))
+        if kind.marker in plain:
+            continue  # an earlier kind of this marker takes every line
+        if conditions:  # before the marker's plain kind, if any: checked first
+            checked.append((kind, pl.all_horizontal(conditions)))
+        else:
+            plain[kind.marker] = kind.name
+    for marker in table_markers:
+        plain.setdefault(marker, TABLE)
+    column = pl.col("marker")
+    kind_of = column.replace_strict(plain, default=None, return_dtype=pl.String)
+    for kind, condition in reversed(checked):
+        kind_of = (
+            pl.when((column == kind.marker) & condition).then(pl.lit(kind.name)).otherwise(kind_of)
+        )
+    return pattern, kind_of
+
+
+_ENDS_EMPTY: dict[tuple[str, Any, int | None], bool] = {}
+
+
+def _ends_empty(engine: Engine, k: int | None) -> bool:
+    """Whether ``engine.sequence``, given no rows and no state at the end of an input, gives
+    no records and no problems: then an input without its lines need not call it (a few
+    polars queries an input).  Asked once per engine and k."""
+    key = (engine.name, engine.sequence, k)
+    if key not in _ENDS_EMPTY:
+        records, state = engine.sequence(pl.DataFrame(), {}, k, True)
+        _ENDS_EMPTY[key] = (records is None or not records.height) and not state.get("problems")
+    return _ENDS_EMPTY[key]
 
 
 class TextScanner:
@@ -476,51 +564,22 @@ class TextScanner:
         self.engines = engines
         self.k = num_spec_tokens
         self.kinds = [kind for e in engines for kind in e.kinds]
-        markers = sorted({kind.marker for kind in self.kinds} | set(table_markers))
-        # One pattern of literals: the regex engine's SIMD search is about five times faster
-        # than polars' contains_any here.
-        self.marker_pattern = "|".join(map(re.escape, markers))
+        self.marker_pattern, self.kind_of = _marking(tuple(self.kinds), tuple(table_markers))
+        self.marker_group = f"({self.marker_pattern})"
         self.table_markers = table_markers
         self.table_reader = table_reader
         self.table_carry: tuple[int, str] | None = None
         self.state: dict[str, dict[str, Any]] = {e.name: {} for e in engines}
         self.speculated = {e.name: False for e in engines}
         self.held: dict[str, list[pl.DataFrame]] = {e.name: [] for e in engines}
-        # The kind of a marked line: told by the first marker in it (one search), then the
-        # first kind of that marker whose other conditions hold; a table's title, last; null
-        # for a line of no kind (a prefill line that reports no empty batch, say).
-        self.marker_group = f"({self.marker_pattern})"
-        plain: dict[str, str] = {}
-        checked: list[tuple[LineKind, pl.Expr]] = []
-        for kind in self.kinds:
-            conditions = []
-            if kind.also is not None:
-                conditions.append(pl.col("text").str.contains(kind.also, literal=True))
-            if kind.unless is not None:
-                conditions.append(~pl.col("text").str.contains(kind.unless, literal=True))
-            if kind.match is not None:
-                conditions.append(pl.col("text").str.contains(kind.match))
-            if kind.marker in plain:
-                continue  # an earlier kind of this marker takes every line
-            if conditions:  # before the marker's plain kind, if any: checked first
-                checked.append((kind, pl.all_horizontal(conditions)))
-            else:
-                plain[kind.marker] = kind.name
-        for marker in table_markers:
-            plain.setdefault(marker, TABLE)
-        marker = pl.col("marker")
-        self.kind_of = marker.replace_strict(plain, default=None, return_dtype=pl.String)
-        for kind, condition in reversed(checked):
-            self.kind_of = (
-                pl.when((marker == kind.marker) & condition)
-                .then(pl.lit(kind.name))
-                .otherwise(self.kind_of)
-            )
         self.kind_by_name = {kind.name: kind for kind in self.kinds}
         self.waiting: list[pl.DataFrame] = []
         self.waiting_rows = 0
         self.next_line = 1
         """The number of the line after the blocks fed so far."""
+        self.typed = True
+        """Whether engine records come typed, in the record schema (:func:`frame_of`); else
+        the caller types them (a batch types many inputs' records at once)."""
 
     def mark(self, block: Block) -> pl.DataFrame:
         """The marked lines of a block (``line``, ``text``, ``kind``), less comments.
@@ -528,40 +587,10 @@ class TextScanner:
         It uses no state of the scanner: blocks may be marked in other threads, ahead
         of :meth:`feed`, which numbers them in order.
         """
-        # One column a line, split at a control character; where a line holds that
-        # character (no log line should), it becomes a space.
-        data = block.data
-        if b"\x1f" in data:
-            data = data.replace(b"\x1f", b" ")
-        # Tabs become spaces, once a block (a memchr where there are none): a report copied
-        # from a web page has a tab where the engine printed spaces (``label:\tvalue``), and
-        # every marker and field pattern then reads it as printed with spaces.
-        if b"\t" in data:
-            data = data.replace(b"\t", b" ")
-        lines = pl.read_csv(
-            data,
-            has_header=False,
-            separator="\x1f",
-            quote_char=None,
-            new_columns=["text"],
-            infer_schema=False,
-            encoding="utf8-lossy",
-            comment_prefix=None,
-            raise_if_empty=False,
-        )
+        lines = split_lines(block.data)
         block.lines = lines.height  # one row a line: the lines are counted here
         # One query: marked lines (numbered from 0 in the block), less comments, with their kind.
-        lines = (
-            lines.lazy()
-            .with_row_index("line")
-            .filter(pl.col("text").str.contains(self.marker_pattern))
-            .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
-            .with_columns(marker=pl.col("text").str.extract(self.marker_group, 1))
-            .with_columns(self.kind_of.alias("kind"))
-            .filter(pl.col("kind").is_not_null())
-            .drop("marker")
-            .collect()
-        )
+        lines = self.marked(lines.lazy().with_row_index("line")).collect()
         # Filtered strings still point into their block's buffers: a block's few lines are
         # copied out, so that many sparse blocks can wait to be parsed without keeping
         # their buffers; dense blocks reach PARSE_ROWS soon, so at most
@@ -569,6 +598,18 @@ class TextScanner:
         if lines.height < COPY_BELOW:
             lines = lines.with_columns(pl.col("text") + pl.lit(""))
         return lines
+
+    def marked(self, lines: pl.LazyFrame) -> pl.LazyFrame:
+        """The rows of ``lines`` (a ``text`` column, and any others) that hold a marker and
+        are no comment, with their ``kind`` (last); lines of no kind are left out."""
+        return (
+            lines.filter(pl.col("text").str.contains(self.marker_pattern))
+            .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
+            .with_columns(marker=pl.col("text").str.extract(self.marker_group, 1))
+            .with_columns(self.kind_of.alias("kind"))
+            .filter(pl.col("kind").is_not_null())
+            .drop("marker")
+        )
 
     def feed(
         self, block: Block | Problem, lines: pl.DataFrame | None = None
@@ -581,15 +622,10 @@ class TextScanner:
             return [], [Problem(block.path, line, block.message)]
         if lines is None:
             lines = self.mark(block)
-        assert block.lines is not None  # counted by mark
-        block.first_line = self.next_line
-        self.next_line += block.lines
+        titled = self.table_reader is not None and (lines["kind"] == TABLE).any()
+        frames, problems = self.pass_block(block, titled)
         if lines.height:
             lines = lines.with_columns(pl.col("line") + block.first_line)
-        frames: list[pl.DataFrame] = []
-        problems: list[Problem] = []
-        if self.table_reader is not None and (self.table_carry or (lines["kind"] == TABLE).any()):
-            frames, problems = self._tables(block, final=False)
         # Marked lines wait until there are enough of them to parse at once: each polars
         # operation has a fixed cost, which a sparse log would pay per block.
         self.waiting.append(lines.filter(pl.col("kind") != TABLE))
@@ -600,9 +636,23 @@ class TextScanner:
             problems += found
         return frames, problems
 
-    def finish(self) -> tuple[list[pl.DataFrame], list[Problem]]:
-        """What the end of the input completes."""
-        frames, problems = self._read(final=True)
+    def pass_block(self, block: Block, titled: bool) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """Number the next block (its lines counted) and read its result tables, where it
+        holds a table's title line (``titled``) or the block before left a table open.
+
+        :meth:`feed` does this for every block; a caller that parses the marked lines itself
+        (:mod:`breakeven.iotools.batch`) calls it instead, then :meth:`finish` with them."""
+        assert block.lines is not None  # counted by mark
+        block.first_line = self.next_line
+        self.next_line += block.lines
+        if self.table_reader is not None and (self.table_carry or titled):
+            return self._tables(block, final=False)
+        return [], []
+
+    def finish(self, parsed: Parsed | None = None) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """What the end of the input completes; ``parsed``: the waiting lines as
+        :meth:`parse_waiting` gives them, where the caller parsed them."""
+        frames, problems = self._read(final=True, parsed=parsed)
         if self.table_carry:
             more, found = self._tables(None, final=True)
             frames += more
@@ -619,22 +669,32 @@ class TextScanner:
             self.held[engine.name] = []
         return frames, problems
 
-    def _read(self, final: bool) -> tuple[list[pl.DataFrame], list[Problem]]:
-        """Parse the waiting marked lines and hand each engine its rows."""
-        problems: list[Problem] = []
-        frames: list[pl.DataFrame] = []
-        by_engine: dict[str, list[pl.DataFrame]] = {}
+    def parse_waiting(self) -> Parsed:
+        """The waiting marked lines parsed: each engine's rows (a frame a line kind, kinds
+        in the order they first appear), and the (line, message) of those that do not parse."""
         lines = pl.concat(self.waiting) if self.waiting else None
         self.waiting, self.waiting_rows = [], 0
+        by_engine: dict[str, list[pl.DataFrame]] = {}
+        bad: list[tuple[int, str]] = []
         if lines is not None and lines.height:
             for name, group in lines.group_by("kind", maintain_order=True):
                 kind = self.kind_by_name[name[0]]
-                good, bad = parse_kind(group, kind)
-                problems += [Problem(self.name, line, message) for line, message in bad.iter_rows()]
+                good, wrong = parse_kind(group, kind)
+                bad += wrong.iter_rows()
                 by_engine.setdefault(kind.engine, []).append(good)
+        return by_engine, bad
+
+    def _read(
+        self, final: bool, parsed: Parsed | None = None
+    ) -> tuple[list[pl.DataFrame], list[Problem]]:
+        """Hand each engine its rows of the waiting marked lines (``parsed``, else parsed
+        here)."""
+        by_engine, bad = self.parse_waiting() if parsed is None else parsed
+        problems = [Problem(self.name, line, message) for line, message in bad]
+        frames: list[pl.DataFrame] = []
         for engine in self.engines:
             parts = by_engine.get(engine.name)
-            if parts is None and not final:
+            if parts is None and (not final or self._idle(engine)):
                 continue
             rows = (
                 pl.concat(parts, how="diagonal_relaxed").sort("line") if parts else pl.DataFrame()
@@ -666,6 +726,12 @@ class TextScanner:
             if records.height:
                 frames.append(self._complete(records, engine.name))
         return frames, problems
+
+    def _idle(self, engine: Engine) -> bool:
+        """Whether an engine that had no rows may be left out of the end of the input: its
+        ``sequence`` has no state from earlier rows, and given no rows and no state it ends
+        with nothing (asked once per engine and k: :func:`_ends_empty`)."""
+        return not self.state[engine.name] and _ends_empty(engine, self.k)
 
     def _tables(self, block: Block | None, final: bool) -> tuple[list[pl.DataFrame], list[Problem]]:
         """Result tables: from the first table marker of the block (and what an unfinished
@@ -722,4 +788,4 @@ class TextScanner:
                 for c in ("timestamp", "launched_at")
                 if c in records.columns
             )
-        return frame_of(records)
+        return frame_of(records) if self.typed else records
