@@ -135,15 +135,3 @@ def accept_len_from_per_position(rates: Any) -> float:
                 "per_position",
             )
     return 1.0 + math.fsum(checked)
-
-
-def per_position_from_histogram(counts: Any) -> tuple[float, ...]:
-    """``a_1 ... a_k`` from cycles that accepted 0 ... k drafted tokens (summed over requests):
-    ``a_i = sum(counts[i:]) / sum(counts)``; empty where no cycle is counted."""
-    values = [float(c) for c in counts]
-    total = math.fsum(values)
-    if not total > 0:
-        return ()
-    # cycles that accepted i or more drafted tokens, for i = 1 ... k
-    at_least = [math.fsum(values[i:]) for i in range(1, len(values))]
-    return tuple(n / total for n in at_least)

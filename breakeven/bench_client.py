@@ -58,7 +58,7 @@ from breakeven.errors import (
 from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.jsonsafe import loads_bounded
-from breakeven.iotools.metrics import spec_decode_series
+from breakeven.iotools.metrics import shows_spec_decode_counters, spec_decode_series
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.iotools.prometheus import parse_metrics
 from breakeven.iotools.records import iso_timestamp
@@ -666,8 +666,7 @@ class _Level:
     @property
     def speculating(self) -> bool:
         """Whether the server showed spec-decode counters when the level began."""
-        counters = [n.rstrip("*") for n in spec_decode_series() if n.endswith("*")]
-        return self.before is not None and any(name in self.before for name in counters)
+        return self.before is not None and shows_spec_decode_counters(self.before)
 
 
 CAUGHT_UP_GAP = 0.1

@@ -241,8 +241,9 @@ class Redactor:
     from :data:`PREFIX_CHARACTERS` characters on, wherever it stands (text cut inside a
     secret), masked from where it starts through the longest start of the secret there; and,
     in text up to :data:`PIECE_SCAN_CHARACTERS` long, any piece of that many characters or
-    more from anywhere in them (a secret split by inserted characters).  Then the password of every URL is hidden (:func:`hide_url_passwords`).  Linear in the
-    length of the text.  Its ``repr`` shows none of them.
+    more from anywhere in them (a secret split by inserted characters).  Then the password
+    of every URL is hidden (:func:`hide_url_passwords`).  Linear in the length of the text.
+    Its ``repr`` shows none of them.
     """
 
     def __init__(self, *secrets: str | None, auth: tuple[str, str] | None = None) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from breakeven.acceptance import per_position_from_histogram as from_histogram
+from breakeven.iotools.replies import per_position_from_histogram as from_histogram
 
 
 @dataclass(frozen=True)

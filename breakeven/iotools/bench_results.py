@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from breakeven.acceptance import per_position_from_histogram
 from breakeven.iotools import aiperf, jsonsafe, replies
 from breakeven.iotools.records import PLACEHOLDERS
+from breakeven.iotools.replies import per_position_from_histogram
 
 VLLM_BENCH_SERVE = "vllm_bench_serve"
 SGLANG_BENCH_SERVING = "sglang_bench_serving"

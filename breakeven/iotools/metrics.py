@@ -186,6 +186,13 @@ def spec_decode_series() -> tuple[str, ...]:
     )
 
 
+def shows_spec_decode_counters(text: str) -> bool:
+    """Whether a ``/metrics`` text holds an engine's spec-decode counters (vLLM's,
+    llama.cpp's): an engine registers them only when it speculates (vLLM 0.32.0,
+    ``vllm/v1/spec_decode/metrics.py``, ``SpecDecodingProm``)."""
+    return any(m.spec_decode in text for m in METRICS.values() if m.spec_decode)
+
+
 PREFIXES = tuple(m.prefix for m in METRICS.values())
 """The engines' series prefixes: a text holding one is an engine's ``/metrics``."""
 
@@ -200,5 +207,6 @@ __all__ = [
     "VLLM",
     "EngineMetrics",
     "Metric",
+    "shows_spec_decode_counters",
     "spec_decode_series",
 ]

@@ -4,6 +4,7 @@ drafts.  ``breakeven bench`` reads them from the streamed chunks; ``ingest`` fro
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 MAX_COUNT = 10**15
@@ -87,4 +88,23 @@ def reply_drafts(chunk: Any) -> Drafts:
     )
 
 
-__all__ = ["MAX_COUNT", "Drafts", "count", "histogram_text", "reply_drafts"]
+def per_position_from_histogram(counts: Any) -> tuple[float, ...]:
+    """``a_1 ... a_k`` from cycles that accepted 0 ... k drafted tokens (summed over requests):
+    ``a_i = sum(counts[i:]) / sum(counts)``; empty where no cycle is counted."""
+    values = [float(c) for c in counts]
+    total = math.fsum(values)
+    if not total > 0:
+        return ()
+    # cycles that accepted i or more drafted tokens, for i = 1 ... k
+    at_least = [math.fsum(values[i:]) for i in range(1, len(values))]
+    return tuple(n / total for n in at_least)
+
+
+__all__ = [
+    "MAX_COUNT",
+    "Drafts",
+    "count",
+    "histogram_text",
+    "per_position_from_histogram",
+    "reply_drafts",
+]
