@@ -14,9 +14,11 @@ branch that would divide by zero is guarded with a safe stand-in value first.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from breakeven.errors import BreakevenError, invalid_value
+from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
+from breakeven.quantities import as_percent
 
 
 class _ScalarNamespace:
@@ -125,8 +127,10 @@ def _check(
     *,
     open_lower: bool = False,
     open_upper: bool = False,
+    cause: Callable[[float], str] | None = None,
 ) -> None:
-    """Raise naming the first value of ``x`` outside its bounds (a scalar as ``given``).
+    """Raise naming the first value of ``x`` outside its bounds (a scalar as ``given``), and
+    ``cause(value)``'s likely cause of it where that is not empty.
 
     NaN is always outside.  Arrays are checked through their min and max, two
     fast passes, and searched element by element only when something is wrong.
@@ -139,12 +143,19 @@ def _check(
 
     if xp is SCALAR:
         if not inside(x, x):
-            raise invalid_value(name, given, expected)
+            raise invalid_value(name, given, expected + (cause(x) if cause else ""))
         return
     if x.size == 0 or inside(x.min(), x.max()):
         return
-    bad_value = xp.first(x, ~inside(x, x))
-    raise invalid_value(name, _plain(bad_value), expected)
+    bad_value = _plain(xp.first(x, ~inside(x, x)))
+    raise invalid_value(name, bad_value, expected + (cause(bad_value) if cause else ""))
+
+
+def _percent_cause(value: float) -> str:
+    """Why a probability may be above 1: ``": a percent? give 0.864"`` for 86.4
+    (:func:`~breakeven.quantities.as_percent`), else ``""``."""
+    fraction = as_percent(value)
+    return "" if fraction is None else f": a percent? give {fraction:.6g}"
 
 
 def _plain(x: Any) -> Any:
@@ -183,7 +194,7 @@ def nonnegative(xp: Any, name: str, value: Any, unit: str) -> Any:
 def probability(xp: Any, name: str, value: Any) -> Any:
     """``value`` checked to lie in [0, 1]."""
     x = as_number(xp, name, value)
-    _check(xp, name, value, x, 0.0, 1.0, "a probability in [0, 1]")
+    _check(xp, name, value, x, 0.0, 1.0, "a probability in [0, 1]", cause=_percent_cause)
     return x
 
 
@@ -219,6 +230,9 @@ def accept_len(xp: Any, name: str, value: Any, k: Any = None, k_name: str = "k")
     """``value`` checked to be a mean acceptance length in [1, k + 1] (bonus token included)."""
     x = as_number(xp, name, value)
     expected = "a mean acceptance length >= 1 [tokens/cycle]"
+    rate = xp.first(x, (x > 0) & (x < 1))
+    if rate is not None:
+        raise _a_rate(name, value if xp is SCALAR else _plain(rate), expected)
     _check(xp, name, value, x, 1.0, xp.inf, expected, open_upper=True)
     if k is not None:
         # Engines print tau rounded to two decimals: allow that much above k + 1.
@@ -228,6 +242,22 @@ def accept_len(xp: Any, name: str, value: Any, k: Any = None, k_name: str = "k")
             kk = xp.first(k + 0 * x, too_long)
             raise _too_long(name, k_name, _plain(bad), _plain(kk))
     return x
+
+
+def _a_rate(name: str, value: Any, expected: str) -> BreakevenError:
+    """An accept_len in (0, 1): a per-token rate given where tokens per cycle are meant."""
+    shown = repr(value) if isinstance(value, str) else str(value)
+    return BreakevenError(
+        "{0}: got "
+        + escape_braces(shorten(shown))
+        + ", expected "
+        + expected
+        + ": it counts the bonus token, so it is at least 1; a per-token acceptance rate? "
+        "give it as {1} (with {2})",
+        name,
+        "alpha",
+        "k",
+    )
 
 
 def _too_long(name: str, k_name: str, tau: float, k: float) -> BreakevenError:

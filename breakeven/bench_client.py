@@ -80,7 +80,7 @@ from breakeven.iotools.server import (
 from breakeven.iotools.sources import read_whole
 from breakeven.provenance import is_secret_key, secret_name
 from breakeven.quantities import DEFAULT_TOLERANCE
-from breakeven.schema import COLUMN_NAMES, SPECULATIVE_SERVER
+from breakeven.schema import COLUMN_NAMES, COUNTERS_OVER_LEVEL, SPECULATIVE_SERVER
 
 DEFAULT_PROMPTS = (
     "Explain how speculative decoding speeds up large language model inference.",
@@ -1244,6 +1244,8 @@ class Bench:
             "acceptance_rate",
             "num_spec_tokens",
             "num_drafts",
+            "draft_tokens",
+            "accepted_tokens",
         )
         for r in self._records(before, after, requests):
             timed = r.get("tok_s") is not None and (r.get("step_ms") or r.get("cycle_ms"))
@@ -1375,22 +1377,25 @@ class Bench:
 
     @staticmethod
     def _row_acceptance(r: RequestResult) -> dict[str, Any]:
-        """A request row's accept_len and acceptance_rate: its own where the server says its
-        drafts per request (vLLM's per-request metrics: ``num_drafts`` then weighs it when
-        rows are pooled), else empty: the level's is its server row's (``/metrics`` is not
-        read while the level runs)."""
-        if math.isnan(r.accept_len):
-            return {"accept_len": None, "acceptance_rate": None}
-        drafted = r.draft_tokens
+        """A request row's accept_len and acceptance_rate, its own where the server says them
+        per request, else empty (the level's are its server row's: ``/metrics`` is not read
+        while the level runs).  Its accept_len needs its verify cycles (vLLM's per-request
+        metrics, SGLang's ``spec_verify_ct``: ``num_drafts`` then weighs it when rows are
+        pooled); its acceptance_rate only its drafted and accepted tokens, which llama.cpp's
+        ``timings`` give too (without cycles: check and compare pool its accept_len from
+        them, :func:`breakeven.pooling.request_drafts`)."""
+        drafted, accepted = r.draft_tokens, r.accepted_tokens
+        own_rate = drafted and accepted is not None and accepted <= drafted
         return {
-            "accept_len": r.accept_len,
-            "acceptance_rate": r.accepted_tokens / drafted if drafted else None,
+            "accept_len": None if math.isnan(r.accept_len) else r.accept_len,
+            "acceptance_rate": accepted / drafted if own_rate else None,
         }
 
     def _server_row(self, concurrency: int, level: dict, server: dict[str, Any]) -> dict[str, Any]:
         """The level as the server's counters saw it (``origin=server``): its per-sequence
         rate, and its own decode step (a baseline) or cycle (a speculative run), where they
-        tell them; its acceptance over the whole level, and the verify cycles that drafted."""
+        tell them; its acceptance over the whole level, the verify cycles that drafted, and
+        the tokens they drafted and accepted."""
         c = self.config
         k = c.num_spec_tokens if c.num_spec_tokens is not None else server.get("num_spec_tokens")
         row = {
@@ -1409,11 +1414,15 @@ class Bench:
             "accept_len": server.get("accept_len"),
             "acceptance_rate": server.get("acceptance_rate"),
             "num_drafts": _whole(server.get("num_drafts")),
+            # The level's drafted and accepted tokens: its drafted tokens per cycle give a
+            # request's cycles where the server counts only its tokens (llama.cpp's timings).
+            "draft_tokens": _whole(server.get("draft_tokens")),
+            "accepted_tokens": _whole(server.get("accepted_tokens")),
             "step_ms": server.get("step_ms"),
             "cycle_ms": server.get("cycle_ms"),
             "env": self.env,
-            "source": f"bench {self.shown_root}/metrics concurrency {concurrency}: the server's "
-            "counters over the level",
+            "source": f"bench {self.shown_root}/metrics concurrency {concurrency}: "
+            + COUNTERS_OVER_LEVEL,
             "origin": "server",
             "level_requests": level["requests"],
             **self._launch_columns(),

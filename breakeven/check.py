@@ -31,15 +31,23 @@ import pandas as pd
 
 from breakeven import formatting
 from breakeven.errors import BreakevenError, escape_braces
-from breakeven.intervals import SpeedupInterval, interval_of, side_of_launches, verdict
+from breakeven.intervals import (
+    LaunchSpread,
+    SpeedupInterval,
+    interval_of,
+    launch_spread,
+    side_of_launches,
+    verdict,
+)
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model import cycle_ms as cycle_of
+from breakeven.plausibility import speedup_bound
 from breakeven.pooling import (
+    adopt_server_rates,
     decoded_tokens,
     group_pooled_accept_len,
     group_pooled_rates,
-    pooled_rate,
     server_echoes,
     take_server_view,
 )
@@ -51,7 +59,7 @@ from breakeven.provenance import (
     fingerprint,
     is_environment_key,
 )
-from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
+from breakeven.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT, plain_json
 from breakeven.quantities import number_text as _n
 from breakeven.schema import (
     ALL_COLUMNS,
@@ -78,7 +86,23 @@ FLAGS = {
     "accept_len_out_of_range": "accept_len is outside [1, k + 1]",
     "itl_per_chunk": "tok_s was computed from ITL, not TPOT",
     "server_client_mismatch": "the server's own throughput and the client benchmark disagree",
+    "launches_disagree": "launches (server starts) of one configuration disagree by more than "
+    "1.5x and more than their own spread explains: the host decided the numbers, not the "
+    "configuration",
+    "swapped_pair": "the baseline's rows show speculation (drafts, acceptance, k > 0) and the "
+    "speculative run's none: the two look swapped",
+    "speedup_above_bound": "a measured speedup above k + 1, which no cycle can give: a rate that "
+    "is not per sequence, or a baseline from another load",
+    "aggregate_rate": "a per-sequence tok_s that equals or exceeds the aggregate rate of all "
+    "sequences at concurrency > 1: an aggregate typed or recorded as per-sequence",
 }
+DOUBT = {
+    "launches_disagree": "too noisy",
+    "swapped_pair": "looks swapped",
+    "speedup_above_bound": "implausible",
+}
+"""The flags that leave a comparison no verdict of faster or slower, and the verdict it gets
+instead: the data cannot decide, so no config is pasted from it."""
 
 
 @dataclass(frozen=True)
@@ -116,20 +140,23 @@ class Comparison:
     baseline_runs: int
     """Baseline rows compared with."""
     tok_s: float
-    """Per-sequence decode rate with speculation [tok/s]: a ratio of sums, the tokens its
-    requests decoded over their decode time, where its rows give their tokens
-    (completion_tokens); else the mean of its rows' rates (log windows)."""
+    """Per-sequence decode rate with speculation [tok/s]: the mean of its launches' rates,
+    each a ratio of sums, the tokens its requests decoded over their decode time, where its
+    rows give their tokens (completion_tokens), else the mean of its rows' rates (log
+    windows); one launch's rate where it has one."""
     baseline_tok_s: float
-    """Per-sequence decode rate of the baseline [tok/s], pooled as ``tok_s`` is."""
+    """Per-sequence decode rate of the baseline [tok/s], over its launches as ``tok_s`` is."""
     measured_speedup: float
-    """tok_s / baseline_tok_s [x]."""
+    """tok_s / baseline_tok_s [x]: the speedup of several launches, the same in ``compare``,
+    ``check``, ``sweep`` and the report (docs/concepts/intervals.md)."""
     ci_low: float
     """Lower end of the 95% confidence interval of measured_speedup [x]."""
     ci_high: float
     """Upper end of the 95% confidence interval of measured_speedup [x]."""
     verdict: str
     """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval' (too few
-    values or launches: :mod:`breakeven.intervals`)."""
+    values or launches: :mod:`breakeven.intervals`); where the data cannot decide, a verdict
+    of :data:`DOUBT`: 'too noisy', 'looks swapped' or 'implausible'."""
     accept_len: float
     """The run's accept_len [tokens/cycle]: pooled from counts, 1 + sum(accepted) /
     sum(drafts), where its rows give their drafts (num_drafts); else their mean."""
@@ -151,6 +178,9 @@ class Comparison:
     """The run's environment (:func:`fingerprint`)."""
     launch_note: str = ""
     """Why the baseline's launch is stale or unverified, in a clause (empty when fair)."""
+    launch_spread: float = math.nan
+    """The fastest launch's rate over the slowest's [x], on whichever side (speculative or
+    baseline) disagrees more; NaN where neither side has two launches."""
 
 
 @dataclass(frozen=True)
@@ -332,6 +362,7 @@ COLUMNS_USED = (
     "concurrency",
     "num_spec_tokens",
     "tok_s",
+    "aggregate_tok_s",
     "accept_len",
     "cycle_ms",
     "verify_ms",
@@ -341,6 +372,8 @@ COLUMNS_USED = (
     "itl_ms",
     "speedup",
     "num_drafts",
+    "draft_tokens",
+    "accepted_tokens",
     "completion_tokens",
     "category",
     "per_position",
@@ -416,8 +449,13 @@ class _Findings:
 
     flags: list[Flag] = field(default_factory=list)
     by_line: dict[int, set[str]] = field(default_factory=dict)
+    said: set[str] = field(default_factory=set)
+    """Messages already added (a baseline's flag, found again for each run paired with it)."""
 
     def add(self, flag: Flag, rows: Sequence[int] = ()) -> None:
+        if flag.message in self.said:
+            return
+        self.said.add(flag.message)
         self.flags.append(flag)
         for line in rows:
             self.by_line.setdefault(int(line), set()).add(flag.code)
@@ -462,6 +500,9 @@ def normalise(data: Any) -> Any:
     # with what the server measured of it.
     df["echo"] = server_echoes(df)
     take_server_view(df, df["echo"])
+    # The engine's own count first: a run's rate is its server's where the server's counters
+    # cover its requests; the client's stays as the cross-check (``server_client_mismatch``).
+    df["client_tok_s"] = adopt_server_rates(df, df["echo"])
     k = df["num_spec_tokens"]
     df["is_spec"] = (k > 0) | (k.isna() & _speculated(df))
     envs = df["env"].cat.categories
@@ -490,6 +531,19 @@ def _speculated(df: Any) -> Any:
     if "source" in df.columns:
         signs |= df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False)
     return signs
+
+
+def _shows_speculation(df: Any) -> Any:
+    """Rows whose own data show that their server speculated, whatever k they are said to
+    have: an accept_len above 1, drafts, or bench's note that the server showed spec-decode
+    counters.  A baseline's rows that do, beside speculative rows that do not, are a swapped
+    pair (``swapped_pair``)."""
+    signs = (df["accept_len"] > 1) | (df["num_drafts"] > 0)
+    if "draft_tokens" in df.columns:
+        signs |= pd.to_numeric(df["draft_tokens"], errors="coerce") > 0
+    if "source" in df.columns:
+        signs |= df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False)
+    return signs.to_numpy()
 
 
 def _empty_text(rows: int) -> Any:
@@ -600,6 +654,7 @@ def flag_rows(df: Any, findings: _Findings) -> None:
             ),
             (at,),
         )
+    _flag_aggregates(df, findings)
     itl, tok, tpot = (df[c].to_numpy() for c in ("itl_ms", "tok_s", "tpot_ms"))
     chunky = np.flatnonzero(spec & ~np.isnan(itl) & ~np.isnan(tok))  # few rows have an ITL
     from_itl = np.abs(tok[chunky] * itl[chunky] / 1000.0 - 1) <= 0.02
@@ -621,14 +676,53 @@ def flag_rows(df: Any, findings: _Findings) -> None:
         )
 
 
+AGGREGATE_EQUAL = 0.01
+"""A per-sequence tok_s within this fraction of the aggregate rate, at concurrency > 1, is the
+aggregate written as per-sequence (``aggregate_rate``)."""
+
+
+def _flag_aggregates(df: Any, findings: _Findings) -> None:
+    """Flag rows at concurrency > 1 whose per-sequence tok_s equals their aggregate rate (an
+    aggregate typed or recorded as per-sequence), or, on a row that is not one request's
+    (a level's, a window's, a typed row), exceeds it: one sequence cannot decode faster than
+    all of them together."""
+    tok, agg, conc = (
+        df[c].to_numpy(dtype=float) for c in ("tok_s", "aggregate_tok_s", "concurrency")
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = tok / agg
+        one_request = (df["origin"] == "client").to_numpy()
+        equal = np.abs(ratio - 1) <= AGGREGATE_EQUAL
+        above = ~one_request & (ratio > 1 + DEFAULT_TOLERANCE)
+        found = (conc > 1) & (agg > 0) & (equal | above)
+    line = df["line"].to_numpy()
+    for i in np.flatnonzero(found):
+        at = int(line[i])
+        how = "equals" if equal[i] else "exceeds"
+        findings.add(
+            Flag(
+                "aggregate_rate",
+                f"Line {at}: tok_s {_n(tok[i], 2)} {how} the aggregate rate "
+                f"{_n(agg[i], 2)} tok/s of all {conc[i]:g} sequences; tok_s is one "
+                "sequence's rate, about the aggregate over the concurrency "
+                f"({_n(agg[i] / conc[i], 2)} tok/s here). An aggregate written as "
+                "per-sequence inflates a speedup up to the concurrency.",
+                (at,),
+            ),
+            (at,),
+        )
+
+
 def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCheck]:
     """Each run measured both in the server's log and by a client benchmark: do they agree?"""
     origins = df["origin"]
     present = set(origins.cat.categories[origins.cat.codes.unique()])
     if not {"server", "client"} <= present:  # one view only: nothing to cross-check
         return []
-    runs = df.loc[
-        (df["run_id"] != "") & df["tok_s"].notna() & df["origin"].isin(["server", "client"]),
+    # The client's rates as it measured them (check gave its rows the server's: normalise).
+    measured = df["tok_s"].where(df["origin"] == "server", df["client_tok_s"])
+    runs = df.assign(tok_s=measured).loc[
+        (df["run_id"] != "") & measured.notna() & df["origin"].isin(["server", "client"]),
         ["run_id", "origin", "tok_s", "completion_tokens", "line"],
     ]
     runs = runs.assign(run_id=runs["run_id"].astype(str), origin=runs["origin"].astype(str))
@@ -649,8 +743,10 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
                     "server_client_mismatch",
                     f"Run {run_id}: the server logged {_n(server, 2)} tok/s per "
                     f"sequence, the client measured {_n(client, 2)} ({_n(ratio, 3)}x). "
-                    "One of them is not measuring the same decode: check prefill "
-                    "exclusion, concurrency and ITL vs TPOT.",
+                    "The server's counters are the run's rate here (the engine timed its "
+                    "own decode); the client's is the cross-check: a client that shares a "
+                    "core with the server falls behind its streams, or it measured another "
+                    "decode (prefill exclusion, concurrency, ITL for TPOT).",
                     lines,
                 ),
                 lines,
@@ -692,6 +788,9 @@ class _Baselines:
     """The rows' launches."""
     fingerprints: dict[Any, list[Any]]
     """Each configuration's baseline fingerprints, in file order."""
+    shows: Any = None
+    """Each row shows speculation (:func:`_shows_speculation`): a swapped pair's sign."""
+    accept_len: Any = None
     sides: dict[Any, Any] = field(default_factory=dict)
 
     def side(self, rows: Any) -> Any:
@@ -781,6 +880,8 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         summary,
         _Provenance.of(df, rows),
         {key: [fp for fp, _ in means] for key, means in envs_by_config.items()},
+        _shows_speculation(df)[rows],
+        df["accept_len"].to_numpy(dtype=float)[rows],
     )
 
 
@@ -926,6 +1027,7 @@ def pair(
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
     decoded = df["decoded"].to_numpy(dtype=float)[rows]
     launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
+    shows = _shows_speculation(df)[rows]
     provenance = _Provenance.of(df, rows)
     codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
     if findings.by_line:
@@ -947,6 +1049,7 @@ def pair(
             tok[at],
             decoded[at],
             launch[at],
+            bool(shows[at].any()),
             provenance.side(at, str(key[-1])),
             _lines(line[at]),
             set(codes_by_group.get(g, ())),
@@ -1242,6 +1345,7 @@ def _pair_one(
     spec_tok: Any,
     spec_decoded: Any,
     spec_launch: Any,
+    spec_shows: bool,
     spec: _Side,
     lines: tuple[int, ...],
     codes: set[str],
@@ -1256,7 +1360,7 @@ def _pair_one(
 
     model, hardware, conc, k_value, method, label, fp = key
     spec_side = side_of_launches(spec_tok, spec_launch, spec_decoded)
-    s_mean = pooled_rate(spec_tok, spec_decoded)
+    s_spread = launch_spread(spec_tok, spec_launch, spec_decoded)
     spec_tok = spec_tok[~np.isnan(spec_tok)]
     published = row.n_published > 0 and len(spec_tok) == 0
     chosen, raised, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
@@ -1264,12 +1368,21 @@ def _pair_one(
     if spec_files is not None and len(chosen):
         codes |= _unnamed_pairing(label, lines, spec_files, base, chosen, findings)
     base_tok = base.tok_s[chosen]
-    b_mean = pooled_rate(base_tok, base.decoded[chosen])
-    measured = s_mean / b_mean if len(spec_tok) and len(base_tok) and b_mean > 0 else math.nan
-    interval = interval_of(spec_side, base.side(chosen))
+    base_side = base.side(chosen)
+    # One speedup (docs/concepts/intervals.md): the mean of a side's launches' rates (each a
+    # ratio of sums), over the other side's; one launch a side: the ratio of their rates.
+    interval = interval_of(spec_side, base_side)
+    s_mean, b_mean = spec_side.mean, base_side.mean
+    measured = interval.speedup if len(spec_tok) and len(base_tok) else math.nan
     low, high = interval.low, interval.high
     if published:
         measured, low, high = float(row.published), math.nan, math.nan
+    spreads = {label: s_spread}
+    if len(chosen):
+        spreads["the baseline"] = launch_spread(base_tok, base.launch[chosen], base.decoded[chosen])
+    codes |= _doubts(
+        label, conc, k_value, measured, lines, spreads, spec_shows, base, chosen, findings
+    )
     tau = float(row.tau)
     cycle = _cycle_ms(row)
     step = _baseline_step_ms(base.step_ms[chosen], b_mean)
@@ -1295,7 +1408,7 @@ def _pair_one(
         measured_speedup=measured,
         ci_low=low,
         ci_high=high,
-        verdict=verdict(measured, low, high),
+        verdict=_verdict(measured, low, high, codes),
         accept_len=tau,
         cycle_ms=cycle,
         predicted_speedup=predicted,
@@ -1306,8 +1419,93 @@ def _pair_one(
         baseline_lines=_lines(base.line[chosen]),
         fingerprint=str(fp),
         launch_note=launch_note,
+        launch_spread=max(
+            (x.ratio for x in spreads.values() if x.ratio == x.ratio), default=math.nan
+        ),
     )
     return comparison, interval
+
+
+def _verdict(measured: float, low: float, high: float, codes: set[str]) -> str:
+    """The interval's verdict, unless a flag of :data:`DOUBT` leaves the data no verdict."""
+    for code, said in DOUBT.items():
+        if code in codes:
+            return said
+    return verdict(measured, low, high)
+
+
+def _doubts(
+    label: str,
+    conc: float,
+    k: float,
+    measured: float,
+    lines: tuple[int, ...],
+    spreads: dict[str, LaunchSpread],
+    spec_shows: bool,
+    base: _Baselines,
+    chosen: Any,
+    findings: _Findings,
+) -> set[str]:
+    """The flags of :data:`DOUBT` on one run against its baseline: launches that disagree
+    (either side), a pair that looks swapped, a speedup above k + 1."""
+    codes = set()
+    at = _at_concurrency(conc) if conc >= 0 else ""
+    for who, spread in spreads.items():
+        if not spread.disagree(LAUNCH_SPREAD_LIMIT):
+            continue
+        codes.add("launches_disagree")
+        rates = ", ".join(_n(r, 2) for r in spread.rates[:LINES_SHOWN])
+        where = base.line[chosen] if who == "the baseline" else lines
+        findings.add(
+            Flag(
+                "launches_disagree",
+                f"Launches of {who} {at} disagree {_n(spread.ratio, 2)}x: "
+                f"{len(spread.rates)} launches ran at {rates} tok/s, beyond what each "
+                "launch's own spread explains and beyond the "
+                f"{_n(LAUNCH_SPREAD_LIMIT, 1)}x that launches of one configuration differ "
+                "by on a real engine. The host decided these numbers, not the "
+                "configuration: measure on a quiet host (nothing else running, pinned CPUs "
+                "or GPUs, fixed clocks), and add --repeats.",
+                _lines(where),
+                len(where),
+            ),
+            _lines(where),
+        )
+    base_shows = base.shows[chosen] if len(chosen) else np.zeros(0, dtype=bool)
+    if base_shows.any() and not spec_shows:
+        codes.add("swapped_pair")
+        first = int(base.line[chosen][base_shows][0])
+        tau = base.accept_len[chosen][base_shows]
+        tau = tau[tau > 1]
+        shown = f"an accept_len of {_n(float(tau[0]), 2)}, " if len(tau) else ""
+        flipped = (
+            f" (then about {_n(1 / measured, 2)}x, not {_n(measured, 2)}x)" if measured > 0 else ""
+        )
+        findings.add(
+            Flag(
+                "swapped_pair",
+                f"{label} {at}: the baseline shows speculation ({shown}line {first}) and "
+                f"{label} none (no acceptance, no drafts): the two runs look swapped"
+                f"{flipped}. Give the baseline first, then the speculative run.",
+                (first, *lines[:1]),
+            ),
+            (first,),
+        )
+    if k > 0 and measured > speedup_bound(k):
+        codes.add("speedup_above_bound")
+        findings.add(
+            Flag(
+                "speedup_above_bound",
+                f"{label} {at}: measured {_n(measured, 2)}x is above k + 1 = {k + 1:g}, "
+                "which no cycle can give (it emits at most its k drafted tokens and the "
+                "bonus, in at least one plain step's time). A rate is not per sequence (an "
+                "aggregate over all sequences), in other units, or the baseline ran at "
+                "another load or on another host.",
+                lines,
+            ),
+            lines,
+        )
+    return codes
 
 
 def _source_files(df: Any, positions: Any) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ import pandas as pd
 from breakeven import formatting
 from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
 from breakeven.errors import BreakevenError, escape_braces
-from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES, verdict
+from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
 from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
@@ -92,6 +92,9 @@ class RunComparison:
     launch_note: str = ""
     """Why the baseline's launch is stale or unverified, in a clause (empty when it is fair):
     what differs between the launches, or how long before the run the baseline ran."""
+    launch_spread: float = math.nan
+    """The fastest launch's rate over the slowest's, on the side that disagrees more [x]
+    (check's :attr:`~breakeven.check.Comparison.launch_spread`)."""
 
 
 @dataclass(frozen=True)
@@ -201,10 +204,11 @@ def _headline(
     covers: str,
     where: str,
     flags: Sequence[str],
+    spread: float = math.nan,
 ) -> str:
     """The answer in one short sentence, then the codes of the flags check raised on the run
     (the flags' messages, and what the interval covers, follow the headline in full)."""
-    said = _said(label, baseline, speedup, low, high, verdict, covers, where)
+    said = _said(label, baseline, speedup, low, high, verdict, covers, where, spread)
     return said + (f"; flagged: {', '.join(flags)}" if flags else "")
 
 
@@ -217,8 +221,25 @@ def _said(
     verdict: str,
     covers: str,
     where: str,
+    spread: float = math.nan,
 ) -> str:
     interval = f"95% interval {low:.2f}-{high:.2f}, {covers}"
+    if verdict == "too noisy":
+        return (
+            f"{label}{where}: too noisy to decide, launches of one configuration disagree "
+            f"up to {spread:.2f}x; no speedup is measured (launches_disagree: a quiet host, "
+            "more --repeats)"
+        )
+    if verdict == "looks swapped":
+        return (
+            f"{label} and {baseline} look swapped{where}: the baseline shows speculation and "
+            f"{label} none; as given, {speedup:.2f}x (swapped_pair)"
+        )
+    if verdict == "implausible":
+        return (
+            f"{label}{where}: {speedup:.2f}x is above k + 1, which no cycle can give; a rate "
+            "is not per sequence or not of this load (speedup_above_bound)"
+        )
     if math.isnan(speedup):
         return f"{label}{where}: no speedup could be measured against {baseline}"
     if verdict == "faster":
@@ -304,8 +325,7 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
     where = (
         f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) else ""
     )
-    speedup = interval.speedup if not math.isnan(interval.speedup) else c.measured_speedup
-    said = verdict(speedup, interval.low, interval.high)
+    speedup, said = c.measured_speedup, c.verdict  # check's: one speedup, one verdict
     return RunComparison(
         label=c.label,
         baseline=baseline,
@@ -339,8 +359,10 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
             interval.covers_brief,
             where,
             c.flags,
+            c.launch_spread,
         ),
         launch_note=c.launch_note,
+        launch_spread=c.launch_spread,
     )
 
 

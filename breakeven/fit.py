@@ -60,10 +60,12 @@ from breakeven.model import _speedup as formula
 from breakeven.plausibility import (
     falling_cycles,
     impossible_acceptance,
+    out_of_range,
     pooled_over_k,
     slow_batch_growth,
 )
 from breakeven.pooling import (
+    adopt_server_rates,
     decoded_tokens,
     group_pooled_accept_len,
     group_pooled_rates,
@@ -331,11 +333,12 @@ def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
     return float(result.x)
 
 
-def _prepared(data: Any) -> Any:
+def _prepared(data: Any) -> tuple[Any, list[str]]:
     """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms; the
     server's view of a run measured by a client too (``bench``'s ``origin=server`` row) given
     to the client's rows and not counted as a row of its own (:mod:`breakeven.pooling`), and
-    each row's ``decoded`` tokens, which weigh its rate where rates are pooled."""
+    each row's ``decoded`` tokens, which weigh its rate where rates are pooled; and the notes
+    of the numbers left out as impossible (:func:`~breakeven.plausibility.out_of_range`)."""
 
     df = data.copy(deep=False)
     for column in ("model", "hardware", "spec_method", "label", "category"):
@@ -362,17 +365,19 @@ def _prepared(data: Any) -> Any:
         df[column] = (
             pd.to_numeric(df[column], errors="coerce") if column in df.columns else math.nan
         )
+    notes = out_of_range(df)  # a file's are refused as it is read; a DataFrame's left out
     if "launch_id" not in df.columns:
         df["launch_id"] = math.nan
     if "tok_s" in data.columns and "run_id" in data.columns:
         echo = server_echoes(df)
         take_server_view(df, echo)
+        adopt_server_rates(df, echo)  # the server's own rate first, as check's
         df = df[~echo.to_numpy()].copy()
     df["decoded"] = (
         decoded_tokens(df["completion_tokens"]) if "completion_tokens" in df.columns else math.nan
     )
     k = df["num_spec_tokens"]
-    rated = df["accept_len"].isna() & (k > 0) & df["acceptance_rate"].between(0, 1)
+    rated = df["accept_len"].isna() & (k > 0) & df["acceptance_rate"].notna()
     df["from_rate"] = rated
     df.loc[rated, "accept_len"] = 1 + k[rated] * df.loc[rated, "acceptance_rate"]
     rate = df["tok_s"].where(df["tok_s"] > 0)
@@ -384,7 +389,7 @@ def _prepared(data: Any) -> Any:
     df["context"] = context_lengths(
         df["context_tokens"], config + df["concurrency"].astype(str), run.astype(str)
     )
-    return df
+    return df, notes
 
 
 def _per_k(spec: Any) -> Any:
@@ -654,7 +659,7 @@ def fit(
             f"tokens from 1 to {MAX_SPEC_TOKENS}",
             "predict_k",
         )
-    df = _prepared(data)
+    df, range_notes = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
     spec = df[(k > 0) & (k == k.round()) & chain]
@@ -684,6 +689,7 @@ def fit(
     notes = (
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )
+    notes += range_notes
     if moe is None:  # a MoE's verify already loads experts a decode of B does not
         notes += slow_batch_growth(per_k, step_of)
     notes += pooled_over_k(df)

@@ -6,13 +6,15 @@ predicts for rows (``plot check --fit-file``), and its surfaces, tree acceptance
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
 
-from breakeven.cycle import FittedCycle, cycle_at, half_width
+from breakeven.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
 from breakeven.errors import BreakevenError, escape_braces
+from breakeven.formatting.text import k_ranges
 from breakeven.intervals import agrees
 from breakeven.iotools.fitfile import (
     IDENTITY,
@@ -25,7 +27,7 @@ from breakeven.iotools.fitfile import (
     undetermined,
 )
 from breakeven.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
-from breakeven.quantities import DEFAULT_TOLERANCE
+from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.surface import BatchSurface
 from breakeven.tree import TreeAcceptance
 
@@ -250,6 +252,241 @@ def against_fit(
     return rows
 
 
+# Planning within the evidence (issue 38): what a fit's runs measured, and how far a plan
+# from it may go beyond them.
+
+EVIDENCE_FLOOR = INTERVAL_FLOOR
+"""The least held-out error :func:`within_evidence` counts [fraction]: a few runs left out
+one at a time that the fit predicts within 0.5% do not show that it is better than launches of
+one configuration agree (1-2%), as the fit's own intervals hold
+(:data:`breakeven.cycle.INTERVAL_FLOOR`)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a fit file's runs measured, and how well the fit predicted the runs it was not
+    given: what a plan from it (``schedule``, ``optimize``, ``batch`` with ``--fit-file``) is
+    checked against (:func:`within_evidence`)."""
+
+    source: str
+    """The fit file and its entry, in words."""
+    ks: tuple[int, ...]
+    """The k (draft steps) of its speculative runs [tokens]; empty: the file does not say."""
+    held_out_error: float
+    """Its largest held-out error, ``|held-out / measured - 1|`` of a speedup with that run
+    left out of the fit [fraction]; NaN: no run was held out, or the file does not say."""
+    spec_batches: tuple[int, ...] | None = None
+    """The batch sizes of its speculative runs [sequences]; empty: the file does not say;
+    None: the plan is priced at the fit's own load (a group's cycle), not across batches."""
+    baseline_batches: tuple[int, ...] | None = None
+    """The batch sizes of its baselines [sequences] (empty, None: as ``spec_batches``)."""
+    contexts: tuple[float, ...] | None = None
+    """The context lengths of the context fit the plan is moved along [tokens] (None: the
+    plan is at the runs' own context; empty: the file does not say)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evidence as strict JSON (NaN is None)."""
+        return plain_json(asdict(self))
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    """The whole numbers > 0 of a fit file's list, sorted (empty: not a list of them)."""
+    if not isinstance(values, (list, tuple)):
+        return ()
+    kept = {
+        int(v)
+        for v in values
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+    return tuple(sorted(v for v in kept if v > 0))
+
+
+def _held_out(value: Any) -> float:
+    """A fit file's held-out error [fraction], NaN where it is none (null, missing, < 0)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < math.inf
+    return float(value) if ok else math.nan
+
+
+def _contexts(path: str, identity: dict[str, Any], here: Any, context: float | None) -> Any:
+    """The context lengths [tokens] of the context fit a plan at ``context`` is moved along
+    (None: no ``context`` asked)."""
+    if context is None:
+        return None
+    fit = _context_fit(path, identity, here)
+    return tuple(sorted(float(c) for c in fit.get("contexts") or () if isinstance(c, (int, float))))
+
+
+def surface_evidence(
+    path: str, index: int | None = None, like: Any = None, context: float | None = None
+) -> Evidence:
+    """The evidence of a fit file's forward surface (picked as :func:`load_surface` picks it),
+    for ``batch`` and ``schedule``: the k and batch sizes of its runs, its held-out error, and,
+    priced at ``context`` [tokens], the contexts of its context fit."""
+    identity = {key: getattr(like, key, "") for key in IDENTITY} if like is not None else None
+    x = read_surface(path, index, identity, "fit_surface" if like is None else "fit_group")
+    return Evidence(
+        source=f"{path} (surface {group_name(x)})",
+        ks=_ints(x.get("measured_k")),
+        held_out_error=_held_out(x.get("held_out_max_rel_error")),
+        spec_batches=_ints(x.get("spec_batches")),
+        baseline_batches=_ints(x.get("batches")),
+        contexts=_contexts(path, x, x.get("context_tokens"), context),
+    )
+
+
+def group_evidence(path: str, group: int | None = None, context: float | None = None) -> Evidence:
+    """The evidence of a fit file's group (picked as :func:`load_fit` picks it), for
+    ``optimize``: the k of its runs and its held-out error; its cycle is priced at its own
+    load, so batch does not move it."""
+    g = load_fit(path, group)
+    return Evidence(
+        source=f"{path} (group {group_name(g)})",
+        ks=_ints(g.get("measured_k")),
+        held_out_error=_held_out(g.get("held_out_max_rel_error")),
+        contexts=_contexts(path, g, g.get("context_tokens"), context),
+    )
+
+
+def _beyond(value: float, measured: Sequence[float]) -> float:
+    """How far ``value`` lies outside the span of ``measured``, as a ratio [x]: 1 within it,
+    ``value / largest`` above, ``smallest / value`` below."""
+    return max(value / max(measured), min(measured) / value, 1.0)
+
+
+def _span(values: Sequence[float], unit: str = "") -> str:
+    low, high = min(values), max(values)
+    return (f"{low:g}" if low == high else f"{low:g}-{high:g}") + unit
+
+
+def _measured(evidence: Evidence, context: float | None) -> str:
+    """What the runs measured, in words: ``k 2-4, batch 1-2``."""
+    parts = [f"k {_span(evidence.ks)}"]
+    spec, base = evidence.spec_batches, evidence.baseline_batches
+    if spec:
+        parts.append(f"batch {_span(spec)}")
+        if base and (min(base), max(base)) != (min(spec), max(spec)):
+            parts[-1] += f" (baselines {_span(base)})"
+    if context is not None and evidence.contexts:
+        parts.append(f"context {_span(evidence.contexts, ' tokens')}")
+    return ", ".join(parts)
+
+
+def within_evidence(
+    evidence: Evidence,
+    plan: Iterable[tuple[int, int | None, float]],
+    context: float | None = None,
+) -> list[str]:
+    """Why a plan from a fit goes beyond what the fit's runs support, one sentence per k;
+    empty where it does not (then it may be pasted).
+
+    ``plan`` is each claim the plan makes, ``(k, batch, speedup)``: speculating with ``k``
+    draft tokens at ``batch`` sequences (None: at the fit's own load) gives ``speedup`` [x];
+    ``context`` [tokens] is where the plan is priced (None: the runs' own context).  Only
+    claims that speculation pays (k > 0, speedup > 1) are checked: plain decoding claims no
+    gain.
+
+    The rule.  Let ``e`` be the fit's held-out error (``Evidence.held_out_error``: the largest
+    relative error of a speedup predicted by the fit without that run), counted as at least
+    :data:`EVIDENCE_FLOOR` (2%).  A claim at distance ``f`` from the runs, the product of how
+    far its k, its batch and its context lie beyond the span measured, each as a ratio (``16 /
+    4 = 4`` for k = 16 when k 2-4 ran; 1 within the span; the batch against both the
+    speculative runs' and the baselines' batches), is supported where::
+
+        speedup * (1 - e * f) > 1
+
+    that is, where the prediction less its error, grown in proportion to the distance beyond
+    the runs, still beats plain decoding: ``e * f`` below ``1 - 1 / speedup``, the share of
+    the speedup that is its gain.  Within the runs (f = 1) this is the held-out error against
+    the gain: a fit whose runs disagree by more than the gain it claims supports nothing.
+    The error grows with the ratio because a fit's error is known only where runs left out
+    checked it, and a straight line's error grows with the lever arm beyond its points; a
+    ratio is gentler than the lever arm over the span (batch 256 from runs at 1-2: 128, not
+    254) and stricter than the doublings the intervals widen by.
+
+    A fit with no held-out error, or a file that does not record the k (or batch sizes, or
+    contexts) its runs measured, supports no claim: nothing says how far off it is."""
+    claims = [(int(k), b, float(s)) for k, b, s in plan if k > 0 and s > 1]
+    if not claims:
+        return []
+    e = evidence.held_out_error
+    if not e >= 0:
+        return [
+            f"{evidence.source} has no held-out error (no run could be left out of its fit, "
+            "or the file predates it): nothing measured how far its predictions are off, so "
+            "no speedup from it is supported; fit runs at 3 or more k (and 2 or more batch "
+            "sizes) with breakeven fit --out"
+        ]
+    across = any(b is not None for _, b, _ in claims) and evidence.spec_batches is not None
+    unknown = [
+        what
+        for what, missing in (
+            ("k", not evidence.ks),
+            ("batch sizes", across and not (evidence.spec_batches and evidence.baseline_batches)),
+            ("context lengths", context is not None and not evidence.contexts),
+        )
+        if missing
+    ]
+    if unknown:
+        return [
+            f"{evidence.source} does not record the {' or '.join(unknown)} its runs measured "
+            "(a file older than breakeven's evidence check): no claim from it can be checked "
+            "against them; fit the runs again (breakeven fit --out)"
+        ]
+    used = max(e, EVIDENCE_FLOOR)
+    failing: dict[int, list[tuple[float, int | None, float, float, float, float]]] = {}
+    for k, b, s in claims:
+        in_k = _beyond(k, evidence.ks)
+        in_b = 1.0
+        if b is not None and across:
+            in_b = max(_beyond(b, evidence.spec_batches), _beyond(b, evidence.baseline_batches))
+        in_c = _beyond(context, evidence.contexts) if context is not None else 1.0
+        margin = 1 - 1 / s
+        if used * in_k * in_b * in_c >= margin:
+            failing.setdefault(k, []).append(
+                (used * in_k * in_b * in_c / margin, b, s, in_k, in_b, in_c)
+            )
+    return [_reason(evidence, k, rows, e, used, context) for k, rows in failing.items()]
+
+
+def _reason(
+    evidence: Evidence,
+    k: int,
+    rows: list[tuple[float, int | None, float, float, float, float]],
+    e: float,
+    used: float,
+    context: float | None,
+) -> str:
+    """One k's failing claims in a sentence: where, the worst claim, what was measured, the
+    held-out error against the gain."""
+    _, b, s, in_k, in_b, in_c = max(rows, key=lambda r: r[0])
+    batches = sorted({r[1] for r in rows if r[1] is not None})
+    where = f"k = {k}" + (f" at batch {k_ranges(batches)}" if batches else "")
+    claim = f"{s:.3f}x" + (f" at batch {b}" if len(batches) > 1 else "")
+    error = f"{e:.1%}" + (f" (counted as {used:.0%})" if used > e else "")
+    margin = 1 - 1 / s
+    f = in_k * in_b * in_c
+    if f > 1:
+        ways = [
+            f"{x:.3g}x in {what}"
+            for x, what in ((in_k, "k"), (in_b, "batch"), (in_c, "context"))
+            if x > 1
+        ]
+        grown = used * f
+        return (
+            f"{where}: claims {claim}, {f:.3g}x beyond what the runs measured "
+            f"({_measured(evidence, context)}: {', '.join(ways)}); the held-out error, {error}, "
+            f"grown with that distance to {grown:.{1 if grown < 10 else 0}%}, is not below the "
+            f"{margin:.1%} the speedup can lose and still beat plain decoding: measure there, "
+            "or plan within the runs"
+        )
+    return (
+        f"{where}: claims {claim} within what the runs measured "
+        f"({_measured(evidence, context)}), but the held-out error, {error}, is not below the "
+        f"{margin:.1%} the speedup can lose and still beat plain decoding: the runs disagree "
+        "by more than the gain (rerun with more launches, on a quiet host)"
+    )
+
+
 def load_surface(
     path: str, index: int | None = None, like: Any = None, flag: str = "fit_surface"
 ) -> BatchSurface:
@@ -273,15 +510,20 @@ def load_fitted_alpha(path: str, like: Any) -> tuple[float, str]:
 
 
 __all__: Sequence[str] = (
+    "EVIDENCE_FLOOR",
     "FIT_VERDICTS",
+    "Evidence",
     "against_fit",
     "context_growth",
     "fit_interval",
     "fitted_costs",
     "fitted_cycle",
+    "group_evidence",
     "load_fit",
     "load_fitted_alpha",
     "load_surface",
     "load_tree",
     "surface_at_context",
+    "surface_evidence",
+    "within_evidence",
 )

@@ -259,10 +259,11 @@ def optimize_from_files(
     result = optimize(verify_curve=curve, **inputs)
     if fit_file is None:
         return result
-    from breakeven.fit_files import fit_interval, load_fit  # lazy: start-up
+    from breakeven.fit_files import fit_interval, group_evidence, load_fit  # lazy: start-up
 
     group = load_fit(fit_file, fit_group)
-    return result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
+    result = result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
+    return result.with_evidence(group_evidence(fit_file, fit_group, context), context)
 
 
 def _optimize_tree(
@@ -397,10 +398,27 @@ def batch_from_files(**inputs: Any) -> Any:
     """
     from breakeven.optimize import batch_sweep  # lazy: start-up
 
+    evidence, context = _surface_evidence(inputs)
     curve, inputs, note = schedule_cost(**inputs)
     result = batch_sweep(curve, **inputs)
     moved = getattr(getattr(curve, "surface", None), "context_note", "")
-    return dataclasses.replace(result, acceptance=note, notes=(moved,) if moved else ())
+    notes = ((moved,) if moved else ()) + result.notes  # and the sweep's flags
+    result = dataclasses.replace(result, acceptance=note, notes=notes)
+    return result if evidence is None else result.with_evidence(evidence, context)
+
+
+def _surface_evidence(inputs: Mapping[str, Any]) -> tuple[Any, float | None]:
+    """What the runs of the fit file's surface that :func:`batch_cost` prices measured
+    (:func:`breakeven.fit_files.surface_evidence`), and the context the plan is priced at
+    [tokens]: a plan from a fit is checked against them.  None, None without a fit file."""
+    fit_file = inputs.get("fit_file")
+    if fit_file is None:
+        return None, None
+    from breakeven.fit_files import surface_evidence  # lazy: start-up
+
+    context = inputs.get("context")
+    context = None if context is None else float(context)
+    return surface_evidence(fit_file, inputs.get("fit_surface"), context=context), context
 
 
 def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
@@ -480,7 +498,8 @@ def schedule_from_files(
     out : str, optional
         Also write the engine's config here (refused before any work if it exists,
         unless ``force``, or is one of the inputs, even with ``force``).  Written only
-        where the schedule has a config (not where no k pays, nor for SGLang at one k).
+        where the schedule has a config (not where no k pays, nor for SGLang at one k, nor
+        where a fit file's runs do not support it: ``refused``).
     force : bool
         Replace ``out``.
     require_config : bool
@@ -503,6 +522,7 @@ def schedule_from_files(
         read = ("cost_curve", "fit_file")
         refuse_input_as_output(out, "out", [*((n, inputs.get(n)) for n in read), ("load", load)])
         refuse_overwrite(out, force)
+    evidence, context = _surface_evidence(inputs)
     curve, inputs, note = schedule_cost(**inputs)
     profile, source = read_load_profile(load, shape=True)
     data = schedule_report(
@@ -516,6 +536,8 @@ def schedule_from_files(
         base_config=base_config,
         max_num_seqs=max_num_seqs,
         config_path=out,
+        evidence=evidence,
+        context=context,
         **inputs,
     )
     if note:
@@ -532,8 +554,13 @@ def schedule_from_files(
 
 def _no_config(out: str, data: dict[str, Any]) -> BreakevenError:
     """``schedule --out`` when the schedule has no config to write (no k pays, or SGLang at
-    one k, which its flags give): ``out``, existing or not, is left as it was."""
-    why = escape_braces(data["notes"][-1] if data.get("notes") else "the schedule has none")
+    one k, which its flags give; or the fit's runs do not support the schedule, ``refused``):
+    ``out``, existing or not, is left as it was."""
+    if data.get("refused"):
+        why = "not pasted: " + "; ".join(data["refused"])
+    else:
+        why = data["notes"][-1] if data.get("notes") else "the schedule has none"
+    why = escape_braces(why)
     if data.get("flags"):
         why += "; without {0}, the flags to launch with are printed"
     shown = escape_braces(repr(out))

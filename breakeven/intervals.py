@@ -177,6 +177,61 @@ def side_of_launches(values: Any, launches: Any, tokens: Any = None) -> MeanEsti
     return across_launches(rates[counts > 0])
 
 
+@dataclass(frozen=True)
+class LaunchSpread:
+    """How far the launches (runs) of one side disagree, and whether their own spread explains
+    it."""
+
+    rates: tuple[float, ...]
+    """Each launch's rate [tok/s], a ratio of sums, in the order the launches came."""
+    ratio: float
+    """Fastest over slowest launch [x]; NaN with fewer than two launches."""
+    explained: bool
+    """Whether each launch's own spread (the standard error of its rate, from its values)
+    explains the gap: the log-ratio is within :data:`SPREAD_Z` standard errors.  False where a
+    launch has too few values to tell (fewer than 2)."""
+
+    def disagree(self, limit: float) -> bool:
+        """The launches disagree beyond ``limit`` [x], and beyond their own spread."""
+        return self.ratio > limit and not self.explained
+
+
+SPREAD_Z = 3.0
+"""Standard errors of the log-ratio of two launches' rates within which their own spread
+explains their gap (:class:`LaunchSpread`)."""
+
+
+def launch_spread(values: Any, launches: Any, tokens: Any = None) -> LaunchSpread:
+    """The launches' rates of one side (``values`` and each value's launch, as for
+    :func:`side_of_launches`), fastest over slowest, and whether the two launches' own spread
+    explains that ratio: each launch's relative standard error is the spread of its values
+    over their mean, over the square root of their count."""
+    values = np.asarray(values, dtype=float)
+    keep = np.isfinite(values)
+    values = values[keep]
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
+    codes = _launch_codes(np.asarray(launches)[keep])
+    if len(codes) == 0:
+        return LaunchSpread((), math.nan, True)
+    groups = int(codes.max()) + 1
+    rates, counts = group_pooled_rates(codes, values, w, groups)
+    measured = np.flatnonzero((counts > 0) & (rates > 0))
+    if len(measured) < 2:
+        return LaunchSpread(tuple(float(r) for r in rates[counts > 0]), math.nan, True)
+    total = np.bincount(codes, weights=values, minlength=groups)
+    squares = np.bincount(codes, weights=values**2, minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / counts
+        var = np.maximum(squares / counts - mean**2, 0.0) * counts / (counts - 1)
+        rel_se = np.sqrt(var / counts) / mean
+    fast = measured[np.argmax(rates[measured])]
+    slow = measured[np.argmin(rates[measured])]
+    ratio = float(rates[fast] / rates[slow])
+    se = math.hypot(rel_se[fast], rel_se[slow])
+    explained = bool(math.log(ratio) <= SPREAD_Z * se) if math.isfinite(se) else False
+    return LaunchSpread(tuple(float(r) for r in rates[measured]), ratio, explained)
+
+
 def _launch_codes(launches: Any) -> Any:
     """Each value's launch as 0, 1, ...: in one pass where the launches come in order (as
     a log's do), else by sorting them."""

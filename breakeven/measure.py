@@ -33,6 +33,7 @@ from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
+from breakeven.plausibility import speedup_bound
 from breakeven.provenance import parse_time
 from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
@@ -326,11 +327,33 @@ def compare_from_files(
     )
     if typed:
         k = num_spec_tokens[-1] if num_spec_tokens else None
+        if baseline_tok_s is not None:
+            _refuse_impossible_typed(baseline_tok_s, spec_tok_s, k)
         runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
     base = replace(base, year=year)
     runs = [replace(run, year=year) for run in runs]
     result = with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
     return with_mix(result, mix)
+
+
+def _refuse_impossible_typed(baseline_tok_s: float, spec_tok_s: Any, k: int | None) -> None:
+    """Two typed-in rates whose ratio is above k + 1 (beyond the tolerance): no cycle gives
+    that (it emits at most k + 1 tokens in at least one plain step's time), so one of them is
+    not a per-sequence rate, or not in tok/s."""
+    if k is None or not k > 0 or not baseline_tok_s > 0:
+        return
+    ratio = spec_tok_s / baseline_tok_s
+    if ratio > speedup_bound(k):
+        raise BreakevenError(
+            "{0}: "
+            + f"{spec_tok_s:g} tok/s is {ratio:.2f}x "
+            + "{1}"
+            + f" {baseline_tok_s:g} tok/s, above k + 1 = {k + 1}, which no cycle can give; "
+            "expected per-sequence rates: an aggregate rate of all sequences (tok/s at "
+            "concurrency > 1) is about the concurrency times one sequence's",
+            "spec_tok_s",
+            "baseline_tok_s",
+        )
 
 
 def secret_from_env(variable: str, name: str) -> str:

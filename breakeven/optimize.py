@@ -26,8 +26,10 @@ from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_pe
 from breakeven.costs import ConstantCost, DraftCost, expected_distinct_experts
 from breakeven.cycle import indistinct_k
 from breakeven.errors import BreakevenError
+from breakeven.fit_files import Evidence, within_evidence
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
+from breakeven.plausibility import TypedFlag, falling_curve, impossible_speedup, typed_times
 from breakeven.quantities import MAX_BATCH, MAX_K, plain_json
 from breakeven.tree import TreeAcceptance, check_acceptance, search_trees
 
@@ -141,11 +143,25 @@ class OptimizeResult:
     half_widths: tuple[tuple[int, float], ...] = ()
     """Each k's relative interval half-width [fraction] where a fit file gives the costs
     (:func:`breakeven.fit_files.fit_interval`); none otherwise."""
+    evidence: Evidence | None = None
+    """What the fit file's runs measured, where a fit file gives the costs (None otherwise)."""
+    refused: tuple[str, ...] = ()
+    """Why the best k goes beyond that evidence (:func:`breakeven.fit_files.within_evidence`),
+    one sentence per k; empty: it does not (or no fit file gave the costs)."""
 
     def with_intervals(self, widths: Mapping[int, float]) -> OptimizeResult:
         """This result with each k's speedup interval, +- ``widths[k]`` of it [fraction]."""
         kept = tuple((k, float(h)) for k, h in widths.items() if 0 <= h < 1)
         return replace(self, half_widths=kept)
+
+    def with_evidence(self, evidence: Evidence, context: float | None = None) -> OptimizeResult:
+        """This result checked against a fit file's ``evidence``: the best k's speedup, at the
+        fit's own load and at ``context`` [tokens] (None: the runs'), refused where the runs do
+        not support it (:func:`breakeven.fit_files.within_evidence`)."""
+        claims = [(self.best_k, None, self.speedup)]
+        return replace(
+            self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))
+        )
 
     @property
     def close_k(self) -> tuple[int, ...]:
@@ -161,7 +177,8 @@ class OptimizeResult:
     def to_dict(self) -> dict[str, Any]:
         """``best_k``, ``speedup`` and ``by_k`` (a list of ``{k, accept_len, speedup, regret,
         ...}``, with ``speedup_low`` and ``speedup_high`` where a fit file sized them), and
-        ``close_k``."""
+        ``close_k``; from a fit file, ``pasted``, ``refused`` and ``evidence``
+        (:meth:`with_evidence`)."""
         keep = ("k", "accept_len", "speedup") if self.normalised else None
         top = max((o.speedup for o in self.by_k), default=math.nan)
         h = dict(self.half_widths)
@@ -181,7 +198,7 @@ class OptimizeResult:
         out["batch"] = self.batch
         if self.note:
             out["note"] = self.note
-        return out
+        return out | _evidence_fields(self.evidence, self.refused)
 
     def to_frame(self) -> Any:
         """``by_k`` as a pandas DataFrame indexed by k."""
@@ -409,7 +426,17 @@ def optimize(
     for name, value in (("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms)):
         if value is not None:
             _xp.nonnegative(_xp.SCALAR, name, value, "ms")
-    return optimize_k(
+    step_name = "baseline_tok_s" if baseline_tok_s is not None else "step_ms"
+    flags = curve_flags(verify_curve, "verify_curve")
+    if step_ms is not None:
+        typed = [
+            ("verify_ms", verify_ms),
+            ("draft_ms", draft_ms),
+            ("draft_step_ms", draft_step_ms),
+            ("overhead_ms", overhead_ms),
+        ]
+        flags += typed_times(step_ms, step_name, typed, baseline_tok_s)
+    result = optimize_k(
         verify=verify,
         step_ms=step_ms,
         draft=draft_cost(draft_ms, draft_step_ms),
@@ -418,6 +445,27 @@ def optimize(
         batch=batch,
         **acceptance,
     )
+    verify_name = "verify_ms" if verify_ms is not None else "verify_curve"
+    for o in result.by_k:
+        names = (verify_name, step_name if step_ms is not None else verify_name)
+        refusal = impossible_speedup(
+            o.speedup, o.k, o.accept_len, o.cycle_ms, result.step_ms, names
+        )
+        if refusal is not None:
+            raise refusal
+    notes = [result.note] if result.note else []
+    return replace(result, note="; ".join(notes + [f.note() for f in flags]))
+
+
+def curve_flags(curve: Any, name: str) -> list[TypedFlag]:
+    """The flags of a measured cost curve (a :class:`~breakeven.costs.TableCost`, named
+    ``name``) whose forward time falls as its tokens grow
+    (:func:`breakeven.plausibility.falling_curve`); none for a fitted or modelled cost."""
+    tokens, ms = getattr(curve, "tokens", None), getattr(curve, "ms", None)
+    if not isinstance(tokens, tuple) or not isinstance(ms, tuple):
+        return []
+    source = getattr(curve, "source", "")
+    return falling_curve(tokens, ms, f"{name} {source}".strip())
 
 
 def _tree_costs(
@@ -645,11 +693,26 @@ class BatchResult:
     notes: tuple[str, ...] = ()
     """What the costs were moved by before the sweep (a fit file's surface moved to another
     context), in sentences."""
+    evidence: Evidence | None = None
+    """What the fit file's runs measured, where its surface gives the costs (None otherwise)."""
+    refused: tuple[str, ...] = ()
+    """Why the best k by batch goes beyond that evidence
+    (:func:`breakeven.fit_files.within_evidence`), one sentence per k; empty: it does not."""
+
+    def with_evidence(self, evidence: Evidence, context: float | None = None) -> BatchResult:
+        """This sweep checked against a fit file's ``evidence``: each batch's k and speedup,
+        at ``context`` [tokens] (None: the runs'), refused where the runs do not support it
+        (:func:`breakeven.fit_files.within_evidence`)."""
+        claims = [(p.k, p.batch, p.speedup) for p in self.speedup_by_batch]
+        return replace(
+            self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
         ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance``,
-        ``measured_steps`` and ``notes``."""
+        ``measured_steps`` and ``notes``; from a fit file, ``pasted``, ``refused`` and
+        ``evidence`` (:meth:`with_evidence`)."""
         several = self.best_k_by_batch is not None
         points = [asdict(p) for p in self.speedup_by_batch]
         for p, (low, high) in zip(points, self.intervals, strict=False):
@@ -665,7 +728,7 @@ class BatchResult:
         }
         if several:
             out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]
-        return out
+        return out | _evidence_fields(self.evidence, self.refused)
 
     def to_frame(self) -> Any:
         """``speedup_by_batch`` as a pandas DataFrame indexed by batch."""
@@ -690,6 +753,14 @@ class BatchResult:
         from breakeven import plot  # lazy: matplotlib
 
         return plot.speedup_vs_batch(self, ax)
+
+
+def _evidence_fields(evidence: Evidence | None, refused: Sequence[str]) -> dict[str, Any]:
+    """A plan's check against a fit file's evidence, as ``to_dict`` gives it: ``pasted``
+    (false: refused), ``refused`` (why) and the ``evidence``; none without a fit file."""
+    if evidence is None:
+        return {}
+    return {"pasted": not refused, "refused": list(refused), "evidence": evidence.to_dict()}
 
 
 def _tree(k: int, topk: Any, verify_tokens: Any) -> tuple[int, int | None]:
@@ -925,6 +996,9 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
         token limit (a fit).
     """
     grid = speedup_grid(curve, **inputs)
+    typed = [(name, inputs.get(name)) for name in ("draft_ms", "draft_step_ms", "overhead_ms")]
+    flags = curve_flags(curve, "cost_curve")
+    flags += typed_times(grid.step_ms[0], "cost_curve", typed) if grid.step_ms else []
     points = [grid.best(i) for i in range(len(grid.batches))]
     paying = [p.batch for p in points if p.speedup >= 1.0]
     breakeven: int | str | None = None
@@ -951,6 +1025,7 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
         )
         if ranged
         else (),
+        notes=tuple(f.note() for f in flags),
     )
 
 

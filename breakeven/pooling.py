@@ -9,6 +9,9 @@ ratios.
   level's row of ``origin=server``, same ``run_id``) is one measurement: the server's view
   gives the run its step, cycle and acceptance over the whole level
   (:func:`take_server_view`), and its row is not counted as another repeat.
+- A request's own acceptance is pooled from its own counts (:func:`request_drafts`): its
+  verify cycles where the server counts them per request, else its drafted tokens over the
+  level's drafted tokens per cycle.
 
 ``check``, ``compare`` (through check), ``fit`` and the intervals use these, and nothing else,
 to pool.
@@ -21,11 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from breakeven.schema import COUNTERS_OVER_LEVEL
+
 __all__ = [
+    "adopt_server_rates",
     "decoded_tokens",
     "group_pooled_accept_len",
     "group_pooled_rates",
     "pooled_rate",
+    "request_drafts",
     "server_echoes",
     "take_server_view",
 ]
@@ -121,6 +128,11 @@ def take_server_view(df: Any, echo: Any) -> None:
     row's that the server did not give per request (no ``num_drafts``): such a row holds the
     level's acceptance up to that request, a running value, and a mean of running values is
     no one's acceptance.
+
+    Two columns are added, for what is pooled over a run's requests by their workload
+    (:mod:`breakeven.workload`): ``level_accept_len``, whether a row's accept_len is the level's
+    (where the server gave one), and ``request_drafts``, each request's own verify cycles
+    (:func:`request_drafts`).
     """
     origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
     server = origin == "server"
@@ -142,5 +154,99 @@ def take_server_view(df: Any, echo: Any) -> None:
         if column == "accept_len":
             running = ~server & fill.notna() & drafts.isna()
             df[column] = values.where(~running, fill)
+            df["level_accept_len"] = running
         else:
             df[column] = values.fillna(fill.where(~server))
+    df["request_drafts"] = request_drafts(df, echo)
+
+
+def request_drafts(df: Any, echo: Any) -> Any:
+    """Each row's verify cycles for its own request [cycles] (a float Series, NaN where the row
+    does not give its request's counts): pooled over requests, ``1 + sum(accepted) /
+    sum(cycles)`` is their accept_len from their own counts, never the level's.
+
+    - ``num_drafts`` where the server counts a request's cycles (vLLM's per-request metrics,
+      SGLang's ``spec_verify_ct``, AIPerf's records).
+    - Else, where the row gives the request's drafted tokens (``draft_tokens``, with
+      ``accepted_tokens``: llama.cpp's ``timings.draft_n`` and ``draft_n_accepted``, which
+      count no cycles; llama-server keeps a request's verify steps only in its ``/metrics``),
+      those over its run's drafted tokens per cycle: the server's view of the run (``echo``,
+      its level's ``draft_tokens / num_drafts``), else the row's k (every cycle drafting k
+      tokens).  Exact where every cycle of the level drafts as many tokens (a fixed k; a
+      llama.cpp draft model at ``--draft-p-min 0``); otherwise each request's cycles at the
+      level's mean draft length, which over all the level's requests give its cycles and its
+      accept_len.
+    """
+    n = len(df)
+
+    def numbers(column: str) -> Any:
+        if column not in df.columns:
+            return pd.Series(np.nan, df.index)
+        return pd.to_numeric(df[column].astype(object), errors="coerce").astype(float)
+
+    cycles, drafted, accepted = (
+        numbers("num_drafts"),
+        numbers("draft_tokens"),
+        numbers("accepted_tokens"),
+    )
+    k = numbers("num_spec_tokens")
+    server = (
+        df["origin"].astype(object) == "server" if "origin" in df.columns else np.zeros(n, bool)
+    )
+    per_cycle = k.where(k > 0)
+    if "run_id" in df.columns:
+        run_id = df["run_id"].astype(object)
+        level = np.asarray(echo, dtype=bool) & (cycles > 0) & (drafted > 0)
+        if level.any():
+            tokens = drafted[level].groupby(run_id[level]).sum()
+            steps = cycles[level].groupby(run_id[level]).sum()
+            per_cycle = run_id.map((tokens / steps).to_dict()).astype(float).fillna(per_cycle)
+    counted = ~server & cycles.isna() & (drafted >= 0) & (accepted >= 0) & (accepted <= drafted)
+    estimated = (drafted / per_cycle).where(counted & (per_cycle > 0))
+    return cycles.fillna(estimated)
+
+
+def adopt_server_rates(df: Any, echo: Any) -> Any:
+    """The server's own rate made the run's (in place), where the server's counters cover
+    the same window as a client's requests (``echo``: :func:`server_echoes`, the level's row
+    of ``origin=server`` with a ``tok_s``, from counters read around the level:
+    :data:`COUNTERS_OVER_LEVEL`): each client row's ``tok_s`` is scaled by the
+    run's ``server / client`` ratio, so that the run's rate, a ratio of sums over its
+    requests, is the server's, and its requests keep their spread (the interval within one
+    run).  The engine timed its own decode; the client timed the chunks it could read, and
+    a client that shares a core with the server falls behind its streams.
+
+    Returns each row's rate as the client measured it (a float Series; NaN on the server's
+    rows): the cross-check that ``check``'s ``server_client_mismatch`` compares."""
+    client_rates = pd.to_numeric(df["tok_s"], errors="coerce").astype(float)
+    origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
+    echo = pd.Series(np.asarray(echo, dtype=bool), df.index)
+    if "source" in df.columns:
+        echo &= df["source"].astype(str).str.endswith(COUNTERS_OVER_LEVEL)
+    else:
+        echo &= False
+    server_rate = client_rates.where(echo)
+    if not server_rate.notna().any():
+        return client_rates.where(origin != "server")
+    run_id = df["run_id"].astype(object)
+    per_run = server_rate.groupby(run_id).mean().dropna()
+    client = (origin != "server") & run_id.isin(set(per_run.index)) & client_rates.notna()
+    if not client.any():
+        return client_rates.where(origin != "server")
+    number, runs = pd.factorize(run_id[client])
+    tokens = (
+        decoded_tokens(df.loc[client, "completion_tokens"])
+        if "completion_tokens" in df.columns
+        else None
+    )
+    rates, _ = group_pooled_rates(
+        number,
+        client_rates[client].to_numpy(),
+        None if tokens is None else tokens.to_numpy(dtype=float),
+        len(runs),
+    )
+    factor = pd.Series(per_run.reindex(runs).to_numpy() / rates, index=runs)
+    scale = run_id[client].map(factor.to_dict()).astype(float)
+    scale = scale.where(np.isfinite(scale) & (scale > 0), 1.0)
+    df["tok_s"] = client_rates.where(~client, client_rates * scale)
+    return client_rates.where(origin != "server")

@@ -11,6 +11,7 @@ from breakeven import _xp, formatting, model
 from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
 from breakeven.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.plausibility import TypedFlag, impossible_speedup, typed_times
 from breakeven.quantities import QUANTITIES, plain_json
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
@@ -41,6 +42,7 @@ class Prediction:
     max_draft_ms: float | None = None
     max_baseline_tok_s: float | None = None
     breakeven_alpha_by_k: tuple[tuple[int, float], ...] | None = None
+    flags: tuple[TypedFlag, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The determined quantities, for ``--json``.
@@ -48,14 +50,17 @@ class Prediction:
         A key is present only when the inputs determine it.  NaN (a solve no
         value satisfies) becomes ``None``, which JSON prints as ``null``; an
         infinity (an overflow of absurd inputs) is kept, for the caller to refuse.
+        ``flags``, a list of ``{code, message}``, is present only when an input is flagged.
         """
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or (f.name == "flags" and not value):
                 continue
             if f.name == "breakeven_alpha_by_k":
                 value = [{"k": k, "breakeven_alpha": a} for k, a in value]
+            if f.name == "flags":
+                value = [flag._asdict() for flag in value]
             out[f.name] = plain_json(value, keep_infinite=True)
         return out
 
@@ -66,7 +71,7 @@ class Prediction:
         rows = [
             (key, value, QUANTITIES[key].unit)
             for key, value in self.to_dict().items()
-            if key != "breakeven_alpha_by_k"
+            if key not in ("breakeven_alpha_by_k", "flags")
         ]
         return pd.DataFrame(rows, columns=["quantity", "value", "unit"]).set_index("quantity")
 
@@ -93,7 +98,11 @@ Prediction.__doc__ = (
     + "".join(
         f"{f.name} : [{QUANTITIES[f.name].unit or '-'}]\n    {QUANTITIES[f.name].definition}.\n"
         for f in fields(Prediction)
+        if f.name in QUANTITIES
     )
+    + "flags : tuple of breakeven.plausibility.TypedFlag\n    Inputs that are possible but "
+    "suspicious (a cycle shorter than a plain step, two times a hundred times apart), each a "
+    "code and a sentence; impossible ones are refused.\n"
 )
 
 
@@ -444,6 +453,7 @@ def predict(
     # Something is derived when a baseline converts, costs add up, or acceptance converts.
     if not (out or baseline_tok_s is not None or costs.verify_ms is not None or alpha is not None):
         raise _nothing_to_compute()
+    flags = _plausible(given, baseline_tok_s, step_ms, costs, k, accept_len, out.get("speedup"))
     return Prediction(
         baseline_tok_s=baseline_tok_s,
         step_ms=step_ms,
@@ -453,4 +463,41 @@ def predict(
         k=k,
         target_speedup=target,
         **out,
+        flags=tuple(flags),
     )
+
+
+def _plausible(
+    given: dict[str, Any],
+    baseline_tok_s: float | None,
+    step_ms: float | None,
+    costs: _Costs,
+    k: int | None,
+    accept_len: float | None,
+    speedup: float | None,
+) -> list[TypedFlag]:
+    """The flags of the typed costs against the plain step [ms]
+    (:func:`breakeven.plausibility.typed_times`).
+
+    Raises
+    ------
+    BreakevenError
+        For a cycle or verify forward typed in seconds, or a speedup above k + 1 [x].
+    """
+    if step_ms is None or given["cost_ratio"] is not None:
+        return []  # Leviathan's cycle, k * c + 1 steps, is never shorter than a step
+    step_name = "step_ms" if given["baseline_tok_s"] is None else "baseline_tok_s"
+    cycle_name = "cycle_ms" if given["cycle_ms"] is not None else "verify_ms"
+    typed = [
+        (cycle_name, costs.cycle_ms if cycle_name == "cycle_ms" else costs.verify_ms),
+        ("draft_ms", given["draft_ms"]),
+        ("overhead_ms", given["overhead_ms"]),
+    ]
+    flags = typed_times(step_ms, step_name, typed, baseline_tok_s)
+    if k is not None and accept_len is not None and speedup is not None and costs.cycle_ms:
+        refusal = impossible_speedup(
+            speedup, k, accept_len, costs.cycle_ms, step_ms, (cycle_name, step_name)
+        )
+        if refusal is not None:
+            raise refusal
+    return flags

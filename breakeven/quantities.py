@@ -348,8 +348,22 @@ DEFAULT_TOLERANCE = 0.05
 """The relative tolerance [fraction] of check, compare and schedule checks by default: baseline
 drift, prediction mismatch and server/client agreement within 5%."""
 
+LAUNCH_SPREAD_LIMIT = 1.5
+"""The largest ratio [x] of the fastest to the slowest launch (server start) of one
+configuration that is still a configuration's own noise.  Launches of one configuration on a
+real engine differ by far less: 1.10-1.20x for llama.cpp's llama-server on a loaded 2-core CPU
+(the engine suite, tests/test_llamacpp.py), a few percent on a quiet GPU host.  Beyond 1.5x,
+and beyond what each launch's own spread explains, the host decided the numbers, not the
+configuration (``check``'s ``launches_disagree``)."""
+
 LARGEST_FIXED = 1e15
 """Numbers this large or larger are printed in exponent notation in text (never 300 digits)."""
+
+
+def as_percent(value: float) -> float | None:
+    """The fraction a value above 1 and at most 100 reads as, where a fraction (an alpha, an
+    acceptance_rate) was meant and a percent was written (86.4 -> 0.864); None otherwise."""
+    return value / 100 if 1 < value <= 100 else None
 
 
 def number_text(value: float, decimals: int) -> str:

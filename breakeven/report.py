@@ -21,6 +21,7 @@ from breakeven.formatting import (
     check_headline,
     check_html,
     compare_rows,
+    doubt_line,
     fit_html,
     fleet_html,
     html_table,
@@ -183,7 +184,11 @@ def sweep_page(data: dict[str, Any]) -> str:
     ``to_dict()``): the best k at each load and the config to paste first, coloured as
     compare's headlines, then check's runs and flags, the fit, the schedule and the notes."""
     check = data["check"]
-    best = "".join(
+    doubt = "".join(
+        f'<p class="headline noise">{html.escape(line)}</p>'
+        for line in doubt_line(check["comparisons"]).splitlines()
+    )
+    best = doubt + "".join(
         f'<p class="headline {"win" if b["num_spec_tokens"] else "noise"}">'
         f"Concurrency {b['concurrency']:g}: {html.escape(printable(b['why']))}</p>"
         + (

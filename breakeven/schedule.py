@@ -33,6 +33,7 @@ import numpy as np
 from breakeven import formatting
 from breakeven.deploy import engine_shape, render
 from breakeven.errors import BreakevenError
+from breakeven.fit_files import Evidence, within_evidence
 from breakeven.intervals import agrees
 from breakeven.optimize import speedup_grid
 from breakeven.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
@@ -150,7 +151,9 @@ class Schedule:
 class ScheduleReport(dict[str, Any]):
     """What ``breakeven schedule`` prints, as one dict that reports itself: the
     :class:`Schedule`'s ``to_dict()``, the ``engine``, its configuration (``config``,
-    ``flags``, ``config_path``) and every note (see :func:`schedule_report`)."""
+    ``flags``, ``config_path``), every note and, from a fit file, whether the configuration
+    is given (``pasted``), why not (``refused``) and the fit's ``evidence`` (see
+    :func:`schedule_report`)."""
 
     def __init__(self, data: Mapping[str, Any], schedule: Schedule) -> None:
         super().__init__(data)
@@ -542,10 +545,19 @@ def schedule_report(
     base_config: dict[str, Any] | None = None,
     max_num_seqs: int | None = None,
     config_path: str | None = None,
+    evidence: Evidence | None = None,
+    context: float | None = None,
     **sweep: Any,
 ) -> ScheduleReport:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
-    for ``engine`` (:func:`breakeven.deploy.render`), as one dict that reports itself."""
+    for ``engine`` (:func:`breakeven.deploy.render`), as one dict that reports itself.
+
+    With ``evidence`` (what the fit file whose surface is ``curve`` measured,
+    :func:`breakeven.fit_files.surface_evidence`; ``context`` [tokens] where the surface was
+    moved to, None: its runs'), each batch's k and speedup is checked against it
+    (:func:`breakeven.fit_files.within_evidence`): where the runs do not support the schedule,
+    it is printed flagged, with ``refused`` saying why, and no configuration is given
+    (``config`` None, ``flags`` empty, ``pasted`` false)."""
 
     _, result = plan(
         curve,
@@ -562,16 +574,23 @@ def schedule_report(
             f"batch swept ({result.ranges[0].first})",
             "max_num_seqs",
         )
-    config = render(
-        result,
-        engine,
-        method=method,
-        base_config=base_config,
-        max_num_seqs=max_num_seqs,
-        config_path=config_path,
-    )
+    refused = []
+    if evidence is not None:
+        refused = within_evidence(evidence, [(k, b, v) for b, k, v in result.by_batch], context)
+    config: dict[str, Any] = {"config": None, "flags": "", "notes": []}
+    if not refused:
+        config = render(
+            result,
+            engine,
+            method=method,
+            base_config=base_config,
+            max_num_seqs=max_num_seqs,
+            config_path=config_path,
+        )
     data = result.to_dict()
     data["notes"] = [*data["notes"], *config.pop("notes")]
+    if evidence is not None:
+        data |= {"pasted": not refused, "refused": refused, "evidence": evidence.to_dict()}
     return ScheduleReport({"engine": engine, **data, **config}, result)
 
 

@@ -12,10 +12,13 @@ k, and 0 marks a baseline run (no speculation).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from breakeven.quantities import as_percent
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,11 @@ class Column:
     """Unit of the values ('-' for text and plain counts)."""
     definition: str
     """What the values mean."""
+    lowest: float = 0.0
+    """The smallest value a number of the column can be: every number the schema holds is a
+    count, a rate, a time, a ratio or a fraction, none negative; an accept_len is at least 1."""
+    highest: float = math.inf
+    """The largest (finite) value a number of the column can be: a fraction is at most 1."""
 
 
 MEASUREMENT_COLUMNS: tuple[Column, ...] = (
@@ -68,12 +76,14 @@ MEASUREMENT_COLUMNS: tuple[Column, ...] = (
         "number",
         "tokens/cycle",
         "mean tokens emitted per cycle, bonus token included; 1 <= accept_len <= k + 1",
+        lowest=1.0,
     ),
     Column(
         "acceptance_rate",
         "number",
         "-",
         "fraction of drafted tokens accepted, (accept_len - 1) / k, whatever the engine printed",
+        highest=1.0,
     ),
     Column(
         "step_ms", "number", "ms", "plain decode step of one sequence (baseline runs: 1000 / tok_s)"
@@ -178,6 +188,20 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "a run's accept_len is pooled from counts, its rows' accept_len weighted by them",
     ),
     Column(
+        "draft_tokens",
+        "number",
+        "tokens",
+        "tokens the server drafted for the row's request (bench: llama.cpp's timings.draft_n, "
+        "vLLM's and SGLang's per-request counts) or in its interval (a level's server row)",
+    ),
+    Column(
+        "accepted_tokens",
+        "number",
+        "tokens",
+        "of them, those the target accepted (no bonus token): accepted_tokens / draft_tokens "
+        "is the acceptance rate, a workload category's pooled from its requests' counts",
+    ),
+    Column(
         "category",
         "text",
         "-",
@@ -202,6 +226,12 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
+COUNTERS_OVER_LEVEL = "the server's counters over the level"
+"""The end of the ``source`` of ``bench``'s server row: the server's counters read before and
+after the level, so over the very requests its client rows timed; its rate is then the run's
+(:func:`breakeven.pooling.adopt_server_rates`).  A log's windows are the server's too, but
+sampled on its own clock, not over the client's requests."""
+
 SPECULATIVE_SERVER = "speculating: k from the level's server row"
 """What bench adds to a request row's ``source`` where no k is given or told by the request,
 and the server speculates (its ``/metrics`` showed spec-decode counters when the level began,
@@ -209,14 +239,22 @@ or the reply counted drafts): the level's row of ``origin=server`` gives the k. 
 stopped before the scrape that writes that row keeps its request rows, which ``check`` then
 reads as a speculative run of unknown k, never as a baseline."""
 ALL_COLUMNS = {c.name: c for c in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS}
+RANGED_COLUMNS = tuple(
+    c.name
+    for c in ALL_COLUMNS.values()
+    if c.kind != "text" and (c.lowest, c.highest) != (0, math.inf)
+)
+"""The numeric columns whose range is narrower than >= 0: accept_len (>= 1) and
+acceptance_rate (<= 1)."""
 
 
 def first_bad_number(data: Any) -> tuple[str, int, float] | None:
     """The first cell, in row order, of a numeric schema column of ``data`` (a pandas
-    DataFrame, numeric columns already numbers) that is not a finite number >= 0:
-    ``(column, row position, value)``, or None.  Empty cells (NaN) are fine: every number
-    the schema holds is a count, a rate, a time, a ratio or a fraction, none of them
-    negative or infinite."""
+    DataFrame, numeric columns already numbers) that is not a finite number from the column's
+    :attr:`~Column.lowest` to its :attr:`~Column.highest`: ``(column, row position, value)``,
+    or None.  Empty cells (NaN) are fine: every number the schema holds is a count, a rate, a
+    time, a ratio or a fraction, none of them negative or infinite; an accept_len counts the
+    bonus token (at least 1) and an acceptance_rate is a fraction (at most 1)."""
 
     found: tuple[str, int, float] | None = None
     for column in data.columns:
@@ -224,7 +262,7 @@ def first_bad_number(data: Any) -> tuple[str, int, float] | None:
         if spec is None or spec.kind == "text" or data[column].dtype.kind not in "fiub":
             continue
         values = data[column].to_numpy(dtype=float)
-        bad = np.isinf(values) | (values < 0)
+        bad = np.isinf(values) | (values < spec.lowest) | (values > spec.highest)
         if bad.any():
             at = int(np.argmax(bad))
             if found is None or at < found[1]:
@@ -233,5 +271,27 @@ def first_bad_number(data: Any) -> tuple[str, int, float] | None:
 
 
 def bad_number_message(column: str, value: float) -> str:
-    """What :func:`first_bad_number` found, in words."""
-    return f"{column} is {value:g}, expected a finite number >= 0 [{ALL_COLUMNS[column].unit}] or empty"
+    """What :func:`first_bad_number` found, in words, with the likely cause where one is known
+    (an acceptance_rate written as a percent, an accept_len written as a per-token rate)."""
+    spec = ALL_COLUMNS[column]
+    if value < 0 or math.isinf(value) or (spec.lowest == 0 and spec.highest == math.inf):
+        bounds = f"a finite number >= {spec.lowest:g}"
+        if spec.highest < math.inf:
+            bounds = f"a finite number from {spec.lowest:g} to {spec.highest:g}"
+        return f"{column} is {value:g}, expected {bounds} [{spec.unit}] or empty"
+    if value > spec.highest:
+        fraction = as_percent(value)
+        cause = (
+            f": a percent? {value:g} reads as {fraction:.6g}"
+            if fraction is not None
+            else ": a fraction of the drafted tokens is at most 1"
+        )
+        return (
+            f"{column} is {value:g}, expected a fraction from 0 to {spec.highest:g} or empty{cause}"
+        )
+    cause = ""
+    if column == "accept_len":
+        cause = ": it counts the bonus token, so it is at least 1"
+        if value > 0:
+            cause += "; a per-token rate? write it as acceptance_rate"
+    return f"{column} is {value:g}, expected at least {spec.lowest:g} [{spec.unit}] or empty{cause}"

@@ -18,6 +18,7 @@ without it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from typing import Any
 
 from breakeven.deploy import SCHEDULE_ENGINES, speculation_args
 from breakeven.errors import BreakevenError
-from breakeven.quantities import number_text
+from breakeven.quantities import number_text, plain_json
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class BestK:
     """Its speculation flags, as the engine reads them ("" for speculation off)."""
     why: str
     """One sentence: why this k."""
+    decided: bool = True
+    """False where the data at this load cannot decide (a comparison's verdict is one of
+    check's :data:`~breakeven.check.DOUBT`): no k is chosen and nothing is pasted."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,20 @@ class SweepAnswer:
                 "No answer: no speculative launch was measured against a baseline at the same "
                 "load (see the launches' errors).\n"
             )
-        lines = []
+        from breakeven.formatting.measurements import doubt_line  # lazy: start-up
+
+        said = doubt_line(self.check.to_dict()["comparisons"]) if self.check is not None else ""
+        lines = [said.rstrip("\n")] if said else []
         for b in self.best:
             lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
+        if not all(b.decided for b in self.best):
+            lines.append(
+                "Config to paste: none: the data cannot decide (see check's flags), so no "
+                "k, fit or schedule is given."
+            )
+            from breakeven.formatting.text import wrap_lines  # lazy: start-up
+
+            return wrap_lines("\n".join(lines) + "\n")
         flags = {b.flags for b in self.best if b.flags}
         scheduled = self.schedule.get("flags") if self.schedule is not None else None
         agrees = scheduled and all(
@@ -132,7 +147,7 @@ class SweepAnswer:
         return {
             "directory": self.directory,
             "engine": self.engine,
-            "best": [asdict(b) for b in self.best],
+            "best": [plain_json(asdict(b)) for b in self.best],
             "check": self.check.to_dict(),
             "fit": None if self.fit is None else self.fit.to_dict(),
             "schedule": None if self.schedule is None else self.schedule.to_dict(),
@@ -183,8 +198,19 @@ def best_k(
     by_load: dict[float, list[Any]] = {}
     for c in check.comparisons:
         by_load.setdefault(float(c.concurrency), []).append(c)
+    from breakeven.check import DOUBT  # lazy: pandas
+
     best = []
     for load, comparisons in sorted(by_load.items()):
+        doubted = [c for c in comparisons if c.verdict in DOUBT.values()]
+        if doubted:
+            said = ", ".join(f"{c.label} {c.verdict}" for c in doubted)
+            why = (
+                f"no answer: the data cannot decide ({said}; see check's flags), so "
+                "nothing is pasted: measure on a quiet host, and add --repeats."
+            )
+            best.append(BestK(load, 0, "", math.nan, math.nan, math.nan, "", why, False))
+            continue
         faster = [c for c in comparisons if c.verdict == "faster"]
         top = max(comparisons, key=lambda c: c.measured_speedup)
         unsure = top.verdict == "no interval" and top.measured_speedup > 1
@@ -243,13 +269,22 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     base = _speculation(plan)
     runs = os.path.join(directory, "runs.csv")
     check = check_file(runs)
+    best = best_k(check, engine, base, launches_of(runs))
     notes: list[str] = []
     fit = schedule = None
     fit_path = os.path.join(directory, "fit.json")
-    try:
-        fit = fit_from_file(runs, out=fit_path if write else None, force=True)
-    except BreakevenError as e:
-        notes.append(f"no fit: {e}")
+    if not all(b.decided for b in best):
+        notes.append(
+            "no fit and no schedule: the runs cannot decide (check's flags), and costs "
+            f"fitted to them would plan from noise (breakeven fit {runs} fits them all the same)"
+        )
+        if write and os.path.lexists(fit_path):  # the sweep owns DIR: no old fit
+            os.remove(fit_path)
+    else:
+        try:
+            fit = fit_from_file(runs, out=fit_path if write else None, force=True)
+        except BreakevenError as e:
+            notes.append(f"no fit: {e}")
     if engine not in SCHEDULE_ENGINES:
         notes.append(
             f"no schedule by batch: {engine} runs one k per server (the best k at each load "
@@ -287,7 +322,7 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
         directory,
         engine,
         check,
-        best_k(check, engine, base, launches_of(runs)),
+        best,
         fit,
         schedule,
         tuple(notes),

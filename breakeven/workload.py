@@ -7,9 +7,16 @@ category, the speedup is the run's rows of that category against the baseline's 
 same category, model, hardware and concurrency: each side's rate a ratio of sums (the tokens
 decoded over the time they took, :func:`breakeven.pooling.pooled_rate`), the interval as
 ``check``'s (:func:`breakeven.intervals.interval_of`: the launch the unit of repetition).  The
-category's accept_len is pooled from counts, ``1 + sum(accepted) / sum(drafts)``, with a 95%
-interval of that ratio over the requests (the ratio estimator's linearised variance, a t
-quantile); where rows give no drafts, their mean and its t interval.
+category's accept_len is pooled from its own requests' counts, ``1 + sum(accepted) /
+sum(drafts)``, with a 95% interval of that ratio over the requests (the ratio estimator's
+linearised variance, a t quantile); where rows give no drafts, their mean and its t interval.
+A request's counts are the server's for it alone (:func:`request_acceptance`): vLLM's
+per-request metrics, SGLang's ``spec_tokens_details``, llama.cpp's ``timings`` (its drafted
+and accepted tokens, its cycles at the level's drafted tokens per cycle:
+:func:`breakeven.pooling.request_drafts`).  Where the requests give none (a server that counts
+only on ``/metrics``), the category has its runs' level value, the same for every category,
+and says so (``acceptance_from``), with no interval.  Its acceptance_rate is ``sum(accepted) /
+sum(drafted)`` over its requests' drafted tokens.
 
 A mix gives each category a share of the **decoded tokens** [fraction].  Its speedup is the
 baseline's time for those tokens over speculation's, a ratio of sums::
@@ -32,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.special import stdtrit
 
 from breakeven.cycle import half_width
@@ -74,6 +82,18 @@ class CategoryRow:
     """Upper end [x]."""
     verdict: str
     """'faster', 'slower', 'within noise', 'no interval' or 'not measured'."""
+    acceptance_rate: float = math.nan
+    """Of the tokens its requests drafted, the fraction accepted, ``sum(accepted) /
+    sum(drafted)`` over their own counts [fraction] (NaN: no request gives them)."""
+    acceptance_from: str = ""
+    """Where accept_len comes from: 'requests' (its own requests' values, pooled from their
+    counts where they give them), 'level' (its runs' level value, from the server's counters:
+    its requests gave none of their own, so every category of a run has it, and it has no
+    interval over the requests), or '' (none)."""
+
+
+ACCEPTANCE_FROM = ("requests", "level", "")
+"""Where a category's accept_len comes from (:attr:`CategoryRow.acceptance_from`)."""
 
 
 @dataclass(frozen=True)
@@ -160,13 +180,61 @@ def accept_len_interval(tau: Any, drafts: Any) -> tuple[float, float, float]:
     return centre, centre - t * se, centre + t * se
 
 
+def _numbers(rows: Any, column: str) -> Any:
+    """A column as floats (NaN where missing or not a number; all NaN where absent)."""
+    if column not in rows.columns:
+        return pd.Series(np.nan, rows.index)
+    return pd.to_numeric(rows[column].astype(object), errors="coerce").astype(float)
+
+
+def request_acceptance(rows: Any) -> tuple[Any, Any, str]:
+    """The accept_len and verify cycles [tokens/cycle, cycles] of ``rows`` (one category's
+    requests) to pool, and where they come from (:data:`ACCEPTANCE_FROM`).
+
+    Each request's own, where the rows give them: its accept_len and cycles where the server
+    counts its cycles (``num_drafts``), else ``1 + accepted_tokens / cycles`` with its cycles
+    from its drafted tokens (``request_drafts``, :func:`breakeven.pooling.request_drafts`), or
+    a row's accept_len as its source gives it without counts ('requests').  Else the rows'
+    accept_len where it is their level's (``level_accept_len``, set by
+    :func:`breakeven.pooling.take_server_view`: the request gave no counts of its own),
+    the same for every category of a run ('level').  Rows that give neither are left out."""
+    tau, cycles = _numbers(rows, "accept_len"), _numbers(rows, "num_drafts")
+    drafts = _numbers(rows, "request_drafts") if "request_drafts" in rows.columns else cycles
+    accepted = _numbers(rows, "accepted_tokens")
+    level = (
+        rows["level_accept_len"].astype(object).eq(True)
+        if "level_accept_len" in rows.columns
+        else pd.Series(False, rows.index)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        counted = tau.where(cycles.notna(), 1 + accepted / drafts.where(drafts > 0))
+    counts = drafts.notna()
+    own = counts | (tau.notna() & ~level)
+    if own.any():
+        return counted.where(counts, tau)[own], drafts[own], "requests"
+    if level.any():
+        return tau[level], cycles[level], "level"
+    return tau.iloc[:0], cycles.iloc[:0], ""
+
+
+def acceptance_rate(rows: Any) -> float:
+    """The fraction of the drafted tokens accepted over ``rows`` (requests) that give both
+    counts, ``sum(accepted_tokens) / sum(draft_tokens)`` [fraction]; NaN where none does."""
+    drafted, accepted = _numbers(rows, "draft_tokens"), _numbers(rows, "accepted_tokens")
+    both = (drafted > 0) & (accepted >= 0)
+    total = float(drafted[both].sum())
+    return float(accepted[both].sum()) / total if total > 0 else math.nan
+
+
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
     """Each speculative run's rows of each category against the baseline's rows of the same
     category, model, hardware and concurrency (see the module's description).  ``df`` is
     :func:`breakeven.check.normalise`'s frame (its ``label``, ``model``, ``hardware``,
     ``concurrency_key``, ``num_spec_tokens``, ``tok_s``, ``decoded``, ``launch``,
-    ``accept_len``, ``num_drafts`` and ``category``): the unit of repetition and the decoded
-    tokens are check's.  Rows without a category are left out; empty where no row has one."""
+    ``accept_len``, ``num_drafts`` and ``category``; where present, the requests' own counts,
+    ``request_drafts``, ``level_accept_len``, ``draft_tokens`` and ``accepted_tokens``,
+    :func:`request_acceptance`): the unit of repetition and the decoded tokens are check's.
+    Rows without a category are left out; empty where no row has one."""
     if "category" not in df.columns:
         return ()
     category = df["category"].astype(object).where(df["category"].notna(), "").astype(str)
@@ -199,8 +267,10 @@ def _side(rows: Any) -> Any:
 
 def _category_row(label: str, conc: float, cat: str, spec: Any, base: Any) -> CategoryRow:
     rate, base_rate = spec["tok_s"], base["tok_s"]
-    drafts = spec["num_drafts"]
-    tau, tau_low, tau_high = accept_len_interval(spec["accept_len"], drafts)
+    values, drafts, source = request_acceptance(spec)
+    tau, tau_low, tau_high = accept_len_interval(values, drafts)
+    if source == "level":  # one value of the level's, not a sample of the requests
+        tau_low = tau_high = math.nan
     s_mean = pooled_rate(rate, spec["decoded"])
     b_mean = pooled_rate(base_rate, base["decoded"])
     speedup = s_mean / b_mean if b_mean > 0 and s_mean >= 0 else math.nan
@@ -223,6 +293,8 @@ def _category_row(label: str, conc: float, cat: str, spec: Any, base: Any) -> Ca
         ci_low=low,
         ci_high=high,
         verdict=verdict(speedup, low, high),
+        acceptance_rate=acceptance_rate(spec),
+        acceptance_from=source if math.isfinite(tau) else "",
     )
 
 
@@ -362,7 +434,8 @@ def fit_by_category(
     """Each fitted group's categories at each measured k, and a mix's speedup at each k.
 
     ``groups`` pairs each fitted group's rows (:func:`breakeven.fit.fit`'s prepared speculative
-    rows: ``category``, ``num_spec_tokens``, ``accept_len``, ``num_drafts``) with its
+    rows: ``category``, ``num_spec_tokens``, ``accept_len``, ``num_drafts``, and the
+    requests' own counts where present, :func:`request_acceptance`) with its
     :class:`~breakeven.fit.GroupFit`.  A category's speedup at k is its pooled
     accept_len times the group's step over the group's fitted cycle at k: the cycle does not
     depend on what is decoded, the acceptance does.  Its interval puts accept_len at its
@@ -393,7 +466,8 @@ def _relative_width(g: Any, k: int) -> float:
 
 
 def _category_fit(g: Any, cat: str, k: int, part: Any) -> CategoryFit | None:
-    tau, low, high = accept_len_interval(part["accept_len"], part["num_drafts"])
+    values, drafts, _ = request_acceptance(part)
+    tau, low, high = accept_len_interval(values, drafts)
     cycle = float(g.cycle_ms(k))
     if not (tau >= 1 and cycle > 0):
         return None
@@ -407,7 +481,7 @@ def _category_fit(g: Any, cat: str, k: int, part: Any) -> CategoryFit | None:
         spec_method=g.spec_method,
         category=cat,
         k=k,
-        requests=int(part["accept_len"].notna().sum()),
+        requests=int(values.notna().sum()),
         accept_len=tau,
         accept_len_low=low,
         accept_len_high=high,
@@ -467,14 +541,17 @@ def _marked_best(rows: list[Any], key: Any) -> list[Any]:
 
 
 __all__: Sequence[str] = (
+    "ACCEPTANCE_FROM",
     "CategoryFit",
     "CategoryRow",
     "FitMix",
     "MixAnswer",
     "accept_len_interval",
+    "acceptance_rate",
     "as_dicts",
     "by_category",
     "fit_by_category",
     "mix_answers",
     "parse_mix",
+    "request_acceptance",
 )

@@ -41,6 +41,21 @@ class Behaviour:
     # under metrics.speculative_decoding, as vLLM's --per-request-spec-decode-metrics summary
     # does (vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict, vLLM 0.32.0).
     per_request_spec: bool = False
+    # Tokens a chunk (a cycle: 1 + the drafts it accepted) carries for a request whose prompt
+    # holds the key (the first key it holds), else tokens_per_chunk: workloads that accept
+    # differently, as code accepts more than chat under most drafters.
+    chunk_tokens_by_prompt: dict[str, int] = field(default_factory=dict)
+    # Tokens a cycle drafts (default num_spec_tokens): a llama.cpp draft model stops short of
+    # k where its next token's probability is under --draft-p-min.
+    draft_len: int | None = None
+    # With num_spec_tokens: the last chunk carries llama-server's ``timings`` with the
+    # request's own drafted and accepted tokens and not its cycles (tools/server
+    # server_task_result_cmpl_final: draft_n, draft_n_accepted).
+    llamacpp_timings: bool = False
+    # With num_spec_tokens: answer /get_server_info as SGLang does and, to a request that asks
+    # with return_spec_tokens_details, send its counts in ``sglext.spec_tokens_details``
+    # before the usage chunk (sgl-project/sglang PR 33518).
+    sglang_spec: bool = False
     # vLLM's own timing on /metrics (request_generation_tokens, request_decode_time_seconds,
     # inter_token_latency_seconds: sums and counts), its decode times scaled by timing_scale
     # (below 1: a server whose clock disagrees with the client's).
@@ -128,8 +143,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(404, {"detail": "Not Found"})
             else:
                 self._json(200, {"object": "list", "data": [{"id": b.model, "object": "model"}]})
-        elif self.path == "/version":
+        elif self.path == "/version" and not b.sglang_spec:
             self._json(200, {"version": "fake-0.1"})
+        elif self.path == "/get_server_info" and b.sglang_spec:
+            self._json(200, {"version": "fake-sglang-0.1", "speculative_algorithm": "EAGLE"})
         elif self.path == "/metrics":
             if b.metrics_delay and b.finished >= b.metrics_slow_after:
                 with b.lock:
@@ -203,6 +220,8 @@ class _Handler(BaseHTTPRequestHandler):
             resetting = b.reset_after_chunks is not None and b.requests_seen <= b.reset_requests
         max_tokens = int(request.get("max_tokens", 16))
         chat = self.path.endswith("chat/completions")
+        per_chunk = _chunk_tokens(b, request)
+        drafted_per_cycle = b.num_spec_tokens if b.draft_len is None else b.draft_len
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -235,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 self.connection.close()
                 return
-            m = min(b.tokens_per_chunk, max_tokens - sent)
+            m = min(per_chunk, max_tokens - sent)
             time.sleep(b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m)
             sent += m
             chunks += 1
@@ -243,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
                 histogram[min(m - 1, b.num_spec_tokens)] += 1
                 with b.lock:
                     b.drafts += 1
-                    b.draft_tokens += b.num_spec_tokens
+                    b.draft_tokens += drafted_per_cycle
                     b.accepted += m - 1
             delta = {"delta": {"content": "x" * m}} if chat else {"text": "x" * m}
             body = {"choices": [{"index": 0, **delta, "finish_reason": None}]}
@@ -270,9 +289,24 @@ class _Handler(BaseHTTPRequestHandler):
             b.steps += max(chunks - 1, 0)
         usage = {"prompt_tokens": 5, "completion_tokens": sent, "total_tokens": 5 + sent}
         last: dict = {"choices": [], "usage": usage}
+        steps = sum(histogram)
+        accepted = sum(j * n for j, n in enumerate(histogram))
+        if b.llamacpp_timings and b.num_spec_tokens:
+            last["timings"] = {
+                "predicted_n": sent,
+                "draft_n": steps * drafted_per_cycle,
+                "draft_n_accepted": accepted,
+            }
+        if b.sglang_spec and b.num_spec_tokens and request.get("return_spec_tokens_details"):
+            details = {
+                "spec_num_proposed_drafts": steps * drafted_per_cycle,
+                "spec_num_correct_drafts": accepted,
+                "spec_verify_ct": steps,
+                "spec_correct_drafts_histogram": histogram,
+            }
+            extra = {"choices": [], "usage": None, "sglext": {"spec_tokens_details": details}}
+            send(f"data: {json.dumps(extra)}\n\n".encode())
         if b.per_request_spec and b.num_spec_tokens:
-            steps = sum(histogram)
-            accepted = sum(j * n for j, n in enumerate(histogram))
             last["metrics"] = {
                 "speculative_decoding": {
                     "mean_acceptance_length": 1 + accepted / steps if steps else 1.0,
@@ -280,13 +314,27 @@ class _Handler(BaseHTTPRequestHandler):
                     "acceptance_histogram": histogram,
                     "num_spec_steps": steps,
                     "num_accepted_draft_tokens": accepted,
-                    "num_draft_tokens": steps * b.num_spec_tokens,
+                    "num_draft_tokens": steps * drafted_per_cycle,
                     "num_spec_tokens": b.num_spec_tokens,
                 }
             }
         send(f"data: {json.dumps(last)}\n\n".encode())
         send(b"data: [DONE]\n\n", last=True)
         self.wfile.flush()
+
+
+def _chunk_tokens(b: Behaviour, request: dict) -> int:
+    """Tokens a chunk of this request carries: chunk_tokens_by_prompt's for its prompt (a
+    completion's prompt, a chat's last message), else tokens_per_chunk."""
+    prompt = request.get("prompt")
+    messages = request.get("messages")
+    if prompt is None and isinstance(messages, list) and messages:
+        prompt = messages[-1].get("content") if isinstance(messages[-1], dict) else None
+    text = prompt if isinstance(prompt, str) else ""
+    for key, tokens in b.chunk_tokens_by_prompt.items():
+        if key in text:
+            return tokens
+    return b.tokens_per_chunk
 
 
 _BOMBS: dict[int, bytes] = {}
@@ -348,15 +396,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds-per-token", type=float, default=0.001)
     parser.add_argument("--num-spec-tokens", type=int, default=0)
     parser.add_argument("--speculative-config", type=json.loads, default=None)
+    # A noisy host: the n-th launch (counted in --launch-count-file) runs its tokens this many
+    # times slower, from the comma-separated --launch-slowdowns (cycled), as launches of one
+    # configuration on a busy host do.
+    parser.add_argument("--launch-slowdowns", default="")
+    parser.add_argument("--launch-count-file", default="")
     args, _ = parser.parse_known_args(argv)
-    behaviour = Behaviour(
-        seconds_per_token=args.seconds_per_token, num_spec_tokens=args.num_spec_tokens
-    )
+    seconds_per_token = args.seconds_per_token
+    if args.launch_slowdowns and args.launch_count_file:
+        slowdowns = [float(x) for x in args.launch_slowdowns.split(",")]
+        with open(args.launch_count_file, "a+", encoding="utf-8") as f:
+            f.seek(0)
+            launch = len(f.read())
+            f.write(".")
+        seconds_per_token *= slowdowns[launch % len(slowdowns)]
+    behaviour = Behaviour(seconds_per_token=seconds_per_token, num_spec_tokens=args.num_spec_tokens)
     if args.speculative_config:
         k = int(args.speculative_config["num_speculative_tokens"])
         behaviour.num_spec_tokens = k
         behaviour.tokens_per_chunk = 1 + round(ACCEPT * k)
-        behaviour.cycle_s = args.seconds_per_token * (1 + VERIFY_PER_TOKEN * k)
+        behaviour.cycle_s = seconds_per_token * (1 + VERIFY_PER_TOKEN * k)
     handler = type("Handler", (_Handler,), {"behaviour": behaviour})
     ThreadingHTTPServer(("127.0.0.1", args.port), handler).serve_forever()
 

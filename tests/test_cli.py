@@ -208,7 +208,9 @@ def test_python_dash_m_works_like_the_command():
         check=False,
     )
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "Error: --alpha: got 2.0, expected a probability in [0, 1]"
+    assert bad.stderr.strip() == (
+        "Error: --alpha: got 2.0, expected a probability in [0, 1]: a percent? give 0.02"
+    )
 
 
 def test_bare_commands_print_their_help_and_exit_0():

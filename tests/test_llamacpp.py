@@ -25,9 +25,10 @@ import pytest
 from click.testing import CliRunner
 from llamacpp_server import binary, free_port, llama_server
 
-from breakeven.check import check_file
+from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
+from breakeven.iotools.measurements import read_measurements
 
 pytestmark = [
     pytest.mark.engine,
@@ -257,9 +258,15 @@ def test_the_seed_story_on_a_real_server(wide, tmp_path):
         for r in rows(out, "client")
         if r["label"] == "base-restarted"
     ]
-    # The baseline's rate is a ratio of sums: its requests' decoded tokens over their time.
+    # The baseline's rate is the server's own over the level (its /metrics counters, read
+    # around the level: issue 38); the client's, a ratio of sums (its requests' decoded tokens
+    # over their time), is the cross-check.
+    server = {r["label"]: float(r["tok_s"]) for r in rows(out, "server")}
+    assert c.baseline_tok_s == pytest.approx(server["base-restarted"])
     tokens = sum(n for _, n in restarted)
-    assert c.baseline_tok_s == pytest.approx(tokens / sum(n / rate for rate, n in restarted))
+    run_id = next(r["run_id"] for r in rows(out, "client") if r["label"] == "base-restarted")
+    (cross,) = [s for s in result.server_checks if s.run_id == run_id]
+    assert cross.client_tok_s == pytest.approx(tokens / sum(n / rate for rate, n in restarted))
     assert "stale_baseline" not in {f.code for f in result.flags}
     assert c.measured_speedup > 0  # how much it pays is a timing: benchmarks/llamacpp_fit.py
 
@@ -488,7 +495,14 @@ def test_a_sweep_on_the_real_engine_survives_sigterm_and_agrees_with_compare(wid
     compared = {c["label"]: c["verdict"] for c in json.loads(r.stdout)["runs"]}
     assert compared == {c["label"]: c["verdict"] for c in answer["check"]["comparisons"]}
     assert [b["concurrency"] for b in answer["best"]] == [1]
-    assert (out / "report.html").exists() and (out / "fit.json").exists()
+    assert (out / "report.html").exists()
+    # A fit of the runs, unless their launches disagree beyond a real engine's spread (a host
+    # too busy to decide: issue 38), when the answer says so and fits nothing.
+    if all(b["decided"] for b in answer["best"]):
+        assert (out / "fit.json").exists()
+    else:
+        assert not (out / "fit.json").exists()
+        assert any("launches_disagree" in c["flags"] for c in answer["check"]["comparisons"])
 
 
 def test_a_sweep_records_launches_that_fail_and_goes_on(models, tmp_path):
@@ -548,6 +562,20 @@ def test_categories_and_a_mix_on_the_real_engine(models, tmp_path):
         assert (row["requests"], row["baseline_requests"]) == (spec_rated, base_rated)
         if spec and base:
             assert row["speedup"] == pytest.approx(spec / base, rel=1e-6)
+    # Each category's acceptance from its own requests (issue 38, item 7): llama-server's
+    # timings give a request's drafted and accepted tokens and no cycles, so its cycles are
+    # its drafted tokens over the level's drafted tokens per cycle (the server row's counters).
+    (level,) = [x for x in rows(out, "server") if x["label"] == "spec"]
+    per_cycle = float(level["draft_tokens"]) / float(level["num_drafts"])
+    own = {r.category: r for r in check(read_measurements(out)[0]).categories}
+    for cat in cats:
+        mine = [x for x in client if x["label"] == "spec" and x["category"] == cat]
+        accepted = sum(int(x["accepted_tokens"]) for x in mine)
+        drafted = sum(int(x["draft_tokens"]) for x in mine)
+        if drafted:
+            assert own[cat].accept_len == pytest.approx(1 + accepted * per_cycle / drafted)
+            assert own[cat].acceptance_rate == pytest.approx(accepted / drafted)
+            assert own[cat].acceptance_from == "requests"
     measured = [c for c, x in cats.items() if x["speedup"] is not None]
     assert measured, "every request of every category came in a burst"
     r = CliRunner().invoke(

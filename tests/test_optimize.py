@@ -130,7 +130,9 @@ def _linear(a, b):
 class TestProperties:
     @given(st.floats(0, 1), st.floats(1, 100), st.floats(1, 100), st.floats(1, 50), st.floats(0, 5))
     def test_speedup_never_rises_with_verify_cost(self, alpha, v1, v2, step, draft):
-        lo, hi = sorted((v1, v2))
+        # A verify forward of k + 1 tokens costs at least the plain step: a shorter one (a
+        # speedup above k + 1) is refused (tests/test_plausible_inputs.py).
+        lo, hi = sorted((step + v1, step + v2))
         s = [
             optimize(alpha=alpha, step_ms=step, verify_ms=v, draft_step_ms=draft).by_k
             for v in (lo, hi)

@@ -199,6 +199,10 @@ def schedule(as_json: bool, **inputs: Any) -> None:
     merged while a merge costs less than --min-gain of their throughput;
     the gain over the best fixed k, weighted by the time at each batch
     (--load); and the configuration to paste, following the engine's rules.
+    From a --fit-file, a schedule its runs do not support (a k or batch
+    further beyond them than the fit's held-out error allows, or a held-out
+    error larger than the gain) is printed flagged, the reason first, and
+    nothing is pasted (--out then writes nothing, exit 2).
 
     \b
       breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\

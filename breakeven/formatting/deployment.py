@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from breakeven.formatting.optimization import refusal_lines
 from breakeven.formatting.text import (
     Row,
     command_lines,
@@ -110,7 +111,8 @@ def schedule_headline(r: Row) -> str:
 def schedule_text(r: Row) -> str:
     """What ``breakeven schedule`` prints (``schedule_report``'s dict): its headline
     (:func:`schedule_headline`), the ranges, what the schedule gains over the best fixed k and
-    gives up by merging, and the config to paste."""
+    gives up by merging, and the config to paste; where a fit file's runs do not support the
+    schedule, why comes first and no config is pasted (:func:`refusal_lines`)."""
     count = len(r["ranges"])
     how = ""
     if r["engine"] == "vllm-legacy":
@@ -125,6 +127,7 @@ def schedule_text(r: Row) -> str:
             f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput"
         )
     lines = [
+        *refusal_lines(r, "schedule"),
         schedule_headline(r),
         "",
         f"Schedule for {_ENGINE_NAMES[r['engine']]}: {count} range{'s' * (count != 1)} "
@@ -150,6 +153,8 @@ def schedule_text(r: Row) -> str:
         )
     )
     lines += [f"Note: {n}." for n in r["notes"]]
+    if r.get("refused"):
+        lines += ["", "Config to paste: none: the runs do not support this schedule (see above)."]
     if r["flags"]:
         lines += ["", "Launch with:", *command_lines(shlex.split(r["flags"]))]
     if r.get("config_path") and r["config"] is not None:

@@ -89,7 +89,16 @@ def _flag_where(f: Row) -> str:
     return f" (lines {', '.join(map(str, lines))}{more})" if lines else ""
 
 
-VERDICT_ORDER = ("faster", "slower", "within noise", "no interval", "not measured")
+VERDICT_ORDER = (
+    "faster",
+    "slower",
+    "within noise",
+    "no interval",
+    "not measured",
+    "too noisy",
+    "looks swapped",
+    "implausible",
+)
 """The verdicts of a speculative run against its baseline, in the order a headline counts
 them."""
 
@@ -112,7 +121,36 @@ def check_headline(r: Row) -> str:
         codes[f["code"]] = codes.get(f["code"], 0) + 1
     flags = ", ".join(f"{code} ({n})" for code, n in codes.items()) or "none"
     runs = f"{len(comparisons)} speculative run{'s' if len(comparisons) != 1 else ''}"
-    return f"{runs}: {said}; flags: {flags}."
+    return doubt_line(comparisons) + f"{runs}: {said}; flags: {flags}."
+
+
+def doubt_line(comparisons: list[Row]) -> str:
+    """The data-quality verdict that comes before any speedup, with its line break, where
+    some run's data cannot decide (check's ``DOUBT`` verdicts); else empty."""
+    said = []
+    noisy = [c for c in comparisons if c["verdict"] == "too noisy"]
+    if noisy:
+        worst = max((c.get("launch_spread") or math.nan for c in noisy), key=_finite)
+        said.append(
+            f"Too noisy to decide: launches of one configuration disagree up to "
+            f"{num(worst, '.2f')}x (launches_disagree), so no speedup below is an answer; "
+            "measure on a quiet host and add --repeats."
+        )
+    if any(c["verdict"] == "looks swapped" for c in comparisons):
+        said.append(
+            "The baseline and the speculative run look swapped (swapped_pair): the "
+            "baseline shows speculation and the speculative run none."
+        )
+    if any(c["verdict"] == "implausible" for c in comparisons):
+        said.append(
+            "A measured speedup is above k + 1, which no cycle can give "
+            "(speedup_above_bound): a rate is not per sequence or not of this load."
+        )
+    return "".join(s + "\n" for s in said)
+
+
+def _finite(x: float) -> float:
+    return x if x == x else -math.inf
 
 
 @fitted
@@ -303,10 +341,21 @@ _CATEGORY_COLUMNS = [
     "requests",
     "accept_len [tokens/cycle]",
     "95% interval [tokens/cycle]",
+    "acceptance [fraction]",
     "speedup [x]",
     "95% interval [x]",
     "verdict",
 ]
+LEVEL_NOTE = (
+    "(level): the run's accept_len over the whole level, from the server's counters (its "
+    "requests gave no counts of their own): the same for every category, with no interval."
+)
+"""What a category's accept_len marked ``(level)`` is (``acceptance_from`` 'level')."""
+
+
+def _from_level(row: Row) -> bool:
+    """Whether a category row's accept_len is its run's level value, not its requests'."""
+    return row.get("acceptance_from") == "level"
 
 
 def _category_lines(result: Row) -> list[str]:
@@ -320,16 +369,24 @@ def _category_lines(result: Row) -> list[str]:
             printable(str(r["label"])),
             printable(str(r["category"])),
             f"{r['requests']} / {r['baseline_requests']}",
-            num(r["accept_len"], ".3f"),
+            num(r["accept_len"], ".3f") + (" (level)" if _from_level(r) else ""),
             interval_text(r["accept_len_low"], r["accept_len_high"]),
+            num(r.get("acceptance_rate"), ".3f"),
             num(r["speedup"], ".3f"),
             interval_text(r["ci_low"], r["ci_high"]),
             r["verdict"],
         ]
         for r in rows
     ]
+    heads = _CATEGORY_COLUMNS
+    if all(r.get("acceptance_rate") is None for r in rows):  # no request gave its drafts
+        at = heads.index("acceptance [fraction]")
+        heads = heads[:at] + heads[at + 1 :]
+        cells = [c[:at] + c[at + 1 :] for c in cells]
     lines = ["", "By workload category (speculative / baseline requests of the category):"]
-    lines += grid(_CATEGORY_COLUMNS, cells, right=False, optional=(), cut=_NAMES)
+    lines += grid(heads, cells, right=False, optional=("acceptance [fraction]",), cut=_NAMES)
+    if any(_from_level(r) for r in rows):
+        lines.append(LEVEL_NOTE)
     for m in result.get("mix") or []:
         shares = ", ".join(f"{printable(c)} {w:.0%}" for c, w in m["mix"])
         lines.append(

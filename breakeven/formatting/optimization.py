@@ -19,6 +19,26 @@ from breakeven.formatting.text import (
 from breakeven.quantities import QUANTITIES, STEPS_BETWEEN, number_text
 
 
+def refusal_lines(r: Row, what: str) -> list[str]:
+    """Why a plan from a fit file is not pasted (``refused``: the fit's runs do not support
+    it, :func:`breakeven.fit_files.within_evidence`), as the first lines of its text; none
+    where it is supported."""
+    refused = r.get("refused")
+    if not refused:
+        return []
+    source = (r.get("evidence") or {}).get("source") or "the fit file"
+    return [
+        f"Not pasted: the runs of {source} do not support this {what}:",
+        *(f"  - {x}." for x in refused),
+        "",
+    ]
+
+
+def _refusal_html(r: Row, what: str) -> str:
+    lines = refusal_lines(r, what)
+    return "".join(f"<p>{html.escape(x.strip())}</p>" for x in lines if x)
+
+
 def _optimize_columns(r: Row) -> list[str]:
     """Leviathan's normalised form (no ``step_ms``) has no costs in ms."""
     if "step_ms" not in r:
@@ -43,8 +63,9 @@ def _optimize_head(r: Row) -> str:
 @fitted
 def optimize_text(r: Row) -> str:
     """What ``breakeven optimize`` prints (from ``OptimizeResult.to_dict()``): the verdict,
-    then every k considered."""
-    lines = [_optimize_head(r)]
+    then every k considered; first, where a fit file's runs do not support the best k, why
+    (:func:`refusal_lines`)."""
+    lines = [*refusal_lines(r, "k"), _optimize_head(r)]
     columns = _optimize_columns(r)
     if "step_ms" not in r:
         lines.append("Leviathan's form: verify = 1 target step, drafting = k * c target steps.")
@@ -84,9 +105,8 @@ def _how_sure(r: Row) -> list[str]:
 
 def optimize_html(r: Row) -> str:
     """The by-k table as HTML, for notebooks."""
-    return f"<p>{html.escape(_optimize_head(r))}</p>" + quantity_html_table(
-        r["by_k"], _optimize_columns(r)
-    )
+    head = f"<p>{html.escape(_optimize_head(r))}</p>"
+    return _refusal_html(r, "k") + head + quantity_html_table(r["by_k"], _optimize_columns(r))
 
 
 _TREE_SEARCH_COLUMNS = [
@@ -191,9 +211,12 @@ _BATCH_COLUMNS = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
 @fitted
 def batch_text(r: Row) -> str:
     """What ``breakeven batch`` prints (from ``BatchResult.to_dict()``): the break-even batch,
-    the schedule, the sweep."""
-    lines = [_breakeven_batch_sentence(r)]
-    if r.get("best_k_by_batch") is not None:
+    the schedule, the sweep; first, where a fit file's runs do not support its best k by
+    batch, why, and then that schedule is not given (:func:`refusal_lines`)."""
+    lines = [*refusal_lines(r, "sweep's best k by batch"), _breakeven_batch_sentence(r)]
+    if r.get("best_k_by_batch") is not None and r.get("refused"):
+        lines.append("Best k by batch: not given, as the runs do not support it (see above).")
+    elif r.get("best_k_by_batch") is not None:
         ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
     if r.get("acceptance"):
@@ -227,8 +250,11 @@ def batch_text(r: Row) -> str:
 
 def batch_html(r: Row) -> str:
     """The batch sweep as HTML, for notebooks."""
-    return f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>" + quantity_html_table(
-        r["speedup_by_batch"], _BATCH_COLUMNS
+    head = f"<p>{html.escape(_breakeven_batch_sentence(r))}</p>"
+    return (
+        _refusal_html(r, "sweep's best k by batch")
+        + head
+        + quantity_html_table(r["speedup_by_batch"], _BATCH_COLUMNS)
     )
 
 

@@ -81,13 +81,26 @@ def verdict(p: Row) -> str | None:
     return f"Speculation {word}: {number_text(speedup, 3)}x the baseline rate ({how})."
 
 
+def flagged(v: str | None, p: Row) -> str | None:
+    """The verdict ``v`` saying, before its first colon, that an input is flagged: ``Speculation
+    pays (flagged): 2.782x ...``."""
+    if not v or not p.get("flags"):
+        return v
+    head, colon, rest = v.partition(":")
+    return f"{head} (flagged):{rest}" if colon else f"{v.removesuffix('.')} (flagged)."
+
+
 @fitted
 def prediction_text(p: Row) -> str:
     """What ``breakeven predict`` prints (from ``Prediction.to_dict()``): the verdict first,
     then the table (label, value, unit and JSON key per line)."""
-    v = verdict(p)
+    v = flagged(verdict(p), p)
     role = None if not v else "win" if " pays" in v or "reaches" in v else "loss"
-    lines = [paint(v, role), ""] if v and "exactly" not in v else [v, ""] if v else []
+    head = [paint(v, role)] if v and "exactly" not in v else [v] if v else []
+    if p.get("flags"):  # the headline says so, and the flags follow it
+        head.append(paint("Flagged:", "warn"))
+        head += [f"- {f['code']}: {f['message']}." for f in p["flags"]]
+    lines = [*head, ""] if head else []
     lines += kv_lines(_rows(p))
     if p.get("breakeven_alpha_by_k"):
         lines.append(_alpha_table_title(p))
@@ -112,7 +125,12 @@ def _alpha_table_title(p: Row) -> str:
 def prediction_html(p: Row) -> str:
     """The same table as HTML, for notebooks."""
     out = kv_html(_rows(p))
-    v = verdict(p)
+    if p.get("flags"):
+        items = "".join(
+            f"<li>{html.escape(f['code'])}: {html.escape(f['message'])}.</li>" for f in p["flags"]
+        )
+        out = f"<p>Flagged:</p>\n<ul>{items}</ul>\n{out}"
+    v = flagged(verdict(p), p)
     return f"<p>{html.escape(v)}</p>\n{out}" if v else out
 
 

@@ -86,6 +86,9 @@ VERDICT_ROLES = {
     "within noise": "noise",
     "no interval": "warn",
     "not measured": "warn",
+    "too noisy": "warn",
+    "looks swapped": "warn",
+    "implausible": "warn",
     "holds": "win",
     "off": "loss",
 }

@@ -280,7 +280,8 @@ def _reply(obj: dict[str, Any], record: dict[str, Any]) -> None:
     ``metrics.speculative_decoding``, SGLang's ``sglext.spec_tokens_details``, llama.cpp's
     ``timings``), its completion tokens, and from llama.cpp its own decode rate
     (``timings.predicted_per_second``, one sequence).  accept_len is ``1 + accepted / verify
-    steps`` where the reply counts its steps; per-position acceptance from its histogram."""
+    steps`` where the reply counts its steps, acceptance_rate ``accepted / drafted`` where it
+    counts its drafted tokens; per-position acceptance from its histogram."""
     drafts = replies.reply_drafts(obj)
     engines = (("timings", "llamacpp"), ("sglext", "sglang"), ("metrics", "vllm"))
     record["engine"] = next(name for key, name in engines if key in obj)
@@ -299,6 +300,10 @@ def _reply(obj: dict[str, Any], record: dict[str, Any]) -> None:
     )
     if drafts.steps and drafts.accepted is not None:
         record["accept_len"] = 1 + drafts.accepted / drafts.steps
+    if drafts.drafted and drafts.accepted is not None and drafts.accepted <= drafts.drafted:
+        # The request's own fraction of drafted tokens accepted, as bench writes it: llama.cpp's
+        # timings count no steps, so this is all of its acceptance a reply alone tells.
+        record["acceptance_rate"] = drafts.accepted / drafts.drafted
     counts = [int(c) for c in drafts.histogram.split(";")] if drafts.histogram else []
     if sum(counts) > 0:
         record["per_position"] = list(per_position_from_histogram(counts))

@@ -151,7 +151,8 @@ def read_surface(
         ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``baseline_steps``
         (pairs of batch [sequences] and measured step [ms], empty in older files); ``batches``,
         the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`
-        builds the surface.
+        builds the surface.  ``measured_k``: the draft steps of its speculative runs
+        [tokens] (from its ``points``; empty where the file keeps none).
     """
     shown = escape_braces(repr(str(path)))
     data = read_fit_json(path)
@@ -218,7 +219,21 @@ def read_surface(
         ),
         "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
         "context_tokens": _error(x.get("context_tokens")),
+        "measured_k": _steps_of(x.get("points")),
     }
+
+
+def _steps_of(points: Any) -> tuple[int, ...]:
+    """The draft steps (k of a chain) of a surface's speculative runs [tokens], from its
+    ``points``; empty where the file keeps none (then they are unknown)."""
+    steps = (
+        {p.get("steps") for p in points if isinstance(p, dict)}
+        if isinstance(points, list)
+        else set()
+    )
+    return tuple(
+        sorted(int(k) for k in steps if isinstance(k, int) and not isinstance(k, bool) and k > 0)
+    )
 
 
 def _error(value: Any) -> float | None:

@@ -16,7 +16,13 @@ from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, sho
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.iotools.sources import allow_long_cells, rereadable
-from breakeven.schema import ALL_COLUMNS, COLUMN_NAMES, bad_number_message, first_bad_number
+from breakeven.schema import (
+    ALL_COLUMNS,
+    COLUMN_NAMES,
+    RANGED_COLUMNS,
+    bad_number_message,
+    first_bad_number,
+)
 
 # Columns check cannot do without.
 REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_s")
@@ -288,7 +294,9 @@ def read_measurements(
     BreakevenError
         Naming the file and line: unreadable, empty or binary file, missing
         required column, a column named twice in the header, a value in a
-        numeric column that is not a number, infinite or negative.
+        numeric column that is not a number, infinite or negative, or outside its
+        column's range (:data:`~breakeven.schema.RANGED_COLUMNS`: an accept_len below 1,
+        an acceptance_rate above 1, checked even where ``columns`` leaves them out).
 
     A named pipe or device is read once, as a stream (a pipe no process writes
     is refused after :data:`~breakeven.iotools.sources.FIFO_WRITER_WAIT_S`);
@@ -299,7 +307,15 @@ def read_measurements(
     allow_long_cells()
     header, header_line, comments = _read_header(path, source)
     _check_header(path, header, header_line)
-    data = _read_rows(path, source, header, header_line, columns, tuple(times))
+    wanted = None if columns is None else list(columns)
+    # A column with a range narrower than >= 0 is checked whichever columns are asked for:
+    # an acceptance_rate of 86.4 (a percent) is refused by every command that reads the file.
+    checked = None if wanted is None else [*wanted, *(c for c in RANGED_COLUMNS if c not in wanted)]
+    data = _read_rows(path, source, header, header_line, checked, tuple(times))
     _to_numbers(path, data)
+    if wanted is not None:
+        data = data.drop(
+            columns=[c for c in RANGED_COLUMNS if c not in wanted and c in data.columns]
+        )
     _add_missing_columns(data)
     return data, {"path": path, "comments": comments}
