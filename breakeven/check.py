@@ -93,6 +93,8 @@ FLAGS = {
     "speculative run's none: the two look swapped",
     "speedup_above_bound": "a measured speedup above k + 1, which no cycle can give: a rate that "
     "is not per sequence, or a baseline from another load",
+    "cycle_below_step": "the cycle a run's rate and accept_len imply is shorter than the "
+    "baseline's plain step: faster than its accept_len allows",
     "aggregate_rate": "a per-sequence tok_s that equals or exceeds the aggregate rate of all "
     "sequences at concurrency > 1: an aggregate typed or recorded as per-sequence",
 }
@@ -1389,6 +1391,21 @@ def _pair_one(
     predicted = float(_speedup(tau, step, cycle))
     implied = float(_implied_cycle_ms(tau, s_mean)) if s_mean > 0 else math.nan
     residual = measured - predicted
+    if implied > 0 and step > 0 and implied < step * (1 - tolerance):
+        codes.add("cycle_below_step")
+        findings.add(
+            Flag(
+                "cycle_below_step",
+                f"{label} {_at_concurrency(conc)}: the measurement implies a "
+                f"{_n(implied, 3)} ms cycle (accept_len {_n(tau, 3)} at {_n(s_mean, 2)} tok/s), "
+                f"shorter than the baseline's {_n(step, 3)} ms plain step, so it is faster "
+                "than its accept_len allows; a verify forward costs at least a step. The "
+                "accept_len is not this run's (pooled over other runs, or the bonus token "
+                "counted twice), or the baseline ran on a slower host or load.",
+                lines,
+            ),
+            lines,
+        )
     if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
         codes.add("prediction_mismatch")
         findings.add(

@@ -277,3 +277,17 @@ def test_the_servers_counters_are_the_headlines_rates_and_the_client_the_cross_c
     assert run["tok_s"] == pytest.approx(server_rate["k2"], rel=1e-6)
     mismatch = [f["message"] for f in data["flags"] if f["code"] == "server_client_mismatch"]
     assert mismatch and "The server's counters are the run's rate here" in mismatch[0]
+
+
+def test_a_run_faster_than_its_accept_len_allows_is_flagged():
+    rows = [
+        {**COMMON, "label": "baseline", "num_spec_tokens": 0, "tok_s": 100.0},
+        {**COMMON, "label": "k4", "num_spec_tokens": 4, "tok_s": 200.0, "accept_len": 1.8},
+    ]
+    result = check(pd.DataFrame(rows))
+    (c,) = result.comparisons
+    assert "cycle_below_step" in c.flags and c.implied_cycle_ms == pytest.approx(9.0)
+    (flag,) = [f for f in result.flags if f.code == "cycle_below_step"]
+    assert "implies a 9.000 ms cycle" in flag.message and "10.000 ms plain step" in flag.message
+    rows[1]["accept_len"] = 2.5  # 2x at accept_len 2.5: a 12.5 ms cycle, plausible
+    assert "cycle_below_step" not in check(pd.DataFrame(rows)).comparisons[0].flags
