@@ -302,7 +302,7 @@ def _optimize_tree(
     elif fit_group is not None:
         raise BreakevenError("{0} needs {1}", "fit_group", "fit_file")
     curve = read_curve(verify_curve, fit, name="verify_curve")
-    return optimize_tree(
+    result = optimize_tree(
         acceptance=acceptance,
         alpha=inputs.get("alpha"),
         surface=surface,
@@ -315,6 +315,18 @@ def _optimize_tree(
         batch=inputs.get("batch", 1),
         **bounds,
     )
+    if fit_file is None:
+        return result
+    from dataclasses import replace
+
+    from breakeven.fit_files import surface_evidence, within_evidence  # lazy: start-up
+
+    evidence = surface_evidence(
+        fit_file, fit_group if acceptance is None else None, like=acceptance
+    )
+    best = result.best
+    claim = [(best.steps, result.batch, best.speedup)]
+    return replace(result, evidence=evidence, refused=tuple(within_evidence(evidence, claim)))
 
 
 # Batch sweeps and schedules: a cost curve of total tokens, or a fitted surface.

@@ -300,6 +300,12 @@ class TreeSearch:
     notes: tuple[str, ...] = ()
     batch: int = 1
     """Sequences decoded together [sequences]."""
+    evidence: Any = None
+    """What the fit file's runs measured (:class:`breakeven.fit_files.Evidence`), where the
+    costs came from one; None otherwise."""
+    refused: tuple[str, ...] = ()
+    """Why the best tree's flags are not pasted: the fit's runs do not support its speedup
+    (:func:`breakeven.fit_files.within_evidence`); empty where they do."""
 
     @property
     def best(self) -> TreeOption:
@@ -325,6 +331,15 @@ class TreeSearch:
             "searched": len(self.options),
             "top": [asdict(o) for o in self.options[:top]],
             "notes": list(self.notes),
+            **(
+                {
+                    "pasted": not self.refused,
+                    "refused": list(self.refused),
+                    "evidence": asdict(self.evidence),
+                }
+                if self.evidence is not None
+                else {}
+            ),
         }
 
     def report(self) -> str:

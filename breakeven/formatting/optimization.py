@@ -147,7 +147,7 @@ def tree_search_text(r: Row) -> str:
     """What ``breakeven optimize --tree`` prints (from ``TreeSearch.to_dict()``): the best tree,
     the best chain, the SGLang flags, and the best trees searched."""
     best, chain = r["best_tree"], r["best_chain"]
-    lines = [f"Best tree: {_tree_option(best)}."]
+    lines = [*refusal_lines(r, "tree"), f"Best tree: {_tree_option(best)}."]
     if chain is not None:
         gain = r["gain_over_chain"]
         lines.append(
@@ -156,10 +156,13 @@ def tree_search_text(r: Row) -> str:
         )
     if best["speedup"] <= 1:
         lines.append("No tree beats plain decoding here: do not speculate.")
-    lines.append(
-        f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
-        f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}"
-    )
+    if r.get("refused"):
+        lines.append("SGLang flags to paste: none (see above).")
+    else:
+        lines.append(
+            f"SGLang: --speculative-num-steps {best['steps']} --speculative-eagle-topk "
+            f"{best['topk']} --speculative-num-draft-tokens {best['verify_tokens']}"
+        )
     a = r["acceptance"]
     lines.append(
         f"Plain decode step {number_text(r['step_ms'], 3)} ms at batch {r['batch']}; "
@@ -177,9 +180,9 @@ def tree_search_text(r: Row) -> str:
 
 def tree_search_html(r: Row) -> str:
     """The best tree and the best trees searched as HTML, for notebooks."""
-    return f"<p>Best tree: {html.escape(_tree_option(r['best_tree']))}.</p>" + html_table(
-        _TREE_SEARCH_COLUMNS, _tree_rows(r)
-    )
+    return (
+        _refusal_html(r, "tree") + f"<p>Best tree: {html.escape(_tree_option(r['best_tree']))}.</p>"
+    ) + html_table(_TREE_SEARCH_COLUMNS, _tree_rows(r))
 
 
 def _breakeven_batch_sentence(r: Row) -> str:
