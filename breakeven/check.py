@@ -35,8 +35,7 @@ from breakeven.intervals import (
     LaunchSpread,
     SpeedupInterval,
     interval_of,
-    launch_spread,
-    side_of_launches,
+    side_and_spread,
     verdict,
 )
 from breakeven.iotools.measurements import read_measurements
@@ -506,6 +505,12 @@ def normalise(data: Any) -> Any:
     # cover its requests; the client's stays as the cross-check (``server_client_mismatch``).
     df["client_tok_s"] = adopt_server_rates(df, df["echo"])
     k = df["num_spec_tokens"]
+    df["speculating_server"] = (
+        df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False).to_numpy()
+        if "source" in df.columns
+        else np.zeros(len(df), dtype=bool)
+    )
+    df["shows_speculation"] = _shows_speculation(df)
     df["is_spec"] = (k > 0) | (k.isna() & _speculated(df))
     envs = df["env"].cat.categories
     df["fingerprint"] = df["env"].map(dict(zip(envs, map(fingerprint, envs), strict=True)))
@@ -530,9 +535,7 @@ def _speculated(df: Any) -> Any:
     signs = df["accept_len"].notna() | (df["spec_method"] != "") | (df["num_drafts"] > 0)
     if "draft_tokens" in df.columns:
         signs |= pd.to_numeric(df["draft_tokens"], errors="coerce") > 0
-    if "source" in df.columns:
-        signs |= df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False)
-    return signs
+    return signs | df["speculating_server"]
 
 
 def _shows_speculation(df: Any) -> Any:
@@ -540,11 +543,9 @@ def _shows_speculation(df: Any) -> Any:
     have: an accept_len above 1, drafts, or bench's note that the server showed spec-decode
     counters.  A baseline's rows that do, beside speculative rows that do not, are a swapped
     pair (``swapped_pair``)."""
-    signs = (df["accept_len"] > 1) | (df["num_drafts"] > 0)
+    signs = (df["accept_len"] > 1) | (df["num_drafts"] > 0) | df["speculating_server"]
     if "draft_tokens" in df.columns:
         signs |= pd.to_numeric(df["draft_tokens"], errors="coerce") > 0
-    if "source" in df.columns:
-        signs |= df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False)
     return signs.to_numpy()
 
 
@@ -798,9 +799,16 @@ class _Baselines:
     def side(self, rows: Any) -> Any:
         """The interval side of these baseline rows (many runs share a configuration's rows:
         each set is estimated once)."""
+        return self._estimated(rows)[0]
+
+    def spread(self, rows: Any) -> LaunchSpread:
+        """How far the launches of these baseline rows disagree (each set estimated once)."""
+        return self._estimated(rows)[1]
+
+    def _estimated(self, rows: Any) -> tuple[Any, LaunchSpread]:
         key = rows.tobytes()
         if key not in self.sides:
-            self.sides[key] = side_of_launches(
+            self.sides[key] = side_and_spread(
                 self.tok_s[rows], self.launch[rows], self.decoded[rows]
             )
         return self.sides[key]
@@ -882,7 +890,7 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
         summary,
         _Provenance.of(df, rows),
         {key: [fp for fp, _ in means] for key, means in envs_by_config.items()},
-        _shows_speculation(df)[rows],
+        df["shows_speculation"].to_numpy()[rows],
         df["accept_len"].to_numpy(dtype=float)[rows],
     )
 
@@ -1029,7 +1037,7 @@ def pair(
     tok = df["tok_s"].to_numpy(dtype=float)[rows]
     decoded = df["decoded"].to_numpy(dtype=float)[rows]
     launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
-    shows = _shows_speculation(df)[rows]
+    shows = df["shows_speculation"].to_numpy()[rows]
     provenance = _Provenance.of(df, rows)
     codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
     if findings.by_line:
@@ -1361,8 +1369,7 @@ def _pair_one(
     (``unnamed_pairing``; None: not looked at)."""
 
     model, hardware, conc, k_value, method, label, fp = key
-    spec_side = side_of_launches(spec_tok, spec_launch, spec_decoded)
-    s_spread = launch_spread(spec_tok, spec_launch, spec_decoded)
+    spec_side, s_spread = side_and_spread(spec_tok, spec_launch, spec_decoded)
     spec_tok = spec_tok[~np.isnan(spec_tok)]
     published = row.n_published > 0 and len(spec_tok) == 0
     chosen, raised, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
@@ -1381,7 +1388,7 @@ def _pair_one(
         measured, low, high = float(row.published), math.nan, math.nan
     spreads = {label: s_spread}
     if len(chosen):
-        spreads["the baseline"] = launch_spread(base_tok, base.launch[chosen], base.decoded[chosen])
+        spreads["the baseline"] = base.spread(chosen)
     codes |= _doubts(
         label, conc, k_value, measured, lines, spreads, spec_shows, base, chosen, findings
     )

@@ -317,8 +317,6 @@ def _optimize_tree(
     )
     if fit_file is None:
         return result
-    from dataclasses import replace
-
     from breakeven.fit_files import surface_evidence, within_evidence  # lazy: start-up
 
     evidence = surface_evidence(
@@ -326,7 +324,8 @@ def _optimize_tree(
     )
     best = result.best
     claim = [(best.steps, result.batch, best.speedup)]
-    return replace(result, evidence=evidence, refused=tuple(within_evidence(evidence, claim)))
+    refused = tuple(within_evidence(evidence, claim))
+    return dataclasses.replace(result, evidence=evidence, refused=refused)
 
 
 # Batch sweeps and schedules: a cost curve of total tokens, or a fitted surface.

@@ -165,16 +165,26 @@ def side_of_launches(values: Any, launches: Any, tokens: Any = None) -> MeanEsti
     """One side's estimate from its rates and each rate's run (any labels), in time order;
     vectorised, for many runs.  With ``tokens`` (each value's decoded tokens), each run's
     rate is a ratio of sums (:func:`pooled_rate`)."""
+    return side_and_spread(values, launches, tokens)[0]
 
+
+def side_and_spread(
+    values: Any, launches: Any, tokens: Any = None
+) -> tuple[MeanEstimate, LaunchSpread]:
+    """:func:`side_of_launches` and :func:`launch_spread` of one side, its launches' rates
+    computed once."""
     values = np.asarray(values, dtype=float)
     keep = np.isfinite(values)
     values = values[keep]
     w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
     codes = _launch_codes(np.asarray(launches)[keep])
-    if not len(codes) or codes.max() == 0:
-        return batch_means(values, w) if len(values) else side([])
-    rates, counts = group_pooled_rates(codes, values, w, int(codes.max()) + 1)
-    return across_launches(rates[counts > 0])
+    if not len(codes):
+        return side([]), LaunchSpread((), math.nan, True)
+    groups = int(codes.max()) + 1
+    rates, counts = group_pooled_rates(codes, values, w, groups)
+    if groups == 1:
+        return batch_means(values, w), LaunchSpread(tuple(rates.tolist()), math.nan, True)
+    return across_launches(rates[counts > 0]), _spread(codes, values, rates, counts, groups)
 
 
 @dataclass(frozen=True)
@@ -206,18 +216,13 @@ def launch_spread(values: Any, launches: Any, tokens: Any = None) -> LaunchSprea
     :func:`side_of_launches`), fastest over slowest, and whether the two launches' own spread
     explains that ratio: each launch's relative standard error is the spread of its values
     over their mean, over the square root of their count."""
-    values = np.asarray(values, dtype=float)
-    keep = np.isfinite(values)
-    values = values[keep]
-    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
-    codes = _launch_codes(np.asarray(launches)[keep])
-    if len(codes) == 0:
-        return LaunchSpread((), math.nan, True)
-    groups = int(codes.max()) + 1
-    rates, counts = group_pooled_rates(codes, values, w, groups)
+    return side_and_spread(values, launches, tokens)[1]
+
+
+def _spread(codes: Any, values: Any, rates: Any, counts: Any, groups: int) -> LaunchSpread:
     measured = np.flatnonzero((counts > 0) & (rates > 0))
     if len(measured) < 2:
-        return LaunchSpread(tuple(float(r) for r in rates[counts > 0]), math.nan, True)
+        return LaunchSpread(tuple(rates[counts > 0].tolist()), math.nan, True)
     total = np.bincount(codes, weights=values, minlength=groups)
     squares = np.bincount(codes, weights=values**2, minlength=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -229,7 +234,7 @@ def launch_spread(values: Any, launches: Any, tokens: Any = None) -> LaunchSprea
     ratio = float(rates[fast] / rates[slow])
     se = math.hypot(rel_se[fast], rel_se[slow])
     explained = bool(math.log(ratio) <= SPREAD_Z * se) if math.isfinite(se) else False
-    return LaunchSpread(tuple(float(r) for r in rates[measured]), ratio, explained)
+    return LaunchSpread(tuple(rates[measured].tolist()), ratio, explained)
 
 
 def _launch_codes(launches: Any) -> Any:

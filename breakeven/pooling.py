@@ -182,7 +182,10 @@ def request_drafts(df: Any, echo: Any) -> Any:
     def numbers(column: str) -> Any:
         if column not in df.columns:
             return pd.Series(np.nan, df.index)
-        return pd.to_numeric(df[column].astype(object), errors="coerce").astype(float)
+        values = df[column]
+        if values.dtype.kind in "fiub":  # numbers already: no round trip through objects
+            return values.astype(float)
+        return pd.to_numeric(values.astype(object), errors="coerce").astype(float)
 
     cycles, drafted, accepted = (
         numbers("num_drafts"),
@@ -221,10 +224,12 @@ def adopt_server_rates(df: Any, echo: Any) -> Any:
     client_rates = pd.to_numeric(df["tok_s"], errors="coerce").astype(float)
     origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
     echo = pd.Series(np.asarray(echo, dtype=bool), df.index)
-    if "source" in df.columns:
-        echo &= df["source"].astype(str).str.endswith(COUNTERS_OVER_LEVEL)
+    if "source" in df.columns and echo.any():  # a few level rows: their sources only
+        counted = df.loc[echo, "source"].astype(str).str.endswith(COUNTERS_OVER_LEVEL)
+        echo = pd.Series(False, df.index)
+        echo[counted.index[counted.to_numpy()]] = True
     else:
-        echo &= False
+        echo = pd.Series(False, df.index)
     server_rate = client_rates.where(echo)
     if not server_rate.notna().any():
         return client_rates.where(origin != "server")
