@@ -31,7 +31,7 @@ import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.fleet import Chunk, Collector
 from breakeven.fleet_client import MAX_ANSWER_BYTES, PrometheusAPI
 from breakeven.iotools.jsonsafe import loads_bounded

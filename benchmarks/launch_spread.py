@@ -27,7 +27,7 @@ from engine_models import write_pair
 from llamacpp_server import free_port, llama_server
 
 from breakeven.cli import cli
-from breakeven.quantities import LAUNCH_SPREAD_LIMIT
+from breakeven.core.quantities import LAUNCH_SPREAD_LIMIT
 
 K = 4
 

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from breakeven.credentials import hide_url_passwords
+from breakeven.core.credentials import hide_url_passwords
 from breakeven.formatting import printable
 from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest

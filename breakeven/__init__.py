@@ -39,7 +39,7 @@ _LAZY = {
     "expected_distinct_experts": "breakeven.costs",
     "fit_cost_curve": "breakeven.costs",
     "overlap_from_measurement": "breakeven.costs",
-    "BreakevenError": "breakeven.errors",
+    "BreakevenError": "breakeven.core.errors",
     "FitResult": "breakeven.fit",
     "fit": "breakeven.fit",
     "fit_file": "breakeven.fit",

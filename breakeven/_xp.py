@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
-from breakeven.quantities import as_percent
+from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
+from breakeven.core.quantities import as_percent
 
 
 class _ScalarNamespace:
@@ -153,7 +153,7 @@ def _check(
 
 def _percent_cause(value: float) -> str:
     """Why a probability may be above 1: ``": a percent? give 0.864"`` for 86.4
-    (:func:`~breakeven.quantities.as_percent`), else ``""``."""
+    (:func:`~breakeven.core.quantities.as_percent`), else ``""``."""
     fraction = as_percent(value)
     return "" if fraction is None else f": a percent? give {fraction:.6g}"
 

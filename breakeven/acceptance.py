@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 from breakeven import _xp
-from breakeven.errors import BreakevenError, invalid_value
+from breakeven.core.errors import BreakevenError, invalid_value
 
 _BISECTION_STEPS = 64  # halves [0, 1] down to below one float64 spacing
 

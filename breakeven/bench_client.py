@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from breakeven.credentials import (
+from breakeven.core.credentials import (
     MASK,
     AmbiguousURL,
     Redactor,
@@ -48,13 +48,16 @@ from breakeven.credentials import (
     shown_url,
     split_url,
 )
-from breakeven.errors import (
+from breakeven.core.errors import (
     BreakevenError,
     UnreadableInput,
     escape_braces,
     invalid_value,
     shorten,
 )
+from breakeven.core.provenance import is_secret_key, secret_name
+from breakeven.core.quantities import DEFAULT_TOLERANCE
+from breakeven.core.schema import COLUMN_NAMES, COUNTERS_OVER_LEVEL, SPECULATIVE_SERVER
 from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.jsonsafe import loads_bounded
@@ -78,9 +81,6 @@ from breakeven.iotools.server import (
     user_pairs,
 )
 from breakeven.iotools.sources import read_whole
-from breakeven.provenance import is_secret_key, secret_name
-from breakeven.quantities import DEFAULT_TOLERANCE
-from breakeven.schema import COLUMN_NAMES, COUNTERS_OVER_LEVEL, SPECULATIVE_SERVER
 
 DEFAULT_PROMPTS = (
     "Explain how speculative decoding speeds up large language model inference.",
@@ -308,7 +308,7 @@ class Config:
 
     def __repr__(self) -> str:
         """The fields, the API key as ``***``, the URL's password as ``***`` (whatever it
-        holds: :func:`breakeven.credentials.masked_url`) and the value of each ``env`` pair
+        holds: :func:`breakeven.core.credentials.masked_url`) and the value of each ``env`` pair
         named like a secret as ``***``: a traceback or a log that shows a configuration shows
         no secret."""
         shown = []
@@ -372,7 +372,7 @@ class Config:
 
 def _masked_env(env: str) -> str:
     """``--env``'s pairs as a configuration's ``repr`` shows them: the value of one named like a
-    secret (:func:`breakeven.provenance.is_secret_key`, :func:`~breakeven.provenance.secret_name`)
+    secret (:func:`breakeven.core.provenance.is_secret_key`, :func:`~breakeven.core.provenance.secret_name`)
     as ``***``, a URL's password hidden."""
     words = []
     for word in env.split():
@@ -397,7 +397,7 @@ def environment(
     and environment, or its endpoints' configuration), model and version, then the URL and
     the client's host.  The URL and host are the client's choices, kept for provenance and
     left out of the fingerprint ``check`` compares
-    (:func:`breakeven.provenance.is_client_key`).  The client's own environment is not
+    (:func:`breakeven.core.provenance.is_client_key`).  The client's own environment is not
     recorded: the variables that tune a server are the server's."""
     pairs = list(launch.pairs) if launch is not None else []
     pairs += [f"model={model.replace(' ', '_')}"]
@@ -1256,7 +1256,7 @@ class Bench:
 
     def _warn_disagreement(self, concurrency: int, client: float, server: Any) -> None:
         """A warning where the level's per-sequence rate and the server's own differ by more
-        than :data:`~breakeven.quantities.DEFAULT_TOLERANCE`: one of them did not measure
+        than :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`: one of them did not measure
         decoding (a client that fell behind its streams, or requests of others)."""
         if not isinstance(server, float) or not (client > 0 and server > 0):
             return

@@ -10,7 +10,7 @@ and cycle cost, their residual, and the cycle cost the measurement implies,
 ``1000 * accept_len / tok_s``.
 
 A baseline is judged by its *launch* (one server start: ``launch_id``,
-``launched_at``; :mod:`breakeven.provenance`), never by its URL.  It is fair when
+``launched_at``; :mod:`breakeven.core.provenance`), never by its URL.  It is fair when
 it comes from the run's own launch, or from a launch whose settings (the
 fingerprint: ``env`` less speculation and less what the client chose) equal the
 run's launch's where both know their server's environment.  Otherwise it is
@@ -30,7 +30,22 @@ import numpy as np
 import pandas as pd
 
 from breakeven import formatting
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.provenance import (
+    ENV_SOURCES,
+    ENVIRONMENT_KNOWN,
+    age_text,
+    fingerprint,
+    is_environment_key,
+)
+from breakeven.core.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT, plain_json
+from breakeven.core.quantities import number_text as _n
+from breakeven.core.schema import (
+    ALL_COLUMNS,
+    SPECULATIVE_SERVER,
+    bad_number_message,
+    first_bad_number,
+)
 from breakeven.intervals import (
     LaunchSpread,
     SpeedupInterval,
@@ -51,21 +66,6 @@ from breakeven.pooling import (
     take_server_view,
 )
 from breakeven.positions import PositionRow, by_run
-from breakeven.provenance import (
-    ENV_SOURCES,
-    ENVIRONMENT_KNOWN,
-    age_text,
-    fingerprint,
-    is_environment_key,
-)
-from breakeven.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT, plain_json
-from breakeven.quantities import number_text as _n
-from breakeven.schema import (
-    ALL_COLUMNS,
-    SPECULATIVE_SERVER,
-    bad_number_message,
-    first_bad_number,
-)
 from breakeven.workload import CategoryRow, MixAnswer, as_dicts, by_category
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
@@ -414,7 +414,7 @@ def check(
         returns them (a ``line`` column, when present, names rows in flags).
     tolerance : float
         Relative tolerance for baseline drift, prediction mismatch and
-        server/client agreement (default :data:`breakeven.quantities.DEFAULT_TOLERANCE`).
+        server/client agreement (default :data:`breakeven.core.quantities.DEFAULT_TOLERANCE`).
     named_pairs : bool
         The caller named which rows are the baseline of which (``compare``'s BASELINE and
         SPEC): no ``unnamed_pairing`` flag, which warns where the rows alone pair files that
@@ -530,7 +530,7 @@ def _speculated(df: Any) -> Any:
     """Rows that show speculation whatever their k (for rows without one): an accept_len, a
     method, drafts (``num_drafts``; bench's ``draft_tokens``, llama.cpp's
     ``timings.draft_n``), or bench's note that the server showed spec-decode counters when
-    the level began (:data:`~breakeven.schema.SPECULATIVE_SERVER`: a level stopped before the
+    the level began (:data:`~breakeven.core.schema.SPECULATIVE_SERVER`: a level stopped before the
     scrape that closes it has no server row to give its k)."""
     signs = df["accept_len"].notna() | (df["spec_method"] != "") | (df["num_drafts"] > 0)
     if "draft_tokens" in df.columns:
@@ -588,7 +588,7 @@ def _has(column: Any) -> Any:
 
 def _knowledge(df: Any) -> tuple[Any, Any]:
     """Each row's ``env_known`` (its env holds its server's environment: read from the
-    server's process or a file, or typed; :data:`breakeven.provenance.ENVIRONMENT_KNOWN`)
+    server's process or a file, or typed; :data:`breakeven.core.provenance.ENVIRONMENT_KNOWN`)
     and ``recorded`` (anything of its launch is recorded: an id, a time, settings)."""
     source = _per_category(df["env_from"], str)
     has_fp = _per_category(df["fingerprint"], bool, bool)

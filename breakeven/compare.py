@@ -19,11 +19,11 @@ import pandas as pd
 
 from breakeven import formatting
 from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
 from breakeven.model import _step_ms, breakeven_accept_len
-from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.workload import as_dicts
 
 __all__ = [

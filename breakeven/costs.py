@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from breakeven import _xp
-from breakeven.errors import BreakevenError, invalid_value
+from breakeven.core.errors import BreakevenError, invalid_value
 
 
 def _tokens(model: Any, tokens: Any) -> Any:

@@ -31,7 +31,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 
 SCHEDULE_ENGINES = ("vllm", "sglang", "vllm-legacy")
 """The engines ``breakeven schedule`` writes for."""

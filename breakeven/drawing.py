@@ -22,13 +22,13 @@ from breakeven.check import (
     cycle_given,
     with_cycle,
 )
-from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fit_files import fitted_cycle
 from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import step_ms_from_baseline
 from breakeven.predict import predict
-from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.sensitivity import sensitivity
 
 LARGEST_POINT = pictures.LARGEST_AXIS / 1.2

@@ -41,6 +41,12 @@ from scipy.optimize import minimize_scalar
 from breakeven import fit_batches, formatting
 from breakeven.acceptance import _tau
 from breakeven.context import ContextFit, context_notes, contexts_of
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import (
+    CYCLE_COEFFICIENT_UNITS,
+    MAX_SPEC_TOKENS,
+    plain_json,
+)
 from breakeven.cycle import (
     CYCLE_FORMS,
     FORM_CHOICES,
@@ -54,7 +60,6 @@ from breakeven.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.errors import BreakevenError
 from breakeven.iotools.measurements import read_measurements
 from breakeven.model import _speedup as formula
 from breakeven.plausibility import (
@@ -73,11 +78,6 @@ from breakeven.pooling import (
     server_echoes,
     take_server_view,
 )
-from breakeven.quantities import (
-    CYCLE_COEFFICIENT_UNITS,
-    MAX_SPEC_TOKENS,
-    plain_json,
-)
 from breakeven.workload import CategoryFit, FitMix, as_dicts, fit_by_category, parse_mix
 
 DRAFT_COSTS = ("per-token", "per-cycle")
@@ -85,7 +85,7 @@ DRAFT_COSTS = ("per-token", "per-cycle")
 
 COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 """Each coefficient of the cycle model and its unit
-(:data:`breakeven.quantities.CYCLE_COEFFICIENT_UNITS`)."""
+(:data:`breakeven.core.quantities.CYCLE_COEFFICIENT_UNITS`)."""
 
 _GROUP = ["model", "hardware", "concurrency", "context", "spec_method"]
 _CONFIG = _GROUP[:4]  # what a baseline must share with the runs it is the step of

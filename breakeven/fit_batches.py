@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.pooling import group_pooled_accept_len, group_pooled_rates
 from breakeven.surface import fit_surface
 from breakeven.tree import check_tree, fit_tree_acceptance

@@ -12,8 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
+from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
-from breakeven.errors import BreakevenError, escape_braces
 from breakeven.formatting.text import k_ranges
 from breakeven.intervals import agrees
 from breakeven.iotools.fitfile import (
@@ -26,8 +28,6 @@ from breakeven.iotools.fitfile import (
     read_tree,
     undetermined,
 )
-from breakeven.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
-from breakeven.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.surface import BatchSurface
 from breakeven.tree import TreeAcceptance
 

@@ -25,12 +25,12 @@ from typing import Any
 
 from breakeven import formatting
 from breakeven.acceptance import alpha_from_accept_len
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model import _speedup
 from breakeven.optimize import speedup_grid
-from breakeven.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.schedule import batch_weights, schedule_from_grid
 from breakeven.surface import SurfaceCost
 

@@ -33,15 +33,21 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.credentials import Redactor, masked_url, shown_url, split_url
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value, shorten
+from breakeven.core.credentials import Redactor, masked_url, shown_url, split_url
+from breakeven.core.errors import (
+    BreakevenError,
+    UnreadableInput,
+    escape_braces,
+    invalid_value,
+    shorten,
+)
+from breakeven.core.schema import COLUMN_NAMES
 from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
 from breakeven.formatting import printable
 from breakeven.iotools.httpclient import check_url, require_http
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.measurements import write_measurements
 from breakeven.iotools.records import iso_timestamp
-from breakeven.schema import COLUMN_NAMES
 
 CHUNK_STEPS = 10_000
 """Steps per range query: under Prometheus' limit of 11,000 points per series."""

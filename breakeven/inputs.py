@@ -6,7 +6,7 @@ costs a fit file supplies and which the caller gave, which cost curve a sweep pr
 (a ``tokens,ms`` CSV, fitted or interpolated, or a fitted forward surface), and where
 acceptance comes from when none is given.
 
-Every problem is a :class:`breakeven.errors.BreakevenError` naming the Python arguments
+Every problem is a :class:`breakeven.core.errors.BreakevenError` naming the Python arguments
 (``fit_group needs fit_file``); the command line spells them as its flags.
 
 Fit files are read through :mod:`breakeven.fit` (``load_fit``, ``load_surface``, ``load_tree``,
@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.predict import Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")

@@ -40,8 +40,8 @@ import numpy as np
 from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
 
 from breakeven import formatting
+from breakeven.core.quantities import plain_json
 from breakeven.pooling import group_pooled_rates, pooled_rate
-from breakeven.quantities import plain_json
 
 CONFIDENCE = 0.95
 MIN_BATCHES = 4

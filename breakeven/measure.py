@@ -6,7 +6,7 @@ schedule (``--schedule``), a flag given once or once per file, compare's specula
 with what their files may not say, a fleet read from Prometheus with its time range and
 a bearer token from the environment, and bench's configuration with its API key.
 
-Every problem is a :class:`breakeven.errors.BreakevenError` naming the Python arguments;
+Every problem is a :class:`breakeven.core.errors.BreakevenError` naming the Python arguments;
 the command line spells them as its flags.  Secrets are read here and never shown.
 """
 
@@ -21,8 +21,10 @@ from typing import Any
 from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts
 from breakeven.check import CheckResult, check_file
 from breakeven.compare import CompareResult, RunInput, compare, parse_run
-from breakeven.credentials import clean_api_key
-from breakeven.errors import BreakevenError, escape_braces, invalid_value, shorten
+from breakeven.core.credentials import clean_api_key
+from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
+from breakeven.core.provenance import parse_time
+from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fit_files import against_fit, load_surface
 from breakeven.fleet import check_match
 from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
@@ -34,8 +36,6 @@ from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
 from breakeven.plausibility import speedup_bound
-from breakeven.provenance import parse_time
-from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.report import check_report_dir, write_report
 from breakeven.schedule import against
 from breakeven.workload import mix_answers, parse_mix
@@ -376,7 +376,7 @@ def secret_from_env(variable: str, name: str) -> str:
 
 def api_key_from_env(variable: str) -> tuple[str, str | None]:
     """An API key from the environment variable ``variable``
-    (:func:`breakeven.credentials.clean_api_key`), and a note where it was cleaned.
+    (:func:`breakeven.core.credentials.clean_api_key`), and a note where it was cleaned.
 
     Errors name ``api_key_env``; the key itself is never shown.
     """

@@ -23,14 +23,14 @@ import pandas as pd
 
 from breakeven import _xp, formatting
 from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import MAX_BATCH, MAX_K, plain_json
 from breakeven.costs import ConstantCost, DraftCost, expected_distinct_experts
 from breakeven.cycle import indistinct_k
-from breakeven.errors import BreakevenError
 from breakeven.fit_files import Evidence, within_evidence
 from breakeven.model import _speedup
 from breakeven.model import step_ms_from_baseline as model_step_ms
 from breakeven.plausibility import TypedFlag, falling_curve, impossible_speedup, typed_times
-from breakeven.quantities import MAX_BATCH, MAX_K, plain_json
 from breakeven.tree import TreeAcceptance, check_acceptance, search_trees
 
 DEFAULT_K_MAX = 16
@@ -254,7 +254,7 @@ def optimize_k(
     alpha, per_position, accept_len_by_k
         Acceptance, exactly one (see :func:`acceptance_by_k`).
     k_max : int
-        Largest k considered, 1 to :data:`~breakeven.quantities.MAX_K`.
+        Largest k considered, 1 to :data:`~breakeven.core.quantities.MAX_K`.
     batch : int
         Sequences decoded together.
     """
@@ -631,7 +631,7 @@ def optimal_k(alpha: Any, cost_ratio: Any, k_max: int = DEFAULT_K_MAX) -> tuple[
     cost_ratio : numeric
         Draft step over target step (>= 0).
     k_max : int
-        Largest k considered, 1 to :data:`~breakeven.quantities.MAX_K`.
+        Largest k considered, 1 to :data:`~breakeven.core.quantities.MAX_K`.
 
     Returns
     -------
@@ -885,7 +885,7 @@ def _acceptances(
 def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
     """The batch sizes a sweep covers: from the curve's first to ``max_batch`` (by default,
     the largest whose verify of ``q_min`` tokens per sequence the curve covers, at most
-    :data:`~breakeven.quantities.MAX_BATCH`: a curve to 2^64 tokens is swept to 4,096)."""
+    :data:`~breakeven.core.quantities.MAX_BATCH`: a curve to 2^64 tokens is swept to 4,096)."""
     first_batch = max(1, math.ceil(curve.min_tokens))
     limit = curve.max_tokens
     if max_batch is not None:
@@ -979,7 +979,7 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     alpha, per_position, accept_len_by_k
         acceptance at several k (then the best k is chosen at every batch).
     k_max : int
-        Largest k considered with several k, 1 to :data:`~breakeven.quantities.MAX_K`.
+        Largest k considered with several k, 1 to :data:`~breakeven.core.quantities.MAX_K`.
     draft : DraftCost, optional
         Drafting per cycle as a model of k and batch; or
     draft_ms, draft_step_ms : float, optional  [ms]
@@ -991,8 +991,8 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
         and tokens per sequence in the verify forward (default ``k + 1``).  Its drafting
         needs a fitted surface (:mod:`breakeven.surface`), or ``draft_ms`` per cycle.
     max_batch : int, optional
-        Largest batch to sweep, 1 to :data:`~breakeven.quantities.MAX_BATCH`; by default
-        the largest the curve covers (at most :data:`~breakeven.quantities.MAX_BATCH`), or :data:`DEFAULT_MAX_BATCH` for a model without a
+        Largest batch to sweep, 1 to :data:`~breakeven.core.quantities.MAX_BATCH`; by default
+        the largest the curve covers (at most :data:`~breakeven.core.quantities.MAX_BATCH`), or :data:`DEFAULT_MAX_BATCH` for a model without a
         token limit (a fit).
     """
     grid = speedup_grid(curve, **inputs)
@@ -1043,7 +1043,7 @@ def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:
 
 class MoESummary(dict[str, float]):
     """What a Mixture-of-Experts forward loads, and its cost against a one-token step: a dict
-    of :data:`~breakeven.quantities.QUANTITIES` keys (see :func:`moe_summary`) that reports
+    of :data:`~breakeven.core.quantities.QUANTITIES` keys (see :func:`moe_summary`) that reports
     itself."""
 
     def to_dict(self) -> dict[str, Any]:

@@ -4,7 +4,7 @@ and the likelier cause; none changes the fit.
 
 And typed costs no engine could have measured (:func:`typed_times`, :func:`speedup_bound`),
 which ``predict``, ``optimize`` and ``batch`` check before their arithmetic: an impossible one is
-refused (a :class:`~breakeven.errors.BreakevenError`), a suspicious one flagged
+refused (a :class:`~breakeven.core.errors.BreakevenError`), a suspicious one flagged
 (:data:`TYPED_FLAGS`)."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from breakeven import formatting
-from breakeven.errors import BreakevenError
-from breakeven.quantities import DEFAULT_TOLERANCE
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import DEFAULT_TOLERANCE
 
 
 def falling_cycles(entries: list[dict[str, Any]]) -> list[str]:
     """A note per k whose implied cycle is shorter than a smaller k's by more than
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`: verifying and drafting more tokens
+    :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`: verifying and drafting more tokens
     cannot take less time, so one of the two was measured wrong (acceptance pooled over
     runs of several k, a baseline from another launch, a rate that is not per sequence)."""
     out = []
@@ -50,7 +50,7 @@ def impossible_acceptance(entries: list[dict[str, Any]]) -> list[str]:
     """A note per k whose accept_len is above k + 1 (a cycle emits at most its k drafted
     tokens and the bonus), and per pair of measured k whose accept_len rises by more than the
     draft tokens added (each added token adds at most one), beyond
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`."""
+    :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`."""
     out = []
     known = [e for e in entries if e["accept_len"] >= 1]
     for e in known:
@@ -73,14 +73,14 @@ def impossible_acceptance(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def out_of_range(df: Any) -> list[str]:
-    """A note per column of :data:`~breakeven.schema.RANGED_COLUMNS` holding numbers outside
+    """A note per column of :data:`~breakeven.core.schema.RANGED_COLUMNS` holding numbers outside
     its range (an acceptance_rate above 1, an accept_len below 1), naming the rows' lines and
     the likely cause; those cells of ``df`` (numbers already, with a ``line`` column) are
     replaced by NaN, so no impossible number is used, and none is left out unsaid.  A file's
     are refused as it is read (:func:`~breakeven.iotools.measurements.read_measurements`): this
     is for rows given as a DataFrame."""
     # lazy: start-up (the schema imports numpy, which predict's path never needs)
-    from breakeven.schema import ALL_COLUMNS, RANGED_COLUMNS, bad_number_message
+    from breakeven.core.schema import ALL_COLUMNS, RANGED_COLUMNS, bad_number_message
 
     out = []
     for column in RANGED_COLUMNS:
@@ -127,7 +127,7 @@ def pooled_over_k(df: Any) -> list[str]:
 
 def slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[str]:
     """A note per method and k whose implied cycle grows from one batch size to the next by
-    less than the plain step does, beyond :data:`~breakeven.quantities.DEFAULT_TOLERANCE`:
+    less than the plain step does, beyond :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`:
     a verify of B x (k + 1) tokens and B drafts cannot grow slower than a decode of B."""
     out = []
     keys = ["model", "hardware", "spec_method", "context", "k"]
@@ -205,7 +205,7 @@ def typed_times(
 ) -> list[TypedFlag]:
     """Check each typed time [ms] against the plain step [ms]: raise for a cycle or verify
     forward :data:`UNIT_SLIP` times shorter than the step or more (one was typed in seconds),
-    flag one shorter by more than :data:`~breakeven.quantities.DEFAULT_TOLERANCE`
+    flag one shorter by more than :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`
     (``cycle_below_step``), and any time :data:`UNIT_SLIP` times longer or more
     (``times_far_apart``).
 
@@ -302,7 +302,7 @@ def _typed_in_seconds(
 def speedup_bound(k: float) -> float:
     """The largest speedup [x] at k draft tokens that is not refused: k + 1 (a cycle emits at
     most its k drafted tokens and the bonus, in at least one plain step's time), within
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE`."""
+    :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`."""
     return (k + 1) * (1 + DEFAULT_TOLERANCE)
 
 
@@ -332,7 +332,7 @@ def impossible_speedup(
 
 def falling_curve(tokens: Iterable[float], ms: Iterable[float], what: str) -> list[TypedFlag]:
     """A flag where a cost curve's forward time [ms] falls as its tokens grow, by more than
-    :data:`~breakeven.quantities.DEFAULT_TOLERANCE` (``curve_falls``): a forward over more
+    :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE` (``curve_falls``): a forward over more
     tokens reads the same weights and more, so a step or cycle cannot shrink as the batch
     grows (rows of two runs or launches, or a column in another unit).  ``what`` names the
     curve."""

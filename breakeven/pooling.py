@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from breakeven.schema import COUNTERS_OVER_LEVEL
+from breakeven.core.schema import COUNTERS_OVER_LEVEL
 
 __all__ = [
     "adopt_server_rates",

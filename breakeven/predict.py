@@ -10,16 +10,16 @@ from typing import Any, NamedTuple
 from breakeven import _xp, formatting, model
 from breakeven.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.acceptance import alpha_from_accept_len as _alpha_from_accept_len
-from breakeven.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.core.quantities import QUANTITIES, plain_json
 from breakeven.plausibility import TypedFlag, impossible_speedup, typed_times
-from breakeven.quantities import QUANTITIES, plain_json
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
 
 
 @dataclass(frozen=True)
 class Prediction:
-    # The docstring is written below from breakeven.quantities, one entry per field.
+    # The docstring is written below from breakeven.core.quantities, one entry per field.
     baseline_tok_s: float | None = None
     step_ms: float | None = None
     verify_ms: float | None = None

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from breakeven.core.quantities import number_text
 from breakeven.formatting import (
     check_headline,
     check_html,
@@ -30,7 +31,6 @@ from breakeven.formatting import (
 )
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
-from breakeven.quantities import number_text
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;

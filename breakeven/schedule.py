@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from breakeven import formatting
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 from breakeven.deploy import engine_shape, render
-from breakeven.errors import BreakevenError
 from breakeven.fit_files import Evidence, within_evidence
 from breakeven.intervals import agrees
 from breakeven.optimize import speedup_grid
-from breakeven.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
 

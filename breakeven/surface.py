@@ -38,15 +38,15 @@ from typing import Any
 import numpy as np
 
 from breakeven._lsq import independent_groups, proportional_groups, solve_groups
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import SURFACE_TERM_UNITS
 from breakeven.costs import expected_distinct_experts
 from breakeven.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
-from breakeven.errors import BreakevenError
-from breakeven.quantities import SURFACE_TERM_UNITS
 
 TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
 UNITS = SURFACE_TERM_UNITS
-"""Each term and its unit (:data:`breakeven.quantities.SURFACE_TERM_UNITS`)."""
+"""Each term and its unit (:data:`breakeven.core.quantities.SURFACE_TERM_UNITS`)."""
 
 
 @dataclass(frozen=True)

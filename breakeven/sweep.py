@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from breakeven.core.errors import BreakevenError, invalid_value
 from breakeven.deploy import SPECULATION_ENGINES, speculation_args
-from breakeven.errors import BreakevenError, invalid_value
 
 MAX_READY_S = 86_400.0
 """The longest a launch may take to become ready [s]: a day."""

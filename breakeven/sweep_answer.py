@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import number_text, plain_json
 from breakeven.deploy import SCHEDULE_ENGINES, speculation_args
-from breakeven.errors import BreakevenError
-from breakeven.quantities import number_text, plain_json
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from breakeven.bench_client import Config, Terminated, run_bench, server_root
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
+from breakeven.core.provenance import fingerprint
 from breakeven.iotools.atomic import write_text
 from breakeven.iotools.server import local_server, read_server_env
-from breakeven.provenance import fingerprint
 from breakeven.sweep import SweepLaunch, SweepPlan, serve_argv
 
 STOP_GRACE_S = 15.0
@@ -90,7 +90,7 @@ class LaunchOutcome:
     log: str = ""
     fingerprint: str = ""
     """Its server's settings less the speculation flags and the client's choices
-    (:func:`breakeven.provenance.fingerprint`); "" where they could not be read."""
+    (:func:`breakeven.core.provenance.fingerprint`); "" where they could not be read."""
     wall_s: float = 0.0
     """How long the launch took, start to stop [s]."""
     note: str = ""

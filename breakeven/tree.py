@@ -41,7 +41,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from breakeven import formatting
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 
 MAX_TREE_TOPK = 64
 """The most branches per step breakeven models [branches]."""

@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit
 
+from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.quantities import plain_json
 from breakeven.cycle import half_width
-from breakeven.errors import BreakevenError, escape_braces
 from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
 from breakeven.pooling import pooled_rate
-from breakeven.quantities import plain_json
 
 
 @dataclass(frozen=True)

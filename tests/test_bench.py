@@ -369,7 +369,7 @@ def test_two_launches_on_one_port_have_two_launch_ids_and_two_servers_on_two_por
         run_bench(Config(url=other, label="other-port", requests=1), out)
     first, restarted, other_port = rows(out)
     assert len({first["launch_id"], restarted["launch_id"], other_port["launch_id"]}) == 3
-    from breakeven.provenance import fingerprint
+    from breakeven.core.provenance import fingerprint
 
     # The port (--port=N, url=) is the client's choice: the three launches look alike.
     assert fingerprint(first["env"]) == fingerprint(restarted["env"])

@@ -21,8 +21,8 @@ from fake_server import Behaviour, FakeServer, gzip_bomb, timed
 
 from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench
 from breakeven.cli import cli
+from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.server import MAX_REPLY_BYTES, ReplyError, bounded_bytes
-from breakeven.schema import SPECULATIVE_SERVER
 
 SLOW_METRICS_S = float(os.environ.get("BREAKEVEN_TEST_SLOW_METRICS_S", "8"))
 """How long the fake server's ``/metrics`` takes once the level's requests are done [s] (the

@@ -343,7 +343,7 @@ def test_a_label_with_braces_is_named_as_written():
     # Issue 29: a run label with a brace reached an error template unescaped (a ValueError
     # from str.format).  The message names the labels as written; and a template that gets
     # an unescaped value anyway prints it, never raises.
-    from breakeven.errors import BreakevenError
+    from breakeven.core.errors import BreakevenError
 
     r = run(f"{{x={VLLM_BASE}", f"{{x={VLLM_SPEC}")
     assert r.exit_code == 2

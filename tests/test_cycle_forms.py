@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.fit import CYCLE_FORMS, fit, fit_file
 from breakeven.holdout import held_out, summary
 from breakeven.iotools.measurements import read_measurements

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from local_process import free_port
 
 from breakeven.check import DOUBT, check
+from breakeven.core.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT
 from breakeven.intervals import launch_spread
-from breakeven.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT
 
 CASE = Path(__file__).parent / "data" / "case_study"
 BASELINE_LOG = CASE / "sglang_baseline.log"  # SGLang's own log lines (tests/data/README.md)

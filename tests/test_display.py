@@ -105,7 +105,7 @@ def test_colour_follows_the_terminal_unless_no_color_is_set(monkeypatch):
 def test_text_fits_the_width_it_is_given_and_a_pasted_config_stays_one_command():
     """A flag and its JSON value broken over lines inside its quotes: the shell reads the same
     arguments, and the JSON the same object."""
-    from breakeven.display import display
+    from breakeven.core.display import display
     from breakeven.formatting.text import command_lines
 
     words = shlex.split(

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import breakeven
 from breakeven.cli import cli
-from breakeven.quantities import QUANTITIES
+from breakeven.core.quantities import QUANTITIES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -100,7 +100,7 @@ def test_ci_runs_the_readme_quick_start_commands():
 
 
 def test_the_docs_document_the_measurement_schema():
-    from breakeven.schema import MEASUREMENT_COLUMNS, OPTIONAL_COLUMNS
+    from breakeven.core.schema import MEASUREMENT_COLUMNS, OPTIONAL_COLUMNS
 
     section = _section(DEFINITIONS, "Measurement schema")
     for column in MEASUREMENT_COLUMNS + OPTIONAL_COLUMNS:

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from prometheus_server import free_port
 
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError, UnreadableInput
+from breakeven.core.errors import BreakevenError, UnreadableInput
 from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, _drop, queries
 from breakeven.fleet_client import Limits, PrometheusAPI, matrix_result
 from breakeven.iotools.httpclient import check_url

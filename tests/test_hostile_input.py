@@ -25,8 +25,8 @@ from click.testing import CliRunner
 from breakeven import BreakevenError
 from breakeven.check import check, check_file
 from breakeven.cli import cli
+from breakeven.core.errors import UnreadableInput
 from breakeven.costs import expected_distinct_experts
-from breakeven.errors import UnreadableInput
 from breakeven.iotools import read_cost_curve, read_measurements, sources
 from breakeven.iotools.paths import check_output_path
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.iotools import sources
 from breakeven.iotools.ingest import ingest
 

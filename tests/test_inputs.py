@@ -11,9 +11,10 @@ from pathlib import Path
 import click
 import pytest
 
-from breakeven import display
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError
+from breakeven.core import display
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.inputs import (
     batch_cost,
     batch_from_files,
@@ -35,7 +36,6 @@ from breakeven.measure import (
     with_schedule,
 )
 from breakeven.predict import predict
-from breakeven.quantities import DEFAULT_TOLERANCE
 from breakeven.surface import MoE
 
 # Modules by name: breakeven.check and breakeven.iotools.ingest are also functions' names.

@@ -12,7 +12,7 @@ import pytest
 
 import breakeven
 from breakeven import deploy, fleet
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.fit import COEFFICIENTS
 from breakeven.fit_files import load_fit, load_fitted_alpha, load_surface, load_tree
 from breakeven.iotools import bench_results, fitfile, metrics, prometheus, runs, sources

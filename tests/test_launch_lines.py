@@ -139,7 +139,7 @@ class TestYear:
     def test_library_refuses_a_bad_year(self):
         import pytest
 
-        from breakeven.errors import BreakevenError
+        from breakeven.core.errors import BreakevenError
 
         with pytest.raises(BreakevenError, match="year"):
             ingest([VLLM], year=3000)

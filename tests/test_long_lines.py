@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from breakeven.credentials import hide_url_passwords
+from breakeven.core.credentials import hide_url_passwords
 from breakeven.formatting import printable
 from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest

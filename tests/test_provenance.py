@@ -1,4 +1,4 @@
-"""What enters a launch's fingerprint (breakeven.provenance): only the server variables that
+"""What enters a launch's fingerprint (breakeven.core.provenance): only the server variables that
 tune it, never a secret, never a variable outside the listed prefixes; and what the client
 chose (URL, host, port) or speculation configures never makes two launches differ."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breakeven.provenance import (
+from breakeven.core.provenance import (
     ENV_PREFIXES,
     SECRET_NAME_PARTS,
     age_text,

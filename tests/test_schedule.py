@@ -425,7 +425,7 @@ def test_a_curve_to_2_to_the_64_tokens_is_swept_to_the_documented_limit(tmp_path
     from click.testing import CliRunner
 
     from breakeven.cli import cli
-    from breakeven.quantities import MAX_BATCH
+    from breakeven.core.quantities import MAX_BATCH
 
     curve = tmp_path / "huge.csv"
     curve.write_text("tokens,ms\n1,7.37\n18446744073709551616,1e12\n")

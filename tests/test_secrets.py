@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from breakeven.bench_client import Bench, Config, _printable, server_root
 from breakeven.cli import cli
-from breakeven.credentials import (
+from breakeven.core.credentials import (
     MASK,
     PIECE_SCAN_CHARACTERS,
     PREFIX_CHARACTERS,
@@ -40,7 +40,7 @@ from breakeven.credentials import (
     masked_url,
     split_url,
 )
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.iotools.server import MAX_VALUE_CHARS, endpoint_pairs
 
 KEY = "sk-Zq8Ht3Lw0Xv5Nb2Yc7Kd4Mf9Rg1Sj6Tp0UaVe3Wi"  # 43 characters, as the issue's

@@ -8,8 +8,8 @@ import shlex
 
 import pytest
 
+from breakeven.core.errors import BreakevenError
 from breakeven.deploy import speculation_args
-from breakeven.errors import BreakevenError
 from breakeven.sweep import plan_sweep, serve_argv
 
 VLLM = "vllm serve /models/target --port {port} --max-num-seqs 8"

@@ -21,7 +21,7 @@ from local_process import free_port
 from breakeven import sweep_run
 from breakeven.bench_client import Config
 from breakeven.check import check_file
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.fit import fit, fit_file
 from breakeven.iotools.measurements import read_measurements
 from breakeven.sweep import plan_sweep

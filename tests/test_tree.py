@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from breakeven.acceptance import accept_len_from_alpha
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.fit import fit_file
 from breakeven.optimize import optimize, optimize_tree
 from breakeven.tree import (

@@ -44,8 +44,8 @@ from local_process import free_port
 from vllm_server import Launch, Server, binary, environment, python
 
 from breakeven.cli import cli
+from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.ingest import ingest
-from breakeven.schema import SPECULATIVE_SERVER
 
 VLLM = binary()
 

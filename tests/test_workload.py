@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from breakeven.check import check
 from breakeven.cli import cli
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.workload import (
     CategoryRow,
     accept_len_interval,

@@ -11,7 +11,7 @@ import click
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
 from breakeven.cli.params import Bounded, CommandLineError, say
-from breakeven.quantities import MAX_SPEC_TOKENS
+from breakeven.core.quantities import MAX_SPEC_TOKENS
 
 
 @cli.command()
@@ -150,8 +150,8 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
           --concurrency 1 8 --max-tokens 512 --out runs.csv
     """
     from breakeven.bench_client import Terminated, run_bench  # lazy: start-up
+    from breakeven.core.provenance import launch_text  # lazy: start-up
     from breakeven.measure import bench_config  # lazy: start-up
-    from breakeven.provenance import launch_text  # lazy: start-up
 
     _refuse_an_input_as_out(out, options.get("prompts"), options.get("server_env_from"))
     config, note = bench_config(**options)
@@ -170,7 +170,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         say(f"{what}{kept}.")
         sys.exit(143 if isinstance(e, Terminated) else 130)
     if as_json:
-        from breakeven.quantities import plain_json  # lazy: start-up
+        from breakeven.core.quantities import plain_json  # lazy: start-up
 
         click.echo(json.dumps(plain_json(levels), indent=2, allow_nan=False))
     else:

@@ -20,7 +20,7 @@ from breakeven.cli.params import (
     sizes,
     writable,
 )
-from breakeven.quantities import MAX_BATCH
+from breakeven.core.quantities import MAX_BATCH
 
 SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_batch"]
 

@@ -12,8 +12,8 @@ import click
 
 from breakeven import __version__
 from breakeven.cli.params import CommandLineError, flag
-from breakeven.display import display
-from breakeven.errors import BreakevenError
+from breakeven.core.display import display
+from breakeven.core.errors import BreakevenError
 
 
 def spelled(command: click.Command, name: str) -> str:
@@ -144,7 +144,7 @@ def internal_error_line(e: BaseException, args: Sequence[str] = ()) -> str:
     """One line for an internal error: its kind, its message (printable, at most 200
     characters) and what to do.  The message is masked before it is cut: URL passwords, and
     the secrets of the variables ``args`` name with :data:`SECRET_FLAGS`."""
-    from breakeven.credentials import Redactor  # lazy: start-up
+    from breakeven.core.credentials import Redactor  # lazy: start-up
     from breakeven.formatting import printable  # lazy: start-up
 
     named = [b for a, b in itertools.pairwise(args) if a in SECRET_FLAGS]

@@ -19,8 +19,8 @@ from breakeven.cli.params import (
     say,
     writable,
 )
-from breakeven.errors import BreakevenError
-from breakeven.quantities import MAX_SPEC_TOKENS
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import MAX_SPEC_TOKENS
 
 
 @cli.command()

@@ -16,7 +16,7 @@ from breakeven.cli.params import (
     floats,
     levels,
 )
-from breakeven.quantities import DEFAULT_TOLERANCE, MAX_BATCH, MAX_K, MAX_SPEC_TOKENS
+from breakeven.core.quantities import DEFAULT_TOLERANCE, MAX_BATCH, MAX_K, MAX_SPEC_TOKENS
 
 MS = "[ms]"
 
@@ -50,7 +50,7 @@ def json_option(command: Any) -> Any:
     command = click.option(
         "--format",
         "output_format",
-        type=LibraryChoice("breakeven.display", "OUTPUT_FORMATS"),
+        type=LibraryChoice("breakeven.core.display", "OUTPUT_FORMATS"),
         default=None,
         expose_value=False,
         callback=_keep_format,
@@ -403,7 +403,7 @@ mix = click.option(
 
 
 def tolerance(help: str) -> Any:
-    """``--tolerance F``, by default :data:`breakeven.quantities.DEFAULT_TOLERANCE`."""
+    """``--tolerance F``, by default :data:`breakeven.core.quantities.DEFAULT_TOLERANCE`."""
     return click.option(
         "--tolerance",
         type=FLOAT,

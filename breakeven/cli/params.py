@@ -13,14 +13,14 @@ from typing import Any
 
 import click
 
-from breakeven.errors import BreakevenError, escape_braces, shorten
-from breakeven.quantities import MAX_BATCH, MAX_SPEC_TOKENS, QUANTITIES
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.quantities import MAX_BATCH, MAX_SPEC_TOKENS, QUANTITIES
 
 USAGE_ERROR = 2
 
 
 class CommandLineError(BreakevenError, click.ClickException):
-    """A :class:`~breakeven.errors.BreakevenError` as click shows it: one line,
+    """A :class:`~breakeven.core.errors.BreakevenError` as click shows it: one line,
     ``Error: ...``, with exit code 2.  Its message already spells the flags as typed."""
 
     exit_code = USAGE_ERROR

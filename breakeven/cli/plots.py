@@ -9,7 +9,7 @@ import click
 from breakeven.cli import options as o
 from breakeven.cli.group import Group, cli
 from breakeven.cli.params import FLOAT, Bounded, say, sizes, writable
-from breakeven.quantities import MAX_K
+from breakeven.core.quantities import MAX_K
 
 out_picture = click.option(
     "--out",

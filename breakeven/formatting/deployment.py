@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from breakeven.core.quantities import number_text
 from breakeven.formatting.optimization import refusal_lines
 from breakeven.formatting.text import (
     Row,
@@ -16,7 +17,6 @@ from breakeven.formatting.text import (
     preformatted_html,
     printable,
 )
-from breakeven.quantities import number_text
 
 _ENGINE_NAMES = {
     "vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",

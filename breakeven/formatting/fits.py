@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
 from breakeven.formatting.text import (
     Row,
     fitted,
@@ -16,7 +17,6 @@ from breakeven.formatting.text import (
     preformatted_html,
     printable,
 )
-from breakeven.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
 
 _FIT_COLUMNS = [
     "k [tokens]",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 
+from breakeven.core.quantities import QUANTITIES, STEPS_BETWEEN, number_text
 from breakeven.formatting.text import (
     Row,
     fitted,
@@ -16,7 +17,6 @@ from breakeven.formatting.text import (
     quantity_html_table,
     table,
 )
-from breakeven.quantities import QUANTITIES, STEPS_BETWEEN, number_text
 
 
 def refusal_lines(r: Row, what: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 
+from breakeven.core.quantities import number_text
 from breakeven.formatting.text import (
     Row,
     fitted,
@@ -16,7 +17,6 @@ from breakeven.formatting.text import (
     kv_row,
     paint,
 )
-from breakeven.quantities import number_text
 
 # Sections of the predict table, in order, and why a field can be null.
 _SECTIONS = (

@@ -13,8 +13,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from breakeven.display import color_on, display_width
-from breakeven.quantities import LARGEST_FIXED, QUANTITIES, number_text
+from breakeven.core.display import color_on, display_width
+from breakeven.core.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
 # Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
 # result itself: this module imports no analysis module, and text and JSON cannot disagree.
@@ -473,7 +473,7 @@ def html_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def quantity_html_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    """Rows of :data:`~breakeven.quantities.QUANTITIES` keys as an HTML table, headed
+    """Rows of :data:`~breakeven.core.quantities.QUANTITIES` keys as an HTML table, headed
     ``key [unit]``."""
     heads = "".join(
         f"<th>{html.escape(c)} [{html.escape(QUANTITIES[c].unit)}]</th>" for c in columns

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.iotools.paths import output_error
 
 

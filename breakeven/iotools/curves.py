@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces, shorten
 from breakeven.iotools.sources import allow_long_cells, read_whole
 
 # Canonical column -> the headers accepted for it (lower case).

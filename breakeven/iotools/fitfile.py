@@ -13,10 +13,10 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.quantities import SURFACE_TERM_UNITS
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
-from breakeven.quantities import SURFACE_TERM_UNITS
 
 IDENTITY = ("model", "hardware", "spec_method")
 """The keys that tell a fit file's entries apart."""
@@ -147,7 +147,7 @@ def read_surface(
     -------
     dict
         ``model``, ``hardware``, ``spec_method`` (str); ``coefficients``, each of
-        :data:`breakeven.quantities.SURFACE_TERM_UNITS` [ms];
+        :data:`breakeven.core.quantities.SURFACE_TERM_UNITS` [ms];
         ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``baseline_steps``
         (pairs of batch [sequences] and measured step [ms], empty in older files); ``batches``,
         the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`

@@ -9,8 +9,8 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.credentials import AmbiguousURL, Redactor, masked_url, split_url
-from breakeven.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.credentials import AmbiguousURL, Redactor, masked_url, split_url
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
 
 INSTALL_HINT = "breakeven bench needs httpx and httpx-sse: pip install 'breakeven[bench]'"
 
@@ -34,7 +34,7 @@ def require_http() -> tuple[Any, Any]:
 def check_url(url: str, name: str) -> str:
     """``url`` without surrounding white space, when an HTTP client can request it.
 
-    After its user and password (:func:`breakeven.credentials.split_url`: they may hold
+    After its user and password (:func:`breakeven.core.credentials.split_url`: they may hold
     any character), it must be ``http://`` or ``https://`` with a host (a name that IDNA
     encodes, an IPv4 address or a bracketed IPv6 one), at most a port from 0 to 65535 and
     no ``#`` (a fragment, which no server sees); and no character of it may be white space
@@ -46,7 +46,7 @@ def check_url(url: str, name: str) -> str:
     ------
     BreakevenError
         One line naming ``name``: what is wrong, with the URL shown with its password as
-        ``***`` (:func:`breakeven.credentials.masked_url`).
+        ``***`` (:func:`breakeven.core.credentials.masked_url`).
     """
     text = str(url).strip()
     shown = escape_braces(shorten(repr(masked_url(text)), 100))

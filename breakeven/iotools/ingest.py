@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
-from breakeven.errors import UnreadableInput, invalid_value
+from breakeven.core.errors import UnreadableInput, invalid_value
 from breakeven.iotools import aiperf, batch, bench_results, prometheus, sources
 from breakeven.iotools.engines import engines
 from breakeven.iotools.lines import TextScanner
@@ -78,7 +78,7 @@ YEARS = (1970, 2100)
 
 def check_year(year: int | None, name: str = "year") -> int | None:
     """``year`` if it is None or a whole number in :data:`YEARS`, else a
-    :class:`~breakeven.errors.BreakevenError` naming ``name``."""
+    :class:`~breakeven.core.errors.BreakevenError` naming ``name``."""
     if year is None:
         return None
     if isinstance(year, bool) or not isinstance(year, int) or not YEARS[0] <= year <= YEARS[1]:

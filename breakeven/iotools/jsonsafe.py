@@ -8,7 +8,7 @@ and refuses a deeper text in one line::
 
     data = loads_bounded(reply_bytes, max_depth=16, what="the answer")
 
-Every problem is an :class:`breakeven.errors.UnreadableInput` whose message starts with
+Every problem is an :class:`breakeven.core.errors.UnreadableInput` whose message starts with
 ``what``: nested too deep, not UTF-8, not JSON (with its line and column), a number with
 more digits than Python converts.  The caller adds the file or flag it came from.
 """
@@ -20,7 +20,7 @@ import re
 from itertools import accumulate
 from typing import Any
 
-from breakeven.errors import UnreadableInput
+from breakeven.core.errors import UnreadableInput
 
 MAX_DEPTH = 64
 """The default deepest nesting read: far deeper than any answer breakeven reads, far below
@@ -66,7 +66,7 @@ def loads_bounded(
 
     Raises
     ------
-    breakeven.errors.UnreadableInput
+    breakeven.core.errors.UnreadableInput
         One line starting with ``what``: nested deeper than ``max_depth``, not UTF-8, not
         JSON, or a number with more digits than Python converts.
     """

@@ -37,10 +37,10 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.credentials import MASK, hide_url_passwords
+from breakeven.core.credentials import MASK, hide_url_passwords
+from breakeven.core.provenance import is_secret_key
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
-from breakeven.provenance import is_secret_key
 
 PARSE_ROWS = 20_000  # marked lines parsed together (at most a block's more)
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this

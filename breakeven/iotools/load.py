@@ -19,7 +19,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces
 from breakeven.iotools.ingest import ingest
 from breakeven.iotools.measurements import read_measurements
 from breakeven.iotools.sources import read_whole

@@ -1,4 +1,4 @@
-"""Measurements CSVs in breakeven's schema (:mod:`breakeven.schema`): read, and write atomically."""
+"""Measurements CSVs in breakeven's schema (:mod:`breakeven.core.schema`): read, and write atomically."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces, shorten
-from breakeven.iotools.atomic import refuse_overwrite, write_text
-from breakeven.iotools.paths import check_output_path, output_error
-from breakeven.iotools.sources import allow_long_cells, rereadable
-from breakeven.schema import (
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces, shorten
+from breakeven.core.schema import (
     ALL_COLUMNS,
     COLUMN_NAMES,
     RANGED_COLUMNS,
     bad_number_message,
     first_bad_number,
 )
+from breakeven.iotools.atomic import refuse_overwrite, write_text
+from breakeven.iotools.paths import check_output_path, output_error
+from breakeven.iotools.sources import allow_long_cells, rereadable
 
 # Columns check cannot do without.
 REQUIRED_COLUMNS = ("model", "hardware", "concurrency", "num_spec_tokens", "tok_s")
@@ -295,7 +295,7 @@ def read_measurements(
         Naming the file and line: unreadable, empty or binary file, missing
         required column, a column named twice in the header, a value in a
         numeric column that is not a number, infinite or negative, or outside its
-        column's range (:data:`~breakeven.schema.RANGED_COLUMNS`: an accept_len below 1,
+        column's range (:data:`~breakeven.core.schema.RANGED_COLUMNS`: an accept_len below 1,
         an acceptance_rate above 1, checked even where ``columns`` leaves them out).
 
     A named pipe or device is read once, as a stream (a pipe no process writes

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
 
 
 def _refuse(name: str, path: str, why: str) -> BreakevenError:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from breakeven.errors import BreakevenError
+from breakeven.core.errors import BreakevenError
 from breakeven.iotools.atomic import append_bytes, write_bytes
 from breakeven.iotools.ingest import Input, iter_frames
 from breakeven.iotools.records import Tally, csv_bytes, csv_header

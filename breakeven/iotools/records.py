@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from breakeven.schema import ALL_COLUMNS
+from breakeven.core.schema import ALL_COLUMNS
 
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
 # columns of ingest --out, in this order.

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.iotools.ingest import Input, iter_frames
 from breakeven.iotools.measurements import read_measurements
 from breakeven.iotools.records import frame_of, list_text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
 

@@ -4,7 +4,7 @@ and its endpoints.
 - **Its process**, where it runs on this host: the process listening on the URL's port is
   found from ``/proc/net/tcp`` and ``/proc/net/tcp6`` (a listening socket's inode) and the
   ``/proc/PID/fd`` links that name that socket.  Its ``cmdline`` gives its arguments, its
-  ``environ`` its environment (only :data:`breakeven.provenance.ENV_PREFIXES`, never a
+  ``environ`` its environment (only :data:`breakeven.core.provenance.ENV_PREFIXES`, never a
   secret), its ``stat`` its start time (clock ticks after boot, ``btime`` of ``/proc/stat``).
   Another user's process cannot be read: the reason is said, and ``--server-env-from``
   named.
@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from breakeven.errors import BreakevenError, UnreadableInput, escape_braces
-from breakeven.iotools.jsonsafe import loads_bounded
-from breakeven.iotools.sources import read_whole
-from breakeven.provenance import (
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.core.provenance import (
     is_environment_key,
     one_word,
     secret_free,
     server_arguments,
     server_environment,
 )
+from breakeven.iotools.jsonsafe import loads_bounded
+from breakeven.iotools.sources import read_whole
 
 VLLM_CACHE_SETTINGS = (
     "block_size",
@@ -95,7 +95,7 @@ class ServerLaunch:
     configuration (secrets never among them)."""
     env_from: str = "client"
     """Where they came from: ``server``, ``file``, ``endpoints`` or ``client``
-    (:data:`breakeven.provenance.ENV_SOURCES`)."""
+    (:data:`breakeven.core.provenance.ENV_SOURCES`)."""
     started: float | None = None
     """When the launch started [s since the epoch], where known."""
     where: str = ""
@@ -405,7 +405,7 @@ def endpoint_pairs(
     """The launch settings an engine serves, as pairs: llama.cpp's ``/props``, SGLang's
     ``/get_server_info`` (``body``), vLLM's ``vllm:cache_config_info`` labels (``metrics``:
     label name to value); each value redacted by ``redact`` (a
-    :class:`breakeven.credentials.Redactor`) before it is cut."""
+    :class:`breakeven.core.credentials.Redactor`) before it is cut."""
     pairs: list[str] = []
     if engine == "llamacpp" and body:
         for key in ("build_info", "model_path", "total_slots"):

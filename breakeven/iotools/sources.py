@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from queue import Full, Queue
 from typing import IO, Any, TypeVar
 
-from breakeven.errors import UnreadableInput
+from breakeven.core.errors import UnreadableInput
 from breakeven.iotools.metrics import PREFIXES
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import json
 import re
 from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
-from breakeven.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, escape_braces
 
 MASK = "***"
 MIN_REDACTED = 3

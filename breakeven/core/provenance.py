@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from breakeven.credentials import MASK, hide_url_passwords
+from breakeven.core.credentials import MASK, hide_url_passwords
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "VLLM_", "SGLANG_", "LLAMA_ARG_", "OMP_", "TORCH_")
 """The environment variables of a server that are read, and only those: the ones that tune

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from breakeven.quantities import as_percent
+from breakeven.core.quantities import as_percent
 
 
 @dataclass(frozen=True)

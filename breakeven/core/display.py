@@ -4,7 +4,7 @@ The CLI sets them for the command it runs (``--wide``, ``--color/--no-color``); 
 them (:mod:`breakeven.formatting.text`).  A notebook or script may set them as pandas'
 ``option_context`` does its display options::
 
-    with breakeven.display.display(width=None):  # every column, no line wrapped
+    with breakeven.core.display.display(width=None):  # every column, no line wrapped
         print(result.report())
 
 This module imports nothing of the package and little of the standard library: the CLI sets
