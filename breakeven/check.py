@@ -1349,6 +1349,28 @@ def _mismatch(
     )
 
 
+def _cycle_below_step(
+    label: str,
+    conc: float,
+    lines: tuple[int, ...],
+    implied: float,
+    tau: float,
+    s_mean: float,
+    step: float,
+) -> Flag:
+    """The flag of a run whose implied cycle [ms] is shorter than the baseline's step [ms]."""
+    return Flag(
+        "cycle_below_step",
+        f"{label} {_at_concurrency(conc)}: the measurement implies a "
+        f"{_n(implied, 3)} ms cycle (accept_len {_n(tau, 3)} at {_n(s_mean, 2)} tok/s), "
+        f"shorter than the baseline's {_n(step, 3)} ms plain step, so it is faster "
+        "than its accept_len allows; a verify forward costs at least a step. The "
+        "accept_len is not this run's (pooled over other runs, or the bonus token "
+        "counted twice), or the baseline ran on a slower host or load.",
+        lines,
+    )
+
+
 def _pair_one(
     key: tuple[Any, ...],
     row: Any,
@@ -1378,20 +1400,17 @@ def _pair_one(
         codes |= _unnamed_pairing(label, lines, spec_files, base, chosen, findings)
     base_tok = base.tok_s[chosen]
     base_side = base.side(chosen)
-    # One speedup (docs/concepts/intervals.md): the mean of a side's launches' rates (each a
-    # ratio of sums), over the other side's; one launch a side: the ratio of their rates.
+    # One speedup (docs/concepts/intervals.md#one-speedup): the means of the launches' rates.
     interval = interval_of(spec_side, base_side)
     s_mean, b_mean = spec_side.mean, base_side.mean
     measured = interval.speedup if len(spec_tok) and len(base_tok) else math.nan
     low, high = interval.low, interval.high
     if published:
         measured, low, high = float(row.published), math.nan, math.nan
-    spreads = {label: s_spread}
-    if len(chosen):
-        spreads["the baseline"] = base.spread(chosen)
-    codes |= _doubts(
-        label, conc, k_value, measured, lines, spreads, spec_shows, base, chosen, findings
+    doubts, spread = _doubts(
+        label, conc, k_value, measured, lines, s_spread, spec_shows, base, chosen, findings
     )
+    codes |= doubts
     tau = float(row.tau)
     cycle = _cycle_ms(row)
     step = _baseline_step_ms(base.step_ms[chosen], b_mean)
@@ -1400,19 +1419,7 @@ def _pair_one(
     residual = measured - predicted
     if implied > 0 and step > 0 and implied < step * (1 - tolerance):
         codes.add("cycle_below_step")
-        findings.add(
-            Flag(
-                "cycle_below_step",
-                f"{label} {_at_concurrency(conc)}: the measurement implies a "
-                f"{_n(implied, 3)} ms cycle (accept_len {_n(tau, 3)} at {_n(s_mean, 2)} tok/s), "
-                f"shorter than the baseline's {_n(step, 3)} ms plain step, so it is faster "
-                "than its accept_len allows; a verify forward costs at least a step. The "
-                "accept_len is not this run's (pooled over other runs, or the bonus token "
-                "counted twice), or the baseline ran on a slower host or load.",
-                lines,
-            ),
-            lines,
-        )
+        findings.add(_cycle_below_step(label, conc, lines, implied, tau, s_mean, step), lines)
     if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
         codes.add("prediction_mismatch")
         findings.add(
@@ -1443,9 +1450,7 @@ def _pair_one(
         baseline_lines=_lines(base.line[chosen]),
         fingerprint=str(fp),
         launch_note=launch_note,
-        launch_spread=max(
-            (x.ratio for x in spreads.values() if x.ratio == x.ratio), default=math.nan
-        ),
+        launch_spread=spread,
     )
     return comparison, interval
 
@@ -1464,14 +1469,18 @@ def _doubts(
     k: float,
     measured: float,
     lines: tuple[int, ...],
-    spreads: dict[str, LaunchSpread],
+    spec_spread: LaunchSpread,
     spec_shows: bool,
     base: _Baselines,
     chosen: Any,
     findings: _Findings,
-) -> set[str]:
+) -> tuple[set[str], float]:
     """The flags of :data:`DOUBT` on one run against its baseline: launches that disagree
-    (either side), a pair that looks swapped, a speedup above k + 1."""
+    (either side), a pair that looks swapped, a speedup above k + 1; and the larger side's
+    launch spread [x] (NaN where neither side has two launches)."""
+    spreads = {label: spec_spread}
+    if len(chosen):
+        spreads["the baseline"] = base.spread(chosen)
     codes = set()
     at = _at_concurrency(conc) if conc >= 0 else ""
     for who, spread in spreads.items():
@@ -1529,7 +1538,8 @@ def _doubts(
             ),
             lines,
         )
-    return codes
+    widest = max((x.ratio for x in spreads.values() if x.ratio == x.ratio), default=math.nan)
+    return codes, widest
 
 
 def _source_files(df: Any, positions: Any) -> tuple[str, ...]:
