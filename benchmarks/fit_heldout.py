@@ -3,7 +3,7 @@
 Issue 27's protocols (:mod:`breakeven.holdout`): each sweep's groups fitted on their
 smallest and largest k and asked for the k between, and fitted on their two smallest k and
 asked for the larger ones; then the context sweeps, each context length predicted from the
-others (:mod:`breakeven.context`).  Printed per file and in all: how many k were predicted, the
+others (:mod:`breakeven.model.context`).  Printed per file and in all: how many k were predicted, the
 median and worst absolute error of the speedup, and the share of measured speedups inside
 the predicted interval.  The sweeps are in ``benchmarks/data/published_heldout`` (each
 file's source in its header); the tests' own sweeps are in ``tests/data/published``.

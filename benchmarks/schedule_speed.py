@@ -16,7 +16,7 @@ import math
 import statistics
 import time
 
-from breakeven.costs import TableCost
+from breakeven.model.costs import TableCost
 from breakeven.optimize import speedup_grid
 from breakeven.schedule import _threshold, _Tokens, batch_weights, schedule_from_grid
 

@@ -1383,7 +1383,7 @@ class Bench:
         metrics, SGLang's ``spec_verify_ct``: ``num_drafts`` then weighs it when rows are
         pooled); its acceptance_rate only its drafted and accepted tokens, which llama.cpp's
         ``timings`` give too (without cycles: check and compare pool its accept_len from
-        them, :func:`breakeven.pooling.request_drafts`)."""
+        them, :func:`breakeven.model.pooling.request_drafts`)."""
         drafted, accepted = r.draft_tokens, r.accepted_tokens
         own_rate = drafted and accepted is not None and accepted <= drafted
         return {

@@ -54,10 +54,9 @@ from breakeven.intervals import (
     verdict,
 )
 from breakeven.iotools.measurements import read_measurements
-from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
-from breakeven.model import cycle_ms as cycle_of
-from breakeven.plausibility import speedup_bound
-from breakeven.pooling import (
+from breakeven.model.formulas import _implied_cycle_ms, _speedup, _step_ms
+from breakeven.model.formulas import cycle_ms as cycle_of
+from breakeven.model.pooling import (
     adopt_server_rates,
     decoded_tokens,
     group_pooled_accept_len,
@@ -65,6 +64,7 @@ from breakeven.pooling import (
     server_echoes,
     take_server_view,
 )
+from breakeven.plausibility import speedup_bound
 from breakeven.positions import PositionRow, by_run
 from breakeven.workload import CategoryRow, MixAnswer, as_dicts, by_category
 

@@ -23,7 +23,7 @@ from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
-from breakeven.model import _step_ms, breakeven_accept_len
+from breakeven.model.formulas import _step_ms, breakeven_accept_len
 from breakeven.workload import as_dicts
 
 __all__ = [

@@ -27,7 +27,7 @@ from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fit_files import fitted_cycle
 from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
 from breakeven.iotools.measurements import read_measurements
-from breakeven.model import step_ms_from_baseline
+from breakeven.model.formulas import step_ms_from_baseline
 from breakeven.predict import predict
 from breakeven.sensitivity import sensitivity
 

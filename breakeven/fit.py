@@ -12,7 +12,7 @@ with an ``accept_len`` and a decode rate implies its cycle, ``1000 * accept_len 
 The coefficients are fitted by non-negative least squares (``scipy.optimize.nnls``) over
 every run's implied cycle, and over measured ``verify_ms``, ``draft_ms`` and ``cycle_ms``
 where rows have them (profiles).  That line is one of four forms of the cycle against k
-(:mod:`breakeven.cycle`: Leviathan's, the line anchored at the plain step, the free line, a
+(:mod:`breakeven.model.cycle`: Leviathan's, the line anchored at the plain step, the free line, a
 curve); each group uses the one of least leave-one-out error, and its held-out errors size
 every prediction's interval.  Runs no engine could produce are flagged
 (:mod:`breakeven.plausibility`).  Terms the data cannot tell apart are merged, and the fit
@@ -39,15 +39,16 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 from breakeven import fit_batches, formatting
-from breakeven.acceptance import _tau
-from breakeven.context import ContextFit, context_notes, contexts_of
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import (
     CYCLE_COEFFICIENT_UNITS,
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.cycle import (
+from breakeven.iotools.measurements import read_measurements
+from breakeven.model.acceptance import _tau
+from breakeven.model.context import ContextFit, context_notes, contexts_of
+from breakeven.model.cycle import (
     CYCLE_FORMS,
     FORM_CHOICES,
     FormScore,
@@ -60,16 +61,8 @@ from breakeven.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.iotools.measurements import read_measurements
-from breakeven.model import _speedup as formula
-from breakeven.plausibility import (
-    falling_cycles,
-    impossible_acceptance,
-    out_of_range,
-    pooled_over_k,
-    slow_batch_growth,
-)
-from breakeven.pooling import (
+from breakeven.model.formulas import _speedup as formula
+from breakeven.model.pooling import (
     adopt_server_rates,
     decoded_tokens,
     group_pooled_accept_len,
@@ -77,6 +70,13 @@ from breakeven.pooling import (
     pooled_rate,
     server_echoes,
     take_server_view,
+)
+from breakeven.plausibility import (
+    falling_cycles,
+    impossible_acceptance,
+    out_of_range,
+    pooled_over_k,
+    slow_batch_growth,
 )
 from breakeven.workload import CategoryFit, FitMix, as_dicts, fit_by_category, parse_mix
 
@@ -180,7 +180,7 @@ class KRow:
     """The same from the fit without this k's runs [x] (NaN where it has no rate, or too few
     other k remain)."""
     predicted_low: float = math.nan
-    """The low end of the predicted speedup's interval [x] (:func:`breakeven.cycle.half_width`; NaN: the
+    """The low end of the predicted speedup's interval [x] (:func:`breakeven.model.cycle.half_width`; NaN: the
     fit has no held-out error to size it)."""
     predicted_high: float = math.nan
     """Its high end [x]."""
@@ -226,7 +226,7 @@ class GroupFit:
     them from it."""
     interval_width: float = math.nan
     """A prediction's relative half-width within the measured k [fraction]
-    (:func:`breakeven.cycle.interval_width`; NaN: no held-out error to size it)."""
+    (:func:`breakeven.model.cycle.interval_width`; NaN: no held-out error to size it)."""
     measured_k: tuple[int, ...] = ()
     """The k with a measured cycle [tokens]: beyond them the interval widens."""
     context_tokens: float = math.nan
@@ -251,7 +251,7 @@ class FitResult:
     notes: tuple[str, ...] = field(default=())
     surfaces: tuple[Any, ...] = ()
     """Across batch sizes, per model, hardware and method: the forward surface t(B, q) and
-    the draft's cost (:class:`breakeven.surface.BatchSurface`), where the baselines ran at
+    the draft's cost (:class:`breakeven.model.surface.BatchSurface`), where the baselines ran at
     two or more batch sizes."""
     trees: tuple[Any, ...] = ()
     """Per model, hardware and method with a tree draft among its runs (spec_topk > 1): the
@@ -259,7 +259,7 @@ class FitResult:
     (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
     contexts: tuple[ContextFit, ...] = ()
     """Per model, hardware, concurrency and method with runs at two or more context lengths:
-    how the step and the cycle grow with the context (:class:`breakeven.context.ContextFit`)."""
+    how the step and the cycle grow with the context (:class:`breakeven.model.context.ContextFit`)."""
     categories: tuple[CategoryFit, ...] = ()
     """Per group, workload category and measured k: the category's accept_len and the speedup
     the group's cycle gives it (:func:`breakeven.workload.fit_by_category`); none where no row
@@ -336,7 +336,7 @@ def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:
 def _prepared(data: Any) -> tuple[Any, list[str]]:
     """The rows with numbers as floats, k, and ``rate``: tok_s, else 1000 / tpot_ms; the
     server's view of a run measured by a client too (``bench``'s ``origin=server`` row) given
-    to the client's rows and not counted as a row of its own (:mod:`breakeven.pooling`), and
+    to the client's rows and not counted as a row of its own (:mod:`breakeven.model.pooling`), and
     each row's ``decoded`` tokens, which weigh its rate where rates are pooled; and the notes
     of the numbers left out as impossible (:func:`~breakeven.plausibility.out_of_range`)."""
 
@@ -416,7 +416,7 @@ def _per_k(spec: Any) -> Any:
 
 def _pooled_tau_of(rows: Any, number: Any, groups: int) -> Any:
     """Each group's accept_len (``number``: each row's group), pooled from counts
-    (:func:`~breakeven.pooling.group_pooled_accept_len`)."""
+    (:func:`~breakeven.model.pooling.group_pooled_accept_len`)."""
     return group_pooled_accept_len(number, rows["accept_len"], rows["num_drafts"], groups)[0]
 
 
@@ -554,7 +554,7 @@ def _form_notes(
 
 def _ranked(rows: list[KRow]) -> tuple[list[KRow], KRow | None, tuple[int, ...]]:
     """The rows with their regret against the best predicted k, the best row, and the k its
-    interval cannot tell from it (:func:`breakeven.cycle.indistinct_k`)."""
+    interval cannot tell from it (:func:`breakeven.model.cycle.indistinct_k`)."""
     # A speedup that underflows to 0 (a rate of 1e-300 tok/s) ranks nothing.
     ranked = [r for r in rows if 0 < r.predicted_speedup < math.inf]
     best = max(ranked, key=lambda r: r.predicted_speedup) if ranked else None
@@ -634,7 +634,7 @@ def fit(
         'per-token' (a drafter run once per draft token) or 'per-cycle' (one pass).
     predict_k : sequence of int
         k values to add to each group's table, with accept_len from the fitted alpha.
-    moe : breakeven.surface.MoE, optional
+    moe : breakeven.model.surface.MoE, optional
         The model's expert routing, for the forward surface across batch sizes.
     cycle_form : str
         'auto' (each group's form of least held-out error, :func:`_choose_form`) or one of

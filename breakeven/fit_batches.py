@@ -1,5 +1,5 @@
 """What ``breakeven fit`` fits across batch sizes, from the runs :mod:`breakeven.fit` prepared:
-a forward surface per model, hardware and method (:mod:`breakeven.surface`), at one context
+a forward surface per model, hardware and method (:mod:`breakeven.model.surface`), at one context
 length each, and the acceptance of tree drafts (:mod:`breakeven.tree`)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from breakeven.core.errors import BreakevenError
-from breakeven.pooling import group_pooled_accept_len, group_pooled_rates
-from breakeven.surface import fit_surface
+from breakeven.model.pooling import group_pooled_accept_len, group_pooled_rates
+from breakeven.model.surface import fit_surface
 from breakeven.tree import check_tree, fit_tree_acceptance
 
 
@@ -22,7 +22,7 @@ def one_context(df: Any) -> Any:
     """Which rows a surface across batch sizes takes: at a concurrency whose runs sat at
     several context lengths (``df["context"]``), those of the length nearest (in ratio) the
     median context of the model and hardware's rows; every row elsewhere.  The surface is
-    fitted at one context; the context fit (:mod:`breakeven.context`) moves it."""
+    fitted at one context; the context fit (:mod:`breakeven.model.context`) moves it."""
     keep = pd.Series(True, index=df.index)
     c = pd.to_numeric(df["context_tokens"], errors="coerce")
     if not (df["context"] != 0).any():
@@ -41,7 +41,7 @@ def one_context(df: Any) -> Any:
 
 def surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
-    batch sizes (:mod:`breakeven.surface`), at one context length each
+    batch sizes (:mod:`breakeven.model.surface`), at one context length each
     (:func:`one_context`)."""
 
     df = df[one_context(df)]

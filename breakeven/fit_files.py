@@ -15,7 +15,6 @@ import pandas as pd
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
-from breakeven.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
 from breakeven.formatting.text import k_ranges
 from breakeven.intervals import agrees
 from breakeven.iotools.fitfile import (
@@ -28,7 +27,8 @@ from breakeven.iotools.fitfile import (
     read_tree,
     undetermined,
 )
-from breakeven.surface import BatchSurface
+from breakeven.model.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
+from breakeven.model.surface import BatchSurface
 from breakeven.tree import TreeAcceptance
 
 
@@ -102,7 +102,7 @@ def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[fl
     """What moving a fit file's ``group`` from its runs' context to ``context`` [tokens] adds
     to the step and, per draft token, to the cycle beyond that [ms], from the file's context
     fit of the same model, hardware, concurrency and method
-    (:class:`breakeven.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
+    (:class:`breakeven.model.context.ContextFit`): ``(a * shift, b * shift)``.  Raises where the
     group has no context, or the file no context fit for it."""
     here = group.get("context_tokens")
     fit = _context_fit(path, group, here)
@@ -112,7 +112,7 @@ def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[fl
 
 def surface_at_context(path: str, surface: BatchSurface, context: float) -> BatchSurface:
     """A fit file's ``surface`` moved to ``context`` [tokens] of context
-    (:meth:`breakeven.surface.BatchSurface.at_context`), by the file's context fit of its
+    (:meth:`breakeven.model.surface.BatchSurface.at_context`), by the file's context fit of its
     model, hardware and method at the lowest concurrency it has, its ``a`` and ``b`` taken
     per sequence (divided by that concurrency: a forward reads each sequence's cache).
     Raises where the surface's runs gave no context, or the file has no context fit for it."""
@@ -124,7 +124,7 @@ def surface_at_context(path: str, surface: BatchSurface, context: float) -> Batc
 
 def fit_interval(group: dict[str, Any], k: int) -> float:
     """The relative half-width of a prediction at ``k`` from a fit file's group [fraction]
-    (:func:`breakeven.cycle.half_width` of its ``interval_width`` and ``measured_k``); NaN
+    (:func:`breakeven.model.cycle.half_width` of its ``interval_width`` and ``measured_k``); NaN
     where the group has none (no held-out error, or a fit file older than intervals)."""
     width = group.get("interval_width")
     measured = group.get("measured_k") or ()
@@ -259,7 +259,7 @@ EVIDENCE_FLOOR = INTERVAL_FLOOR
 """The least held-out error :func:`within_evidence` counts [fraction]: a few runs left out
 one at a time that the fit predicts within 0.5% do not show that it is better than launches of
 one configuration agree (1-2%), as the fit's own intervals hold
-(:data:`breakeven.cycle.INTERVAL_FLOOR`)."""
+(:data:`breakeven.model.cycle.INTERVAL_FLOOR`)."""
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from breakeven import formatting
-from breakeven.acceptance import alpha_from_accept_len
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
-from breakeven.model import _speedup
+from breakeven.model.acceptance import alpha_from_accept_len
+from breakeven.model.formulas import _speedup
+from breakeven.model.surface import SurfaceCost
 from breakeven.optimize import speedup_grid
 from breakeven.schedule import batch_weights, schedule_from_grid
-from breakeven.surface import SurfaceCost
 
 FLEET_ENGINES = tuple(METRICS)
 """The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""
@@ -324,7 +324,7 @@ class Collector:
         self, *, tolerance: float = 0.1, max_share_above: float = 0.1, cost: Any = None
     ) -> list[Instance]:
         """Each server's figures (:class:`Instance`), worst first: by predicted speedup where
-        a cost model (``cost``: a :class:`breakeven.surface.BatchSurface`) is given, else by
+        a cost model (``cost``: a :class:`breakeven.model.surface.BatchSurface`) is given, else by
         accept_len; flags ``acceptance_drop`` and ``above_breakeven``."""
         out = []
         for key, points in self.points.items():

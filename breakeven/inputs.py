@@ -54,7 +54,7 @@ def read_curve(path: str | None, fit: str | None = None, *, name: str = "verify_
     path : str, optional
         A CSV of forward time [ms] against tokens per forward.  None gives None.
     fit : {'linear', 'knee'}, optional
-        Fit the curve (:data:`breakeven.costs.FORMS`) and extrapolate beyond it.
+        Fit the curve (:data:`breakeven.model.costs.FORMS`) and extrapolate beyond it.
     name : str
         The argument ``path`` came from (``verify_curve``, ``cost_curve``), named in errors.
 
@@ -66,8 +66,8 @@ def read_curve(path: str | None, fit: str | None = None, *, name: str = "verify_
         if fit is not None:
             raise BreakevenError("{0} needs {1}: there is no curve to fit", "fit", name)
         return None
-    from breakeven.costs import TableCost  # lazy: start-up
     from breakeven.iotools.curves import read_cost_curve  # lazy: start-up
+    from breakeven.model.costs import TableCost  # lazy: start-up
 
     data, meta = read_cost_curve(path)
     table = TableCost(tuple(data["tokens"]), tuple(data["ms"]), source=meta["path"])
@@ -362,8 +362,8 @@ def batch_cost(
     Returns
     -------
     curve : cost model
-        A :class:`breakeven.costs.TableCost`, a fitted cost or a
-        :class:`breakeven.surface.SurfaceCost`.
+        A :class:`breakeven.model.costs.TableCost`, a fitted cost or a
+        :class:`breakeven.model.surface.SurfaceCost`.
     inputs : dict
         ``inputs``, with the surface's ``draft`` cost added where it applies.
     """
@@ -383,7 +383,7 @@ def batch_cost(
         raise BreakevenError(
             "{0} and {1} (or {2}) cannot be given together", "fit_file", "cost_curve", "fit"
         )
-    from breakeven.surface import SurfaceCost  # lazy: start-up
+    from breakeven.model.surface import SurfaceCost  # lazy: start-up
 
     surface = load_surface(fit_file, fit_surface)
     if context is not None:
@@ -611,7 +611,7 @@ def plan_from_files(
 
 
 def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
-    """A Mixture-of-Experts model's routing (:class:`breakeven.surface.MoE`), or None.
+    """A Mixture-of-Experts model's routing (:class:`breakeven.model.surface.MoE`), or None.
 
     Parameters
     ----------
@@ -634,7 +634,7 @@ def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
             "top_k",
             "experts",
         )
-    from breakeven.surface import MoE  # lazy: start-up
+    from breakeven.model.surface import MoE  # lazy: start-up
 
     return MoE(experts, top_k, shared)
 

@@ -41,7 +41,7 @@ from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call ch
 
 from breakeven import formatting
 from breakeven.core.quantities import plain_json
-from breakeven.pooling import group_pooled_rates, pooled_rate
+from breakeven.model.pooling import group_pooled_rates, pooled_rate
 
 CONFIDENCE = 0.95
 MIN_BATCHES = 4

@@ -1,4 +1,4 @@
-"""Best k and break-even concurrency: the cost models of :mod:`breakeven.costs` meet acceptance.
+"""Best k and break-even concurrency: the cost models of :mod:`breakeven.model.costs` meet acceptance.
 
 At batch size B, with k draft tokens per sequence and a forward-time model
 ``t(tokens)``::
@@ -21,15 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from breakeven import _xp, formatting
-from breakeven.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
+from breakeven import formatting
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_BATCH, MAX_K, plain_json
-from breakeven.costs import ConstantCost, DraftCost, expected_distinct_experts
-from breakeven.cycle import indistinct_k
 from breakeven.fit_files import Evidence, within_evidence
-from breakeven.model import _speedup
-from breakeven.model import step_ms_from_baseline as model_step_ms
+from breakeven.model import _xp
+from breakeven.model.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
+from breakeven.model.costs import ConstantCost, DraftCost, expected_distinct_experts
+from breakeven.model.cycle import indistinct_k
+from breakeven.model.formulas import _speedup
+from breakeven.model.formulas import step_ms_from_baseline as model_step_ms
 from breakeven.plausibility import TypedFlag, falling_curve, impossible_speedup, typed_times
 from breakeven.tree import TreeAcceptance, check_acceptance, search_trees
 
@@ -242,7 +243,7 @@ def optimize_k(
     ----------
     verify : float or cost model
         The verify forward: a constant [ms] (the same at every k), or a model
-        ``t(tokens)`` from :mod:`breakeven.costs` priced at ``batch * (k + 1)``
+        ``t(tokens)`` from :mod:`breakeven.model.costs` priced at ``batch * (k + 1)``
         tokens.  Only the k whose forwards the model covers are considered.
     step_ms : float, optional  [ms]
         Plain decode step at this batch; by default ``verify(batch)`` (needs a
@@ -458,7 +459,7 @@ def optimize(
 
 
 def curve_flags(curve: Any, name: str) -> list[TypedFlag]:
-    """The flags of a measured cost curve (a :class:`~breakeven.costs.TableCost`, named
+    """The flags of a measured cost curve (a :class:`~breakeven.model.costs.TableCost`, named
     ``name``) whose forward time falls as its tokens grow
     (:func:`breakeven.plausibility.falling_curve`); none for a fitted or modelled cost."""
     tokens, ms = getattr(curve, "tokens", None), getattr(curve, "ms", None)
@@ -689,7 +690,7 @@ class BatchResult:
     model's t(batch) [sequences]."""
     intervals: tuple[tuple[float, float], ...] = ()
     """Each point's speedup interval, low and high [x], where a fit file's surface sizes them
-    (:meth:`breakeven.surface.BatchSurface.speedup_range`); none otherwise."""
+    (:meth:`breakeven.model.surface.BatchSurface.speedup_range`); none otherwise."""
     notes: tuple[str, ...] = ()
     """What the costs were moved by before the sweep (a fit file's surface moved to another
     context), in sentences."""
@@ -807,7 +808,7 @@ class _PerCycle:
 
 def _verify_ms(curve: Any, batch: int, q: int) -> Any:
     """The verify forward of ``batch`` sequences with ``q`` tokens each: from a surface
-    t(B, q) where the cost model is one (:mod:`breakeven.surface`), else priced as a forward
+    t(B, q) where the cost model is one (:mod:`breakeven.model.surface`), else priced as a forward
     over ``batch * q`` tokens, the curve's stated assumption."""
     forward = getattr(curve, "forward_ms", None)
     return forward(batch, q) if forward is not None else curve(batch * q)
@@ -973,7 +974,7 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     ----------
     curve : cost model
         Forward time against total tokens per forward, e.g. a
-        :class:`~breakeven.costs.TableCost` from a ``bench_one_batch`` run.
+        :class:`~breakeven.model.costs.TableCost` from a ``bench_one_batch`` run.
     accept_len, k
         One measured operating point (tau at k), or
     alpha, per_position, accept_len_by_k
@@ -989,7 +990,7 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
     topk, verify_tokens : int, optional
         A tree draft at the one operating point (``k`` its steps): branches per draft step,
         and tokens per sequence in the verify forward (default ``k + 1``).  Its drafting
-        needs a fitted surface (:mod:`breakeven.surface`), or ``draft_ms`` per cycle.
+        needs a fitted surface (:mod:`breakeven.model.surface`), or ``draft_ms`` per cycle.
     max_batch : int, optional
         Largest batch to sweep, 1 to :data:`~breakeven.core.quantities.MAX_BATCH`; by default
         the largest the curve covers (at most :data:`~breakeven.core.quantities.MAX_BATCH`), or :data:`DEFAULT_MAX_BATCH` for a model without a

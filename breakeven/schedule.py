@@ -106,7 +106,7 @@ class Schedule:
     which :meth:`plot` draws; not in :meth:`to_dict`."""
     intervals: tuple[tuple[float, float], ...] = ()
     """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
-    surface sizes them (:meth:`breakeven.surface.BatchSurface.speedup_range`); else none."""
+    surface sizes them (:meth:`breakeven.model.surface.BatchSurface.speedup_range`); else none."""
 
     @property
     def graph_aligned(self) -> bool:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven import _xp, formatting, model
+from breakeven import formatting
+from breakeven.model import _xp, formulas
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,8 @@ def sensitivity(
 
     def at(**moved: float) -> float:
         values = {**inputs, **moved}
-        cycle = model.cycle_ms(values["verify_ms"], values["draft_ms"], values["overhead_ms"])
-        return float(model.speedup(values["accept_len"], values["step_ms"], cycle))
+        cycle = formulas.cycle_ms(values["verify_ms"], values["draft_ms"], values["overhead_ms"])
+        return float(formulas.speedup(values["accept_len"], values["step_ms"], cycle))
 
     base = at()
     rows = []

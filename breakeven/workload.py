@@ -5,7 +5,7 @@ A row's ``category`` is its request's workload (``bench --prompts`` with a ``cat
 Within one speculative run (a ``label`` at one model, hardware and concurrency) and one
 category, the speedup is the run's rows of that category against the baseline's rows of the
 same category, model, hardware and concurrency: each side's rate a ratio of sums (the tokens
-decoded over the time they took, :func:`breakeven.pooling.pooled_rate`), the interval as
+decoded over the time they took, :func:`breakeven.model.pooling.pooled_rate`), the interval as
 ``check``'s (:func:`breakeven.intervals.interval_of`: the launch the unit of repetition).  The
 category's accept_len is pooled from its own requests' counts, ``1 + sum(accepted) /
 sum(drafts)``, with a 95% interval of that ratio over the requests (the ratio estimator's
@@ -13,7 +13,7 @@ linearised variance, a t quantile); where rows give no drafts, their mean and it
 A request's counts are the server's for it alone (:func:`request_acceptance`): vLLM's
 per-request metrics, SGLang's ``spec_tokens_details``, llama.cpp's ``timings`` (its drafted
 and accepted tokens, its cycles at the level's drafted tokens per cycle:
-:func:`breakeven.pooling.request_drafts`).  Where the requests give none (a server that counts
+:func:`breakeven.model.pooling.request_drafts`).  Where the requests give none (a server that counts
 only on ``/metrics``), the category has its runs' level value, the same for every category,
 and says so (``acceptance_from``), with no interval.  Its acceptance_rate is ``sum(accepted) /
 sum(drafted)`` over its requests' drafted tokens.
@@ -44,9 +44,9 @@ from scipy.special import stdtrit
 
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import plain_json
-from breakeven.cycle import half_width
 from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
-from breakeven.pooling import pooled_rate
+from breakeven.model.cycle import half_width
+from breakeven.model.pooling import pooled_rate
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,10 @@ def request_acceptance(rows: Any) -> tuple[Any, Any, str]:
 
     Each request's own, where the rows give them: its accept_len and cycles where the server
     counts its cycles (``num_drafts``), else ``1 + accepted_tokens / cycles`` with its cycles
-    from its drafted tokens (``request_drafts``, :func:`breakeven.pooling.request_drafts`), or
+    from its drafted tokens (``request_drafts``, :func:`breakeven.model.pooling.request_drafts`), or
     a row's accept_len as its source gives it without counts ('requests').  Else the rows'
     accept_len where it is their level's (``level_accept_len``, set by
-    :func:`breakeven.pooling.take_server_view`: the request gave no counts of its own),
+    :func:`breakeven.model.pooling.take_server_view`: the request gave no counts of its own),
     the same for every category of a run ('level').  Rows that give neither are left out."""
     tau, cycles = _numbers(rows, "accept_len"), _numbers(rows, "num_drafts")
     drafts = _numbers(rows, "request_drafts") if "request_drafts" in rows.columns else cycles
@@ -396,7 +396,7 @@ class CategoryFit:
     """``accept_len x step_ms / cycle_ms(k)``, the group's step and fitted cycle [x]."""
     predicted_low: float
     """With accept_len at its interval's low end and the cycle at the fit's (the group's
-    held-out interval at k, :func:`breakeven.cycle.half_width`) [x]."""
+    held-out interval at k, :func:`breakeven.model.cycle.half_width`) [x]."""
     predicted_high: float
     """... at their high ends [x]."""
     verdict: str

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from breakeven import plot
 from breakeven.check import check_file
-from breakeven.costs import TableCost
 from breakeven.iotools import read_cost_curve, read_measurements
+from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, optimize_leviathan
 from breakeven.sensitivity import sensitivity
 

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.cycle import cycle_at
 from breakeven.fit_files import against_fit
 from breakeven.intervals import agrees
 from breakeven.measure import check_from_file
+from breakeven.model.cycle import cycle_at
 from breakeven.schedule import against
 
 PUBLISHED = Path(__file__).parent / "data" / "published"

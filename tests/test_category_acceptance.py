@@ -28,7 +28,7 @@ from breakeven.check import check
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
 from breakeven.iotools.measurements import read_measurements
-from breakeven.pooling import request_drafts
+from breakeven.model.pooling import request_drafts
 from breakeven.workload import CategoryRow
 
 K = 4

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven.cli import cli
-from breakeven.surface import BatchSurface
+from breakeven.model.surface import BatchSurface
 
 W, KV, COMP, A = 20.0, 0.1, 0.3, 0.25  # ms; per sequence; per token; per sequence per ktok
 DS, DT, BD = 1.0, 0.02, 0.04  # ms per draft step; per draft token; per draft token per ktok

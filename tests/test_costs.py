@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven import BreakevenError
-from breakeven.costs import (
+from breakeven.model.costs import (
     ConstantCost,
     DraftCost,
     MoECost,

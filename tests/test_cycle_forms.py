@@ -337,7 +337,7 @@ def test_optimize_and_predict_carry_the_fits_interval_and_regret(tmp_path):
 
 
 def test_each_schedule_range_names_its_runner_up_and_what_it_gives_up():
-    from breakeven.costs import TableCost
+    from breakeven.model.costs import TableCost
     from breakeven.schedule import plan
 
     curve = TableCost((1, 8, 64, 512), (10.0, 10.5, 14.0, 60.0))

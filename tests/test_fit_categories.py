@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from breakeven.acceptance import accept_len_from_alpha
 from breakeven.cli import cli
 from breakeven.fit import fit
+from breakeven.model.acceptance import accept_len_from_alpha
 
 STEP = 10.0
 ALPHA = {"code": 0.8, "math": 0.35}

@@ -394,7 +394,7 @@ def _input_files(root: Path) -> dict[str, str]:
     shutil.copy(DATA / "case_study.csv", root / "existing.csv")
     # A fit file with groups and a surface (fit --out of the AngelSlim sweep and 20780's).
     from breakeven.fit import fit_file
-    from breakeven.surface import MoE
+    from breakeven.model.surface import MoE
 
     published = ROOT / "tests" / "data" / "published"
     fitted = fit_file(
@@ -407,7 +407,7 @@ def _input_files(root: Path) -> dict[str, str]:
     (root / "published_fit.json").write_text(
         json.dumps(fit_file(str(DATA / "published.csv")).to_dict())
     )
-    from breakeven.costs import TableCost
+    from breakeven.model.costs import TableCost
     from breakeven.schedule import schedule_report
 
     planned = schedule_report(

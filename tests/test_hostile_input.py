@@ -26,9 +26,9 @@ from breakeven import BreakevenError
 from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.core.errors import UnreadableInput
-from breakeven.costs import expected_distinct_experts
 from breakeven.iotools import read_cost_curve, read_measurements, sources
 from breakeven.iotools.paths import check_output_path
+from breakeven.model.costs import expected_distinct_experts
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_STUDY = ROOT / "data" / "case_study.csv"

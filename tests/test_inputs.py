@@ -35,8 +35,8 @@ from breakeven.measure import (
     spec_runs,
     with_schedule,
 )
+from breakeven.model.surface import MoE
 from breakeven.predict import predict
-from breakeven.surface import MoE
 
 # Modules by name: breakeven.check and breakeven.iotools.ingest are also functions' names.
 check, compare, costs, deploy, fit, fit_files, ingest, schedule = (

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven.intervals import batch_means, side, side_of_launches, speedup_interval
-from breakeven.pooling import group_pooled_rates, pooled_rate
+from breakeven.model.pooling import group_pooled_rates, pooled_rate
 
 TRUE_SPEEDUP = 72.0 / 60.0
 DATASETS = 500

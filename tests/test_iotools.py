@@ -18,7 +18,7 @@ from breakeven.fit_files import load_fit, load_fitted_alpha, load_surface, load_
 from breakeven.iotools import bench_results, fitfile, metrics, prometheus, runs, sources
 from breakeven.iotools.ingest import FORMATS, tok_s_meanings
 from breakeven.iotools.records import iso_timestamp
-from breakeven.surface import BatchSurface, MoE
+from breakeven.model.surface import BatchSurface, MoE
 from breakeven.tree import TreeAcceptance
 
 HERE = Path(__file__).resolve().parent

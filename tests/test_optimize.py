@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import breakeven as be
 from breakeven import BreakevenError
 from breakeven.cli import cli
-from breakeven.costs import DraftCost, FittedCost, TableCost
+from breakeven.model.costs import DraftCost, FittedCost, TableCost
 from breakeven.optimize import (
     BEYOND_THE_CURVE,
     acceptance_by_k,

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from breakeven import plot
 from breakeven.check import check
 from breakeven.cli import cli
-from breakeven.costs import TableCost
+from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, optimal_k, optimize_leviathan
 from breakeven.sensitivity import sensitivity
 

@@ -20,10 +20,10 @@ from breakeven.check import check_file
 from breakeven.cli import cli
 from breakeven.compare import compare, parse_run
 from breakeven.core.quantities import plain_json
-from breakeven.costs import TableCost
 from breakeven.fit import fit_file
 from breakeven.fleet import FleetResult, Instance
 from breakeven.iotools import read_cost_curve
+from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, moe_summary, optimize, optimize_tree
 from breakeven.predict import predict
 from breakeven.report import check_page

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.costs import TableCost
 from breakeven.fit import fit
 from breakeven.iotools.measurements import read_measurements
-from breakeven.surface import TERMS, BatchSurface, MoE
+from breakeven.model.costs import TableCost
+from breakeven.model.surface import TERMS, BatchSurface, MoE
 
 PUBLISHED = Path(__file__).resolve().parent / "data" / "published"
 ANGELSLIM = PUBLISHED / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"
@@ -368,7 +368,7 @@ def test_batch_intervals_cover_simulated_surfaces(batches):
     # for k = 3 at every other batch.  The intervals hold the truth at least 90% of the time
     # (measured: 360 of 360 with runs at one batch, 300 of 300 at two; they are wide, a median
     # of 0.86 and 1.15 times the prediction, because so little informs the terms).
-    from breakeven.surface import SurfaceCost
+    from breakeven.model.surface import SurfaceCost
 
     rng = np.random.default_rng(5)
     covered = total = 0

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.acceptance import accept_len_from_alpha
 from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.fit import fit_file
+from breakeven.model.acceptance import accept_len_from_alpha
 from breakeven.optimize import optimize, optimize_tree
 from breakeven.tree import (
     TreeAcceptance,
@@ -237,8 +237,8 @@ def test_optimize_tree_from_a_curve_and_alpha(tmp_path):
 
 
 def _curve(path):
-    from breakeven.costs import TableCost
     from breakeven.iotools import read_cost_curve
+    from breakeven.model.costs import TableCost
 
     data, _ = read_cost_curve(str(path))
     return TableCost(tuple(data["tokens"]), tuple(data["ms"]))

@@ -136,7 +136,7 @@ max_k = click.option(
 )
 fit = click.option(
     "--fit",
-    type=LibraryChoice("breakeven.costs", "FORMS"),
+    type=LibraryChoice("breakeven.model.costs", "FORMS"),
     default=None,
     help="Fit the curve (scipy least squares) and extrapolate beyond it: "
     "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "

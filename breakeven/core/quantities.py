@@ -341,7 +341,7 @@ STEPS_BETWEEN = (
     "interpolated on log batch between them (the nearest one's beyond)"
 )
 """What a fit file's surface takes as the plain step where no baseline ran
-(:meth:`breakeven.surface.BatchSurface.step_ms`), as ``batch``, ``schedule`` and ``fleet``
+(:meth:`breakeven.model.surface.BatchSurface.step_ms`), as ``batch``, ``schedule`` and ``fleet``
 say it."""
 
 DEFAULT_TOLERANCE = 0.05

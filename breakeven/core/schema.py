@@ -229,7 +229,7 @@ COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
 COUNTERS_OVER_LEVEL = "the server's counters over the level"
 """The end of the ``source`` of ``bench``'s server row: the server's counters read before and
 after the level, so over the very requests its client rows timed; its rate is then the run's
-(:func:`breakeven.pooling.adopt_server_rates`).  A log's windows are the server's too, but
+(:func:`breakeven.model.pooling.adopt_server_rates`).  A log's windows are the server's too, but
 sampled on its own clock, not over the client's requests."""
 
 SPECULATIVE_SERVER = "speculating: k from the level's server row"

@@ -150,7 +150,7 @@ def read_surface(
         :data:`breakeven.core.quantities.SURFACE_TERM_UNITS` [ms];
         ``moe``, None or a dict of ``experts``, ``top_k`` and ``shared`` (int); ``baseline_steps``
         (pairs of batch [sequences] and measured step [ms], empty in older files); ``batches``,
-        the batch sizes fitted [sequences].  :meth:`breakeven.surface.BatchSurface.from_dict`
+        the batch sizes fitted [sequences].  :meth:`breakeven.model.surface.BatchSurface.from_dict`
         builds the surface.  ``measured_k``: the draft steps of its speculative runs
         [tokens] (from its ``points``; empty where the file keeps none).
     """

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from breakeven import _xp
 from breakeven.core.errors import BreakevenError, invalid_value
+from breakeven.model import _xp
 
 _BISECTION_STEPS = 64  # halves [0, 1] down to below one float64 spacing
 

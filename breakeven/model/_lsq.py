@@ -1,5 +1,5 @@
 """Non-negative least squares over terms that runs may not tell apart: the one solver that
-``breakeven fit`` (the cycle by k) and :mod:`breakeven.surface` (t(B, q) across batch
+``breakeven fit`` (the cycle by k) and :mod:`breakeven.model.surface` (t(B, q) across batch
 sizes) share.  Pure math, no I/O."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ each run's implied cycle and asks what form that growth takes:
   plain step (a verify of k + 1 tokens costs a step, drafting c steps per token);
 - ``anchored``: a line, fitted with the plain step as one more point at k = 0;
 - ``linear``: a line, its constant and slope free (non-negative least squares over the
-  cycle's terms, :func:`breakeven._lsq.solve_groups`, with profiled times where rows have
+  cycle's terms, :func:`breakeven.model._lsq.solve_groups`, with profiled times where rows have
   them);
 - ``curved``: ``a + b k + c k**2``, c of either sign (a power cap makes speculation's cycle
   convex; some engines' is concave), held flat past a concave curve's top.
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from breakeven._lsq import proportional_groups, solve_groups
+from breakeven.model._lsq import proportional_groups, solve_groups
 
 CYCLE_FORMS = ("leviathan", "anchored", "linear", "curved")
 """The forms of the cycle against k that ``fit`` chooses among, simplest first: Leviathan's

@@ -9,7 +9,7 @@ Conventions (stated once, here and in docs/concepts/definitions.md)
   forward: ``cycle_ms = draft_ms + verify_ms + overhead_ms``, or a measured
   cycle time.  ``draft_ms`` is all drafting in the cycle, not per token.
 - ``accept_len`` (tau) is the mean number of tokens a cycle emits, bonus token
-  included (see :mod:`breakeven.acceptance`).
+  included (see :mod:`breakeven.model.acceptance`).
 - ``speedup = accept_len * step_ms / cycle_ms``: speculative over plain
   per-sequence decode rate.  Acceptance and cost stay separate factors:
   ``speedup = accept_len x (step_ms / cycle_ms)``.
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from breakeven import _xp
-from breakeven.acceptance import _alpha_from_tau, _tau
+from breakeven.model import _xp
+from breakeven.model.acceptance import _alpha_from_tau, _tau
 
 
 def step_ms_from_baseline(baseline_tok_s: Any) -> Any:

@@ -9,7 +9,7 @@ reads splits three ways, and the surface keeps them apart::
 
 - ``weights_ms``: what is read once per forward whatever B and q (the dense weights);
 - ``expert_ms * E(B * q)``: for a Mixture-of-Experts model, the routed experts the B * q
-  tokens load, ``E`` the expected distinct experts (:func:`breakeven.costs.expected_distinct_experts`);
+  tokens load, ``E`` the expected distinct experts (:func:`breakeven.model.costs.expected_distinct_experts`);
 - ``kv_ms * B``: the KV cache, read per sequence, not per token;
 - ``compute_ms * B * q``: what grows with the tokens.
 
@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from breakeven._lsq import independent_groups, proportional_groups, solve_groups
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import SURFACE_TERM_UNITS
-from breakeven.costs import expected_distinct_experts
-from breakeven.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
+from breakeven.model._lsq import independent_groups, proportional_groups, solve_groups
+from breakeven.model.costs import expected_distinct_experts
+from breakeven.model.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
 
 TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
@@ -125,7 +125,7 @@ class BatchSurface:
         sequence's forward reads ``step_ms_per_ktok`` [ms] more per 1000 more cached tokens,
         in a step and in a verify (the KV term, and each measured step by that times its
         batch), and each draft token ``cycle_ms_per_ktok_per_k`` [ms] more (the draft's
-        per-token term): :class:`breakeven.context.ContextFit`'s ``a`` and ``b`` per sequence.
+        per-token term): :class:`breakeven.model.context.ContextFit`'s ``a`` and ``b`` per sequence.
         Raises where the surface's runs gave no context."""
         if not self.context_tokens > 0:
             raise BreakevenError(
@@ -161,8 +161,8 @@ class BatchSurface:
 
     def half_width(self, batch: float) -> float:
         """The relative half-width of a predicted speedup's interval at ``batch`` [fraction]:
-        :data:`~breakeven.cycle.INTERVAL_SCALE` times the largest held-out error, at least
-        :data:`~breakeven.cycle.INTERVAL_FLOOR` (which is all a fit no run was held out of
+        :data:`~breakeven.model.cycle.INTERVAL_SCALE` times the largest held-out error, at least
+        :data:`~breakeven.model.cycle.INTERVAL_FLOOR` (which is all a fit no run was held out of
         has), grown by the doublings of batch beyond the speculative runs' batches over their
         span (at least one doubling); NaN without speculative runs."""
         if not (self.spec_batches and batch > 0):

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from breakeven import _xp
 from breakeven.core.errors import BreakevenError, invalid_value
+from breakeven.model import _xp
 
 
 def _tokens(model: Any, tokens: Any) -> Any:
