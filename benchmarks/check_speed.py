@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from breakeven.check import COLUMNS_USED, TIME_COLUMNS, check
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 
 
 def generate(path: Path, rows: int, seed: int = 3) -> None:

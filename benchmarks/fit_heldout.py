@@ -18,7 +18,7 @@ from pathlib import Path
 
 from breakeven.fit import FORM_CHOICES, fit
 from breakeven.holdout import PROTOCOLS, held_out, summary
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 
 HELD_OUT = Path(__file__).resolve().parent / "data" / "published_heldout"
 CONTEXTS = Path(__file__).resolve().parent / "data" / "published_context"

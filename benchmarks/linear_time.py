@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from breakeven.core.credentials import hide_url_passwords
-from breakeven.formatting import printable
 from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest
+from breakeven.render import printable
 
 TARGET = 3.0
 

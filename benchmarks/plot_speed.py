@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from breakeven import plot
+from breakeven.render import plot
 
 
 def render(path: Path) -> float:

@@ -58,7 +58,6 @@ from breakeven.core.errors import (
 from breakeven.core.provenance import is_secret_key, secret_name
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.core.schema import COLUMN_NAMES, COUNTERS_OVER_LEVEL, SPECULATIVE_SERVER
-from breakeven.formatting import printable
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.metrics import shows_spec_decode_counters, spec_decode_series
@@ -81,6 +80,7 @@ from breakeven.iotools.server import (
     user_pairs,
 )
 from breakeven.iotools.sources import read_whole
+from breakeven.render import printable
 
 DEFAULT_PROMPTS = (
     "Explain how speculative decoding speeds up large language model inference.",
@@ -555,7 +555,7 @@ def read_prompts(path: str) -> Prompts:
 
 def _printable(text: str, limit: int, redact: Redactor) -> str:
     """Server text as it may be shown: redacted (``redact``, a :class:`Redactor`) before
-    anything is cut, then printable (:func:`breakeven.formatting.printable`) and redacted
+    anything is cut, then printable (:func:`breakeven.render.printable`) and redacted
     again (a secret with control characters inside), at most ``limit`` long.  (Cut first, an
     echoed key kept 26 of its 43 characters: too few for the redactor to find the key.)"""
     text = redact(printable(redact(text, pieces=False)[: 4 * limit]))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.provenance import (
     ENV_SOURCES,
@@ -53,7 +53,7 @@ from breakeven.intervals import (
     side_and_spread,
     verdict,
 )
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.formulas import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model.formulas import cycle_ms as cycle_of
 from breakeven.model.pooling import (
@@ -291,21 +291,21 @@ class CheckResult:
     def report(self) -> str:
         """What ``breakeven check`` prints: the comparisons, the server cross-checks, the
         flags, and each run against a schedule when one was given."""
-        return formatting.check_text(self.to_dict())
+        return render.check_text(self.to_dict())
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (the comparisons, every column), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.check_table(self.to_dict())
+        return render.check_table(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.check_html(self.to_dict())
+        return render.check_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """Measured against predicted speedup with y = x and the tolerance band (``breakeven
-        plot check``); returns the axes.  Raises :class:`breakeven.plot.NothingToDraw` when
+        plot check``); returns the axes.  Raises :class:`breakeven.render.plot.NothingToDraw` when
         no run has both speedups."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.measured_vs_predicted(self.to_dict(), ax)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
@@ -175,21 +175,21 @@ class CompareResult:
     def report(self) -> str:
         """What ``breakeven compare`` prints: the headlines, a row per speculative run,
         check's flags and advice, and each run against a schedule when one was given."""
-        return formatting.compare_text(self.to_dict())
+        return render.compare_text(self.to_dict())
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (a row per speculative run, every column), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.compare_table(self.to_dict())
+        return render.compare_table(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.compare_html(self.to_dict())
+        return render.compare_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """Every run placed on the speedup surface (the first figure of ``compare --report``);
-        returns the axes.  Raises :class:`breakeven.plot.NothingToDraw` when no run has an
+        returns the axes.  Raises :class:`breakeven.render.plot.NothingToDraw` when no run has an
         accept_len and a rate."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.runs_surface(self.to_dict(), ax)
 

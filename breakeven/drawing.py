@@ -2,8 +2,8 @@
 
 Each function resolves its inputs as the command does (a prediction's operating point,
 runs given as text, a measurements CSV's runs, cost curves and fit files through
-:mod:`breakeven.inputs`) and returns the matplotlib Axes of :mod:`breakeven.plot`, which
-:func:`breakeven.plot.save` writes.  Every problem is a :class:`BreakevenError` naming the
+:mod:`breakeven.inputs`) and returns the matplotlib Axes of :mod:`breakeven.render.plot`, which
+:func:`breakeven.render.plot.save` writes.  Every problem is a :class:`BreakevenError` naming the
 Python arguments; the command line spells them as its flags.
 """
 
@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from breakeven import plot as pictures
 from breakeven.check import (
     COLUMNS_USED,
     TIME_COLUMNS,
@@ -26,9 +25,10 @@ from breakeven.core.errors import BreakevenError, escape_braces, shorten
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fit_files import fitted_cycle
 from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.formulas import step_ms_from_baseline
 from breakeven.predict import predict
+from breakeven.render import plot as pictures
 from breakeven.sensitivity import sensitivity
 
 LARGEST_POINT = pictures.LARGEST_AXIS / 1.2

@@ -38,14 +38,14 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from breakeven import fit_batches, formatting
+from breakeven import fit_batches, render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import (
     CYCLE_COEFFICIENT_UNITS,
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.acceptance import _tau
 from breakeven.model.context import ContextFit, context_notes, contexts_of
 from breakeven.model.cycle import (
@@ -306,15 +306,15 @@ class FitResult:
     def report(self) -> str:
         """What ``breakeven fit`` prints: per group the fitted coefficients with their units,
         what was merged and the by-k table; then the surfaces and tree acceptances."""
-        return formatting.fit_text(self.to_dict())
+        return render.fit_text(self.to_dict())
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (every group's by-k rows, each with its group), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.fit_table(self.to_dict())
+        return render.fit_table(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.fit_html(self.to_dict())
+        return render.fit_html(self.to_dict())
 
 
 def _fit_alpha(ks: Sequence[int], taus: Sequence[float]) -> float:

@@ -15,7 +15,6 @@ import pandas as pd
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
-from breakeven.formatting.text import k_ranges
 from breakeven.intervals import agrees
 from breakeven.iotools.fitfile import (
     IDENTITY,
@@ -29,6 +28,7 @@ from breakeven.iotools.fitfile import (
 )
 from breakeven.model.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
 from breakeven.model.surface import BatchSurface
+from breakeven.render.text import k_ranges
 from breakeven.tree import TreeAcceptance
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.iotools.metrics import METRICS
@@ -485,16 +485,16 @@ class FleetResult:
     def report(self) -> str:
         """What ``breakeven fleet`` prints: a line per server, worst first, then each
         server's flags."""
-        return formatting.fleet_text(self.to_dict())
+        return render.fleet_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.fleet_html(self.to_dict())
+        return render.fleet_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """Each server's share of time above its break-even batch (``fleet --report``'s
-        second figure); returns the axes.  Raises :class:`breakeven.plot.NothingToDraw`
+        second figure); returns the axes.  Raises :class:`breakeven.render.plot.NothingToDraw`
         without a cost model (``surface``)."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.fleet_above(self.to_dict()["instances"], ax)
 

@@ -43,11 +43,11 @@ from breakeven.core.errors import (
 )
 from breakeven.core.schema import COLUMN_NAMES
 from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
-from breakeven.formatting import printable
+from breakeven.iotools.csvfile import write_measurements
 from breakeven.iotools.httpclient import check_url, require_http
 from breakeven.iotools.jsonsafe import loads_bounded
-from breakeven.iotools.measurements import write_measurements
 from breakeven.iotools.records import iso_timestamp
+from breakeven.render import printable
 
 CHUNK_STEPS = 10_000
 """Steps per range query: under Prometheus' limit of 11,000 points per series."""

@@ -503,7 +503,7 @@ def schedule_from_files(
     Parameters
     ----------
     engine : str
-        One of :data:`breakeven.deploy.SCHEDULE_ENGINES`.
+        One of :data:`breakeven.render.engine_configs.SCHEDULE_ENGINES`.
     load : str, optional
         A load profile file (see :func:`read_load_profile`).
     out : str, optional

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.quantities import plain_json
 from breakeven.model.pooling import group_pooled_rates, pooled_rate
 
@@ -98,10 +98,10 @@ class SpeedupInterval:
 
     def report(self) -> str:
         """The speedup, its 95% interval, what the interval covers and how it was estimated."""
-        return formatting.speedup_interval_text(self.to_dict())
+        return render.speedup_interval_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.speedup_interval_html(self.to_dict())
+        return render.speedup_interval_html(self.to_dict())
 
 
 def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:

@@ -36,7 +36,7 @@ from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
 from breakeven.plausibility import speedup_bound
-from breakeven.report import check_report_dir, write_report
+from breakeven.render.report import check_report_dir, write_report
 from breakeven.schedule import against
 from breakeven.workload import mix_answers, parse_mix
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_BATCH, MAX_K, plain_json
 from breakeven.fit_files import Evidence, within_evidence
@@ -208,19 +208,19 @@ class OptimizeResult:
 
     def report(self) -> str:
         """What ``breakeven optimize`` prints: the verdict, then every k considered."""
-        return formatting.optimize_text(self.to_dict())
+        return render.optimize_text(self.to_dict())
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (every k considered), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.optimize_table(self.to_dict())
+        return render.optimize_table(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.optimize_html(self.to_dict())
+        return render.optimize_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """Speedup against k, the best k marked; returns the axes."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.speedup_vs_k(self, ax)
 
@@ -739,19 +739,19 @@ class BatchResult:
     def report(self) -> str:
         """What ``breakeven batch`` prints: the break-even batch, the best k by batch and the
         sweep."""
-        return formatting.batch_text(self.to_dict())
+        return render.batch_text(self.to_dict())
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (every batch size swept), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.batch_table(self.to_dict())
+        return render.batch_table(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.batch_html(self.to_dict())
+        return render.batch_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """Speedup against batch size, the break-even batch marked; returns the axes."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.speedup_vs_batch(self, ax)
 
@@ -1053,10 +1053,10 @@ class MoESummary(dict[str, float]):
 
     def report(self) -> str:
         """What ``breakeven moe`` prints: label, value, unit and JSON key per line."""
-        return formatting.moe_text(self.to_dict())
+        return render.moe_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.moe_html(self.to_dict())
+        return render.moe_html(self.to_dict())
 
 
 def moe_summary(

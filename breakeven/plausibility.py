@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 
@@ -77,7 +77,7 @@ def out_of_range(df: Any) -> list[str]:
     its range (an acceptance_rate above 1, an accept_len below 1), naming the rows' lines and
     the likely cause; those cells of ``df`` (numbers already, with a ``line`` column) are
     replaced by NaN, so no impossible number is used, and none is left out unsaid.  A file's
-    are refused as it is read (:func:`~breakeven.iotools.measurements.read_measurements`): this
+    are refused as it is read (:func:`~breakeven.iotools.csvfile.read_measurements`): this
     is for rows given as a DataFrame."""
     # lazy: start-up (the schema imports numpy, which predict's path never needs)
     from breakeven.core.schema import ALL_COLUMNS, RANGED_COLUMNS, bad_number_message
@@ -116,7 +116,7 @@ def pooled_over_k(df: Any) -> list[str]:
         if len(ks) > 1:
             lines = rows["line"].dropna()
             at = f" (lines {int(lines.min())} to {int(lines.max())})" if len(lines) else ""
-            shown = formatting.printable(str(launch))
+            shown = render.printable(str(launch))
             out.append(
                 f"implausible: launch {shown} has runs at k = {', '.join(map(str, ks))}{at}; "
                 "a server start runs one k, so its acceptance may be pooled over several "
@@ -146,7 +146,7 @@ def slow_batch_growth(per_k: Any, steps: dict[tuple[Any, ...], float]) -> list[s
             if c2 / c1 < (s2 / s1) * (1 - DEFAULT_TOLERANCE):
                 lines = f" (lines {int(l1)} and {int(l2)})" if l1 == l1 and l2 == l2 else ""
                 out.append(
-                    f"implausible: {formatting.printable(method) or 'runs'} at k = {int(k)}: the cycle "
+                    f"implausible: {render.printable(method) or 'runs'} at k = {int(k)}: the cycle "
                     f"grows {c2 / c1:.2f}x from batch {b1:g} to {b2:g}, the plain step "
                     f"{s2 / s1:.2f}x{lines}; a dense model's verify of B x (k + 1) tokens "
                     "cannot grow slower than its decode of B (a baseline from another launch "

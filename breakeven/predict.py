@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.core.quantities import QUANTITIES, plain_json
 from breakeven.model import _xp, formulas
@@ -79,15 +79,15 @@ class Prediction:
     def report(self) -> str:
         """The table ``breakeven predict`` prints: label, value, unit and JSON key per line,
         then the verdict."""
-        return formatting.prediction_text(self.to_dict())
+        return render.prediction_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.prediction_html(self.to_dict())
+        return render.prediction_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """The speedup surface over (accept_len, cycle/step) with its break-even line, this
         prediction marked where it has an accept_len and a cycle; returns the axes."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.prediction_surface(self.to_dict(), ax)
 

@@ -30,13 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
-from breakeven.deploy import engine_shape, render
 from breakeven.fit_files import Evidence, within_evidence
 from breakeven.intervals import agrees
 from breakeven.optimize import speedup_grid
+from breakeven.render import engine_configs
+from breakeven.render.engine_configs import engine_shape
 
 BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
 
@@ -137,7 +138,7 @@ class Schedule:
     def plot(self, ax: Any = None) -> Any:
         """Speedup against batch for each k, the schedule over them and the break-even batch
         (``breakeven plot schedule``); returns the axes."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         if self.grid is None:
             raise BreakevenError(
@@ -167,15 +168,15 @@ class ScheduleReport(dict[str, Any]):
     def report(self) -> str:
         """What ``breakeven schedule`` prints: the ranges, what the schedule gains over the
         best fixed k and gives up by merging, and the configuration to paste."""
-        return formatting.schedule_text(self)
+        return render.schedule_text(self)
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The main table's heads and cells (the ranges), as ``--format markdown`` and
         ``--format csv`` print it."""
-        return formatting.schedule_table(self)
+        return render.schedule_table(self)
 
     def _repr_html_(self) -> str:
-        return formatting.schedule_html(self)
+        return render.schedule_html(self)
 
     def plot(self, ax: Any = None) -> Any:
         """The schedule over each k's speedup against batch (:meth:`Schedule.plot`)."""
@@ -550,7 +551,7 @@ def schedule_report(
     **sweep: Any,
 ) -> ScheduleReport:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
-    for ``engine`` (:func:`breakeven.deploy.render`), as one dict that reports itself.
+    for ``engine`` (:func:`breakeven.render.engine_configs.render`), as one dict that reports itself.
 
     With ``evidence`` (what the fit file whose surface is ``curve`` measured,
     :func:`breakeven.fit_files.surface_evidence`; ``context`` [tokens] where the surface was
@@ -579,7 +580,7 @@ def schedule_report(
         refused = within_evidence(evidence, [(k, b, v) for b, k, v in result.by_batch], context)
     config: dict[str, Any] = {"config": None, "flags": "", "notes": []}
     if not refused:
-        config = render(
+        config = engine_configs.render(
             result,
             engine,
             method=method,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.model import _xp, formulas
 
 
@@ -75,14 +75,14 @@ class Sensitivity:
 
     def report(self) -> str:
         """The speedup with each input moved down and up, largest swing first."""
-        return formatting.sensitivity_text(self.to_dict())
+        return render.sensitivity_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.sensitivity_html(self.to_dict())
+        return render.sensitivity_html(self.to_dict())
 
     def plot(self, ax: Any = None) -> Any:
         """The tornado chart ``breakeven plot sensitivity`` draws; returns the axes."""
-        from breakeven import plot  # lazy: matplotlib
+        from breakeven.render import plot  # lazy: matplotlib
 
         return plot.tornado(self, ax)
 

@@ -7,7 +7,7 @@ interleaved (baseline, k = 2, k = 4, baseline, k = 2, ...), never all baselines 
 of the machine over the sweep then falls on every configuration alike.
 
 The serve command is the plain one; each launch adds its engine's own speculation flags
-(:func:`breakeven.deploy.speculation_args`).  ``{port}`` in it is the launch's port.
+(:func:`breakeven.render.engine_configs.speculation_args`).  ``{port}`` in it is the launch's port.
 
 This module plans and estimates; it starts nothing.
 """
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, invalid_value
-from breakeven.deploy import SPECULATION_ENGINES, speculation_args
+from breakeven.render.engine_configs import SPECULATION_ENGINES, speculation_args
 
 MAX_READY_S = 86_400.0
 """The longest a launch may take to become ready [s]: a day."""
@@ -94,7 +94,7 @@ class SweepPlan:
     def _launch_lines(self) -> list[str]:
         """The order of the launches, the serve command once, and what each configuration
         adds to it (as shell lines to paste, within the display's width)."""
-        from breakeven.formatting.text import command_lines  # lazy: start-up
+        from breakeven.render.text import command_lines  # lazy: start-up
 
         order = [f"{launch.label}" for launch in self.launches]
         lines = [f"  {', '.join(order)}"]
@@ -136,7 +136,7 @@ class SweepPlan:
                 f"Note: {repeats} launch(es) of each configuration; an interval across launches "
                 "has few degrees of freedom and comes out wide (--repeats 3 or more)."
             )
-        from breakeven.formatting.text import wrap_lines  # lazy: start-up
+        from breakeven.render.text import wrap_lines  # lazy: start-up
 
         return wrap_lines("\n".join(lines) + "\n")
 
@@ -185,7 +185,7 @@ def plan_sweep(
     serve : str
         The plain server command; ``{port}`` stands for ``port``.
     engine : str
-        One of :data:`breakeven.deploy.SPECULATION_ENGINES`: whose flags to add.
+        One of :data:`breakeven.render.engine_configs.SPECULATION_ENGINES`: whose flags to add.
     num_spec_tokens : sequence of int
         The k to measure [tokens]; 0 is the baseline.
     method, draft : str, optional

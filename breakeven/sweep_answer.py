@@ -10,7 +10,7 @@ order they would run them:
 
 From check's verdicts comes the best k at each load: the fastest k whose interval lies above 1
 (``faster``), else none (speculation off).  Its flags, in the engine's own form
-(:func:`breakeven.deploy.speculation_args`), are the config to paste.  A step that cannot be
+(:func:`breakeven.render.engine_configs.speculation_args`), are the config to paste.  A step that cannot be
 taken (a fit without acceptance counts, one load only) is said, not raised: the verdict stands
 without it.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import number_text, plain_json
-from breakeven.deploy import SCHEDULE_ENGINES, speculation_args
+from breakeven.render.engine_configs import SCHEDULE_ENGINES, speculation_args
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class SweepAnswer:
                 "No answer: no speculative launch was measured against a baseline at the same "
                 "load (see the launches' errors).\n"
             )
-        from breakeven.formatting.measurements import doubt_line  # lazy: start-up
+        from breakeven.render.measurements import doubt_line  # lazy: start-up
 
         said = doubt_line(self.check.to_dict()["comparisons"]) if self.check is not None else ""
         lines = [said.rstrip("\n")] if said else []
@@ -96,7 +96,7 @@ class SweepAnswer:
                 "Config to paste: none: the data cannot decide (see check's flags), so no "
                 "k, fit or schedule is given."
             )
-            from breakeven.formatting.text import wrap_lines  # lazy: start-up
+            from breakeven.render.text import wrap_lines  # lazy: start-up
 
             return wrap_lines("\n".join(lines) + "\n")
         flags = {b.flags for b in self.best if b.flags}
@@ -104,7 +104,7 @@ class SweepAnswer:
         agrees = scheduled and all(
             _scheduled_k(self.schedule, b.concurrency) == b.num_spec_tokens for b in self.best
         )
-        from breakeven.formatting.text import command_lines, wrap_lines  # lazy: start-up
+        from breakeven.render.text import command_lines, wrap_lines  # lazy: start-up
 
         def paste(head: str, config: str | None) -> list[str]:
             if not config:
@@ -138,7 +138,7 @@ class SweepAnswer:
         if self.schedule is not None:
             parts.append(self.schedule.report())
         if self.notes:
-            from breakeven.formatting.text import wrap_lines  # lazy: start-up
+            from breakeven.render.text import wrap_lines  # lazy: start-up
 
             parts.append(wrap_lines("".join(f"Note: {n}\n" for n in self.notes)))
         return "\n".join(p.rstrip("\n") + "\n" for p in parts)
@@ -178,7 +178,7 @@ def _speculation(plan: dict[str, Any]) -> dict[str, Any]:
 def launches_of(runs: str) -> dict[tuple[str, float], int]:
     """The launches (server starts: distinct ``launch_id``) of each label and load in a
     measurements CSV."""
-    from breakeven.iotools.measurements import read_measurements  # lazy: pandas
+    from breakeven.iotools.csvfile import read_measurements  # lazy: pandas
 
     df, _ = read_measurements(runs, columns=("label", "concurrency", "launch_id"))
     df = df[df["launch_id"].notna()]
@@ -328,7 +328,7 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
         tuple(notes),
     )
     if write:
-        from breakeven.report import write_sweep_report  # lazy: matplotlib
+        from breakeven.render.report import write_sweep_report  # lazy: matplotlib
 
         write_sweep_report(answer.to_dict(), directory)
     return answer

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 
 MAX_TREE_TOPK = 64
@@ -345,10 +345,10 @@ class TreeSearch:
     def report(self) -> str:
         """What ``breakeven optimize --tree`` prints: the best tree, the best chain, the
         SGLang flags and the ten best trees searched."""
-        return formatting.tree_search_text(self.to_dict())
+        return render.tree_search_text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return formatting.tree_search_html(self.to_dict())
+        return render.tree_search_html(self.to_dict())
 
 
 def _check_search(step_ms: Any, max_steps: Any, max_topk: Any, max_verify_tokens: Any) -> None:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from breakeven import plot
 from breakeven.check import check_file
 from breakeven.iotools import read_cost_curve, read_measurements
 from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, optimize_leviathan
+from breakeven.render import plot
 from breakeven.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ from breakeven.bench_client import (
     read_prompts,
 )
 from breakeven.cli import cli
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.measure import bench_config
 
 HERE = Path(__file__).resolve().parent

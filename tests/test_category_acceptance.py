@@ -26,8 +26,8 @@ from fake_server import Behaviour, FakeServer
 
 from breakeven.check import check
 from breakeven.cli import cli
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
-from breakeven.iotools.measurements import read_measurements
 from breakeven.model.pooling import request_drafts
 from breakeven.workload import CategoryRow
 

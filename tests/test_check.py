@@ -229,7 +229,7 @@ def test_bad_csv_names_the_file_and_line(tmp_path, content, message):
 
 
 def test_check_leaves_the_callers_frame_as_it_was():
-    from breakeven.iotools.measurements import read_measurements
+    from breakeven.iotools.csvfile import read_measurements
 
     data, _ = read_measurements(CASE_STUDY)
     before = data.copy(deep=True)
@@ -349,7 +349,7 @@ def test_checks_first_line_is_its_answer():
     """The answer first (issue 26): how many runs pay, lose or are within noise, and the
     flags, in one line under 100 characters, before the table; the report page opens with it."""
     from breakeven.check import check_file
-    from breakeven.report import check_page
+    from breakeven.render.report import check_page
 
     result = check_file(str(Path(__file__).parents[1] / "data" / "case_study.csv"))
     first = result.report().splitlines()[0]

@@ -21,7 +21,7 @@ from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.fit import CYCLE_FORMS, fit, fit_file
 from breakeven.holdout import held_out, summary
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 
 PUBLISHED = Path(__file__).parent / "data" / "published"
 K_SWEEPS = [

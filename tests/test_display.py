@@ -106,7 +106,7 @@ def test_text_fits_the_width_it_is_given_and_a_pasted_config_stays_one_command()
     """A flag and its JSON value broken over lines inside its quotes: the shell reads the same
     arguments, and the JSON the same object."""
     from breakeven.core.display import display
-    from breakeven.formatting.text import command_lines
+    from breakeven.render.text import command_lines
 
     words = shlex.split(
         "vllm serve /m --port 8000 --speculative-config '"

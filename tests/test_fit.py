@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from breakeven.cli import cli
 from breakeven.fit import fit, fit_file
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 
 HERE = Path(__file__).resolve().parent
 ISSUE_20780 = HERE / "data" / "published" / "vllm_issue20780_llama31_8b_eagle_bs1.csv"

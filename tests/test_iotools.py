@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import breakeven
-from breakeven import deploy, fleet
+from breakeven import fleet
 from breakeven.core.errors import BreakevenError
 from breakeven.fit import COEFFICIENTS
 from breakeven.fit_files import load_fit, load_fitted_alpha, load_surface, load_tree
@@ -19,6 +19,7 @@ from breakeven.iotools import bench_results, fitfile, metrics, prometheus, runs,
 from breakeven.iotools.ingest import FORMATS, tok_s_meanings
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model.surface import BatchSurface, MoE
+from breakeven.render import engine_configs as deploy
 from breakeven.tree import TreeAcceptance
 
 HERE = Path(__file__).resolve().parent

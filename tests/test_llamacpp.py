@@ -27,8 +27,8 @@ from llamacpp_server import binary, free_port, llama_server
 
 from breakeven.check import check, check_file
 from breakeven.cli import cli
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
-from breakeven.iotools.measurements import read_measurements
 
 pytestmark = [
     pytest.mark.engine,

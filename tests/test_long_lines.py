@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from breakeven.core.credentials import hide_url_passwords
-from breakeven.formatting import printable
 from breakeven.iotools.bench_results import parse_result_tables
 from breakeven.iotools.ingest import ingest
+from breakeven.render import printable
 
 
 # Log lines of each kind ingest reads, made long where a line can grow: a list of

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.figure import Figure
 
-from breakeven import plot
 from breakeven.check import check
 from breakeven.cli import cli
 from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, optimal_k, optimize_leviathan
+from breakeven.render import plot
 from breakeven.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -374,7 +374,7 @@ def test_each_k_of_a_schedule_stays_apart_under_deuteranopia():
     lines are now Okabe-Ito colours, which stay at least 0.2 apart (RGB distance) as a
     deuteranope sees them (the old tab10 colours: 0.12), and neighbouring k differ in dash."""
     from breakeven.drawing import schedule_figure
-    from breakeven.plot import OKABE_ITO
+    from breakeven.render.plot import OKABE_ITO
 
     ax = schedule_figure(
         cost_curve=CURVE, accept_len_by_k={2: 2.36, 3: 2.79, 4: 3.08, 5: 3.32, 6: 3.46, 7: 3.54}
@@ -434,7 +434,7 @@ def test_a_speedup_a_hair_outside_its_interval_is_drawn():
     end of the interval around its interval's own estimate, and matplotlib refused the
     negative error bar ('yerr' must not contain negative values); the bar now reaches the
     point."""
-    from breakeven.plot import measured_vs_predicted
+    from breakeven.render.plot import measured_vs_predicted
 
     run = {
         "label": "k4",

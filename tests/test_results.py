@@ -15,7 +15,7 @@ import matplotlib
 import pytest
 from click.testing import CliRunner
 
-from breakeven import formatting
+from breakeven import render
 from breakeven.check import check_file
 from breakeven.cli import cli
 from breakeven.compare import compare, parse_run
@@ -26,7 +26,7 @@ from breakeven.iotools import read_cost_curve
 from breakeven.model.costs import TableCost
 from breakeven.optimize import batch_sweep, moe_summary, optimize, optimize_tree
 from breakeven.predict import predict
-from breakeven.report import check_page
+from breakeven.render.report import check_page
 from breakeven.schedule import schedule_report
 from breakeven.sensitivity import sensitivity
 
@@ -131,7 +131,7 @@ def test_tree_search():
 def test_sensitivity():
     """No command prints it (``plot sensitivity`` draws it): its report is its renderer's."""
     r = sensitivity(accept_len=2.1, step_ms=15.898, verify_ms=28.7, draft_ms=1.2)
-    assert r.report() == formatting.sensitivity_text(r.to_dict())
+    assert r.report() == render.sensitivity_text(r.to_dict())
     lines = r.report().splitlines()
     head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["input"])
     assert r.rows[0].name in lines[head + 1]
@@ -254,13 +254,13 @@ def test_fleet_result(monkeypatch):
 
 def test_report_writers_take_results(tmp_path):
     """``report.write_report`` runs no analysis: the caller's result becomes the page."""
-    from breakeven.report import write_report
+    from breakeven.render.report import write_report
 
     result = check_file(CASE_STUDY)
     path = write_report(result, str(tmp_path), source=CASE_STUDY)
     page = Path(path).read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
-    assert formatting.check_html(result.to_dict(), flags=False) in page
+    assert render.check_html(result.to_dict(), flags=False) in page
     assert check_page(result, CASE_STUDY).count("<h2>") == page.count("<h2>")
 
 
@@ -272,8 +272,8 @@ def test_one_json_conversion():
 
 
 def test_the_renderers_keep_their_names():
-    """``from breakeven.formatting import ...`` and lookups by name keep working."""
-    for name in formatting.__all__:
-        assert callable(getattr(formatting, name)), name
+    """``from breakeven.render import ...`` and lookups by name keep working."""
+    for name in render.__all__:
+        assert callable(getattr(render, name)), name
     with pytest.raises(AttributeError):
-        formatting.no_such_renderer  # noqa: B018
+        render.no_such_renderer  # noqa: B018

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven.cli import cli
-from breakeven.deploy import render
 from breakeven.iotools.load import read_load
 from breakeven.model.costs import TableCost
+from breakeven.render.engine_configs import render
 from breakeven.schedule import plan, schedule_report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from breakeven.core.errors import BreakevenError
-from breakeven.deploy import speculation_args
+from breakeven.render.engine_configs import speculation_args
 from breakeven.sweep import plan_sweep, serve_argv
 
 VLLM = "vllm serve /models/target --port {port} --max-num-seqs 8"

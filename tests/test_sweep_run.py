@@ -23,7 +23,7 @@ from breakeven.bench_client import Config
 from breakeven.check import check_file
 from breakeven.core.errors import BreakevenError
 from breakeven.fit import fit, fit_file
-from breakeven.iotools.measurements import read_measurements
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.sweep import plan_sweep
 from breakeven.sweep_answer import answer_sweep
 from breakeven.sweep_run import run_sweep

@@ -174,7 +174,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
 
         click.echo(json.dumps(plain_json(levels), indent=2, allow_nan=False))
     else:
-        from breakeven.formatting import bench_text  # lazy: start-up
+        from breakeven.render import bench_text  # lazy: start-up
 
         click.echo(bench_text(levels, config.label), nl=False)
     if out:

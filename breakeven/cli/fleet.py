@@ -152,7 +152,7 @@ def fleet(
     from breakeven.fleet_client import limits  # lazy: start-up
     from breakeven.iotools.paths import refuse_input_as_output, written_as  # lazy: start-up
     from breakeven.measure import fleet_from_prometheus  # lazy: start-up
-    from breakeven.report import check_report_dir, write_fleet_report  # lazy: start-up
+    from breakeven.render.report import check_report_dir, write_fleet_report  # lazy: start-up
 
     if report_dir is not None:
         page = os.path.join(report_dir, "report.html")

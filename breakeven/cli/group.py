@@ -77,7 +77,7 @@ def split_examples(text: str) -> tuple[str, list[str]]:
 class Command(click.Command):
     """A command whose BreakevenErrors come out as one line naming the flags.  A command that
     prints text (``display=True``, the default) takes ``--wide`` and ``--color/--no-color``,
-    and renders its text fitted to the terminal (:func:`breakeven.formatting.text.display`)."""
+    and renders its text fitted to the terminal (:func:`breakeven.render.text.display`)."""
 
     def __init__(self, *args: Any, display: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -145,7 +145,7 @@ def internal_error_line(e: BaseException, args: Sequence[str] = ()) -> str:
     characters) and what to do.  The message is masked before it is cut: URL passwords, and
     the secrets of the variables ``args`` name with :data:`SECRET_FLAGS`."""
     from breakeven.core.credentials import Redactor  # lazy: start-up
-    from breakeven.formatting import printable  # lazy: start-up
+    from breakeven.render import printable  # lazy: start-up
 
     named = [b for a, b in itertools.pairwise(args) if a in SECRET_FLAGS]
     named += [
@@ -186,7 +186,7 @@ class Group(click.Group):
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except click.ClickException as e:
-            from breakeven.formatting import printable  # lazy: start-up
+            from breakeven.render import printable  # lazy: start-up
 
             # One line whatever a message quotes (a name with a line break, an escape).
             message = printable(e.format_message())

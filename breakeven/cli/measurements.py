@@ -172,8 +172,8 @@ def ingest(
     if array is not None:
         array.close()
     else:
-        from breakeven.formatting import ingest_text  # lazy: start-up
         from breakeven.iotools.ingest import tok_s_meanings  # lazy: start-up
+        from breakeven.render import ingest_text  # lazy: start-up
 
         click.echo(ingest_text(tally, tok_s_meanings()), nl=False, err=out is not None)
     for problem in problems:
@@ -366,7 +366,7 @@ def compare_command(
     """
     from breakeven.iotools.paths import written_as  # lazy: start-up
     from breakeven.measure import compare_from_files  # lazy: start-up
-    from breakeven.report import check_report_dir, write_compare_report  # lazy: start-up
+    from breakeven.render.report import check_report_dir, write_compare_report  # lazy: start-up
 
     if report_dir is not None:
         _refuse_an_input_as_report(report_dir, runs, schedule_file, fit_file)

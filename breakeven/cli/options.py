@@ -142,7 +142,7 @@ fit = click.option(
     "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "
     "the curve's points are interpolated.",
 )
-engine_choice = LibraryChoice("breakeven.deploy", "SCHEDULE_ENGINES")
+engine_choice = LibraryChoice("breakeven.render.engine_configs", "SCHEDULE_ENGINES")
 
 
 # The cycle's cost given for every speculative run, for a prediction (compare, plot check).

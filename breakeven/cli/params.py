@@ -107,7 +107,7 @@ class LibraryChoice(click.Choice):
     Parameters
     ----------
     module : str
-        The module that defines the constant: ``breakeven.deploy``.
+        The module that defines the constant: ``breakeven.render.engine_configs``.
     name : str
         The constant, a sequence of strings: ``SCHEDULE_ENGINES``.
     """
@@ -299,8 +299,8 @@ def _not_finite(data: Any, where: str = "") -> str | None:
 
 def say(text: str, err: bool = True) -> None:
     """Print a message (to stderr by default), wrapped to the display's width as the text
-    output is (:func:`breakeven.formatting.text.wrap_lines`)."""
-    from breakeven.formatting.text import wrap_lines  # lazy: start-up
+    output is (:func:`breakeven.render.text.wrap_lines`)."""
+    from breakeven.render.text import wrap_lines  # lazy: start-up
 
     click.echo(wrap_lines(text), err=err)
 
@@ -324,7 +324,7 @@ def emit(result: Any, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     if chosen in ("markdown", "csv"):
-        from breakeven.formatting.text import csv_table, markdown_table  # lazy: start-up
+        from breakeven.render.text import csv_table, markdown_table  # lazy: start-up
 
         if not hasattr(result, "table"):
             raise CommandLineError(

@@ -36,7 +36,7 @@ def _refuse_inputs(out: str, inputs: dict[str, Any], *read: tuple[str, str]) -> 
 
 
 def _save(ax: Any, out: str, force: bool) -> None:
-    from breakeven.plot import save  # lazy: start-up
+    from breakeven.render.plot import save  # lazy: start-up
 
     save(ax, out, force=force)
     say(f"Wrote {out}.")

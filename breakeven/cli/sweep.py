@@ -25,7 +25,7 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
 @click.option(
     "--engine",
     required=True,
-    type=LibraryChoice("breakeven.deploy", "SPECULATION_ENGINES"),
+    type=LibraryChoice("breakeven.render.engine_configs", "SPECULATION_ENGINES"),
     help="Whose speculation flags to add.",
 )
 @click.option("--method", help="Drafting method: eagle3, draft_model, ngram, mtp, ...")

@@ -1,7 +1,7 @@
 """How text output is laid out: its width and whether it has colour.
 
 The CLI sets them for the command it runs (``--wide``, ``--color/--no-color``); renderers read
-them (:mod:`breakeven.formatting.text`).  A notebook or script may set them as pandas'
+them (:mod:`breakeven.render.text`).  A notebook or script may set them as pandas'
 ``option_context`` does its display options::
 
     with breakeven.core.display.display(width=None):  # every column, no line wrapped

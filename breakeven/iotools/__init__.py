@@ -13,8 +13,8 @@ What a format is, is said once: each engine's log lines in
 ``/metrics`` series in :mod:`breakeven.iotools.metrics`.
 """
 
+from breakeven.iotools.csvfile import read_measurements, write_measurements
 from breakeven.iotools.curves import read_cost_curve
 from breakeven.iotools.ingest import ingest
-from breakeven.iotools.measurements import read_measurements, write_measurements
 
 __all__ = ["ingest", "read_cost_curve", "read_measurements", "write_measurements"]

@@ -20,8 +20,8 @@ from collections import Counter
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
-from breakeven.iotools.measurements import read_measurements
 from breakeven.iotools.sources import read_whole
 
 

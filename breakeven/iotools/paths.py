@@ -160,7 +160,7 @@ def refuse_input_as_output(
 def written_as(name: str, path: str | os.PathLike[str]) -> Iterator[None]:
     """Errors of a writer called for argument ``name``: a
     :class:`~breakeven.BreakevenError` that names ``out`` (the writer's own argument, as
-    :mod:`breakeven.report`'s do) names ``name`` instead, and an ``OSError`` (a full disk)
+    :mod:`breakeven.render.report`'s do) names ``name`` instead, and an ``OSError`` (a full disk)
     is :func:`output_error` for ``name`` and ``path``."""
     try:
         yield

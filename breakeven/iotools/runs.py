@@ -21,8 +21,8 @@ import pandas as pd
 import polars as pl
 
 from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import Input, iter_frames
-from breakeven.iotools.measurements import read_measurements
 from breakeven.iotools.records import frame_of, list_text
 
 __all__ = [

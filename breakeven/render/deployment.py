@@ -6,8 +6,8 @@ import json
 import shlex
 
 from breakeven.core.quantities import number_text
-from breakeven.formatting.optimization import refusal_lines
-from breakeven.formatting.text import (
+from breakeven.render.optimization import refusal_lines
+from breakeven.render.text import (
     Row,
     command_lines,
     display_width,

@@ -6,7 +6,7 @@ import html
 import math
 from typing import Any
 
-from breakeven.formatting.text import (
+from breakeven.render.text import (
     VERDICT_ROLES,
     Row,
     fitted,
@@ -488,7 +488,7 @@ def compare_text(result: Row) -> str:
 
 def compare_html(result: Row) -> str:
     """The headlines, the compare table and the flags as HTML, for notebooks (``breakeven
-    compare --report`` writes the whole page: :func:`breakeven.report.compare_page`)."""
+    compare --report`` writes the whole page: :func:`breakeven.render.report.compare_page`)."""
     headlines = "".join(
         f"<p><b>{html.escape(printable(r['headline']))}.</b></p>" for r in result["runs"]
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS, SURFACE_TERM_UNITS
-from breakeven.formatting.text import (
+from breakeven.render.text import (
     Row,
     fitted,
     grid,

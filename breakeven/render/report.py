@@ -18,7 +18,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from breakeven.core.quantities import number_text
-from breakeven.formatting import (
+from breakeven.iotools.atomic import refuse_overwrite, write_text
+from breakeven.iotools.paths import check_output_path, output_error
+from breakeven.render import (
     check_headline,
     check_html,
     compare_rows,
@@ -29,8 +31,6 @@ from breakeven.formatting import (
     printable,
     schedule_html,
 )
-from breakeven.iotools.atomic import refuse_overwrite, write_text
-from breakeven.iotools.paths import check_output_path, output_error
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;
@@ -66,7 +66,7 @@ def _svg(ax: Any) -> str:
 def _figures(drawings: list[tuple[str, Callable[[Any], Any]]]) -> str:
     """Each figure inline, or, where there is nothing to show, the sentence saying what is
     missing in its place."""
-    from breakeven import plot  # lazy: matplotlib
+    from breakeven.render import plot  # lazy: matplotlib
 
     parts = []
     for title, draw in drawings:

@@ -5,14 +5,20 @@ itself, and imports nothing above the core layer, so text and JSON cannot disagr
 result calls its renderer from ``report()`` and ``_repr_html_()``.  One module per family of
 results:
 
-- :mod:`~breakeven.formatting.text`: what every renderer shares (printable text, numbers,
+- :mod:`~breakeven.render.text`: what every renderer shares (printable text, numbers,
   aligned columns, HTML tables);
-- :mod:`~breakeven.formatting.prediction`: ``predict``, ``moe`` and sensitivity;
-- :mod:`~breakeven.formatting.optimization`: ``optimize``, ``optimize --tree`` and ``batch``;
-- :mod:`~breakeven.formatting.measurements`: ``check``, ``compare``, ``bench``, ``ingest`` and
+- :mod:`~breakeven.render.prediction`: ``predict``, ``moe`` and sensitivity;
+- :mod:`~breakeven.render.optimization`: ``optimize``, ``optimize --tree`` and ``batch``;
+- :mod:`~breakeven.render.measurements`: ``check``, ``compare``, ``bench``, ``ingest`` and
   speedup intervals;
-- :mod:`~breakeven.formatting.fits`: ``fit``;
-- :mod:`~breakeven.formatting.deployment`: ``schedule`` and ``fleet``.
+- :mod:`~breakeven.render.fits`: ``fit``;
+- :mod:`~breakeven.render.deployment`: ``schedule`` and ``fleet``.
+
+Beside them, the renderings that are not text: :mod:`~breakeven.render.plot` (pictures, the only
+module that imports matplotlib), :mod:`~breakeven.render.report` (self-contained HTML pages) and
+:mod:`~breakeven.render.engine_configs` (a schedule as each engine takes it: the config to paste).
+The layer imports only :mod:`breakeven.core`, :mod:`breakeven.model` and
+:mod:`breakeven.iotools`; it never runs an analysis.
 
 The public renderers are re-exported here, each module imported when one of its names is
 first used: ``breakeven predict --json`` loads none of them (benchmarks/cli_startup.py).
@@ -70,19 +76,19 @@ _RENDERERS = {
 """Each public renderer and the module of this package that defines it."""
 
 if TYPE_CHECKING:
-    from breakeven.formatting.deployment import (
+    from breakeven.render.deployment import (
         fleet_html,
         fleet_text,
         schedule_html,
         schedule_table,
         schedule_text,
     )
-    from breakeven.formatting.fits import (
+    from breakeven.render.fits import (
         fit_html,
         fit_table,
         fit_text,
     )
-    from breakeven.formatting.measurements import (
+    from breakeven.render.measurements import (
         bench_text,
         check_headline,
         check_html,
@@ -97,7 +103,7 @@ if TYPE_CHECKING:
         speedup_interval_html,
         speedup_interval_text,
     )
-    from breakeven.formatting.optimization import (
+    from breakeven.render.optimization import (
         batch_html,
         batch_table,
         batch_text,
@@ -107,7 +113,7 @@ if TYPE_CHECKING:
         tree_search_html,
         tree_search_text,
     )
-    from breakeven.formatting.prediction import (
+    from breakeven.render.prediction import (
         moe_html,
         moe_text,
         prediction_html,
@@ -116,7 +122,7 @@ if TYPE_CHECKING:
         sensitivity_text,
         verdict,
     )
-    from breakeven.formatting.text import (
+    from breakeven.render.text import (
         csv_table,
         format_value,
         html_table,
@@ -128,9 +134,9 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> object:
     if name in _RENDERERS:
-        module = importlib.import_module(f"breakeven.formatting.{_RENDERERS[name]}")
+        module = importlib.import_module(f"breakeven.render.{_RENDERERS[name]}")
         return getattr(module, name)
-    raise AttributeError(f"module 'breakeven.formatting' has no attribute {name!r}")
+    raise AttributeError(f"module 'breakeven.render' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -27,12 +27,12 @@ from matplotlib.transforms import Bbox
 
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import MAX_K
-from breakeven.formatting import printable
 from breakeven.iotools.atomic import atomic_path
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.model import _xp
 from breakeven.model.acceptance import accept_len_from_alpha
 from breakeven.model.formulas import speedup
+from breakeven.render import printable
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from breakeven.core.quantities import number_text
-from breakeven.formatting.text import (
+from breakeven.render.text import (
     Row,
     fitted,
     format_value,
