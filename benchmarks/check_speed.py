@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from breakeven.check import COLUMNS_USED, TIME_COLUMNS, check
 from breakeven.iotools.csvfile import read_measurements
+from breakeven.measurements.check import COLUMNS_USED, TIME_COLUMNS, check
 
 
 def generate(path: Path, rows: int, seed: int = 3) -> None:

@@ -1,6 +1,6 @@
 """Held-out error of ``breakeven fit`` on published k sweeps the tests do not use.
 
-Issue 27's protocols (:mod:`breakeven.holdout`): each sweep's groups fitted on their
+Issue 27's protocols (:mod:`breakeven.fitting.holdout`): each sweep's groups fitted on their
 smallest and largest k and asked for the k between, and fitted on their two smallest k and
 asked for the larger ones; then the context sweeps, each context length predicted from the
 others (:mod:`breakeven.model.context`).  Printed per file and in all: how many k were predicted, the
@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from breakeven.fit import FORM_CHOICES, fit
-from breakeven.holdout import PROTOCOLS, held_out, summary
+from breakeven.fitting.fit import FORM_CHOICES, fit
+from breakeven.fitting.holdout import PROTOCOLS, held_out, summary
 from breakeven.iotools.csvfile import read_measurements
 
 HELD_OUT = Path(__file__).resolve().parent / "data" / "published_heldout"

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from breakeven.fit import fit
+from breakeven.fitting.fit import fit
 
 
 def runs(total: int, seed: int = 2) -> pd.DataFrame:

@@ -32,8 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 
 from breakeven.core.errors import BreakevenError
-from breakeven.fleet import Chunk, Collector
-from breakeven.fleet_client import MAX_ANSWER_BYTES, PrometheusAPI
+from breakeven.fleet.reads import MAX_ANSWER_BYTES, PrometheusAPI
+from breakeven.fleet.view import Chunk, Collector
 from breakeven.iotools.jsonsafe import loads_bounded
 
 START = 1_790_000_000

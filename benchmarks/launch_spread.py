@@ -70,7 +70,7 @@ def main() -> None:
     )
     import pandas as pd
 
-    from breakeven.intervals import launch_spread
+    from breakeven.measurements.intervals import launch_spread
 
     rows = pd.read_csv(runs)
     for label, side in rows.groupby("label"):

@@ -16,19 +16,19 @@ Writes (replacing the previous versions):
 - published_check.png: the published runs' measured against predicted speedup, predicted
   from a fit of the same runs.
 
-Every figure is drawn as its ``breakeven plot`` command draws it (:mod:`breakeven.drawing`).
+Every figure is drawn as its ``breakeven plot`` command draws it (:mod:`breakeven.jobs.drawing`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from breakeven.check import check_file
 from breakeven.iotools import read_cost_curve, read_measurements
+from breakeven.measurements.check import check_file
 from breakeven.model.costs import TableCost
-from breakeven.optimize import batch_sweep, optimize_leviathan
+from breakeven.prediction.optimize import batch_sweep, optimize_leviathan
+from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot
-from breakeven.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA, FIGURES = ROOT / "data", ROOT / "figures"
@@ -68,8 +68,8 @@ def batch() -> None:
 
 
 def as_commands_draw() -> None:
-    from breakeven import drawing
-    from breakeven.fit import fit_file
+    from breakeven.fitting.fit import fit_file
+    from breakeven.jobs import drawing
 
     seed = {"baseline_tok_s": 62.9, "verify_ms": 28.7, "draft_ms": 1.2, "accept_len": 2.1}
     seed_k = {**seed, "k": 6}

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.fit_files import against_fit
-from breakeven.intervals import agrees
-from breakeven.measure import check_from_file
+from breakeven.fitting.saved import against_fit
+from breakeven.jobs.measure import check_from_file
+from breakeven.measurements.intervals import agrees
 from breakeven.model.cycle import cycle_at
-from breakeven.schedule import against
+from breakeven.planning.schedule import against
 
 PUBLISHED = Path(__file__).parent / "data" / "published"
 CLUB3090 = PUBLISHED / "vllm_club3090_issue1052_qwen38_27b_int4_mtp_ksweep.csv"

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from breakeven import BreakevenError
-from breakeven.bench_client import (
+from breakeven.bench.client import (
     _LAUNCH_COLUMNS,
     BENCH_COLUMNS,
     SPEED_BENCH_PLACEHOLDER,
@@ -27,7 +27,7 @@ from breakeven.bench_client import (
 )
 from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
-from breakeven.measure import bench_config
+from breakeven.jobs.measure import bench_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

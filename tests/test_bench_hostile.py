@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from fake_server import timed
 from hostile_server import MODELS_MODES, STREAM_MODES, HostileServer, Hostility
 
-from breakeven.bench_client import BENCH_COLUMNS
+from breakeven.bench.client import BENCH_COLUMNS
 from breakeven.cli import cli
 
 KEY = "sk-hostile-0123456789abcdef"
@@ -264,7 +264,7 @@ def test_an_out_that_cannot_take_rows_is_one_line(tmp_path, kind):
 
 
 def test_check_shows_a_url_password_in_an_env_as_stars(tmp_path):
-    from breakeven.check import fingerprint
+    from breakeven.measurements.check import fingerprint
 
     # The URL bench reached the server at is the client's choice, left out of a fingerprint;
     # any other URL in an env keeps its place, its password as stars.

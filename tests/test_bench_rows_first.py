@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer, gzip_bomb, timed
 
-from breakeven.bench_client import BENCH_COLUMNS, Config, run_bench
+from breakeven.bench.client import BENCH_COLUMNS, Config, run_bench
 from breakeven.cli import cli
 from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.server import MAX_REPLY_BYTES, ReplyError, bounded_bytes
@@ -336,7 +336,7 @@ def test_a_full_disk_under_bench_out_is_one_line_and_no_half_row(tmp_path, monke
     import errno
     import types
 
-    import breakeven.bench_client as bench_client
+    import breakeven.bench.client as bench_client
 
     out = tmp_path / "runs.csv"
     real = os

@@ -24,12 +24,12 @@ from click.testing import CliRunner
 from engine_fixtures import DATA
 from fake_server import Behaviour, FakeServer
 
-from breakeven.check import check
 from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
+from breakeven.measurements.check import check
+from breakeven.measurements.workload import CategoryRow
 from breakeven.model.pooling import request_drafts
-from breakeven.workload import CategoryRow
 
 K = 4
 CYCLE_TOKENS = {"code": 4, "chat": 2, "math": 1}

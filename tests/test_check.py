@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven import BreakevenError
-from breakeven.check import check, check_file, fingerprint
 from breakeven.cli import cli
+from breakeven.measurements.check import check, check_file, fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_STUDY = ROOT / "data" / "case_study.csv"
@@ -348,7 +348,7 @@ def test_a_run_rate_is_the_tokens_over_the_time_across_check_and_compare(tmp_pat
 def test_checks_first_line_is_its_answer():
     """The answer first (issue 26): how many runs pay, lose or are within noise, and the
     flags, in one line under 100 characters, before the table; the report page opens with it."""
-    from breakeven.check import check_file
+    from breakeven.measurements.check import check_file
     from breakeven.render.report import check_page
 
     result = check_file(str(Path(__file__).parents[1] / "data" / "case_study.csv"))

@@ -316,7 +316,7 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("http://user:s3cret-pass@host:8000/v1 " + "x" * 300)
 
-    monkeypatch.setattr("breakeven.inputs.predict", broken)
+    monkeypatch.setattr("breakeven.jobs.inputs.predict", broken)
     args = ["predict", "--baseline", "62.9", "--cycle-ms", "29.9", "--accept-len", "2.1"]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 3, r.output
@@ -336,7 +336,7 @@ def test_an_internal_error_masks_the_key_its_command_was_given(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("x" * 190 + key)
 
-    monkeypatch.setattr("breakeven.measure.bench_config", broken)
+    monkeypatch.setattr("breakeven.jobs.measure.bench_config", broken)
     r = CliRunner().invoke(
         cli,
         ["bench", "--url", "http://127.0.0.1:9", "--label", "b", "--api-key-env", "K"],

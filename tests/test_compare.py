@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.compare import compare, parse_run
+from breakeven.measurements.compare import compare, parse_run
 
 HERE = Path(__file__).resolve().parent
 CASE = HERE / "data" / "case_study"

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
-from breakeven.fit import CYCLE_FORMS, fit, fit_file
-from breakeven.holdout import held_out, summary
+from breakeven.fitting.fit import CYCLE_FORMS, fit, fit_file
+from breakeven.fitting.holdout import held_out, summary
 from breakeven.iotools.csvfile import read_measurements
 
 PUBLISHED = Path(__file__).parent / "data" / "published"
@@ -338,7 +338,7 @@ def test_optimize_and_predict_carry_the_fits_interval_and_regret(tmp_path):
 
 def test_each_schedule_range_names_its_runner_up_and_what_it_gives_up():
     from breakeven.model.costs import TableCost
-    from breakeven.schedule import plan
+    from breakeven.planning.schedule import plan
 
     curve = TableCost((1, 8, 64, 512), (10.0, 10.5, 14.0, 60.0))
     _, schedule = plan(curve, alpha=0.7, draft_step_ms=0.4, k_max=6, max_batch=96)
@@ -398,7 +398,7 @@ def test_runs_at_one_context_length_say_their_prediction_holds_there_only(tmp_pa
 def test_bench_records_each_requests_context(tmp_path):
     # The fake server's usage says 5 prompt tokens: a request of 40 completion tokens decoded
     # with 5 + 40 / 2 = 25 tokens in its cache on average.
-    from breakeven.bench_client import RequestResult
+    from breakeven.bench.client import RequestResult
 
     r = RequestResult(True, completion_tokens=40, prompt_tokens=5)
     assert r.context_tokens == 25

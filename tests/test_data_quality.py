@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from local_process import free_port
 
-from breakeven.check import DOUBT, check
 from breakeven.core.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT
-from breakeven.intervals import launch_spread
+from breakeven.measurements.check import DOUBT, check
+from breakeven.measurements.intervals import launch_spread
 
 CASE = Path(__file__).parent / "data" / "case_study"
 BASELINE_LOG = CASE / "sglang_baseline.log"  # SGLang's own log lines (tests/data/README.md)
@@ -160,7 +160,7 @@ def test_a_sweep_on_a_noisy_host_gives_the_data_quality_verdict_and_pastes_nothi
     compared = json.loads(invoke("compare", out, "--json").stdout)["runs"]
     assert [c["measured_speedup"] for c in checked] == [c["measured_speedup"] for c in compared]
     assert [c["verdict"] for c in compared] == ["too noisy"]
-    from breakeven.sweep_answer import answer_sweep
+    from breakeven.sweep.answer import answer_sweep
 
     swept = answer_sweep(str(out), write=False)
     assert [c.measured_speedup for c in swept.check.comparisons] == [
@@ -245,7 +245,7 @@ def test_the_servers_counters_are_the_headlines_rates_and_the_client_the_cross_c
 
     from fake_server import Behaviour, FakeServer
 
-    from breakeven.bench_client import Config, run_bench
+    from breakeven.bench.client import Config, run_bench
 
     plain = Behaviour(seconds_per_token=0.004, timing_counters=True)
     spec = Behaviour(

@@ -110,7 +110,7 @@ def test_the_docs_document_the_measurement_schema():
 def test_the_docs_define_every_number_check_prints():
     from dataclasses import fields
 
-    from breakeven.check import FLAGS, Comparison
+    from breakeven.measurements.check import FLAGS, Comparison
 
     for f in fields(Comparison):  # check's own outputs, or the schema's columns it repeats
         assert f"`{f.name}`" in DEFINITIONS, f.name

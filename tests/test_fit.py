@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breakeven.cli import cli
-from breakeven.fit import fit, fit_file
+from breakeven.fitting.fit import fit, fit_file
 from breakeven.iotools.csvfile import read_measurements
 
 HERE = Path(__file__).resolve().parent

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.fit import fit
+from breakeven.fitting.fit import fit
 from breakeven.model.acceptance import accept_len_from_alpha
 
 STEP = 10.0

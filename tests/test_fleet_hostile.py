@@ -33,8 +33,8 @@ from prometheus_server import free_port
 
 from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError, UnreadableInput
-from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, _drop, queries
-from breakeven.fleet_client import Limits, PrometheusAPI, matrix_result
+from breakeven.fleet.reads import Limits, PrometheusAPI, matrix_result
+from breakeven.fleet.view import FLEET_ENGINES, MAX_VALUE, Chunk, _drop, queries
 from breakeven.iotools.httpclient import check_url
 from breakeven.iotools.jsonsafe import loads_bounded, nesting_depth
 

@@ -59,7 +59,7 @@ from test_fleet_hostile import _answers as prometheus_answers
 from test_fleet_hostile import _value_strings as VALUE_STRINGS
 
 from breakeven.cli import cli
-from breakeven.fleet import FLEET_ENGINES, queries
+from breakeven.fleet.view import FLEET_ENGINES, queries
 from breakeven.iotools import sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -393,7 +393,7 @@ def _input_files(root: Path) -> dict[str, str]:
         shutil.copy(DATA / name, root / name)
     shutil.copy(DATA / "case_study.csv", root / "existing.csv")
     # A fit file with groups and a surface (fit --out of the AngelSlim sweep and 20780's).
-    from breakeven.fit import fit_file
+    from breakeven.fitting.fit import fit_file
     from breakeven.model.surface import MoE
 
     published = ROOT / "tests" / "data" / "published"
@@ -408,7 +408,7 @@ def _input_files(root: Path) -> dict[str, str]:
         json.dumps(fit_file(str(DATA / "published.csv")).to_dict())
     )
     from breakeven.model.costs import TableCost
-    from breakeven.schedule import schedule_report
+    from breakeven.planning.schedule import schedule_report
 
     planned = schedule_report(
         TableCost((1, 64, 4096), (10.0, 10.0, 1000.0)),

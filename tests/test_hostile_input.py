@@ -23,11 +23,11 @@ from cli_checks import invoke, one_line_exit_2
 from click.testing import CliRunner
 
 from breakeven import BreakevenError
-from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.core.errors import UnreadableInput
 from breakeven.iotools import read_cost_curve, read_measurements, sources
 from breakeven.iotools.paths import check_output_path
+from breakeven.measurements.check import check, check_file
 from breakeven.model.costs import expected_distinct_experts
 
 ROOT = Path(__file__).resolve().parents[1]

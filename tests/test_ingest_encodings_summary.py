@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest, iter_frames
+from breakeven.measurements.check import check, check_file
 
 DATA = Path(__file__).parent / "data" / "engines"
 VLLM_LOG = DATA / "vllm_cpu_v0320_server_draft_model_k3.txt"

@@ -16,11 +16,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from breakeven.check import check_file
 from breakeven.cli import cli
 from breakeven.iotools import lines, sources
 from breakeven.iotools.ingest import Input, ingest
 from breakeven.iotools.records import RECORD_KEYS
+from breakeven.measurements.check import check_file
 
 DATA = Path(__file__).parent / "data" / "engines"
 CASE = Path(__file__).parent / "data" / "case_study"

@@ -1,7 +1,7 @@
 """The decisions the commands make before their analysis, through the Python API: fit files,
-cost curves and surfaces (breakeven.inputs), measurements, secrets and compare's runs
-(breakeven.measure), ingest's pipeline (breakeven.iotools.pipeline), JSON --out
-(breakeven.iotools.outputs) and the plot commands' inputs (breakeven.drawing); and every
+cost curves and surfaces (breakeven.jobs.inputs), measurements, secrets and compare's runs
+(breakeven.jobs.measure), ingest's pipeline (breakeven.iotools.pipeline), JSON --out
+(breakeven.iotools.outputs) and the plot commands' inputs (breakeven.jobs.drawing); and every
 command-line choice tied to the library constant it offers."""
 
 import importlib
@@ -15,7 +15,9 @@ from breakeven.cli import cli
 from breakeven.core import display
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE
-from breakeven.inputs import (
+from breakeven.iotools.outputs import write_json
+from breakeven.iotools.pipeline import JsonArray, ingest_inputs, per_file, write_ingest
+from breakeven.jobs.inputs import (
     batch_cost,
     batch_from_files,
     fit_from_file,
@@ -26,9 +28,7 @@ from breakeven.inputs import (
     schedule_from_files,
     with_fit_file,
 )
-from breakeven.iotools.outputs import write_json
-from breakeven.iotools.pipeline import JsonArray, ingest_inputs, per_file, write_ingest
-from breakeven.measure import (
+from breakeven.jobs.measure import (
     api_key_from_env,
     check_from_file,
     secret_from_env,
@@ -36,20 +36,20 @@ from breakeven.measure import (
     with_schedule,
 )
 from breakeven.model.surface import MoE
-from breakeven.predict import predict
+from breakeven.prediction.predict import predict
 
-# Modules by name: breakeven.check and breakeven.iotools.ingest are also functions' names.
+# Modules by name: breakeven.measurements.check and breakeven.iotools.ingest are also functions' names.
 check, compare, costs, deploy, fit, fit_files, ingest, schedule = (
     importlib.import_module(f"breakeven.{name}")
     for name in (
-        "check",
-        "compare",
-        "costs",
-        "deploy",
-        "fit",
-        "fit_files",
+        "measurements.check",
+        "measurements.compare",
+        "model.costs",
+        "render.engine_configs",
+        "fitting.fit",
+        "fitting.saved",
         "iotools.ingest",
-        "schedule",
+        "planning.schedule",
     )
 )
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,7 +300,7 @@ def test_every_choice_is_a_library_constant():
 
 
 def test_the_plot_commands_inputs_are_checked_by_name():
-    from breakeven.drawing import LARGEST_POINT, sensitivity_figure, surface_point
+    from breakeven.jobs.drawing import LARGEST_POINT, sensitivity_figure, surface_point
 
     assert surface_point("eagle:2.5:30", 15.0) == (2.5, 2.0, "eagle")
     with pytest.raises(BreakevenError) as info:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.intervals import batch_means, side, side_of_launches, speedup_interval
+from breakeven.measurements.intervals import batch_means, side, side_of_launches, speedup_interval
 from breakeven.model.pooling import group_pooled_rates, pooled_rate
 
 TRUE_SPEEDUP = 72.0 / 60.0
@@ -159,7 +159,7 @@ def test_an_error_that_dwarfs_its_mean_gives_an_unbounded_interval_not_an_overfl
     read all at once: a decode time near 0, a rate near infinity) once overflowed exp()."""
     import math
 
-    from breakeven.intervals import MeanEstimate, interval_of, verdict
+    from breakeven.measurements.intervals import MeanEstimate, interval_of, verdict
 
     spec = MeanEstimate(100.0, 1e5, 1.0, 2, "across 2 runs")
     base = MeanEstimate(50.0, 1.0, 10.0, 2, "across 2 runs")

@@ -11,22 +11,22 @@ import pandas as pd
 import pytest
 
 import breakeven
-from breakeven import fleet
 from breakeven.core.errors import BreakevenError
-from breakeven.fit import COEFFICIENTS
-from breakeven.fit_files import load_fit, load_fitted_alpha, load_surface, load_tree
+from breakeven.fitting.fit import COEFFICIENTS
+from breakeven.fitting.saved import load_fit, load_fitted_alpha, load_surface, load_tree
+from breakeven.fitting.tree import TreeAcceptance
+from breakeven.fleet import view as fleet
 from breakeven.iotools import bench_results, fitfile, metrics, prometheus, runs, sources
 from breakeven.iotools.ingest import FORMATS, tok_s_meanings
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model.surface import BatchSurface, MoE
 from breakeven.render import engine_configs as deploy
-from breakeven.tree import TreeAcceptance
 
 HERE = Path(__file__).resolve().parent
 CASE = HERE / "data" / "case_study"
 ENGINES = HERE / "data" / "engines"
-# The module, not the function breakeven.compare (a function keeps its name on the package).
-compare_module = importlib.import_module("breakeven.compare")
+# The module, not the function breakeven.measurements.compare (a function keeps its name on the package).
+compare_module = importlib.import_module("breakeven.measurements.compare")
 
 
 # Runs.

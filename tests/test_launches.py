@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 from local_process import free_port, serving
 
-from breakeven.bench_client import Config, run_bench
-from breakeven.check import check, check_file
+from breakeven.bench.client import Config, run_bench
 from breakeven.cli import cli
+from breakeven.measurements.check import check, check_file
 
 CASE = Path(__file__).parent / "data" / "case_study"
 NCCL = {

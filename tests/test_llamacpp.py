@@ -25,10 +25,10 @@ import pytest
 from click.testing import CliRunner
 from llamacpp_server import binary, free_port, llama_server
 
-from breakeven.check import check, check_file
 from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
+from breakeven.measurements.check import check, check_file
 
 pytestmark = [
     pytest.mark.engine,

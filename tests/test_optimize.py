@@ -14,7 +14,7 @@ import breakeven as be
 from breakeven import BreakevenError
 from breakeven.cli import cli
 from breakeven.model.costs import DraftCost, FittedCost, TableCost
-from breakeven.optimize import (
+from breakeven.prediction.optimize import (
     BEYOND_THE_CURVE,
     acceptance_by_k,
     batch_sweep,

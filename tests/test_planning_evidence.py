@@ -1,6 +1,6 @@
 """Planning within the evidence (issue 38, item 6): ``schedule``, ``optimize`` and ``batch``
 from a fit file flag their answer, and paste nothing, where it goes beyond what the fit's runs
-support (:func:`breakeven.fit_files.within_evidence`): a k or batch further beyond the runs than
+support (:func:`breakeven.fitting.saved.within_evidence`): a k or batch further beyond the runs than
 the fit's held-out error allows, or a held-out error larger than the gain claimed.
 
 The fit files are made as users make them, by ``breakeven fit --out`` on a measurements CSV.
@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 from cli_checks import invoke, one_line_exit_2
 
-from breakeven.fit_files import EVIDENCE_FLOOR, Evidence, within_evidence
-from breakeven.inputs import batch_from_files, optimize_from_files, schedule_from_files
+from breakeven.fitting.saved import EVIDENCE_FLOOR, Evidence, within_evidence
+from breakeven.jobs.inputs import batch_from_files, optimize_from_files, schedule_from_files
 
 ALPHA = 0.75
 CLEAN = (0.997, 1.003, 1.0)

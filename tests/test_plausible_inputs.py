@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import breakeven as be
 from breakeven import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE
-from breakeven.fit import fit
-from breakeven.plausibility import TYPED_FLAGS, UNIT_SLIP
+from breakeven.fitting.fit import fit
+from breakeven.measurements.plausibility import TYPED_FLAGS, UNIT_SLIP
 from tests.cli_checks import invoke, one_line_exit_2
 
 CURVE = "data/llama3_8b_decode_curve.csv"  # 7.37 ms at 1 token, 11.84 ms at 128

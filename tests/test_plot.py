@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.figure import Figure
 
-from breakeven.check import check
 from breakeven.cli import cli
+from breakeven.measurements.check import check
 from breakeven.model.costs import TableCost
-from breakeven.optimize import batch_sweep, optimal_k, optimize_leviathan
+from breakeven.prediction.optimize import batch_sweep, optimal_k, optimize_leviathan
+from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot
-from breakeven.sensitivity import sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -237,7 +237,7 @@ def test_plot_check_draws_the_bundled_data_given_a_fit_or_a_cycle(tmp_path):
         r = CliRunner().invoke(cli, ["plot", "check", str(published), *costs, "--out", str(out)])
         assert r.exit_code == 0, r.output
         assert out.read_bytes().startswith(b"\x89PNG")
-    from breakeven.drawing import check_figure
+    from breakeven.jobs.drawing import check_figure
 
     ax = check_figure(str(published), fit_file=str(fit_json))
     assert len(ax.texts) >= 5  # a labelled point per run the fit covers
@@ -284,7 +284,7 @@ def test_surface_from_runs_places_measured_predicted_and_the_other_baseline(tmp_
 
 
 def check_file_rows(tmp_path):
-    from breakeven.check import check_file
+    from breakeven.measurements.check import check_file
 
     return check_file(str(_measured_csv(tmp_path))).to_dict()
 
@@ -295,7 +295,7 @@ def test_surface_places_the_case_study_against_both_baselines(tmp_path):
     out = tmp_path / "surface.svg"
     result = CliRunner().invoke(cli, ["plot", "surface", "--from", CASE, "--out", str(out)])
     assert result.exit_code == 0, result.output
-    from breakeven.check import check_file
+    from breakeven.measurements.check import check_file
 
     data = check_file(CASE).to_dict()
     points = {
@@ -373,7 +373,7 @@ def test_each_k_of_a_schedule_stays_apart_under_deuteranopia():
     """Issue 26: under deuteranopia the old palette's k = 3, 4, 5 and 7 looked alike.  The
     lines are now Okabe-Ito colours, which stay at least 0.2 apart (RGB distance) as a
     deuteranope sees them (the old tab10 colours: 0.12), and neighbouring k differ in dash."""
-    from breakeven.drawing import schedule_figure
+    from breakeven.jobs.drawing import schedule_figure
     from breakeven.render.plot import OKABE_ITO
 
     ax = schedule_figure(
@@ -398,7 +398,7 @@ def test_each_k_of_a_schedule_stays_apart_under_deuteranopia():
 def test_labels_of_close_runs_do_not_overprint(tmp_path):
     """Issue 26: runs close together (the published EAGLE and MTP runs near 1.3x) had their
     labels drawn over each other; each label now takes a free place around its point."""
-    from breakeven.drawing import check_figure
+    from breakeven.jobs.drawing import check_figure
 
     published = Path(CASE).parent / "published.csv"
     fit_json = tmp_path / "fit.json"
@@ -411,7 +411,7 @@ def test_labels_of_close_runs_do_not_overprint(tmp_path):
 
 
 def test_k_has_whole_ticks_and_a_prediction_is_labelled_as_one():
-    from breakeven.drawing import k_figure, surface_figure
+    from breakeven.jobs.drawing import k_figure, surface_figure
 
     ax = k_figure(
         baseline_tok_s=62.9,

@@ -15,11 +15,11 @@ from fake_server import Behaviour, FakeServer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breakeven.bench_client import Config, run_bench
-from breakeven.check import check
+from breakeven.bench.client import Config, run_bench
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
-from breakeven.positions import from_histogram, parse_histogram, parse_rates
+from breakeven.measurements.check import check
+from breakeven.measurements.positions import from_histogram, parse_histogram, parse_rates
 
 histograms = st.lists(st.integers(0, 10**6), min_size=2, max_size=17).filter(lambda h: sum(h) > 0)
 

@@ -16,19 +16,19 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven import render
-from breakeven.check import check_file
 from breakeven.cli import cli
-from breakeven.compare import compare, parse_run
 from breakeven.core.quantities import plain_json
-from breakeven.fit import fit_file
-from breakeven.fleet import FleetResult, Instance
+from breakeven.fitting.fit import fit_file
+from breakeven.fleet.view import FleetResult, Instance
 from breakeven.iotools import read_cost_curve
+from breakeven.measurements.check import check_file
+from breakeven.measurements.compare import compare, parse_run
 from breakeven.model.costs import TableCost
-from breakeven.optimize import batch_sweep, moe_summary, optimize, optimize_tree
-from breakeven.predict import predict
+from breakeven.planning.schedule import schedule_report
+from breakeven.prediction.optimize import batch_sweep, moe_summary, optimize, optimize_tree
+from breakeven.prediction.predict import predict
+from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render.report import check_page
-from breakeven.schedule import schedule_report
-from breakeven.sensitivity import sensitivity
 
 matplotlib.use("Agg")
 from matplotlib.axes import Axes
@@ -244,7 +244,7 @@ def test_fleet_result(monkeypatch):
         1,
     )
     monkeypatch.setattr(
-        "breakeven.measure.read_fleet", lambda *a, **k: (r, {"gpu-1:8000": ([], [])})
+        "breakeven.jobs.measure.read_fleet", lambda *a, **k: (r, {"gpu-1:8000": ([], [])})
     )
     assert r.report() == printed("fleet", "--prometheus", "http://prom:9090", "--since", "6h")
     strict_json(r)

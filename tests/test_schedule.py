@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from breakeven.cli import cli
 from breakeven.iotools.load import read_load
 from breakeven.model.costs import TableCost
+from breakeven.planning.schedule import plan, schedule_report
 from breakeven.render.engine_configs import render
-from breakeven.schedule import plan, schedule_report
 
 ROOT = Path(__file__).resolve().parent.parent
 CURVE = ROOT / "data" / "llama3_8b_decode_curve.csv"

@@ -28,7 +28,7 @@ from hostile_server import (
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from breakeven.bench_client import Bench, Config, _printable, server_root
+from breakeven.bench.client import Bench, Config, _printable, server_root
 from breakeven.cli import cli
 from breakeven.core.credentials import (
     MASK,
@@ -265,7 +265,7 @@ def test_the_redactor_and_the_configuration_show_no_secret_in_repr():
 
 def test_the_fleet_client_shows_no_secret_in_repr():
     pytest.importorskip("httpx")
-    from breakeven.fleet_client import PrometheusAPI
+    from breakeven.fleet.reads import PrometheusAPI
 
     api = PrometheusAPI(f"http://{USER}:{PASSWORD}@127.0.0.1:9/", KEY)
     try:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from breakeven.cli import cli
-from breakeven.fit import fit
+from breakeven.fitting.fit import fit
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.costs import TableCost
 from breakeven.model.surface import TERMS, BatchSurface, MoE

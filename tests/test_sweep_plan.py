@@ -10,7 +10,7 @@ import pytest
 
 from breakeven.core.errors import BreakevenError
 from breakeven.render.engine_configs import speculation_args
-from breakeven.sweep import plan_sweep, serve_argv
+from breakeven.sweep.plan import plan_sweep, serve_argv
 
 VLLM = "vllm serve /models/target --port {port} --max-num-seqs 8"
 

@@ -18,15 +18,15 @@ import pytest
 from fake_server import ACCEPT
 from local_process import free_port
 
-from breakeven import sweep_run
-from breakeven.bench_client import Config
-from breakeven.check import check_file
+from breakeven.bench.client import Config
 from breakeven.core.errors import BreakevenError
-from breakeven.fit import fit, fit_file
+from breakeven.fitting.fit import fit, fit_file
 from breakeven.iotools.csvfile import read_measurements
-from breakeven.sweep import plan_sweep
-from breakeven.sweep_answer import answer_sweep
-from breakeven.sweep_run import run_sweep
+from breakeven.measurements.check import check_file
+from breakeven.sweep import run as sweep_run
+from breakeven.sweep.answer import answer_sweep
+from breakeven.sweep.plan import plan_sweep
+from breakeven.sweep.run import run_sweep
 
 FAKE = Path(__file__).parent / "fake_server.py"
 
@@ -328,7 +328,7 @@ def test_progress_on_a_terminal_is_one_line_with_requests_and_an_eta(capsys):
     """On a terminal: one line rewritten in place (launch, phase, requests, ETA), ended when
     the launch is; off one, a line per phase, the ETA once a launch is done."""
     from breakeven.cli.sweep import _Shown
-    from breakeven.sweep_run import Progress
+    from breakeven.sweep.run import Progress
 
     (launch, *_) = plan_sweep(_serve(), "vllm", [2], method="ngram").launches
     shown = _Shown(tty=True)
@@ -370,7 +370,7 @@ def test_the_config_pasted_is_the_one_the_measurements_back():
     best there; else each load's own flags (or none), and the schedule is said to differ.
     (A real vLLM sweep gave the disagreeing case: k = 4 measured best at concurrency 1, no k
     beyond noise at 4, and a fit whose schedule ran k = 6 everywhere.)"""
-    from breakeven.sweep_answer import BestK, SweepAnswer
+    from breakeven.sweep.answer import BestK, SweepAnswer
 
     def best(load, k):
         flags = f"--speculative-config k{k}" if k else ""

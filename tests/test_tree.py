@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
-from breakeven.fit import fit_file
-from breakeven.model.acceptance import accept_len_from_alpha
-from breakeven.optimize import optimize, optimize_tree
-from breakeven.tree import (
+from breakeven.fitting.fit import fit_file
+from breakeven.fitting.tree import (
     TreeAcceptance,
     check_tree,
     fit_tree_acceptance,
@@ -26,6 +24,8 @@ from breakeven.tree import (
     search_trees,
     tree_accept_len,
 )
+from breakeven.model.acceptance import accept_len_from_alpha
+from breakeven.prediction.optimize import optimize, optimize_tree
 
 PUBLISHED = Path(__file__).parent / "data" / "published"
 SPECFORGE = PUBLISHED / "specforge_issue339_qwen3_30b_a3b_eagle3_batch.csv"

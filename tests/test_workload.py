@@ -1,5 +1,5 @@
 """Acceptance and speedup by workload category, a traffic mix's speedup and the break-even
-mix (``breakeven.workload``; ``check`` and ``compare --mix``).
+mix (``breakeven.measurements.workload``; ``check`` and ``compare --mix``).
 
 The rows are requests made for the test: the arithmetic is what is checked, by hand, against
 the module's description (ratio-of-sums rates, acceptance pooled from counts)."""
@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.check import check
 from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
-from breakeven.workload import (
+from breakeven.measurements.check import check
+from breakeven.measurements.workload import (
     CategoryRow,
     accept_len_interval,
     mix_answers,

@@ -30,7 +30,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
 @click.option(
     "--draft-cost",
     "draft_cost",
-    type=LibraryChoice("breakeven.fit", "DRAFT_COSTS"),
+    type=LibraryChoice("breakeven.fitting.fit", "DRAFT_COSTS"),
     default="per-token",
     show_default=True,
     help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
@@ -39,7 +39,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
 @click.option(
     "--cycle-form",
     "cycle_form",
-    type=LibraryChoice("breakeven.fit", "FORM_CHOICES"),
+    type=LibraryChoice("breakeven.fitting.fit", "FORM_CHOICES"),
     default="auto",
     show_default=True,
     help="The cycle against k: auto (the form of least leave-one-out error), leviathan "
@@ -115,7 +115,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
       breakeven fit runs.csv --predict-k 1-8
       breakeven fit runs.csv --out fit.json --json
     """
-    from breakeven.inputs import fit_from_file  # lazy: start-up
+    from breakeven.jobs.inputs import fit_from_file  # lazy: start-up
 
     result = fit_from_file(runs, **options)
     if options["out"] is not None:
@@ -208,7 +208,7 @@ def schedule(as_json: bool, **inputs: Any) -> None:
       breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\
           --accept-len-by-k 2:2.36,3:2.79,4:3.08 --draft-step-ms 0.98 --engine vllm
     """
-    from breakeven.inputs import schedule_from_files  # lazy: start-up
+    from breakeven.jobs.inputs import schedule_from_files  # lazy: start-up
 
     data = schedule_from_files(**inputs, require_config=True)  # never beside a stale --out
     if inputs["out"] is not None:  # written: with no config to write, it raised

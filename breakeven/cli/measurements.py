@@ -213,7 +213,7 @@ def check_command(
     \b
       breakeven check data/case_study.csv
     """
-    from breakeven.measure import check_from_file  # lazy: start-up
+    from breakeven.jobs.measure import check_from_file  # lazy: start-up
 
     emit(check_from_file(measurements, tolerance, schedule_file, fit_file, mix), as_json)
 
@@ -310,7 +310,7 @@ def check_command(
 @click.option(
     "--fail-if",
     "fail_if",
-    type=LibraryChoice("breakeven.compare", "FAIL_IF"),
+    type=LibraryChoice("breakeven.measurements.compare", "FAIL_IF"),
     help="Exit with code 1 when this holds: a run is slower, a run is not faster "
     "(slower, within noise or without an interval), or check flagged anything.",
 )
@@ -365,7 +365,7 @@ def compare_command(
           --spec-tok-s 75.9 --spec-at 2026-02-26 --accept-len 2.1 -k 3
     """
     from breakeven.iotools.paths import written_as  # lazy: start-up
-    from breakeven.measure import compare_from_files  # lazy: start-up
+    from breakeven.jobs.measure import compare_from_files  # lazy: start-up
     from breakeven.render.report import check_report_dir, write_compare_report  # lazy: start-up
 
     if report_dir is not None:

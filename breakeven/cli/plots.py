@@ -103,7 +103,7 @@ def plot_surface(out: str, force: bool, **inputs: Any) -> None:
       breakeven plot surface --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
           --accept-len 2.1 --out surface.png
     """
-    from breakeven.drawing import surface_figure  # lazy: start-up
+    from breakeven.jobs.drawing import surface_figure  # lazy: start-up
 
     _refuse_inputs(out, inputs)
     _save(surface_figure(**inputs), out, force)
@@ -120,7 +120,7 @@ def plot_k(out: str, force: bool, **inputs: Any) -> None:
       breakeven plot k --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
             --accept-len-by-k 1.6,1.9,2.05,2.1 --out k.png
     """
-    from breakeven.drawing import k_figure  # lazy: start-up
+    from breakeven.jobs.drawing import k_figure  # lazy: start-up
 
     _refuse_inputs(out, inputs)
     _save(k_figure(**inputs), out, force)
@@ -137,7 +137,7 @@ def plot_batch(out: str, force: bool, **inputs: Any) -> None:
       breakeven plot batch --cost-curve data/llama3_8b_decode_curve.csv --alpha 0.7 \\
             --max-k 8 --out batch.png
     """
-    from breakeven.drawing import batch_figure  # lazy: start-up
+    from breakeven.jobs.drawing import batch_figure  # lazy: start-up
 
     _refuse_inputs(out, inputs)
     _save(batch_figure(**inputs), out, force)
@@ -181,7 +181,7 @@ def plot_schedule(out: str, force: bool, **inputs: Any) -> None:
       breakeven plot schedule --cost-curve data/llama3_8b_decode_curve.csv \\
             --accept-len-by-k 2:2.36,3:2.79,4:3.08 --draft-step-ms 0.98 --out schedule.png
     """
-    from breakeven.drawing import schedule_figure  # lazy: start-up
+    from breakeven.jobs.drawing import schedule_figure  # lazy: start-up
 
     _refuse_inputs(out, inputs)
     _save(schedule_figure(**inputs), out, force)
@@ -211,7 +211,7 @@ def plot_check(measurements: str, tolerance: float, out: str, force: bool, **cos
       breakeven fit data/published.csv --out fit.json
       breakeven plot check data/published.csv --fit-file fit.json --out check.png
     """
-    from breakeven.drawing import check_figure  # lazy: start-up
+    from breakeven.jobs.drawing import check_figure  # lazy: start-up
 
     _refuse_inputs(out, costs, ("MEASUREMENTS", measurements))
     _save(check_figure(measurements, tolerance, **costs), out, force)
@@ -269,7 +269,7 @@ def plot_sensitivity(out: str, force: bool, **inputs: Any) -> None:
       breakeven plot sensitivity --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
             --accept-len 2.1 --out sensitivity.png
     """
-    from breakeven.drawing import sensitivity_figure  # lazy: start-up
+    from breakeven.jobs.drawing import sensitivity_figure  # lazy: start-up
 
     _save(sensitivity_figure(**inputs), out, force)
 
@@ -293,7 +293,7 @@ def report(measurements: str, out: str, tolerance: float, force: bool) -> None:
     \b
       breakeven report data/case_study.csv --out report/
     """
-    from breakeven.measure import report_from_file  # lazy: start-up
+    from breakeven.jobs.measure import report_from_file  # lazy: start-up
 
     path = report_from_file(measurements, out, tolerance=tolerance, force=force)
     say(f"Wrote {path}.")

@@ -58,7 +58,7 @@ def predict(as_json: bool, **inputs: Any) -> None:
     \b
       breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
     """
-    from breakeven.inputs import predict_from_files  # lazy: start-up
+    from breakeven.jobs.inputs import predict_from_files  # lazy: start-up
 
     emit(predict_from_files(**inputs), as_json)
 
@@ -129,7 +129,7 @@ def optimize(as_json: bool, **inputs: Any) -> None:
       breakeven optimize --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
           --accept-len-by-k 1.6,1.9,2.05,2.1
     """
-    from breakeven.inputs import optimize_from_files  # lazy: start-up
+    from breakeven.jobs.inputs import optimize_from_files  # lazy: start-up
 
     emit(optimize_from_files(**inputs), as_json)
 
@@ -149,7 +149,7 @@ def batch(as_json: bool, **inputs: Any) -> None:
     \b
       breakeven batch --cost-curve data/llama3_8b_decode_curve.csv --accept-len 2.1 -k 3
     """
-    from breakeven.inputs import batch_from_files  # lazy: start-up
+    from breakeven.jobs.inputs import batch_from_files  # lazy: start-up
 
     emit(batch_from_files(**inputs), as_json)
 
@@ -217,6 +217,6 @@ def moe(as_json: bool, **inputs: Any) -> None:
     \b
       breakeven moe --experts 384 --top-k 8 --shared 1 --tokens 7
     """
-    from breakeven.optimize import moe_summary  # lazy: start-up
+    from breakeven.prediction.optimize import moe_summary  # lazy: start-up
 
     emit(moe_summary(**inputs), as_json)

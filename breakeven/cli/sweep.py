@@ -123,10 +123,10 @@ def sweep(
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
           --method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
-    from breakeven.bench_client import Config, Terminated  # lazy: start-up
-    from breakeven.sweep import plan_sweep  # lazy: start-up
-    from breakeven.sweep_answer import answer_sweep  # lazy: start-up
-    from breakeven.sweep_run import run_sweep  # lazy: start-up
+    from breakeven.bench.client import Config, Terminated  # lazy: start-up
+    from breakeven.sweep.answer import answer_sweep  # lazy: start-up
+    from breakeven.sweep.plan import plan_sweep  # lazy: start-up
+    from breakeven.sweep.run import run_sweep  # lazy: start-up
 
     _refuse_an_input_as_output(out, server_env_from)
     serve, engine = options.pop("serve"), options.pop("engine")
@@ -193,7 +193,7 @@ class _Shown:
         self.width = 0
 
     def __call__(self, p: Any) -> None:
-        from breakeven.sweep import duration_text  # lazy: start-up
+        from breakeven.sweep.plan import duration_text  # lazy: start-up
 
         head = f"launch {p.launch.index}/{p.launches} ({p.launch.label}, repeat {p.launch.repeat})"
         if not self.tty:

@@ -139,7 +139,7 @@ def _vllm_requests(obj: dict[str, Any], record: dict[str, Any]) -> list[dict[str
     """With ``--save-detailed``, a record per request that completed, in the order they
     started: its own per-sequence rate, ``(output_len - 1) / (latency - ttft)`` [tok/s] (the
     first token is the prefill's), and ``completion_tokens``, so that a run's rate is pooled
-    as a ratio of sums (:func:`breakeven.intervals.pooled_rate`: ``1000 / mean_tpot_ms`` where
+    as a ratio of sums (:func:`breakeven.measurements.intervals.pooled_rate`: ``1000 / mean_tpot_ms`` where
     the requests are of one length) and its requests give an interval.  The run's
     acceptance, from the server's counters, is on every record.  Without the lists: the
     run's one record."""

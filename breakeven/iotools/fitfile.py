@@ -2,7 +2,7 @@
 by k for ``predict`` and ``optimize --fit-file``, a forward surface for ``batch --fit-file``, a
 tree acceptance for ``optimize --tree``.  Every problem is one line naming ``--fit-file`` (or
 the flag that picks an entry).  The objects are built from the data on the analysis side
-(:func:`breakeven.fit_files.load_surface`, :func:`breakeven.fit_files.load_tree`).
+(:func:`breakeven.fitting.saved.load_surface`, :func:`breakeven.fitting.saved.load_tree`).
 
 An entry's identity, ``like``, is a mapping of ``model``, ``hardware`` and ``spec_method``.
 """
@@ -80,7 +80,7 @@ def read_fit(
 ) -> dict[str, Any]:
     """One group of a fit file, as its JSON object: the only one, or number ``group`` (from
     1, in the file's order).  Its coefficients are each a finite number >= 0 [ms], named in
-    ``names`` where given (:data:`breakeven.fit.COEFFICIENTS`)."""
+    ``names`` where given (:data:`breakeven.fitting.fit.COEFFICIENTS`)."""
     shown = escape_braces(repr(str(path)))
     data = read_fit_json(path)
     groups = data.get("groups") if isinstance(data, dict) else None
@@ -253,7 +253,7 @@ def read_tree(path: str, index: int | None = None) -> dict[str, Any]:
     dict
         ``alpha`` [probability], ``rank_decay`` [fraction], ``basis`` (how they were found),
         ``model``, ``hardware`` and ``spec_method``.
-        :meth:`breakeven.tree.TreeAcceptance.from_dict` builds the acceptance.
+        :meth:`breakeven.fitting.tree.TreeAcceptance.from_dict` builds the acceptance.
     """
     shown = escape_braces(repr(str(path)))
     data = read_fit_json(path)

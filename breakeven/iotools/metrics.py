@@ -4,7 +4,7 @@ Every engine is an :class:`EngineMetrics`: its prefix, the labels a server is
 told apart by, and its series by quantity (a :class:`Metric`: the name as
 exposed, counter or gauge, and what it counts).  The readers of a scrape
 (:mod:`breakeven.iotools.prometheus`), of a Prometheus server
-(:mod:`breakeven.fleet`) and ``bench``'s warnings take the names from here.
+(:mod:`breakeven.fleet.view`) and ``bench``'s warnings take the names from here.
 
 Quantities, the keys of :attr:`EngineMetrics.series`:
 

@@ -4,7 +4,7 @@ A run is anything ``ingest`` reads (logs, plain or compressed; bench JSON or
 printed tables; ``/metrics`` scrapes) or a measurements CSV, or several files
 of one launch joined with ``+``, launches with ``,`` (:func:`parse_run`).
 :func:`read_run` reads them into one pandas DataFrame, texts as categoricals;
-the comparison itself is :mod:`breakeven.compare`'s.
+the comparison itself is :mod:`breakeven.measurements.compare`'s.
 """
 
 from __future__ import annotations

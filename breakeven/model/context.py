@@ -179,7 +179,7 @@ def _same_config(g: Any) -> tuple[str, str, float, str]:
 
 def contexts_of(groups: Sequence[Any]) -> tuple[ContextFit, ...]:
     """A context fit per model, hardware, concurrency and method whose groups (``fit``'s
-    :class:`~breakeven.fit.GroupFit`, one per context length) ran at two or more context
+    :class:`~breakeven.fitting.fit.GroupFit`, one per context length) ran at two or more context
     lengths (:func:`fit_contexts`)."""
     by_config: dict[tuple[str, str, float, str], list[Any]] = {}
     for g in groups:

@@ -130,7 +130,7 @@ def take_server_view(df: Any, echo: Any) -> None:
     no one's acceptance.
 
     Two columns are added, for what is pooled over a run's requests by their workload
-    (:mod:`breakeven.workload`): ``level_accept_len``, whether a row's accept_len is the level's
+    (:mod:`breakeven.measurements.workload`): ``level_accept_len``, whether a row's accept_len is the level's
     (where the server gave one), and ``request_drafts``, each request's own verify cycles
     (:func:`request_drafts`).
     """

@@ -187,7 +187,7 @@ def render(
     max_num_seqs: int | None = None,
     config_path: str | None = None,
 ) -> dict[str, Any]:
-    """The configuration of ``plan`` (a :class:`~breakeven.schedule.Schedule`) for ``engine``:
+    """The configuration of ``plan`` (a :class:`~breakeven.planning.schedule.Schedule`) for ``engine``:
     ``config`` (the object the engine reads), ``flags`` (the launch flags to paste),
     ``notes``; for SGLang also ``config_path``, where ``flags`` says the file is.
     ``base_config`` is the speculative config the server runs already (its method, draft
@@ -224,7 +224,7 @@ def render(
 
 
 def engine_shape(engine: str) -> str:
-    """The schedule shape an engine takes (:data:`breakeven.schedule.SHAPES`)."""
+    """The schedule shape an engine takes (:data:`breakeven.planning.schedule.SHAPES`)."""
     return "threshold" if engine == "vllm-legacy" else "ranges"
 
 

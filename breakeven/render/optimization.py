@@ -21,7 +21,7 @@ from breakeven.render.text import (
 
 def refusal_lines(r: Row, what: str) -> list[str]:
     """Why a plan from a fit file is not pasted (``refused``: the fit's runs do not support
-    it, :func:`breakeven.fit_files.within_evidence`), as the first lines of its text; none
+    it, :func:`breakeven.fitting.saved.within_evidence`), as the first lines of its text; none
     where it is supported."""
     refused = r.get("refused")
     if not refused:

@@ -411,7 +411,7 @@ def surface_alpha_k(
 
 
 def speedup_vs_k(result: Any, ax: Any = None) -> Any:
-    """Speedup at each k of an :class:`~breakeven.optimize.OptimizeResult`, best k marked."""
+    """Speedup at each k of an :class:`~breakeven.prediction.optimize.OptimizeResult`, best k marked."""
 
     ax = _axes(ax)
     ks = [o.k for o in result.by_k]
@@ -456,7 +456,7 @@ def speedup_vs_k(result: Any, ax: Any = None) -> Any:
 
 
 def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
-    """Speedup against batch size from a :class:`~breakeven.optimize.BatchResult`."""
+    """Speedup against batch size from a :class:`~breakeven.prediction.optimize.BatchResult`."""
     ax = _axes(ax)
     batches = [p.batch for p in result.speedup_by_batch]
     ax.plot(batches, [p.speedup for p in result.speedup_by_batch], color=WIN, label="speedup")
@@ -506,8 +506,8 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
 
 
 def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
-    """Speedup against batch for each k of a :class:`~breakeven.optimize.SpeedupGrid`, the
-    :class:`~breakeven.schedule.Schedule` over them (gid ``"schedule"``: the upper envelope
+    """Speedup against batch for each k of a :class:`~breakeven.prediction.optimize.SpeedupGrid`, the
+    :class:`~breakeven.planning.schedule.Schedule` over them (gid ``"schedule"``: the upper envelope
     where it is unmerged), plain decoding at 1 and the break-even batch (gid
     ``"breakeven"``)."""
     ax = _axes(ax)
@@ -614,8 +614,8 @@ def _rows_of(result: Any) -> tuple[list[dict[str, Any]], float]:
 
 
 def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
-    """Measured against predicted speedup from a :class:`~breakeven.check.CheckResult` or a
-    :class:`~breakeven.compare.CompareResult` (or either's ``to_dict()``).
+    """Measured against predicted speedup from a :class:`~breakeven.measurements.check.CheckResult` or a
+    :class:`~breakeven.measurements.compare.CompareResult` (or either's ``to_dict()``).
 
     The line y = x, a band of the check's tolerance around it, and each run's
     95% interval as error bars.  Raises :class:`NothingToDraw` when no run has both a

@@ -136,7 +136,7 @@ def _data(result: Any) -> dict[str, Any]:
 
 
 def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
-    """The report page of a :class:`~breakeven.check.CheckResult` (or its ``to_dict()``) of
+    """The report page of a :class:`~breakeven.measurements.check.CheckResult` (or its ``to_dict()``) of
     the measurements ``source`` names."""
     data = _data(result)
     servers = "".join(
@@ -180,7 +180,7 @@ SWEEP_TITLE = "Speculative decoding: the sweep's answer"
 
 
 def sweep_page(data: dict[str, Any]) -> str:
-    """The report page of a sweep (a :class:`~breakeven.sweep_answer.SweepAnswer`'s
+    """The report page of a sweep (a :class:`~breakeven.sweep.answer.SweepAnswer`'s
     ``to_dict()``): the best k at each load and the config to paste first, coloured as
     compare's headlines, then check's runs and flags, the fit, the schedule and the notes."""
     check = data["check"]
@@ -278,7 +278,7 @@ def _categories_html(data: dict[str, Any]) -> str:
 
 
 def compare_page(result: Any) -> str:
-    """The report page of a :class:`~breakeven.compare.CompareResult` (or its ``to_dict()``):
+    """The report page of a :class:`~breakeven.measurements.compare.CompareResult` (or its ``to_dict()``):
     the headline verdict of each run first, coloured, then the table, flags, advice and
     figures."""
     data = _data(result)
@@ -349,7 +349,7 @@ def check_report_dir(out_dir: str, force: bool, name: str = "out") -> str:
 
 
 def write_report(result: Any, out_dir: str, *, source: str, force: bool = False) -> str:
-    """``breakeven report``'s page of a check (a :class:`~breakeven.check.CheckResult` or its
+    """``breakeven report``'s page of a check (a :class:`~breakeven.measurements.check.CheckResult` or its
     ``to_dict()``) of the measurements ``source`` names, in ``out_dir/report.html``
     atomically; returns its path."""
     return _write_page(out_dir, force, lambda: check_page(result, source))
@@ -361,7 +361,7 @@ def write_compare_report(result: Any, out_dir: str, *, force: bool = False) -> s
 
 
 def fleet_page(result: Any, series: dict[str, Any]) -> str:
-    """``fleet --report``'s page of a :class:`~breakeven.fleet.FleetResult` (or its
+    """``fleet --report``'s page of a :class:`~breakeven.fleet.view.FleetResult` (or its
     ``to_dict()``) and each server's accept_len over time (``series``): the servers worst
     first (flagged ones in red), their flags, accept_len over time per server and the time
     each spent above its break-even batch."""

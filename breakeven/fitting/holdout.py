@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven.fit import CONTEXT_STEP, fit
+from breakeven.fitting.fit import CONTEXT_STEP, fit
 
 PROTOCOLS = ("between", "extrapolated")
 """The held-out protocols, each a choice of the k fitted on (see the module's description)."""
@@ -40,7 +40,7 @@ class HeldOut:
     fitted_on: tuple[int, ...]
     """The k the fit was given [tokens]."""
     cycle_form: str
-    """The form the fit chose (:data:`breakeven.fit.CYCLE_FORMS`)."""
+    """The form the fit chose (:data:`breakeven.fitting.fit.CYCLE_FORMS`)."""
     measured: float
     """The measured speedup [x]."""
     predicted: float

@@ -301,11 +301,11 @@ class TreeSearch:
     batch: int = 1
     """Sequences decoded together [sequences]."""
     evidence: Any = None
-    """What the fit file's runs measured (:class:`breakeven.fit_files.Evidence`), where the
+    """What the fit file's runs measured (:class:`breakeven.fitting.saved.Evidence`), where the
     costs came from one; None otherwise."""
     refused: tuple[str, ...] = ()
     """Why the best tree's flags are not pasted: the fit's runs do not support its speedup
-    (:func:`breakeven.fit_files.within_evidence`); empty where they do."""
+    (:func:`breakeven.fitting.saved.within_evidence`); empty where they do."""
 
     @property
     def best(self) -> TreeOption:

@@ -14,7 +14,7 @@ is read up to :data:`MAX_ANSWER_BYTES` (compressed, decompressed, and growing at
 :data:`MAX_EXPANSION` times when decompressed), its JSON nesting is checked before it is
 parsed, and its shape against the HTTP API's documented one (:func:`matrix_result`).  A
 sample whose value is NaN is a gap; one that is infinite or beyond
-:data:`breakeven.fleet.MAX_VALUE` in size is ignored, and the result's notes say how many.
+:data:`breakeven.fleet.view.MAX_VALUE` in size is ignored, and the result's notes say how many.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from breakeven.core.errors import (
     shorten,
 )
 from breakeven.core.schema import COLUMN_NAMES
-from breakeven.fleet import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
+from breakeven.fleet.view import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
 from breakeven.iotools.csvfile import write_measurements
 from breakeven.iotools.httpclient import check_url, require_http
 from breakeven.iotools.jsonsafe import loads_bounded
@@ -585,7 +585,7 @@ def read_fleet(
     tolerance: float = 0.1,
     max_share_above: float = 0.1,
 ) -> tuple[Any, dict[str, Any]]:
-    """``breakeven fleet``: the summary (a :class:`breakeven.fleet.FleetResult`), its
+    """``breakeven fleet``: the summary (a :class:`breakeven.fleet.view.FleetResult`), its
     rows streamed to ``out`` as they come (atomically), and each server's accept_len over
     time; a BreakevenError naming ``prometheus`` when no engine's series are there."""
 

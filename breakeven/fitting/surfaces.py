@@ -1,6 +1,6 @@
-"""What ``breakeven fit`` fits across batch sizes, from the runs :mod:`breakeven.fit` prepared:
+"""What ``breakeven fit`` fits across batch sizes, from the runs :mod:`breakeven.fitting.fit` prepared:
 a forward surface per model, hardware and method (:mod:`breakeven.model.surface`), at one context
-length each, and the acceptance of tree drafts (:mod:`breakeven.tree`)."""
+length each, and the acceptance of tree drafts (:mod:`breakeven.fitting.tree`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from breakeven.core.errors import BreakevenError
+from breakeven.fitting.tree import check_tree, fit_tree_acceptance
 from breakeven.model.pooling import group_pooled_accept_len, group_pooled_rates
 from breakeven.model.surface import fit_surface
-from breakeven.tree import check_tree, fit_tree_acceptance
 
 
 def one_context(df: Any) -> Any:
@@ -112,7 +112,7 @@ def surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
 def trees(df: Any) -> tuple[Any, ...]:
     """Tree acceptance per model, hardware and method that ran a tree (spec_topk > 1), fitted
     to the mean accept_len of each configuration over every batch size
-    (:func:`breakeven.tree.fit_tree_acceptance`)."""
+    (:func:`breakeven.fitting.tree.fit_tree_acceptance`)."""
 
     k = df["num_spec_tokens"]
     spec = df[(k > 0) & (k == k.round()) & (df["accept_len"] >= 1)].copy()

@@ -15,7 +15,7 @@ import pandas as pd
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import CYCLE_COEFFICIENT_UNITS as COEFFICIENTS
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
-from breakeven.intervals import agrees
+from breakeven.fitting.tree import TreeAcceptance
 from breakeven.iotools.fitfile import (
     IDENTITY,
     group_name,
@@ -26,10 +26,10 @@ from breakeven.iotools.fitfile import (
     read_tree,
     undetermined,
 )
+from breakeven.measurements.intervals import agrees
 from breakeven.model.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
 from breakeven.model.surface import BatchSurface
 from breakeven.render.text import k_ranges
-from breakeven.tree import TreeAcceptance
 
 
 def fitted_costs(
@@ -189,7 +189,7 @@ def fitted_cycle(rows: Any, path: str) -> Any:
 
 FIT_VERDICTS = ("holds", "off", "no fit")
 """How a measured run stands against a fit file's prediction at its k: they agree
-(:func:`breakeven.intervals.agrees`: the run's interval overlaps the prediction's); they do
+(:func:`breakeven.measurements.intervals.agrees`: the run's interval overlaps the prediction's); they do
 not; the file has no group for the run (model, hardware, method, concurrency), or the run
 lacks what a prediction needs (k, accept_len, the baseline's rate)."""
 

@@ -52,7 +52,7 @@ class BestK:
     """One sentence: why this k."""
     decided: bool = True
     """False where the data at this load cannot decide (a comparison's verdict is one of
-    check's :data:`~breakeven.check.DOUBT`): no k is chosen and nothing is pasted."""
+    check's :data:`~breakeven.measurements.check.DOUBT`): no k is chosen and nothing is pasted."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,12 @@ class SweepAnswer:
     directory: str
     engine: str
     check: Any
-    """The :class:`breakeven.check.CheckResult` of ``DIR/runs.csv``."""
+    """The :class:`breakeven.measurements.check.CheckResult` of ``DIR/runs.csv``."""
     best: tuple[BestK, ...]
     fit: Any = None
-    """The :class:`breakeven.fit.FitResult`, or None (see ``notes``)."""
+    """The :class:`breakeven.fitting.fit.FitResult`, or None (see ``notes``)."""
     schedule: Any = None
-    """The :class:`breakeven.schedule.ScheduleReport`, or None (see ``notes``)."""
+    """The :class:`breakeven.planning.schedule.ScheduleReport`, or None (see ``notes``)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What could not be done, and why."""
 
@@ -198,7 +198,7 @@ def best_k(
     by_load: dict[float, list[Any]] = {}
     for c in check.comparisons:
         by_load.setdefault(float(c.concurrency), []).append(c)
-    from breakeven.check import DOUBT  # lazy: pandas
+    from breakeven.measurements.check import DOUBT  # lazy: pandas
 
     best = []
     for load, comparisons in sorted(by_load.items()):
@@ -260,8 +260,8 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     """Read a sweep's directory (``DIR/manifest.json``, ``DIR/runs.csv``) back as its answer;
     with ``write``, ``DIR/fit.json``, ``DIR/schedule.json`` and ``DIR/report.html`` are
     written (replaced: they are the sweep's own)."""
-    from breakeven.check import check_file  # lazy: pandas
-    from breakeven.inputs import fit_from_file, schedule_from_files  # lazy: start-up
+    from breakeven.jobs.inputs import fit_from_file, schedule_from_files  # lazy: start-up
+    from breakeven.measurements.check import check_file  # lazy: pandas
 
     with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as f:
         plan = json.load(f)["plan"]

@@ -10,10 +10,10 @@ from typing import Any, NamedTuple
 from breakeven import render
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.core.quantities import QUANTITIES, plain_json
+from breakeven.measurements.plausibility import TypedFlag, impossible_speedup, typed_times
 from breakeven.model import _xp, formulas
 from breakeven.model.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.model.acceptance import alpha_from_accept_len as _alpha_from_accept_len
-from breakeven.plausibility import TypedFlag, impossible_speedup, typed_times
 
 ALPHA_TABLE_KS = tuple(range(1, 9))
 
@@ -101,7 +101,7 @@ Prediction.__doc__ = (
         for f in fields(Prediction)
         if f.name in QUANTITIES
     )
-    + "flags : tuple of breakeven.plausibility.TypedFlag\n    Inputs that are possible but "
+    + "flags : tuple of breakeven.measurements.plausibility.TypedFlag\n    Inputs that are possible but "
     "suspicious (a cycle shorter than a plain step, two times a hundred times apart), each a "
     "code and a sentence; impossible ones are refused.\n"
 )
@@ -478,7 +478,7 @@ def _plausible(
     speedup: float | None,
 ) -> list[TypedFlag]:
     """The flags of the typed costs against the plain step [ms]
-    (:func:`breakeven.plausibility.typed_times`).
+    (:func:`breakeven.measurements.plausibility.typed_times`).
 
     Raises
     ------

@@ -3,9 +3,9 @@
 Each run is anything ``ingest`` reads (logs, plain or compressed; bench JSON
 or printed tables; ``/metrics`` scrapes) or a measurements CSV, or several
 files of one run joined with ``+``.  The runs are read, labelled, put side by
-side and checked (:func:`breakeven.check.check`: pairing, flags, prediction
+side and checked (:func:`breakeven.measurements.check.check`: pairing, flags, prediction
 from the costs given); each speedup then gets an interval whose unit of
-repetition is the run (:mod:`breakeven.intervals`), and a headline in words.
+repetition is the run (:mod:`breakeven.measurements.intervals`), and a headline in words.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 import pandas as pd
 
 from breakeven import render
-from breakeven.check import COLUMNS_USED, check, cycle_given, with_cycle
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
-from breakeven.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
+from breakeven.measurements.check import COLUMNS_USED, check, cycle_given, with_cycle
+from breakeven.measurements.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
+from breakeven.measurements.workload import as_dicts
 from breakeven.model.formulas import _step_ms, breakeven_accept_len
-from breakeven.workload import as_dicts
 
 __all__ = [
     "FAIL_IF",
@@ -52,7 +52,7 @@ class RunComparison:
     hardware: str
     """GPUs and interconnect ("" where the sources do not say)."""
     fingerprint: str
-    """The run's environment (:func:`breakeven.check.fingerprint`)."""
+    """The run's environment (:func:`breakeven.measurements.check.fingerprint`)."""
     concurrency: float
     """Requests decoded together [sequences] (NaN where the sources do not say)."""
     num_spec_tokens: float
@@ -94,7 +94,7 @@ class RunComparison:
     what differs between the launches, or how long before the run the baseline ran."""
     launch_spread: float = math.nan
     """The fastest launch's rate over the slowest's, on the side that disagrees more [x]
-    (check's :attr:`~breakeven.check.Comparison.launch_spread`)."""
+    (check's :attr:`~breakeven.measurements.check.Comparison.launch_spread`)."""
 
 
 @dataclass(frozen=True)
@@ -110,22 +110,22 @@ class CompareResult:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each run's files."""
     baselines: tuple[Any, ...] = ()
-    """check's baselines (:class:`breakeven.check.Baseline`): each configuration and
+    """check's baselines (:class:`breakeven.measurements.check.Baseline`): each configuration and
     environment's baseline runs, which a report places every run against."""
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
-    (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
+    (:func:`breakeven.jobs.measure.with_schedule`); None when no schedule was given."""
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
-    interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
+    interval (:func:`breakeven.jobs.measure.with_fit`); None when no fit file was given."""
     categories: tuple[Any, ...] = ()
     """Each run's rows of each workload category against the baseline's of that category
-    (:class:`breakeven.workload.CategoryRow`); none where no row has a category."""
+    (:class:`breakeven.measurements.workload.CategoryRow`); none where no row has a category."""
     mix: tuple[Any, ...] = ()
-    """Each run's speedup over a traffic mix (:class:`breakeven.workload.MixAnswer`)."""
+    """Each run's speedup over a traffic mix (:class:`breakeven.measurements.workload.MixAnswer`)."""
     positions: tuple[Any, ...] = ()
     """Each run's acceptance by draft position and accept_len at every smaller k
-    (:class:`breakeven.positions.PositionRow`); none where no row gives them."""
+    (:class:`breakeven.measurements.positions.PositionRow`); none where no row gives them."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -268,7 +268,7 @@ def compare(
         The speculative cycle's costs [ms], for a predicted speedup and the
         break-even accept_len: ``verify_ms`` (and ``draft_ms``), or ``cycle_ms``.
     tolerance : float
-        As :func:`breakeven.check.check`'s.
+        As :func:`breakeven.measurements.check.check`'s.
     """
     cycle = cycle_given(verify_ms, draft_ms, cycle_ms)
     labels = [baseline.label, *(s.label for s in specs)]

@@ -18,16 +18,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from breakeven.bench_client import DEFAULT_PROMPTS, Config, read_prompts
-from breakeven.check import CheckResult, check_file
-from breakeven.compare import CompareResult, RunInput, compare, parse_run
+from breakeven.bench.client import DEFAULT_PROMPTS, Config, read_prompts
 from breakeven.core.credentials import clean_api_key
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
 from breakeven.core.provenance import parse_time
 from breakeven.core.quantities import DEFAULT_TOLERANCE
-from breakeven.fit_files import against_fit, load_surface
-from breakeven.fleet import check_match
-from breakeven.fleet_client import PrometheusAPI, parse_duration, read_fleet, time_range
+from breakeven.fitting.saved import against_fit, load_surface
+from breakeven.fleet.reads import PrometheusAPI, parse_duration, read_fleet, time_range
+from breakeven.fleet.view import check_match
 from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.ingest import check_year
 from breakeven.iotools.paths import refuse_input_as_output
@@ -35,10 +33,12 @@ from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
-from breakeven.plausibility import speedup_bound
+from breakeven.measurements.check import CheckResult, check_file
+from breakeven.measurements.compare import CompareResult, RunInput, compare, parse_run
+from breakeven.measurements.plausibility import speedup_bound
+from breakeven.measurements.workload import mix_answers, parse_mix
+from breakeven.planning.schedule import against
 from breakeven.render.report import check_report_dir, write_report
-from breakeven.schedule import against
-from breakeven.workload import mix_answers, parse_mix
 
 
 def with_schedule(result: Any, schedule_file: str | None) -> Any:
@@ -55,7 +55,7 @@ def with_schedule(result: Any, schedule_file: str | None) -> Any:
     Returns
     -------
     CheckResult or CompareResult
-        ``result`` with ``schedule_check`` (:func:`breakeven.schedule.against`, at the
+        ``result`` with ``schedule_check`` (:func:`breakeven.planning.schedule.against`, at the
         result's tolerance).
     """
     if schedule_file is None:
@@ -79,7 +79,7 @@ def with_fit(result: Any, fit_file: str | None) -> Any:
     Returns
     -------
     CheckResult or CompareResult
-        ``result`` with ``fit_check`` (:func:`breakeven.fit_files.against_fit`, at the
+        ``result`` with ``fit_check`` (:func:`breakeven.fitting.saved.against_fit`, at the
         result's tolerance).
     """
     if fit_file is None:
@@ -97,7 +97,7 @@ def _runs_of(result: Any) -> list[dict[str, Any]]:
 
 def with_mix(result: Any, mix: str | dict[str, float] | None) -> Any:
     """``result`` with each run's speedup over a traffic ``mix`` (``code=0.6,chat=0.3``: each
-    category's share of the decoded tokens; :func:`breakeven.workload.mix_answers`), the
+    category's share of the decoded tokens; :func:`breakeven.measurements.workload.mix_answers`), the
     categories that lose and the break-even mix.  Returned as it is without ``mix``; refused
     in one line naming ``mix`` where no row has a category."""
     if mix is None:
@@ -119,7 +119,7 @@ def check_from_file(
     fit_file: str | None = None,
     mix: str | dict[str, float] | None = None,
 ) -> CheckResult:
-    """:func:`breakeven.check.check_file`, each run against a schedule and a fit, and over a
+    """:func:`breakeven.measurements.check.check_file`, each run against a schedule and a fit, and over a
     traffic mix, if given.
 
     Parameters
@@ -181,7 +181,7 @@ def spec_runs(
     spec_method: Sequence[str] = (),
     env: Sequence[str] = (),
 ) -> list[RunInput]:
-    """compare's speculative runs (:func:`breakeven.compare.parse_run`), each with what its files
+    """compare's speculative runs (:func:`breakeven.measurements.compare.parse_run`), each with what its files
     may not say, given once for all runs or once per run
     (:func:`breakeven.iotools.pipeline.per_file`)."""
     runs = [parse_run(s) for s in specs]
@@ -254,7 +254,7 @@ def compare_from_files(
     year: int | None = None,
     **costs: Any,
 ) -> CompareResult:
-    """:func:`breakeven.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
+    """:func:`breakeven.measurements.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
 
     Parameters
     ----------
@@ -396,19 +396,19 @@ def bench_config(
     api_key_env: str | None = None,
     **options: Any,
 ) -> tuple[Config, str | None]:
-    """``breakeven bench``'s :class:`breakeven.bench_client.Config`, checked.
+    """``breakeven bench``'s :class:`breakeven.bench.client.Config`, checked.
 
     Parameters
     ----------
     concurrency : sequence of int
         The levels to measure [requests in flight].
     prompts : str, optional
-        A prompts file (:func:`breakeven.bench_client.read_prompts`); default: the built-in
+        A prompts file (:func:`breakeven.bench.client.read_prompts`); default: the built-in
         prompts.
     api_key_env : str, optional
         The environment variable holding the API key (see :func:`api_key_from_env`).
     **options
-        The other fields of :class:`breakeven.bench_client.Config`.
+        The other fields of :class:`breakeven.bench.client.Config`.
 
     Returns
     -------
@@ -445,7 +445,7 @@ def fleet_from_prometheus(
     force: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """Every engine server a Prometheus keeps, read and summarised
-    (:func:`breakeven.fleet_client.read_fleet`).
+    (:func:`breakeven.fleet.reads.read_fleet`).
 
     Parameters
     ----------
@@ -462,7 +462,7 @@ def fleet_from_prometheus(
     match : str
         A label matcher every series is selected with (``{job="vllm"}``).
     fit_file, fit_surface
-        A fit file's forward surface (see :func:`breakeven.fit_files.load_surface`):
+        A fit file's forward surface (see :func:`breakeven.fitting.saved.load_surface`):
         predicted speedup at the load each server saw.
     tolerance : float
         ``acceptance_drop``: accept_len fell by more than this fraction.
@@ -479,7 +479,7 @@ def fleet_from_prometheus(
     Returns
     -------
     summary : dict
-        :class:`breakeven.fleet.FleetResult` as a dict.
+        :class:`breakeven.fleet.view.FleetResult` as a dict.
     series : dict
         Each server's accept_len over time.
     """

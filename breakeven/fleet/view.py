@@ -31,8 +31,8 @@ from breakeven.iotools.records import iso_timestamp
 from breakeven.model.acceptance import alpha_from_accept_len
 from breakeven.model.formulas import _speedup
 from breakeven.model.surface import SurfaceCost
-from breakeven.optimize import speedup_grid
-from breakeven.schedule import batch_weights, schedule_from_grid
+from breakeven.planning.schedule import batch_weights, schedule_from_grid
+from breakeven.prediction.optimize import speedup_grid
 
 FLEET_ENGINES = tuple(METRICS)
 """The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""
@@ -422,7 +422,7 @@ def _against_cost(spec: list[tuple[Any, ...]], surface: Any) -> dict[str, float]
 
 
 def _schedule_gain(spec: list[tuple[Any, ...]], surface: Any, tau: float, k: int) -> float:
-    """What the best schedule of k by batch (:mod:`breakeven.schedule`, every change of k kept)
+    """What the best schedule of k by batch (:mod:`breakeven.planning.schedule`, every change of k kept)
     would have made over the fixed k the server ran, at the load it saw [fraction]: acceptance
     at other k from the alpha of its accept_len at k (i.i.d. positions)."""
 

@@ -24,15 +24,20 @@ import pandas as pd
 from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_BATCH, MAX_K, plain_json
-from breakeven.fit_files import Evidence, within_evidence
+from breakeven.fitting.saved import Evidence, within_evidence
+from breakeven.fitting.tree import TreeAcceptance, check_acceptance, search_trees
+from breakeven.measurements.plausibility import (
+    TypedFlag,
+    falling_curve,
+    impossible_speedup,
+    typed_times,
+)
 from breakeven.model import _xp
 from breakeven.model.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
 from breakeven.model.costs import ConstantCost, DraftCost, expected_distinct_experts
 from breakeven.model.cycle import indistinct_k
 from breakeven.model.formulas import _speedup
 from breakeven.model.formulas import step_ms_from_baseline as model_step_ms
-from breakeven.plausibility import TypedFlag, falling_curve, impossible_speedup, typed_times
-from breakeven.tree import TreeAcceptance, check_acceptance, search_trees
 
 DEFAULT_K_MAX = 16
 BEYOND_THE_CURVE = "beyond the curve"
@@ -143,11 +148,11 @@ class OptimizeResult:
     """Why fewer k were considered than asked, if they were."""
     half_widths: tuple[tuple[int, float], ...] = ()
     """Each k's relative interval half-width [fraction] where a fit file gives the costs
-    (:func:`breakeven.fit_files.fit_interval`); none otherwise."""
+    (:func:`breakeven.fitting.saved.fit_interval`); none otherwise."""
     evidence: Evidence | None = None
     """What the fit file's runs measured, where a fit file gives the costs (None otherwise)."""
     refused: tuple[str, ...] = ()
-    """Why the best k goes beyond that evidence (:func:`breakeven.fit_files.within_evidence`),
+    """Why the best k goes beyond that evidence (:func:`breakeven.fitting.saved.within_evidence`),
     one sentence per k; empty: it does not (or no fit file gave the costs)."""
 
     def with_intervals(self, widths: Mapping[int, float]) -> OptimizeResult:
@@ -158,7 +163,7 @@ class OptimizeResult:
     def with_evidence(self, evidence: Evidence, context: float | None = None) -> OptimizeResult:
         """This result checked against a fit file's ``evidence``: the best k's speedup, at the
         fit's own load and at ``context`` [tokens] (None: the runs'), refused where the runs do
-        not support it (:func:`breakeven.fit_files.within_evidence`)."""
+        not support it (:func:`breakeven.fitting.saved.within_evidence`)."""
         claims = [(self.best_k, None, self.speedup)]
         return replace(
             self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))
@@ -461,7 +466,7 @@ def optimize(
 def curve_flags(curve: Any, name: str) -> list[TypedFlag]:
     """The flags of a measured cost curve (a :class:`~breakeven.model.costs.TableCost`, named
     ``name``) whose forward time falls as its tokens grow
-    (:func:`breakeven.plausibility.falling_curve`); none for a fitted or modelled cost."""
+    (:func:`breakeven.measurements.plausibility.falling_curve`); none for a fitted or modelled cost."""
     tokens, ms = getattr(curve, "tokens", None), getattr(curve, "ms", None)
     if not isinstance(tokens, tuple) or not isinstance(ms, tuple):
         return []
@@ -571,13 +576,13 @@ def optimize_tree(
 ) -> Any:
     """The best tree draft (steps, topk, verify_tokens) within the bounds, and the best chain.
 
-    Acceptance is a fitted :class:`breakeven.tree.TreeAcceptance` (``breakeven fit`` of
+    Acceptance is a fitted :class:`breakeven.fitting.tree.TreeAcceptance` (``breakeven fit`` of
     runs with a tree) or ``alpha`` with ``rank_decay`` (default ``1 - alpha``: independent
     candidates, said in the result).  The cycle is a forward surface's (``surface``, from
     a fit across batch sizes, with its draft's cost) at ``batch``, or ``verify_curve`` at
     ``batch * verify_tokens`` tokens plus ``steps * draft_step_ms + draft_ms``; drafting a
     tree's branches is then priced as drafting one (say so).  The step is the baseline's,
-    else the cost model's at ``batch``.  See :func:`breakeven.tree.search_trees`.
+    else the cost model's at ``batch``.  See :func:`breakeven.fitting.tree.search_trees`.
     """
 
     acceptance, notes = _tree_acceptance(acceptance, alpha, rank_decay)
@@ -698,12 +703,12 @@ class BatchResult:
     """What the fit file's runs measured, where its surface gives the costs (None otherwise)."""
     refused: tuple[str, ...] = ()
     """Why the best k by batch goes beyond that evidence
-    (:func:`breakeven.fit_files.within_evidence`), one sentence per k; empty: it does not."""
+    (:func:`breakeven.fitting.saved.within_evidence`), one sentence per k; empty: it does not."""
 
     def with_evidence(self, evidence: Evidence, context: float | None = None) -> BatchResult:
         """This sweep checked against a fit file's ``evidence``: each batch's k and speedup,
         at ``context`` [tokens] (None: the runs'), refused where the runs do not support it
-        (:func:`breakeven.fit_files.within_evidence`)."""
+        (:func:`breakeven.fitting.saved.within_evidence`)."""
         claims = [(p.k, p.batch, p.speedup) for p in self.speedup_by_batch]
         return replace(
             self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))

@@ -6,7 +6,7 @@ Within one speculative run (a ``label`` at one model, hardware and concurrency) 
 category, the speedup is the run's rows of that category against the baseline's rows of the
 same category, model, hardware and concurrency: each side's rate a ratio of sums (the tokens
 decoded over the time they took, :func:`breakeven.model.pooling.pooled_rate`), the interval as
-``check``'s (:func:`breakeven.intervals.interval_of`: the launch the unit of repetition).  The
+``check``'s (:func:`breakeven.measurements.intervals.interval_of`: the launch the unit of repetition).  The
 category's accept_len is pooled from its own requests' counts, ``1 + sum(accepted) /
 sum(drafts)``, with a 95% interval of that ratio over the requests (the ratio estimator's
 linearised variance, a t quantile); where rows give no drafts, their mean and its t interval.
@@ -44,7 +44,7 @@ from scipy.special import stdtrit
 
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import plain_json
-from breakeven.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
+from breakeven.measurements.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
 from breakeven.model.cycle import half_width
 from breakeven.model.pooling import pooled_rate
 
@@ -229,7 +229,7 @@ def acceptance_rate(rows: Any) -> float:
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
     """Each speculative run's rows of each category against the baseline's rows of the same
     category, model, hardware and concurrency (see the module's description).  ``df`` is
-    :func:`breakeven.check.normalise`'s frame (its ``label``, ``model``, ``hardware``,
+    :func:`breakeven.measurements.check.normalise`'s frame (its ``label``, ``model``, ``hardware``,
     ``concurrency_key``, ``num_spec_tokens``, ``tok_s``, ``decoded``, ``launch``,
     ``accept_len``, ``num_drafts`` and ``category``; where present, the requests' own counts,
     ``request_drafts``, ``level_accept_len``, ``draft_tokens`` and ``accepted_tokens``,
@@ -400,7 +400,7 @@ class CategoryFit:
     predicted_high: float
     """... at their high ends [x]."""
     verdict: str
-    """'faster', 'slower', 'within noise' or 'no interval' (:func:`breakeven.intervals.verdict`)."""
+    """'faster', 'slower', 'within noise' or 'no interval' (:func:`breakeven.measurements.intervals.verdict`)."""
     best: bool
     """Whether k is the category's best among its measured k (highest predicted speedup)."""
 
@@ -433,10 +433,10 @@ def fit_by_category(
 ) -> tuple[tuple[CategoryFit, ...], tuple[FitMix, ...]]:
     """Each fitted group's categories at each measured k, and a mix's speedup at each k.
 
-    ``groups`` pairs each fitted group's rows (:func:`breakeven.fit.fit`'s prepared speculative
+    ``groups`` pairs each fitted group's rows (:func:`breakeven.fitting.fit.fit`'s prepared speculative
     rows: ``category``, ``num_spec_tokens``, ``accept_len``, ``num_drafts``, and the
     requests' own counts where present, :func:`request_acceptance`) with its
-    :class:`~breakeven.fit.GroupFit`.  A category's speedup at k is its pooled
+    :class:`~breakeven.fitting.fit.GroupFit`.  A category's speedup at k is its pooled
     accept_len times the group's step over the group's fitted cycle at k: the cycle does not
     depend on what is decoded, the acceptance does.  Its interval puts accept_len at its
     interval's ends and the cycle at the fit's; where the fit has no held-out error, the

@@ -9,7 +9,7 @@ acceptance comes from when none is given.
 Every problem is a :class:`breakeven.core.errors.BreakevenError` naming the Python arguments
 (``fit_group needs fit_file``); the command line spells them as its flags.
 
-Fit files are read through :mod:`breakeven.fit` (``load_fit``, ``load_surface``, ``load_tree``,
+Fit files are read through :mod:`breakeven.fitting.fit` (``load_fit``, ``load_surface``, ``load_tree``,
 ``load_fitted_alpha``).
 ``breakeven predict`` imports it on its start-up path, so the analysis modules that
 ``predict`` does not use are imported inside the functions that need them.
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, escape_braces
-from breakeven.predict import Prediction, predict
+from breakeven.prediction.predict import Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
 """The arguments that give acceptance; a fit file's alpha is used only when none is given."""
@@ -87,8 +87,8 @@ def with_fit_file(
     Parameters
     ----------
     inputs : mapping
-        Keyword arguments of :func:`breakeven.predict.predict` (``form='predict'``) or
-        :func:`breakeven.optimize.optimize` (``form='optimize'``).  None of
+        Keyword arguments of :func:`breakeven.prediction.predict.predict` (``form='predict'``) or
+        :func:`breakeven.prediction.optimize.optimize` (``form='optimize'``).  None of
         :data:`FIT_COST_INPUTS` may be given with ``fit_file``.
     fit_file : str, optional
         A fit file (``breakeven fit --out``); without it ``inputs`` come back as given.
@@ -99,7 +99,7 @@ def with_fit_file(
     context : float, optional
         Price the fit's step and cycle at this many tokens of context [tokens], from the fit
         file's context fit (runs at two or more context lengths; see
-        :func:`breakeven.fit_files.context_growth`).
+        :func:`breakeven.fitting.saved.context_growth`).
     """
     if fit_file is None:
         given = next(
@@ -108,7 +108,7 @@ def with_fit_file(
         if given is not None:
             raise BreakevenError("{0} needs {1}", given, "fit_file")
         return dict(inputs)
-    from breakeven.fit_files import fitted_costs, load_fit  # lazy: start-up
+    from breakeven.fitting.saved import fitted_costs, load_fit  # lazy: start-up
 
     clash = [n for n in FIT_COST_INPUTS if inputs.get(n) is not None]
     if clash:
@@ -139,8 +139,8 @@ def _at_context(
     fits_step: bool,
 ) -> None:
     """``out``'s fitted costs (and the fit's step, where it is the step used) moved from the
-    fit's context to ``context`` [tokens] (:func:`breakeven.fit_files.context_growth`)."""
-    from breakeven.fit_files import context_growth  # lazy: start-up
+    fit's context to ``context`` [tokens] (:func:`breakeven.fitting.saved.context_growth`)."""
+    from breakeven.fitting.saved import context_growth  # lazy: start-up
 
     step_more, per_k_more = context_growth(fit_file, group, float(context))
     if fits_step and out.get("step_ms") is not None:
@@ -164,19 +164,19 @@ def predict_from_files(
     context: float | None = None,
     **inputs: Any,
 ) -> Prediction:
-    """:func:`breakeven.predict.predict`, with the cycle's costs from a fit file if one is given.
+    """:func:`breakeven.prediction.predict.predict`, with the cycle's costs from a fit file if one is given.
 
     Parameters
     ----------
     fit_file, fit_group, context
         As :func:`with_fit_file`.
     **inputs
-        The keyword arguments of :func:`breakeven.predict.predict`.
+        The keyword arguments of :func:`breakeven.prediction.predict.predict`.
     """
     result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict", context=context))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
-    from breakeven.fit_files import fit_interval, load_fit  # lazy: start-up
+    from breakeven.fitting.saved import fit_interval, load_fit  # lazy: start-up
 
     h = fit_interval(load_fit(fit_file, fit_group), result.k)
     if not (0 <= h < 1 and 0 < result.speedup < math.inf):
@@ -199,8 +199,8 @@ def optimize_from_files(
     max_verify_tokens: int = 64,
     **inputs: Any,
 ) -> Any:
-    """The best k (:func:`breakeven.optimize.optimize`) or, with ``tree``, the best tree draft
-    (:func:`breakeven.optimize.optimize_tree`), with costs from a curve or a fit file.
+    """The best k (:func:`breakeven.prediction.optimize.optimize`) or, with ``tree``, the best tree draft
+    (:func:`breakeven.prediction.optimize.optimize_tree`), with costs from a curve or a fit file.
 
     Parameters
     ----------
@@ -218,7 +218,7 @@ def optimize_from_files(
     max_steps, max_topk, max_verify_tokens : int
         With ``tree``: the search's bounds.
     **inputs
-        The other keyword arguments of :func:`breakeven.optimize.optimize`.
+        The other keyword arguments of :func:`breakeven.prediction.optimize.optimize`.
 
     Returns
     -------
@@ -240,7 +240,7 @@ def optimize_from_files(
             max_topk=max_topk,
             max_verify_tokens=max_verify_tokens,
         )
-    from breakeven.optimize import optimize  # lazy: start-up
+    from breakeven.prediction.optimize import optimize  # lazy: start-up
 
     if rank_decay is not None:
         raise BreakevenError(
@@ -259,7 +259,7 @@ def optimize_from_files(
     result = optimize(verify_curve=curve, **inputs)
     if fit_file is None:
         return result
-    from breakeven.fit_files import fit_interval, group_evidence, load_fit  # lazy: start-up
+    from breakeven.fitting.saved import fit_interval, group_evidence, load_fit  # lazy: start-up
 
     group = load_fit(fit_file, fit_group)
     result = result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
@@ -275,8 +275,8 @@ def _optimize_tree(
     **bounds: Any,
 ) -> Any:
     """``optimize_from_files(tree=True)``: the search over (steps, topk, verify tokens)."""
-    from breakeven.fit_files import load_surface, load_tree  # lazy: start-up
-    from breakeven.optimize import optimize_tree  # lazy: start-up
+    from breakeven.fitting.saved import load_surface, load_tree  # lazy: start-up
+    from breakeven.prediction.optimize import optimize_tree  # lazy: start-up
 
     clash = [n for n in _TREE_CLASHES if inputs.get(n) is not None]
     if clash:
@@ -317,7 +317,7 @@ def _optimize_tree(
     )
     if fit_file is None:
         return result
-    from breakeven.fit_files import surface_evidence, within_evidence  # lazy: start-up
+    from breakeven.fitting.saved import surface_evidence, within_evidence  # lazy: start-up
 
     evidence = surface_evidence(
         fit_file, fit_group if acceptance is None else None, like=acceptance
@@ -355,9 +355,9 @@ def batch_cost(
         Which surface of ``fit_file`` (from 1).
     context : int, optional
         Move the surface to this context [tokens], by the fit file's context growth
-        (:func:`breakeven.fit_files.surface_at_context`).
+        (:func:`breakeven.fitting.saved.surface_at_context`).
     **inputs
-        The other keyword arguments of :func:`breakeven.optimize.batch_sweep`.
+        The other keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`.
 
     Returns
     -------
@@ -367,7 +367,7 @@ def batch_cost(
     inputs : dict
         ``inputs``, with the surface's ``draft`` cost added where it applies.
     """
-    from breakeven.fit_files import load_surface, surface_at_context  # lazy: start-up
+    from breakeven.fitting.saved import load_surface, surface_at_context  # lazy: start-up
 
     inputs = dict(inputs)
     if fit_file is None:
@@ -395,19 +395,19 @@ def batch_cost(
 
 
 def batch_from_files(**inputs: Any) -> Any:
-    """:func:`breakeven.optimize.batch_sweep` over the cost model of :func:`schedule_cost`,
+    """:func:`breakeven.prediction.optimize.batch_sweep` over the cost model of :func:`schedule_cost`,
     with the fit file's alpha where no acceptance is given.
 
     Parameters
     ----------
     **inputs
-        :func:`batch_cost`'s arguments and :func:`breakeven.optimize.batch_sweep`'s.
+        :func:`batch_cost`'s arguments and :func:`breakeven.prediction.optimize.batch_sweep`'s.
 
     Returns
     -------
     BatchResult
     """
-    from breakeven.optimize import batch_sweep  # lazy: start-up
+    from breakeven.prediction.optimize import batch_sweep  # lazy: start-up
 
     evidence, context = _surface_evidence(inputs)
     curve, inputs, note = schedule_cost(**inputs)
@@ -420,12 +420,12 @@ def batch_from_files(**inputs: Any) -> Any:
 
 def _surface_evidence(inputs: Mapping[str, Any]) -> tuple[Any, float | None]:
     """What the runs of the fit file's surface that :func:`batch_cost` prices measured
-    (:func:`breakeven.fit_files.surface_evidence`), and the context the plan is priced at
+    (:func:`breakeven.fitting.saved.surface_evidence`), and the context the plan is priced at
     [tokens]: a plan from a fit is checked against them.  None, None without a fit file."""
     fit_file = inputs.get("fit_file")
     if fit_file is None:
         return None, None
-    from breakeven.fit_files import surface_evidence  # lazy: start-up
+    from breakeven.fitting.saved import surface_evidence  # lazy: start-up
 
     context = inputs.get("context")
     context = None if context is None else float(context)
@@ -445,7 +445,7 @@ def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
     note : str
         Where that alpha came from, or "".
     """
-    from breakeven.fit_files import load_fitted_alpha  # lazy: start-up
+    from breakeven.fitting.saved import load_fitted_alpha  # lazy: start-up
 
     fit_file = inputs.get("fit_file")
     curve, inputs = batch_cost(**inputs)
@@ -497,7 +497,7 @@ def schedule_from_files(
     require_config: bool = False,
     **inputs: Any,
 ) -> dict[str, Any]:
-    """What ``breakeven schedule`` prints (:func:`breakeven.schedule.schedule_report`), from
+    """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
     a cost curve or fit file, and the engine's config written to ``out`` as JSON.
 
     Parameters
@@ -520,14 +520,14 @@ def schedule_from_files(
         Merge neighbouring ranges while a merge gives up less than this share of their
         throughput [fraction].
     max_num_seqs, graph_sizes, method, base_config
-        As :func:`breakeven.schedule.schedule_report`.
+        As :func:`breakeven.planning.schedule.schedule_report`.
     **inputs
         :func:`schedule_cost`'s arguments and the sweep's.
     """
     from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
     from breakeven.iotools.outputs import write_json  # lazy: start-up
     from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
-    from breakeven.schedule import schedule_report  # lazy: start-up
+    from breakeven.planning.schedule import schedule_report  # lazy: start-up
 
     if out is not None:
         read = ("cost_curve", "fit_file")
@@ -590,9 +590,9 @@ def plan_from_files(
     graph_sizes: Sequence[int] | None = None,
     **inputs: Any,
 ) -> tuple[Any, Any]:
-    """:func:`breakeven.schedule.plan` (the speedup grid and the schedule over it), from a cost
+    """:func:`breakeven.planning.schedule.plan` (the speedup grid and the schedule over it), from a cost
     curve or fit file as :func:`schedule_from_files` takes them."""
-    from breakeven.schedule import plan  # lazy: start-up
+    from breakeven.planning.schedule import plan  # lazy: start-up
 
     curve, inputs, _ = schedule_cost(**inputs)
     profile, source = read_load_profile(load)
@@ -652,18 +652,18 @@ def fit_from_file(
     cycle_form: str = "auto",
     mix: Any = None,
 ) -> Any:
-    """:func:`breakeven.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
+    """:func:`breakeven.fitting.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
 
     Parameters
     ----------
     runs : str
         A measurements CSV.
     draft_cost : str
-        One of :data:`breakeven.fit.DRAFT_COSTS`.
+        One of :data:`breakeven.fitting.fit.DRAFT_COSTS`.
     predict_k : sequence of int
         Also predict these k.
     cycle_form : str
-        'auto' or one of :data:`breakeven.fit.CYCLE_FORMS`.
+        'auto' or one of :data:`breakeven.fitting.fit.CYCLE_FORMS`.
     experts, top_k, shared
         A Mixture-of-Experts model's routing (see :func:`moe_routing`).
     mix : str or mapping, optional
@@ -678,7 +678,7 @@ def fit_from_file(
     -------
     FitResult
     """
-    from breakeven.fit import fit_file  # lazy: start-up
+    from breakeven.fitting.fit import fit_file  # lazy: start-up
     from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
     from breakeven.iotools.outputs import write_json  # lazy: start-up
     from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up

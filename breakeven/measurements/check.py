@@ -46,14 +46,17 @@ from breakeven.core.schema import (
     bad_number_message,
     first_bad_number,
 )
-from breakeven.intervals import (
+from breakeven.iotools.csvfile import read_measurements
+from breakeven.measurements.intervals import (
     LaunchSpread,
     SpeedupInterval,
     interval_of,
     side_and_spread,
     verdict,
 )
-from breakeven.iotools.csvfile import read_measurements
+from breakeven.measurements.plausibility import speedup_bound
+from breakeven.measurements.positions import PositionRow, by_run
+from breakeven.measurements.workload import CategoryRow, MixAnswer, as_dicts, by_category
 from breakeven.model.formulas import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model.formulas import cycle_ms as cycle_of
 from breakeven.model.pooling import (
@@ -64,9 +67,6 @@ from breakeven.model.pooling import (
     server_echoes,
     take_server_view,
 )
-from breakeven.plausibility import speedup_bound
-from breakeven.positions import PositionRow, by_run
-from breakeven.workload import CategoryRow, MixAnswer, as_dicts, by_category
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
 
@@ -156,7 +156,7 @@ class Comparison:
     """Upper end of the 95% confidence interval of measured_speedup [x]."""
     verdict: str
     """'faster', 'slower', 'within noise' (the interval holds 1) or 'no interval' (too few
-    values or launches: :mod:`breakeven.intervals`); where the data cannot decide, a verdict
+    values or launches: :mod:`breakeven.measurements.intervals`); where the data cannot decide, a verdict
     of :data:`DOUBT`: 'too noisy', 'looks swapped' or 'implausible'."""
     accept_len: float
     """The run's accept_len [tokens/cycle]: pooled from counts, 1 + sum(accepted) /
@@ -238,18 +238,18 @@ class CheckResult:
     run against each)."""
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
-    (:func:`breakeven.measure.with_schedule`); None when no schedule was given."""
+    (:func:`breakeven.jobs.measure.with_schedule`); None when no schedule was given."""
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
-    interval (:func:`breakeven.measure.with_fit`); None when no fit file was given."""
+    interval (:func:`breakeven.jobs.measure.with_fit`); None when no fit file was given."""
     categories: tuple[CategoryRow, ...] = ()
     """Each speculative run's rows of each workload category against the baseline's of that
-    category (:func:`breakeven.workload.by_category`); none where no row has a category."""
+    category (:func:`breakeven.measurements.workload.by_category`); none where no row has a category."""
     mix: tuple[MixAnswer, ...] = ()
-    """Each run's speedup over a traffic mix (:func:`breakeven.measure.with_mix`)."""
+    """Each run's speedup over a traffic mix (:func:`breakeven.jobs.measure.with_mix`)."""
     positions: tuple[PositionRow, ...] = ()
     """Each speculative run's acceptance at each draft position and its accept_len at every
-    smaller k (:func:`breakeven.positions.by_run`); none where no row gives them."""
+    smaller k (:func:`breakeven.measurements.positions.by_run`); none where no row gives them."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``;
@@ -382,7 +382,7 @@ COLUMNS_USED = (
     "source",
 )
 # Their types are the schema's; source stays as written (a row's citation, never grouped on), and
-# so do the positions' (text in a CSV, lists in ingest's records: breakeven.positions reads both).
+# so do the positions' (text in a CSV, lists in ingest's records: breakeven.measurements.positions reads both).
 AS_WRITTEN = ("source", "per_position", "acceptance_histogram")
 TIME_COLUMNS = ("launched_at", "timestamp")
 """Read as datetimes where a file writes them in one ISO 8601 form (bench's), else as text."""
@@ -759,7 +759,7 @@ def cross_check(df: Any, tolerance: float, findings: _Findings) -> list[ServerCh
 
 def _pooled_rates(runs: Any) -> Any:
     """Each (run_id, origin)'s per-sequence rate [tok/s], a ratio of sums
-    (:func:`~breakeven.intervals.pooled_rate`): the client's requests pooled as the server's
+    (:func:`~breakeven.measurements.intervals.pooled_rate`): the client's requests pooled as the server's
     counters pool them (a server's row is one already)."""
     number, keys = pd.factorize(pd.MultiIndex.from_frame(runs[["run_id", "origin"]]))
     rates, _ = group_pooled_rates(

@@ -2,7 +2,7 @@
 
 The engines take a batch-size schedule of k (vLLM's Dynamic SD, SGLang's adaptive steps,
 older vLLM's off-switch above a batch size) and leave its values to the user.  From the
-speedup at every batch size and k of a sweep (:func:`breakeven.optimize.speedup_grid`)
+speedup at every batch size and k of a sweep (:func:`breakeven.prediction.optimize.speedup_grid`)
 this module picks them:
 
 - the **unmerged schedule** takes, at each batch, the k of the highest speedup, or 0 (do
@@ -33,13 +33,13 @@ import numpy as np
 from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
-from breakeven.fit_files import Evidence, within_evidence
-from breakeven.intervals import agrees
-from breakeven.optimize import speedup_grid
+from breakeven.fitting.saved import Evidence, within_evidence
+from breakeven.measurements.intervals import agrees
+from breakeven.prediction.optimize import speedup_grid
 from breakeven.render import engine_configs
 from breakeven.render.engine_configs import engine_shape
 
-BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.optimize says it
+BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.prediction.optimize says it
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Schedule:
     by_batch: tuple[tuple[int, int, float], ...] = ()
     """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
     grid: Any = field(default=None, repr=False, compare=False)
-    """The speedup grid the schedule was chosen from (:class:`breakeven.optimize.SpeedupGrid`),
+    """The speedup grid the schedule was chosen from (:class:`breakeven.prediction.optimize.SpeedupGrid`),
     which :meth:`plot` draws; not in :meth:`to_dict`."""
     intervals: tuple[tuple[float, float], ...] = ()
     """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
@@ -189,7 +189,7 @@ def batch_weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
     Parameters
     ----------
     grid : SpeedupGrid
-        The sweep (:func:`breakeven.optimize.speedup_grid`): its ``batches`` [sequences] and
+        The sweep (:func:`breakeven.prediction.optimize.speedup_grid`): its ``batches`` [sequences] and
         their ``step_ms`` [ms].
     load : mapping of int to float, optional
         Each batch's share of time (a load profile); None: every batch alike.
@@ -481,7 +481,7 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
 
 VERDICTS = ("holds", "off", "other k", "beyond the schedule")
 """How a measured run stands against a schedule's prediction at its batch: the prediction
-agrees with the run (:func:`breakeven.intervals.agrees`: their intervals overlap, or, where
+agrees with the run (:func:`breakeven.measurements.intervals.agrees`: their intervals overlap, or, where
 the schedule has none, the prediction is within the run's interval widened by the
 tolerance); it does not; the run used another k than
 the schedule deploys there; the schedule does not reach its batch."""
@@ -554,9 +554,9 @@ def schedule_report(
     for ``engine`` (:func:`breakeven.render.engine_configs.render`), as one dict that reports itself.
 
     With ``evidence`` (what the fit file whose surface is ``curve`` measured,
-    :func:`breakeven.fit_files.surface_evidence`; ``context`` [tokens] where the surface was
+    :func:`breakeven.fitting.saved.surface_evidence`; ``context`` [tokens] where the surface was
     moved to, None: its runs'), each batch's k and speedup is checked against it
-    (:func:`breakeven.fit_files.within_evidence`): where the runs do not support the schedule,
+    (:func:`breakeven.fitting.saved.within_evidence`): where the runs do not support the schedule,
     it is printed flagged, with ``refused`` saying why, and no configuration is given
     (``config`` None, ``flags`` empty, ``pasted`` false)."""
 
@@ -605,7 +605,7 @@ def plan(
     graph_sizes: Sequence[int] | None = None,
     **sweep: Any,
 ) -> tuple[Any, Schedule]:
-    """The speedup grid of a sweep (:func:`breakeven.optimize.speedup_grid`'s inputs in
+    """The speedup grid of a sweep (:func:`breakeven.prediction.optimize.speedup_grid`'s inputs in
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
 
     grid = speedup_grid(curve, **sweep)

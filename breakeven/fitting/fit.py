@@ -15,7 +15,7 @@ where rows have them (profiles).  That line is one of four forms of the cycle ag
 (:mod:`breakeven.model.cycle`: Leviathan's, the line anchored at the plain step, the free line, a
 curve); each group uses the one of least leave-one-out error, and its held-out errors size
 every prediction's interval.  Runs no engine could produce are flagged
-(:mod:`breakeven.plausibility`).  Terms the data cannot tell apart are merged, and the fit
+(:mod:`breakeven.measurements.plausibility`).  Terms the data cannot tell apart are merged, and the fit
 says which: from implied cycles alone, the base of the verify and the overhead are one
 constant, and the verify's and the draft's per-token costs are one slope.  With runs at one
 k only, the fit is that k's cycle and cannot extrapolate in k.
@@ -38,14 +38,29 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from breakeven import fit_batches, render
+from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import (
     CYCLE_COEFFICIENT_UNITS,
     MAX_SPEC_TOKENS,
     plain_json,
 )
+from breakeven.fitting import surfaces as fit_batches
 from breakeven.iotools.csvfile import read_measurements
+from breakeven.measurements.plausibility import (
+    falling_cycles,
+    impossible_acceptance,
+    out_of_range,
+    pooled_over_k,
+    slow_batch_growth,
+)
+from breakeven.measurements.workload import (
+    CategoryFit,
+    FitMix,
+    as_dicts,
+    fit_by_category,
+    parse_mix,
+)
 from breakeven.model.acceptance import _tau
 from breakeven.model.context import ContextFit, context_notes, contexts_of
 from breakeven.model.cycle import (
@@ -71,14 +86,6 @@ from breakeven.model.pooling import (
     server_echoes,
     take_server_view,
 )
-from breakeven.plausibility import (
-    falling_cycles,
-    impossible_acceptance,
-    out_of_range,
-    pooled_over_k,
-    slow_batch_growth,
-)
-from breakeven.workload import CategoryFit, FitMix, as_dicts, fit_by_category, parse_mix
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""
@@ -256,13 +263,13 @@ class FitResult:
     trees: tuple[Any, ...] = ()
     """Per model, hardware and method with a tree draft among its runs (spec_topk > 1): the
     tree acceptance fitted to every configuration's accept_len
-    (:class:`breakeven.tree.TreeAcceptance`), for ``optimize --tree``."""
+    (:class:`breakeven.fitting.tree.TreeAcceptance`), for ``optimize --tree``."""
     contexts: tuple[ContextFit, ...] = ()
     """Per model, hardware, concurrency and method with runs at two or more context lengths:
     how the step and the cycle grow with the context (:class:`breakeven.model.context.ContextFit`)."""
     categories: tuple[CategoryFit, ...] = ()
     """Per group, workload category and measured k: the category's accept_len and the speedup
-    the group's cycle gives it (:func:`breakeven.workload.fit_by_category`); none where no row
+    the group's cycle gives it (:func:`breakeven.measurements.workload.fit_by_category`); none where no row
     has a category."""
     mix: tuple[FitMix, ...] = ()
     """With a mix: per group and k, the mix's speedup, and its best k."""
@@ -338,7 +345,7 @@ def _prepared(data: Any) -> tuple[Any, list[str]]:
     server's view of a run measured by a client too (``bench``'s ``origin=server`` row) given
     to the client's rows and not counted as a row of its own (:mod:`breakeven.model.pooling`), and
     each row's ``decoded`` tokens, which weigh its rate where rates are pooled; and the notes
-    of the numbers left out as impossible (:func:`~breakeven.plausibility.out_of_range`)."""
+    of the numbers left out as impossible (:func:`~breakeven.measurements.plausibility.out_of_range`)."""
 
     df = data.copy(deep=False)
     for column in ("model", "hardware", "spec_method", "label", "category"):
@@ -641,7 +648,7 @@ def fit(
         :data:`CYCLE_FORMS`.
     mix : str or mapping, optional
         Each workload category's share of the decoded tokens
-        (:func:`breakeven.workload.parse_mix`): the mix's speedup at each k, and its best k.
+        (:func:`breakeven.measurements.workload.parse_mix`): the mix's speedup at each k, and its best k.
     """
 
     if draft_cost not in DRAFT_COSTS:

@@ -2,7 +2,7 @@
 
 Each function resolves its inputs as the command does (a prediction's operating point,
 runs given as text, a measurements CSV's runs, cost curves and fit files through
-:mod:`breakeven.inputs`) and returns the matplotlib Axes of :mod:`breakeven.render.plot`, which
+:mod:`breakeven.jobs.inputs`) and returns the matplotlib Axes of :mod:`breakeven.render.plot`, which
 :func:`breakeven.render.plot.save` writes.  Every problem is a :class:`BreakevenError` naming the
 Python arguments; the command line spells them as its flags.
 """
@@ -13,7 +13,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from breakeven.check import (
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.quantities import DEFAULT_TOLERANCE
+from breakeven.fitting.saved import fitted_cycle
+from breakeven.iotools.csvfile import read_measurements
+from breakeven.jobs.inputs import batch_from_files, optimize_from_files, plan_from_files
+from breakeven.measurements.check import (
     COLUMNS_USED,
     TIME_COLUMNS,
     check,
@@ -21,15 +26,10 @@ from breakeven.check import (
     cycle_given,
     with_cycle,
 )
-from breakeven.core.errors import BreakevenError, escape_braces, shorten
-from breakeven.core.quantities import DEFAULT_TOLERANCE
-from breakeven.fit_files import fitted_cycle
-from breakeven.inputs import batch_from_files, optimize_from_files, plan_from_files
-from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.formulas import step_ms_from_baseline
-from breakeven.predict import predict
+from breakeven.prediction.predict import predict
+from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot as pictures
-from breakeven.sensitivity import sensitivity
 
 LARGEST_POINT = pictures.LARGEST_AXIS / 1.2
 """The largest accept_len [tokens/cycle] or cycle/step a surface is drawn around (its axes
@@ -116,7 +116,7 @@ def surface_figure(
     from_csv : str, optional
         Place every speculative run of this measurements CSV.
     **inputs
-        :func:`breakeven.predict.predict`'s inputs (none: an empty surface).
+        :func:`breakeven.prediction.predict.predict`'s inputs (none: an empty surface).
     """
     p = predict(**inputs) if any(v is not None for v in inputs.values()) else None
     ratio = p.breakeven_accept_len / p.target_speedup if p and p.breakeven_accept_len else None
@@ -162,19 +162,19 @@ def surface_figure(
 
 def k_figure(**inputs: Any) -> Any:
     """Speedup against k, the best k marked, from
-    :func:`breakeven.inputs.optimize_from_files`'s inputs."""
+    :func:`breakeven.jobs.inputs.optimize_from_files`'s inputs."""
     return pictures.speedup_vs_k(optimize_from_files(**inputs))
 
 
 def batch_figure(**inputs: Any) -> Any:
     """Speedup against batch size, the break-even batch marked, from
-    :func:`breakeven.inputs.batch_from_files`'s inputs."""
+    :func:`breakeven.jobs.inputs.batch_from_files`'s inputs."""
     return pictures.speedup_vs_batch(batch_from_files(**inputs))
 
 
 def schedule_figure(**inputs: Any) -> Any:
     """Speedup against batch for each k, the schedule over them and the break-even batch,
-    from :func:`breakeven.inputs.plan_from_files`'s inputs."""
+    from :func:`breakeven.jobs.inputs.plan_from_files`'s inputs."""
     return pictures.schedule(*plan_from_files(**inputs))
 
 
@@ -217,7 +217,7 @@ def sensitivity_figure(
     baseline_tok_s, step_ms : float
         The baseline, as a rate [tok/s] or a step [ms]: one of them.
     **inputs
-        :func:`breakeven.sensitivity.sensitivity`'s other inputs.
+        :func:`breakeven.prediction.sensitivity.sensitivity`'s other inputs.
     """
     if (baseline_tok_s is None) == (step_ms is None):
         raise BreakevenError("give one of {0} or {1}", "baseline_tok_s", "step_ms")

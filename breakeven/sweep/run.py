@@ -1,6 +1,6 @@
 """``breakeven sweep``'s run: each planned launch started, waited for, measured and stopped.
 
-Each launch (:class:`breakeven.sweep.SweepLaunch`) goes through four phases:
+Each launch (:class:`breakeven.sweep.plan.SweepLaunch`) goes through four phases:
 
 - **starting**: its command runs in a process group of its own, its output in
   ``DIR/logs/NNN-LABEL.log``; it is ready when its URL lists its models, within the ready
@@ -40,12 +40,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.bench_client import Config, Terminated, run_bench, server_root
+from breakeven.bench.client import Config, Terminated, run_bench, server_root
 from breakeven.core.errors import BreakevenError
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.atomic import write_text
 from breakeven.iotools.server import local_server, read_server_env
-from breakeven.sweep import SweepLaunch, SweepPlan, serve_argv
+from breakeven.sweep.plan import SweepLaunch, SweepPlan, serve_argv
 
 STOP_GRACE_S = 15.0
 """How long a stopped server may take to exit before it is killed [s]."""

@@ -1,0 +1,10 @@
+"""Each command's job as one library call: what a command decides from its arguments and files
+before its analysis (costs from a fit file or a curve, runs from files, a server's settings, a
+picture's inputs), as functions a notebook calls too.
+
+- :mod:`~breakeven.jobs.inputs`: predict, optimize, batch, schedule and fit from their files;
+- :mod:`~breakeven.jobs.measure`: check, compare, bench and fleet from files and servers;
+- :mod:`~breakeven.jobs.drawing`: the figures of ``breakeven plot``.
+
+Imports every analysis family; only the sweep and the CLI import it.
+"""

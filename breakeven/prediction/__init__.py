@@ -1,0 +1,9 @@
+"""What speculation would give, from costs and acceptance typed or fitted.
+
+- :mod:`~breakeven.prediction.predict`: ``breakeven predict``, one case;
+- :mod:`~breakeven.prediction.sensitivity`: what each input's error moves;
+- :mod:`~breakeven.prediction.optimize`: the best k (``optimize``), by batch (``batch``) and
+  ``moe``.
+
+Imports the measurements and fitting families and the layers below.
+"""
