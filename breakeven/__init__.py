@@ -98,18 +98,107 @@ def __dir__() -> list[str]:
 class _Package(types.ModuleType):
     """The package's module type: its functions keep their names when a namesake module loads.
 
-    Importing a submodule binds it to its name on the package (``breakeven.measurements.check`` becomes the
-    module ``breakeven/measurements/check.py``).  Six public functions share a name with the module that
-    defines them (check, compare, fit, optimize, predict, sensitivity): for those the name
-    stays the function, as the documented API says, however the modules were imported.
+    Importing a module binds it to its name on its package.  Six public functions share a name
+    with a module's old path (check, compare, fit, optimize, predict, sensitivity: ``import
+    breakeven.check`` still works, below): for those the name stays the function, as the
+    documented API says, however the modules were imported.
     """
 
     def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
+        if isinstance(value, types.ModuleType) and name in _LAZY:
             return
         super().__setattr__(name, value)
 
 
+# Modules moved into the layers' folders (issue 39): each old path still imports, as the module
+# that now holds its names, or a view of the modules it was split into (searched in order).
+_MOVED = {
+    "breakeven._lsq": ("breakeven.model._lsq",),
+    "breakeven._xp": ("breakeven.model._xp",),
+    "breakeven.acceptance": ("breakeven.model.acceptance",),
+    "breakeven.bench_client": ("breakeven.bench.client",),
+    "breakeven.check": ("breakeven.measurements.check",),
+    "breakeven.compare": ("breakeven.measurements.compare",),
+    "breakeven.context": ("breakeven.model.context",),
+    "breakeven.costs": ("breakeven.model.costs",),
+    "breakeven.cycle": ("breakeven.model.cycle",),
+    "breakeven.deploy": ("breakeven.render.engine_configs",),
+    "breakeven.drawing": ("breakeven.jobs.drawing",),
+    "breakeven.fit": ("breakeven.fitting.fit",),
+    "breakeven.fit_batches": ("breakeven.fitting.surfaces",),
+    "breakeven.fit_files": ("breakeven.fitting.saved",),
+    "breakeven.fleet_client": ("breakeven.fleet.reads",),
+    "breakeven.formatting": ("breakeven.render",),
+    "breakeven.holdout": ("breakeven.fitting.holdout",),
+    "breakeven.inputs": ("breakeven.jobs.inputs",),
+    "breakeven.intervals": ("breakeven.measurements.intervals",),
+    "breakeven.iotools.measurements": ("breakeven.iotools.csvfile",),
+    "breakeven.measure": ("breakeven.jobs.measure",),
+    "breakeven.optimize": ("breakeven.prediction.optimize",),
+    "breakeven.plausibility": ("breakeven.measurements.plausibility",),
+    "breakeven.plot": ("breakeven.render.plot",),
+    "breakeven.pooling": ("breakeven.model.pooling",),
+    "breakeven.positions": ("breakeven.measurements.positions",),
+    "breakeven.predict": ("breakeven.prediction.predict",),
+    "breakeven.report": ("breakeven.render.report",),
+    "breakeven.schedule": ("breakeven.planning.schedule",),
+    "breakeven.sensitivity": ("breakeven.prediction.sensitivity",),
+    "breakeven.surface": ("breakeven.model.surface",),
+    "breakeven.sweep_answer": ("breakeven.sweep.answer",),
+    "breakeven.sweep_run": ("breakeven.sweep.run",),
+    "breakeven.tree": ("breakeven.fitting.tree",),
+    "breakeven.workload": ("breakeven.measurements.workload",),
+}
+
+
+def _moved_view(old: str) -> types.ModuleType:
+    """The module an old path names now: its one home, or a view of the modules it was split
+    into, each name looked up in them in order."""
+    import importlib  # lazy: start-up (only an old path needs it)
+
+    homes = _MOVED[old]
+    if len(homes) == 1:
+        return importlib.import_module(homes[0])
+    view = types.ModuleType(old, f"Moved: {old}'s names are in {', '.join(homes)}.")
+
+    def __getattr__(name: str) -> object:
+        for home in homes:
+            module = importlib.import_module(home)
+            if hasattr(module, name):
+                return getattr(module, name)
+        raise AttributeError(f"module {old!r} has no attribute {name!r}")
+
+    view.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return view
+
+
+class _MovedFinder:
+    """Finds a moved module's old path (``import breakeven.costs``) and loads it as its view."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> object:
+        if name not in _MOVED:
+            return None
+        import importlib.machinery  # lazy: start-up (only an old path needs it)
+
+        return importlib.machinery.ModuleSpec(name, _MovedFinder)
+
+    @staticmethod
+    def create_module(spec: object) -> types.ModuleType:
+        module = _moved_view(spec.name)  # type: ignore[attr-defined]
+        spec.loader_state = getattr(module, "__spec__", None)  # type: ignore[attr-defined]
+        return module
+
+    @staticmethod
+    def exec_module(module: types.ModuleType) -> None:
+        # The import system gave the module the old path's spec: a moved module keeps its own.
+        own = module.__spec__.loader_state  # type: ignore[union-attr]
+        if own is not None:
+            module.__spec__ = own
+
+
+if not any(f is _MovedFinder for f in sys.meta_path):
+    sys.meta_path.append(_MovedFinder)
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [

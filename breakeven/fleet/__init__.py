@@ -5,3 +5,16 @@
 
 Imports the planning and prediction families and the layers below.
 """
+
+
+def __getattr__(name: str) -> object:
+    """The names of ``breakeven.fleet`` before issue 39 (``breakeven/fleet.py``), now in :mod:`breakeven.fleet.view`:
+    their old paths keep working."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    import importlib  # lazy: only an old path needs it
+
+    try:
+        return getattr(importlib.import_module("breakeven.fleet.view"), name)
+    except AttributeError:
+        raise AttributeError(f"module 'breakeven.fleet' has no attribute {name!r}") from None

@@ -6,3 +6,16 @@
 
 Imports the jobs and every family below; only the CLI imports it.
 """
+
+
+def __getattr__(name: str) -> object:
+    """The names of ``breakeven.sweep`` before issue 39 (``breakeven/sweep.py``), now in :mod:`breakeven.sweep.plan`:
+    their old paths keep working."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    import importlib  # lazy: only an old path needs it
+
+    try:
+        return getattr(importlib.import_module("breakeven.sweep.plan"), name)
+    except AttributeError:
+        raise AttributeError(f"module 'breakeven.sweep' has no attribute {name!r}") from None
