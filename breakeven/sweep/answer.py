@@ -17,7 +17,6 @@ without it.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
@@ -27,6 +26,7 @@ from typing import Any
 
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import number_text, plain_json
+from breakeven.iotools.manifest import read_manifest
 from breakeven.render.engine_configs import SCHEDULE_ENGINES, speculation_args
 
 
@@ -263,8 +263,7 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     from breakeven.jobs.inputs import fit_from_file, schedule_from_files  # lazy: start-up
     from breakeven.measurements.check import check_file  # lazy: pandas
 
-    with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as f:
-        plan = json.load(f)["plan"]
+    plan = read_manifest(directory)["plan"]
     engine = plan["engine"]
     base = _speculation(plan)
     runs = os.path.join(directory, "runs.csv")

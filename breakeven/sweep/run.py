@@ -27,7 +27,6 @@ way and keeps every row.  Two sweeps never write one directory (``DIR/.lock``).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import signal
 import subprocess
@@ -43,7 +42,7 @@ from urllib.parse import urlsplit
 from breakeven.bench.client import Config, Terminated, run_bench, server_root
 from breakeven.core.errors import BreakevenError
 from breakeven.core.provenance import fingerprint
-from breakeven.iotools.atomic import write_text
+from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
 from breakeven.iotools.server import local_server, read_server_env
 from breakeven.sweep.plan import SweepLaunch, SweepPlan, serve_argv
 
@@ -186,22 +185,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _manifest(directory: str, plan: SweepPlan, outcomes: dict[int, LaunchOutcome]) -> None:
-    body = {
-        "plan": plan.to_dict(),
-        "done": [asdict(o) for _, o in sorted(outcomes.items())],
-    }
-    write_text(
-        os.path.join(directory, "manifest.json"),
-        lambda f: json.dump(body, f, indent=2),
-        force=True,
-    )
+    write_manifest(directory, plan.to_dict(), [asdict(o) for _, o in sorted(outcomes.items())])
 
 
 def _done(directory: str) -> dict[int, LaunchOutcome]:
-    path = os.path.join(directory, "manifest.json")
+    path = manifest_path(directory)
     try:
-        with open(path, encoding="utf-8") as f:
-            body = json.load(f)
+        body = read_manifest(directory)
         return {d["index"]: LaunchOutcome(**d) for d in body.get("done", [])}
     except (OSError, ValueError, TypeError, KeyError):
         raise BreakevenError(
