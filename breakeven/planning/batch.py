@@ -342,37 +342,92 @@ def speedup_grid(
     )
 
 
-def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
+def batch_sweep(
+    curve: Any,
+    *,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    k_max: int = DEFAULT_K_MAX,
+    draft: DraftCost | None = None,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    max_batch: int | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+) -> BatchResult:
     """Speedup against batch size, the break-even batch, and the best k at each batch.
+
+    Acceptance is one measured operating point (``accept_len`` with ``k``), or acceptance at
+    several k (exactly one of ``alpha``, ``per_position`` and ``accept_len_by_k``; see
+    :func:`~breakeven.prediction.optimize.acceptance_by_k`): then the best k at every batch.
 
     Parameters
     ----------
     curve : cost model
-        Forward time against total tokens per forward, e.g. a
+        Forward time [ms] against total tokens per forward, e.g. a
         :class:`~breakeven.model.costs.TableCost` from a ``bench_one_batch`` run.
-    accept_len, k
-        One measured operating point (tau at k), or
-    alpha, per_position, accept_len_by_k
-        acceptance at several k (then the best k is chosen at every batch).
-    k_max : int
+    accept_len : float, optional  [tokens/cycle]
+        Mean tokens per cycle measured at ``k``, the bonus token included.
+    k : int, optional  [tokens]
+        Draft tokens per cycle of that measurement (a tree's draft steps).
+    alpha : float, optional  [-]
+        I.i.d. per-token acceptance, in [0, 1].
+    per_position : sequence of float, optional  [-]
+        Acceptance rate at each draft position, ``a_1 >= a_2 >= ...``.
+    accept_len_by_k : sequence of float, optional  [tokens/cycle]
+        Measured accept_len for k = 1, 2, ..., or a mapping ``{k: accept_len}``.
+    k_max : int  [tokens]
         Largest k considered with several k, 1 to :data:`~breakeven.core.quantities.MAX_K`.
-    draft : DraftCost, optional
-        Drafting per cycle as a model of k and batch; or
+    draft : DraftCost, optional  [ms]
+        Drafting per cycle as a model of k and batch; not with ``draft_ms``, ``draft_step_ms``.
     draft_ms, draft_step_ms : float, optional  [ms]
-        drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
-    overhead_ms : float  [ms]
-        Other per-cycle cost.
-    topk, verify_tokens : int, optional
-        A tree draft at the one operating point (``k`` its steps): branches per draft step,
-        and tokens per sequence in the verify forward (default ``k + 1``).  Its drafting
-        needs a fitted surface (:mod:`breakeven.model.surface`), or ``draft_ms`` per cycle.
-    max_batch : int, optional
+        Drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
+    overhead_ms : float, optional  [ms]
+        Other per-cycle cost; none by default.
+    max_batch : int, optional  [sequences]
         Largest batch to sweep, 1 to :data:`~breakeven.core.quantities.MAX_BATCH`; by default
-        the largest the curve covers (at most :data:`~breakeven.core.quantities.MAX_BATCH`), or :data:`DEFAULT_MAX_BATCH` for a model without a
-        token limit (a fit).
+        the largest the curve covers (at most that), or :data:`DEFAULT_MAX_BATCH` for a model
+        without a token limit (a fit).
+    topk : int  [branches]
+        A tree draft at the one operating point: branches per draft step.  Its drafting needs
+        a fitted surface (:mod:`breakeven.model.surface`), or ``draft_ms`` per cycle.
+    verify_tokens : int, optional  [tokens]
+        The tree's tokens per sequence in the verify forward (default ``k + 1``).
     """
-    grid = speedup_grid(curve, **inputs)
-    typed = [(name, inputs.get(name)) for name in ("draft_ms", "draft_step_ms", "overhead_ms")]
+    grid = speedup_grid(
+        curve,
+        accept_len=accept_len,
+        k=k,
+        alpha=alpha,
+        per_position=per_position,
+        accept_len_by_k=accept_len_by_k,
+        k_max=k_max,
+        draft=draft,
+        draft_ms=draft_ms,
+        draft_step_ms=draft_step_ms,
+        overhead_ms=overhead_ms,
+        max_batch=max_batch,
+        topk=topk,
+        verify_tokens=verify_tokens,
+    )
+    typed = [("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms), ("overhead_ms", overhead_ms)]
+    return _batch_result(curve, grid, typed, topk, verify_tokens)
+
+
+def _batch_result(
+    curve: Any,
+    grid: SpeedupGrid,
+    typed: list[tuple[str, float | None]],
+    topk: int,
+    verify_tokens: int | None,
+) -> BatchResult:
+    """A sweep's result from its ``grid``: the best k at each batch, the break-even batch, the
+    schedule of k (acceptance at several k), each point's interval where ``curve`` sizes them,
+    and the flags of the curve and of the ``typed`` costs [ms]."""
     flags = curve_flags(curve, "cost_curve")
     flags += typed_times(grid.step_ms[0], "cost_curve", typed) if grid.step_ms else []
     points = [grid.best(i) for i in range(len(grid.batches))]
@@ -394,8 +449,8 @@ def batch_sweep(curve: Any, **inputs: Any) -> BatchResult:
                 p.speedup,
                 p.cycle_ms,
                 p.k,
-                inputs.get("topk", 1),
-                inputs.get("verify_tokens"),
+                topk,
+                verify_tokens,
             )
             for p in points
         )
