@@ -17,8 +17,8 @@ import statistics
 import time
 
 from breakeven.model.costs import TableCost
+from breakeven.planning.batch import speedup_grid
 from breakeven.planning.schedule import _threshold, _Tokens, batch_weights, schedule_from_grid
-from breakeven.prediction.optimize import speedup_grid
 
 CURVE = TableCost((1, 64, 1 << 20), (10.0, 10.0, 10 + 0.01 * ((1 << 20) - 64)))
 

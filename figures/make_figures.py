@@ -26,7 +26,8 @@ from pathlib import Path
 from breakeven.iotools import read_cost_curve, read_measurements
 from breakeven.measurements.check import check_file
 from breakeven.model.costs import TableCost
-from breakeven.prediction.optimize import batch_sweep, optimize_leviathan
+from breakeven.planning.batch import batch_sweep
+from breakeven.prediction.optimize import optimize_leviathan
 from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot
 

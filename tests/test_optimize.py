@@ -14,11 +14,10 @@ import breakeven as be
 from breakeven import BreakevenError
 from breakeven.cli import cli
 from breakeven.model.costs import DraftCost, FittedCost, TableCost
+from breakeven.planning.batch import BEYOND_THE_CURVE, batch_sweep
+from breakeven.prediction.moe import moe_summary
 from breakeven.prediction.optimize import (
-    BEYOND_THE_CURVE,
     acceptance_by_k,
-    batch_sweep,
-    moe_summary,
     optimal_k,
     optimize,
     optimize_k,

@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from breakeven.cli import cli
 from breakeven.measurements.check import check
 from breakeven.model.costs import TableCost
-from breakeven.prediction.optimize import batch_sweep, optimal_k, optimize_leviathan
+from breakeven.planning.batch import batch_sweep
+from breakeven.prediction.optimize import optimal_k, optimize_leviathan
 from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot
 

@@ -24,10 +24,13 @@ from breakeven.iotools import read_cost_curve
 from breakeven.measurements.check import check_file
 from breakeven.measurements.compare import compare, parse_run
 from breakeven.model.costs import TableCost
+from breakeven.planning.batch import batch_sweep
 from breakeven.planning.schedule import schedule_report
-from breakeven.prediction.optimize import batch_sweep, moe_summary, optimize, optimize_tree
+from breakeven.prediction.moe import moe_summary
+from breakeven.prediction.optimize import optimize
 from breakeven.prediction.predict import predict
 from breakeven.prediction.sensitivity import sensitivity
+from breakeven.prediction.tree import optimize_tree
 from breakeven.render.report import check_page
 
 matplotlib.use("Agg")

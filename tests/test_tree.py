@@ -25,7 +25,8 @@ from breakeven.fitting.tree import (
     tree_accept_len,
 )
 from breakeven.model.acceptance import accept_len_from_alpha
-from breakeven.prediction.optimize import optimize, optimize_tree
+from breakeven.prediction.optimize import optimize
+from breakeven.prediction.tree import optimize_tree
 
 PUBLISHED = Path(__file__).parent / "data" / "published"
 SPECFORGE = PUBLISHED / "specforge_issue339_qwen3_30b_a3b_eagle3_batch.csv"

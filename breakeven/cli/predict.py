@@ -217,6 +217,6 @@ def moe(as_json: bool, **inputs: Any) -> None:
     \b
       breakeven moe --experts 384 --top-k 8 --shared 1 --tokens 7
     """
-    from breakeven.prediction.optimize import moe_summary  # lazy: start-up
+    from breakeven.prediction.moe import moe_summary  # lazy: start-up
 
     emit(moe_summary(**inputs), as_json)

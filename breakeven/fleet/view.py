@@ -31,8 +31,8 @@ from breakeven.iotools.records import iso_timestamp
 from breakeven.model.acceptance import alpha_from_accept_len
 from breakeven.model.formulas import _speedup
 from breakeven.model.surface import SurfaceCost
+from breakeven.planning.batch import speedup_grid
 from breakeven.planning.schedule import batch_weights, schedule_from_grid
-from breakeven.prediction.optimize import speedup_grid
 
 FLEET_ENGINES = tuple(METRICS)
 """The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""

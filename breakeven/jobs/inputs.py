@@ -276,7 +276,7 @@ def _optimize_tree(
 ) -> Any:
     """``optimize_from_files(tree=True)``: the search over (steps, topk, verify tokens)."""
     from breakeven.fitting.saved import load_surface, load_tree  # lazy: start-up
-    from breakeven.prediction.optimize import optimize_tree  # lazy: start-up
+    from breakeven.prediction.tree import optimize_tree  # lazy: start-up
 
     clash = [n for n in _TREE_CLASHES if inputs.get(n) is not None]
     if clash:
@@ -407,7 +407,7 @@ def batch_from_files(**inputs: Any) -> Any:
     -------
     BatchResult
     """
-    from breakeven.prediction.optimize import batch_sweep  # lazy: start-up
+    from breakeven.planning.batch import batch_sweep  # lazy: start-up
 
     evidence, context = _surface_evidence(inputs)
     curve, inputs, note = schedule_cost(**inputs)

@@ -2,7 +2,7 @@
 
 The engines take a batch-size schedule of k (vLLM's Dynamic SD, SGLang's adaptive steps,
 older vLLM's off-switch above a batch size) and leave its values to the user.  From the
-speedup at every batch size and k of a sweep (:func:`breakeven.prediction.optimize.speedup_grid`)
+speedup at every batch size and k of a sweep (:func:`breakeven.planning.batch.speedup_grid`)
 this module picks them:
 
 - the **unmerged schedule** takes, at each batch, the k of the highest speedup, or 0 (do
@@ -35,11 +35,11 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.intervals import agrees
-from breakeven.prediction.optimize import speedup_grid
+from breakeven.planning.batch import speedup_grid
 from breakeven.render import engine_configs
 from breakeven.render.engine_configs import engine_shape
 
-BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.prediction.optimize says it
+BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.planning.batch says it
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Schedule:
     by_batch: tuple[tuple[int, int, float], ...] = ()
     """(batch, the schedule's k there, its predicted speedup [x]) at every batch swept."""
     grid: Any = field(default=None, repr=False, compare=False)
-    """The speedup grid the schedule was chosen from (:class:`breakeven.prediction.optimize.SpeedupGrid`),
+    """The speedup grid the schedule was chosen from (:class:`breakeven.planning.batch.SpeedupGrid`),
     which :meth:`plot` draws; not in :meth:`to_dict`."""
     intervals: tuple[tuple[float, float], ...] = ()
     """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
@@ -189,7 +189,7 @@ def batch_weights(grid: Any, load: Mapping[int, float] | None) -> list[float]:
     Parameters
     ----------
     grid : SpeedupGrid
-        The sweep (:func:`breakeven.prediction.optimize.speedup_grid`): its ``batches`` [sequences] and
+        The sweep (:func:`breakeven.planning.batch.speedup_grid`): its ``batches`` [sequences] and
         their ``step_ms`` [ms].
     load : mapping of int to float, optional
         Each batch's share of time (a load profile); None: every batch alike.
@@ -605,7 +605,7 @@ def plan(
     graph_sizes: Sequence[int] | None = None,
     **sweep: Any,
 ) -> tuple[Any, Schedule]:
-    """The speedup grid of a sweep (:func:`breakeven.prediction.optimize.speedup_grid`'s inputs in
+    """The speedup grid of a sweep (:func:`breakeven.planning.batch.speedup_grid`'s inputs in
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
 
     grid = speedup_grid(curve, **sweep)

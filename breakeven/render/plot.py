@@ -456,7 +456,7 @@ def speedup_vs_k(result: Any, ax: Any = None) -> Any:
 
 
 def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
-    """Speedup against batch size from a :class:`~breakeven.prediction.optimize.BatchResult`."""
+    """Speedup against batch size from a :class:`~breakeven.planning.batch.BatchResult`."""
     ax = _axes(ax)
     batches = [p.batch for p in result.speedup_by_batch]
     ax.plot(batches, [p.speedup for p in result.speedup_by_batch], color=WIN, label="speedup")
@@ -506,7 +506,7 @@ def speedup_vs_batch(result: Any, ax: Any = None) -> Any:
 
 
 def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
-    """Speedup against batch for each k of a :class:`~breakeven.prediction.optimize.SpeedupGrid`, the
+    """Speedup against batch for each k of a :class:`~breakeven.planning.batch.SpeedupGrid`, the
     :class:`~breakeven.planning.schedule.Schedule` over them (gid ``"schedule"``: the upper envelope
     where it is unmerged), plain decoding at 1 and the break-even batch (gid
     ``"breakeven"``)."""

@@ -1,0 +1,475 @@
+"""Speculation against load: the speedup at every batch size and k of a cost model, the
+break-even batch, and the best k at each batch (``breakeven batch``; ``breakeven schedule``
+chooses from the same grid, :func:`speedup_grid`).
+
+At batch size B, with k draft tokens per sequence, the speedup is the one of
+:mod:`breakeven.prediction.optimize`: ``accept_len(k) * t(B) / (t(B * (k + 1)) + draft(k, B) +
+overhead_ms)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from breakeven import render
+from breakeven.core.errors import BreakevenError
+from breakeven.core.quantities import MAX_BATCH
+from breakeven.fitting.saved import Evidence, within_evidence
+from breakeven.measurements.plausibility import typed_times
+from breakeven.model import _xp
+from breakeven.model.costs import DraftCost
+from breakeven.model.formulas import _speedup
+from breakeven.prediction.optimize import (
+    DEFAULT_K_MAX,
+    _evidence_fields,
+    acceptance_by_k,
+    curve_flags,
+    draft_cost,
+)
+
+BEYOND_THE_CURVE = "beyond the curve"
+DEFAULT_MAX_BATCH = 256  # batches swept when the cost model has no token limit
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """The speedup at one batch size."""
+
+    batch: int
+    """Sequences decoded together."""
+    k: int
+    """Draft tokens per cycle used at this batch."""
+    speedup: float
+    """Speculative over plain per-sequence decode rate at this batch [x]."""
+    step_ms: float
+    """Plain decode step of the batch, t(batch) [ms]."""
+    cycle_ms: float
+    """t(batch * (k + 1)) + drafting + overhead [ms]."""
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """How speculation's gain changes with load."""
+
+    speedup_by_batch: tuple[BatchPoint, ...]
+    """Every batch size whose forwards the cost curve covers (best k at each, if several)."""
+    breakeven_batch: int | str | None
+    """Largest batch with speedup >= 1; None if speculation never pays; "beyond the curve"
+    if it still pays at the largest batch the curve covers."""
+    max_batch: int
+    """Largest batch size swept: the largest the curve covers, or the limit asked for."""
+    best_k_by_batch: tuple[tuple[int, int, int], ...] | None = None
+    """[first batch, last batch, best k] ranges, k = 0 for "do not speculate"; only when
+    acceptance is known for several k."""
+    acceptance: str = ""
+    """Where the acceptance came from when none was given (a fit file's alpha), else ""."""
+    measured_steps: tuple[int, ...] = ()
+    """The batches whose step is the measured baseline's (a fit file's), not the cost
+    model's t(batch) [sequences]."""
+    intervals: tuple[tuple[float, float], ...] = ()
+    """Each point's speedup interval, low and high [x], where a fit file's surface sizes them
+    (:meth:`breakeven.model.surface.BatchSurface.speedup_range`); none otherwise."""
+    notes: tuple[str, ...] = ()
+    """What the costs were moved by before the sweep (a fit file's surface moved to another
+    context), in sentences."""
+    evidence: Evidence | None = None
+    """What the fit file's runs measured, where its surface gives the costs (None otherwise)."""
+    refused: tuple[str, ...] = ()
+    """Why the best k by batch goes beyond that evidence
+    (:func:`breakeven.fitting.saved.within_evidence`), one sentence per k; empty: it does not."""
+
+    def with_evidence(self, evidence: Evidence, context: float | None = None) -> BatchResult:
+        """This sweep checked against a fit file's ``evidence``: each batch's k and speedup,
+        at ``context`` [tokens] (None: the runs'), refused where the runs do not support it
+        (:func:`breakeven.fitting.saved.within_evidence`)."""
+        claims = [(p.k, p.batch, p.speedup) for p in self.speedup_by_batch]
+        return replace(
+            self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
+        ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance``,
+        ``measured_steps`` and ``notes``; from a fit file, ``pasted``, ``refused`` and
+        ``evidence`` (:meth:`with_evidence`)."""
+        several = self.best_k_by_batch is not None
+        points = [asdict(p) for p in self.speedup_by_batch]
+        for p, (low, high) in zip(points, self.intervals, strict=False):
+            if math.isfinite(low) and high >= low:
+                p["speedup_low"], p["speedup_high"] = low, high
+        out: dict[str, Any] = {
+            "speedup_by_batch": points,
+            "breakeven_batch": self.breakeven_batch,
+            "max_batch": self.max_batch,
+            "acceptance": self.acceptance,
+            "measured_steps": list(self.measured_steps),
+            "notes": list(self.notes),
+        }
+        if several:
+            out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]
+        return out | _evidence_fields(self.evidence, self.refused)
+
+    def to_frame(self) -> Any:
+        """``speedup_by_batch`` as a pandas DataFrame indexed by batch."""
+
+        return pd.DataFrame([asdict(p) for p in self.speedup_by_batch]).set_index("batch")
+
+    def report(self) -> str:
+        """What ``breakeven batch`` prints: the break-even batch, the best k by batch and the
+        sweep."""
+        return render.batch_text(self.to_dict())
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The main table's heads and cells (every batch size swept), as ``--format markdown`` and
+        ``--format csv`` print it."""
+        return render.batch_table(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        return render.batch_html(self.to_dict())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Speedup against batch size, the break-even batch marked; returns the axes."""
+        from breakeven.render import plot  # lazy: matplotlib
+
+        return plot.speedup_vs_batch(self, ax)
+
+
+def _tree(k: int, topk: Any, verify_tokens: Any) -> tuple[int, int | None]:
+    """A tree's branches and verify tokens, checked: at least k + 1 verify tokens."""
+    topk = int(_xp.draft_tokens(_xp.SCALAR, "topk", topk))
+    if verify_tokens is None:
+        return topk, None
+    verify_tokens = int(_xp.draft_tokens(_xp.SCALAR, "verify_tokens", verify_tokens))
+    if verify_tokens < k + 1:
+        raise BreakevenError(
+            "{0}: got " + str(verify_tokens) + f", expected at least "
+            f"k + 1 = {k + 1} (the tree's path and the bonus token)",
+            "verify_tokens",
+        )
+    return topk, verify_tokens
+
+
+def _tree_draft(draft: Any, topk: int, draft_step_ms: float | None) -> Any:
+    """Drafting as the sweep calls it for a tree of ``topk`` branches: a model that takes
+    the branches (a fitted surface's), or drafting per cycle, which they do not change."""
+    if topk == 1 or getattr(draft, "takes_topk", False):
+        return draft
+    if draft_step_ms is not None or not isinstance(draft, DraftCost):
+        raise BreakevenError(
+            "{0}: a tree's drafting grows with its branches; give its "
+            "drafting per cycle ({1}), or a surface fitted with trees "
+            "(breakeven fit)",
+            "topk",
+            "draft_ms",
+        )
+    return _PerCycle(draft)
+
+
+@dataclass(frozen=True)
+class _PerCycle:
+    """Drafting given per cycle, the same whatever a tree's branches."""
+
+    draft: Any
+    takes_topk = True
+
+    def __call__(self, k: Any, batch: Any = 1, topk: Any = 1) -> Any:
+        return self.draft(k, batch)
+
+
+def _verify_ms(curve: Any, batch: int, q: int) -> Any:
+    """The verify forward of ``batch`` sequences with ``q`` tokens each: from a surface
+    t(B, q) where the cost model is one (:mod:`breakeven.model.surface`), else priced as a forward
+    over ``batch * q`` tokens, the curve's stated assumption."""
+    forward = getattr(curve, "forward_ms", None)
+    return forward(batch, q) if forward is not None else curve(batch * q)
+
+
+@dataclass(frozen=True)
+class SpeedupGrid:
+    """The speedup at every batch size swept and every k whose acceptance is known."""
+
+    batches: tuple[int, ...]
+    """[sequences]"""
+    ks: tuple[int, ...]
+    """Draft tokens per cycle [tokens], ascending."""
+    step_ms: tuple[float, ...]
+    """Plain decode step at each batch, t(batch) [ms]."""
+    cycle_ms: tuple[tuple[float, ...], ...]
+    """``cycle_ms[i][j]``: the cycle at ``batches[i]`` and ``ks[j]`` [ms] (NaN: the verify is
+    beyond the cost model)."""
+    speedup: tuple[tuple[float, ...], ...]
+    """``speedup[i][j]`` [x] (NaN where the cycle is)."""
+    several: bool
+    """Acceptance at several k (else the one measured operating point)."""
+    max_batch: int
+    measured_steps: tuple[int, ...] = ()
+    """The batches whose step is a measured baseline's (a fit file's surface), not the cost
+    model's t(batch) [sequences]."""
+
+    def best(self, i: int) -> BatchPoint:
+        """The best k at ``batches[i]`` (the first k of the highest speedup)."""
+        j = max(
+            (j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])),
+            key=lambda j: self.speedup[i][j],
+        )
+        return BatchPoint(
+            self.batches[i], self.ks[j], self.speedup[i][j], self.step_ms[i], self.cycle_ms[i][j]
+        )
+
+
+def _acceptances(
+    accept_len: Any,
+    k: Any,
+    alpha: Any,
+    per_position: Any,
+    accept_len_by_k: Any,
+    k_max: int,
+    topk: int,
+    verify_tokens: Any,
+) -> tuple[dict[int, float], bool, int, int | None]:
+    """accept_len by k (one measured point, or several), whether several, and the tree."""
+    if accept_len is not None or k is not None:
+        if accept_len is None or k is None:
+            raise BreakevenError("{0} and {1} go together: tau measured at k", "accept_len", "k")
+        if alpha is not None or per_position is not None or accept_len_by_k is not None:
+            raise BreakevenError(
+                "give {0} with {1}, or acceptance at several k, not both", "accept_len", "k"
+            )
+        k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
+        taus = {k: float(_xp.accept_len(_xp.SCALAR, "accept_len", accept_len, float(k)))}
+        topk, verify_tokens = _tree(k, topk, verify_tokens)
+        return taus, False, topk, verify_tokens
+    if topk != 1 or verify_tokens is not None:
+        raise BreakevenError(
+            "{0} and {1} describe one tree: give them with {2} and {3}",
+            "topk",
+            "verify_tokens",
+            "accept_len",
+            "k",
+        )
+    by_k = acceptance_by_k(
+        k_max, alpha=alpha, per_position=per_position, accept_len_by_k=accept_len_by_k
+    )
+    return {k: t for k, t in enumerate(by_k, start=1) if not math.isnan(t)}, True, 1, None
+
+
+def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
+    """The batch sizes a sweep covers: from the curve's first to ``max_batch`` (by default,
+    the largest whose verify of ``q_min`` tokens per sequence the curve covers, at most
+    :data:`~breakeven.core.quantities.MAX_BATCH`: a curve to 2^64 tokens is swept to 4,096)."""
+    first_batch = max(1, math.ceil(curve.min_tokens))
+    limit = curve.max_tokens
+    if max_batch is not None:
+        max_batch = _xp.count("max_batch", max_batch, MAX_BATCH)
+    if math.isinf(limit):
+        max_batch = max_batch or DEFAULT_MAX_BATCH
+    else:
+        covered = min(int(limit // q_min), MAX_BATCH)
+        max_batch = covered if max_batch is None else min(max_batch, covered)
+    if max_batch < first_batch:
+        raise BreakevenError(
+            "{0}: covers " + f"{curve.min_tokens:g} to {curve.max_tokens:g} tokens per forward, "
+            f"too few for one batch at k = {q_min - 1}",
+            "curve",
+        )
+    return range(first_batch, max_batch + 1)
+
+
+def speedup_grid(
+    curve: Any,
+    *,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    k_max: int = DEFAULT_K_MAX,
+    draft: DraftCost | None = None,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    max_batch: int | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+) -> SpeedupGrid:
+    """The speedup at every batch and k of a sweep (see :func:`batch_sweep`, which takes the
+    same parameters and keeps the best k at each batch)."""
+    taus, several, topk, verify_tokens = _acceptances(
+        accept_len, k, alpha, per_position, accept_len_by_k, k_max, topk, verify_tokens
+    )
+    if draft is not None and (draft_ms is not None or draft_step_ms is not None):
+        raise BreakevenError(
+            "give {0} or {1} and {2}, not both", "draft", "draft_ms", "draft_step_ms"
+        )
+    draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
+    overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
+    batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
+    ks = tuple(sorted(taus))
+    steps, cycles, speedups, measured_at = [], [], [], []
+    plain_step = getattr(curve, "plain_step", None)
+    for b in batches:
+        step, measured = plain_step(b) if plain_step is not None else (float(curve(b)), False)
+        if measured:
+            measured_at.append(b)
+        row_cycle, row_speedup = [], []
+        for kk in ks:
+            q = verify_tokens or kk + 1
+            if b * q > curve.max_tokens:
+                row_cycle.append(math.nan)
+                row_speedup.append(math.nan)
+                continue
+            drafting = draft(kk, b, topk) if topk != 1 else draft(kk, b)
+            cycle = float(_verify_ms(curve, b, q)) + float(drafting) + overhead
+            row_cycle.append(cycle)
+            row_speedup.append(float(_speedup(taus[kk], step, cycle)))
+        steps.append(step)
+        cycles.append(tuple(row_cycle))
+        speedups.append(tuple(row_speedup))
+    return SpeedupGrid(
+        tuple(batches),
+        ks,
+        tuple(steps),
+        tuple(cycles),
+        tuple(speedups),
+        several,
+        batches[-1],
+        tuple(measured_at),
+    )
+
+
+def batch_sweep(
+    curve: Any,
+    *,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | None = None,
+    k_max: int = DEFAULT_K_MAX,
+    draft: DraftCost | None = None,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    max_batch: int | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+) -> BatchResult:
+    """Speedup against batch size, the break-even batch, and the best k at each batch.
+
+    Acceptance is one measured operating point (``accept_len`` with ``k``), or acceptance at
+    several k (exactly one of ``alpha``, ``per_position`` and ``accept_len_by_k``; see
+    :func:`~breakeven.prediction.optimize.acceptance_by_k`): then the best k at every batch.
+
+    Parameters
+    ----------
+    curve : cost model
+        Forward time [ms] against total tokens per forward, e.g. a
+        :class:`~breakeven.model.costs.TableCost` from a ``bench_one_batch`` run.
+    accept_len : float, optional  [tokens/cycle]
+        Mean tokens per cycle measured at ``k``, the bonus token included.
+    k : int, optional  [tokens]
+        Draft tokens per cycle of that measurement (a tree's draft steps).
+    alpha : float, optional  [-]
+        I.i.d. per-token acceptance, in [0, 1].
+    per_position : sequence of float, optional  [-]
+        Acceptance rate at each draft position, ``a_1 >= a_2 >= ...``.
+    accept_len_by_k : sequence of float, optional  [tokens/cycle]
+        Measured accept_len for k = 1, 2, ..., or a mapping ``{k: accept_len}``.
+    k_max : int  [tokens]
+        Largest k considered with several k, 1 to :data:`~breakeven.core.quantities.MAX_K`.
+    draft : DraftCost, optional  [ms]
+        Drafting per cycle as a model of k and batch; not with ``draft_ms``, ``draft_step_ms``.
+    draft_ms, draft_step_ms : float, optional  [ms]
+        Drafting per cycle as ``draft_ms + k * draft_step_ms`` at every batch.
+    overhead_ms : float, optional  [ms]
+        Other per-cycle cost; none by default.
+    max_batch : int, optional  [sequences]
+        Largest batch to sweep, 1 to :data:`~breakeven.core.quantities.MAX_BATCH`; by default
+        the largest the curve covers (at most that), or :data:`DEFAULT_MAX_BATCH` for a model
+        without a token limit (a fit).
+    topk : int  [branches]
+        A tree draft at the one operating point: branches per draft step.  Its drafting needs
+        a fitted surface (:mod:`breakeven.model.surface`), or ``draft_ms`` per cycle.
+    verify_tokens : int, optional  [tokens]
+        The tree's tokens per sequence in the verify forward (default ``k + 1``).
+    """
+    grid = speedup_grid(
+        curve,
+        accept_len=accept_len,
+        k=k,
+        alpha=alpha,
+        per_position=per_position,
+        accept_len_by_k=accept_len_by_k,
+        k_max=k_max,
+        draft=draft,
+        draft_ms=draft_ms,
+        draft_step_ms=draft_step_ms,
+        overhead_ms=overhead_ms,
+        max_batch=max_batch,
+        topk=topk,
+        verify_tokens=verify_tokens,
+    )
+    typed = [("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms), ("overhead_ms", overhead_ms)]
+    return _batch_result(curve, grid, typed, topk, verify_tokens)
+
+
+def _batch_result(
+    curve: Any,
+    grid: SpeedupGrid,
+    typed: list[tuple[str, float | None]],
+    topk: int,
+    verify_tokens: int | None,
+) -> BatchResult:
+    """A sweep's result from its ``grid``: the best k at each batch, the break-even batch, the
+    schedule of k (acceptance at several k), each point's interval where ``curve`` sizes them,
+    and the flags of the curve and of the ``typed`` costs [ms]."""
+    flags = curve_flags(curve, "cost_curve")
+    flags += typed_times(grid.step_ms[0], "cost_curve", typed) if grid.step_ms else []
+    points = [grid.best(i) for i in range(len(grid.batches))]
+    paying = [p.batch for p in points if p.speedup >= 1.0]
+    breakeven: int | str | None = None
+    if paying:
+        breakeven = BEYOND_THE_CURVE if paying[-1] == grid.max_batch else paying[-1]
+    schedule = _schedule(points) if grid.several else None
+    ranged = getattr(curve, "speedup_range", None)
+    return BatchResult(
+        tuple(points),
+        breakeven,
+        grid.max_batch,
+        schedule,
+        measured_steps=grid.measured_steps,
+        intervals=tuple(
+            ranged(
+                p.batch,
+                p.speedup,
+                p.cycle_ms,
+                p.k,
+                topk,
+                verify_tokens,
+            )
+            for p in points
+        )
+        if ranged
+        else (),
+        notes=tuple(f.note() for f in flags),
+    )
+
+
+def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:
+    """[[first batch, last batch, k], ...], with k = 0 where no k beats plain decoding."""
+    ranges: list[list[int]] = []
+    for p in points:
+        k = p.k if p.speedup > 1.0 else 0
+        if ranges and ranges[-1][2] == k and ranges[-1][1] == p.batch - 1:
+            ranges[-1][1] = p.batch
+        else:
+            ranges.append([p.batch, p.batch, k])
+    return tuple(tuple(r) for r in ranges)
+
+
+__all__ = ["BEYOND_THE_CURVE", "BatchPoint", "BatchResult", "batch_sweep"]
