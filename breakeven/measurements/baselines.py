@@ -287,36 +287,13 @@ def _pick_baseline(
     if published:
         return none, codes, ""  # the source's own speedup needs no baseline row
     if not len(candidates):
-        there = sorted(
-            {
-                f"{b.model or 'an unnamed model'} on {b.hardware or 'unnamed hardware'} "
-                f"{_at_concurrency(-1 if math.isnan(b.concurrency) else b.concurrency)}"
-                for b in base.summary
-            }
-        )
-        findings.add(
-            Flag(
-                "baseline_missing",
-                f"{where}: no baseline of {model or 'this model'} on "
-                f"{hardware or 'this hardware'} {_at_concurrency(conc)}"
-                + (f" (the baselines are of {'; '.join(there[:3])})" if there else "")
-                + ". Measure one, in the same launch environment, before enabling "
-                "speculation.",
-                lines,
-            )
-        )
+        findings.add(_missing_baseline(where, config, lines, base))
         return none, codes | {"baseline_missing"}, ""
     if len(spec.launches):
         ours = np.isin(base.provenance.launch_code[candidates], spec.launches, kind="table")
         if ours.any():
             return candidates[ours], codes, ""
-    provenance = base.provenance
-    judged = {"fair": [], "unverified": [], "stale": []}
-    for base_fp in base.fingerprints.get(config, []):
-        at = base.by_env[(*config, base_fp)]
-        side = provenance.side(at, str(base_fp))
-        verdict_, only_base, only_spec = _judge(spec, side)
-        judged[verdict_].append((at, side, only_base, only_spec))
+    judged = _judged_baselines(spec, config, base)
     if judged["fair"]:
         return np.sort(np.concatenate([at for at, *_ in judged["fair"]])), codes, ""
     if judged["unverified"]:
@@ -349,6 +326,48 @@ def _pick_baseline(
         )
     )
     return candidates, codes | {"stale_baseline"}, cause
+
+
+def _missing_baseline(
+    where: str, config: tuple[Any, ...], lines: tuple[int, ...], base: _Baselines
+) -> Flag:
+    """The ``baseline_missing`` flag of a run (``where``: its label and first line) that no
+    baseline of its ``config`` (model, hardware, concurrency) was measured for, naming the
+    configurations the baselines are of."""
+    model, hardware, conc = config
+    there = sorted(
+        {
+            f"{b.model or 'an unnamed model'} on {b.hardware or 'unnamed hardware'} "
+            f"{_at_concurrency(-1 if math.isnan(b.concurrency) else b.concurrency)}"
+            for b in base.summary
+        }
+    )
+    return Flag(
+        "baseline_missing",
+        f"{where}: no baseline of {model or 'this model'} on "
+        f"{hardware or 'this hardware'} {_at_concurrency(conc)}"
+        + (f" (the baselines are of {'; '.join(there[:3])})" if there else "")
+        + ". Measure one, in the same launch environment, before enabling "
+        "speculation.",
+        lines,
+    )
+
+
+def _judged_baselines(
+    spec: _Side, config: tuple[Any, ...], base: _Baselines
+) -> dict[str, list[tuple[Any, _Side, list[str], list[str]]]]:
+    """The baselines of ``config`` in each environment, in file order, by how they compare
+    with the speculative run's launch (:func:`_judge`): ``fair``, ``unverified`` or ``stale``,
+    each with its rows (positions in ``base``), what is recorded of its launches, and the
+    settings only the baseline's launch had and only the run's has."""
+    provenance = base.provenance
+    judged = {"fair": [], "unverified": [], "stale": []}
+    for base_fp in base.fingerprints.get(config, []):
+        at = base.by_env[(*config, base_fp)]
+        side = provenance.side(at, str(base_fp))
+        verdict_, only_base, only_spec = _judge(spec, side)
+        judged[verdict_].append((at, side, only_base, only_spec))
+    return judged
 
 
 def _time_of(side: _Side) -> str:

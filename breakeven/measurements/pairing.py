@@ -201,6 +201,62 @@ def _baseline_step_ms(steps: Any, b_mean: float) -> float:
     return float(steps.mean()) if len(steps) else (_step_ms(b_mean) if b_mean > 0 else math.nan)
 
 
+@dataclass(frozen=True)
+class _Prediction:
+    """What the cycle model says of one run."""
+
+    tau: float
+    """The run's accept_len [tokens/cycle]."""
+    cycle: float
+    """Its cycle [ms] (:func:`_cycle_ms`)."""
+    step: float
+    """The baseline's plain decode step [ms] (:func:`_baseline_step_ms`)."""
+    speedup: float
+    """The predicted speedup, accept_len * step / cycle [x]."""
+    implied: float
+    """1000 * accept_len / the run's mean rate: the cycle the measurement implies [ms]; NaN
+    without a rate."""
+
+
+def _prediction(row: Any, steps: Any, b_mean: float, s_mean: float) -> _Prediction:
+    """The cycle model's prediction for a run (its means over its rows, ``row``), with the
+    baseline's measured ``steps`` [ms] or mean rate ``b_mean`` [tok/s], and the cycle the run's
+    mean rate ``s_mean`` [tok/s] implies."""
+    tau = float(row.tau)
+    cycle = _cycle_ms(row)
+    step = _baseline_step_ms(steps, b_mean)
+    predicted = float(_speedup(tau, step, cycle))
+    implied = float(_implied_cycle_ms(tau, s_mean)) if s_mean > 0 else math.nan
+    return _Prediction(tau, cycle, step, predicted, implied)
+
+
+def _prediction_codes(
+    label: str,
+    conc: float,
+    lines: tuple[int, ...],
+    measured: float,
+    s_mean: float,
+    predicted: _Prediction,
+    tolerance: float,
+    findings: _Findings,
+) -> set[str]:
+    """The codes, each with its flag, where the cycle model does not explain a run's
+    ``measured`` speedup [x] (its mean rate ``s_mean`` [tok/s]): the cycle the measurement
+    implies shorter than the baseline's step (``cycle_below_step``), or a measured speedup off
+    the prediction by more than the ``tolerance`` (``prediction_mismatch``)."""
+    codes = set()
+    tau, cycle, step = predicted.tau, predicted.cycle, predicted.step
+    speedup, implied = predicted.speedup, predicted.implied
+    residual = measured - speedup
+    if implied > 0 and step > 0 and implied < step * (1 - tolerance):
+        codes.add("cycle_below_step")
+        findings.add(_cycle_below_step(label, conc, lines, implied, tau, s_mean, step), lines)
+    if not math.isnan(residual) and speedup > 0 and abs(measured / speedup - 1) > tolerance:
+        codes.add("prediction_mismatch")
+        findings.add(_mismatch(label, lines, measured, speedup, tau, step, cycle, s_mean, implied))
+    return codes
+
+
 def _pair_one(
     key: tuple[Any, ...],
     row: Any,
@@ -241,20 +297,8 @@ def _pair_one(
         label, conc, k_value, measured, lines, s_spread, spec_shows, base, chosen, findings
     )
     codes |= doubts
-    tau = float(row.tau)
-    cycle = _cycle_ms(row)
-    step = _baseline_step_ms(base.step_ms[chosen], b_mean)
-    predicted = float(_speedup(tau, step, cycle))
-    implied = float(_implied_cycle_ms(tau, s_mean)) if s_mean > 0 else math.nan
-    residual = measured - predicted
-    if implied > 0 and step > 0 and implied < step * (1 - tolerance):
-        codes.add("cycle_below_step")
-        findings.add(_cycle_below_step(label, conc, lines, implied, tau, s_mean, step), lines)
-    if not math.isnan(residual) and predicted > 0 and abs(measured / predicted - 1) > tolerance:
-        codes.add("prediction_mismatch")
-        findings.add(
-            _mismatch(label, lines, measured, predicted, tau, step, cycle, s_mean, implied)
-        )
+    predicted = _prediction(row, base.step_ms[chosen], b_mean, s_mean)
+    codes |= _prediction_codes(label, conc, lines, measured, s_mean, predicted, tolerance, findings)
     comparison = Comparison(
         label=label,
         model=model,
@@ -270,11 +314,11 @@ def _pair_one(
         ci_low=low,
         ci_high=high,
         verdict=_verdict(measured, low, high, codes),
-        accept_len=tau,
-        cycle_ms=cycle,
-        predicted_speedup=predicted,
-        residual=residual,
-        implied_cycle_ms=implied,
+        accept_len=predicted.tau,
+        cycle_ms=predicted.cycle,
+        predicted_speedup=predicted.speedup,
+        residual=measured - predicted.speedup,
+        implied_cycle_ms=predicted.implied,
         flags=tuple(sorted(codes)),
         lines=lines,
         baseline_lines=_lines(base.line[chosen]),
