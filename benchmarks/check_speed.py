@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from breakeven.iotools.csvfile import read_measurements
-from breakeven.measurements.check import COLUMNS_USED, TIME_COLUMNS, check
+from breakeven.measurements.check import check
+from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS
 
 
 def generate(path: Path, rows: int, seed: int = 3) -> None:

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from local_process import free_port
 
 from breakeven.core.quantities import DEFAULT_TOLERANCE, LAUNCH_SPREAD_LIMIT
-from breakeven.measurements.check import DOUBT, check
+from breakeven.measurements.check import check
+from breakeven.measurements.flags import DOUBT
 from breakeven.measurements.intervals import launch_spread
 
 CASE = Path(__file__).parent / "data" / "case_study"

@@ -21,8 +21,9 @@ from breakeven import render
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
-from breakeven.measurements.check import COLUMNS_USED, check, cycle_given, with_cycle
+from breakeven.measurements.check import check, cycle_given, with_cycle
 from breakeven.measurements.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
+from breakeven.measurements.normalise import COLUMNS_USED
 from breakeven.measurements.workload import as_dicts
 from breakeven.model.formulas import _step_ms, breakeven_accept_len
 
@@ -94,7 +95,7 @@ class RunComparison:
     what differs between the launches, or how long before the run the baseline ran."""
     launch_spread: float = math.nan
     """The fastest launch's rate over the slowest's, on the side that disagrees more [x]
-    (check's :attr:`~breakeven.measurements.check.Comparison.launch_spread`)."""
+    (check's :attr:`~breakeven.measurements.pairing.Comparison.launch_spread`)."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ class CompareResult:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each run's files."""
     baselines: tuple[Any, ...] = ()
-    """check's baselines (:class:`breakeven.measurements.check.Baseline`): each configuration and
-    environment's baseline runs, which a report places every run against."""
+    """check's baselines (:class:`breakeven.measurements.baselines.Baseline`): each configuration
+    and environment's baseline runs, which a report places every run against."""
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
     (:func:`breakeven.jobs.measure.with_schedule`); None when no schedule was given."""

@@ -85,7 +85,7 @@ def parse_rates(text: Any) -> tuple[float, ...] | None:
 
 def by_run(df: Any) -> tuple[PositionRow, ...]:
     """Each speculative run's per-position acceptance (see the module's description).  ``df``
-    is :func:`breakeven.measurements.check.normalise`'s frame; its ``acceptance_histogram`` or
+    is :func:`breakeven.measurements.normalise.normalise`'s frame; its ``acceptance_histogram`` or
     ``per_position`` (either may be absent) are read.  A run is a ``label`` at one model,
     hardware and concurrency; empty where no row gives either."""
     have = [c for c in ("acceptance_histogram", "per_position") if c in df.columns]

@@ -229,8 +229,8 @@ def acceptance_rate(rows: Any) -> float:
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
     """Each speculative run's rows of each category against the baseline's rows of the same
     category, model, hardware and concurrency (see the module's description).  ``df`` is
-    :func:`breakeven.measurements.check.normalise`'s frame (its ``label``, ``model``, ``hardware``,
-    ``concurrency_key``, ``num_spec_tokens``, ``tok_s``, ``decoded``, ``launch``,
+    :func:`breakeven.measurements.normalise.normalise`'s frame (its ``label``, ``model``,
+    ``hardware``, ``concurrency_key``, ``num_spec_tokens``, ``tok_s``, ``decoded``, ``launch``,
     ``accept_len``, ``num_drafts`` and ``category``; where present, the requests' own counts,
     ``request_drafts``, ``level_accept_len``, ``draft_tokens`` and ``accepted_tokens``,
     :func:`request_acceptance`): the unit of repetition and the decoded tokens are check's.

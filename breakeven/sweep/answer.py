@@ -52,7 +52,7 @@ class BestK:
     """One sentence: why this k."""
     decided: bool = True
     """False where the data at this load cannot decide (a comparison's verdict is one of
-    check's :data:`~breakeven.measurements.check.DOUBT`): no k is chosen and nothing is pasted."""
+    check's :data:`~breakeven.measurements.flags.DOUBT`): no k is chosen and nothing is pasted."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def best_k(
     by_load: dict[float, list[Any]] = {}
     for c in check.comparisons:
         by_load.setdefault(float(c.concurrency), []).append(c)
-    from breakeven.measurements.check import DOUBT  # lazy: pandas
+    from breakeven.measurements.flags import DOUBT  # lazy: pandas
 
     best = []
     for load, comparisons in sorted(by_load.items()):
