@@ -61,6 +61,7 @@ from breakeven.measurements.workload import (
     fit_by_category,
     parse_mix,
 )
+from breakeven.model import _speedup as formula
 from breakeven.model.acceptance import _tau
 from breakeven.model.context import ContextFit, context_notes, contexts_of
 from breakeven.model.cycle import (
@@ -76,7 +77,6 @@ from breakeven.model.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.model.formulas import _speedup as formula
 from breakeven.model.pooling import (
     adopt_server_rates,
     decoded_tokens,

@@ -28,8 +28,8 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_K, STEPS_BETWEEN, plain_json
 from breakeven.iotools.metrics import METRICS
 from breakeven.iotools.records import iso_timestamp
+from breakeven.model import _speedup
 from breakeven.model.acceptance import alpha_from_accept_len
-from breakeven.model.formulas import _speedup
 from breakeven.model.surface import SurfaceCost
 from breakeven.planning.batch import speedup_grid
 from breakeven.planning.schedule import batch_weights, schedule_from_grid

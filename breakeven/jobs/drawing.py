@@ -20,7 +20,7 @@ from breakeven.iotools.csvfile import read_measurements
 from breakeven.jobs.inputs import batch_from_files, optimize_from_files, plan_from_files
 from breakeven.measurements.check import check, check_file, cycle_given, with_cycle
 from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS
-from breakeven.model.formulas import step_ms_from_baseline
+from breakeven.model import step_ms_from_baseline
 from breakeven.prediction.predict import predict
 from breakeven.prediction.sensitivity import sensitivity
 from breakeven.render import plot as pictures

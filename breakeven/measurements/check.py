@@ -46,7 +46,7 @@ from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS, normali
 from breakeven.measurements.pairing import Comparison, pair
 from breakeven.measurements.positions import PositionRow, by_run
 from breakeven.measurements.workload import CategoryRow, MixAnswer, as_dicts, by_category
-from breakeven.model.formulas import cycle_ms as cycle_of
+from breakeven.model import cycle_ms as cycle_of
 
 
 @dataclass(frozen=True)

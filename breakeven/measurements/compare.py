@@ -25,7 +25,7 @@ from breakeven.measurements.check import check, cycle_given, with_cycle
 from breakeven.measurements.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.measurements.normalise import COLUMNS_USED
 from breakeven.measurements.workload import as_dicts
-from breakeven.model.formulas import _step_ms, breakeven_accept_len
+from breakeven.model import _step_ms, breakeven_accept_len
 
 __all__ = [
     "FAIL_IF",

@@ -32,7 +32,7 @@ from breakeven.measurements.intervals import (
 )
 from breakeven.measurements.normalise import _group_means, _group_numbers, _stable_order, _values_at
 from breakeven.measurements.plausibility import speedup_bound
-from breakeven.model.formulas import _implied_cycle_ms, _speedup, _step_ms
+from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model.pooling import group_pooled_accept_len
 
 

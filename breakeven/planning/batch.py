@@ -21,9 +21,8 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_BATCH
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.plausibility import typed_times
-from breakeven.model import _xp
+from breakeven.model import _speedup, _xp
 from breakeven.model.costs import DraftCost
-from breakeven.model.formulas import _speedup
 from breakeven.prediction.optimize import (
     DEFAULT_K_MAX,
     _evidence_fields,

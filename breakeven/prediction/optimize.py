@@ -31,12 +31,11 @@ from breakeven.measurements.plausibility import (
     impossible_speedup,
     typed_times,
 )
-from breakeven.model import _xp
+from breakeven.model import _speedup, _xp
+from breakeven.model import step_ms_from_baseline as model_step_ms
 from breakeven.model.acceptance import _tau, accept_len_from_alpha, accept_len_from_per_position
 from breakeven.model.costs import ConstantCost, DraftCost
 from breakeven.model.cycle import indistinct_k
-from breakeven.model.formulas import _speedup
-from breakeven.model.formulas import step_ms_from_baseline as model_step_ms
 
 DEFAULT_K_MAX = 16
 

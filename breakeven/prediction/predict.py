@@ -7,11 +7,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
-from breakeven import render
+from breakeven import model, render
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.core.quantities import QUANTITIES, plain_json
 from breakeven.measurements.plausibility import TypedFlag, impossible_speedup, typed_times
-from breakeven.model import _xp, formulas
+from breakeven.model import _xp
 from breakeven.model.acceptance import accept_len_from_alpha, accept_len_from_per_position
 from breakeven.model.acceptance import alpha_from_accept_len as _alpha_from_accept_len
 
@@ -184,13 +184,13 @@ def _baseline(
         For an invalid value, or one whose reciprocal a double cannot hold.
     """
     if baseline_tok_s is not None:
-        step_ms = formulas.step_ms_from_baseline(baseline_tok_s)
+        step_ms = model.step_ms_from_baseline(baseline_tok_s)
         baseline_tok_s = float(baseline_tok_s)
         _finite_or_raise(
             step_ms, ("baseline_tok_s",), repr(baseline_tok_s), "a step of 1000 / it ms"
         )
     elif step_ms is not None:
-        baseline_tok_s = formulas.baseline_tok_s_from_step(step_ms)
+        baseline_tok_s = model.baseline_tok_s_from_step(step_ms)
         step_ms = float(step_ms)
         _finite_or_raise(baseline_tok_s, ("step_ms",), repr(step_ms), "a rate of 1000 / it tok/s")
     return baseline_tok_s, step_ms
@@ -264,7 +264,7 @@ def _measured_costs(verify_ms: float, draft_ms: float | None, overhead_ms: float
     """The cycle [ms] as verify + draft + overhead [ms]; draft and overhead default to 0."""
     draft_ms = 0.0 if draft_ms is None else draft_ms
     overhead_ms = 0.0 if overhead_ms is None else overhead_ms
-    cycle_ms = formulas.cycle_ms(verify_ms, draft_ms, overhead_ms)
+    cycle_ms = model.cycle_ms(verify_ms, draft_ms, overhead_ms)
     verify_ms, draft_ms, overhead_ms = float(verify_ms), float(draft_ms), float(overhead_ms)
     _finite_or_raise(
         cycle_ms,
@@ -319,11 +319,11 @@ def _breakevens(
     """The break-even solves for a cycle of ``cycle_over_step`` steps [-] and a target speedup
     [x]: accept_len [tokens/cycle], alpha at k, and alpha for each k of ``alpha_table_ks``."""
     out: dict[str, Any] = {}
-    out["breakeven_accept_len"] = formulas.breakeven_accept_len(cycle_over_step, 1.0, target)
+    out["breakeven_accept_len"] = model.breakeven_accept_len(cycle_over_step, 1.0, target)
     if k is not None:
-        out["breakeven_alpha"] = formulas.breakeven_alpha(out["breakeven_accept_len"], k)
+        out["breakeven_alpha"] = model.breakeven_alpha(out["breakeven_accept_len"], k)
     out["breakeven_alpha_by_k"] = tuple(
-        (kk, formulas.breakeven_alpha(formulas.breakeven_accept_len(ratio, 1.0, target), kk))
+        (kk, model.breakeven_alpha(model.breakeven_accept_len(ratio, 1.0, target), kk))
         for kk in alpha_table_ks
         for ratio in [cycle_over_step if cost_ratio is None else kk * cost_ratio + 1]
     )
@@ -342,18 +342,18 @@ def _at_accept_len(
     speculative rate [tok/s], and the ceilings on the baseline and on each cost for ``target``."""
     out: dict[str, Any] = {}
     if cycle_over_step is not None:
-        out["speedup"] = formulas.speedup(accept_len, 1.0, cycle_over_step)
+        out["speedup"] = model.speedup(accept_len, 1.0, cycle_over_step)
     if costs.cycle_ms is not None:
-        out["spec_tok_s"] = formulas.spec_tok_s(accept_len, costs.cycle_ms)
-        out["max_baseline_tok_s"] = formulas.max_baseline_tok_s(accept_len, costs.cycle_ms, target)
+        out["spec_tok_s"] = model.spec_tok_s(accept_len, costs.cycle_ms)
+        out["max_baseline_tok_s"] = model.max_baseline_tok_s(accept_len, costs.cycle_ms, target)
     if step_ms is not None:
-        out["max_cycle_ms"] = formulas.max_cycle_ms(accept_len, step_ms, target)
+        out["max_cycle_ms"] = model.max_cycle_ms(accept_len, step_ms, target)
         if not cycle_measured:
-            out["max_verify_ms"] = formulas.max_verify_ms(
+            out["max_verify_ms"] = model.max_verify_ms(
                 accept_len, step_ms, costs.draft_ms or 0.0, costs.overhead_ms or 0.0, target
             )
         if costs.verify_ms is not None:
-            out["max_draft_ms"] = formulas.max_draft_ms(
+            out["max_draft_ms"] = model.max_draft_ms(
                 accept_len, step_ms, costs.verify_ms, costs.overhead_ms or 0.0, target
             )
     return out

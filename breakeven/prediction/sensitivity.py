@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven import render
-from breakeven.model import _xp, formulas
+from breakeven import model, render
+from breakeven.model import _xp
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ def sensitivity(
 
     def at(**moved: float) -> float:
         values = {**inputs, **moved}
-        cycle = formulas.cycle_ms(values["verify_ms"], values["draft_ms"], values["overhead_ms"])
-        return float(formulas.speedup(values["accept_len"], values["step_ms"], cycle))
+        cycle = model.cycle_ms(values["verify_ms"], values["draft_ms"], values["overhead_ms"])
+        return float(model.speedup(values["accept_len"], values["step_ms"], cycle))
 
     base = at()
     rows = []

@@ -12,7 +12,7 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_BATCH
 from breakeven.fitting.tree import TreeAcceptance, check_acceptance, search_trees
 from breakeven.model import _xp
-from breakeven.model.formulas import step_ms_from_baseline as model_step_ms
+from breakeven.model import step_ms_from_baseline as model_step_ms
 
 
 def _tree_costs(

@@ -29,9 +29,8 @@ from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import MAX_K
 from breakeven.iotools.atomic import atomic_path
 from breakeven.iotools.paths import check_output_path, output_error
-from breakeven.model import _xp
+from breakeven.model import _xp, speedup
 from breakeven.model.acceptance import accept_len_from_alpha
-from breakeven.model.formulas import speedup
 from breakeven.render import printable
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
