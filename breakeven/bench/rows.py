@@ -119,6 +119,9 @@ def request_row(
     category: str = "",
     speculating: bool = False,
 ) -> dict[str, Any]:
+    """The row of a level's ``i``-th timed request ``r`` (``origin=client``), with the level's
+    client columns so far (``level``, its summary) and the request's workload ``category``;
+    ``speculating``: whether the server showed spec-decode counters when the level began."""
     c = bench.config
     # Written as the request completes, so nothing in it waits for /metrics: its level
     # columns (aggregate_tok_s, tok_s_sd, level_requests) are the client's, the level from
@@ -177,6 +180,8 @@ def request_row(
 
 
 def launch_columns(bench: RunStamp) -> dict[str, Any]:
+    """The server's launch as every row carries it: ``launch_id``, ``launched_at`` and
+    ``env_from``."""
     return {
         "launch_id": bench.launch_id,
         "launched_at": bench.launched_at,
