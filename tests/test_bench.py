@@ -21,15 +21,11 @@ from fake_server import Behaviour, FakeServer, timed
 from local_process import free_port, serving
 
 from breakeven import BreakevenError
-from breakeven.bench.client import (
-    BENCH_COLUMNS,
-    Config,
-    RequestResult,
-    _Level,
-    _summary,
-    run_bench,
-    server_root,
-)
+from breakeven.bench.config import Config, server_root
+from breakeven.bench.levels import _Level, _summary
+from breakeven.bench.rows import BENCH_COLUMNS
+from breakeven.bench.session import run_bench
+from breakeven.bench.stream import RequestResult
 from breakeven.cli import cli
 from breakeven.measurements.check import check_file
 
@@ -549,7 +545,7 @@ class TestFaults:
         """A server that waits before its first token: the wait is TTFT, never decode.  On a
         fake clock (a stream's chunks at set times): the rate is exactly the decode's; a
         real server's wait is at least its sleep (how fast the rest came is a machine's)."""
-        from breakeven.bench.client import _Timing
+        from breakeven.bench.stream import _Timing
         from breakeven.iotools.replies import Drafts
 
         timing = _Timing(start=10.0)
@@ -715,7 +711,7 @@ def test_vllm_timing_histograms_give_a_server_row_and_a_disagreement_is_said(tmp
 def test_tokens_after_the_last_chunk_with_text_took_no_decode_time():
     # Tokens after the last chunk with text (half a character, which streams no text) came
     # after the decode time measured: they are not counted in it.
-    from breakeven.bench.client import _Timing
+    from breakeven.bench.stream import _Timing
     from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     timing = _Timing(start=0.0)
@@ -732,7 +728,7 @@ def test_a_stream_read_late_at_its_start_or_end_is_timed_where_it_was_live():
     # A stream whose first chunk was read 0.3 s late brings the tokens made meanwhile right
     # after it: its decode time from the first chunk would be short by 0.3 s.  It is timed
     # from the last of those chunks, and before a final run that came after a wait.
-    from breakeven.bench.client import _Timing
+    from breakeven.bench.stream import _Timing
     from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     def stream(times):
@@ -757,7 +753,7 @@ def test_a_stream_without_token_counts_is_timed_whole():
     # llama.cpp streams no usage per chunk, and a chunk may hold several tokens: the stream
     # is timed from its first chunk (the prefill's one token) to its last, every token of the
     # final usage counted (the real llama-server test read 2x slow when chunks were counted).
-    from breakeven.bench.client import _Timing
+    from breakeven.bench.stream import _Timing
     from breakeven.iotools.replies import Drafts  # lazy: private timing, tested here
 
     timing = _Timing(start=0.0)

@@ -15,16 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from breakeven import BreakevenError
-from breakeven.bench.client import (
-    _LAUNCH_COLUMNS,
-    BENCH_COLUMNS,
+from breakeven.bench.config import Config
+from breakeven.bench.prompts import (
     SPEED_BENCH_PLACEHOLDER,
-    Bench,
-    Config,
     PromptRow,
     read_prompt_rows,
     read_prompts,
 )
+from breakeven.bench.rows import _LAUNCH_COLUMNS, BENCH_COLUMNS
+from breakeven.bench.session import Bench
 from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.jobs.measure import bench_config

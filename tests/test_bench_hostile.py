@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from fake_server import timed
 from hostile_server import MODELS_MODES, STREAM_MODES, HostileServer, Hostility
 
-from breakeven.bench.client import BENCH_COLUMNS
+from breakeven.bench.rows import BENCH_COLUMNS
 from breakeven.cli import cli
 
 KEY = "sk-hostile-0123456789abcdef"

@@ -19,7 +19,9 @@ import pytest
 from click.testing import CliRunner
 from fake_server import Behaviour, FakeServer, gzip_bomb, timed
 
-from breakeven.bench.client import BENCH_COLUMNS, Config, run_bench
+from breakeven.bench.config import Config
+from breakeven.bench.rows import BENCH_COLUMNS
+from breakeven.bench.session import run_bench
 from breakeven.cli import cli
 from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.server import MAX_REPLY_BYTES, ReplyError, bounded_bytes
@@ -336,7 +338,7 @@ def test_a_full_disk_under_bench_out_is_one_line_and_no_half_row(tmp_path, monke
     import errno
     import types
 
-    import breakeven.bench.client as bench_client
+    import breakeven.bench.rows as bench_rows
 
     out = tmp_path / "runs.csv"
     real = os
@@ -362,7 +364,7 @@ def test_a_full_disk_under_bench_out_is_one_line_and_no_half_row(tmp_path, monke
         **{n: getattr(real, n) for n in dir(real) if not n.startswith("__")}
     )
     fake.write, fake.open = write, open_
-    monkeypatch.setattr(bench_client, "os", fake)
+    monkeypatch.setattr(bench_rows, "os", fake)
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
         r = CliRunner().invoke(
             cli,

@@ -11,7 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from breakeven.bench.client import Config, run_bench
+from breakeven.bench.config import Config
+from breakeven.bench.session import run_bench
 from breakeven.iotools.replies import reply_drafts
 
 # One request's spec_tokens_details as SGLang returned it, pasted by ormandj on

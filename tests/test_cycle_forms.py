@@ -398,7 +398,7 @@ def test_runs_at_one_context_length_say_their_prediction_holds_there_only(tmp_pa
 def test_bench_records_each_requests_context(tmp_path):
     # The fake server's usage says 5 prompt tokens: a request of 40 completion tokens decoded
     # with 5 + 40 / 2 = 25 tokens in its cache on average.
-    from breakeven.bench.client import RequestResult
+    from breakeven.bench.stream import RequestResult
 
     r = RequestResult(True, completion_tokens=40, prompt_tokens=5)
     assert r.context_tokens == 25

@@ -246,7 +246,8 @@ def test_the_servers_counters_are_the_headlines_rates_and_the_client_the_cross_c
 
     from fake_server import Behaviour, FakeServer
 
-    from breakeven.bench.client import Config, run_bench
+    from breakeven.bench.config import Config
+    from breakeven.bench.session import run_bench
 
     plain = Behaviour(seconds_per_token=0.004, timing_counters=True)
     spec = Behaviour(

@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 from local_process import free_port, serving
 
-from breakeven.bench.client import Config, run_bench
+from breakeven.bench.config import Config
+from breakeven.bench.session import run_bench
 from breakeven.cli import cli
 from breakeven.measurements.check import check, check_file
 

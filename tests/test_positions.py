@@ -15,7 +15,8 @@ from fake_server import Behaviour, FakeServer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breakeven.bench.client import Config, run_bench
+from breakeven.bench.config import Config
+from breakeven.bench.session import run_bench
 from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
 from breakeven.measurements.check import check

@@ -28,7 +28,8 @@ from hostile_server import (
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from breakeven.bench.client import Bench, Config, _printable, server_root
+from breakeven.bench.config import Config, server_root
+from breakeven.bench.session import Bench, _printable
 from breakeven.cli import cli
 from breakeven.core.credentials import (
     MASK,

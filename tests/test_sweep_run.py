@@ -18,7 +18,7 @@ import pytest
 from fake_server import ACCEPT
 from local_process import free_port
 
-from breakeven.bench.client import Config
+from breakeven.bench.config import Config
 from breakeven.core.errors import BreakevenError
 from breakeven.fitting.fit import fit, fit_file
 from breakeven.iotools.csvfile import read_measurements

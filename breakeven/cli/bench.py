@@ -149,7 +149,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
       breakeven bench --url http://localhost:8000/v1 --label baseline \\
           --concurrency 1 8 --max-tokens 512 --out runs.csv
     """
-    from breakeven.bench.client import Terminated, run_bench  # lazy: start-up
+    from breakeven.bench.session import Terminated, run_bench  # lazy: start-up
     from breakeven.core.provenance import launch_text  # lazy: start-up
     from breakeven.jobs.measure import bench_config  # lazy: start-up
 

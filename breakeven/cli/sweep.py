@@ -123,7 +123,8 @@ def sweep(
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
           --method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
-    from breakeven.bench.client import Config, Terminated  # lazy: start-up
+    from breakeven.bench.config import Config  # lazy: start-up
+    from breakeven.bench.session import Terminated  # lazy: start-up
     from breakeven.sweep.answer import answer_sweep  # lazy: start-up
     from breakeven.sweep.plan import plan_sweep  # lazy: start-up
     from breakeven.sweep.run import run_sweep  # lazy: start-up

@@ -48,7 +48,7 @@ def reply_drafts(chunk: Any) -> Drafts:
     ``--per-request-spec-decode-metrics summary`` sends (vllm/v1/metrics/stats.py,
     ``RequestSpecDecodeMetrics.to_dict``), or the ``sglext.spec_tokens_details`` of the chunk
     SGLang sends before its usage chunk when asked with ``return_spec_tokens_details``
-    (``breakeven.bench.client.Bench._payload``; sgl-project/sglang PR 33518)."""
+    (``breakeven.bench.session.Bench._payload``; sgl-project/sglang PR 33518)."""
     if not isinstance(chunk, dict):
         return Drafts()
     timings = chunk.get("timings")

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from breakeven.bench.client import DEFAULT_PROMPTS, Config, read_prompts
+from breakeven.bench.config import Config
+from breakeven.bench.prompts import DEFAULT_PROMPTS, read_prompts
 from breakeven.core.credentials import clean_api_key
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
 from breakeven.core.provenance import parse_time
@@ -396,19 +397,19 @@ def bench_config(
     api_key_env: str | None = None,
     **options: Any,
 ) -> tuple[Config, str | None]:
-    """``breakeven bench``'s :class:`breakeven.bench.client.Config`, checked.
+    """``breakeven bench``'s :class:`breakeven.bench.config.Config`, checked.
 
     Parameters
     ----------
     concurrency : sequence of int
         The levels to measure [requests in flight].
     prompts : str, optional
-        A prompts file (:func:`breakeven.bench.client.read_prompts`); default: the built-in
+        A prompts file (:func:`breakeven.bench.prompts.read_prompts`); default: the built-in
         prompts.
     api_key_env : str, optional
         The environment variable holding the API key (see :func:`api_key_from_env`).
     **options
-        The other fields of :class:`breakeven.bench.client.Config`.
+        The other fields of :class:`breakeven.bench.config.Config`.
 
     Returns
     -------

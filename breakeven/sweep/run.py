@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.bench.client import Config, Terminated, run_bench, server_root
+from breakeven.bench.config import Config, server_root
+from breakeven.bench.session import Terminated, run_bench
 from breakeven.core.errors import BreakevenError
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
