@@ -116,7 +116,14 @@ _MOVED = {
     "breakeven._lsq": ("breakeven.model._lsq",),
     "breakeven._xp": ("breakeven.model._xp",),
     "breakeven.acceptance": ("breakeven.model.acceptance",),
-    "breakeven.bench_client": ("breakeven.bench.client",),
+    "breakeven.bench_client": (
+        "breakeven.bench.session",
+        "breakeven.bench.config",
+        "breakeven.bench.prompts",
+        "breakeven.bench.stream",
+        "breakeven.bench.levels",
+        "breakeven.bench.rows",
+    ),
     "breakeven.check": (
         "breakeven.measurements.check",
         "breakeven.measurements.normalise",

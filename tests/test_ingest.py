@@ -371,7 +371,7 @@ class TestOut:
         assert row["tok_s"] == "" and row["accept_len"].startswith("5.44")
 
     def test_a_failed_write_leaves_the_old_file_and_no_temporary(self, tmp_path, monkeypatch):
-        from breakeven.iotools import measurements
+        from breakeven.iotools import csvfile as measurements
 
         out = tmp_path / "runs.csv"
         out.write_text("precious\n")

@@ -80,3 +80,66 @@ def test_imports_inside_functions_say_why():
         if (found := _imports_in_functions(path))
     }
     assert unsaid == {}
+
+
+# The house in rooms (issue 39): the tree shows the architecture, and nothing grows past what a
+# reader takes in at once.  Lengths are counted as ruff lays the code out (`ruff format` owns the
+# layout, and CI's `ruff format --check` keeps it so).
+MAX_TOP_LEVEL_MODULES = 10
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 800
+
+
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py") if "__pycache__" not in p.parts)
+
+
+def test_the_top_level_holds_only_a_few_modules():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_no_module_name_is_a_siblings_with_a_suffix():
+    # fit.py beside fit_files.py, or fleet/ beside fleet_client.py, says nothing of where a
+    # change belongs: a module is named after the concept it holds.
+    found = []
+    for folder in _packages():
+        names = sorted(
+            p.stem if p.suffix == ".py" else p.name
+            for p in folder.iterdir()
+            if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+        )
+        found += [(str(folder), a, b) for a in names for b in names if b.startswith(a + "_")]
+    assert found == []
+
+
+def test_no_function_or_module_runs_long():
+    long_functions, long_modules = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = str(path.relative_to(ROOT))
+        if text.count("\n") > MAX_MODULE_LINES:
+            long_modules.append((where, text.count("\n")))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long_functions.append((where, node.name, lines))
+    assert long_modules == []
+    assert long_functions == []
+
+
+def test_every_folder_is_kept_free_of_import_loops():
+    (ancestors,) = [c["ancestors"] for c in _contracts() if c["type"] == "acyclic_siblings"]
+    folders = {".".join(p.relative_to(ROOT).parts) for p in _packages()}
+    assert set(ancestors) == folders
+
+
+def test_the_layer_contract_is_one_line_a_layer():
+    # A layer is a folder (or a few sibling folders, the analysis families), never a list of
+    # modules: a new module joins its folder's layer without touching the contract.
+    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers"]
+    assert len(layers) <= 8
+    named = [name.strip() for layer in layers for name in layer.split(":")]
+    folders = {".".join(p.relative_to(ROOT).parts) for p in _packages()}
+    assert set(named) - {"breakeven.__main__"} <= folders
