@@ -123,11 +123,8 @@ def sweep(
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
           --method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
-    from breakeven.bench.config import Config  # lazy: start-up
-    from breakeven.bench.session import Terminated  # lazy: start-up
     from breakeven.sweep.answer import answer_sweep  # lazy: start-up
     from breakeven.sweep.plan import plan_sweep  # lazy: start-up
-    from breakeven.sweep.run import run_sweep  # lazy: start-up
 
     _refuse_an_input_as_output(out, server_env_from)
     serve, engine = options.pop("serve"), options.pop("engine")
@@ -136,6 +133,32 @@ def sweep(
     if plan_only:
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
         return
+    result = _sweep_run(plan, out, url, stop_command, server_env_from, requests, resume)
+    say(result.report().rstrip("\n"))
+    if not any(o.ok for o in result.outcomes):
+        sys.exit(1)
+    answer = answer_sweep(out)
+    click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
+    say(f"Wrote {', '.join(answer.files.values())}.")
+    if not answer.best:
+        sys.exit(1)
+
+
+def _sweep_run(
+    plan: Any,
+    out: str,
+    url: str | None,
+    stop_command: str | None,
+    server_env_from: str | None,
+    requests: int | None,
+    resume: bool,
+) -> Any:
+    """The sweep run (:func:`breakeven.sweep.run.run_sweep`), its progress on stderr; Ctrl-C
+    exits 130 and SIGTERM 143, saying where the completed rows are."""
+    from breakeven.bench.config import Config  # lazy: start-up
+    from breakeven.bench.session import Terminated  # lazy: start-up
+    from breakeven.sweep.run import run_sweep  # lazy: start-up
+
     bench = Config(
         url="http://127.0.0.1",
         label="sweep",
@@ -163,14 +186,7 @@ def sweep(
         )
         sys.exit(143 if isinstance(e, Terminated) else 130)
     show.end()
-    say(result.report().rstrip("\n"))
-    if not any(o.ok for o in result.outcomes):
-        sys.exit(1)
-    answer = answer_sweep(out)
-    click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
-    say(f"Wrote {', '.join(answer.files.values())}.")
-    if not answer.best:
-        sys.exit(1)
+    return result
 
 
 def _refuse_an_input_as_output(out: str, server_env_from: str | None) -> None:

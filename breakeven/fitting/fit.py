@@ -621,6 +621,64 @@ def _predicted_row(
     )
 
 
+def _check_options(draft_cost: str, cycle_form: str, predict_k: Sequence[int]) -> None:
+    """Raise for a ``draft_cost`` or ``cycle_form`` not known, or a k to predict out of range."""
+    if draft_cost not in DRAFT_COSTS:
+        raise BreakevenError(
+            "{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}", "draft_cost"
+        )
+    if cycle_form not in FORM_CHOICES:
+        raise BreakevenError(
+            "{0}: got " + repr(cycle_form) + f", expected one of {FORM_CHOICES}", "cycle_form"
+        )
+    bad = [k for k in predict_k if not (isinstance(k, int) and 1 <= k <= MAX_SPEC_TOKENS)]
+    if bad:
+        raise BreakevenError(
+            "{0}: got " + repr(bad[0]) + f", expected whole numbers of draft "
+            f"tokens from 1 to {MAX_SPEC_TOKENS}",
+            "predict_k",
+        )
+
+
+def _baseline_steps(base: Any) -> dict[tuple[Any, ...], float]:
+    """Each configuration's plain step [ms]: its baselines' mean ``step_ms``, else 1000 / rate."""
+    steps = base[base["step_ms"] > 0].groupby(_CONFIG)["step_ms"].mean().to_dict()
+    rates = {
+        key: pooled_rate(g["rate"], g["decoded"])
+        for key, g in base[base["rate"] > 0].groupby(_CONFIG)
+    }
+    return {config: 1000.0 / rate for config, rate in rates.items()} | steps
+
+
+def _row_notes(df: Any, k: Any, chain: Any) -> list[str]:
+    """The notes of rows left out or fitted apart: no k, trees (not ``chain``), k not whole."""
+    notes = []
+    unknown = int((k.isna() & df["accept_len"].notna()).sum())
+    if unknown:
+        notes.append(
+            f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
+            "give k (ingest -k K)"
+        )
+    tree_rows = int(((k > 0) & ~chain).sum())
+    if tree_rows:
+        notes.append(
+            f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
+            "across batch sizes only, where baselines ran at two or more; their "
+            "acceptance in the tree section"
+        )
+    from_rate = int(df["from_rate"].sum())
+    if from_rate:
+        notes.append(
+            f"{from_rate} rows give an acceptance_rate and no accept_len: accept_len = 1 + k x "
+            "acceptance_rate, as if every cycle drafted k tokens (a drafter that stops early "
+            "drafts fewer: then it is an overestimate)"
+        )
+    odd = int(((k > 0) & (k != k.round())).sum())
+    if odd:
+        notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
+    return notes
+
+
 def fit(
     data: Any,
     *,
@@ -651,33 +709,13 @@ def fit(
         (:func:`breakeven.measurements.workload.parse_mix`): the mix's speedup at each k, and its best k.
     """
 
-    if draft_cost not in DRAFT_COSTS:
-        raise BreakevenError(
-            "{0}: got " + repr(draft_cost) + f", expected one of {DRAFT_COSTS}", "draft_cost"
-        )
-    if cycle_form not in FORM_CHOICES:
-        raise BreakevenError(
-            "{0}: got " + repr(cycle_form) + f", expected one of {FORM_CHOICES}", "cycle_form"
-        )
-    bad = [k for k in predict_k if not (isinstance(k, int) and 1 <= k <= MAX_SPEC_TOKENS)]
-    if bad:
-        raise BreakevenError(
-            "{0}: got " + repr(bad[0]) + f", expected whole numbers of draft "
-            f"tokens from 1 to {MAX_SPEC_TOKENS}",
-            "predict_k",
-        )
+    _check_options(draft_cost, cycle_form, predict_k)
     df, range_notes = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
     spec = df[(k > 0) & (k == k.round()) & chain]
     per_k = _per_k(spec)
-    base = df[k == 0]
-    steps = base[base["step_ms"] > 0].groupby(_CONFIG)["step_ms"].mean().to_dict()
-    rates = {
-        key: pooled_rate(g["rate"], g["decoded"])
-        for key, g in base[base["rate"] > 0].groupby(_CONFIG)
-    }
-    step_of = {config: 1000.0 / rate for config, rate in rates.items()} | steps
+    step_of = _baseline_steps(df[k == 0])
     groups = []
     for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
         config = tuple(key[:4])
@@ -700,29 +738,7 @@ def fit(
     if moe is None:  # a MoE's verify already loads experts a decode of B does not
         notes += slow_batch_growth(per_k, step_of)
     notes += pooled_over_k(df)
-    unknown = int((k.isna() & df["accept_len"].notna()).sum())
-    if unknown:
-        notes.append(
-            f"{unknown} rows with an accept_len but no num_spec_tokens are left out: "
-            "give k (ingest -k K)"
-        )
-    tree_rows = int(((k > 0) & ~chain).sum())
-    if tree_rows:
-        notes.append(
-            f"{tree_rows} rows of tree drafts (spec_topk > 1): their costs are fitted "
-            "across batch sizes only, where baselines ran at two or more; their "
-            "acceptance in the tree section"
-        )
-    from_rate = int(df["from_rate"].sum())
-    if from_rate:
-        notes.append(
-            f"{from_rate} rows give an acceptance_rate and no accept_len: accept_len = 1 + k x "
-            "acceptance_rate, as if every cycle drafted k tokens (a drafter that stops early "
-            "drafts fewer: then it is an overestimate)"
-        )
-    odd = int(((k > 0) & (k != k.round())).sum())
-    if odd:
-        notes.append(f"{odd} rows with a num_spec_tokens that is not a whole number are left out")
+    notes += _row_notes(df, k, chain)
     return FitResult(
         tuple(groups),
         draft_cost,

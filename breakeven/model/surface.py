@@ -375,6 +375,73 @@ def _held_out(equations: list[Any], skip: int, groups: list[list[int]]) -> Any:
     return _solve([e[0] for e in others], [e[1] for e in others])[0]
 
 
+def _points(
+    key: tuple[str, str, str],
+    moe: MoE | None,
+    surface: BatchSurface,
+    equations: list[Any],
+    baselines: int,
+    runs: list[dict[str, Any]],
+    groups: list[list[int]],
+    steps_at: dict[float, float],
+) -> list[SurfacePoint]:
+    """Each speculative run's measured speedup, the ``surface``'s prediction of it, and the
+    prediction of the fit without it (its equation follows the ``baselines`` ones), for the
+    surface of ``key`` and ``moe``."""
+    points = []
+    for i, r in enumerate(runs):
+        held = _held_out(equations, baselines + i, groups)
+        held_surface = BatchSurface(
+            *key,
+            dict(zip(TERMS, map(float, held), strict=True)),
+            (),
+            moe,
+            math.nan,
+            (),
+            math.nan,
+            (),
+        )
+        step = steps_at.get(r["batch"], float(surface.forward_ms(r["batch"], 1)))
+        args = (r["batch"], r["steps"], r["topk"], r["verify_tokens"])
+        points.append(
+            SurfacePoint(
+                r["batch"],
+                r["steps"],
+                r["topk"],
+                r["verify_tokens"],
+                r["accept_len"],
+                r["accept_len"] * step / r["cycle"],
+                r["accept_len"] * step / float(surface.cycle_ms(*args)),
+                # The only speculative run held out leaves nothing of speculation to fit.
+                r["accept_len"] * step / float(held_surface.cycle_ms(*args))
+                if len(runs) > 1
+                else math.nan,
+            )
+        )
+    return points
+
+
+def _surface_notes(
+    base: Any, runs: list[dict[str, Any]], spec_batches: tuple[int, ...]
+) -> list[str]:
+    """What the runs cannot tell apart: the KV and weight terms from baselines at one batch
+    size, the speculative terms without speculative runs, or with them at one batch only."""
+    notes = []
+    if len({b["batch"] for b in base}) < 2:
+        notes.append("baselines at one batch size: the KV and weight terms are not separated")
+    if not runs:
+        notes.append("no speculative run: the draft's cost and the verify's tokens are unknown")
+    if len(spec_batches) == 1:
+        notes.append(
+            f"speculative runs at batch {spec_batches[0]} only: what a cycle costs beyond a "
+            "step there may be per cycle or per sequence, which these runs fit alike; at "
+            "other batches the two differ, so the predictions' intervals cover both and grow "
+            "with the distance from that batch; run speculation at a second batch size to "
+            "tell them apart"
+        )
+    return notes
+
+
 def fit_surface(
     key: tuple[str, str, str],
     base: Any,
@@ -407,55 +474,14 @@ def fit_surface(
         math.nan,
         tuple(sorted(steps_at)),
     )
-    points = []
-    for i, r in enumerate(runs):
-        held = _held_out(equations, len(base) + i, groups)
-        held_surface = BatchSurface(
-            *key,
-            dict(zip(TERMS, map(float, held), strict=True)),
-            (),
-            moe,
-            math.nan,
-            (),
-            math.nan,
-            (),
-        )
-        step = steps_at.get(r["batch"], float(surface.forward_ms(r["batch"], 1)))
-        args = (r["batch"], r["steps"], r["topk"], r["verify_tokens"])
-        points.append(
-            SurfacePoint(
-                r["batch"],
-                r["steps"],
-                r["topk"],
-                r["verify_tokens"],
-                r["accept_len"],
-                r["accept_len"] * step / r["cycle"],
-                r["accept_len"] * step / float(surface.cycle_ms(*args)),
-                # The only speculative run held out leaves nothing of speculation to fit.
-                r["accept_len"] * step / float(held_surface.cycle_ms(*args))
-                if len(runs) > 1
-                else math.nan,
-            )
-        )
+    points = _points(key, moe, surface, equations, len(base), runs, groups, steps_at)
     errors = [
         abs(p.held_out_speedup / p.measured_speedup - 1)
         for p in points
         if math.isfinite(p.held_out_speedup)
     ]
-    notes = []
-    if len({b["batch"] for b in base}) < 2:
-        notes.append("baselines at one batch size: the KV and weight terms are not separated")
-    if not runs:
-        notes.append("no speculative run: the draft's cost and the verify's tokens are unknown")
     spec_batches = tuple(sorted({int(r["batch"]) for r in runs}))
-    if len(spec_batches) == 1:
-        notes.append(
-            f"speculative runs at batch {spec_batches[0]} only: what a cycle costs beyond a "
-            "step there may be per cycle or per sequence, which these runs fit alike; at "
-            "other batches the two differ, so the predictions' intervals cover both and grow "
-            "with the distance from that batch; run speculation at a second batch size to "
-            "tell them apart"
-        )
+    notes = _surface_notes(base, runs, spec_batches)
     return BatchSurface(
         key[0],
         key[1],

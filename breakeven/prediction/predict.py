@@ -442,14 +442,32 @@ def predict(
     target = _xp.positive(_xp.SCALAR, "target_speedup", target_speedup, "x")
     if k is not None:
         k = int(_xp.draft_tokens(_xp.SCALAR, "k", k))
-    baseline_tok_s, step_ms = _baseline(baseline_tok_s, step_ms)
-    accept_len, alpha, k = _acceptance(accept_len, alpha, k, per_position)
+    return _prediction(given, target, k, per_position, alpha_table_ks)
+
+
+def _prediction(
+    given: dict[str, Any],
+    target: float,
+    k: int | None,
+    per_position: Sequence[float] | None,
+    alpha_table_ks: Iterable[int],
+) -> Prediction:
+    """:func:`predict`'s result from its ``given`` inputs, once they are checked: the target
+    speedup [x] and k [tokens] already resolved.
+
+    Raises
+    ------
+    BreakevenError
+        For an invalid input, or when nothing can be computed.
+    """
+    baseline_tok_s, step_ms = _baseline(given["baseline_tok_s"], given["step_ms"])
+    accept_len, alpha, k = _acceptance(given["accept_len"], given["alpha"], k, per_position)
     costs, cycle_over_step = _costs(given, k, step_ms)
     out: dict[str, Any] = {}
     if cycle_over_step is not None:
         out |= _breakevens(cycle_over_step, k, costs.cost_ratio, target, alpha_table_ks)
     if accept_len is not None:
-        cycle_measured = cycle_ms is not None
+        cycle_measured = given["cycle_ms"] is not None
         out |= _at_accept_len(accept_len, costs, cycle_over_step, step_ms, cycle_measured, target)
     # Something is derived when a baseline converts, costs add up, or acceptance converts.
     if not (out or baseline_tok_s is not None or costs.verify_ms is not None or alpha is not None):

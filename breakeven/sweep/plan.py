@@ -162,6 +162,80 @@ def serve_argv(serve: str, port: int) -> list[str]:
     return [w.replace("{port}", str(port)) for w in words]
 
 
+def _draft_lengths(num_spec_tokens: Sequence[int]) -> list[int]:
+    """The k to measure [tokens], each once in the order given, the baseline (k = 0) first if
+    it is not given."""
+    ks = list(dict.fromkeys(int(k) for k in num_spec_tokens))
+    if any(k < 0 for k in ks):
+        raise invalid_value("num_spec_tokens", ks, "draft tokens of 0 (the baseline) or more")
+    if 0 not in ks:
+        ks.insert(0, 0)
+    if len(ks) < 2:
+        raise BreakevenError(
+            "{0}: got only the baseline (k = 0); give at least one k above 0", "num_spec_tokens"
+        )
+    return ks
+
+
+def _check_sizes(
+    per_repeat: int,
+    repeats: int,
+    ready_timeout_s: float,
+    max_tokens: int,
+    requests: int | None,
+    port: int,
+) -> None:
+    """Raise for a count, time or port out of range (``per_repeat``: the launches of a repeat)."""
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise invalid_value("repeats", repeats, "a whole number of launches, at least 1")
+    if per_repeat * repeats > MAX_LAUNCHES:
+        raise invalid_value(
+            "repeats",
+            repeats,
+            f"at most {MAX_LAUNCHES} launches in all ({per_repeat} k per repeat)",
+        )
+    if not (isinstance(ready_timeout_s, (int, float)) and 0 < ready_timeout_s <= MAX_READY_S):
+        raise invalid_value(
+            "ready_timeout_s", ready_timeout_s, f"seconds above 0, at most {MAX_READY_S:g}"
+        )
+    if not (isinstance(max_tokens, int) and 2 <= max_tokens <= 1_000_000):
+        raise invalid_value(
+            "max_tokens", max_tokens, "a whole number of tokens from 2 to 1,000,000"
+        )
+    if requests is not None and not (isinstance(requests, int) and 1 <= requests <= 1_000_000):
+        raise invalid_value("requests", requests, "a whole number from 1 to 1,000,000")
+    if not (isinstance(port, int) and 1 <= port <= 65535):
+        raise invalid_value("port", port, "a port number from 1 to 65535")
+
+
+def _levels(concurrency: Sequence[int]) -> tuple[int, ...]:
+    """The load levels [requests in flight], each 1 or more."""
+    levels = tuple(int(c) for c in concurrency)
+    if not levels or any(c < 1 for c in levels):
+        raise invalid_value("concurrency", list(concurrency), "load levels of 1 or more")
+    return levels
+
+
+def _launches(
+    engine: str, argv: list[str], ks: list[int], repeats: int, name: str, base: dict[str, str]
+) -> list[SweepLaunch]:
+    """Every launch, interleaved: for each repeat, each k in order, its command the serve
+    command ``argv`` and the engine's flags for k and ``base``, labelled with ``name``."""
+    launches = []
+    for repeat in range(1, repeats + 1):
+        for k in ks:
+            launches.append(
+                SweepLaunch(
+                    len(launches) + 1,
+                    repeat,
+                    k,
+                    "baseline" if k == 0 else f"{name}-k{k}",
+                    (*argv, *speculation_args(engine, k, base)),
+                )
+            )
+    return launches
+
+
 def plan_sweep(
     serve: str,
     engine: str,
@@ -204,51 +278,13 @@ def plan_sweep(
     """
     if engine not in SPECULATION_ENGINES:
         raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
-    ks = list(dict.fromkeys(int(k) for k in num_spec_tokens))
-    if any(k < 0 for k in ks):
-        raise invalid_value("num_spec_tokens", ks, "draft tokens of 0 (the baseline) or more")
-    if 0 not in ks:
-        ks.insert(0, 0)
-    if len(ks) < 2:
-        raise BreakevenError(
-            "{0}: got only the baseline (k = 0); give at least one k above 0", "num_spec_tokens"
-        )
-    if not (isinstance(repeats, int) and repeats >= 1):
-        raise invalid_value("repeats", repeats, "a whole number of launches, at least 1")
-    if len(ks) * repeats > MAX_LAUNCHES:
-        raise invalid_value(
-            "repeats", repeats, f"at most {MAX_LAUNCHES} launches in all ({len(ks)} k per repeat)"
-        )
-    if not (isinstance(ready_timeout_s, (int, float)) and 0 < ready_timeout_s <= MAX_READY_S):
-        raise invalid_value(
-            "ready_timeout_s", ready_timeout_s, f"seconds above 0, at most {MAX_READY_S:g}"
-        )
-    if not (isinstance(max_tokens, int) and 2 <= max_tokens <= 1_000_000):
-        raise invalid_value(
-            "max_tokens", max_tokens, "a whole number of tokens from 2 to 1,000,000"
-        )
-    if requests is not None and not (isinstance(requests, int) and 1 <= requests <= 1_000_000):
-        raise invalid_value("requests", requests, "a whole number from 1 to 1,000,000")
-    if not (isinstance(port, int) and 1 <= port <= 65535):
-        raise invalid_value("port", port, "a port number from 1 to 65535")
-    levels = tuple(int(c) for c in concurrency)
-    if not levels or any(c < 1 for c in levels):
-        raise invalid_value("concurrency", list(concurrency), "load levels of 1 or more")
+    ks = _draft_lengths(num_spec_tokens)
+    _check_sizes(len(ks), repeats, ready_timeout_s, max_tokens, requests, port)
+    levels = _levels(concurrency)
     base = {key: value for key, value in (("method", method), ("model", draft)) if value}
     name = (method or "spec").lower()
     argv = serve_argv(serve, port)
-    launches = []
-    for repeat in range(1, repeats + 1):
-        for k in ks:
-            launches.append(
-                SweepLaunch(
-                    len(launches) + 1,
-                    repeat,
-                    k,
-                    "baseline" if k == 0 else f"{name}-k{k}",
-                    (*argv, *speculation_args(engine, k, base)),
-                )
-            )
+    launches = _launches(engine, argv, ks, repeats, name, base)
     per_level = tuple(requests or max(8, 4 * c) for c in levels)
     return SweepPlan(
         engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s, port, base

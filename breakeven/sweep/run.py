@@ -283,10 +283,72 @@ def _wait_gone(url: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
     return True
 
 
+def _why_not_ready(process: subprocess.Popen, start: float, log: str, ctx: _Context) -> str:
+    """Wait for the launch started at ``start`` (``time.monotonic()``) to list its models; why
+    it failed (a 404, an exit, the ready timeout: its log's tail), or "" once it is ready."""
+    plan, url = ctx.plan, ctx.url
+    while (answer := answer_of(url)) != "ready":
+        if answer == "404":
+            return (
+                f"404 Not Found for {url}/v1/models: a server answers, but the URL's path "
+                "is not its root (give the server root, with or without one /v1)"
+            )
+        code = process.poll()
+        if code is not None and not (code == 0 and ctx.stop_command):
+            return f"exited with {code} before it was ready: {_log_tail(log)}"
+        if time.monotonic() - start > plan.ready_timeout_s:
+            return (
+                f"not ready within {plan.ready_timeout_s:g} s (--ready-timeout; "
+                f"{url}/v1/models: {answer}): {_log_tail(log)}"
+            )
+        time.sleep(0.5)
+    return ""
+
+
+def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
+    """Warm the ready launch (one wave at the highest load, recorded nowhere), then measure it
+    with ``bench`` at every load, rows appended to ``DIR/runs.csv``; the failed requests."""
+    plan, url = ctx.plan, ctx.url
+    config = replace(
+        ctx.bench,
+        url=url,
+        label=launch.label,
+        num_spec_tokens=launch.num_spec_tokens,
+        concurrency=plan.concurrency,
+        max_tokens=plan.max_tokens,
+    )
+    ctx.tell(launch, "warming")
+    top = max(plan.concurrency)
+    run_bench(replace(config, concurrency=(top,), requests=top), None)
+    total = sum(config.requests_at(c) for c in plan.concurrency)
+    done = [0]
+
+    def counted(level: int, result: Any) -> None:
+        done[0] += 1
+        ctx.tell(launch, "measuring", done[0], total)
+
+    ctx.tell(launch, "measuring", 0, total)
+    _, failures, _ = run_bench(config, os.path.join(ctx.directory, "runs.csv"), counted)
+    return failures
+
+
+def _stop_problem(process: subprocess.Popen, log: str, ctx: _Context) -> str:
+    """Stop the launch: the stop command, if any, then its process group, then wait for its
+    URL to stop answering; what went wrong, or ""."""
+    plan, url = ctx.plan, ctx.url
+    problem = _run_stop_command(ctx.stop_command, plan.port, log) if ctx.stop_command else ""
+    stop(process)
+    if not _wait_gone(url):
+        problem = (problem + "; " if problem else "") + (
+            f"{url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
+        )
+    return problem
+
+
 def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
     """Start one launch, wait for it, check its settings, warm it, measure it with ``bench``
     (its label and k set from the launch), stop it (see the module's text)."""
-    plan, url = ctx.plan, ctx.url
+    url = ctx.url
     logs = os.path.join(ctx.directory, "logs")
     os.makedirs(logs, exist_ok=True)
     log = os.path.join(logs, f"{launch.index:03d}-{launch.label}.log")
@@ -314,21 +376,9 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
         except OSError as e:
             return failed(f"cannot start it: {e}")
     try:
-        while (answer := answer_of(url)) != "ready":
-            if answer == "404":
-                return failed(
-                    f"404 Not Found for {url}/v1/models: a server answers, but the URL's path "
-                    "is not its root (give the server root, with or without one /v1)"
-                )
-            code = process.poll()
-            if code is not None and not (code == 0 and ctx.stop_command):
-                return failed(f"exited with {code} before it was ready: {_log_tail(log)}")
-            if time.monotonic() - start > plan.ready_timeout_s:
-                return failed(
-                    f"not ready within {plan.ready_timeout_s:g} s (--ready-timeout; "
-                    f"{url}/v1/models: {answer}): {_log_tail(log)}"
-                )
-            time.sleep(0.5)
+        not_ready = _why_not_ready(process, start, log, ctx)
+        if not_ready:
+            return failed(not_ready)
         ready_s = time.monotonic() - start
         settings, why = _settings(url, ctx.bench)
         if settings and ctx.reference is not None and settings != ctx.reference[1]:
@@ -339,26 +389,7 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
                 start_s=ready_s,
                 fingerprint=settings,
             )
-        config = replace(
-            ctx.bench,
-            url=url,
-            label=launch.label,
-            num_spec_tokens=launch.num_spec_tokens,
-            concurrency=plan.concurrency,
-            max_tokens=plan.max_tokens,
-        )
-        ctx.tell(launch, "warming")
-        top = max(plan.concurrency)
-        run_bench(replace(config, concurrency=(top,), requests=top), None)
-        total = sum(config.requests_at(c) for c in plan.concurrency)
-        done = [0]
-
-        def counted(level: int, result: Any) -> None:
-            done[0] += 1
-            ctx.tell(launch, "measuring", done[0], total)
-
-        ctx.tell(launch, "measuring", 0, total)
-        _, failures, _ = run_bench(config, os.path.join(ctx.directory, "runs.csv"), counted)
+        failures = _bench_failures(launch, ctx)
         if settings and ctx.reference is None:
             ctx.reference = (launch.index, settings)
         error = f"{len(failures)} request(s) failed: {failures[0]}" if failures else ""
@@ -375,12 +406,7 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
         )
     finally:
         ctx.tell(launch, "stopping")
-        problem = _run_stop_command(ctx.stop_command, plan.port, log) if ctx.stop_command else ""
-        stop(process)
-        if not _wait_gone(url):
-            problem = (problem + "; " if problem else "") + (
-                f"{url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
-            )
+        problem = _stop_problem(process, log, ctx)
         if problem:
             with open(log, "a", encoding="utf-8") as f:
                 f.write(f"breakeven sweep: {problem}\n")
