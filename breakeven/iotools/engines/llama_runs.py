@@ -47,9 +47,32 @@ def _runs(
     prints the same lines but verifies in every round (``n_predict - n_accept`` steps,
     ``n_drafted`` the tokens of drafts of up to k): where ``n_drafted`` is k times neither
     count, the steps are unknown and the run is a problem, not a record."""
+    out, problems, run, spec_launch = _closed_runs(
+        rows, state.get("run"), state.get("spec_launch"), final
+    )
+    new_state["run"], new_state["spec_launch"] = run, spec_launch
+    if not out:
+        return None, problems
+    frame = pl.DataFrame(
+        out,
+        schema_overrides={
+            "line": pl.Int64,
+            **LAUNCH_COLUMNS,
+            "num_spec_tokens": pl.Int64,
+            "concurrency": pl.Int64,
+        },
+        infer_schema_length=None,
+    )
+    return frame.with_columns(undecided=pl.lit(False)), problems
+
+
+def _closed_runs(
+    rows: pl.DataFrame, run: dict[str, Any] | None, spec_launch: Any, final: bool
+) -> tuple[list[dict[str, Any]], list[tuple[int, str]], dict[str, Any] | None, Any]:
+    """The records and problems of the runs that ``rows`` close (all, where ``final``), after
+    the summary ``run`` left open by the rows before; then the summary still open and the
+    launch of the last summary (``spec_launch``; see :func:`_runs`)."""
     problems: list[tuple[int, str]] = []
-    run: dict[str, Any] | None = state.get("run")
-    spec_launch = state.get("spec_launch")
     out: list[dict[str, Any]] = []
 
     def close(run: dict[str, Any]) -> None:
@@ -101,20 +124,7 @@ def _runs(
     if final and run is not None:
         close(run)
         run = None
-    new_state["run"], new_state["spec_launch"] = run, spec_launch
-    if not out:
-        return None, problems
-    frame = pl.DataFrame(
-        out,
-        schema_overrides={
-            "line": pl.Int64,
-            **LAUNCH_COLUMNS,
-            "num_spec_tokens": pl.Int64,
-            "concurrency": pl.Int64,
-        },
-        infer_schema_length=None,
-    )
-    return frame.with_columns(undecided=pl.lit(False)), problems
+    return out, problems, run, spec_launch
 
 
 def _speculative_record(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:

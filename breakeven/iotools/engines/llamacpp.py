@@ -362,6 +362,14 @@ def sequence(
     rows = _with_statistics(rows, state, new_state, final)
     if not rows.height:
         return _joined(_with_context(None, lengths, state, new_state, final), cli), new_state
+    records = _request_records(rows, k)
+    return _joined(_with_context(records, lengths, state, new_state, final), cli), new_state
+
+
+def _request_records(rows: pl.DataFrame, k: int | None) -> pl.DataFrame:
+    """Records of the requests' eval and draft lines (:func:`sequence`), with their statistics
+    lines' counts (:func:`_with_statistics`)."""
+    kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
     draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
     counted = pl.col("stat_drafts") > 0
@@ -398,10 +406,9 @@ def sequence(
     records = _from_rate(records).with_columns(
         note=pl.when(pl.col("from_statistics")).then(pl.lit(STATISTICS_NOTE)).otherwise("note")
     )
-    records = records.drop(
+    return records.drop(
         "kind", "merge", "eval_ms", "slot", "from_statistics", *_STAT_FIELDS, strict=False
     )
-    return _joined(_with_context(records, lengths, state, new_state, final), cli), new_state
 
 
 def _joined(server: pl.DataFrame | None, cli: pl.DataFrame | None) -> pl.DataFrame | None:
@@ -442,15 +449,7 @@ def _with_statistics(
 
     The last record and the lines after it wait for the next block (``tail``) unless
     ``final``: more of its lines may follow."""
-    tail = state.get("tail")
-    if tail is not None and tail.height:
-        rows = pl.concat([tail, rows], how="diagonal_relaxed") if rows.height else tail
-    if rows.height:
-        wanted = {**_COLUMNS, "stat_impl": pl.String, **dict.fromkeys(_COUNTERS, pl.Float64)}
-        rows = rows.with_columns(
-            pl.lit(None, t).alias(c) for c, t in wanted.items() if c not in rows.columns
-        )
-        rows = rows.sort("line")
+    rows = _with_tail(rows, state.get("tail"))
     new_state["tail"] = None
     new_state["counters"] = state.get("counters")
     if not rows.height:
@@ -480,30 +479,10 @@ def _with_statistics(
         _launch=launch,
         _slot=pl.when(~is_stats).then(pl.col("slot").fill_null("")).forward_fill().fill_null(""),
     )
-    lines = rows.filter(is_stats).select("_row", "_record", *_KEY, *_COUNTERS)
-    earlier = state.get("counters")
-    if earlier is not None and earlier.height:
-        lines = pl.concat(
-            [earlier.with_columns(_row=pl.lit(-1, pl.Int64)), lines], how="diagonal_relaxed"
-        )
-    key = list(_KEY)
-    before = {c: pl.col(c).shift(1).over(key) for c in _COUNTERS}
-    restart = pl.any_horizontal((pl.col(c) < before[c]).fill_null(False) for c in _COUNTERS)
-    known = before["stat_drafts"].is_not_null() & ~restart
-    own = (
-        pl.when(known)
-        .then(pl.col("stat_begin").is_null() | (pl.col("stat_begin") - before["stat_begin"] == 1))
-        .otherwise(pl.col("stat_begin") == 1)
-        .fill_null(False)
+    lines = _differences(
+        rows.filter(is_stats).select("_row", "_record", *_KEY, *_COUNTERS), state.get("counters")
     )
-    lines = lines.with_columns(
-        _own=own,
-        **{
-            f"_d{c}": pl.when(known).then(pl.col(c) - before[c]).otherwise(pl.col(c))
-            for c in ("stat_drafts", "stat_gen", "stat_acc")
-        },
-    )
-    new_state["counters"] = lines.group_by(key, maintain_order=True).agg(
+    new_state["counters"] = lines.group_by(list(_KEY), maintain_order=True).agg(
         pl.col(c).last() for c in _COUNTERS
     )
     lines = lines.filter(pl.col("_row") >= 0)
@@ -524,6 +503,48 @@ def _with_statistics(
     return records.with_columns(
         pl.when(agrees).then(pl.col(c)).alias(c) for c in ("stat_drafts", "stat_gen", "stat_acc")
     ).drop("_row", "_record", "_launch", "_slot", "_all_own")
+
+
+def _with_tail(rows: pl.DataFrame, tail: pl.DataFrame | None) -> pl.DataFrame:
+    """A block's rows after the ``tail`` the block before held back, in line order, with
+    every column :func:`_with_statistics` reads."""
+    if tail is not None and tail.height:
+        rows = pl.concat([tail, rows], how="diagonal_relaxed") if rows.height else tail
+    if rows.height:
+        wanted = {**_COLUMNS, "stat_impl": pl.String, **dict.fromkeys(_COUNTERS, pl.Float64)}
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in wanted.items() if c not in rows.columns
+        )
+        rows = rows.sort("line")
+    return rows
+
+
+def _differences(lines: pl.DataFrame, earlier: pl.DataFrame | None) -> pl.DataFrame:
+    """Statistics lines (``_row``, ``_record``, :data:`_KEY`, :data:`_COUNTERS`), after the
+    last ones of earlier blocks (``earlier``, ``_row`` -1), with ``_own`` (the line is one
+    request's own) and each count's difference from the line before (``_dstat_drafts``, ...;
+    see :func:`_with_statistics`)."""
+    if earlier is not None and earlier.height:
+        lines = pl.concat(
+            [earlier.with_columns(_row=pl.lit(-1, pl.Int64)), lines], how="diagonal_relaxed"
+        )
+    key = list(_KEY)
+    before = {c: pl.col(c).shift(1).over(key) for c in _COUNTERS}
+    restart = pl.any_horizontal((pl.col(c) < before[c]).fill_null(False) for c in _COUNTERS)
+    known = before["stat_drafts"].is_not_null() & ~restart
+    own = (
+        pl.when(known)
+        .then(pl.col("stat_begin").is_null() | (pl.col("stat_begin") - before["stat_begin"] == 1))
+        .otherwise(pl.col("stat_begin") == 1)
+        .fill_null(False)
+    )
+    return lines.with_columns(
+        _own=own,
+        **{
+            f"_d{c}": pl.when(known).then(pl.col(c) - before[c]).otherwise(pl.col(c))
+            for c in ("stat_drafts", "stat_gen", "stat_acc")
+        },
+    )
 
 
 _KEEP_LENGTHS = 10_000
