@@ -176,6 +176,28 @@ def read_surface(
                 "fit_file",
             )
     x = _pick(surfaces, index, shown, "surfaces", flag)
+    coefficients, moe = _coefficients_and_moe(x, shown)
+    steps = _baseline_steps(x, shown)
+    return {
+        "model": str(x.get("model", "")),
+        "hardware": str(x.get("hardware", "")),
+        "spec_method": str(x.get("spec_method", "")),
+        "coefficients": coefficients,
+        "moe": moe,
+        "batches": tuple(x.get("batches", ())),
+        "baseline_steps": tuple(steps),
+        "spec_batches": tuple(
+            b for b in x.get("spec_batches") or () if isinstance(b, int) and b > 0
+        ),
+        "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
+        "context_tokens": _error(x.get("context_tokens")),
+        "measured_k": _steps_of(x.get("points")),
+    }
+
+
+def _coefficients_and_moe(x: Any, shown: str) -> tuple[dict[str, float], dict[str, int] | None]:
+    """A surface's coefficients [ms] and its ``moe`` (None for a dense model), checked (see
+    :func:`read_surface`; ``shown``: the file's name as messages show it)."""
     try:
         coefficients = {name: float(x["coefficients"][name]) for name in SURFACE_TERM_UNITS}
         moe = (
@@ -195,6 +217,11 @@ def read_surface(
         raise BreakevenError(
             "{0}: " + shown + " has a coefficient that is not a finite number >= 0 [ms]", "fit_file"
         )
+    return coefficients, moe
+
+
+def _baseline_steps(x: Any, shown: str) -> list[tuple[int, float]]:
+    """A surface's ``baseline_steps``, pairs of batch [sequences] and step [ms], checked."""
     steps = x.get("baseline_steps") or []
     try:
         steps = [(int(b), float(t)) for b, t in steps]
@@ -206,21 +233,7 @@ def read_surface(
             "[sequences] and a step > 0 [ms]",
             "fit_file",
         )
-    return {
-        "model": str(x.get("model", "")),
-        "hardware": str(x.get("hardware", "")),
-        "spec_method": str(x.get("spec_method", "")),
-        "coefficients": coefficients,
-        "moe": moe,
-        "batches": tuple(x.get("batches", ())),
-        "baseline_steps": tuple(steps),
-        "spec_batches": tuple(
-            b for b in x.get("spec_batches") or () if isinstance(b, int) and b > 0
-        ),
-        "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
-        "context_tokens": _error(x.get("context_tokens")),
-        "measured_k": _steps_of(x.get("points")),
-    }
+    return steps
 
 
 def _steps_of(points: Any) -> tuple[int, ...]:

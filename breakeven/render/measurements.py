@@ -636,28 +636,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         "tok_s from",
         "mean aggregate_tok_s [tok/s]",
     ]
-    basis = getattr(tally, "rate_basis", None)
-    cells = []
-    for key, g in tally.groups.items():
-        path, fmt, run_id, label, concurrency, category = (*key, None, None, None, None)[:6]
-        tau, tok, agg = (tally.mean(g, m) for m in ("accept_len", "tok_s", "aggregate_tok_s"))
-        run = " / ".join(str(part) for part in (label, run_id) if part) or "-"
-        cells.append(
-            [
-                path,
-                run,
-                num(concurrency, "g"),
-                *([printable(category or "-")] if categories else []),
-                fmt,
-                str(g["records"]),
-                ",".join(map(str, sorted(g["k"]))) or "-",
-                str(len(g["launches"])) if g["launches"] else "-",
-                num(tau, ".3f"),
-                num(tok, ".2f"),
-                basis(g) if basis is not None else "-",
-                num(agg, ".2f"),
-            ]
-        )
+    cells = _ingest_cells(tally, categories)
     shown = cells[:MAX_SUMMARY_LINES]
     lines = [
         f"{tally.records} record{'s' * (tally.records != 1)} from {files} "
@@ -691,6 +670,42 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
         "tokens/time), where the records give their tokens, else the mean of their rates "
         "(mean of N rates). tok_s is per sequence:"
     )
+    lines += _ingest_note_lines(tally, tok_s_meanings)
+    return "\n".join(lines) + "\n"
+
+
+def _ingest_cells(tally: Any, categories: bool) -> list[list[str]]:
+    """The cells of :func:`ingest_text`'s table, one row a group of the tally (``categories``:
+    with the workload category's column)."""
+    basis = getattr(tally, "rate_basis", None)
+    cells = []
+    for key, g in tally.groups.items():
+        path, fmt, run_id, label, concurrency, category = (*key, None, None, None, None)[:6]
+        tau, tok, agg = (tally.mean(g, m) for m in ("accept_len", "tok_s", "aggregate_tok_s"))
+        run = " / ".join(str(part) for part in (label, run_id) if part) or "-"
+        cells.append(
+            [
+                path,
+                run,
+                num(concurrency, "g"),
+                *([printable(category or "-")] if categories else []),
+                fmt,
+                str(g["records"]),
+                ",".join(map(str, sorted(g["k"]))) or "-",
+                str(len(g["launches"])) if g["launches"] else "-",
+                num(tau, ".3f"),
+                num(tok, ".2f"),
+                basis(g) if basis is not None else "-",
+                num(agg, ".2f"),
+            ]
+        )
+    return cells
+
+
+def _ingest_note_lines(tally: Any, tok_s_meanings: dict[str, str] | None) -> list[str]:
+    """The lines under :func:`ingest_text`'s explanation: what ``tok_s`` means for each record
+    format seen, the records' notes and the files whose dates have no year."""
+    lines: list[str] = []
     meanings = tok_s_meanings or {}
     for fmt in tally.formats():
         lines.append(f"  {fmt}: {meanings.get(fmt, 'as the source gives it')}")
@@ -705,7 +720,7 @@ def ingest_text(tally: Any, tok_s_meanings: dict[str, str] | None = None) -> str
             f"Dates without a year in {', '.join(dict.fromkeys(yearless))}: kept as printed, so "
             "check tells no launch's age from them; give --year YYYY to date them."
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def check_table(r: Row) -> tuple[list[str], list[list[str]]]:

@@ -4,7 +4,8 @@ Each module defines ``ENGINE``, a :class:`~breakeven.iotools.lines.Engine`:
 its line kinds (marker, fields) and its ``sequence`` function, for what
 depends on more than one line.  Adding an engine's log format is adding a
 module here (found by :func:`engines`) and its fixtures in
-``tests/data/engines/``.
+``tests/data/engines/``.  A module without ``ENGINE`` holds part of an engine's
+reading (``llama_runs``: llama.cpp's command-line programs).
 """
 
 from __future__ import annotations

@@ -73,8 +73,17 @@ from typing import Any
 
 import polars as pl
 
+from breakeven.iotools.engines.llama_runs import (
+    CLI_EVAL,
+    CLI_FORMAT,
+    CLI_KINDS,
+    SPEC_COUNTS,
+    SPEC_DECODED,
+    SPEC_ENCODED,
+    SPECULATIVE_FORMAT,
+    _runs,
+)
 from breakeven.iotools.lines import (
-    LAUNCH_COLUMNS,
     Engine,
     Field,
     LineKind,
@@ -95,18 +104,6 @@ SYSTEM_INFO = "llamacpp_system_info"
 LISTENING = "llamacpp_listening"
 LAUNCHES = (BUILD, BUILD_INFO, SYSTEM_INFO, LISTENING)
 STATS = "llamacpp_statistics"  # cumulative counters of a speculative implementation
-CLI_EVAL = "llamacpp_cli_eval"  # llama_perf_context_print's "eval time = ... / N runs"
-SPEC_ENCODED = "llamacpp_spec_encoded"  # llama-speculative: "encoded N tokens in ..."
-SPEC_DECODED = "llamacpp_spec_decoded"  # "decoded N tokens in T seconds, speed: S t/s"
-SPEC_COUNTS = {  # llama-speculative's summary counts: kind, and the name as printed, padded
-    "llamacpp_spec_n_draft": "n_draft   ",
-    "llamacpp_spec_n_predict": "n_predict ",
-    "llamacpp_spec_n_drafted": "n_drafted ",
-    "llamacpp_spec_n_accept": "n_accept  ",
-}
-CLI_KINDS = (CLI_EVAL, SPEC_ENCODED, SPEC_DECODED, *SPEC_COUNTS)
-CLI_FORMAT = "llamacpp_cli"
-SPECULATIVE_FORMAT = "llamacpp_speculative"
 _BUILD = r"\bbuild:? (\d+ \([^)\s]*\)) with .+ for \S"
 
 _WHERE = (
@@ -365,6 +362,14 @@ def sequence(
     rows = _with_statistics(rows, state, new_state, final)
     if not rows.height:
         return _joined(_with_context(None, lengths, state, new_state, final), cli), new_state
+    records = _request_records(rows, k)
+    return _joined(_with_context(records, lengths, state, new_state, final), cli), new_state
+
+
+def _request_records(rows: pl.DataFrame, k: int | None) -> pl.DataFrame:
+    """Records of the requests' eval and draft lines (:func:`sequence`), with their statistics
+    lines' counts (:func:`_with_statistics`)."""
+    kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
     draft_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(pl.lit(k, pl.Int64))
     counted = pl.col("stat_drafts") > 0
@@ -401,10 +406,9 @@ def sequence(
     records = _from_rate(records).with_columns(
         note=pl.when(pl.col("from_statistics")).then(pl.lit(STATISTICS_NOTE)).otherwise("note")
     )
-    records = records.drop(
+    return records.drop(
         "kind", "merge", "eval_ms", "slot", "from_statistics", *_STAT_FIELDS, strict=False
     )
-    return _joined(_with_context(records, lengths, state, new_state, final), cli), new_state
 
 
 def _joined(server: pl.DataFrame | None, cli: pl.DataFrame | None) -> pl.DataFrame | None:
@@ -445,15 +449,7 @@ def _with_statistics(
 
     The last record and the lines after it wait for the next block (``tail``) unless
     ``final``: more of its lines may follow."""
-    tail = state.get("tail")
-    if tail is not None and tail.height:
-        rows = pl.concat([tail, rows], how="diagonal_relaxed") if rows.height else tail
-    if rows.height:
-        wanted = {**_COLUMNS, "stat_impl": pl.String, **dict.fromkeys(_COUNTERS, pl.Float64)}
-        rows = rows.with_columns(
-            pl.lit(None, t).alias(c) for c, t in wanted.items() if c not in rows.columns
-        )
-        rows = rows.sort("line")
+    rows = _with_tail(rows, state.get("tail"))
     new_state["tail"] = None
     new_state["counters"] = state.get("counters")
     if not rows.height:
@@ -483,30 +479,10 @@ def _with_statistics(
         _launch=launch,
         _slot=pl.when(~is_stats).then(pl.col("slot").fill_null("")).forward_fill().fill_null(""),
     )
-    lines = rows.filter(is_stats).select("_row", "_record", *_KEY, *_COUNTERS)
-    earlier = state.get("counters")
-    if earlier is not None and earlier.height:
-        lines = pl.concat(
-            [earlier.with_columns(_row=pl.lit(-1, pl.Int64)), lines], how="diagonal_relaxed"
-        )
-    key = list(_KEY)
-    before = {c: pl.col(c).shift(1).over(key) for c in _COUNTERS}
-    restart = pl.any_horizontal((pl.col(c) < before[c]).fill_null(False) for c in _COUNTERS)
-    known = before["stat_drafts"].is_not_null() & ~restart
-    own = (
-        pl.when(known)
-        .then(pl.col("stat_begin").is_null() | (pl.col("stat_begin") - before["stat_begin"] == 1))
-        .otherwise(pl.col("stat_begin") == 1)
-        .fill_null(False)
+    lines = _differences(
+        rows.filter(is_stats).select("_row", "_record", *_KEY, *_COUNTERS), state.get("counters")
     )
-    lines = lines.with_columns(
-        _own=own,
-        **{
-            f"_d{c}": pl.when(known).then(pl.col(c) - before[c]).otherwise(pl.col(c))
-            for c in ("stat_drafts", "stat_gen", "stat_acc")
-        },
-    )
-    new_state["counters"] = lines.group_by(key, maintain_order=True).agg(
+    new_state["counters"] = lines.group_by(list(_KEY), maintain_order=True).agg(
         pl.col(c).last() for c in _COUNTERS
     )
     lines = lines.filter(pl.col("_row") >= 0)
@@ -529,137 +505,46 @@ def _with_statistics(
     ).drop("_row", "_record", "_launch", "_slot", "_all_own")
 
 
-def _runs(
-    rows: pl.DataFrame, state: dict[str, Any], new_state: dict[str, Any], final: bool
-) -> tuple[pl.DataFrame | None, list[tuple[int, str]]]:
-    """Records of ``llama-cli`` and ``llama-speculative`` output, and problems.
-
-    ``llama_perf_context_print`` (``src/llama-context.cpp``; ``llama_print_timings`` before
-    late 2024) prints ``eval time = T ms / N runs (..., R tokens per second)``: N single-token
-    decodes, every generated token but the first (sampled from the prompt's batch).  Outside a
-    ``llama-speculative`` summary it is a ``llama-cli`` run of one sequence without speculation:
-    a baseline whose rate R is the sequence's.
-
-    ``llama-speculative`` (``examples/speculative/speculative.cpp``) prints ``decoded N tokens
-    in T seconds, speed: S t/s`` (``generated`` in 2023), then ``n_draft`` (k), ``n_predict``
-    (tokens made), ``n_drafted``, ``n_accept``; then the draft and the target model's perf
-    blocks, whose eval lines (decode calls of the draft, the target's single-token ones) are no
-    run of their own: every eval line after a summary, up to the next launch, is left out.
-    Each round samples the accepted tokens and one more from the target; the first round
-    samples from the prompt's batch, every later one verifies a draft of k tokens, so it ran
-    ``n_predict - n_accept - 1`` verify steps and ``n_drafted = k x`` that:
-    ``accept_len = 1 + n_accept / (n_predict - n_accept - 1)``.  ``llama-speculative-simple``
-    prints the same lines but verifies in every round (``n_predict - n_accept`` steps,
-    ``n_drafted`` the tokens of drafts of up to k): where ``n_drafted`` is k times neither
-    count, the steps are unknown and the run is a problem, not a record."""
-    problems: list[tuple[int, str]] = []
-    run: dict[str, Any] | None = state.get("run")
-    spec_launch = state.get("spec_launch")
-    out: list[dict[str, Any]] = []
-
-    def close(run: dict[str, Any]) -> None:
-        record, problem = _speculative_record(run)
-        if record is not None:
-            out.append(record)
-        if problem is not None:
-            problems.append((run["line"], problem))
-
+def _with_tail(rows: pl.DataFrame, tail: pl.DataFrame | None) -> pl.DataFrame:
+    """A block's rows after the ``tail`` the block before held back, in line order, with
+    every column :func:`_with_statistics` reads."""
+    if tail is not None and tail.height:
+        rows = pl.concat([tail, rows], how="diagonal_relaxed") if rows.height else tail
     if rows.height:
-        if "launch_line" not in rows.columns:
-            rows = rows.with_columns(*(pl.lit(None, t).alias(c) for c, t in LAUNCH_COLUMNS.items()))
-        for row in rows.iter_rows(named=True):
-            launch = -1 if row["launch_line"] is None else row["launch_line"]
-            kind = row["kind"]
-            if kind in (SPEC_ENCODED, SPEC_DECODED):
-                if run is not None and (kind == SPEC_ENCODED or "n" in run):
-                    close(run)  # a summary that stopped short
-                    run = None
-                if run is None:
-                    run = {"line": row["line"], "launch": launch}
-                    for c in LAUNCH_COLUMNS:
-                        run[c] = row[c]
-                if kind == SPEC_ENCODED:
-                    run["encoded"] = row["spec_encoded"]
-                else:
-                    run.update(n=row["spec_decoded"], tok_s=row["tok_s"], line=row["line"])
-                spec_launch = launch
-            elif kind in SPEC_COUNTS:
-                if run is not None:
-                    run[SPEC_COUNTS[kind].strip()] = row["spec_value"]
-                    if kind == "llamacpp_spec_n_accept":
-                        close(run)
-                        run = None
-            elif launch != spec_launch:  # CLI_EVAL outside a speculative run
-                runs, ms = row["eval_runs"], row["eval_ms"]
-                out.append(
-                    {
-                        "line": row["line"],
-                        **{c: row[c] for c in LAUNCH_COLUMNS},
-                        "format": CLI_FORMAT,
-                        "num_spec_tokens": 0,
-                        "concurrency": 1,
-                        "tok_s": row["tok_s"],
-                        # the decodes its rate counts, and the first token (the prompt's)
-                        "completion_tokens": 1 + runs if runs is not None and ms else None,
-                    }
-                )
-    if final and run is not None:
-        close(run)
-        run = None
-    new_state["run"], new_state["spec_launch"] = run, spec_launch
-    if not out:
-        return None, problems
-    frame = pl.DataFrame(
-        out,
-        schema_overrides={
-            "line": pl.Int64,
-            **LAUNCH_COLUMNS,
-            "num_spec_tokens": pl.Int64,
-            "concurrency": pl.Int64,
-        },
-        infer_schema_length=None,
-    )
-    return frame.with_columns(undecided=pl.lit(False)), problems
-
-
-def _speculative_record(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """A ``llama-speculative`` summary's record, or why it gives none (see :func:`_runs`)."""
-    names = ("n", "n_draft", "n_predict", "n_drafted", "n_accept")
-    missing = [n if n != "n" else "decoded" for n in names if run.get(n) is None]
-    if missing:
-        return None, "llama-speculative summary without " + ", ".join(missing) + ": not read"
-    k, made, drafted, accepted = (int(run[n]) for n in names[1:])
-    steps = None
-    for rounds in (made - accepted - 1, made - accepted):  # -speculative, then -simple
-        if k > 0 and rounds > 0 and drafted == k * rounds:
-            steps = rounds
-            break
-    if steps is None:
-        return None, (
-            f"llama-speculative summary not read: n_drafted = {drafted} is neither "
-            f"n_draft x (n_predict - n_accept - 1) = {k * (made - accepted - 1)} "
-            f"(llama-speculative) nor n_draft x (n_predict - n_accept) = "
-            f"{k * (made - accepted)} (llama-speculative-simple with whole drafts), so its "
-            "verify steps are unknown"
+        wanted = {**_COLUMNS, "stat_impl": pl.String, **dict.fromkeys(_COUNTERS, pl.Float64)}
+        rows = rows.with_columns(
+            pl.lit(None, t).alias(c) for c, t in wanted.items() if c not in rows.columns
         )
-    encoded = run.get("encoded")
-    record = {
-        "line": run["line"],
-        **{c: run.get(c) for c in LAUNCH_COLUMNS},
-        "format": SPECULATIVE_FORMAT,
-        "num_spec_tokens": k,
-        "concurrency": 1,
-        "tok_s": run["tok_s"],
-        "completion_tokens": float(run["n"]),
-        "accepted_tokens": float(accepted),
-        "draft_tokens": float(drafted),
-        "acceptance_rate": accepted / drafted if drafted else None,
-        "num_drafts": float(steps),
-        "accept_len": 1 + accepted / steps,
-        # its prompt, and half the tokens it made: the mean context while it decoded
-        "context_tokens": encoded + run["n"] / 2 if encoded is not None else None,
-    }
-    return record, None
+        rows = rows.sort("line")
+    return rows
+
+
+def _differences(lines: pl.DataFrame, earlier: pl.DataFrame | None) -> pl.DataFrame:
+    """Statistics lines (``_row``, ``_record``, :data:`_KEY`, :data:`_COUNTERS`), after the
+    last ones of earlier blocks (``earlier``, ``_row`` -1), with ``_own`` (the line is one
+    request's own) and each count's difference from the line before (``_dstat_drafts``, ...;
+    see :func:`_with_statistics`)."""
+    if earlier is not None and earlier.height:
+        lines = pl.concat(
+            [earlier.with_columns(_row=pl.lit(-1, pl.Int64)), lines], how="diagonal_relaxed"
+        )
+    key = list(_KEY)
+    before = {c: pl.col(c).shift(1).over(key) for c in _COUNTERS}
+    restart = pl.any_horizontal((pl.col(c) < before[c]).fill_null(False) for c in _COUNTERS)
+    known = before["stat_drafts"].is_not_null() & ~restart
+    own = (
+        pl.when(known)
+        .then(pl.col("stat_begin").is_null() | (pl.col("stat_begin") - before["stat_begin"] == 1))
+        .otherwise(pl.col("stat_begin") == 1)
+        .fill_null(False)
+    )
+    return lines.with_columns(
+        _own=own,
+        **{
+            f"_d{c}": pl.when(known).then(pl.col(c) - before[c]).otherwise(pl.col(c))
+            for c in ("stat_drafts", "stat_gen", "stat_acc")
+        },
+    )
 
 
 _KEEP_LENGTHS = 10_000

@@ -534,14 +534,22 @@ def _offline(
         if not rows.height:
             return None, kept
     launched = "launch_k" in rows.columns
+    return _summary_records(_summaries(rows, k), launched), kept
+
+
+def _summaries(rows: pl.DataFrame, k: int | None) -> pl.DataFrame:
+    """The offline summaries' lines (numbered by ``summary``) as one row a summary: its first
+    line, counts, printed mean, ``per_position`` rates, ``given_k`` (``k``, else the launch's)
+    and launch (see :func:`_offline`)."""
+    at = pl.col("kind") == OFFLINE_AT
     given = pl.lit(k, pl.Int64)
-    if launched:
+    if "launch_k" in rows.columns:
         given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
     first = [
         pl.col(c).drop_nulls().first().alias(c)
         for c in ("offline_output_tokens", "offline_drafts", "offline_draft_tokens")
     ]
-    summaries = rows.group_by("summary", maintain_order=True).agg(
+    return rows.group_by("summary", maintain_order=True).agg(
         pl.col("line").first(),
         *first,
         pl.col("offline_accepted").drop_nulls().first(),
@@ -554,6 +562,11 @@ def _offline(
             if c in rows.columns
         ),
     )
+
+
+def _summary_records(summaries: pl.DataFrame, launched: bool) -> pl.DataFrame:
+    """The records of offline summaries (:func:`_summaries`; ``launched``: they carry their
+    launch's settings), see :func:`_offline`."""
     drafts = pl.col("offline_drafts")
     accepted = pl.col("offline_accepted")
     positions = pl.col("per_position").list.len()
@@ -570,7 +583,7 @@ def _offline(
     # The example prints the mean with 2 decimals ("%.2f"): it agrees within their rounding.
     disagrees = (drafts > 0) & ((printed - from_counts).abs() > 0.005 + 1e-9)
     draft_tokens = pl.col("offline_draft_tokens")
-    records = summaries.select(
+    return summaries.select(
         "line",
         *(c for c in ("launch_line", "launched_at", "env") if c in summaries.columns),
         format=pl.lit(OFFLINE),
@@ -603,7 +616,6 @@ def _offline(
             else {}
         ),
     )
-    return records, kept
 
 
 ENGINE = Engine(
