@@ -218,7 +218,8 @@ class Tally:
             self.records += row["records"]
             g["records"] += row["records"]
             g["k"] |= set(row["k"])
-            for said in row["notes"]:
+            # value_counts gives its notes in no set order: the most first, then by text.
+            for said in sorted(row["notes"], key=lambda s: (-s["count"], s["note"])):
                 note, n = said["note"].strip().rstrip("."), said["count"]
                 if note:
                     g["notes"][note] = g["notes"].get(note, 0) + n
@@ -305,12 +306,12 @@ class Tally:
 
     def notes(self) -> dict[str, int]:
         """Each note the records carry (how a value was read or derived), and how many
-        records carry it, in first-seen order."""
+        records carry it: the most first, then in first-seen order."""
         out: dict[str, int] = {}
         for g in self.groups.values():
             for note, n in g["notes"].items():
                 out[note] = out.get(note, 0) + n
-        return out
+        return dict(sorted(out.items(), key=lambda item: -item[1]))
 
     def formats(self) -> list[str]:
         """The record formats seen, in first-seen order."""
