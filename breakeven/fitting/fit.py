@@ -736,11 +736,44 @@ def fit(
     )
 
 
-def fit_file(path: str, **options: Any) -> FitResult:
-    """:func:`fit` on a measurements CSV."""
+def fit_file(
+    path: str,
+    *,
+    draft_cost: str = "per-token",
+    predict_k: Sequence[int] = (),
+    moe: Any = None,
+    cycle_form: str = "auto",
+    mix: Any = None,
+) -> FitResult:
+    """:func:`fit` on a measurements CSV.
+
+    Parameters
+    ----------
+    path : str
+        A measurements CSV (the schema of ``breakeven ingest --out``); the fit's source.
+    draft_cost : str
+        One of :data:`DRAFT_COSTS`: a drafter run once per draft token, or one pass a cycle.
+    predict_k : sequence of int
+        k values [draft tokens/cycle] to add to each group's table.
+    moe : breakeven.model.surface.MoE, optional
+        The model's expert routing, for the forward surface across batch sizes.
+    cycle_form : str
+        'auto' or one of :data:`CYCLE_FORMS`.
+    mix : str or mapping, optional
+        Each workload category's share of the decoded tokens [fraction]: the mix's speedup
+        at each k, and its best k.
+    """
 
     data, _ = read_measurements(path, columns=COLUMNS_USED)
-    return fit(data, source=str(path), **options)
+    return fit(
+        data,
+        source=str(path),
+        draft_cost=draft_cost,
+        predict_k=predict_k,
+        moe=moe,
+        cycle_form=cycle_form,
+        mix=mix,
+    )
 
 
 __all__: Sequence[str] = (
