@@ -252,7 +252,10 @@ def compare_from_files(
     fit_file: str | None = None,
     mix: str | dict[str, float] | None = None,
     year: int | None = None,
-    **costs: Any,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    cycle_ms: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> CompareResult:
     """:func:`breakeven.measurements.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
 
@@ -278,8 +281,11 @@ def compare_from_files(
         settings in ``env`` and its k in ``num_spec_tokens``.
     year : int, optional
         The year of dates the runs' logs print without one (1970 to 2100).
-    **costs
-        ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
+    verify_ms, draft_ms, cycle_ms : float, optional
+        The speculative cycle's costs [ms], for a predicted speedup: ``verify_ms`` (and
+        ``draft_ms``), or ``cycle_ms``.
+    tolerance : float
+        Relative tolerance, as :func:`breakeven.measurements.check.check`'s [fraction].
     """
     check_year(year)
     files = [baseline, *specs] if baseline is not None else list(specs)
@@ -332,7 +338,10 @@ def compare_from_files(
         runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
     base = replace(base, year=year)
     runs = [replace(run, year=year) for run in runs]
-    result = with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
+    compared = compare(
+        base, runs, verify_ms=verify_ms, draft_ms=draft_ms, cycle_ms=cycle_ms, tolerance=tolerance
+    )
+    result = with_fit(with_schedule(compared, schedule_file), fit_file)
     return with_mix(result, mix)
 
 
@@ -391,38 +400,82 @@ def api_key_from_env(variable: str) -> tuple[str, str | None]:
 
 def bench_config(
     *,
+    url: str,
+    label: str,
     concurrency: Sequence[int],
+    model: str | None = None,
+    max_tokens: int = 512,
+    requests: int | None = None,
     prompts: str | None = None,
+    categories: Sequence[str] | None = None,
+    chat: bool = False,
     api_key_env: str | None = None,
-    **options: Any,
+    num_spec_tokens: int | None = None,
+    spec_topk: int | None = None,
+    verify_tokens: int | None = None,
+    spec_method: str | None = None,
+    hardware: str | None = None,
+    env: str | None = None,
+    server_env_from: str | None = None,
+    ready_timeout_s: float = 120.0,
+    connect_timeout_s: float = 5.0,
+    idle_timeout_s: float = 60.0,
+    request_timeout_s: float = 600.0,
+    ignore_eos: bool = True,
 ) -> tuple[Config, str | None]:
-    """``breakeven bench``'s :class:`breakeven.bench.client.Config`, checked.
+    """``breakeven bench``'s :class:`breakeven.bench.client.Config`, checked, and a note of what
+    was done to the API key, to tell the user (never the key).
 
     Parameters
     ----------
+    url, label, model : str
+        The server (``http://host:8000[/v1]``), the run's name, the model (default: its first).
     concurrency : sequence of int
         The levels to measure [requests in flight].
-    prompts : str, optional
-        A prompts file (:func:`breakeven.bench.client.read_prompts`); default: the built-in
-        prompts.
+    max_tokens, requests : int
+        Tokens per request [tokens]; requests per level (default 4 x concurrency, at least 8).
+    prompts, categories : str, sequence of str, optional
+        A prompts file (:func:`~breakeven.bench.client.read_prompts`; default: built-in
+        ones), and each prompt's workload category (default: the file's).
+    chat, ignore_eos : bool
+        Ask ``/v1/chat/completions``; generate every request to ``max_tokens``.
     api_key_env : str, optional
         The environment variable holding the API key (see :func:`api_key_from_env`).
-    **options
-        The other fields of :class:`breakeven.bench.client.Config`.
-
-    Returns
-    -------
-    config : Config
-    note : str or None
-        What was done to the key, to tell the user (never the key).
+    num_spec_tokens, spec_topk, verify_tokens : int, optional
+        k [draft tokens/cycle], a tree's branches per step, its tokens verified per sequence.
+    spec_method, hardware, env, server_env_from : str, optional
+        Stamped on every row; ``server_env_from`` is refused now if unreadable.
+    ready_timeout_s, connect_timeout_s, idle_timeout_s, request_timeout_s : float
+        The longest wait for readiness, a connection, a byte, a whole request [s].
     """
-    api_key = note = None
-    if api_key_env is not None:
-        api_key, note = api_key_from_env(api_key_env)
+    api_key, note = api_key_from_env(api_key_env) if api_key_env is not None else (None, None)
     texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
-    if options.get("server_env_from"):
-        read_server_env(options["server_env_from"])  # refused now, before any request
-    config = Config(concurrency=tuple(concurrency), prompts=texts, api_key=api_key, **options)
+    if server_env_from:
+        read_server_env(server_env_from)  # refused now, before any request
+    config = Config(
+        url=url,
+        label=label,
+        model=model,
+        concurrency=tuple(concurrency),
+        max_tokens=max_tokens,
+        requests=requests,
+        prompts=texts,
+        categories=categories,
+        chat=chat,
+        api_key=api_key,
+        num_spec_tokens=num_spec_tokens,
+        spec_topk=spec_topk,
+        verify_tokens=verify_tokens,
+        spec_method=spec_method,
+        hardware=hardware,
+        env=env,
+        server_env_from=server_env_from,
+        ready_timeout_s=ready_timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+        request_timeout_s=request_timeout_s,
+        ignore_eos=ignore_eos,
+    )
     config.check()
     return config, note
 
