@@ -25,7 +25,6 @@ from breakeven.jobs.inputs import (
     optimize_from_files,
     predict_from_files,
     read_curve,
-    schedule_from_files,
     with_fit_file,
 )
 from breakeven.jobs.measure import (
@@ -35,6 +34,7 @@ from breakeven.jobs.measure import (
     spec_runs,
     with_schedule,
 )
+from breakeven.jobs.schedules import schedule_from_files
 from breakeven.model.surface import MoE
 from breakeven.prediction.predict import predict
 

@@ -17,7 +17,8 @@ from breakeven.core.errors import BreakevenError, escape_braces, shorten
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fitting.saved import fitted_cycle
 from breakeven.iotools.csvfile import read_measurements
-from breakeven.jobs.inputs import batch_from_files, optimize_from_files, plan_from_files
+from breakeven.jobs.inputs import batch_from_files, optimize_from_files
+from breakeven.jobs.schedules import plan_from_files
 from breakeven.measurements.check import (
     COLUMNS_USED,
     TIME_COLUMNS,
@@ -174,7 +175,7 @@ def batch_figure(**inputs: Any) -> Any:
 
 def schedule_figure(**inputs: Any) -> Any:
     """Speedup against batch for each k, the schedule over them and the break-even batch,
-    from :func:`breakeven.jobs.inputs.plan_from_files`'s inputs."""
+    from :func:`breakeven.jobs.schedules.plan_from_files`'s inputs."""
     return pictures.schedule(*plan_from_files(**inputs))
 
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError
 from breakeven.prediction.predict import Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
@@ -456,157 +455,6 @@ def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
     return curve, inputs, note
 
 
-def read_load_profile(
-    load: str | None, *, shape: bool = False
-) -> tuple[dict[int, float] | None, str]:
-    """The share of time at each batch size (:func:`breakeven.iotools.load.read_load`).
-
-    Parameters
-    ----------
-    load : str, optional
-        A ``batch,share`` CSV, or a log or measurements CSV; None: every batch alike.
-    shape : bool
-        Name the file's shape in the source ("runs.csv (records)").
-
-    Returns
-    -------
-    profile : dict or None
-        ``{batch: share}``, shares summing to 1 [fraction].
-    source : str
-        The file, or "uniform".
-    """
-    if load is None:
-        return None, "uniform"
-    from breakeven.iotools.load import read_load  # lazy: start-up
-
-    profile, meta = read_load(load)
-    return profile, f"{meta['path']} ({meta['shape']})" if shape else meta["path"]
-
-
-def schedule_from_files(
-    *,
-    engine: str,
-    load: str | None = None,
-    out: str | None = None,
-    force: bool = False,
-    min_gain: float = 0.02,
-    max_num_seqs: int | None = None,
-    graph_sizes: Sequence[int] | None = None,
-    method: str | None = None,
-    base_config: dict[str, Any] | None = None,
-    require_config: bool = False,
-    **inputs: Any,
-) -> dict[str, Any]:
-    """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
-    a cost curve or fit file, and the engine's config written to ``out`` as JSON.
-
-    Parameters
-    ----------
-    engine : str
-        One of :data:`breakeven.render.engine_configs.SCHEDULE_ENGINES`.
-    load : str, optional
-        A load profile file (see :func:`read_load_profile`).
-    out : str, optional
-        Also write the engine's config here (refused before any work if it exists,
-        unless ``force``, or is one of the inputs, even with ``force``).  Written only
-        where the schedule has a config (not where no k pays, nor for SGLang at one k, nor
-        where a fit file's runs do not support it: ``refused``).
-    force : bool
-        Replace ``out``.
-    require_config : bool
-        With ``out``: raise, leaving ``out`` as it was, where there is no config to write
-        (``breakeven schedule --out``: never a success beside a stale file).
-    min_gain : float
-        Merge neighbouring ranges while a merge gives up less than this share of their
-        throughput [fraction].
-    max_num_seqs, graph_sizes, method, base_config
-        As :func:`breakeven.planning.schedule.schedule_report`.
-    **inputs
-        :func:`schedule_cost`'s arguments and the sweep's.
-    """
-    from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
-    from breakeven.iotools.outputs import write_json  # lazy: start-up
-    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
-    from breakeven.planning.schedule import schedule_report  # lazy: start-up
-
-    if out is not None:
-        read = ("cost_curve", "fit_file")
-        refuse_input_as_output(out, "out", [*((n, inputs.get(n)) for n in read), ("load", load)])
-        refuse_overwrite(out, force)
-    evidence, context = _surface_evidence(inputs)
-    curve, inputs, note = schedule_cost(**inputs)
-    profile, source = read_load_profile(load, shape=True)
-    data = schedule_report(
-        curve,
-        engine=engine,
-        min_gain=min_gain,
-        load=profile,
-        load_source=source,
-        graph_sizes=graph_sizes,
-        method=method,
-        base_config=base_config,
-        max_num_seqs=max_num_seqs,
-        config_path=out,
-        evidence=evidence,
-        context=context,
-        **inputs,
-    )
-    if note:
-        data["notes"].insert(0, note)
-    moved = getattr(getattr(curve, "surface", None), "context_note", "")
-    if moved:
-        data["notes"].insert(0, moved)
-    if out is not None and data["config"] is None and require_config:
-        raise _no_config(out, data)
-    if out is not None and data["config"] is not None:
-        write_json(out, data["config"], force=force)
-    return data
-
-
-def _no_config(out: str, data: dict[str, Any]) -> BreakevenError:
-    """``schedule --out`` when the schedule has no config to write (no k pays, or SGLang at
-    one k, which its flags give; or the fit's runs do not support the schedule, ``refused``):
-    ``out``, existing or not, is left as it was."""
-    if data.get("refused"):
-        why = "not pasted: " + "; ".join(data["refused"])
-    else:
-        why = data["notes"][-1] if data.get("notes") else "the schedule has none"
-    why = escape_braces(why)
-    if data.get("flags"):
-        why += "; without {0}, the flags to launch with are printed"
-    shown = escape_braces(repr(out))
-    kept = " is left as it was: it is not this schedule's config" if os.path.lexists(out) else ""
-    return BreakevenError(
-        "{0}: no config to write (" + why + "); " + (shown + kept if kept else "nothing written"),
-        "out",
-    )
-
-
-def plan_from_files(
-    *,
-    engine: str = "vllm",
-    load: str | None = None,
-    min_gain: float = 0.02,
-    graph_sizes: Sequence[int] | None = None,
-    **inputs: Any,
-) -> tuple[Any, Any]:
-    """:func:`breakeven.planning.schedule.plan` (the speedup grid and the schedule over it), from a cost
-    curve or fit file as :func:`schedule_from_files` takes them."""
-    from breakeven.planning.schedule import plan  # lazy: start-up
-
-    curve, inputs, _ = schedule_cost(**inputs)
-    profile, source = read_load_profile(load)
-    return plan(
-        curve,
-        engine=engine,
-        min_gain=min_gain,
-        load=profile,
-        load_source=source,
-        graph_sizes=graph_sizes,
-        **inputs,
-    )
-
-
 # Fits.
 
 
@@ -703,11 +551,8 @@ __all__: Sequence[str] = (
     "fit_from_file",
     "moe_routing",
     "optimize_from_files",
-    "plan_from_files",
     "predict_from_files",
     "read_curve",
-    "read_load_profile",
     "schedule_cost",
-    "schedule_from_files",
     "with_fit_file",
 )
