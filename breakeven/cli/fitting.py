@@ -115,7 +115,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
       breakeven fit runs.csv --predict-k 1-8
       breakeven fit runs.csv --out fit.json --json
     """
-    from breakeven.jobs.inputs import fit_from_file  # lazy: start-up
+    from breakeven.jobs.fits import fit_from_file  # lazy: start-up
 
     result = fit_from_file(runs, **options)
     if options["out"] is not None:
