@@ -17,15 +17,13 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.iotools.outputs import write_json
 from breakeven.iotools.pipeline import JsonArray, ingest_inputs, per_file, write_ingest
+from breakeven.jobs.fits import fit_from_file, moe_routing
 from breakeven.jobs.inputs import (
     batch_cost,
     batch_from_files,
-    fit_from_file,
-    moe_routing,
     optimize_from_files,
     predict_from_files,
     read_curve,
-    schedule_from_files,
     with_fit_file,
 )
 from breakeven.jobs.measure import (
@@ -35,6 +33,7 @@ from breakeven.jobs.measure import (
     spec_runs,
     with_schedule,
 )
+from breakeven.jobs.schedules import schedule_from_files
 from breakeven.model.surface import MoE
 from breakeven.prediction.predict import predict
 

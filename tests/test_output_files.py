@@ -574,7 +574,7 @@ class TestFullDisk:
 
 def test_the_library_raises_for_no_config_only_when_asked(tmp_path):
     from breakeven import BreakevenError
-    from breakeven.jobs.inputs import schedule_from_files
+    from breakeven.jobs.schedules import schedule_from_files
 
     out = tmp_path / "config.json"
     out.write_text("stale\n")

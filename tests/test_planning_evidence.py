@@ -22,7 +22,8 @@ import pytest
 from cli_checks import invoke, one_line_exit_2
 
 from breakeven.fitting.saved import EVIDENCE_FLOOR, Evidence, within_evidence
-from breakeven.jobs.inputs import batch_from_files, optimize_from_files, schedule_from_files
+from breakeven.jobs.inputs import batch_from_files, optimize_from_files
+from breakeven.jobs.schedules import schedule_from_files
 
 ALPHA = 0.75
 CLEAN = (0.997, 1.003, 1.0)

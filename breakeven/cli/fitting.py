@@ -115,7 +115,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
       breakeven fit runs.csv --predict-k 1-8
       breakeven fit runs.csv --out fit.json --json
     """
-    from breakeven.jobs.inputs import fit_from_file  # lazy: start-up
+    from breakeven.jobs.fits import fit_from_file  # lazy: start-up
 
     result = fit_from_file(runs, **options)
     if options["out"] is not None:
@@ -208,7 +208,7 @@ def schedule(as_json: bool, **inputs: Any) -> None:
       breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\
           --accept-len-by-k 2:2.36,3:2.79,4:3.08 --draft-step-ms 0.98 --engine vllm
     """
-    from breakeven.jobs.inputs import schedule_from_files  # lazy: start-up
+    from breakeven.jobs.schedules import schedule_from_files  # lazy: start-up
 
     data = schedule_from_files(**inputs, require_config=True)  # never beside a stale --out
     if inputs["out"] is not None:  # written: with no config to write, it raised

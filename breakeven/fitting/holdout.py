@@ -21,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from breakeven.fitting.fit import CONTEXT_STEP, fit
+from breakeven.fitting.fit import fit
+from breakeven.fitting.runs import CONTEXT_STEP
 
 PROTOCOLS = ("between", "extrapolated")
 """The held-out protocols, each a choice of the k fitted on (see the module's description)."""

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -179,14 +180,44 @@ class Limits:
 _LIMITS: ContextVar[Limits | None] = ContextVar("breakeven_fleet_limits", default=None)
 
 
+class _Kept(Enum):
+    """A :func:`limits` argument not given: that limit stays as it was."""
+
+    KEPT = "kept"
+
+
 @contextmanager
-def limits(**changes: Any) -> Iterator[Limits]:
+def limits(
+    *,
+    timeout_s: float | _Kept = _Kept.KEPT,
+    deadline_s: float | _Kept | None = _Kept.KEPT,
+    max_bytes: int | _Kept = _Kept.KEPT,
+    max_expansion: float | _Kept = _Kept.KEPT,
+) -> Iterator[Limits]:
     """Within the ``with`` block, a :class:`PrometheusAPI` made without ``limits=`` reads
-    under these (fields of :class:`Limits`; the others as they were)::
+    under these (fields of :class:`Limits`; those not given as they were)::
 
         with limits(timeout_s=10, deadline_s=120):
             result, series = fleet_from_prometheus("http://prom:9090", since="6h")
+
+    Parameters
+    ----------
+    timeout_s : float
+        The longest one range query may take in all, its answer read [s].
+    deadline_s : float or None
+        The longest the whole read may take [s]; None: no limit but each query's.
+    max_bytes : int
+        The largest answer read, compressed and decompressed [bytes].
+    max_expansion : float
+        The most a compressed answer may grow when decompressed [x].
     """
+    given = {
+        "timeout_s": timeout_s,
+        "deadline_s": deadline_s,
+        "max_bytes": max_bytes,
+        "max_expansion": max_expansion,
+    }
+    changes = {name: value for name, value in given.items() if value is not _Kept.KEPT}
     chosen = replace(_LIMITS.get() or Limits(), **changes).check()
     token = _LIMITS.set(chosen)
     try:

@@ -333,12 +333,31 @@ class Collector:
         return sorted(out, key=lambda i: (_rank(i), i.instance))
 
 
-def summarize(rows: Iterable[dict[str, Any]], **options: Any) -> list[Instance]:
-    """:meth:`Collector.instances` of ``rows``."""
+def summarize(
+    rows: Iterable[dict[str, Any]],
+    *,
+    tolerance: float = 0.1,
+    max_share_above: float = 0.1,
+    cost: Any = None,
+) -> list[Instance]:
+    """:meth:`Collector.instances` of ``rows``.
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Rows in the measurement schema, each a server's step (:meth:`Collector.add`).
+    tolerance : float
+        ``acceptance_drop``: accept_len fell by more than this fraction [fraction].
+    max_share_above : float
+        ``above_breakeven``: more than this share of the time above the break-even batch
+        [fraction].
+    cost : breakeven.model.surface.BatchSurface, optional
+        A fitted forward surface: each server's predicted speedup at the load it saw.
+    """
     collector = Collector()
     for r in rows:
         collector.add(r)
-    return collector.instances(**options)
+    return collector.instances(tolerance=tolerance, max_share_above=max_share_above, cost=cost)
 
 
 def _rank(i: Instance) -> float:

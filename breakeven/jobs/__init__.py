@@ -2,7 +2,9 @@
 before its analysis (costs from a fit file or a curve, runs from files, a server's settings, a
 picture's inputs), as functions a notebook calls too.
 
-- :mod:`~breakeven.jobs.inputs`: predict, optimize, batch, schedule and fit from their files;
+- :mod:`~breakeven.jobs.inputs`: predict, optimize and batch from their files;
+- :mod:`~breakeven.jobs.fits`: fit from its file;
+- :mod:`~breakeven.jobs.schedules`: schedule from its files, and the plan a picture draws;
 - :mod:`~breakeven.jobs.measure`: check, compare, bench and fleet from files and servers;
 - :mod:`~breakeven.jobs.drawing`: the figures of ``breakeven plot``.
 

@@ -10,14 +10,15 @@ Python arguments; the command line spells them as its flags.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, escape_braces, shorten
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fitting.saved import fitted_cycle
 from breakeven.iotools.csvfile import read_measurements
-from breakeven.jobs.inputs import batch_from_files, optimize_from_files, plan_from_files
+from breakeven.jobs.inputs import batch_from_files, optimize_from_files
+from breakeven.jobs.schedules import plan_from_files
 from breakeven.measurements.check import check, check_file, cycle_given, with_cycle
 from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS
 from breakeven.model import step_ms_from_baseline
@@ -92,7 +93,17 @@ def surface_figure(
     label: str = "prediction",
     points: Sequence[str] = (),
     from_csv: str | None = None,
-    **inputs: Any,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    overhead_ms: float | None = None,
+    cycle_ms: float | None = None,
+    accept_len: float | None = None,
+    alpha: float | None = None,
+    k: int | None = None,
+    per_position: Sequence[float] | None = None,
+    cost_ratio: float | None = None,
 ) -> Any:
     """The speedup surface with its break-even line, the inputs' operating point marked.
 
@@ -102,34 +113,69 @@ def surface_figure(
         Draw over (alpha, k) for the cost ratio or cycle/step of the inputs, instead of
         over (accept_len, cycle/step).
     k_max : int
-        Largest k of the (alpha, k) surface.
+        Largest k of the (alpha, k) surface [draft tokens].
     label : str
         Label of the point the inputs place.
     points : sequence of str
         More runs to place, ``LABEL:ACCEPT_LEN:CYCLE_MS`` (see :func:`surface_point`).
     from_csv : str, optional
         Place every speculative run of this measurements CSV.
-    **inputs
-        :func:`breakeven.prediction.predict.predict`'s inputs (none: an empty surface).
+    baseline_tok_s, step_ms, verify_ms, draft_ms, overhead_ms, cycle_ms
+        The prediction's baseline, as a rate [tok/s] or a step [ms], and its cycle, as its
+        costs or measured [ms] (see :func:`breakeven.prediction.predict.predict`).
+    accept_len, alpha, k, per_position, cost_ratio
+        Its acceptance [tokens/cycle], or a per-token probability at ``k`` or per-position
+        rates [fraction]; Leviathan's cost ratio [x].  None of these: an empty surface.
     """
+    inputs = {
+        "baseline_tok_s": baseline_tok_s,
+        "step_ms": step_ms,
+        "verify_ms": verify_ms,
+        "draft_ms": draft_ms,
+        "overhead_ms": overhead_ms,
+        "cycle_ms": cycle_ms,
+        "accept_len": accept_len,
+        "alpha": alpha,
+        "k": k,
+        "per_position": per_position,
+        "cost_ratio": cost_ratio,
+    }
     p = predict(**inputs) if any(v is not None for v in inputs.values()) else None
     ratio = p.breakeven_accept_len / p.target_speedup if p and p.breakeven_accept_len else None
     if alpha_k:
-        if p is None or (p.cost_ratio is None and ratio is None):
-            raise BreakevenError(
-                # "-k" as the command line says it, not all of its spellings.
-                "{0} needs the cycle cost: {1} with -k, or a baseline and {2} or {3}",
-                "alpha_k",
-                "cost_ratio",
-                "verify_ms",
-                "cycle_ms",
-            )
-        return pictures.surface_alpha_k(
-            cost_ratio=p.cost_ratio,
-            cycle_over_step=None if p.cost_ratio is not None else ratio,
-            k_max=k_max,
-            points=[(p.alpha, p.k, label)] if p.alpha is not None and p.k else [],
+        return _alpha_k_surface(p, ratio, k_max, label)
+    placed = _prediction_point(p, ratio, label)
+    step = p.step_ms if p is not None else None
+    placed += [surface_point(text, step) for text in points]
+    if from_csv is not None:
+        placed += _placed(from_csv)
+    title = pictures.prediction_title(p.to_dict()) if p is not None else None
+    return pictures.surface_around(placed, title=title)
+
+
+def _alpha_k_surface(p: Any, ratio: float | None, k_max: int, label: str) -> Any:
+    """``surface_figure(alpha_k=True)``: the surface over (alpha, k) for the prediction ``p``'s
+    cost ratio, or its cycle/step ``ratio``, with its (alpha, k) marked where it has one."""
+    if p is None or (p.cost_ratio is None and ratio is None):
+        raise BreakevenError(
+            # "-k" as the command line says it, not all of its spellings.
+            "{0} needs the cycle cost: {1} with -k, or a baseline and {2} or {3}",
+            "alpha_k",
+            "cost_ratio",
+            "verify_ms",
+            "cycle_ms",
         )
+    return pictures.surface_alpha_k(
+        cost_ratio=p.cost_ratio,
+        cycle_over_step=None if p.cost_ratio is not None else ratio,
+        k_max=k_max,
+        points=[(p.alpha, p.k, label)] if p.alpha is not None and p.k else [],
+    )
+
+
+def _prediction_point(p: Any, ratio: float | None, label: str) -> list[tuple[Any, ...]]:
+    """The point the prediction ``p`` places on the (accept_len, cycle/step) surface, if it
+    gives both; refused where it lies beyond what the surface is drawn to."""
     placed: list[tuple[Any, ...]] = (
         [(p.accept_len, ratio, label, "given")] if p and p.accept_len and ratio else []
     )
@@ -146,30 +192,201 @@ def surface_figure(
                 f"surface to (at most {LARGEST_POINT:g}): check the cycle's and the "
                 "baseline's flags"
             )
-    step = p.step_ms if p is not None else None
-    placed += [surface_point(text, step) for text in points]
-    if from_csv is not None:
-        placed += _placed(from_csv)
-    title = pictures.prediction_title(p.to_dict()) if p is not None else None
-    return pictures.surface_around(placed, title=title)
+    return placed
 
 
-def k_figure(**inputs: Any) -> Any:
+def k_figure(
+    *,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    cost_ratio: float | None = None,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
+    verify_curve: str | None = None,
+    fit: str | None = None,
+    draft_step_ms: float | None = None,
+    draft_ms: float | None = None,
+    overhead_ms: float | None = None,
+    batch: int = 1,
+    k_max: int = 16,
+    fit_file: str | None = None,
+    fit_group: int | None = None,
+    context: float | None = None,
+) -> Any:
     """Speedup against k, the best k marked, from
-    :func:`breakeven.jobs.inputs.optimize_from_files`'s inputs."""
-    return pictures.speedup_vs_k(optimize_from_files(**inputs))
+    :func:`breakeven.jobs.inputs.optimize_from_files`'s inputs (without its tree search).
+
+    Parameters
+    ----------
+    alpha, per_position, accept_len_by_k, cost_ratio
+        Acceptance: a per-token probability, per-position rates [fraction] or accept_len by
+        k [tokens/cycle]; Leviathan's cost ratio [x].
+    baseline_tok_s, step_ms, verify_ms, verify_curve, fit
+        The baseline [tok/s] or its step [ms]; the verify forward [ms], or a ``tokens,ms``
+        CSV of it, interpolated or fitted with ``fit``.
+    draft_step_ms, draft_ms, overhead_ms : float, optional
+        One draft step, drafting per cycle, other per-cycle cost [ms].
+    batch, k_max : int
+        Sequences decoded together (with ``verify_curve``); the largest k considered.
+    fit_file, fit_group, context
+        A fit file, its group and the context [tokens] its costs are priced at.
+    """
+    result = optimize_from_files(
+        alpha=alpha,
+        per_position=per_position,
+        accept_len_by_k=accept_len_by_k,
+        cost_ratio=cost_ratio,
+        baseline_tok_s=baseline_tok_s,
+        step_ms=step_ms,
+        verify_ms=verify_ms,
+        verify_curve=verify_curve,
+        fit=fit,
+        draft_step_ms=draft_step_ms,
+        draft_ms=draft_ms,
+        overhead_ms=overhead_ms,
+        batch=batch,
+        k_max=k_max,
+        fit_file=fit_file,
+        fit_group=fit_group,
+        context=context,
+    )
+    return pictures.speedup_vs_k(result)
 
 
-def batch_figure(**inputs: Any) -> Any:
+def batch_figure(
+    *,
+    cost_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    context: int | None = None,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    k_max: int = 16,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    max_batch: int | None = None,
+) -> Any:
     """Speedup against batch size, the break-even batch marked, from
-    :func:`breakeven.jobs.inputs.batch_from_files`'s inputs."""
-    return pictures.speedup_vs_batch(batch_from_files(**inputs))
+    :func:`breakeven.jobs.inputs.batch_from_files`'s inputs.
+
+    Parameters
+    ----------
+    cost_curve, fit, fit_file, fit_surface, context
+        The cost model: a ``tokens,ms`` CSV [ms against tokens per forward], fitted with
+        ``fit`` or interpolated, or a fit file's forward surface (which one, and moved to
+        ``context`` [tokens]).
+    accept_len, k, alpha, per_position, accept_len_by_k, k_max
+        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
+        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
+    draft_ms, draft_step_ms, overhead_ms : float, optional
+        Drafting per cycle and per draft step, and other per-cycle cost [ms].
+    topk, verify_tokens, max_batch : int, optional
+        A tree draft's branches per step and tokens verified per sequence [tokens]; the
+        largest batch swept [sequences].  (Each as
+        :class:`~breakeven.jobs.inputs.SweepInputs` says.)
+    """
+    result = batch_from_files(
+        cost_curve=cost_curve,
+        fit=fit,
+        fit_file=fit_file,
+        fit_surface=fit_surface,
+        context=context,
+        accept_len=accept_len,
+        k=k,
+        alpha=alpha,
+        per_position=per_position,
+        accept_len_by_k=accept_len_by_k,
+        k_max=k_max,
+        draft_ms=draft_ms,
+        draft_step_ms=draft_step_ms,
+        overhead_ms=overhead_ms,
+        topk=topk,
+        verify_tokens=verify_tokens,
+        max_batch=max_batch,
+    )
+    return pictures.speedup_vs_batch(result)
 
 
-def schedule_figure(**inputs: Any) -> Any:
+def schedule_figure(
+    *,
+    engine: str = "vllm",
+    load: str | None = None,
+    min_gain: float = 0.02,
+    graph_sizes: Sequence[int] | None = None,
+    cost_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    context: int | None = None,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    k_max: int = 16,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    max_batch: int | None = None,
+) -> Any:
     """Speedup against batch for each k, the schedule over them and the break-even batch,
-    from :func:`breakeven.jobs.inputs.plan_from_files`'s inputs."""
-    return pictures.schedule(*plan_from_files(**inputs))
+    from :func:`breakeven.jobs.schedules.plan_from_files`'s inputs.
+
+    Parameters
+    ----------
+    engine, load, min_gain, graph_sizes
+        Whose schedule, the load profile file, the least share of throughput a change of k
+        keeps [fraction] and the CUDA-graph batch sizes [sequences]; see
+        :func:`breakeven.jobs.schedules.plan_from_files`.
+    cost_curve, fit, fit_file, fit_surface, context
+        The cost model: a ``tokens,ms`` CSV [ms against tokens per forward], fitted with
+        ``fit`` or interpolated, or a fit file's forward surface (which one, and moved to
+        ``context`` [tokens]).
+    accept_len, k, alpha, per_position, accept_len_by_k, k_max
+        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
+        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
+    draft_ms, draft_step_ms, overhead_ms : float, optional
+        Drafting per cycle and per draft step, and other per-cycle cost [ms].
+    topk, verify_tokens, max_batch : int, optional
+        A tree draft's branches per step and tokens verified per sequence [tokens]; the
+        largest batch swept [sequences].  (Each as
+        :class:`~breakeven.jobs.inputs.SweepInputs` says.)
+    """
+    grid, schedule = plan_from_files(
+        engine=engine,
+        load=load,
+        min_gain=min_gain,
+        graph_sizes=graph_sizes,
+        cost_curve=cost_curve,
+        fit=fit,
+        fit_file=fit_file,
+        fit_surface=fit_surface,
+        context=context,
+        accept_len=accept_len,
+        k=k,
+        alpha=alpha,
+        per_position=per_position,
+        accept_len_by_k=accept_len_by_k,
+        k_max=k_max,
+        draft_ms=draft_ms,
+        draft_step_ms=draft_step_ms,
+        overhead_ms=overhead_ms,
+        topk=topk,
+        verify_tokens=verify_tokens,
+        max_batch=max_batch,
+    )
+    return pictures.schedule(grid, schedule)
 
 
 def check_figure(
@@ -202,7 +419,14 @@ def check_figure(
 
 
 def sensitivity_figure(
-    *, baseline_tok_s: float | None = None, step_ms: float | None = None, **inputs: Any
+    *,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    accept_len: float,
+    verify_ms: float,
+    draft_ms: float = 0.0,
+    overhead_ms: float = 0.0,
+    delta: float = 0.10,
 ) -> Any:
     """Which input, moved by ``delta`` down and up, moves the speedup most (a tornado chart).
 
@@ -210,13 +434,27 @@ def sensitivity_figure(
     ----------
     baseline_tok_s, step_ms : float
         The baseline, as a rate [tok/s] or a step [ms]: one of them.
-    **inputs
-        :func:`breakeven.prediction.sensitivity.sensitivity`'s other inputs.
+    accept_len : float
+        Mean tokens emitted per cycle, bonus token included [tokens/cycle].
+    verify_ms, draft_ms, overhead_ms : float
+        The cycle's costs [ms]: a target forward over k + 1 tokens, all drafting in a cycle,
+        and other per-cycle cost.
+    delta : float
+        How far each input is moved, down and up [fraction].
     """
     if (baseline_tok_s is None) == (step_ms is None):
         raise BreakevenError("give one of {0} or {1}", "baseline_tok_s", "step_ms")
     step = step_ms if step_ms is not None else step_ms_from_baseline(baseline_tok_s)
-    return pictures.tornado(sensitivity(step_ms=step, **inputs))
+    return pictures.tornado(
+        sensitivity(
+            accept_len=accept_len,
+            step_ms=step,
+            verify_ms=verify_ms,
+            draft_ms=draft_ms,
+            overhead_ms=overhead_ms,
+            delta=delta,
+        )
+    )
 
 
 __all__ = [

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from breakeven.core.errors import BreakevenError, escape_braces
-from breakeven.prediction.predict import Prediction, predict
+from breakeven.core.errors import BreakevenError
+from breakeven.prediction.predict import ALPHA_TABLE_KS, Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
 """The arguments that give acceptance; a fit file's alpha is used only when none is given."""
@@ -40,7 +39,48 @@ FIT_COST_INPUTS = (
 )
 """The cycle's cost arguments, which a fit file replaces (none may be given with it)."""
 
+PREDICT_INPUTS = (
+    "baseline_tok_s",
+    "step_ms",
+    "verify_ms",
+    "draft_ms",
+    "overhead_ms",
+    "cycle_ms",
+    "accept_len",
+    "alpha",
+    "k",
+    "per_position",
+    "cost_ratio",
+    "target_speedup",
+    "alpha_table_ks",
+)
+"""The arguments of :func:`predict_from_files` that :func:`breakeven.prediction.predict.predict`
+takes."""
+
+OPTIMIZE_INPUTS = (
+    "alpha",
+    "per_position",
+    "accept_len_by_k",
+    "cost_ratio",
+    "baseline_tok_s",
+    "step_ms",
+    "verify_ms",
+    "draft_step_ms",
+    "draft_ms",
+    "overhead_ms",
+    "batch",
+    "k_max",
+)
+"""The arguments of :func:`optimize_from_files` that :func:`breakeven.prediction.optimize.optimize`
+takes as they are (its ``verify_curve`` is read, or a fit file's)."""
+
 _TREE_CLASHES = ("per_position", "accept_len_by_k", "cost_ratio", "verify_ms")
+
+
+def _arguments(given: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """The arguments ``names`` and their values, among a function's ``given`` ones (its
+    ``locals()``, taken as its first statement): what it passes on to the analysis."""
+    return {name: given[name] for name in names}
 
 
 # Cost curves and fit files as the inputs of predict and optimize.
@@ -162,17 +202,47 @@ def predict_from_files(
     fit_file: str | None = None,
     fit_group: int | None = None,
     context: float | None = None,
-    **inputs: Any,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    overhead_ms: float | None = None,
+    cycle_ms: float | None = None,
+    accept_len: float | None = None,
+    alpha: float | None = None,
+    k: int | None = None,
+    per_position: Sequence[float] | None = None,
+    cost_ratio: float | None = None,
+    target_speedup: float = 1.0,
+    alpha_table_ks: Iterable[int] = ALPHA_TABLE_KS,
 ) -> Prediction:
     """:func:`breakeven.prediction.predict.predict`, with the cycle's costs from a fit file if one is given.
 
     Parameters
     ----------
     fit_file, fit_group, context
-        As :func:`with_fit_file`.
-    **inputs
-        The keyword arguments of :func:`breakeven.prediction.predict.predict`.
+        A fit file, its group (from 1) and the context [tokens] its costs are priced at, as
+        :func:`with_fit_file` takes them; the speedup then has the fit's interval.
+    baseline_tok_s, step_ms : float, optional
+        The baseline: its per-sequence decode rate [tok/s], or its step [ms].
+    verify_ms, draft_ms, overhead_ms : float, optional
+        The cycle's costs [ms]: a target forward over k + 1 tokens, all drafting in a cycle,
+        and other per-cycle cost.
+    cycle_ms : float, optional
+        A measured cycle [ms], instead of the three costs.
+    accept_len : float, optional
+        Mean tokens emitted per cycle, bonus token included [tokens/cycle].
+    alpha, k, per_position
+        Acceptance: a per-token probability (i.i.d.) at ``k`` draft tokens, or per-position
+        rates [fraction].
+    cost_ratio : float, optional
+        Leviathan's c: draft step / target step [x] (verify = one target step), with ``k``.
+    target_speedup : float
+        The speedup the break-even solves aim for [x].
+    alpha_table_ks : iterable of int
+        The k of the break-even alpha table [draft tokens].
     """
+    inputs = _arguments(locals(), PREDICT_INPUTS)
     result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict", context=context))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
@@ -187,8 +257,20 @@ def predict_from_files(
 
 def optimize_from_files(
     *,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    cost_ratio: float | None = None,
+    baseline_tok_s: float | None = None,
+    step_ms: float | None = None,
+    verify_ms: float | None = None,
     verify_curve: str | None = None,
     fit: str | None = None,
+    draft_step_ms: float | None = None,
+    draft_ms: float | None = None,
+    overhead_ms: float | None = None,
+    batch: int = 1,
+    k_max: int = 16,
     fit_file: str | None = None,
     fit_group: int | None = None,
     context: float | None = None,
@@ -197,55 +279,70 @@ def optimize_from_files(
     max_steps: int = 8,
     max_topk: int = 8,
     max_verify_tokens: int = 64,
-    **inputs: Any,
 ) -> Any:
     """The best k (:func:`breakeven.prediction.optimize.optimize`) or, with ``tree``, the best tree draft
     (:func:`breakeven.prediction.optimize.optimize_tree`), with costs from a curve or a fit file.
 
     Parameters
     ----------
+    alpha, per_position, accept_len_by_k
+        Acceptance: a per-token probability (i.i.d.), per-position rates [fraction], or
+        accept_len [tokens/cycle] for k = 1, 2, ... (or by k, ``{k: accept_len}``).
+    cost_ratio : float, optional
+        Leviathan's c: draft step / target step [x] (verify = one target step).
+    baseline_tok_s, step_ms : float, optional
+        The baseline: its per-sequence decode rate [tok/s], or its step [ms].
+    verify_ms : float, optional
+        The verify forward, the same at every k [ms].
     verify_curve : str, optional
-        A ``tokens,ms`` CSV of the verify forward (see :func:`read_curve`).
+        Instead: a ``tokens,ms`` CSV of the verify forward [ms] (see :func:`read_curve`).
     fit : {'linear', 'knee'}, optional
         Fit ``verify_curve`` instead of interpolating it.
-    fit_file, fit_group
-        A fit file and its group (or, with ``tree``, its tree acceptance); see
-        :func:`with_fit_file`.
+    draft_step_ms, draft_ms, overhead_ms : float, optional
+        One draft step (k of them a cycle), drafting per cycle, other per-cycle cost [ms].
+    batch, k_max : int
+        Sequences decoded together (with ``verify_curve``); the largest k considered.
+    fit_file, fit_group, context
+        A fit file, its group (or, with ``tree``, its tree acceptance) and the context
+        [tokens] its costs are priced at; see :func:`with_fit_file`.
     tree : bool
         Search tree drafts over (steps, topk, verify tokens) instead of k.
     rank_decay : float, optional
         With ``tree`` and ``alpha``: each further candidate's chance over the one before.
     max_steps, max_topk, max_verify_tokens : int
-        With ``tree``: the search's bounds.
-    **inputs
-        The other keyword arguments of :func:`breakeven.prediction.optimize.optimize`.
+        With ``tree``: the search's bounds [steps, branches per step, tokens per sequence].
 
     Returns
     -------
     OptimizeResult or TreeSearch
     """
+    inputs = _arguments(locals(), OPTIMIZE_INPUTS)
     if tree:
         if context is not None:
             raise BreakevenError(
                 "{0} cannot be given with {1}: a tree is priced on a surface", "context", "tree"
             )
-        return _optimize_tree(
-            inputs,
-            verify_curve,
-            fit,
-            fit_file,
-            fit_group,
-            rank_decay=rank_decay,
-            max_steps=max_steps,
-            max_topk=max_topk,
-            max_verify_tokens=max_verify_tokens,
-        )
-    from breakeven.prediction.optimize import optimize  # lazy: start-up
-
+        search = (rank_decay, max_steps, max_topk, max_verify_tokens)  # its acceptance, bounds
+        return _optimize_tree(inputs, verify_curve, fit, fit_file, fit_group, *search)
     if rank_decay is not None:
         raise BreakevenError(
             "{0} needs {1}: it is the acceptance of a tree's branches", "rank_decay", "tree"
         )
+    return _optimize_k(inputs, verify_curve, fit, fit_file, fit_group, context)
+
+
+def _optimize_k(
+    inputs: dict[str, Any],
+    verify_curve: str | None,
+    fit: str | None,
+    fit_file: str | None,
+    fit_group: int | None,
+    context: float | None,
+) -> Any:
+    """``optimize_from_files()`` without ``tree``: the best k, with the fit's intervals and
+    the evidence of its runs where a fit file gives the costs."""
+    from breakeven.prediction.optimize import optimize  # lazy: start-up
+
     inputs = with_fit_file(
         {**inputs, "verify_curve": verify_curve},
         fit_file,
@@ -272,7 +369,10 @@ def _optimize_tree(
     fit: str | None,
     fit_file: str | None,
     fit_group: int | None,
-    **bounds: Any,
+    rank_decay: float | None,
+    max_steps: int,
+    max_topk: int,
+    max_verify_tokens: int,
 ) -> Any:
     """``optimize_from_files(tree=True)``: the search over (steps, topk, verify tokens)."""
     from breakeven.fitting.saved import load_surface, load_tree  # lazy: start-up
@@ -294,7 +394,7 @@ def _optimize_tree(
                 "fit_file",
                 "verify_curve",
             )
-        if inputs.get("alpha") is None and bounds["rank_decay"] is None:
+        if inputs.get("alpha") is None and rank_decay is None:
             acceptance = load_tree(fit_file, fit_group)
         surface = load_surface(
             fit_file, fit_group if acceptance is None else None, like=acceptance, flag="fit_group"
@@ -313,7 +413,10 @@ def _optimize_tree(
         draft_step_ms=inputs.get("draft_step_ms"),
         overhead_ms=inputs.get("overhead_ms"),
         batch=inputs.get("batch", 1),
-        **bounds,
+        rank_decay=rank_decay,
+        max_steps=max_steps,
+        max_topk=max_topk,
+        max_verify_tokens=max_verify_tokens,
     )
     if fit_file is None:
         return result
@@ -328,7 +431,125 @@ def _optimize_tree(
     return dataclasses.replace(result, evidence=evidence, refused=refused)
 
 
-# Batch sweeps and schedules: a cost curve of total tokens, or a fitted surface.
+# Batch sweeps: a cost curve of total tokens, or a fitted surface.
+
+_COST_MODEL = ("cost_curve", "fit", "fit_file", "fit_surface", "context")
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepInputs:
+    """What a batch sweep prices and sweeps (``breakeven batch`` and ``schedule``): a cost
+    model (``cost_curve``, or ``fit_file``), acceptance at one k (``accept_len`` at ``k``)
+    or at several (``alpha``, ``per_position`` or ``accept_len_by_k``), drafting, and the
+    sweep's bounds.
+
+    The keyword arguments that :func:`batch_cost`, :func:`schedule_cost`,
+    :func:`batch_from_files` and :mod:`breakeven.jobs.schedules` share, as one value.
+    """
+
+    cost_curve: str | None = None
+    """A ``tokens,ms`` CSV: forward time [ms] against total tokens per forward."""
+    fit: str | None = None
+    """Fit ``cost_curve`` ('linear' or 'knee') instead of interpolating it."""
+    fit_file: str | None = None
+    """Instead of ``cost_curve``: a fit file's forward surface t(B, q) [ms], whose draft cost
+    is used unless ``draft_ms`` or ``draft_step_ms`` is given, and whose alpha where no
+    acceptance is."""
+    fit_surface: int | None = None
+    """Which surface of ``fit_file`` (from 1)."""
+    context: int | None = None
+    """Move the surface to this context [tokens], by the fit file's context growth
+    (:func:`breakeven.fitting.saved.surface_at_context`)."""
+    accept_len: float | None = None
+    """Mean tokens emitted per cycle at ``k``, bonus token included [tokens/cycle]."""
+    k: int | None = None
+    """Draft tokens per cycle (a tree's steps) of ``accept_len``."""
+    alpha: float | None = None
+    """Per-token acceptance probability (i.i.d.), at every k."""
+    per_position: Sequence[float] | None = None
+    """Per-position acceptance rates [fraction]."""
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None
+    """Measured accept_len [tokens/cycle] for k = 1, 2, ..., or by k (``{k: accept_len}``)."""
+    k_max: int = 16
+    """Largest k considered, with acceptance at several k."""
+    draft_ms: float | None = None
+    """Drafting per cycle, the same at every batch [ms]."""
+    draft_step_ms: float | None = None
+    """One draft step [ms]; drafting costs k of them per cycle."""
+    overhead_ms: float | None = None
+    """Other per-cycle cost [ms]."""
+    topk: int = 1
+    """A tree draft at the one operating point: branches per draft step."""
+    verify_tokens: int | None = None
+    """Tokens per sequence in the verify forward [tokens] (a tree's; default k + 1)."""
+    max_batch: int | None = None
+    """Largest batch to sweep [sequences] (default: the largest the cost model covers)."""
+
+    @classmethod
+    def of(cls, given: Mapping[str, Any]) -> SweepInputs:
+        """These inputs among a function's ``given`` arguments (its ``locals()``, taken as its
+        first statement)."""
+        return cls(**_arguments(given, (f.name for f in dataclasses.fields(cls))))
+
+    def sweep_args(self) -> dict[str, Any]:
+        """The sweep's inputs beside its cost model (acceptance, drafting and bounds), as
+        keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`."""
+        names = (f.name for f in dataclasses.fields(self) if f.name not in _COST_MODEL)
+        return {name: getattr(self, name) for name in names}
+
+    def cost_model(self) -> tuple[Any, dict[str, Any]]:
+        """:func:`batch_cost`: the cost model, and :meth:`sweep_args` with the surface's
+        ``draft`` cost where it applies."""
+        from breakeven.fitting.saved import load_surface, surface_at_context  # lazy: start-up
+
+        inputs = self.sweep_args()
+        fit_file, fit_surface, context = self.fit_file, self.fit_surface, self.context
+        if fit_file is None:
+            for name, value in (("fit_surface", fit_surface), ("context", context)):
+                if value is not None:
+                    raise BreakevenError("{0} needs {1}", name, "fit_file")
+            if self.cost_curve is None:
+                raise BreakevenError(
+                    "give {0} CSV, or {1} FIT.json (breakeven fit --out)", "cost_curve", "fit_file"
+                )
+            return read_curve(self.cost_curve, self.fit, name="cost_curve"), inputs
+        if self.cost_curve is not None or self.fit is not None:
+            raise BreakevenError(
+                "{0} and {1} (or {2}) cannot be given together", "fit_file", "cost_curve", "fit"
+            )
+        from breakeven.model.surface import SurfaceCost  # lazy: start-up
+
+        surface = load_surface(fit_file, fit_surface)
+        if context is not None:
+            surface = surface_at_context(fit_file, surface, float(context))
+        curve = SurfaceCost(surface)
+        if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:
+            inputs["draft"] = curve.draft
+        return curve, inputs
+
+    def priced(self) -> tuple[Any, dict[str, Any], str]:
+        """:func:`schedule_cost`: :meth:`cost_model`, with the fit file's alpha where no
+        acceptance is given, and a note of where that alpha came from (or "")."""
+        from breakeven.fitting.saved import load_fitted_alpha  # lazy: start-up
+
+        curve, inputs = self.cost_model()
+        note = ""
+        if self.fit_file is not None and all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS):
+            inputs["alpha"], where = load_fitted_alpha(self.fit_file, curve.surface)
+            note = f"acceptance: alpha {inputs['alpha']:.4f} ({where}), positions i.i.d."
+        return curve, inputs, note
+
+    def evidence(self) -> tuple[Any, float | None]:
+        """What the runs of the fit file's surface that :meth:`cost_model` prices measured
+        (:func:`breakeven.fitting.saved.surface_evidence`), and the context the plan is priced
+        at [tokens]: a plan from a fit is checked against them.  None, None without a fit
+        file."""
+        if self.fit_file is None:
+            return None, None
+        from breakeven.fitting.saved import surface_evidence  # lazy: start-up
+
+        context = None if self.context is None else float(self.context)
+        return surface_evidence(self.fit_file, self.fit_surface, context=context), context
 
 
 def batch_cost(
@@ -338,7 +559,18 @@ def batch_cost(
     fit_file: str | None = None,
     fit_surface: int | None = None,
     context: int | None = None,
-    **inputs: Any,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    k_max: int = 16,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    max_batch: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The cost model a batch sweep prices, and the sweep's other inputs.
 
@@ -356,8 +588,14 @@ def batch_cost(
     context : int, optional
         Move the surface to this context [tokens], by the fit file's context growth
         (:func:`breakeven.fitting.saved.surface_at_context`).
-    **inputs
-        The other keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`.
+    accept_len, k, alpha, per_position, accept_len_by_k, k_max
+        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
+        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
+    draft_ms, draft_step_ms, overhead_ms : float, optional
+        Drafting per cycle and per draft step, and other per-cycle cost [ms].
+    topk, verify_tokens, max_batch : int, optional
+        A tree draft's branches per step and tokens verified per sequence [tokens]; the
+        largest batch swept [sequences].  (Each as :class:`SweepInputs` says.)
 
     Returns
     -------
@@ -365,43 +603,49 @@ def batch_cost(
         A :class:`breakeven.model.costs.TableCost`, a fitted cost or a
         :class:`breakeven.model.surface.SurfaceCost`.
     inputs : dict
-        ``inputs``, with the surface's ``draft`` cost added where it applies.
+        The other keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`
+        (:meth:`SweepInputs.sweep_args`), with the surface's ``draft`` cost where it applies.
     """
-    from breakeven.fitting.saved import load_surface, surface_at_context  # lazy: start-up
-
-    inputs = dict(inputs)
-    if fit_file is None:
-        for name, value in (("fit_surface", fit_surface), ("context", context)):
-            if value is not None:
-                raise BreakevenError("{0} needs {1}", name, "fit_file")
-        if cost_curve is None:
-            raise BreakevenError(
-                "give {0} CSV, or {1} FIT.json (breakeven fit --out)", "cost_curve", "fit_file"
-            )
-        return read_curve(cost_curve, fit, name="cost_curve"), inputs
-    if cost_curve is not None or fit is not None:
-        raise BreakevenError(
-            "{0} and {1} (or {2}) cannot be given together", "fit_file", "cost_curve", "fit"
-        )
-    from breakeven.model.surface import SurfaceCost  # lazy: start-up
-
-    surface = load_surface(fit_file, fit_surface)
-    if context is not None:
-        surface = surface_at_context(fit_file, surface, float(context))
-    curve = SurfaceCost(surface)
-    if inputs.get("draft_ms") is None and inputs.get("draft_step_ms") is None:
-        inputs["draft"] = curve.draft
-    return curve, inputs
+    return SweepInputs.of(locals()).cost_model()
 
 
-def batch_from_files(**inputs: Any) -> Any:
+def batch_from_files(
+    *,
+    cost_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    context: int | None = None,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    k_max: int = 16,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    max_batch: int | None = None,
+) -> Any:
     """:func:`breakeven.prediction.optimize.batch_sweep` over the cost model of :func:`schedule_cost`,
     with the fit file's alpha where no acceptance is given.
 
     Parameters
     ----------
-    **inputs
-        :func:`batch_cost`'s arguments and :func:`breakeven.prediction.optimize.batch_sweep`'s.
+    cost_curve, fit, fit_file, fit_surface, context
+        The cost model: a ``tokens,ms`` CSV [ms against tokens per forward], fitted with
+        ``fit`` or interpolated, or a fit file's forward surface (which one, and moved to
+        ``context`` [tokens]); see :func:`batch_cost`.
+    accept_len, k, alpha, per_position, accept_len_by_k, k_max
+        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
+        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
+    draft_ms, draft_step_ms, overhead_ms : float, optional
+        Drafting per cycle and per draft step, and other per-cycle cost [ms].
+    topk, verify_tokens, max_batch : int, optional
+        A tree draft's branches per step and tokens verified per sequence [tokens]; the
+        largest batch swept [sequences].  (Each as :class:`SweepInputs` says.)
 
     Returns
     -------
@@ -409,32 +653,53 @@ def batch_from_files(**inputs: Any) -> Any:
     """
     from breakeven.planning.batch import batch_sweep  # lazy: start-up
 
-    evidence, context = _surface_evidence(inputs)
-    curve, inputs, note = schedule_cost(**inputs)
-    result = batch_sweep(curve, **inputs)
+    inputs = SweepInputs.of(locals())
+    evidence, at = inputs.evidence()
+    curve, sweep, note = inputs.priced()
+    result = batch_sweep(curve, **sweep)
     moved = getattr(getattr(curve, "surface", None), "context_note", "")
     notes = ((moved,) if moved else ()) + result.notes  # and the sweep's flags
     result = dataclasses.replace(result, acceptance=note, notes=notes)
-    return result if evidence is None else result.with_evidence(evidence, context)
+    return result if evidence is None else result.with_evidence(evidence, at)
 
 
-def _surface_evidence(inputs: Mapping[str, Any]) -> tuple[Any, float | None]:
-    """What the runs of the fit file's surface that :func:`batch_cost` prices measured
-    (:func:`breakeven.fitting.saved.surface_evidence`), and the context the plan is priced at
-    [tokens]: a plan from a fit is checked against them.  None, None without a fit file."""
-    fit_file = inputs.get("fit_file")
-    if fit_file is None:
-        return None, None
-    from breakeven.fitting.saved import surface_evidence  # lazy: start-up
-
-    context = inputs.get("context")
-    context = None if context is None else float(context)
-    return surface_evidence(fit_file, inputs.get("fit_surface"), context=context), context
-
-
-def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
+def schedule_cost(
+    *,
+    cost_curve: str | None = None,
+    fit: str | None = None,
+    fit_file: str | None = None,
+    fit_surface: int | None = None,
+    context: int | None = None,
+    accept_len: float | None = None,
+    k: int | None = None,
+    alpha: float | None = None,
+    per_position: Sequence[float] | None = None,
+    accept_len_by_k: Sequence[float] | Mapping[int, float] | None = None,
+    k_max: int = 16,
+    draft_ms: float | None = None,
+    draft_step_ms: float | None = None,
+    overhead_ms: float | None = None,
+    topk: int = 1,
+    verify_tokens: int | None = None,
+    max_batch: int | None = None,
+) -> tuple[Any, dict[str, Any], str]:
     """:func:`batch_cost`, and acceptance from the fit file where none is given (``batch``
     and ``schedule`` alike: ``--fit-file`` gives alpha wherever no acceptance is typed).
+
+    Parameters
+    ----------
+    cost_curve, fit, fit_file, fit_surface, context
+        The cost model: a ``tokens,ms`` CSV [ms against tokens per forward], fitted with
+        ``fit`` or interpolated, or a fit file's forward surface (which one, and moved to
+        ``context`` [tokens]); see :func:`batch_cost`.
+    accept_len, k, alpha, per_position, accept_len_by_k, k_max
+        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
+        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
+    draft_ms, draft_step_ms, overhead_ms : float, optional
+        Drafting per cycle and per draft step, and other per-cycle cost [ms].
+    topk, verify_tokens, max_batch : int, optional
+        A tree draft's branches per step and tokens verified per sequence [tokens]; the
+        largest batch swept [sequences].  (Each as :class:`SweepInputs` says.)
 
     Returns
     -------
@@ -445,269 +710,20 @@ def schedule_cost(**inputs: Any) -> tuple[Any, dict[str, Any], str]:
     note : str
         Where that alpha came from, or "".
     """
-    from breakeven.fitting.saved import load_fitted_alpha  # lazy: start-up
-
-    fit_file = inputs.get("fit_file")
-    curve, inputs = batch_cost(**inputs)
-    note = ""
-    if fit_file is not None and all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS):
-        inputs["alpha"], where = load_fitted_alpha(fit_file, curve.surface)
-        note = f"acceptance: alpha {inputs['alpha']:.4f} ({where}), positions i.i.d."
-    return curve, inputs, note
-
-
-def read_load_profile(
-    load: str | None, *, shape: bool = False
-) -> tuple[dict[int, float] | None, str]:
-    """The share of time at each batch size (:func:`breakeven.iotools.load.read_load`).
-
-    Parameters
-    ----------
-    load : str, optional
-        A ``batch,share`` CSV, or a log or measurements CSV; None: every batch alike.
-    shape : bool
-        Name the file's shape in the source ("runs.csv (records)").
-
-    Returns
-    -------
-    profile : dict or None
-        ``{batch: share}``, shares summing to 1 [fraction].
-    source : str
-        The file, or "uniform".
-    """
-    if load is None:
-        return None, "uniform"
-    from breakeven.iotools.load import read_load  # lazy: start-up
-
-    profile, meta = read_load(load)
-    return profile, f"{meta['path']} ({meta['shape']})" if shape else meta["path"]
-
-
-def schedule_from_files(
-    *,
-    engine: str,
-    load: str | None = None,
-    out: str | None = None,
-    force: bool = False,
-    min_gain: float = 0.02,
-    max_num_seqs: int | None = None,
-    graph_sizes: Sequence[int] | None = None,
-    method: str | None = None,
-    base_config: dict[str, Any] | None = None,
-    require_config: bool = False,
-    **inputs: Any,
-) -> dict[str, Any]:
-    """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
-    a cost curve or fit file, and the engine's config written to ``out`` as JSON.
-
-    Parameters
-    ----------
-    engine : str
-        One of :data:`breakeven.render.engine_configs.SCHEDULE_ENGINES`.
-    load : str, optional
-        A load profile file (see :func:`read_load_profile`).
-    out : str, optional
-        Also write the engine's config here (refused before any work if it exists,
-        unless ``force``, or is one of the inputs, even with ``force``).  Written only
-        where the schedule has a config (not where no k pays, nor for SGLang at one k, nor
-        where a fit file's runs do not support it: ``refused``).
-    force : bool
-        Replace ``out``.
-    require_config : bool
-        With ``out``: raise, leaving ``out`` as it was, where there is no config to write
-        (``breakeven schedule --out``: never a success beside a stale file).
-    min_gain : float
-        Merge neighbouring ranges while a merge gives up less than this share of their
-        throughput [fraction].
-    max_num_seqs, graph_sizes, method, base_config
-        As :func:`breakeven.planning.schedule.schedule_report`.
-    **inputs
-        :func:`schedule_cost`'s arguments and the sweep's.
-    """
-    from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
-    from breakeven.iotools.outputs import write_json  # lazy: start-up
-    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
-    from breakeven.planning.schedule import schedule_report  # lazy: start-up
-
-    if out is not None:
-        read = ("cost_curve", "fit_file")
-        refuse_input_as_output(out, "out", [*((n, inputs.get(n)) for n in read), ("load", load)])
-        refuse_overwrite(out, force)
-    evidence, context = _surface_evidence(inputs)
-    curve, inputs, note = schedule_cost(**inputs)
-    profile, source = read_load_profile(load, shape=True)
-    data = schedule_report(
-        curve,
-        engine=engine,
-        min_gain=min_gain,
-        load=profile,
-        load_source=source,
-        graph_sizes=graph_sizes,
-        method=method,
-        base_config=base_config,
-        max_num_seqs=max_num_seqs,
-        config_path=out,
-        evidence=evidence,
-        context=context,
-        **inputs,
-    )
-    if note:
-        data["notes"].insert(0, note)
-    moved = getattr(getattr(curve, "surface", None), "context_note", "")
-    if moved:
-        data["notes"].insert(0, moved)
-    if out is not None and data["config"] is None and require_config:
-        raise _no_config(out, data)
-    if out is not None and data["config"] is not None:
-        write_json(out, data["config"], force=force)
-    return data
-
-
-def _no_config(out: str, data: dict[str, Any]) -> BreakevenError:
-    """``schedule --out`` when the schedule has no config to write (no k pays, or SGLang at
-    one k, which its flags give; or the fit's runs do not support the schedule, ``refused``):
-    ``out``, existing or not, is left as it was."""
-    if data.get("refused"):
-        why = "not pasted: " + "; ".join(data["refused"])
-    else:
-        why = data["notes"][-1] if data.get("notes") else "the schedule has none"
-    why = escape_braces(why)
-    if data.get("flags"):
-        why += "; without {0}, the flags to launch with are printed"
-    shown = escape_braces(repr(out))
-    kept = " is left as it was: it is not this schedule's config" if os.path.lexists(out) else ""
-    return BreakevenError(
-        "{0}: no config to write (" + why + "); " + (shown + kept if kept else "nothing written"),
-        "out",
-    )
-
-
-def plan_from_files(
-    *,
-    engine: str = "vllm",
-    load: str | None = None,
-    min_gain: float = 0.02,
-    graph_sizes: Sequence[int] | None = None,
-    **inputs: Any,
-) -> tuple[Any, Any]:
-    """:func:`breakeven.planning.schedule.plan` (the speedup grid and the schedule over it), from a cost
-    curve or fit file as :func:`schedule_from_files` takes them."""
-    from breakeven.planning.schedule import plan  # lazy: start-up
-
-    curve, inputs, _ = schedule_cost(**inputs)
-    profile, source = read_load_profile(load)
-    return plan(
-        curve,
-        engine=engine,
-        min_gain=min_gain,
-        load=profile,
-        load_source=source,
-        graph_sizes=graph_sizes,
-        **inputs,
-    )
-
-
-# Fits.
-
-
-def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
-    """A Mixture-of-Experts model's routing (:class:`breakeven.model.surface.MoE`), or None.
-
-    Parameters
-    ----------
-    experts : int, optional
-        Routed experts per layer; given with ``top_k`` or not at all.
-    top_k : int, optional
-        Routed experts per token, at most ``experts``.
-    shared : int
-        Shared experts, always active.
-    """
-    if (experts is None) != (top_k is None):
-        raise BreakevenError(
-            "{0} and {1} go together: the model's expert routing", "experts", "top_k"
-        )
-    if experts is None:
-        return None
-    if top_k > experts:
-        raise BreakevenError(
-            "{0}: got " + str(top_k) + ", expected at most {1} (" + str(experts) + ")",
-            "top_k",
-            "experts",
-        )
-    from breakeven.model.surface import MoE  # lazy: start-up
-
-    return MoE(experts, top_k, shared)
-
-
-def fit_from_file(
-    runs: str,
-    *,
-    draft_cost: str = "per-token",
-    predict_k: Sequence[int] = (),
-    experts: int | None = None,
-    top_k: int | None = None,
-    shared: int = 0,
-    out: str | None = None,
-    force: bool = False,
-    cycle_form: str = "auto",
-    mix: Any = None,
-) -> Any:
-    """:func:`breakeven.fitting.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
-
-    Parameters
-    ----------
-    runs : str
-        A measurements CSV.
-    draft_cost : str
-        One of :data:`breakeven.fitting.fit.DRAFT_COSTS`.
-    predict_k : sequence of int
-        Also predict these k.
-    cycle_form : str
-        'auto' or one of :data:`breakeven.fitting.fit.CYCLE_FORMS`.
-    experts, top_k, shared
-        A Mixture-of-Experts model's routing (see :func:`moe_routing`).
-    mix : str or mapping, optional
-        A traffic mix (``code=0.6,chat=0.3``): its speedup at each k, and its best k.
-    out : str, optional
-        Also write the fit here (refused before any work if it exists, unless ``force``,
-        or is ``runs``, even with ``force``).
-    force : bool
-        Replace ``out``.
-
-    Returns
-    -------
-    FitResult
-    """
-    from breakeven.fitting.fit import fit_file  # lazy: start-up
-    from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
-    from breakeven.iotools.outputs import write_json  # lazy: start-up
-    from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
-
-    moe = moe_routing(experts, top_k, shared)
-    if out is not None:
-        refuse_input_as_output(out, "out", [("RUNS.csv", runs)])
-        refuse_overwrite(out, force)
-    result = fit_file(
-        runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form, mix=mix
-    )
-    if out is not None:
-        write_json(out, result.to_dict(), force=force)
-    return result
+    return SweepInputs.of(locals()).priced()
 
 
 __all__: Sequence[str] = (
     "ACCEPTANCE_INPUTS",
     "FIT_COST_INPUTS",
+    "OPTIMIZE_INPUTS",
+    "PREDICT_INPUTS",
+    "SweepInputs",
     "batch_cost",
     "batch_from_files",
-    "fit_from_file",
-    "moe_routing",
     "optimize_from_files",
-    "plan_from_files",
     "predict_from_files",
     "read_curve",
-    "read_load_profile",
     "schedule_cost",
-    "schedule_from_files",
     "with_fit_file",
 )

@@ -253,7 +253,10 @@ def compare_from_files(
     fit_file: str | None = None,
     mix: str | dict[str, float] | None = None,
     year: int | None = None,
-    **costs: Any,
+    verify_ms: float | None = None,
+    draft_ms: float | None = None,
+    cycle_ms: float | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> CompareResult:
     """:func:`breakeven.measurements.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
 
@@ -279,23 +282,74 @@ def compare_from_files(
         settings in ``env`` and its k in ``num_spec_tokens``.
     year : int, optional
         The year of dates the runs' logs print without one (1970 to 2100).
-    **costs
-        ``verify_ms``, ``draft_ms``, ``cycle_ms`` [ms] and ``tolerance`` [fraction].
+    verify_ms, draft_ms, cycle_ms : float, optional
+        The speculative cycle's costs [ms], for a predicted speedup: ``verify_ms`` (and
+        ``draft_ms``), or ``cycle_ms``.
+    tolerance : float
+        Relative tolerance, as :func:`breakeven.measurements.check.check`'s [fraction].
     """
     check_year(year)
+    files = _run_files(baseline, specs)
+    base, files = _baseline_run(files, baseline_tok_s, baseline_at, baseline_env)
+    _refuse_dates_without_rates(baseline_at, baseline_tok_s, spec_at, spec_tok_s)
+    typed = _typed_spec(files, spec_tok_s, spec_at, accept_len, env)
+    runs = spec_runs(
+        files,
+        num_spec_tokens=num_spec_tokens,
+        spec_topk=spec_topk,
+        verify_tokens=verify_tokens,
+        spec_method=spec_method,
+        env=env if files else (),
+    )
+    if typed is not None:
+        runs.append(_spec_at_k(typed, num_spec_tokens, spec_method, baseline_tok_s, spec_tok_s))
+    base = replace(base, year=year)
+    runs = [replace(run, year=year) for run in runs]
+    compared = compare(
+        base, runs, verify_ms=verify_ms, draft_ms=draft_ms, cycle_ms=cycle_ms, tolerance=tolerance
+    )
+    result = with_fit(with_schedule(compared, schedule_file), fit_file)
+    return with_mix(result, mix)
+
+
+def _run_files(baseline: str | None, specs: Sequence[str]) -> list[str]:
+    """compare's BASELINE and SPEC texts, in order; a sweep's directory given alone, its runs
+    (:func:`breakeven.iotools.runs.sweep_runs`)."""
     files = [baseline, *specs] if baseline is not None else list(specs)
     if len(files) == 1 and os.path.isdir(files[0]):  # a sweep's directory
         files = sweep_runs(files[0])
+    return files
+
+
+def _baseline_run(
+    files: list[str],
+    baseline_tok_s: float | None,
+    baseline_at: str | None,
+    baseline_env: str | None,
+) -> tuple[RunInput, list[str]]:
+    """The baseline, typed in or the first of ``files`` (with ``baseline_env``), and the files
+    left for the speculative runs."""
     if baseline_tok_s is not None:
         base = typed_run("baseline", baseline_tok_s, baseline_at, baseline_env, prefix="baseline")
     elif files:
-        base = parse_run(files.pop(0))
+        base = parse_run(files[0])
+        files = files[1:]
         if baseline_env is not None:
             base = replace(base, env=baseline_env)
     else:
         raise BreakevenError(
             "BASELINE: give a baseline file, or type one in with {0}", "baseline_tok_s"
         )
+    return base, files
+
+
+def _refuse_dates_without_rates(
+    baseline_at: str | None,
+    baseline_tok_s: float | None,
+    spec_at: str | None,
+    spec_tok_s: float | None,
+) -> None:
+    """``baseline_at`` and ``spec_at`` refused without the typed-in rate each dates."""
     for name, value in (("baseline_at", baseline_at), ("spec_at", spec_at)):
         if (
             value is not None
@@ -306,35 +360,46 @@ def compare_from_files(
                 name,
                 name.replace("_at", "_tok_s"),
             )
-    typed = []
+
+
+def _typed_spec(
+    files: Sequence[str],
+    spec_tok_s: float | None,
+    spec_at: str | None,
+    accept_len: float | None,
+    env: Sequence[str],
+) -> RunInput | None:
+    """The speculative run typed in (``env`` its settings where it is the only run), or None;
+    refused where ``accept_len`` is given without its rate, or where there is no speculative
+    run at all (neither ``files`` nor one typed in)."""
+    typed = None
     if spec_tok_s is not None:
         env_typed = env[0] if len(env) == 1 and not files else None
-        typed.append(typed_run("spec", spec_tok_s, spec_at, env_typed, accept_len, prefix="spec"))
+        typed = typed_run("spec", spec_tok_s, spec_at, env_typed, accept_len, prefix="spec")
     elif accept_len is not None:
         raise BreakevenError(
             "{0}: goes with {1} (a typed-in speculative run)", "accept_len", "spec_tok_s"
         )
-    if not files and not typed:
+    if not files and typed is None:
         raise BreakevenError(
             "SPEC: give a speculative run's file, or type one in with {0}", "spec_tok_s"
         )
-    runs = spec_runs(
-        files,
-        num_spec_tokens=num_spec_tokens,
-        spec_topk=spec_topk,
-        verify_tokens=verify_tokens,
-        spec_method=spec_method,
-        env=env if files else (),
-    )
-    if typed:
-        k = num_spec_tokens[-1] if num_spec_tokens else None
-        if baseline_tok_s is not None:
-            _refuse_impossible_typed(baseline_tok_s, spec_tok_s, k)
-        runs.append(replace(typed[0], num_spec_tokens=k, spec_method=(spec_method or [None])[-1]))
-    base = replace(base, year=year)
-    runs = [replace(run, year=year) for run in runs]
-    result = with_fit(with_schedule(compare(base, runs, **costs), schedule_file), fit_file)
-    return with_mix(result, mix)
+    return typed
+
+
+def _spec_at_k(
+    typed: RunInput,
+    num_spec_tokens: Sequence[int],
+    spec_method: Sequence[str],
+    baseline_tok_s: float | None,
+    spec_tok_s: float | None,
+) -> RunInput:
+    """The typed-in speculative run at the last k and method given, refused where it and a
+    typed-in baseline are rates no cycle at that k gives (:func:`_refuse_impossible_typed`)."""
+    k = num_spec_tokens[-1] if num_spec_tokens else None
+    if baseline_tok_s is not None:
+        _refuse_impossible_typed(baseline_tok_s, spec_tok_s, k)
+    return replace(typed, num_spec_tokens=k, spec_method=(spec_method or [None])[-1])
 
 
 def _refuse_impossible_typed(baseline_tok_s: float, spec_tok_s: Any, k: int | None) -> None:
@@ -392,38 +457,82 @@ def api_key_from_env(variable: str) -> tuple[str, str | None]:
 
 def bench_config(
     *,
+    url: str,
+    label: str,
     concurrency: Sequence[int],
+    model: str | None = None,
+    max_tokens: int = 512,
+    requests: int | None = None,
     prompts: str | None = None,
+    categories: Sequence[str] | None = None,
+    chat: bool = False,
     api_key_env: str | None = None,
-    **options: Any,
+    num_spec_tokens: int | None = None,
+    spec_topk: int | None = None,
+    verify_tokens: int | None = None,
+    spec_method: str | None = None,
+    hardware: str | None = None,
+    env: str | None = None,
+    server_env_from: str | None = None,
+    ready_timeout_s: float = 120.0,
+    connect_timeout_s: float = 5.0,
+    idle_timeout_s: float = 60.0,
+    request_timeout_s: float = 600.0,
+    ignore_eos: bool = True,
 ) -> tuple[Config, str | None]:
-    """``breakeven bench``'s :class:`breakeven.bench.config.Config`, checked.
+    """``breakeven bench``'s :class:`breakeven.bench.config.Config`, checked, and a note of what
+    was done to the API key, to tell the user (never the key).
 
     Parameters
     ----------
+    url, label, model : str
+        The server (``http://host:8000[/v1]``), the run's name, the model (default: its first).
     concurrency : sequence of int
         The levels to measure [requests in flight].
-    prompts : str, optional
-        A prompts file (:func:`breakeven.bench.prompts.read_prompts`); default: the built-in
-        prompts.
+    max_tokens, requests : int
+        Tokens per request [tokens]; requests per level (default 4 x concurrency, at least 8).
+    prompts, categories : str, sequence of str, optional
+        A prompts file (:func:`~breakeven.bench.prompts.read_prompts`; default: built-in
+        ones), and each prompt's workload category (default: the file's).
+    chat, ignore_eos : bool
+        Ask ``/v1/chat/completions``; generate every request to ``max_tokens``.
     api_key_env : str, optional
         The environment variable holding the API key (see :func:`api_key_from_env`).
-    **options
-        The other fields of :class:`breakeven.bench.config.Config`.
-
-    Returns
-    -------
-    config : Config
-    note : str or None
-        What was done to the key, to tell the user (never the key).
+    num_spec_tokens, spec_topk, verify_tokens : int, optional
+        k [draft tokens/cycle], a tree's branches per step, its tokens verified per sequence.
+    spec_method, hardware, env, server_env_from : str, optional
+        Stamped on every row; ``server_env_from`` is refused now if unreadable.
+    ready_timeout_s, connect_timeout_s, idle_timeout_s, request_timeout_s : float
+        The longest wait for readiness, a connection, a byte, a whole request [s].
     """
-    api_key = note = None
-    if api_key_env is not None:
-        api_key, note = api_key_from_env(api_key_env)
+    api_key, note = api_key_from_env(api_key_env) if api_key_env is not None else (None, None)
     texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
-    if options.get("server_env_from"):
-        read_server_env(options["server_env_from"])  # refused now, before any request
-    config = Config(concurrency=tuple(concurrency), prompts=texts, api_key=api_key, **options)
+    if server_env_from:
+        read_server_env(server_env_from)  # refused now, before any request
+    config = Config(
+        url=url,
+        label=label,
+        model=model,
+        concurrency=tuple(concurrency),
+        max_tokens=max_tokens,
+        requests=requests,
+        prompts=texts,
+        categories=categories,
+        chat=chat,
+        api_key=api_key,
+        num_spec_tokens=num_spec_tokens,
+        spec_topk=spec_topk,
+        verify_tokens=verify_tokens,
+        spec_method=spec_method,
+        hardware=hardware,
+        env=env,
+        server_env_from=server_env_from,
+        ready_timeout_s=ready_timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+        request_timeout_s=request_timeout_s,
+        ignore_eos=ignore_eos,
+    )
     config.check()
     return config, note
 
@@ -487,15 +596,10 @@ def fleet_from_prometheus(
     refuse_input_as_output(out, "out", [("fit_file", fit_file)])
     step_s = parse_duration(step, "step")
     first, last = time_range(start, end, since, step_s)
-    rate_window = window or f"{max(60, int(2 * step_s))}s"
-    parse_duration(rate_window, "window")
+    rate_window = _rate_window(window, step_s)
     matcher = check_match(match)
     token = secret_from_env(token_env, "token_env") if token_env is not None else None
-    surface = None
-    if fit_file is not None:
-        surface = load_surface(fit_file, fit_surface)
-    elif fit_surface is not None:
-        raise BreakevenError("{0} needs {1}", "fit_surface", "fit_file")
+    surface = _fleet_surface(fit_file, fit_surface)
     if out is not None:
         refuse_overwrite(out, force)
     return read_fleet(
@@ -511,6 +615,24 @@ def fleet_from_prometheus(
         tolerance=tolerance,
         max_share_above=max_share_above,
     )
+
+
+def _rate_window(window: str | None, step_s: float) -> str:
+    """``rate()``'s window: ``window``, checked, or by default twice the step [s], at least
+    60 s."""
+    rate_window = window or f"{max(60, int(2 * step_s))}s"
+    parse_duration(rate_window, "window")
+    return rate_window
+
+
+def _fleet_surface(fit_file: str | None, fit_surface: int | None) -> Any:
+    """The forward surface of ``fit_file`` (:func:`breakeven.fitting.saved.load_surface`) the
+    fleet is priced on, or None without a fit file; ``fit_surface`` needs ``fit_file``."""
+    if fit_file is not None:
+        return load_surface(fit_file, fit_surface)
+    if fit_surface is not None:
+        raise BreakevenError("{0} needs {1}", "fit_surface", "fit_file")
+    return None
 
 
 __all__: Sequence[str] = (

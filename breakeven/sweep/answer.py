@@ -260,7 +260,8 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     """Read a sweep's directory (``DIR/manifest.json``, ``DIR/runs.csv``) back as its answer;
     with ``write``, ``DIR/fit.json``, ``DIR/schedule.json`` and ``DIR/report.html`` are
     written (replaced: they are the sweep's own)."""
-    from breakeven.jobs.inputs import fit_from_file, schedule_from_files  # lazy: start-up
+    from breakeven.jobs.fits import fit_from_file  # lazy: start-up
+    from breakeven.jobs.schedules import schedule_from_files  # lazy: start-up
     from breakeven.measurements.check import check_file  # lazy: pandas
 
     plan = read_manifest(directory)["plan"]
