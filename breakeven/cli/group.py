@@ -77,7 +77,7 @@ def split_examples(text: str) -> tuple[str, list[str]]:
 class Command(click.Command):
     """A command whose BreakevenErrors come out as one line naming the flags.  A command that
     prints text (``display=True``, the default) takes ``--wide`` and ``--color/--no-color``,
-    and renders its text fitted to the terminal (:func:`breakeven.render.text.display`)."""
+    and renders its text fitted to the terminal (:func:`breakeven.core.display.display`)."""
 
     def __init__(self, *args: Any, display: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

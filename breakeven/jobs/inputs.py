@@ -281,7 +281,7 @@ def optimize_from_files(
     max_verify_tokens: int = 64,
 ) -> Any:
     """The best k (:func:`breakeven.prediction.optimize.optimize`) or, with ``tree``, the best tree draft
-    (:func:`breakeven.prediction.optimize.optimize_tree`), with costs from a curve or a fit file.
+    (:func:`breakeven.prediction.tree.optimize_tree`), with costs from a curve or a fit file.
 
     Parameters
     ----------
@@ -493,7 +493,7 @@ class SweepInputs:
 
     def sweep_args(self) -> dict[str, Any]:
         """The sweep's inputs beside its cost model (acceptance, drafting and bounds), as
-        keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`."""
+        keyword arguments of :func:`breakeven.planning.batch.batch_sweep`."""
         names = (f.name for f in dataclasses.fields(self) if f.name not in _COST_MODEL)
         return {name: getattr(self, name) for name in names}
 
@@ -603,7 +603,7 @@ def batch_cost(
         A :class:`breakeven.model.costs.TableCost`, a fitted cost or a
         :class:`breakeven.model.surface.SurfaceCost`.
     inputs : dict
-        The other keyword arguments of :func:`breakeven.prediction.optimize.batch_sweep`
+        The other keyword arguments of :func:`breakeven.planning.batch.batch_sweep`
         (:meth:`SweepInputs.sweep_args`), with the surface's ``draft`` cost where it applies.
     """
     return SweepInputs.of(locals()).cost_model()
@@ -629,7 +629,7 @@ def batch_from_files(
     verify_tokens: int | None = None,
     max_batch: int | None = None,
 ) -> Any:
-    """:func:`breakeven.prediction.optimize.batch_sweep` over the cost model of :func:`schedule_cost`,
+    """:func:`breakeven.planning.batch.batch_sweep` over the cost model of :func:`schedule_cost`,
     with the fit file's alpha where no acceptance is given.
 
     Parameters
