@@ -8,9 +8,16 @@ from click.testing import CliRunner
 from breakeven.cli import cli
 
 
+def run_cli(args, **options):
+    """``breakeven ARGS`` in a CliRunner, every argument as text: the one way the tests run the
+    command line in-process.  ``options`` are CliRunner.invoke's (``input``, ``env``,
+    ``catch_exceptions``)."""
+    return CliRunner().invoke(cli, [str(a) for a in args], **options)
+
+
 def invoke(*args):
     """``breakeven ARGS`` in a CliRunner, every argument as text."""
-    return CliRunner().invoke(cli, [str(a) for a in args])
+    return run_cli(args)
 
 
 def one_line_exit_2(r, *wanted):

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.fitting.saved import against_fit
 from breakeven.jobs.measure import check_from_file
 from breakeven.measurements.intervals import agrees
@@ -25,7 +24,7 @@ CLUB3090 = PUBLISHED / "vllm_club3090_issue1052_qwen38_27b_int4_mtp_ksweep.csv"
 
 def _fit(tmp_path: Path, rows: Path, *extra: str) -> Path:
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(rows), "--out", str(out), *extra])
+    r = run_cli(["fit", str(rows), "--out", str(out), *extra])
     assert r.exit_code == 0, r.output
     return out
 
@@ -43,7 +42,7 @@ def test_check_tests_a_fit_on_a_k_it_did_not_see(tmp_path):
     run's prediction is the run's accept_len x the baseline's step over the cycle the fit
     extrapolates to k = 6, with an interval wider than at the k it measured."""
     fit = _fit(tmp_path, _without_k(tmp_path, 6))
-    r = CliRunner().invoke(cli, ["check", str(CLUB3090), "--fit-file", str(fit), "--json"])
+    r = run_cli(["check", str(CLUB3090), "--fit-file", str(fit), "--json"])
     assert r.exit_code == 0, r.output
     rows = {x["k"]: x for x in json.loads(r.stdout)["fit_check"]}
     assert set(rows) == {2, 4, 6}
@@ -60,7 +59,7 @@ def test_check_tests_a_fit_on_a_k_it_did_not_see(tmp_path):
     assert six["predicted_low"] == pytest.approx(by_hand * (1 - width[6]), rel=1e-9)
     inside = six["predicted_low"] <= six["measured_speedup"] <= six["predicted_high"]
     assert six["verdict"] == ("holds" if inside else "off")
-    text = CliRunner().invoke(cli, ["check", str(CLUB3090), "--fit-file", str(fit)]).output
+    text = run_cli(["check", str(CLUB3090), "--fit-file", str(fit)]).output
     assert "Against the fit" in text
     assert f"{by_hand:.3f} ({six['predicted_low']:.3f}-{six['predicted_high']:.3f})" in text
 
@@ -117,7 +116,7 @@ def test_compare_types_a_run_in_and_tests_it_against_a_fit(tmp_path):
     fit = _fit(tmp_path, CLUB3090)
     args = ["compare", "--baseline-tok-s", "69.5", "--spec-tok-s", "76.6", "--accept-len"]
     args += ["2.9", "-k", "4", "--fit-file", str(fit), "--json"]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.stdout)["fit_check"]
     coefficients = json.loads(fit.read_text())["groups"][0]["coefficients"]
@@ -163,7 +162,7 @@ def test_agrees(measured, ci, predicted, band, tolerance, expected):
 def test_a_schedule_with_a_bad_interval_is_one_line(tmp_path, row):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"by_batch": [row]}))
-    r = CliRunner().invoke(cli, ["check", str(CLUB3090), "--schedule", str(bad)])
+    r = run_cli(["check", str(CLUB3090), "--schedule", str(bad)])
     assert r.exit_code == 2 and "--schedule" in r.output and "speedup_low" in r.output
     assert len(r.output.strip().splitlines()) == 1
 
@@ -172,6 +171,6 @@ def test_a_schedule_with_a_bad_interval_is_one_line(tmp_path, row):
 def test_a_bad_fit_file_for_check_is_one_line(tmp_path, content):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    r = CliRunner().invoke(cli, ["check", str(CLUB3090), "--fit-file", str(bad)])
+    r = run_cli(["check", str(CLUB3090), "--fit-file", str(bad)])
     assert r.exit_code == 2 and "--fit-file" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1

@@ -9,9 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.iotools import atomic
 
 CASE = Path(__file__).resolve().parent / "data" / "case_study"
@@ -30,9 +29,7 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_writer(tmp_path)
     other_host.write_bytes(b"y")
     live = tmp_path / f"{atomic.TEMP_PREFIX}{atomic._host()}-{os.getpid()}-abc.tmp.csv"
     live.write_bytes(b"z")  # a writer that is still running
-    r = CliRunner().invoke(
-        cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "runs.csv")]
-    )
+    r = run_cli(["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "runs.csv")])
     assert r.exit_code == 0, r.output
     assert not stale.exists() and other_host.exists() and live.exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted(
@@ -61,9 +58,7 @@ def test_kill_9_during_a_write_leaves_nothing_the_next_run_keeps(tmp_path):
     process.wait(30)
     left = [p for p in tmp_path.iterdir() if p.name.startswith(atomic.TEMP_PREFIX)]
     assert left and not out.exists()  # killed mid-write: a temporary file, no half CSV
-    r = CliRunner().invoke(
-        cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "small.csv")]
-    )
+    r = run_cli(["ingest", str(CASE / "sglang_baseline.log"), "--out", str(tmp_path / "small.csv")])
     assert r.exit_code == 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(atomic.TEMP_PREFIX)]
 

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from fake_server import Behaviour, FakeServer, timed
 from local_process import free_port, serving
 
@@ -26,14 +26,13 @@ from breakeven.bench.levels import _Level, _summary
 from breakeven.bench.rows import BENCH_COLUMNS
 from breakeven.bench.session import run_bench
 from breakeven.bench.stream import RequestResult
-from breakeven.cli import cli
 from breakeven.measurements.check import check_file
 
 HERE = Path(__file__).resolve().parent
 
 
 def bench(*args):
-    return CliRunner().invoke(cli, ["bench", *map(str, args)])
+    return run_cli(["bench", *map(str, args)])
 
 
 def rows(path):
@@ -315,8 +314,7 @@ def test_the_servers_own_environment_is_read_from_its_process_and_secrets_never_
     out = tmp_path / "r.csv"
     with server_process(tmp_path, server_env, *flags) as url:
         monkeypatch.setenv("NCCL_ALGO", "Tree")  # the client's, set after the server started
-        result = CliRunner().invoke(
-            cli,
+        result = run_cli(
             [
                 "bench",
                 "--url",
@@ -428,8 +426,7 @@ def test_a_bad_server_env_from_is_one_line_naming_the_flag(tmp_path, content, ex
     path = tmp_path / "env.txt"
     if content is not None:
         path.write_text(content)
-    result = CliRunner().invoke(
-        cli,
+    result = run_cli(
         ["bench", "--url", "http://127.0.0.1:9", "--label", "x", "--server-env-from", str(path)],
     )
     assert result.exit_code == 2
@@ -457,7 +454,7 @@ def test_bench_rows_feed_check(tmp_path):
         run_bench(
             Config(url=server.url, label="spec", max_tokens=60, requests=4, hardware="h"), out
         )
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     import json
 
     (comparison,) = json.loads(r.output)["comparisons"]

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from fake_server import Behaviour, FakeServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +24,6 @@ from breakeven.bench.prompts import (
 )
 from breakeven.bench.rows import _LAUNCH_COLUMNS, BENCH_COLUMNS
 from breakeven.bench.session import Bench
-from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.jobs.measure import bench_config
 
@@ -45,7 +44,7 @@ def rows(path):
 
 
 def bench(*args):
-    return CliRunner().invoke(cli, ["bench", *map(str, args)])
+    return run_cli(["bench", *map(str, args)])
 
 
 # The reader, on each layout.
@@ -300,7 +299,7 @@ def test_each_row_carries_its_prompts_category_into_the_csv(tmp_path, sent):
     assert [c if isinstance(c, str) else "" for c in client["category"]] == [
         CATEGORIES[p] for p in sent
     ]
-    assert CliRunner().invoke(cli, ["check", str(out)]).exit_code == 0  # the column is welcome
+    assert run_cli(["check", str(out)]).exit_code == 0  # the column is welcome
 
 
 def test_the_python_api_rows_carry_the_category(tmp_path, sent):

@@ -10,12 +10,11 @@ import sys
 import time
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from fake_server import timed
 from hostile_server import MODELS_MODES, STREAM_MODES, HostileServer, Hostility
 
 from breakeven.bench.rows import BENCH_COLUMNS
-from breakeven.cli import cli
 
 KEY = "sk-hostile-0123456789abcdef"
 PASSWORD = "pw-hunter2-secret"
@@ -57,7 +56,7 @@ FAST = [
 
 
 def bench(*args, env=None):
-    return CliRunner().invoke(cli, ["bench", *map(str, args)], env=env)
+    return run_cli(["bench", *map(str, args)], env=env)
 
 
 def rows(path):

@@ -16,13 +16,12 @@ import zlib
 from dataclasses import replace
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from fake_server import Behaviour, FakeServer, gzip_bomb, timed
 
 from breakeven.bench.config import Config
 from breakeven.bench.rows import BENCH_COLUMNS
 from breakeven.bench.session import run_bench
-from breakeven.cli import cli
 from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.server import MAX_REPLY_BYTES, ReplyError, bounded_bytes
 
@@ -105,7 +104,7 @@ def test_sigkill_during_a_slow_metrics_scrape_keeps_every_completed_row(
     assert all(timed(row) and row["completion_tokens"] == "30" for row in got)
     assert out.read_text().endswith("\n")
     # check reads the cut run: its rows, against the baseline's.
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     (comparison,) = json.loads(r.output)["comparisons"]
     assert comparison["runs"] == N and comparison["baseline_runs"] == 4
@@ -121,7 +120,7 @@ def test_a_cut_level_without_k_is_a_speculative_run_never_a_baseline(tmp_path):
     assert all(SPECULATIVE_SERVER in row["source"] for row in got)
     baseline = [row for row in rows(out) if row["label"] == "baseline"]
     assert baseline and not any(SPECULATIVE_SERVER in row["source"] for row in baseline)
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     (comparison,) = json.loads(r.output)["comparisons"]
     assert comparison["label"] == "spec" and comparison["runs"] == N
@@ -235,8 +234,7 @@ def test_a_gzip_bomb_elsewhere_is_read_no_further_than_the_limit(tmp_path, route
     out = tmp_path / "runs.csv"
     behaviour = Behaviour(gzip_replies=True, gzip_bomb=BOMB, bomb_routes=(route,))
     with FakeServer(behaviour) as server:
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             ["bench", "--url", server.url, "--label", "t", "--requests", 2, "--out", str(out)],
         )
     said = " ".join(r.output.split())  # as wrapped at 100 columns
@@ -366,8 +364,7 @@ def test_a_full_disk_under_bench_out_is_one_line_and_no_half_row(tmp_path, monke
     fake.write, fake.open = write, open_
     monkeypatch.setattr(bench_rows, "os", fake)
     with FakeServer(Behaviour(seconds_per_token=0.001)) as server:
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "bench",
                 "--url",

@@ -20,11 +20,10 @@ import math
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from engine_fixtures import DATA
 from fake_server import Behaviour, FakeServer
 
-from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
 from breakeven.measurements.check import check
@@ -55,7 +54,7 @@ def _bench(tmp_path, out, label, k, **behaviour):
         args = ["bench", "--url", server.url, "--label", label, "-k", k]
         args += ["--max-tokens", MAX_TOKENS, "--requests", REQUESTS, "--concurrency", 2]
         args += ["--prompts", _prompts(tmp_path), "--out", out]
-        r = CliRunner().invoke(cli, [str(a) for a in args])
+        r = run_cli([str(a) for a in args])
     assert r.exit_code == 0, r.output
 
 
@@ -96,7 +95,7 @@ def _expected(path):
 
 
 def _check_json(path):
-    r = CliRunner().invoke(cli, ["check", str(path), "--json"])
+    r = run_cli(["check", str(path), "--json"])
     assert r.exit_code == 0, r.output
     return {x["category"]: x for x in json.loads(r.stdout)["categories"]}
 
@@ -154,7 +153,7 @@ def test_llamacpp_categories_through_check_and_compare(llamacpp_runs):
     expected = _expected(llamacpp_runs)
     cats = _check_json(llamacpp_runs)
     args = ["compare", f"base={llamacpp_runs}", f"spec={llamacpp_runs}", "--json"]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 0, r.output
     compared = {x["category"]: x for x in json.loads(r.stdout)["categories"]}
     for got in (cats, compared):
@@ -162,7 +161,7 @@ def test_llamacpp_categories_through_check_and_compare(llamacpp_runs):
             assert got[cat]["accept_len"] == pytest.approx(accept_len, rel=1e-12)
             assert got[cat]["acceptance_rate"] == pytest.approx(rate, rel=1e-12)
             assert got[cat]["acceptance_from"] == "requests"
-    text = CliRunner().invoke(cli, ["check", str(llamacpp_runs), "--wide"]).output
+    text = run_cli(["check", str(llamacpp_runs), "--wide"]).output
     table = text[text.index("By workload category") :]
     assert "(level)" not in table
     for cat, (accept_len, rate) in expected.items():
@@ -215,7 +214,7 @@ def test_a_server_that_counts_only_on_metrics_gives_every_category_the_levels(tm
         # One value of the level's, not a sample of the requests: no interval over them.
         assert row["accept_len_low"] is None and row["accept_len_high"] is None
         assert row["acceptance_rate"] is None
-    text = CliRunner().invoke(cli, ["check", str(out)]).output
+    text = run_cli(["check", str(out)]).output
     table = text[text.index("By workload category") :]
     assert table.count(f"{float(level['accept_len']):.3f} (level)") == 3
     said = " ".join(table.split())

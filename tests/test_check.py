@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
 from breakeven import BreakevenError
-from breakeven.cli import cli
 from breakeven.measurements.check import check, check_file, fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,10 +53,10 @@ class TestCaseStudy:
         assert "NCCL_PROTO=LL" in stale.message  # it says what differs
 
     def test_cli_text_and_json(self):
-        text = CliRunner().invoke(cli, ["check", str(CASE_STUDY)])
+        text = run_cli(["check", str(CASE_STUDY)])
         assert text.exit_code == 0
         assert "[baseline_drift]" in text.output and "eagle3-k3" in text.output
-        d = json.loads(CliRunner().invoke(cli, ["check", str(CASE_STUDY), "--json"]).output)
+        d = json.loads(run_cli(["check", str(CASE_STUDY), "--json"]).output)
         assert d["flags"][0]["code"] == "baseline_drift" and d["flags"][0]["lines"] == [9, 10]
         assert {c["label"] for c in d["comparisons"]} == {"eagle3-k3", "eagle3-k6"}
 
@@ -223,7 +222,7 @@ def test_bad_tolerance():
 def test_bad_csv_names_the_file_and_line(tmp_path, content, message):
     path = tmp_path / "m.csv"
     path.write_text(content)
-    r = CliRunner().invoke(cli, ["check", str(path)])
+    r = run_cli(["check", str(path)])
     assert r.exit_code == 2 and message in r.output and str(path) in r.output
     assert r.output.count("\n") == 1
 
@@ -339,7 +338,7 @@ def test_a_run_rate_is_the_tokens_over_the_time_across_check_and_compare(tmp_pat
     assert comparison.measured_speedup == pytest.approx(2.0)
     path = tmp_path / "runs.csv"
     data.to_csv(path, index=False)
-    r = CliRunner().invoke(cli, ["compare", f"base={path}", f"spec={path}", "--json"])
+    r = run_cli(["compare", f"base={path}", f"spec={path}", "--json"])
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.output)["runs"]
     assert row["tok_s"] == pytest.approx(80.0) and row["measured_speedup"] == pytest.approx(2.0)

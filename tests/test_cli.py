@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
 from breakeven.cli import cli
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["predict", *args])
+    return run_cli(["predict", *args])
 
 
 def test_issue_example_table():
@@ -130,7 +130,7 @@ def test_per_position_flag():
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, message):
-    result = CliRunner().invoke(cli, ["predict", *args])
+    result = run_cli(["predict", *args])
     assert result.exit_code == 2
     assert message in result.output
     assert result.output.startswith("Error: ")
@@ -151,7 +151,7 @@ def test_api_and_cli_say_the_same_thing():
 
 
 def test_help_defines_every_printed_quantity():
-    text = CliRunner().invoke(cli, ["predict", "--help"]).output
+    text = run_cli(["predict", "--help"]).output
     for key in ("breakeven_accept_len", "speedup", "spec_tok_s", "max_baseline_tok_s"):
         assert key in text
     assert "bonus token included" in text
@@ -228,7 +228,7 @@ def test_bare_commands_print_their_help_and_exit_0():
 def test_the_top_help_lists_every_command_once_by_job_with_examples():
     from breakeven.cli.group import SECTIONS
 
-    r = CliRunner().invoke(cli, ["--help"], terminal_width=100)
+    r = run_cli(["--help"], terminal_width=100)
     assert r.exit_code == 0
     listed = [name for _, names in SECTIONS for name in names]
     assert sorted(listed) == sorted(cli.commands), "a command is missing from SECTIONS"
@@ -281,7 +281,7 @@ ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0
 )
 def test_each_commands_first_line_is_its_answer(args, answer):
     """Issue 26: the answer first, in at most 100 characters; the details follow."""
-    r = CliRunner().invoke(cli, args, terminal_width=100)
+    r = run_cli(args, terminal_width=100)
     assert r.exit_code == 0, r.output
     first = r.stdout.splitlines()[0]
     assert first.startswith(answer) and len(first) <= 100, first
@@ -299,7 +299,7 @@ def test_every_commands_help_ends_with_its_examples():
                 yield [*prefix, name]
 
     for path in commands(cli, []):
-        r = CliRunner().invoke(cli, [*path, "--help"], terminal_width=100)
+        r = run_cli([*path, "--help"], terminal_width=100)
         assert r.exit_code == 0, r.output
         tail = r.output.rstrip("\n").split("\nExamples:\n")
         assert len(tail) == 2, f"breakeven {' '.join(path)} --help has no Examples section last"
@@ -318,13 +318,13 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch):
 
     monkeypatch.setattr("breakeven.jobs.inputs.predict", broken)
     args = ["predict", "--baseline", "62.9", "--cycle-ms", "29.9", "--accept-len", "2.1"]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 3, r.output
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("Error: internal error (KeyError: ") and "a bug in breakeven" in line
     assert "s3cret" not in line and "Traceback" not in r.output
     monkeypatch.setenv("BREAKEVEN_DEBUG", "1")
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert isinstance(r.exception, KeyError)
 
 
@@ -337,8 +337,7 @@ def test_an_internal_error_masks_the_key_its_command_was_given(monkeypatch):
         raise RuntimeError("x" * 190 + key)
 
     monkeypatch.setattr("breakeven.jobs.measure.bench_config", broken)
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         ["bench", "--url", "http://127.0.0.1:9", "--label", "b", "--api-key-env", "K"],
         env={"K": key},
     )

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.measurements.compare import compare, parse_run
 
 HERE = Path(__file__).resolve().parent
@@ -17,7 +16,7 @@ DATA = HERE.parent / "data"
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["compare", *map(str, args)])
+    return run_cli(["compare", *map(str, args)])
 
 
 def sglang_log(path, rates, accept_len=None, start_minute=0):

@@ -15,11 +15,10 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.model.surface import BatchSurface
 
 W, KV, COMP, A = 20.0, 0.1, 0.3, 0.25  # ms; per sequence; per token; per sequence per ktok
@@ -65,7 +64,7 @@ def _runs(tmp_path: Path, contexts: tuple[int, ...] = (4000, 16000)) -> Path:
 
 def _fit(tmp_path: Path, **kwargs) -> Path:
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(_runs(tmp_path, **kwargs)), "--out", str(out)])
+    r = run_cli(["fit", str(_runs(tmp_path, **kwargs)), "--out", str(out)])
     assert r.exit_code == 0, r.output
     return out
 
@@ -85,14 +84,14 @@ def test_batch_at_another_context_matches_the_model(tmp_path, batch):
     fits' own)."""
     fit = _fit(tmp_path)
     args = ["batch", "--fit-file", str(fit), "--context", "16000", *ACCEPTANCE]
-    r = CliRunner().invoke(cli, [*args, "--max-k", "4", "--max-batch", "32", "--json"])
+    r = run_cli([*args, "--max-k", "4", "--max-batch", "32", "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     point = next(p for p in data["speedup_by_batch"] if p["batch"] == batch)
     assert point["speedup"] == pytest.approx(speedup(batch, point["k"], 16000), rel=5e-3)
     assert point["k"] == max(TAU, key=lambda k: speedup(batch, k, 16000))
     assert any("16000" in n and "1000 tokens" in n for n in data["notes"])
-    text = CliRunner().invoke(cli, [*args, "--max-k", "4", "--max-batch", "32"]).output
+    text = run_cli([*args, "--max-k", "4", "--max-batch", "32"]).output
     assert "Costs moved from the runs' 1000 tokens of context to 16000" in text
 
 
@@ -105,7 +104,7 @@ def test_the_context_moves_the_schedule(tmp_path):
     def switch(context: int | None) -> int:
         args = ["schedule", "--fit-file", str(fit), *ACCEPTANCE, "--max-k", "4"]
         args += ["--engine", "vllm", "--max-batch", "32", "--min-gain", "0", "--json"]
-        r = CliRunner().invoke(cli, args + (["--context", str(context)] if context else []))
+        r = run_cli(args + (["--context", str(context)] if context else []))
         assert r.exit_code == 0, r.output
         data = json.loads(r.stdout)
         if context:
@@ -119,11 +118,11 @@ def test_the_context_moves_the_schedule(tmp_path):
 
 
 def test_context_needs_a_fit_file_and_a_context_fit(tmp_path):
-    r = CliRunner().invoke(cli, ["batch", "--cost-curve", "x.csv", "--context", "8000"])
+    r = run_cli(["batch", "--cost-curve", "x.csv", "--context", "8000"])
     assert r.exit_code == 2 and "--context needs --fit-file" in r.output
     fit = _fit(tmp_path, contexts=())  # a batch sweep at one context: no growth to move by
     args = ["batch", "--fit-file", str(fit), "--context", "8000", *ACCEPTANCE]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 2 and "--context" in r.output
     assert "about 1000 tokens of context only" in r.output
     assert len(r.output.strip().splitlines()) == 1

@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.fitting.fit import CYCLE_FORMS, fit, fit_file
 from breakeven.fitting.holdout import held_out, summary
@@ -198,7 +197,7 @@ def test_regret_and_the_k_the_runs_cannot_tell_apart():
 
 
 def test_the_cli_prints_each_forms_error_and_the_interval(tmp_path):
-    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--wide"])
+    r = run_cli(["fit", str(K_SWEEPS[0]), "--wide"])
     assert r.exit_code == 0, r.output
     assert "cycle form: a curve a + b k + c k^2, the least held-out error" in r.output
     assert (
@@ -206,26 +205,25 @@ def test_the_cli_prints_each_forms_error_and_the_interval(tmp_path):
         in (r.output)
     )
     assert "best k 4: 1.730x predicted (1.669-1.790)" in " ".join(r.output.split())
-    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--json", "--cycle-form", "linear"])
+    r = run_cli(["fit", str(K_SWEEPS[0]), "--json", "--cycle-form", "linear"])
     assert r.exit_code == 0, r.output
     groups = json.loads(r.stdout)["groups"]
     assert {g["cycle_form"] for g in groups} == {"linear"}
     row = groups[0]["by_k"][0]
     assert row["predicted_low"] < row["predicted_speedup"] < row["predicted_high"]
-    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--cycle-form", "cubic"])
+    r = run_cli(["fit", str(K_SWEEPS[0]), "--cycle-form", "cubic"])
     assert r.exit_code == 2 and "--cycle-form" in r.output and "Traceback" not in r.output
 
 
 def test_a_curved_fit_file_prices_predict_optimize_and_plot_check(tmp_path):
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--out", str(out)])
+    r = run_cli(["fit", str(K_SWEEPS[0]), "--out", str(out)])
     assert r.exit_code == 0, r.output
     groups = json.loads(out.read_text())["groups"]
     number = 1 + [g["spec_method"] for g in groups].index("eagle3")
     curved = groups[number - 1]
     assert curved["cycle_form"] == "curved" and curved["coefficients"]["curvature_ms"] < 0
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "predict",
             "--fit-file",
@@ -243,9 +241,7 @@ def test_a_curved_fit_file_prices_predict_optimize_and_plot_check(tmp_path):
     predicted = json.loads(r.stdout)
     speedup = predicted.get("speedup", predicted.get("result", {}).get("speedup"))
     assert speedup == pytest.approx(3.08 * 7.07 / 12.590, rel=2e-3)
-    r = CliRunner().invoke(
-        cli, ["optimize", "--fit-file", str(out), "--fit-group", str(number), "--json"]
-    )
+    r = run_cli(["optimize", "--fit-file", str(out), "--fit-group", str(number), "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["best_k"] >= 1
 
@@ -287,7 +283,7 @@ def test_a_cycle_growing_slower_with_batch_than_the_step_is_flagged_for_a_dense_
     (said,) = [n for n in fit_file(str(runs)).notes if n.startswith("implausible")]
     assert "eagle at k = 3: the cycle grows 1.20x from batch 1 to 8, the plain step 2.00x" in said
     assert "(lines 4 and 5)" in said
-    r = CliRunner().invoke(cli, ["fit", str(runs), "--experts", "64", "--top-k", "8", "--json"])
+    r = run_cli(["fit", str(runs), "--experts", "64", "--top-k", "8", "--json"])
     assert r.exit_code == 0, r.output
     assert not [n for n in json.loads(r.stdout)["notes"] if n.startswith("implausible")]
 
@@ -296,18 +292,16 @@ def test_optimize_and_predict_carry_the_fits_interval_and_regret(tmp_path):
     # Issue 27, items 2 and 7: with a fit file, optimize gives each k's regret and interval,
     # and names the k the fit cannot tell from the best; predict gives the speedup's interval.
     out = tmp_path / "fit.json"
-    assert CliRunner().invoke(cli, ["fit", str(K_SWEEPS[0]), "--out", str(out)]).exit_code == 0
+    assert run_cli(["fit", str(K_SWEEPS[0]), "--out", str(out)]).exit_code == 0
     groups = json.loads(out.read_text())["groups"]
     e1 = 1 + [g["spec_method"] for g in groups].index("eagle")
-    r = CliRunner().invoke(cli, ["optimize", "--fit-file", str(out), "--fit-group", str(e1)])
+    r = run_cli(["optimize", "--fit-file", str(out), "--fit-group", str(e1)])
     assert r.exit_code == 0, r.output
     said = " ".join(r.output.split())
     # (optimize takes accept_len from the fit's alpha: k = 3 is 1.582x here, 1.634x in fit.)
     assert "Its neighbours give up k = 2 3.1%, k = 4 1.1% (regret)." in said
     assert "error: 1.550-1.613x; the fit cannot tell k = 2, 4 from it." in said
-    r = CliRunner().invoke(
-        cli, ["optimize", "--fit-file", str(out), "--fit-group", str(e1), "--json"]
-    )
+    r = run_cli(["optimize", "--fit-file", str(out), "--fit-group", str(e1), "--json"])
     data = json.loads(r.stdout)
     best = {o["k"]: o for o in data["by_k"]}[data["best_k"]]
     assert best["regret"] == 0 and best["speedup_low"] < best["speedup"] < best["speedup_high"]
@@ -319,13 +313,12 @@ def test_optimize_and_predict_carry_the_fits_interval_and_regret(tmp_path):
     widths = {o["k"]: o["speedup_high"] / o["speedup"] - 1 for o in data["by_k"]}
     assert widths[3] == pytest.approx(widths[7]) and widths[12] > 1.9 * widths[7]
     # Without a fit file: regret, no interval.
-    plain = CliRunner().invoke(
-        cli, ["optimize", "--alpha", "0.7", "--verify-ms", "12", "--step-ms", "10", "--json"]
+    plain = run_cli(
+        ["optimize", "--alpha", "0.7", "--verify-ms", "12", "--step-ms", "10", "--json"]
     )
     rows = json.loads(plain.stdout)["by_k"]
     assert all("regret" in o and "speedup_low" not in o for o in rows)
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             *("predict", "--fit-file", str(out), "--fit-group", str(e1), "-k", "3"),
             *("--accept-len", "2.29", "--json"),
@@ -407,7 +400,7 @@ def test_bench_records_each_requests_context(tmp_path):
 
 def test_predict_and_optimize_price_another_context_from_the_context_fit(tmp_path):
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(CONTEXT_SWEEP), "--out", str(out)])
+    r = run_cli(["fit", str(CONTEXT_SWEEP), "--out", str(out)])
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())
     number = 1 + [g["context_tokens"] for g in data["groups"]].index(4091)
@@ -416,7 +409,7 @@ def test_predict_and_optimize_price_another_context_from_the_context_fit(tmp_pat
 
     def predict(*extra):
         args = ["predict", "--fit-file", str(out), "--fit-group", str(number), "-k", "3"]
-        r = CliRunner().invoke(cli, [*args, "--accept-len", "3.334", *extra, "--json"])
+        r = run_cli([*args, "--accept-len", "3.334", *extra, "--json"])
         assert r.exit_code == 0, r.output
         return json.loads(r.stdout)
 
@@ -430,15 +423,14 @@ def test_predict_and_optimize_price_another_context_from_the_context_fit(tmp_pat
     at = next(p for p in c["points"] if p["context_tokens"] == 32765 and p["k"] == 3)
     ratio = at["measured_speedup"] / at["accept_len"]
     assert there["speedup"] / 3.334 == pytest.approx(ratio, rel=0.03)
-    r = CliRunner().invoke(
-        cli, ["optimize", "--fit-file", str(out), "--fit-group", str(number), "--context", "32765"]
+    r = run_cli(
+        ["optimize", "--fit-file", str(out), "--fit-group", str(number), "--context", "32765"]
     )
     assert r.exit_code == 0, r.output
     # A fit without runs at two context lengths, or no fit file: one line, exit 2.
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({**data, "contexts": []}))
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             *("predict", "--fit-file", str(bare), "--fit-group", str(number), "-k", "3"),
             *("--accept-len", "3", "--context", "9000"),
@@ -446,8 +438,7 @@ def test_predict_and_optimize_price_another_context_from_the_context_fit(tmp_pat
     )
     assert r.exit_code == 2 and "about 4091 tokens of context only" in r.output
     assert r.output.count("\n") == 1
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "predict",
             "-k",

@@ -12,9 +12,7 @@ import shlex
 import subprocess
 
 import pytest
-from click.testing import CliRunner
-
-from breakeven.cli import cli
+from cli_checks import run_cli
 
 CASE = "tests/data/case_study"
 CURVE = "--cost-curve data/llama3_8b_decode_curve.csv"
@@ -55,7 +53,7 @@ COMMANDS = [
 
 
 def _run(command):
-    r = CliRunner().invoke(cli, shlex.split(command))
+    r = run_cli(shlex.split(command))
     assert r.exit_code == 0, r.output
     return r.stdout
 
@@ -156,9 +154,7 @@ def test_format_prints_the_main_table_every_column_as_markdown_or_csv(command, m
 
 
 def test_format_csv_of_a_command_without_a_table_is_refused_in_one_line():
-    r = CliRunner().invoke(
-        cli, ["predict", "--alpha", "0.8", "-k", "4", "--cost-ratio", "0.05", "--format", "csv"]
-    )
+    r = run_cli(["predict", "--alpha", "0.8", "-k", "4", "--cost-ratio", "0.05", "--format", "csv"])
     assert r.exit_code == 2
     assert r.output == (
         "Error: --format: got 'csv', but this command prints no table; expected text or json\n"

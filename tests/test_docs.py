@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
 import breakeven
-from breakeven.cli import cli
 from breakeven.core.quantities import QUANTITIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +72,7 @@ def test_console_examples_print_what_the_docs_show(command, shown, monkeypatch):
     command, _, jq = command.partition(" | jq ")
     args = shlex.split(command)
     assert args[0] == "breakeven"
-    result = CliRunner().invoke(cli, args[1:])
+    result = run_cli(args[1:])
     assert result.exit_code == (2 if shown and shown[0].startswith("Error:") else 0), result.output
     if jq:
         data = json.loads(result.output)

@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.fitting.fit import fit, fit_file
 from breakeven.iotools.csvfile import read_measurements
 
@@ -190,7 +189,7 @@ def test_an_older_llama_cpp_log_gives_accept_len_from_its_rate_and_a_fit(tmp_pat
     log = Path(__file__).parent / "data" / "engines"
     log = log / "llamacpp_server_pr23269_old_multiline_draft_acceptance_rate_mtp.txt"
     out = tmp_path / "old.csv"
-    r = CliRunner().invoke(cli, ["ingest", str(log), "-k", "2", "--out", str(out)])
+    r = run_cli(["ingest", str(log), "-k", "2", "--out", str(out)])
     assert r.exit_code == 0, r.output
     said = " ".join(r.output.split())
     assert "Note (1 record): accept_len = 1 + k x accepted / generated" in said
@@ -205,19 +204,19 @@ def test_an_older_llama_cpp_log_gives_accept_len_from_its_rate_and_a_fit(tmp_pat
     pd.read_csv(out).assign(accept_len=None, acceptance_rate=None, num_drafts=None).to_csv(
         unrated, index=False
     )
-    r = CliRunner().invoke(cli, ["fit", str(unrated), "--json"])
+    r = run_cli(["fit", str(unrated), "--json"])
     assert r.exit_code == 0, r.output
     (g,) = json.loads(r.stdout)["groups"]
     assert set(g["coefficients"].values()) == {None}
     assert any("coefficients are undetermined" in n for n in g["notes"])
     assert not any("(none)" in n for n in g["notes"])
-    text = CliRunner().invoke(cli, ["fit", str(unrated)]).output
+    text = run_cli(["fit", str(unrated)]).output
     assert "undetermined (ms per cycle)" in text and "0.0000" not in text
     assert "\nruns: step" in text  # a group of no model, hardware or method is "runs"
     # Such a fit predicts nothing: predict --fit-file says why, in one line, exit 2.
     fit_json = tmp_path / "unrated.json"
-    assert CliRunner().invoke(cli, ["fit", str(unrated), "--out", str(fit_json)]).exit_code == 0
-    r = CliRunner().invoke(cli, ["predict", "--fit-file", str(fit_json), "--accept-len", "2"])
+    assert run_cli(["fit", str(unrated), "--out", str(fit_json)]).exit_code == 0
+    r = run_cli(["predict", "--fit-file", str(fit_json), "--accept-len", "2"])
     assert r.exit_code == 2 and "has undetermined coefficients" in r.output, r.output
     assert "Traceback" not in r.output
 
@@ -294,7 +293,7 @@ def test_exact_runs_are_fitted_exactly_and_nothing_is_negative(vb, slope, ks):
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["fit", *map(str, args)])
+    return run_cli(["fit", *map(str, args)])
 
 
 def test_cli_text_json_and_out(tmp_path):
@@ -399,7 +398,7 @@ def test_any_tree_rows_give_a_fit_or_nothing_never_an_error(rows):
 def test_predict_and_optimize_take_a_fit_file(tmp_path):
     out = tmp_path / "fit.json"
     assert run(ISSUE_20780, "--out", out).exit_code == 0
-    invoke = lambda *a: CliRunner().invoke(cli, [*map(str, a)])  # noqa: E731
+    invoke = lambda *a: run_cli([*map(str, a)])  # noqa: E731
     # Several groups: the file says which there are, and --fit-group picks one.
     r = invoke("predict", "--fit-file", out, "-k", 3, "--accept-len", 2.29)
     assert r.exit_code == 2 and "1 = meta-llama/Llama-3.1-8B-Instruct eagle;" in r.output

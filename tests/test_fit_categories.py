@@ -13,9 +13,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.fitting.fit import fit
 from breakeven.model.acceptance import accept_len_from_alpha
 
@@ -108,15 +107,14 @@ def test_a_mix_is_the_token_weighted_harmonic_mean_of_acceptance():
 def test_the_cli_prints_and_writes_them(tmp_path):
     path = tmp_path / "runs.csv"
     _rows().to_csv(path, index=False)
-    runner = CliRunner()
-    got = runner.invoke(cli, ["fit", str(path), "--mix", "code=0.7,math=0.3", "--json"])
+    got = run_cli(["fit", str(path), "--mix", "code=0.7,math=0.3", "--json"])
     assert got.exit_code == 0, got.output
     data = json.loads(got.output)
     assert len(data["categories"]) == 2 * len(KS) and len(data["mix"]) == len(KS)
-    text = runner.invoke(cli, ["fit", str(path), "--mix", "code=0.7,math=0.3"]).output
+    text = run_cli(["fit", str(path), "--mix", "code=0.7,math=0.3"]).output
     assert "By workload category" in text
     assert "the mix (code 70%, math 30% of the tokens; * its best k):" in text
-    bad = runner.invoke(cli, ["fit", str(path), "--mix", "code=x"])
+    bad = run_cli(["fit", str(path), "--mix", "code=x"])
     assert bad.exit_code == 2 and "--mix" in bad.output and "Traceback" not in bad.output
 
 

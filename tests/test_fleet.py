@@ -19,10 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from prometheus_server import backfill, binaries, exporter, prometheus
-
-from breakeven.cli import cli
 
 pytestmark = pytest.mark.skipif(
     binaries() is None and not os.environ.get("CI"),
@@ -157,8 +155,7 @@ FIT = {
 
 
 def fleet(url, *args):
-    return CliRunner().invoke(
-        cli,
+    return run_cli(
         ["fleet", "--prometheus", url, "--start", str(START), "--end", str(END), *map(str, args)],
     )
 
@@ -202,7 +199,7 @@ def test_a_restart_is_rate_s_job_and_a_gap_is_a_gap(prom, tmp_path):
     assert {x["origin"] for x in rows} == {"server"}
     assert all(x["source"].startswith("prometheus ") for x in rows)
     # The rows are measurements: check reads them.
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
 
 
@@ -349,8 +346,7 @@ def test_a_live_scrape_of_a_real_metrics_text(tmp_path):
             if result and float(result[0]["value"][1]) >= 3:
                 break
             time.sleep(0.5)
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "fleet",
                 "--prometheus",
@@ -383,8 +379,7 @@ def test_the_rows_are_a_load_profile_for_schedule(prom, tmp_path):
     assert meta["shape"] == "records" and set(load) == {4, 8, 32}
     assert load[8] == pytest.approx(load[4], rel=0.02)  # a and c ran all the time, b had a gap
     curve = Path(__file__).resolve().parent.parent / "data" / "llama3_8b_decode_curve.csv"
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "schedule",
             "--cost-curve",

@@ -26,12 +26,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_server import free_port
 
-from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError, UnreadableInput
 from breakeven.fleet.reads import Limits, PrometheusAPI, matrix_result
 from breakeven.fleet.view import FLEET_ENGINES, MAX_VALUE, Chunk, _drop, queries
@@ -114,8 +113,7 @@ def matrix(*series) -> dict:
 
 
 def fleet(url: str, *args: object, env=None):
-    return CliRunner().invoke(
-        cli,
+    return run_cli(
         ["fleet", "--prometheus", url, "--start", str(START), "--end", str(END)]
         + [str(a) for a in args],
         env=env,
@@ -640,7 +638,7 @@ def test_a_long_range_of_one_second_steps_is_summarised_right():
 
     with FakePrometheus(vllm_server(values, step_s=1.0)) as server:
         args = ["--prometheus", server.url, "--start", START, "--end", end, "--step", "1s"]
-        r = CliRunner().invoke(cli, ["fleet", *map(str, args), "--json"])
+        r = run_cli(["fleet", *map(str, args), "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["chunks"] == 2 and data["rows"] == 15_001

@@ -39,7 +39,7 @@ from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hostile_server import (
     ECHO_MODELS_MODES,
     ECHO_ROUTES,
@@ -636,7 +636,7 @@ def invoke(
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        r = CliRunner().invoke(cli, args, env={"BREAKEVEN_FUZZ_KEY": KEY})
+        r = run_cli(args, env={"BREAKEVEN_FUZZ_KEY": KEY})
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -16,7 +16,7 @@ import signal
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hostile_server import (
     ECHO_ROUTES,
     FUZZ_STREAM_MODES,
@@ -28,8 +28,6 @@ from hostile_server import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from breakeven.cli import cli
 
 EXAMPLES = int(os.environ.get("BREAKEVEN_FUZZ_SERVERS", "25"))
 KEY = "sk-fuzz-0123456789abcdefghijklmnopqrstuvwx"
@@ -104,7 +102,7 @@ def _run(faults: dict[str, Any], args: dict[str, Any], out: str) -> tuple[Any, l
         previous = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, HANG_S)
         try:
-            r = CliRunner().invoke(cli, line, env=env)
+            r = run_cli(line, env=env)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

@@ -19,11 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_checks import invoke, one_line_exit_2
-from click.testing import CliRunner
+from cli_checks import invoke, one_line_exit_2, run_cli
 
 from breakeven import BreakevenError
-from breakeven.cli import cli
 from breakeven.core.errors import UnreadableInput
 from breakeven.iotools import read_cost_curve, read_measurements, sources
 from breakeven.iotools.paths import check_output_path
@@ -555,7 +553,7 @@ def test_a_400_digit_cell_is_one_line(tmp_path, command):
     )
     out = str(tmp_path / "out")
     args = [a.replace("{csv}", str(path)).replace("{out}", out) for a in command]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 2, r.output
     assert "line 3: tok_s is 99999" in r.output and "a double holds" in r.output
 
@@ -565,7 +563,7 @@ def test_an_endless_device_stops_at_a_bound(device):
     # Issue 29: ingest /dev/zero never ended (no line end, so its NULs were never looked at).
     if not os.path.exists(device):
         pytest.skip(f"{device} does not exist on this system")
-    r = CliRunner().invoke(cli, ["ingest", device])
+    r = run_cli(["ingest", device])
     assert r.exit_code == 2
     assert "binary data (a NUL byte)" in r.output and "stopped reading" in r.output
 
@@ -604,7 +602,7 @@ def test_report_reads_a_named_pipe_once(tmp_path):
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    r = CliRunner().invoke(cli, ["report", str(fifo), "--out", str(tmp_path / "page")])
+    r = run_cli(["report", str(fifo), "--out", str(tmp_path / "page")])
     writer.join(5)
     assert r.exit_code == 0, r.output
     assert writes == [1] and (tmp_path / "page" / "report.html").is_file()
@@ -629,6 +627,6 @@ def test_json_nested_past_the_recursion_limit_is_one_line(tmp_path, bomb, comman
     csv = tmp_path / "runs.csv"
     csv.write_text("label,model,hardware,concurrency,num_spec_tokens,tok_s\nb,m,h,1,0,50\n")
     args = [a.replace("{bomb}", str(path)).replace("{csv}", str(csv)) for a in command]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 2, r.output
     assert "nested 100,000 levels deep" in r.output and "internal error" not in r.output

@@ -6,9 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.iotools import sources
 from breakeven.iotools.ingest import ingest
@@ -88,8 +87,7 @@ class TestVllmV1:
     def test_the_summary_keeps_the_intervals_concurrencies_apart_issue19254(self):
         # Two intervals, 337 and 629 running requests: a line each (2.163 and 2.462), never
         # their pool, 1 + (150 + 725) / (129 + 496) = 2.400, nor their mean, 2.312.
-        out = CliRunner().invoke(
-            cli,
+        out = run_cli(
             ["ingest", str(DATA / "vllm_v1_specdecoding_issue19254_ngram_qwen3_32b.txt"), "--wide"],
         )
         assert out.exit_code == 0, out.output
@@ -259,7 +257,7 @@ class TestDetection:
 
 class TestBadInput:
     def run(self, path, *extra):
-        return CliRunner().invoke(cli, ["ingest", str(path), *extra])
+        return run_cli(["ingest", str(path), *extra])
 
     def test_empty_file(self, tmp_path):
         (tmp_path / "empty.log").write_text("")
@@ -345,19 +343,18 @@ class TestOut:
             "--out",
             str(out),
         ]
-        assert CliRunner().invoke(cli, args).exit_code == 0
+        assert run_cli(args).exit_code == 0
         header = out.read_text().splitlines()[0].split(",")
         assert header[:3] == ["run_id", "label", "timestamp"] and "source" in header
         before = out.read_text()
-        again = CliRunner().invoke(cli, args)
+        again = run_cli(args)
         assert again.exit_code == 2 and "exists; give --force" in again.output
         assert out.read_text() == before
-        assert CliRunner().invoke(cli, [*args, "--force"]).exit_code == 0
+        assert run_cli([*args, "--force"]).exit_code == 0
 
     def test_missing_values_are_empty_never_zero(self, tmp_path):
         out = tmp_path / "runs.csv"
-        CliRunner().invoke(
-            cli,
+        run_cli(
             [
                 "ingest",
                 str(DATA / "vllm_v1_specdecoding_pr24127_throughput_format.txt"),
@@ -550,7 +547,7 @@ class TestLaunchLines:
         spec = self._decode("sglang_decode_batch_issue11948_eagle3_accept_len_rate.txt")
         path = self._log(tmp_path, launch, spec)
         out = tmp_path / "runs.csv"
-        result = CliRunner().invoke(cli, ["ingest", str(path), "--out", str(out)])
+        result = run_cli(["ingest", str(path), "--out", str(out)])
         assert result.exit_code == 0, result.output
         text = out.read_text()
         assert "sk-x" not in text and "adm-secret" not in text
@@ -618,9 +615,7 @@ class TestVllmCpu:
         assert f"{pooled:.3f}" == f"{1 + accepted / drafts:.3f}"  # 3.349
         # The summary pools each concurrency's windows apart (1 + 596 / 247 = 3.413 at one
         # running request), never across concurrencies.
-        result = CliRunner().invoke(
-            cli, ["ingest", str(DATA / "vllm_cpu_v0320_server_draft_model_k3.txt")]
-        )
+        result = run_cli(["ingest", str(DATA / "vllm_cpu_v0320_server_draft_model_k3.txt")])
         assert " 3.413 " in result.output and f"{pooled:.3f}" not in result.output
         mean_of_ratios = sum(w["accept_len"] for w in spec) / len(spec)
         assert abs(mean_of_ratios - (1 + accepted / drafts)) > 0.005

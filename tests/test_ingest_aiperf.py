@@ -5,6 +5,7 @@ wrote them (no '#' header)."""
 import json
 
 import pytest
+from cli_checks import run_cli
 from engine_fixtures import DATA, both, header_lines
 
 from breakeven.iotools import aiperf, bench_results, sources
@@ -255,12 +256,9 @@ class TestHostile:
 def test_the_summary_keeps_each_category_apart():
     # ingest's summary is per file, run, concurrency and category: the report's 11 categories
     # are 11 lines, each its own accept_len (roleplay 3.34 beside math 5.24), never one mean.
-    from click.testing import CliRunner
-
-    from breakeven.cli import cli
 
     path = DATA / "aiperf_docs_speedbench_llama31_8b_draft_k5_report_console.txt"
-    r = CliRunner().invoke(cli, ["ingest", str(path), "--wide"])
+    r = run_cli(["ingest", str(path), "--wide"])
     assert r.exit_code == 0, r.output
     assert "by file, run, concurrency and category:" in r.output
     lines = [line for line in r.output.splitlines() if "report_console.txt" in line]

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest, iter_frames
 from breakeven.measurements.check import check, check_file
@@ -89,7 +88,7 @@ def test_utf16_streams_in_blocks(tmp_path):
 
 def test_utf16_on_standard_input(tmp_path):
     path = re_encoded(tmp_path, VLLM_LOG, "utf-16-be")
-    out = CliRunner().invoke(cli, ["ingest", "-", "--json"], input=path.read_bytes())
+    out = run_cli(["ingest", "-", "--json"], input=path.read_bytes())
     assert out.exit_code == 0, out.output
     assert uncited(json.loads(out.output), "-") == comparable(VLLM_LOG)
 
@@ -99,7 +98,7 @@ def test_utf16_without_a_mark_is_refused_in_one_line(tmp_path):
     # the line and what to do, and exit code 2.
     path = tmp_path / "server.log"
     path.write_bytes(VLLM_LOG.read_text(encoding="utf-8").encode("utf-16-le"))
-    out = CliRunner().invoke(cli, ["ingest", str(path)])
+    out = run_cli(["ingest", str(path)])
     assert out.exit_code == 2
     (problem,) = [line for line in out.output.splitlines() if line.startswith("Problem:")]
     assert problem.startswith(f"Problem: {path}, line 1: binary data (a NUL byte)")
@@ -108,7 +107,7 @@ def test_utf16_without_a_mark_is_refused_in_one_line(tmp_path):
 
 
 def summary_lines(*paths):
-    out = CliRunner().invoke(cli, ["ingest", *map(str, paths), "--wide"])
+    out = run_cli(["ingest", *map(str, paths), "--wide"])
     assert out.exit_code == 0, out.output
     return out.output.splitlines()
 
@@ -155,7 +154,7 @@ def test_the_summary_pools_accept_len_within_one_concurrency_only():
 
 def ingested(tmp_path, *paths, extra=()):
     out = tmp_path / "runs.csv"
-    r = CliRunner().invoke(cli, ["ingest", *map(str, paths), *extra, "--out", str(out)])
+    r = run_cli(["ingest", *map(str, paths), *extra, "--out", str(out)])
     assert r.exit_code == 0, r.output
     return out
 
@@ -172,7 +171,7 @@ def test_check_flags_a_baseline_paired_from_another_unnamed_file(tmp_path):
     assert str(SGLANG_EAGLE3) in flag.message and str(SGLANG_PLAIN) in flag.message
     assert "--model" in flag.message and "--hardware" in flag.message
     assert set(c.baseline_lines) <= set(flag.lines) and set(c.lines) <= set(flag.lines)
-    out = CliRunner().invoke(cli, ["check", str(runs)])
+    out = run_cli(["check", str(runs)])
     assert "[unnamed_pairing]" in out.output
 
 

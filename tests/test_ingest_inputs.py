@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.iotools import lines, sources
 from breakeven.iotools.ingest import Input, ingest
 from breakeven.iotools.records import RECORD_KEYS
@@ -251,8 +250,7 @@ class TestBaselines:
 class TestSeveralFiles:
     def test_the_case_study_end_to_end(self, tmp_path):
         out = tmp_path / "runs.csv"
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "ingest",
                 f"baseline={CASE / 'sglang_baseline.log'}",
@@ -273,16 +271,13 @@ class TestSeveralFiles:
 
     def test_flags_once_or_once_per_file(self, tmp_path):
         files = [str(CASE / "sglang_baseline.log"), str(CASE / "sglang_eagle3_k3.log")]
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             ["ingest", *files, "--label", "a", "--label", "b", "-k", "3", "--env", "X=1", "--json"],
         )
         records = json.loads(r.stdout)
         assert [rec["label"] for rec in records] == ["a"] * 3 + ["b"] * 4
         assert {rec["env"] for rec in records} == {"X=1"}
-        bad = CliRunner().invoke(
-            cli, ["ingest", *files, "--label", "a", "--label", "b", "--label", "c"]
-        )
+        bad = run_cli(["ingest", *files, "--label", "a", "--label", "b", "--label", "c"])
         assert bad.exit_code == 2 and "--label: given 3 times for 2 files" in bad.output
         assert "Traceback" not in bad.output
 
@@ -301,8 +296,7 @@ class TestSeveralFiles:
         assert formats == ["vllm_bench_serve_table", "vllm_bench_serve_table", "vllm_v1"]
 
     def test_summary_says_what_tok_s_is_for_each_file(self):
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "ingest",
                 str(CASE / "sglang_baseline.log"),
@@ -317,15 +311,13 @@ class TestAppend:
     def test_append_adds_rows_under_one_header(self, tmp_path):
         out = tmp_path / "runs.csv"
         for name in ("sglang_baseline.log", "sglang_eagle3_k3.log"):
-            r = CliRunner().invoke(cli, ["ingest", str(CASE / name), "--out", str(out), "--append"])
+            r = run_cli(["ingest", str(CASE / name), "--out", str(out), "--append"])
             assert r.exit_code == 0, r.output
         rows = list(csv.reader(out.open()))
         assert rows[0] == list(RECORD_KEYS) and len(rows) == 1 + 3 + 4
         other = tmp_path / "other.csv"
         other.write_text("a,b\n1,2\n")
-        r = CliRunner().invoke(
-            cli, ["ingest", str(CASE / "sglang_baseline.log"), "--out", str(other), "--append"]
-        )
+        r = run_cli(["ingest", str(CASE / "sglang_baseline.log"), "--out", str(other), "--append"])
         assert r.exit_code == 2 and "does not start with the header" in r.output
         assert other.read_text() == "a,b\n1,2\n"
 
@@ -558,7 +550,7 @@ def test_bench_one_batch_as_printed():
 def test_a_gzip_header_over_a_damaged_deflate_stream(tmp_path):
     path = tmp_path / "damaged.gz"  # found by the fuzz below: zlib's error is not an OSError
     path.write_bytes(b"\x1f\x8b\x08" + bytes(12))
-    r = CliRunner().invoke(cli, ["ingest", str(path)])
+    r = run_cli(["ingest", str(path)])
     assert r.exit_code == 2 and "cannot read it (" in r.output and "Traceback" not in r.output
 
 
@@ -575,7 +567,7 @@ def test_a_gzip_header_over_a_damaged_deflate_stream(tmp_path):
 def test_hostile_files_get_one_clear_line_never_a_traceback(tmp_path, head, body, json_flag):
     path = tmp_path / "hostile"
     path.write_bytes(head + body)
-    r = CliRunner().invoke(cli, ["ingest", str(path), *(["--json"] if json_flag else [])])
+    r = run_cli(["ingest", str(path), *(["--json"] if json_flag else [])])
     assert r.exit_code in (0, 2), r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.iotools import batch, lines, sources
 
 DATA = Path(__file__).parent / "data"
@@ -47,7 +46,7 @@ def _ingest(paths, *extra, small=None):
     """``breakeven ingest PATHS EXTRA`` (batching off where ``small`` is 0): exit code,
     stdout, problem lines."""
     with mock.patch.object(batch, "SMALL_BYTES", batch.SMALL_BYTES if small is None else small):
-        r = CliRunner().invoke(cli, ["ingest", *map(str, paths), *extra])
+        r = run_cli(["ingest", *map(str, paths), *extra])
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output
     assert r.exit_code in (0, 2), r.output
     problems = [line for line in r.stderr.splitlines() if line.startswith("Problem: ")]

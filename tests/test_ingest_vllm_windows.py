@@ -7,10 +7,9 @@ stored and as the engine wrote it, without the header.
 import json
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from engine_fixtures import DATA, as_written, both
 
-from breakeven.cli import cli
 from breakeven.iotools import lines
 from breakeven.iotools.engines import engines
 from breakeven.iotools.engines.vllm import IDLE_NOTE, OFFLINE, PREFILL_NOTE
@@ -149,12 +148,11 @@ class TestOfflineSpecDecode:
 
     def test_check_leaves_it_out_and_fit_reads_its_acceptance(self, tmp_path):
         out = tmp_path / "offline.csv"
-        runner = CliRunner()
-        written = runner.invoke(cli, ["ingest", str(OFFLINE_K10), "--out", str(out)])
+        written = run_cli(["ingest", str(OFFLINE_K10), "--out", str(out)])
         assert written.exit_code == 0, written.output
-        checked = runner.invoke(cli, ["check", str(out), "--json"])
+        checked = run_cli(["check", str(out), "--json"])
         assert checked.exit_code == 0, checked.output
         assert json.loads(checked.output)["comparisons"] == []  # no rate to compare
-        fitted = runner.invoke(cli, ["fit", str(out)])
+        fitted = run_cli(["fit", str(out)])
         assert fitted.exit_code == 0, fitted.output
         assert f"{1 + 48266 / 20468:.3f}" in fitted.output  # 3.358, k = 10

@@ -5,9 +5,8 @@
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.iotools import sources
 from breakeven.iotools.ingest import ingest
 from breakeven.iotools.runs import parse_run, read_run
@@ -95,10 +94,9 @@ class TestVllm:
         log = tmp_path / "server.log"
         log.write_text("".join(lines))
         out = tmp_path / "runs.csv"
-        runner = CliRunner()
-        result = runner.invoke(cli, ["ingest", str(log), "--out", str(out)])
+        result = run_cli(["ingest", str(log), "--out", str(out)])
         assert result.exit_code == 0, result.output
-        as_json = runner.invoke(cli, ["ingest", str(log), "--json"])
+        as_json = run_cli(["ingest", str(log), "--json"])
         assert as_json.exit_code == 0, as_json.output
         for text in (out.read_text(), as_json.stdout, result.output):
             assert "sk-x" not in text and "hf_secret1" not in text and "pw-secret2" not in text
@@ -119,7 +117,7 @@ class TestYear:
         assert {r["launched_at"] for r in rs} == {"2026-12-02T00:34:15"}
 
     def test_cli_year(self):
-        result = CliRunner().invoke(cli, ["ingest", str(VLLM), "--year", "2026", "--json"])
+        result = run_cli(["ingest", str(VLLM), "--year", "2026", "--json"])
         assert result.exit_code == 0, result.output
         rs = json.loads(result.stdout)
         assert {r["launched_at"] for r in rs} == {"2026-12-02T00:34:15"}
@@ -131,7 +129,7 @@ class TestYear:
             ["compare", str(VLLM), str(VLLM_NGRAM), "--year", "2101"],
             ["ingest", str(VLLM), "--year", "soon"],
         ):
-            result = CliRunner().invoke(cli, command)
+            result = run_cli(command)
             assert result.exit_code == 2, result.output
             (line,) = result.output.strip().splitlines()
             assert "--year" in line

@@ -16,12 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from local_process import free_port, serving
 
 from breakeven.bench.config import Config
 from breakeven.bench.session import run_bench
-from breakeven.cli import cli
 from breakeven.measurements.check import check, check_file
 
 CASE = Path(__file__).parent / "data" / "case_study"
@@ -61,8 +60,7 @@ def test_two_numbers_typed_24_days_apart_are_unverified_with_their_age(tmp_path)
     (c,) = result.comparisons
     assert c.measured_speedup == pytest.approx(75.9 / 90)
     # The same two numbers typed on compare's command line: one line, the same answer.
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "compare",
             *("--baseline-tok-s", "90", "--baseline-at", "2026-02-02"),
@@ -106,8 +104,7 @@ def _dated_sglang_log(path: Path, date: str, rate: float) -> None:
 def test_two_logs_24_days_apart_are_flagged_with_their_dates(tmp_path):
     old = tmp_path / "old_baseline.log"
     _dated_sglang_log(old, "2026-02-02", 90.0)
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "compare",
             f"baseline-feb02={old}",
@@ -328,7 +325,7 @@ def test_the_intervals_unit_is_the_launch_not_the_benchmark_call():
     ],
 )
 def test_a_typed_in_run_that_is_wrong_is_one_line_naming_its_flag(args, expected):
-    r = CliRunner().invoke(cli, ["compare", *args])
+    r = run_cli(["compare", *args])
     assert r.exit_code == 2, r.output
     assert expected in r.output and len(r.output.strip().splitlines()) == 1
     assert "Traceback" not in r.output

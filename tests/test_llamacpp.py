@@ -22,10 +22,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from llamacpp_server import binary, free_port, llama_server
 
-from breakeven.cli import cli
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.ingest import ingest
 from breakeven.measurements.check import check, check_file
@@ -68,8 +67,7 @@ def bench(url, out, label, *args, warm=True):
     """``breakeven bench`` against ``url`` (as users give it, ending in /v1), after one
     unrecorded request that warms the server up (its first requests run slow)."""
     if warm:
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "bench",
                 "--url",
@@ -83,8 +81,7 @@ def bench(url, out, label, *args, warm=True):
             ],
         )
         assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "bench",
             "--url",
@@ -229,7 +226,7 @@ def test_check_and_compare_predict_the_speedup_from_the_servers_step_and_cycle(m
     server = {r["label"]: r for r in rows(out, "server")}
     assert float(server["base"]["step_ms"]) > 0 and float(server["spec"]["cycle_ms"]) > 0
     assert c.cycle_ms == pytest.approx(float(server["spec"]["cycle_ms"]))
-    r = CliRunner().invoke(cli, ["compare", f"base={out}", f"spec={out}", "--json"])
+    r = run_cli(["compare", f"base={out}", f"spec={out}", "--json"])
     assert r.exit_code == 0, r.output
     (run,) = json.loads(r.stdout)["runs"]
     assert run["predicted_speedup"] == pytest.approx(c.predicted_speedup, rel=1e-6)
@@ -295,7 +292,7 @@ def test_the_seed_story_read_from_the_servers_own_environment(wide, tmp_path):
     assert "the baseline's launch (" in found.message
     assert "had LLAMA_ARG_THREADS=2;" in found.message and "has none of them" in found.message
     assert "the server's own process" in found.message
-    r = CliRunner().invoke(cli, ["compare", f"base-tuned={stale}", f"spec={stale}", "--json"])
+    r = run_cli(["compare", f"base-tuned={stale}", f"spec={stale}", "--json"])
     assert r.exit_code == 0, r.output
     (run,) = json.loads(r.output)["runs"]
     assert "stale_baseline" in run["flags"]
@@ -365,7 +362,7 @@ def test_fit_across_k_on_the_real_engine(models, tmp_path):
         for label, d, kk in (("base", None, 0), (f"k{k}", draft, k)):
             with llama_server(target, tmp_path / "server.log", draft=d, k=k, port=port) as server:
                 bench(server.url, out, label, "-k", kk, "--requests", 10)
-    r = CliRunner().invoke(cli, ["fit", str(out), "--json"])
+    r = run_cli(["fit", str(out), "--json"])
     assert r.exit_code == 0, r.output
     (group,) = json.loads(r.stdout)["groups"]
     assert [row["k"] for row in group["by_k"]] == [1, 2, 3, 4]
@@ -392,13 +389,12 @@ def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
     }
     assert len(measured) == 6 and min(measured.values()) > 0, measured
     fit_json = tmp_path / "fit.json"
-    r = CliRunner().invoke(cli, ["fit", str(out), "--out", str(fit_json), "--json"])
+    r = run_cli(["fit", str(out), "--out", str(fit_json), "--json"])
     assert r.exit_code == 0, r.output
     (surface,) = json.loads(r.stdout)["surfaces"]
     assert surface["held_out_max_rel_error"] >= 0, surface["points"]
     schedule = tmp_path / "schedule.json"
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "schedule",
             "--fit-file",
@@ -416,7 +412,7 @@ def test_schedule_from_a_real_batch_sweep(wide, tmp_path):
     schedule.write_text(r.stdout)
     planned = json.loads(r.stdout)
     assert [x["batch"] for x in planned["by_batch"]] == [1, 2, 3, 4]
-    r = CliRunner().invoke(cli, ["check", str(out), "--schedule", str(schedule), "--json"])
+    r = run_cli(["check", str(out), "--schedule", str(schedule), "--json"])
     assert r.exit_code == 0, r.output
     checked = json.loads(r.stdout)["schedule_check"]
     assert {row["batch"] for row in checked} == {1, 2, 4}
@@ -470,7 +466,7 @@ def test_a_sweep_on_the_real_engine_survives_sigterm_and_agrees_with_compare(wid
         pass
     kept = rows(out / "runs.csv")
     assert {r["label"] for r in kept} == {"baseline", "spec-k2"}
-    r = CliRunner().invoke(cli, [*args, "--resume", "--json"])
+    r = run_cli([*args, "--resume", "--json"])
     assert r.exit_code == 0, r.output
     answer = json.loads(r.stdout)
     written = rows(out / "runs.csv")
@@ -490,7 +486,7 @@ def test_a_sweep_on_the_real_engine_survives_sigterm_and_agrees_with_compare(wid
     spec = [w for w in written if w["label"] == "spec-k4"]
     assert all("--spec-draft-n-max=4" in w["env"] for w in spec)
     # The answer's verdicts are compare's of the same runs.
-    r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+    r = run_cli(["compare", str(out), "--json"])
     assert r.exit_code == 0, r.output
     compared = {c["label"]: c["verdict"] for c in json.loads(r.stdout)["runs"]}
     assert compared == {c["label"]: c["verdict"] for c in answer["check"]["comparisons"]}
@@ -516,7 +512,7 @@ def test_a_sweep_records_launches_that_fail_and_goes_on(models, tmp_path):
     serve = f"{binary()} -m {target} --host 127.0.0.1 --port {{port}} -t 1 --metrics"
     args = _sweep_args(serve, tmp_path / "missing.gguf", port, out, "-k", "0,2")
     args[args.index("--ready-timeout") + 1] = "5"
-    r = CliRunner().invoke(cli, [*args, "--url", f"http://127.0.0.1:{free_port()}"])
+    r = run_cli([*args, "--url", f"http://127.0.0.1:{free_port()}"])
     assert r.exit_code == 1, r.output
     assert "0 of 2 launches measured" in r.output
     said = " ".join(r.output.split())  # a message wrapped to 100 columns, read whole
@@ -543,7 +539,7 @@ def test_categories_and_a_mix_on_the_real_engine(models, tmp_path):
         bench(server.url, out, "base", "--prompts", prompts, "--requests", 16)
     with llama_server(target, tmp_path / "spec.log", draft=draft, k=K) as server:
         bench(server.url, out, "spec", "-k", K, "--prompts", prompts, "--requests", 16)
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     cats = {x["category"]: x for x in json.loads(r.stdout)["categories"]}
     assert set(cats) == {"code", "chat", "math", "writing"}
@@ -589,9 +585,7 @@ def test_categories_and_a_mix_on_the_real_engine(models, tmp_path):
             assert own[cat].acceptance_from == "requests"
     measured = [c for c, x in cats.items() if x["speedup"] is not None]
     assert measured, "every request of every category came in a burst"
-    r = CliRunner().invoke(
-        cli, ["check", str(out), "--mix", ",".join(f"{c}=1" for c in measured), "--json"]
-    )
+    r = run_cli(["check", str(out), "--mix", ",".join(f"{c}=1" for c in measured), "--json"])
     assert r.exit_code == 0, r.output
     (mix,) = json.loads(r.stdout)["mix"]
     base_time = sum(1 / cats[c]["baseline_tok_s"] for c in measured)

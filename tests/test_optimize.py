@@ -6,13 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import breakeven as be
 from breakeven import BreakevenError
-from breakeven.cli import cli
 from breakeven.model.costs import DraftCost, FittedCost, TableCost
 from breakeven.planning.batch import BEYOND_THE_CURVE, batch_sweep
 from breakeven.prediction.moe import moe_summary
@@ -260,8 +259,7 @@ def test_accept_len_at_explicit_k():
         accept_len_by_k={2: 2.1, 3: 2.29, 5: 2.43},
     )
     assert [o.k for o in result.by_k] == [2, 3, 5] and result.best_k == 3
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "optimize",
             "--baseline",
@@ -276,8 +274,7 @@ def test_accept_len_at_explicit_k():
         ],
     )
     assert r.exit_code == 0 and [o["k"] for o in json.loads(r.stdout)["by_k"]] == [2, 3, 5]
-    bad = CliRunner().invoke(
-        cli,
+    bad = run_cli(
         ["optimize", "--baseline", "100", "--verify-ms", "7", "--accept-len-by-k", "2:2.1,0:1.5"],
     )
     assert bad.exit_code == 2 and "K:TAU" in bad.output

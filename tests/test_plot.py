@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from matplotlib.figure import Figure
 
-from breakeven.cli import cli
 from breakeven.measurements.check import check
 from breakeven.model.costs import TableCost
 from breakeven.planning.batch import batch_sweep
@@ -186,7 +185,7 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
 def test_every_plot_command_renders(tmp_path, args, suffix, magic):
     args = [str(_measured_csv(tmp_path)) if a == "MEASURED_CSV" else a for a in args]
     out = tmp_path / f"picture{suffix}"
-    result = CliRunner().invoke(cli, ["plot", *args, "--out", str(out)])
+    result = run_cli(["plot", *args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert out.read_bytes().startswith(magic)
 
@@ -206,7 +205,7 @@ def test_plot_commands_render_headless_in_a_fresh_process(tmp_path):
 
 
 def test_bad_plot_input_is_one_line():
-    r = CliRunner().invoke(cli, ["plot", "surface", "--alpha-k", "--out", "x.png"])
+    r = run_cli(["plot", "surface", "--alpha-k", "--out", "x.png"])
     assert r.exit_code == 2 and r.output.startswith("Error: --alpha-k needs")
 
 
@@ -232,18 +231,17 @@ def test_plot_check_draws_the_bundled_data_given_a_fit_or_a_cycle(tmp_path):
     and a typed cycle gives every run one.  A cycle and a fit together are one line, exit 2."""
     published = Path(CASE).parent / "published.csv"
     fit_json = tmp_path / "fit.json"
-    assert CliRunner().invoke(cli, ["fit", str(published), "--out", str(fit_json)]).exit_code == 0
+    assert run_cli(["fit", str(published), "--out", str(fit_json)]).exit_code == 0
     for costs in (["--fit-file", str(fit_json)], ["--cycle-ms", "9.5"]):
         out = tmp_path / f"check{len(costs[1])}.png"
-        r = CliRunner().invoke(cli, ["plot", "check", str(published), *costs, "--out", str(out)])
+        r = run_cli(["plot", "check", str(published), *costs, "--out", str(out)])
         assert r.exit_code == 0, r.output
         assert out.read_bytes().startswith(b"\x89PNG")
     from breakeven.jobs.drawing import check_figure
 
     ax = check_figure(str(published), fit_file=str(fit_json))
     assert len(ax.texts) >= 5  # a labelled point per run the fit covers
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             *("plot", "check", str(published), "--cycle-ms", "9", "--fit-file", str(fit_json)),
             *("--out", str(tmp_path / "x.png")),
@@ -259,7 +257,7 @@ def test_plot_check_with_nothing_to_draw_says_what_is_missing(tmp_path, csv):
     # (and the flags that would give it), exit 2.
     out = tmp_path / "check.png"
     path = Path(CASE).parent / csv
-    result = CliRunner().invoke(cli, ["plot", "check", str(path), "--out", str(out)])
+    result = run_cli(["plot", "check", str(path), "--out", str(out)])
     assert result.exit_code == 2, result.output
     (line,) = result.output.strip().splitlines()
     assert str(path) in line and "no run has both a measured and a predicted speedup" in line
@@ -294,7 +292,7 @@ def test_surface_places_the_case_study_against_both_baselines(tmp_path):
     # The README's figure from the command line: the k = 6 profile against the 62.9 tok/s
     # baseline of its own environment and, since the baselines drifted, the stale 90 one.
     out = tmp_path / "surface.svg"
-    result = CliRunner().invoke(cli, ["plot", "surface", "--from", CASE, "--out", str(out)])
+    result = run_cli(["plot", "surface", "--from", CASE, "--out", str(out)])
     assert result.exit_code == 0, result.output
     from breakeven.measurements.check import check_file
 
@@ -325,7 +323,7 @@ def test_surface_takes_several_points(tmp_path):
         "--out",
         str(out),
     ]
-    result = CliRunner().invoke(cli, args)
+    result = run_cli(args)
     assert result.exit_code == 0, result.output
     assert out.read_bytes().startswith(b"\x89PNG")
     for bad, says in [
@@ -334,8 +332,7 @@ def test_surface_takes_several_points(tmp_path):
         ("x:0.5:30", "ACCEPT_LEN in [1"),
         ("x:2:inf", "CYCLE_MS a finite"),
     ]:
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 "plot",
                 "surface",
@@ -348,7 +345,7 @@ def test_surface_takes_several_points(tmp_path):
             ],
         )
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
-    r = CliRunner().invoke(cli, ["plot", "surface", "--point", "x:2:30", "--out", str(out)])
+    r = run_cli(["plot", "surface", "--point", "x:2:30", "--out", str(out)])
     assert r.exit_code == 2 and "--baseline or --step-ms" in r.output
 
 
@@ -403,7 +400,7 @@ def test_labels_of_close_runs_do_not_overprint(tmp_path):
 
     published = Path(CASE).parent / "published.csv"
     fit_json = tmp_path / "fit.json"
-    CliRunner().invoke(cli, ["fit", str(published), "--out", str(fit_json)])
+    run_cli(["fit", str(published), "--out", str(fit_json)])
     ax = check_figure(str(published), fit_file=str(fit_json))
     renderer = ax.figure.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in ax.texts]

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from engine_fixtures import DATA
 from fake_server import Behaviour, FakeServer
 from hypothesis import given
@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from breakeven.bench.config import Config
 from breakeven.bench.session import run_bench
-from breakeven.cli import cli
 from breakeven.iotools.ingest import ingest
 from breakeven.measurements.check import check
 from breakeven.measurements.positions import from_histogram, parse_histogram, parse_rates
@@ -81,7 +80,7 @@ def test_bench_then_check_gives_each_position_and_the_smaller_k(tmp_path):
     # the last is the run's own pooled accept_len, 1 + 52/28.
     spec = _bench(tmp_path, "s", 3)
     base = _bench(tmp_path, "b", 0)
-    got = CliRunner().invoke(cli, ["compare", str(base), str(spec), "--json"])
+    got = run_cli(["compare", str(base), str(spec), "--json"])
     assert got.exit_code == 0, got.output
     data = json.loads(got.output)
     (row,) = data["positions"]
@@ -91,7 +90,7 @@ def test_bench_then_check_gives_each_position_and_the_smaller_k(tmp_path):
     assert row["accept_len_by_k"] == pytest.approx([2, 1 + 52 / 28, 1 + 52 / 28])
     (run,) = data["runs"]
     assert run["accept_len"] == pytest.approx(row["accept_len_by_k"][-1])
-    text = CliRunner().invoke(cli, ["compare", str(base), str(spec)]).output
+    text = run_cli(["compare", str(base), str(spec)]).output
     assert "By draft position" in text
     assert "2.00, 2.86, 2.86" in text
     assert "breakeven optimize --per-position 1.000,0.857,0.000 --fit-file FIT.json" in text
@@ -155,9 +154,9 @@ def test_ingest_then_check_reads_the_positions_back_from_the_csv(tmp_path):
     # check reads it back into the same rows as from the records.
     out = tmp_path / "m.csv"
     path = DATA / "vllm_cpu_v0320_server_draft_model_k3.txt"
-    got = CliRunner().invoke(cli, ["ingest", str(path), "--out", str(out)])
+    got = run_cli(["ingest", str(path), "--out", str(out)])
     assert got.exit_code == 0, got.output
-    shown = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    shown = run_cli(["check", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
     from_csv = json.loads(shown.output)["positions"]
     records = pd.DataFrame(ingest([path]).records)

@@ -3,18 +3,14 @@
 import re
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from breakeven.cli import cli
+from cli_checks import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_report_is_self_contained_html(tmp_path):
     out = tmp_path / "report"
-    r = CliRunner().invoke(
-        cli, ["report", str(ROOT / "data" / "case_study.csv"), "--out", str(out)]
-    )
+    r = run_cli(["report", str(ROOT / "data" / "case_study.csv"), "--out", str(out)])
     assert r.exit_code == 0, r.output
     page = (out / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>")
@@ -23,18 +19,14 @@ def test_report_is_self_contained_html(tmp_path):
     assert "How to read this" in page
     # Nothing outside the file: no external scripts, styles or images.
     assert not re.search(r'(src|href)="(https?:)?//', page)
-    again = CliRunner().invoke(
-        cli, ["report", str(ROOT / "data" / "case_study.csv"), "--out", str(out)]
-    )
+    again = run_cli(["report", str(ROOT / "data" / "case_study.csv"), "--out", str(out)])
     assert again.exit_code == 2 and "exists; give --force" in again.output
 
 
 def test_report_on_a_file_path_is_an_error(tmp_path):
     target = tmp_path / "file.txt"
     target.write_text("x")
-    r = CliRunner().invoke(
-        cli, ["report", str(ROOT / "data" / "case_study.csv"), "--out", str(target)]
-    )
+    r = run_cli(["report", str(ROOT / "data" / "case_study.csv"), "--out", str(target)])
     assert r.exit_code == 2 and "is a file" in r.output
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
-
-from breakeven.cli import cli
+from cli_checks import run_cli
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = next(
@@ -67,8 +65,7 @@ def test_the_report_renders_its_headline_first_and_its_figures(tmp_path):
     base = long_log(tmp_path / "base.log", 62.9 + rng.normal(0, 0.8, 64))
     spec = long_log(tmp_path / "spec.log", 75.9 + rng.normal(0, 0.8, 64), accept_len=2.1)
     report = tmp_path / "report"
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "compare",
             f"baseline={base}",

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import matplotlib
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
 from breakeven import render
-from breakeven.cli import cli
 from breakeven.core.quantities import plain_json
 from breakeven.fitting.fit import fit_file
 from breakeven.fleet.view import FleetResult, Instance
@@ -48,7 +47,7 @@ SGLANG = ROOT / "tests" / "data" / "case_study"
 
 def printed(*args: str) -> str:
     """What the command prints to stdout, checked to succeed."""
-    r = CliRunner().invoke(cli, list(args))
+    r = run_cli(list(args))
     assert r.exit_code == 0, r.output
     return r.stdout
 

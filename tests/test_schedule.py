@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from engine_rules import (
     EngineRejects,
     sglang_check_launch,
@@ -21,7 +21,6 @@ from engine_rules import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.iotools.load import read_load
 from breakeven.model.costs import TableCost
 from breakeven.planning.schedule import plan, schedule_report
@@ -242,7 +241,7 @@ def test_a_server_log_is_a_load_profile():
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["schedule", *map(str, args)])
+    return run_cli(["schedule", *map(str, args)])
 
 
 def test_the_readme_example_ends_in_the_snippet():
@@ -313,11 +312,9 @@ def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
         / "angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv"
     )
     assert (
-        CliRunner()
-        .invoke(
-            cli, ["fit", str(sweep), "--experts", "128", "--top-k", "8", "--out", str(fit_json)]
-        )
-        .exit_code
+        run_cli(
+            ["fit", str(sweep), "--experts", "128", "--top-k", "8", "--out", str(fit_json)]
+        ).exit_code
         == 0
     )
     r = run("--fit-file", fit_json, "--engine", "vllm", "--json")
@@ -328,12 +325,12 @@ def test_a_fit_file_gives_the_surface_and_alpha(tmp_path):
     assert data["ranges"][-1]["k"] == 0 and not math.isnan(data["gain"])
     # batch takes the same inputs the same way: the fit's alpha where none is typed (it was
     # "give exactly one of --alpha ..."), and says where it came from.
-    r = CliRunner().invoke(cli, ["batch", "--fit-file", str(fit_json), "--max-k", "8", "--json"])
+    r = run_cli(["batch", "--fit-file", str(fit_json), "--max-k", "8", "--json"])
     assert r.exit_code == 0, r.output
     batch = json.loads(r.stdout)
     assert "tree acceptance's alpha" in batch["acceptance"]
     assert batch["best_k_by_batch"][-1][2] == data["ranges"][-1]["k"] == 0
-    r = CliRunner().invoke(cli, ["batch", "--fit-file", str(fit_json), "--max-k", "8"])
+    r = run_cli(["batch", "--fit-file", str(fit_json), "--max-k", "8"])
     assert "Acceptance from the fit: alpha " in r.output
 
 
@@ -368,7 +365,7 @@ def test_check_reports_runs_against_the_schedule(tmp_path):
             )
     runs = tmp_path / "runs.csv"
     runs.write_text("\n".join(rows) + "\n")
-    r = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(path), "--json"])
+    r = run_cli(["check", str(runs), "--schedule", str(path), "--json"])
     assert r.exit_code == 0, r.output
     verdicts = {x["label"]: x["verdict"] for x in json.loads(r.stdout)["schedule_check"]}
     assert verdicts == {
@@ -377,15 +374,14 @@ def test_check_reports_runs_against_the_schedule(tmp_path):
         "other": "other k",
         "past": "beyond the schedule",
     }
-    text = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(path)]).output
+    text = run_cli(["check", str(runs), "--schedule", str(path)]).output
     assert "Against the schedule" in text and "beyond the schedule" in text
 
 
 def test_compare_takes_a_schedule(tmp_path):
     path, _ = _schedule_json(tmp_path)
     case = Path(__file__).parent / "data" / "case_study"
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "compare",
             str(case / "sglang_baseline.log"),
@@ -414,7 +410,7 @@ def test_a_bad_schedule_file_is_one_line(tmp_path, content, message):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     runs = ROOT / "data" / "case_study.csv"
-    r = CliRunner().invoke(cli, ["check", str(runs), "--schedule", str(bad)])
+    r = run_cli(["check", str(runs), "--schedule", str(bad)])
     assert r.exit_code == 2 and message in r.output and "--schedule" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1
 
@@ -422,9 +418,7 @@ def test_a_bad_schedule_file_is_one_line(tmp_path, content, message):
 def test_a_curve_to_2_to_the_64_tokens_is_swept_to_the_documented_limit(tmp_path):
     # Issue 29: a cost curve whose last point is at 2^64 tokens was swept batch by batch to
     # 2^64 / (k + 1), which never ended.  The sweep stops at MAX_BATCH (4,096), as documented.
-    from click.testing import CliRunner
 
-    from breakeven.cli import cli
     from breakeven.core.quantities import MAX_BATCH
 
     curve = tmp_path / "huge.csv"
@@ -433,7 +427,7 @@ def test_a_curve_to_2_to_the_64_tokens_is_swept_to_the_documented_limit(tmp_path
         ["batch", "--cost-curve", str(curve), "--accept-len", "2.1", "-k", "3", "--json"],
         ["schedule", "--cost-curve", str(curve), "--alpha", "0.7", "--engine", "vllm", "--json"],
     ):
-        r = CliRunner().invoke(cli, args)
+        r = run_cli(args)
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["max_batch"] == MAX_BATCH
 

@@ -17,7 +17,7 @@ import string
 from urllib.parse import quote
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hostile_server import (
     ECHO_MODELS_MODES,
     ECHO_ROUTES,
@@ -30,7 +30,6 @@ from hypothesis import strategies as st
 
 from breakeven.bench.config import Config, server_root
 from breakeven.bench.session import Bench, _printable
-from breakeven.cli import cli
 from breakeven.core.credentials import (
     MASK,
     PIECE_SCAN_CHARACTERS,
@@ -114,7 +113,7 @@ def leaks(text: str, forms) -> list[str]:
 
 
 def bench(*args, env=None):
-    return CliRunner().invoke(cli, ["bench", *map(str, args)], env=env)
+    return run_cli(["bench", *map(str, args)], env=env)
 
 
 def written(tmp_path) -> str:

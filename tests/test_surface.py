@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 
-from breakeven.cli import cli
 from breakeven.fitting.fit import fit
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.model.costs import TableCost
@@ -149,9 +148,8 @@ def test_batch_divides_by_the_measured_step_where_a_baseline_ran(tmp_path):
     train.to_csv(runs, index=False)
     out = tmp_path / "fit.json"
     args = ["fit", str(runs), "--experts", "128", "--top-k", "8", "--out", str(out)]
-    assert CliRunner().invoke(cli, args).exit_code == 0
-    r = CliRunner().invoke(
-        cli,
+    assert run_cli(args).exit_code == 0
+    r = run_cli(
         [
             *("batch", "--fit-file", str(out), "--accept-len", "2.556", "-k", "4"),
             *("--topk", "4", "--verify-tokens", "16", "--max-batch", "64", "--json"),
@@ -195,9 +193,7 @@ def test_specforge_sweep_at_batch_4_within_15_percent():
 
 def test_batch_sweeps_a_fitted_surface(tmp_path):
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(
-        cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)]
-    )
+    r = run_cli(["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "across batch sizes 1, 4, 8, 32, 64" in r.output and "spec_seq_ms" in r.output
     sweep = [
@@ -211,7 +207,7 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
         "--max-batch",
         "64",
     ]
-    r = CliRunner().invoke(cli, [*sweep, "--json"])
+    r = run_cli([*sweep, "--json"])
     assert r.exit_code == 0, r.output
     (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
     point = json.loads(r.stdout)["speedup_by_batch"][31]  # batch 32
@@ -228,19 +224,18 @@ def test_batch_sweeps_a_fitted_surface(tmp_path):
     expected = ratio[8] + (ratio[32] - ratio[8]) * share
     assert other["step_ms"] == pytest.approx(float(surface.forward_ms(20, 1)) * expected)
     assert json.loads(r.stdout)["measured_steps"] == [1, 4, 8, 32, 64]
-    text = CliRunner().invoke(cli, sweep).output
+    text = run_cli(sweep).output
     assert "The plain step at batch 1, 4, 8, 32, 64 is the measured baseline's" in " ".join(
         text.split()
     )
     for args in (["--experts", "128"], ["--experts", "8", "--top-k", "9"]):
-        bad = CliRunner().invoke(cli, ["fit", str(ANGELSLIM), *args])
+        bad = run_cli(["fit", str(ANGELSLIM), *args])
         assert bad.exit_code == 2 and bad.output.count("\n") == 1, bad.output
-    both = CliRunner().invoke(
-        cli,
+    both = run_cli(
         ["batch", "--fit-file", str(out), "--cost-curve", str(out), "--accept-len", "2", "-k", "3"],
     )
     assert both.exit_code == 2 and "cannot be given together" in both.output
-    none = CliRunner().invoke(cli, ["batch", "--accept-len", "2", "-k", "3"])
+    none = run_cli(["batch", "--accept-len", "2", "-k", "3"])
     assert none.exit_code == 2 and "--cost-curve" in none.output
 
 
@@ -260,9 +255,9 @@ def test_the_fixtures_as_published_without_our_header(tmp_path):
 def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
     out = tmp_path / "fit.json"
     assert (
-        CliRunner()
-        .invoke(cli, ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)])
-        .exit_code
+        run_cli(
+            ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)]
+        ).exit_code
         == 0
     )
     args = [
@@ -281,7 +276,7 @@ def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
         "64",
         "--json",
     ]
-    r = CliRunner().invoke(cli, args)
+    r = run_cli(args)
     assert r.exit_code == 0, r.output
     (surface,) = fit(read_measurements(ANGELSLIM)[0], moe=QWEN3_MOE).surfaces
     by_batch = {p["batch"]: p for p in json.loads(r.stdout)["speedup_by_batch"]}
@@ -300,24 +295,21 @@ def test_batch_sweeps_a_tree_on_the_surface(tmp_path):
         (["--alpha", "0.7", "--topk", "4"], "describe one tree"),
         (["--accept-len", "2.5", "-k", "4", "--verify-tokens", "3"], "at least k + 1 = 5"),
     ):
-        bad = CliRunner().invoke(cli, [*curve, *extra])
+        bad = run_cli([*curve, *extra])
         assert bad.exit_code == 2 and says in bad.output, bad.output
 
 
 def test_ingest_stamps_a_tree_where_the_log_does_not_say(tmp_path):
     log = PUBLISHED.parent / "case_study" / "sglang_eagle3_k3.log"
     out = tmp_path / "tree.csv"
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         ["ingest", str(log), "-k", "4", "--topk", "4", "--verify-tokens", "16", "--out", str(out)],
     )
     assert r.exit_code == 0, r.output
     data, _ = read_measurements(out)
     assert set(data["spec_topk"]) == {4} and set(data["verify_tokens"]) == {16}
     assert set(data["num_spec_tokens"]) == {4}
-    bad = CliRunner().invoke(
-        cli, ["ingest", str(log), str(log), "--topk", "1", "--topk", "2", "--topk", "3"]
-    )
+    bad = run_cli(["ingest", str(log), str(log), "--topk", "1", "--topk", "2", "--topk", "3"])
     assert bad.exit_code == 2 and "--topk: given 3 times for 2 files" in bad.output
 
 
@@ -333,14 +325,13 @@ def test_batch_intervals_hold_the_measured_speedups_and_one_batch_is_said(tmp_pa
         train.to_csv(runs, index=False)
         out = tmp_path / "fit.json"
         args = ["fit", str(runs), "--experts", "128", "--top-k", "8", "--out", str(out), "--force"]
-        r = CliRunner().invoke(cli, args)
+        r = run_cli(args)
         assert r.exit_code == 0, r.output
         one = "speculative runs at batch 8 only" in " ".join(r.output.split())
         assert one == (batches == [8])
         if one:
             continue
-        r = CliRunner().invoke(
-            cli,
+        r = run_cli(
             [
                 *("batch", "--fit-file", str(out), "--accept-len", "2.556", "-k", "4"),
                 *("--topk", "4", "--verify-tokens", "16", "--max-batch", "64", "--json"),
@@ -424,10 +415,10 @@ def test_batch_intervals_cover_simulated_surfaces(batches):
 def test_schedule_from_a_fit_file_gives_each_batchs_interval(tmp_path):
     out = tmp_path / "fit.json"
     args = ["fit", str(ANGELSLIM), "--experts", "128", "--top-k", "8", "--out", str(out)]
-    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert run_cli(args).exit_code == 0
     schedule = ["schedule", "--fit-file", str(out), "--engine", "sglang"]
     schedule += ["--accept-len-by-k", "2:2.0,3:2.3,4:2.5"]
-    r = CliRunner().invoke(cli, [*schedule, "--json"])
+    r = run_cli([*schedule, "--json"])
     assert r.exit_code == 0, r.output
     by_batch = json.loads(r.stdout)["by_batch"]
     for x in by_batch:
@@ -435,5 +426,5 @@ def test_schedule_from_a_fit_file_gives_each_batchs_interval(tmp_path):
             assert x["speedup_low"] <= x["speedup"] <= x["speedup_high"], x
         else:
             assert x["speedup_low"] == x["speedup_high"] == x["speedup"] == 1
-    text = " ".join(CliRunner().invoke(cli, schedule).output.split())
+    text = " ".join(run_cli(schedule).output.split())
     assert "Intervals of the predicted speedups, from the fit's held-out error" in text

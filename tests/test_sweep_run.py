@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_checks import run_cli
 from fake_server import ACCEPT
 from local_process import free_port
 
@@ -109,21 +110,18 @@ def test_resume_skips_what_is_done_and_a_used_directory_is_refused(tmp_path):
 
 
 def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
-    from click.testing import CliRunner
-
-    from breakeven.cli import cli
 
     port = free_port()
     out = tmp_path / "sweep"
     args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--method", "ngram", "-k", "0,3"]
     args += ["--port", str(port), "--max-tokens", "16", "--requests", "2", "--out", str(out)]
-    r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
+    r = run_cli([*args, "--ready-timeout", "30"])
     assert r.exit_code == 0, r.output
     assert "launch 1/2 (baseline, repeat 1): starting" in r.output
     assert "2 of 2 launches measured" in r.output
     assert "Speculative runs against the baseline" in r.output  # check's report
     assert max(len(line) for line in r.output.splitlines()) <= 100, r.output
-    r = CliRunner().invoke(cli, [*args, "--ready-timeout", "30"])
+    r = run_cli([*args, "--ready-timeout", "30"])
     assert r.exit_code == 2 and "--resume" in r.output
 
 
@@ -181,11 +179,8 @@ def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
     # compare reads the directory as the sweep's baseline and each k: the same verdicts, the
     # same speedups (compare's is its interval's point estimate across launches, check's the
     # pooled ratio: within 1% of each other here).
-    from click.testing import CliRunner
 
-    from breakeven.cli import cli
-
-    r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+    r = run_cli(["compare", str(out), "--json"])
     assert r.exit_code == 0, r.output
     compared = {(c["label"], c["concurrency"]): c for c in json.loads(r.stdout)["runs"]}
     assert set(compared) == loads
@@ -194,7 +189,7 @@ def test_the_end_is_an_answer_check_fit_schedule_and_a_page(tmp_path):
         assert compared[(c.label, c.concurrency)]["measured_speedup"] == pytest.approx(
             c.measured_speedup, rel=0.01
         )
-    r = CliRunner().invoke(cli, ["compare", str(out / "logs")])
+    r = run_cli(["compare", str(out / "logs")])
     assert r.exit_code == 2 and "a directory without runs.csv" in r.output
 
 

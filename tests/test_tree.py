@@ -8,11 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.fitting.fit import fit_file
 from breakeven.fitting.tree import (
@@ -199,19 +198,17 @@ def test_the_chain_search_agrees_with_optimize():
 
 def test_optimize_tree_from_a_fit_file_of_published_runs(tmp_path):
     fit_json = tmp_path / "fit.json"
-    r = CliRunner().invoke(
-        cli, ["fit", str(SPECFORGE), "--experts", "128", "--top-k", "8", "--out", str(fit_json)]
-    )
+    r = run_cli(["fit", str(SPECFORGE), "--experts", "128", "--top-k", "8", "--out", str(fit_json)])
     assert r.exit_code == 0, r.output
     data = json.loads(fit_json.read_text())
     assert data["trees"][0]["rank_decay"] == pytest.approx(0.38, abs=0.02)
-    r = CliRunner().invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json), "--json"])
+    r = run_cli(["optimize", "--tree", "--fit-file", str(fit_json), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     best, chain = out["best_tree"], out["best_chain"]
     assert best["speedup"] >= chain["speedup"] and chain["topk"] == 1
     assert out["acceptance"]["basis"].startswith("alpha and rank_decay fitted to 6")
-    text = CliRunner().invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json)]).output
+    text = run_cli(["optimize", "--tree", "--fit-file", str(fit_json)]).output
     # Issue 38: the fit's held-out error (27.6%) is more than the best tree's gain, at a depth
     # below the runs' k (3-8): its flags are not pasted, and the answer says why first.
     assert out["pasted"] is False and out["evidence"]["held_out_error"] > best["speedup"] - 1
@@ -220,9 +217,9 @@ def test_optimize_tree_from_a_fit_file_of_published_runs(tmp_path):
     assert "--speculative-num-steps" not in text
     # Larger batches make the verify of many tokens dearer: the best tree does not grow.
     wide = json.loads(
-        CliRunner()
-        .invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json), "--batch", "4", "--json"])
-        .output
+        run_cli(
+            ["optimize", "--tree", "--fit-file", str(fit_json), "--batch", "4", "--json"]
+        ).output
     )
     assert wide["best_tree"]["speedup"] < best["speedup"]
 
@@ -269,7 +266,7 @@ def _curve(path):
     ],
 )
 def test_optimize_tree_bad_input_is_one_line(args, message):
-    r = CliRunner().invoke(cli, ["optimize", *args])
+    r = run_cli(["optimize", *args])
     assert r.exit_code == 2, r.output
     assert message in r.output and len(r.output.strip().splitlines()) == 1
 
@@ -277,6 +274,6 @@ def test_optimize_tree_bad_input_is_one_line(args, message):
 def test_a_fit_file_without_trees_says_so(tmp_path):
     fit_json = tmp_path / "fit.json"
     chain = PUBLISHED / "vllm_issue20780_llama31_8b_eagle_bs1.csv"
-    assert CliRunner().invoke(cli, ["fit", str(chain), "--out", str(fit_json)]).exit_code == 0
-    r = CliRunner().invoke(cli, ["optimize", "--tree", "--fit-file", str(fit_json)])
+    assert run_cli(["fit", str(chain), "--out", str(fit_json)]).exit_code == 0
+    r = run_cli(["optimize", "--tree", "--fit-file", str(fit_json)])
     assert r.exit_code == 2 and "holds no tree acceptance" in r.output

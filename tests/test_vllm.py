@@ -39,11 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from local_process import free_port
 from vllm_server import Launch, Server, binary, environment, python
 
-from breakeven.cli import cli
 from breakeven.core.schema import SPECULATIVE_SERVER
 from breakeven.iotools.ingest import ingest
 
@@ -187,8 +186,7 @@ def vllm(vllm_models, tmp_path_factory) -> Iterator[Pool]:
 
 def bench(server: Server, out: Path, label: str, *args) -> list[dict]:
     """``breakeven bench --url .../v1`` (as users give it) against ``server``: its levels."""
-    r = CliRunner().invoke(
-        cli,
+    r = run_cli(
         [
             "bench",
             "--url",
@@ -428,7 +426,7 @@ def test_bench_positions_are_the_per_position_counters(vllm, tmp_path):
     with Window(server, tmp_path) as w:
         bench(server, out, "spec", "-k", K, "--requests", 6, "--concurrency", 1)
     moved = [a - b for a, b in zip(accepted_per_position(server.metrics()), before, strict=True)]
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     (row,) = json.loads(r.stdout)["positions"]
     assert row["source"] == "histogram" and row["k"] == K
@@ -450,7 +448,7 @@ def test_categories_on_a_real_vllm(vllm, tmp_path):
     base, spec = vllm.get("baseline", "draft_model"), vllm.get("draft_model")
     bench(base, out, "base", "--prompts", prompts, "--requests", 16)
     bench(spec, out, "spec", "-k", K, "--prompts", prompts, "--requests", 16)
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     cats = {x["category"]: x for x in json.loads(r.stdout)["categories"]}
     assert set(cats) == {"code", "chat", "math", "writing"}
@@ -468,11 +466,11 @@ def test_categories_on_a_real_vllm(vllm, tmp_path):
     measured = [c for c, x in cats.items() if x["speedup"] is not None]
     unmeasured = [c for c in cats if c not in measured]
     if unmeasured:
-        r = CliRunner().invoke(cli, ["check", str(out), "--mix", f"{unmeasured[0]}=1"])
+        r = run_cli(["check", str(out), "--mix", f"{unmeasured[0]}=1"])
         assert r.exit_code == 2 and "has no measured speedup in run spec" in r.output
     if measured:
         mix = ",".join(f"{c}=1" for c in measured)
-        r = CliRunner().invoke(cli, ["check", str(out), "--mix", mix, "--json"])
+        r = run_cli(["check", str(out), "--mix", mix, "--json"])
         assert r.exit_code == 0, r.output
         (answer,) = json.loads(r.stdout)["mix"]
         base_time = sum(1 / cats[c]["baseline_tok_s"] for c in measured)
@@ -522,7 +520,7 @@ def test_ngram_log_accept_len_is_the_counters(vllm, tmp_path):
     # Each window's drafts come from its per-position rates (3 decimals), not from
     # Drafted / k, which short drafts would undercount.
     assert pooled(logged) == pytest.approx(w.accept_len, abs=0.01)
-    table = CliRunner().invoke(cli, ["ingest", str(w.log), "--json"])
+    table = run_cli(["ingest", str(w.log), "--json"])
     assert table.exit_code == 0, table.output
 
 
@@ -708,9 +706,7 @@ def test_compare_reads_vllm_bench_serve_as_it_measures_itself(ab):
     for c in (1, 4):
         base = run.directory / f"baseline-c{c}.json"
         spec = run.directory / f"draft_model-c{c}.json"
-        r = CliRunner().invoke(
-            cli, ["compare", f"baseline={base}", f"draft_model={spec}", "--json"]
-        )
+        r = run_cli(["compare", f"baseline={base}", f"draft_model={spec}", "--json"])
         assert r.exit_code == 0, r.output
         (row,) = json.loads(r.output)["runs"]
         theirs = (
@@ -732,7 +728,7 @@ def test_check_predicts_the_speedup_from_the_servers_step_and_cycle(ab):
     servers, launched alike on two ports, are a fair A/B: no stale_baseline."""
 
     def misses(run: ABRun) -> list[str]:
-        r = CliRunner().invoke(cli, ["check", str(run.csv), "--json"])
+        r = run_cli(["check", str(run.csv), "--json"])
         assert r.exit_code == 0, r.output
         result = json.loads(r.output)
         codes = {f["code"] for f in result["flags"]}
@@ -756,9 +752,7 @@ def test_check_predicts_the_speedup_from_the_servers_step_and_cycle(ab):
                     out.append(
                         f"c{conc}: predicted {c['predicted_speedup']:.3f}x, {whose} {speedup:.3f}x"
                     )
-        compared = CliRunner().invoke(
-            cli, ["compare", f"baseline={run.csv}", f"draft_model={run.csv}", "--json"]
-        )
+        compared = run_cli(["compare", f"baseline={run.csv}", f"draft_model={run.csv}", "--json"])
         for row in json.loads(compared.output)["runs"]:
             assert "stale_baseline" not in row["flags"]
         return out
@@ -773,9 +767,7 @@ def test_compares_headline_speedup_is_the_servers_own(ab):
     with vLLM, read its streams 13-24% fast (then server_client_mismatch says so, as the
     cross-check).  Before: 1.34x against the counters' 1.59x."""
     run = ab.run
-    r = CliRunner().invoke(
-        cli, ["compare", f"baseline={run.csv}", f"draft_model={run.csv}", "--json"]
-    )
+    r = run_cli(["compare", f"baseline={run.csv}", f"draft_model={run.csv}", "--json"])
     assert r.exit_code == 0, r.output
     rows = json.loads(r.output)["runs"]
     assert {int(row["concurrency"]) for row in rows} == {1, 4}
@@ -817,7 +809,7 @@ def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
     assert "VLLM_CPU_KVCACHE_SPACE=2" in by_label["tuned"]["env"].split()
     # A vLLM without speculation shows no spec-decode counters: its rows say nothing of it.
     assert not any(SPECULATIVE_SERVER in r["source"] for r in rows if r["label"] == "tuned")
-    r = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    r = run_cli(["check", str(out), "--json"])
     assert r.exit_code == 0, r.output
     flags = [f for f in json.loads(r.output)["flags"] if f["code"] == "stale_baseline"]
     assert len(flags) == 1, r.output
@@ -851,7 +843,7 @@ def test_a_sweep_on_a_real_vllm(vllm, vllm_models, tmp_path):
         args += ["--requests", "4", "--max-tokens", "32", "--json"]
         if draft is not None:
             args += ["--draft", str(draft)]
-        r = CliRunner().invoke(cli, args)
+        r = run_cli(args)
         assert r.exit_code == 0, r.output
         answer = json.loads(r.stdout)
         with open(out / "runs.csv", newline="") as f:
@@ -866,7 +858,7 @@ def test_a_sweep_on_a_real_vllm(vllm, vllm_models, tmp_path):
         assert comparison["accept_len"] >= 1, comparison
         if method == "draft_model":
             assert comparison["accept_len"] > 2, comparison  # the 2-block draft: about 3.1-3.4
-        r = CliRunner().invoke(cli, ["compare", str(out), "--json"])
+        r = run_cli(["compare", str(out), "--json"])
         assert r.exit_code == 0, r.output
         (run,) = json.loads(r.stdout)["runs"]
         assert run["verdict"] == comparison["verdict"]

@@ -11,11 +11,10 @@ import math
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from cli_checks import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breakeven.cli import cli
 from breakeven.core.errors import BreakevenError
 from breakeven.measurements.check import check
 from breakeven.measurements.workload import (
@@ -194,13 +193,13 @@ def test_check_prints_categories_and_the_mix(tmp_path):
     path = tmp_path / "runs.csv"
     _requests().to_csv(path, index=False)
     args = ["check", str(path), "--mix", "code=0.6,chat=0.3,math=0.1"]
-    r = CliRunner().invoke(cli, [*args, "--json"])
+    r = run_cli([*args, "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {x["category"] for x in data["categories"]} == set(CATEGORIES)
     (mix,) = data["mix"]
     assert mix["losing"][0][0] == "math" and 0 < mix["breakeven_share"] < 1
-    text = CliRunner().invoke(cli, args).output
+    text = run_cli(args).output
     assert "By workload category" in text and "Loses on math" in text
     assert "Speculation stops paying when the losing categories are above" in text
 
@@ -208,10 +207,10 @@ def test_check_prints_categories_and_the_mix(tmp_path):
 def test_check_refuses_a_mix_without_categories(tmp_path):
     path = tmp_path / "runs.csv"
     _requests().drop(columns="category").to_csv(path, index=False)
-    r = CliRunner().invoke(cli, ["check", str(path), "--mix", "code=1"])
+    r = run_cli(["check", str(path), "--mix", "code=1"])
     assert r.exit_code == 2 and "--mix needs rows with a category" in r.output
     assert len(r.output.strip().splitlines()) == 1
-    r = CliRunner().invoke(cli, ["check", str(path), "--mix", "code"])
+    r = run_cli(["check", str(path), "--mix", "code"])
     assert r.exit_code == 2 and "--mix: got 'code'" in r.output
 
 
@@ -221,15 +220,15 @@ def test_compare_gives_the_category_matrix_in_text_json_and_report(tmp_path):
     path = tmp_path / "runs.csv"
     _requests().to_csv(path, index=False)
     args = ["compare", f"base={path}", f"eagle3={path}", "--mix", "code=0.6,chat=0.3,math=0.1"]
-    r = CliRunner().invoke(cli, [*args, "--json"])
+    r = run_cli([*args, "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     rows = {x["category"]: x for x in data["categories"]}
     assert rows["code"]["verdict"] == "faster" and rows["math"]["verdict"] == "slower"
     assert data["mix"][0]["label"] == "eagle3"
-    text = CliRunner().invoke(cli, args).output
+    text = run_cli(args).output
     assert "By workload category" in text and "eagle3 over the mix (code 60%" in text
-    r = CliRunner().invoke(cli, [*args, "--report", str(tmp_path / "report")])
+    r = run_cli([*args, "--report", str(tmp_path / "report")])
     assert r.exit_code == 0, r.output
     page = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>By workload category</h2>" in page
