@@ -32,9 +32,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 
 from breakeven.core.errors import BreakevenError
-from breakeven.fleet.reads import MAX_ANSWER_BYTES, PrometheusAPI
 from breakeven.fleet.view import Chunk, Collector
 from breakeven.iotools.jsonsafe import loads_bounded
+from breakeven.iotools.query_range import MAX_ANSWER_BYTES, PrometheusAPI
 
 START = 1_790_000_000
 

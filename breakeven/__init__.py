@@ -140,7 +140,7 @@ _MOVED = {
     "breakeven.fit": ("breakeven.fitting.fit",),
     "breakeven.fit_batches": ("breakeven.fitting.surfaces",),
     "breakeven.fit_files": ("breakeven.fitting.saved",),
-    "breakeven.fleet_client": ("breakeven.fleet.reads",),
+    "breakeven.fleet_client": ("breakeven.fleet.reads", "breakeven.iotools.query_range"),
     "breakeven.formatting": ("breakeven.render",),
     "breakeven.holdout": ("breakeven.fitting.holdout",),
     "breakeven.inputs": ("breakeven.jobs.inputs",),

@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 from prometheus_server import free_port
 
 from breakeven.core.errors import BreakevenError, UnreadableInput
-from breakeven.fleet.reads import Limits, PrometheusAPI, matrix_result
 from breakeven.fleet.view import FLEET_ENGINES, MAX_VALUE, Chunk, _drop, queries
 from breakeven.iotools.httpclient import check_url
 from breakeven.iotools.jsonsafe import loads_bounded, nesting_depth
+from breakeven.iotools.query_range import Limits, PrometheusAPI, matrix_result
 
 END = 1_790_000_000
 START = END - 3600

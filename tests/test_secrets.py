@@ -265,7 +265,7 @@ def test_the_redactor_and_the_configuration_show_no_secret_in_repr():
 
 def test_the_fleet_client_shows_no_secret_in_repr():
     pytest.importorskip("httpx")
-    from breakeven.fleet.reads import PrometheusAPI
+    from breakeven.iotools.query_range import PrometheusAPI
 
     api = PrometheusAPI(f"http://{USER}:{PASSWORD}@127.0.0.1:9/", KEY)
     try:

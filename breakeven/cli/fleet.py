@@ -149,8 +149,8 @@ def fleet(
     \b
       breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
     """
-    from breakeven.fleet.reads import limits  # lazy: start-up
     from breakeven.iotools.paths import refuse_input_as_output, written_as  # lazy: start-up
+    from breakeven.iotools.query_range import limits  # lazy: start-up
     from breakeven.jobs.measure import fleet_from_prometheus  # lazy: start-up
     from breakeven.render.report import check_report_dir, write_fleet_report  # lazy: start-up
 

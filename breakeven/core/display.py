@@ -1,4 +1,4 @@
-"""How text output is laid out: its width and whether it has colour.
+"""How text output is laid out: its width, whether it has colour, and what may be printed.
 
 The CLI sets them for the command it runs (``--wide``, ``--color/--no-color``); renderers read
 them (:mod:`breakeven.render.text`).  A notebook or script may set them as pandas'
@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,24 @@ def color_on() -> bool:
     return _display().color
 
 
+# Terminal escape sequences (CSI such as colours and screen clears, OSC such as window titles,
+# and two-byte ones), then any control character left: C0, DEL, C1 and the bidirectional
+# overrides that reorder what a terminal shows.  Each alternative scans a run once: linear.
+_CONTROL = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)"
+    r"|[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def printable(text: Any) -> str:
+    """``text`` as it may be printed: tabs and line breaks as spaces, terminal escape
+    sequences and other control characters removed (a CSV cell could clear the screen)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda m: " " if m.group() in "\t\n\r\x0b\x0c" else "", text)
+
+
 __all__ = [
     "DEFAULT_WIDTH",
     "MIN_WIDTH",
@@ -88,4 +108,5 @@ __all__ = [
     "color_on",
     "display",
     "display_width",
+    "printable",
 ]

@@ -1,7 +1,8 @@
 """``breakeven fleet``: is speculation paying on each server, read from Prometheus.
 
 - :mod:`~breakeven.fleet.view`: the series' rows summarised per server (``FleetResult``);
-- :mod:`~breakeven.fleet.reads`: the reads from Prometheus' range API, chunk by chunk.
+- :mod:`~breakeven.fleet.reads`: each engine's series read chunk by chunk into rows (the HTTP
+  API itself is :mod:`breakeven.iotools.query_range`'s).
 
 Imports the planning and prediction families and the layers below.
 """

@@ -25,12 +25,13 @@ from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, 
 from breakeven.core.provenance import parse_time
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fitting.saved import against_fit, load_surface
-from breakeven.fleet.reads import PrometheusAPI, parse_duration, read_fleet, time_range
+from breakeven.fleet.reads import read_fleet
 from breakeven.fleet.view import check_match
 from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.ingest import check_year
 from breakeven.iotools.paths import refuse_input_as_output
 from breakeven.iotools.pipeline import per_file
+from breakeven.iotools.query_range import PrometheusAPI, parse_duration, time_range
 from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env

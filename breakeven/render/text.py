@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from breakeven.core.display import color_on, display_width
+from breakeven.core.display import color_on, display_width, printable
 from breakeven.core.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
 # Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
@@ -26,24 +26,6 @@ _WHY_NONE = {
     "max_verify_ms": "none: drafting and overhead alone exceed the budget",
     "max_draft_ms": "none: verify and overhead alone exceed the budget",
 }
-
-
-# Terminal escape sequences (CSI such as colours and screen clears, OSC such as window titles,
-# and two-byte ones), then any control character left: C0, DEL, C1 and the bidirectional
-# overrides that reorder what a terminal shows.  Each alternative scans a run once: linear.
-_CONTROL = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)"
-    r"|[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def printable(text: Any) -> str:
-    """``text`` as it may be printed: tabs and line breaks as spaces, terminal escape
-    sequences and other control characters removed (a CSV cell could clear the screen)."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    return _CONTROL.sub(lambda m: " " if m.group() in "\t\n\r\x0b\x0c" else "", text)
 
 
 def format_value(key: str, value: Any) -> str:
