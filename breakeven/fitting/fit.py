@@ -45,8 +45,9 @@ from breakeven.core.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.fitting import surfaces as fit_batches
 from breakeven.fitting.runs import _CONFIG, _GROUP, COLUMNS_USED, _entries, _per_k, _prepared
+from breakeven.fitting.surfaces import surfaces as batch_surfaces
+from breakeven.fitting.surfaces import trees as tree_acceptances
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.measurements.plausibility import (
     falling_cycles,
@@ -556,8 +557,8 @@ def fit(
     )
     contexts = contexts_of(groups)
     groups = context_notes(groups, contexts)
-    surfaces = fit_batches.surfaces(df, moe)
-    trees = fit_batches.trees(df)
+    surfaces = batch_surfaces(df, moe)
+    trees = tree_acceptances(df)
     notes = (
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -279,6 +279,39 @@ def _batches(curve: Any, max_batch: int | None, q_min: int) -> range:
     return range(first_batch, max_batch + 1)
 
 
+class GridInputs(TypedDict, total=False):
+    """A sweep's inputs beside its cost curve, as :func:`speedup_grid` and :func:`batch_sweep`
+    take them (keyword arguments, each optional): what :func:`breakeven.planning.schedule.plan`
+    and :func:`~breakeven.planning.schedule.schedule_report` pass on."""
+
+    accept_len: float | None
+    """Tokens a cycle emits at ``k``, bonus token included [tokens/cycle]."""
+    k: int | None
+    """Draft tokens a cycle at ``accept_len`` [tokens]."""
+    alpha: float | None
+    """Per-token acceptance, for acceptance at every k [-]."""
+    per_position: Sequence[float] | None
+    """Acceptance by draft position [-]."""
+    accept_len_by_k: Sequence[float] | None
+    """accept_len measured at k = 1, 2, ... [tokens/cycle]."""
+    k_max: int
+    """The largest k swept [tokens]."""
+    draft: DraftCost | None
+    """The draft's cost model."""
+    draft_ms: float | None
+    """All drafting in a cycle [ms]."""
+    draft_step_ms: float | None
+    """One draft token's step [ms]."""
+    overhead_ms: float | None
+    """Per-cycle overhead [ms]."""
+    max_batch: int | None
+    """The largest batch swept [sequences]."""
+    topk: int
+    """A tree's branches per step (1: a chain)."""
+    verify_tokens: int | None
+    """A tree's tokens verified per sequence [tokens]."""
+
+
 def speedup_grid(
     curve: Any,
     *,
@@ -471,4 +504,4 @@ def _schedule(points: Sequence[BatchPoint]) -> tuple[tuple[int, int, int], ...]:
     return tuple(tuple(r) for r in ranges)
 
 
-__all__ = ["BEYOND_THE_CURVE", "BatchPoint", "BatchResult", "batch_sweep"]
+__all__ = ["BEYOND_THE_CURVE", "BatchPoint", "BatchResult", "GridInputs", "batch_sweep"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,11 +35,12 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.intervals import agrees
-from breakeven.planning.batch import speedup_grid
+from breakeven.planning.batch import BEYOND_THE_CURVE, GridInputs, speedup_grid
 from breakeven.render import engine_configs
 from breakeven.render.engine_configs import engine_shape
 
-BEYOND_THE_CURVE = "beyond the curve"  # as breakeven.planning.batch says it
+if TYPE_CHECKING:  # typing_extensions before Python 3.11
+    from typing_extensions import Unpack
 
 
 @dataclass(frozen=True)
@@ -548,7 +549,7 @@ def schedule_report(
     config_path: str | None = None,
     evidence: Evidence | None = None,
     context: float | None = None,
-    **sweep: Any,
+    **sweep: Unpack[GridInputs],
 ) -> ScheduleReport:
     """What ``breakeven schedule`` prints: the schedule (:func:`plan`) and its configuration
     for ``engine`` (:func:`breakeven.render.engine_configs.render`), as one dict that reports itself.
@@ -603,7 +604,7 @@ def plan(
     load: Mapping[int, float] | None = None,
     load_source: str = "uniform",
     graph_sizes: Sequence[int] | None = None,
-    **sweep: Any,
+    **sweep: Unpack[GridInputs],
 ) -> tuple[Any, Schedule]:
     """The speedup grid of a sweep (:func:`breakeven.planning.batch.speedup_grid`'s inputs in
     ``sweep``) and the schedule ``engine`` can take from it (:func:`schedule_from_grid`)."""
