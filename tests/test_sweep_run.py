@@ -23,6 +23,7 @@ from breakeven.bench.config import Config
 from breakeven.core.errors import BreakevenError
 from breakeven.fitting.fit import fit, fit_file
 from breakeven.iotools.csvfile import read_measurements
+from breakeven.iotools.manifest import write_manifest
 from breakeven.measurements.check import check_file
 from breakeven.sweep import run as sweep_run
 from breakeven.sweep.answer import answer_sweep
@@ -390,3 +391,30 @@ def test_the_config_pasted_is_the_one_the_measurements_back():
     assert "The fit's schedule (schedule.json: k = 6 at 1-4) differs" in text
     off = SweepAnswer("d", "vllm", None, (best(1, 0),), None, six)
     assert "Config to paste: none (speculation off)." in off.headline()
+
+
+def test_resume_refuses_another_sweeps_plan_in_one_line(tmp_path):
+    """Launch i of one plan is not launch i of another: resumed with -k 0,4, a sweep planned with
+    -k 0,2 is refused before any server starts, naming what differs (issue 40), as the CLI's one
+    line and exit 2; the same plan with a longer ready timeout resumes."""
+    port = free_port()
+    out = tmp_path / "sweep"
+    planned = plan_sweep(_serve(), "vllm", [0, 2], method="ngram", ready_timeout_s=30, port=port)
+    out.mkdir()
+    write_manifest(str(out), planned.to_dict(), [])
+    other = plan_sweep(_serve(), "vllm", [0, 4], method="ngram", ready_timeout_s=30, port=port)
+    with pytest.raises(BreakevenError, match=r"holds another sweep's plan \(launches' k 0,2 there"):
+        run_sweep(other, str(out), _bench(), resume=True)
+    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--method", "ngram", "-k", "0,4"]
+    args += ["--port", str(port), "--out", str(out), "--resume"]
+    r = run_cli(args)
+    assert r.exit_code == 2, r.output
+    assert (
+        r.output.count("\n") == 1 and "--resume" in r.output and "0,2 there, 0,4 here" in r.output
+    )
+    longer = plan_sweep(_serve(), "vllm", [0, 2], method="ngram", ready_timeout_s=60, port=port)
+    moved = plan_sweep(_serve(), "vllm", [0, 2], method="ngram", ready_timeout_s=30, port=port + 1)
+    assert sweep_run._plan_differences(planned.to_dict(), longer) == []
+    assert sweep_run._plan_differences(planned.to_dict(), moved) == [
+        "the serve command (--serve, --port) differs"
+    ]

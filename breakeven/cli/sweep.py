@@ -84,7 +84,11 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
 @click.option(
     "--out", "out", default="sweep", show_default=True, metavar="DIR", help="The sweep's directory."
 )
-@click.option("--resume", is_flag=True, help="Continue the sweep in DIR, skipping what is done.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the sweep in DIR, skipping what is done; its plan must be this one.",
+)
 @click.option(
     "--plan", "plan_only", is_flag=True, help="Print the launches and their cost; run nothing."
 )

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from breakeven.bench.config import Config, server_root
 from breakeven.bench.session import Terminated, run_bench
-from breakeven.core.errors import BreakevenError
+from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
 from breakeven.iotools.server import local_server, read_server_env
@@ -198,6 +198,48 @@ def _done(directory: str) -> dict[int, LaunchOutcome]:
         raise BreakevenError(
             "{0}: " + f"{path} is missing or not a sweep's manifest: nothing to resume", "resume"
         ) from None
+
+
+# What makes two plans one sweep: its launches (their order, k, labels and serve commands) and
+# what each measures.  The ready timeout is not among them: a resume may give a slow start longer.
+_SAME_SWEEP = ("engine", "concurrency", "requests", "max_tokens", "speculation")
+
+
+def _plan_differences(stored: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """What differs between the plan a sweep's manifest holds and ``plan``, each as
+    ``what: there, here`` (the serve command named, never shown: it may hold a token)."""
+    here = plan.to_dict()
+    differences = [
+        f"{key} {stored.get(key)!r} there, {here[key]!r} here"
+        for key in _SAME_SWEEP
+        if stored.get(key) != here[key]
+    ]
+    launches = stored.get("launches") if isinstance(stored.get("launches"), list) else []
+    kept = [(d.get("num_spec_tokens"), d.get("label")) for d in launches if isinstance(d, dict)]
+    ks = [(launch.num_spec_tokens, launch.label) for launch in plan.launches]
+    if kept != ks:
+        there = ",".join(str(k) for k, _ in kept)
+        differences.append(
+            f"launches' k {there or 'none'} there, {','.join(str(k) for k, _ in ks)} here"
+        )
+    elif [list(d.get("argv") or ()) for d in launches] != [list(x.argv) for x in plan.launches]:
+        differences.append("the serve command (--serve, --port) differs")
+    return differences
+
+
+def _refuse_another_plan(directory: str, plan: SweepPlan) -> None:
+    """``--resume`` continues the sweep its directory holds, never another: launch i of one
+    plan is not launch i of another, and skipping by index would answer for what was not run."""
+    differences = _plan_differences(read_manifest(directory)["plan"], plan)
+    if differences:
+        raise BreakevenError(
+            "{0}: "
+            + escape_braces(manifest_path(directory))
+            + " holds another sweep's plan ("
+            + escape_braces("; ".join(differences))
+            + "): resume it with the arguments it was planned with, or sweep into a new --out",
+            "resume",
+        )
 
 
 @dataclass
@@ -455,6 +497,8 @@ def run_sweep(
     if bench.server_env_from:
         read_server_env(bench.server_env_from)  # refused now, before any server starts
     done = _done(directory) if resume else {}
+    if resume:
+        _refuse_another_plan(directory, plan)
     url = server_root(url or f"http://127.0.0.1:{plan.port}")  # refused now if malformed
     ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))
     measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
