@@ -237,21 +237,29 @@ def test_a_launch_whose_settings_differ_is_not_measured(tmp_path):
     assert len(launches) == 3  # launch 3 wrote no row
 
 
-def test_a_url_that_answers_before_the_launch_is_not_measured(tmp_path):
+def test_a_url_that_answers_before_the_sweep_is_refused_naming_its_process(tmp_path):
+    """Another server on the launches' port: refused before any launch starts, in one line
+    naming the flag and the process that listens (here, this test's own)."""
     from fake_server import FakeServer
 
     with FakeServer() as other:
         port = int(other.url.rsplit(":", 1)[1])
         plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=5, port=port)
-        result = run_sweep(plan, str(tmp_path / "s"), _bench())
-    assert not any(o.ok for o in result.outcomes)
-    assert "answered before the launch started: another server is there" in result.outcomes[0].error
+        with pytest.raises(BreakevenError, match="another server is there") as caught:
+            run_sweep(plan, str(tmp_path / "s"), _bench())
+        assert f"(pid {os.getpid()} (" in str(caught.value)
+        args = ["sweep", "--serve", _serve(), "--engine", "vllm", "-k", "0,2"]
+        r = run_cli([*args, "--port", str(port), "--out", str(tmp_path / "t")])
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith("Error: --port: http://127.0.0.1:") and "another server" in line
+    assert not (tmp_path / "t" / "logs").exists()  # nothing started
 
 
 def test_a_serve_command_that_hands_the_server_on_is_stopped_by_the_stop_command(tmp_path):
     """--serve as docker run -d is: it starts the server elsewhere and exits 0; --stop ends it.
     Each launch is still a server of its own, and none is left running."""
-    port = free_port()
+    port = first = free_port()
     pids = tmp_path / "pids"
     serve = (
         f'sh -c \'{sys.executable} {FAKE} --port {port} --seconds-per-token 0.002 "$@" '
@@ -263,15 +271,31 @@ def test_a_serve_command_that_hands_the_server_on_is_stopped_by_the_stop_command
     assert [o.ok for o in result.outcomes] == [True, True], result.report()
     assert len({r["launch_id"] for r in rows(result.runs_csv)}) == 2
     assert not sweep_run._ready(f"http://127.0.0.1:{port}")
-    # Without --stop, the same command's exit is a failed launch.
-    plan = plan_sweep(serve, "vllm", [2], method="ngram", ready_timeout_s=30, port=free_port())
+    # Without --stop, the server the command backgrounded is still the launch's: measured,
+    # then ended with it (its keeper is its reaper), so the next launch starts on a free port.
+    port = free_port()
+    plan = plan_sweep(
+        serve.replace(str(first), str(port)),
+        "vllm",
+        [2],
+        method="ngram",
+        ready_timeout_s=30,
+        port=port,
+    )
+    pids.unlink()
     result = run_sweep(plan, str(tmp_path / "t"), _bench())
-    assert "exited with 0 before it was ready" in result.outcomes[0].error
-    for pid in pids.read_text().split():  # what the sweep could not stop without --stop
-        try:
-            os.kill(int(pid), signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    assert [o.ok for o in result.outcomes] == [True, True], result.report()
+    for pid in pids.read_text().split():
+        assert not _alive(int(pid))
+
+
+def _alive(pid):
+    """Whether a process exists and has not ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in "ZX"
+    except OSError:
+        return False
 
 
 def test_two_sweeps_never_write_one_directory(tmp_path):

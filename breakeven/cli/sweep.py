@@ -71,6 +71,16 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
     "hands the server on and exits 0 (ssh HOST systemctl restart UNIT, docker run -d). "
     "The launch's own process group is stopped too.",
 )
+@click.option(
+    "--stop-grace",
+    "stop_grace_s",
+    type=float,
+    default=15.0,
+    show_default=True,
+    metavar="S",
+    help="How long a launch's server may take to exit after SIGTERM [s]; then every process "
+    "of the launch left is killed (SIGKILL).",
+)
 @o.server_env_from
 @click.option(
     "--ready-timeout",
@@ -102,6 +112,7 @@ def sweep(
     stop_command: str | None,
     server_env_from: str | None,
     requests: int | None,
+    stop_grace_s: float,
     **options: Any,
 ) -> None:
     """Run the experiment: a baseline and each k, interleaved, each a server launch of its own.
@@ -137,7 +148,9 @@ def sweep(
     if plan_only:
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
         return
-    result = _sweep_run(plan, out, url, stop_command, server_env_from, requests, resume)
+    result = _sweep_run(
+        plan, out, url, stop_command, server_env_from, requests, resume, stop_grace_s
+    )
     say(result.report().rstrip("\n"))
     if not any(o.ok for o in result.outcomes):
         sys.exit(1)
@@ -156,6 +169,7 @@ def _sweep_run(
     server_env_from: str | None,
     requests: int | None,
     resume: bool,
+    stop_grace_s: float,
 ) -> Any:
     """The sweep run (:func:`breakeven.sweep.run.run_sweep`), its progress on stderr; Ctrl-C
     exits 130 and SIGTERM 143, saying where the completed rows are."""
@@ -180,6 +194,7 @@ def _sweep_run(
             stop_command=stop_command,
             resume=resume,
             on_progress=show,
+            stop_grace_s=stop_grace_s,
         )
     except KeyboardInterrupt as e:
         show.end()

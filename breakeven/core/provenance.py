@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -71,6 +72,11 @@ _SPEC_SHORT_FLAGS = frozenset({"md", "cd", "ngld", "td", "tbd", "devd", "ctkd", 
 ``-ngld``, ``-td``, ``-tbd``, ``-devd``, ``-ctkd``, ``-ctvd``: its context, layers, threads,
 devices and cache types), in ``common/arg.cpp``."""
 _CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
+_INLINE_SECRET = re.compile(
+    r"(--?[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|credential)[A-Za-z0-9_.-]*)[= ]+([^\s'\"]+)",
+    re.IGNORECASE,
+)
+"""A secret flag and its value inside text that is not a command line (a quote left open)."""
 _DATE = re.compile(
     r"^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
     r"(Z|[+-]\d\d:?\d\d)?$"
@@ -164,6 +170,44 @@ def server_arguments(argv: Sequence[str]) -> list[str]:
         else:
             pairs.append(f"arg={one_word(word)}")
     return pairs
+
+
+def secret_values(argv: Sequence[str]) -> list[str]:
+    """The values of a command line's secret settings: a flag named like a secret
+    (``--api-key X``, ``--hf-token=X``) and a variable assignment named like one
+    (``HF_TOKEN=X``, as ``env`` takes it), also inside a word holding a whole command
+    (``sh -c '... --api-key X'``)."""
+    found: list[str] = []
+    words = list(argv)
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if " " in word.strip() or "\t" in word:
+            try:
+                found += secret_values(shlex.split(word))
+            except ValueError:
+                found += [m.group(2) for m in _INLINE_SECRET.finditer(word)]
+            continue
+        if word.startswith("-") and is_secret_key(name):
+            if eq:
+                found.append(value)
+            elif i + 1 < len(words) and not _looks_like_flag(words[i + 1]):
+                found.append(words[i + 1])
+        elif eq and not word.startswith("-") and (secret_name(name) or is_secret_key(name)):
+            found.append(value)
+    return [v for v in found if v]
+
+
+def masked_argv(argv: Sequence[str]) -> list[str]:
+    """A command line to show or store: each secret value (:func:`secret_values`) as ``***``
+    wherever it stands, and a URL's password hidden; the words stay where they were."""
+    secrets = sorted(set(secret_values(argv)), key=len, reverse=True)
+    shown = []
+    for word in argv:
+        for secret in secrets:
+            if len(secret) >= 3 or word.endswith("=" + secret) or word == secret:
+                word = word.replace(secret, MASK)
+        shown.append(hide_url_passwords(word))
+    return shown
 
 
 def _is_number(word: str) -> bool:

@@ -2,7 +2,8 @@
 
 ``breakeven sweep`` rewrites it atomically after every launch (:func:`write_manifest`), resumes
 from it and answers from it (:func:`read_manifest`).  Its body is
-``{"plan": SweepPlan.to_dict(), "done": [LaunchOutcome as a dict, ...]}``.
+``{"plan": SweepPlan.to_dict(), "sweep": ID, "done": [LaunchOutcome as a dict, ...]}``, where
+``ID`` marks the sweep's processes (:data:`breakeven.iotools.processes.MARK_VARIABLE`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def manifest_path(directory: str) -> str:
     return os.path.join(directory, MANIFEST)
 
 
-def write_manifest(directory: str, plan: dict[str, Any], done: Sequence[dict[str, Any]]) -> None:
+def write_manifest(
+    directory: str, plan: dict[str, Any], done: Sequence[dict[str, Any]], sweep_id: str = ""
+) -> None:
     """Write (replace, atomically) the manifest of the sweep in ``directory``.
 
     Parameters
@@ -36,8 +39,10 @@ def write_manifest(directory: str, plan: dict[str, Any], done: Sequence[dict[str
         The plan, as ``SweepPlan.to_dict()``.
     done : sequence of dict
         Each finished launch's outcome, in launch order.
+    sweep_id : str
+        The sweep's id, which its launches' processes carry.
     """
-    body = {"plan": plan, "done": list(done)}
+    body = {"plan": plan, "sweep": sweep_id, "done": list(done)}
     write_text(manifest_path(directory), lambda f: json.dump(body, f, indent=2), force=True)
 
 
@@ -58,6 +63,8 @@ def read_manifest(directory: str) -> dict[str, Any]:
         raise UnreadableInput(f"{path} is not a sweep's manifest (no plan in it)")
     if not isinstance(body.get("done", []), list):
         raise UnreadableInput(f"{path} is not a sweep's manifest (its done is not a list)")
+    if not isinstance(body.get("sweep", ""), str):
+        raise UnreadableInput(f"{path} is not a sweep's manifest (its sweep id is not text)")
     return body
 
 

@@ -15,16 +15,20 @@ This module plans and estimates; it starts nothing.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, invalid_value
+from breakeven.core.provenance import masked_argv
 from breakeven.render.engine_configs import SPECULATION_ENGINES, speculation_args
 
 MAX_READY_S = 86_400.0
 """The longest a launch may take to become ready [s]: a day."""
+METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A drafting method's name: it labels the launches' rows and names their logs."""
 MAX_LAUNCHES = 1000
 """More launches than this is a typing mistake (a sweep of 1,000 server starts)."""
 
@@ -79,9 +83,13 @@ class SweepPlan:
         return len(self.launches) * waves * self.max_tokens / tok_s
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as plain data, each serve command's secrets masked (``--api-key ***``):
+        what ``--plan --json`` prints and the manifest holds."""
         return {
             "engine": self.engine,
-            "launches": [asdict(launch) for launch in self.launches],
+            "launches": [
+                {**asdict(launch), "argv": masked_argv(launch.argv)} for launch in self.launches
+            ],
             "concurrency": list(self.concurrency),
             "requests": list(self.requests),
             "max_tokens": self.max_tokens,
@@ -98,17 +106,20 @@ class SweepPlan:
 
         order = [f"{launch.label}" for launch in self.launches]
         lines = [f"  {', '.join(order)}"]
-        base = next((x.argv for x in self.launches if x.num_spec_tokens == 0), None)
+        shown = [tuple(masked_argv(x.argv)) for x in self.launches]  # never a token
+        base = next(
+            (a for a, x in zip(shown, self.launches, strict=True) if x.num_spec_tokens == 0), None
+        )
         if base is None:
-            return lines + [line for x in self.launches for line in command_lines(x.argv, "    ")]
+            return lines + [line for a in shown for line in command_lines(a, "    ")]
         lines += ["Each launch runs the serve command", *command_lines(base, "    ")]
         lines.append("with, for each configuration:")
         seen: set[str] = set()
-        for launch in self.launches:
+        for launch, argv in zip(self.launches, shown, strict=True):
             if launch.label in seen:
                 continue
             seen.add(launch.label)
-            added = launch.argv[len(base) :] if launch.argv[: len(base)] == base else launch.argv
+            added = argv[len(base) :] if argv[: len(base)] == base else argv
             lines.append(f"  {launch.label}:" + ("" if added else " nothing added"))
             if added:
                 lines += command_lines(added, "    ")
@@ -278,6 +289,13 @@ def plan_sweep(
     """
     if engine not in SPECULATION_ENGINES:
         raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
+    if method is not None and not METHOD_NAME.fullmatch(method):
+        raise invalid_value(
+            "method",
+            method,
+            "a drafting method's name (eagle3, draft_model, ngram, mtp: letters, digits, "
+            "'_', '-' and '.'); a draft model's path or id goes in --draft",
+        )
     ks = _draft_lengths(num_spec_tokens)
     _check_sizes(len(ks), repeats, ready_timeout_s, max_tokens, requests, port)
     levels = _levels(concurrency)

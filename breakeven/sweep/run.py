@@ -2,12 +2,14 @@
 
 Each launch (:class:`breakeven.sweep.plan.SweepLaunch`) goes through four phases:
 
-- **starting**: its command runs in a process group of its own, its output in
-  ``DIR/logs/NNN-LABEL.log``; it is ready when its URL lists its models, within the ready
-  timeout.  A URL that answers before the command runs is another server's: the launch fails
-  rather than measure it.  A command that exits first fails the launch, unless a stop command
-  is given (``--stop``: the serve command may then hand the server to someone else, as
-  ``systemctl restart`` or ``docker run -d`` do, and exit 0).  Then the server's settings are
+- **starting**: its command runs under a keeper (:mod:`breakeven.sweep.keeper`), which holds
+  every process the launch starts and ends them all when the launch ends, or when the sweep
+  does, however (SIGKILL included); its output goes to ``DIR/logs/NNN-LABEL.log``, secrets
+  masked.  It is ready when its URL lists its models, within the ready timeout.  A URL that
+  answers before the command runs is another server's: the launch fails rather than measure
+  it.  A command that exits non-zero first fails the launch; so does one that exits 0 leaving
+  no process, unless a stop command is given (``--stop``: the serve command may then hand the
+  server to someone else, as ``systemctl restart`` or ``docker run -d`` do).  Then the server's settings are
   read (its own process where local, else ``--server-env-from``): a setting other than the
   speculation flags that differs from the sweep's first measured launch (a variable lost on a
   restart) fails the launch before it is measured.
@@ -15,13 +17,19 @@ Each launch (:class:`breakeven.sweep.plan.SweepLaunch`) goes through four phases
   for compilation and caches).
 - **measuring**: ``bench`` at every load level; rows appended to ``DIR/runs.csv`` as requests
   complete, with the server's launch.
-- **stopping**: the stop command, if any; then SIGTERM to the group, SIGKILL after a grace
-  period; then the URL must stop answering, so that the next launch is not this one.
+- **stopping**: the stop command, if any; then SIGTERM to the server's group, to every
+  process of the launch left halfway through the grace period, SIGKILL after it; then the
+  URL must stop answering.  A launch is recorded ok only once its processes are gone and its
+  URL is silent, so that the next launch is not this one.  SIGINT and SIGTERM wait while a
+  launch stops, and are acted on once it has.
 
 A failed launch is recorded with the tail of its log, and the sweep goes on.
-``DIR/manifest.json`` holds the plan and each launch's outcome, rewritten atomically after
-each one, so that ``--resume`` skips what is done.  SIGTERM or Ctrl-C stops the launch under
-way and keeps every row.  Two sweeps never write one directory (``DIR/.lock``).
+``DIR/manifest.json`` holds the plan, the sweep's id (its launches' processes carry it) and
+each launch's outcome, written before the first launch and rewritten atomically after each
+one, so that ``--resume`` skips what is done, ends what an earlier run left (processes
+carrying the sweep's id), and refuses, naming it, another server on the launches' URL.
+SIGTERM or Ctrl-C stops the launch under way and keeps every row.  Two sweeps never write one
+directory (``DIR/.lock``).
 """
 
 from __future__ import annotations
@@ -29,26 +37,29 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
-import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from breakeven.bench.config import Config, server_root
 from breakeven.bench.session import Terminated, run_bench
-from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.display import printable
+from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
-from breakeven.iotools.server import local_server, read_server_env
+from breakeven.iotools.processes import marked, named
+from breakeven.iotools.server import listening_process, local_server, read_server_env
+from breakeven.sweep.keeper import Keeper, end_tree
 from breakeven.sweep.plan import SweepLaunch, SweepPlan, serve_argv
 
 STOP_GRACE_S = 15.0
-"""How long a stopped server may take to exit before it is killed [s]."""
+"""How long a stopped server may take to exit before it is killed [s] (``--stop-grace``)."""
 GONE_TIMEOUT_S = 60.0
 """How long a stopped server's URL may go on answering [s]."""
 STOP_COMMAND_TIMEOUT_S = 300.0
@@ -103,6 +114,8 @@ class SweepRun:
 
     directory: str
     outcomes: tuple[LaunchOutcome, ...]
+    notes: tuple[str, ...] = ()
+    """What the sweep did besides its launches (ended what an earlier run left)."""
 
     @property
     def runs_csv(self) -> str:
@@ -114,7 +127,7 @@ class SweepRun:
         for o in self.outcomes:
             if not o.ok:
                 lines.append(f"  launch {o.index} ({o.label}) failed: {o.error}")
-        for note in dict.fromkeys(o.note for o in self.outcomes if o.note):
+        for note in dict.fromkeys([*self.notes, *(o.note for o in self.outcomes if o.note)]):
             lines.append(f"  Note: {note}")
         return "\n".join(lines) + "\n"
 
@@ -127,7 +140,8 @@ def _log_tail(path: str) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in text.splitlines()[-5:] if line.strip())
+    tail = " | ".join(line.strip() for line in text.splitlines()[-5:] if line.strip())
+    return printable(tail)  # a server's escape sequences never reach a terminal
 
 
 def answer_of(url: str) -> str:
@@ -146,24 +160,6 @@ def answer_of(url: str) -> str:
 
 def _ready(url: str) -> bool:
     return answer_of(url) == "ready"
-
-
-def stop(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
-    """Stop a launch's process group: SIGTERM, then SIGKILL after ``grace_s``."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        process.wait(timeout=10)
 
 
 @contextmanager
@@ -185,19 +181,96 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _manifest(directory: str, plan: SweepPlan, outcomes: dict[int, LaunchOutcome]) -> None:
-    write_manifest(directory, plan.to_dict(), [asdict(o) for _, o in sorted(outcomes.items())])
+@contextmanager
+def _signals_held() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM held while a launch stops (a second Ctrl-C must not leave its
+    server up): the signals that came, in order, for :func:`_act_on` once it has."""
+    came: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        came.append(signum)
+
+    try:
+        previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: no signal reaches it
+        yield came
+        return
+    try:
+        yield came
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _done(directory: str) -> dict[int, LaunchOutcome]:
+def _act_on(came: list[int]) -> None:
+    """Act on the first signal held (:func:`_signals_held`): :class:`Terminated` for
+    SIGTERM, :class:`KeyboardInterrupt` for SIGINT."""
+    if came:
+        raise Terminated() if came[0] == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _manifest(ctx: _Context, outcomes: dict[int, LaunchOutcome]) -> None:
+    """Write the manifest: the plan, the sweep's id and each launch's outcome so far."""
+    done = [asdict(o) for _, o in sorted(outcomes.items())]
+    try:
+        write_manifest(ctx.directory, ctx.plan.to_dict(), done, ctx.sweep_id)
+    except OSError as e:
+        raise _unwritable(ctx.directory, e) from None
+
+
+def _unwritable(directory: str, e: OSError) -> BreakevenError:
+    """A sweep's directory that cannot be written (a full or read-only disk, no permission),
+    in one line naming ``--out``."""
+    why = os.strerror(e.errno) if e.errno else str(e)
+    where = e.filename if isinstance(e.filename, str) else directory
+    return BreakevenError(
+        "{0}: " + escape_braces(f"cannot write {where}: {why}") + " (every completed row is kept)",
+        "out",
+    )
+
+
+_OUTCOME_TYPES = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
+
+
+def _outcome(entry: Any, launches: int) -> LaunchOutcome:
+    """One launch's outcome as the manifest holds it, checked: each field of its type, its
+    index one of the plan's launches (a ValueError says what is wrong)."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"a launch's outcome is {type(entry).__name__}, not an object")
+    kinds = {f.name: _OUTCOME_TYPES[str(f.type)] for f in fields(LaunchOutcome)}
+    for name, value in entry.items():
+        if name not in kinds:
+            raise ValueError(f"a launch's outcome has {name!r}, which no outcome has")
+        if not isinstance(value, kinds[name]) or (
+            isinstance(value, bool) and bool not in kinds[name]
+        ):
+            raise ValueError(f"a launch's {name} is {value!r}")
+    outcome = LaunchOutcome(**entry)
+    if not 1 <= outcome.index <= launches:
+        raise ValueError(f"a launch's index is {outcome.index}, not one of 1 to {launches}")
+    return outcome
+
+
+def _done(directory: str, plan: SweepPlan) -> tuple[dict[int, LaunchOutcome], str]:
+    """What the sweep in ``directory`` has done (each launch's outcome) and its id; one line
+    naming the manifest where it is missing or is not a sweep's."""
     path = manifest_path(directory)
     try:
         body = read_manifest(directory)
-        return {d["index"]: LaunchOutcome(**d) for d in body.get("done", [])}
-    except (OSError, ValueError, TypeError, KeyError):
-        raise BreakevenError(
-            "{0}: " + f"{path} is missing or not a sweep's manifest: nothing to resume", "resume"
-        ) from None
+        done = {}
+        for entry in body.get("done", []):
+            outcome = _outcome(entry, len(plan.launches))
+            done[outcome.index] = outcome
+        return done, body.get("sweep", "")
+    except FileNotFoundError:
+        why = f"{path} is missing"
+    except UnreadableInput as e:
+        why = str(e)
+    except OSError as e:
+        why = f"{path} cannot be read: {os.strerror(e.errno) if e.errno else e}"
+    except (ValueError, TypeError, KeyError) as e:
+        why = f"{path} is not a sweep's manifest: {e}"
+    raise BreakevenError("{0}: " + escape_braces(f"{printable(why)}: nothing to resume"), "resume")
 
 
 # What makes two plans one sweep: its launches (their order, k, labels and serve commands) and
@@ -222,7 +295,7 @@ def _plan_differences(stored: dict[str, Any], plan: SweepPlan) -> list[str]:
         differences.append(
             f"launches' k {there or 'none'} there, {','.join(str(k) for k, _ in ks)} here"
         )
-    elif [list(d.get("argv") or ()) for d in launches] != [list(x.argv) for x in plan.launches]:
+    elif [list(d.get("argv") or ()) for d in launches] != [d["argv"] for d in here["launches"]]:
         differences.append("the serve command (--serve, --port) differs")
     return differences
 
@@ -252,12 +325,25 @@ class _Context:
     bench: Config
     stop_command: str | None = None
     say: Callable[[Progress], None] = lambda progress: None
+    sweep_id: str = ""
+    """The sweep's id: its launches' processes carry ``SWEEP_ID:INDEX``."""
+    grace_s: float = STOP_GRACE_S
+    """How long a stopped server may take to exit before it is killed [s]."""
     reference: tuple[int, str] | None = None
     """The first measured launch's index and fingerprint: every other launch's must match."""
     walls: list[float] = field(default_factory=list)
     """The seconds each launch of this run took, for the ETA."""
     left: int = 0
     """Launches left to run, this one included."""
+
+    done: dict[int, LaunchOutcome] = field(default_factory=dict)
+    """Each launch's outcome so far, by index."""
+
+    def record(self, outcome: LaunchOutcome) -> LaunchOutcome:
+        """Keep a launch's outcome, in the manifest too."""
+        self.done[outcome.index] = outcome
+        _manifest(self, self.done)
+        return outcome
 
     def tell(self, launch: SweepLaunch, phase: str, done: int = 0, requests: int = 0) -> None:
         eta = None
@@ -297,24 +383,6 @@ def _difference(ours: str, theirs: str) -> str:
     return "; ".join(shown) + more
 
 
-def _run_stop_command(command: str, port: int, log: str) -> str:
-    """Run ``--stop`` (``{port}`` filled in), its output to the launch's log; why it failed,
-    or ""."""
-    try:
-        with open(log, "ab") as out:
-            done = subprocess.run(
-                serve_argv(command, port),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=STOP_COMMAND_TIMEOUT_S,
-                check=False,
-            )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"the stop command failed: {e}"
-    return f"the stop command exited with {done.returncode}" if done.returncode else ""
-
-
 def _wait_gone(url: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
     """Whether the URL stopped answering within ``timeout_s``."""
     end = time.monotonic() + timeout_s
@@ -325,7 +393,7 @@ def _wait_gone(url: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
     return True
 
 
-def _why_not_ready(process: subprocess.Popen, start: float, log: str, ctx: _Context) -> str:
+def _why_not_ready(keeper: Keeper, start: float, log: str, ctx: _Context) -> str:
     """Wait for the launch started at ``start`` (``time.monotonic()``) to list its models; why
     it failed (a 404, an exit, the ready timeout: its log's tail), or "" once it is ready."""
     plan, url = ctx.plan, ctx.url
@@ -335,8 +403,9 @@ def _why_not_ready(process: subprocess.Popen, start: float, log: str, ctx: _Cont
                 f"404 Not Found for {url}/v1/models: a server answers, but the URL's path "
                 "is not its root (give the server root, with or without one /v1)"
             )
-        code = process.poll()
-        if code is not None and not (code == 0 and ctx.stop_command):
+        code = keeper.exit_code
+        handed_on = code == 0 and (ctx.stop_command or not keeper.empty)
+        if code is not None and not handed_on:
             return f"exited with {code} before it was ready: {_log_tail(log)}"
         if time.monotonic() - start > plan.ready_timeout_s:
             return (
@@ -374,92 +443,128 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
     return failures
 
 
-def _stop_problem(process: subprocess.Popen, log: str, ctx: _Context) -> str:
-    """Stop the launch: the stop command, if any, then its process group, then wait for its
-    URL to stop answering; what went wrong, or ""."""
-    plan, url = ctx.plan, ctx.url
-    problem = _run_stop_command(ctx.stop_command, plan.port, log) if ctx.stop_command else ""
-    stop(process)
-    if not _wait_gone(url):
-        problem = (problem + "; " if problem else "") + (
-            f"{url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
-        )
-    return problem
-
-
-def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
-    """Start one launch, wait for it, check its settings, warm it, measure it with ``bench``
-    (its label and k set from the launch), stop it (see the module's text)."""
-    url = ctx.url
-    logs = os.path.join(ctx.directory, "logs")
-    os.makedirs(logs, exist_ok=True)
-    log = os.path.join(logs, f"{launch.index:03d}-{launch.label}.log")
-    fail = {"index": launch.index, "label": launch.label, "num_spec_tokens": launch.num_spec_tokens}
-    start = time.monotonic()
-
-    def failed(error: str, **more: Any) -> LaunchOutcome:
-        return LaunchOutcome(**fail, ok=False, error=error, log=log, **more)
-
-    ctx.tell(launch, "starting")
-    if _ready(url):
-        return failed(
-            f"{url} answered before the launch started: another server is there (stop it, or "
-            "the sweep would measure it)"
-        )
-    with open(log, "ab") as out:
-        try:
-            process = subprocess.Popen(
-                list(launch.argv),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> tuple[str, list[int]]:
+    """Stop the launch (its keeper ends its every process, the stop command first), SIGINT
+    and SIGTERM held meanwhile; then wait for its URL to stop answering.  What went wrong
+    ("" once no process of it is left and its URL is silent; said in its log too), and the
+    signals held."""
+    with _signals_held() as came:
+        problem = keeper.stop()
+        if not _wait_gone(ctx.url):
+            problem = (problem + "; " if problem else "") + (
+                f"{ctx.url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
+                f"{_listener(ctx.url)}"
             )
-        except OSError as e:
-            return failed(f"cannot start it: {e}")
-    try:
-        not_ready = _why_not_ready(process, start, log, ctx)
-        if not_ready:
-            return failed(not_ready)
-        ready_s = time.monotonic() - start
-        settings, why = _settings(url, ctx.bench)
-        if settings and ctx.reference is not None and settings != ctx.reference[1]:
-            first, theirs = ctx.reference
-            return failed(
-                f"its server's settings differ from launch {first}'s, so it is not measured: "
-                f"{_difference(settings, theirs)}",
-                start_s=ready_s,
-                fingerprint=settings,
-            )
-        failures = _bench_failures(launch, ctx)
-        if settings and ctx.reference is None:
-            ctx.reference = (launch.index, settings)
-        error = f"{len(failures)} request(s) failed: {failures[0]}" if failures else ""
-        return LaunchOutcome(
-            **fail,
-            ok=not failures,
-            error=error,
-            start_s=ready_s,
-            log=log,
-            fingerprint=settings,
-            note=f"its settings were not read, so not checked against the others: {why}"
-            if why
-            else "",
-        )
-    finally:
-        ctx.tell(launch, "stopping")
-        problem = _stop_problem(process, log, ctx)
         if problem:
             with open(log, "a", encoding="utf-8") as f:
                 f.write(f"breakeven sweep: {problem}\n")
+    return problem, came
+
+
+def _listener(url: str) -> str:
+    """Who listens on a local URL's port, as `` (pid 12 (vllm))``; "" where it cannot be
+    told (another host, another user)."""
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1", "0.0.0.0"):
+        return ""
+    pid = listening_process(parts.port or 80)
+    return f" ({named([pid])})" if pid is not None else ""
+
+
+def _measured(launch: SweepLaunch, keeper: Keeper, log: str, ctx: _Context) -> LaunchOutcome:
+    """Wait for the started launch, check its settings, warm it and measure it."""
+    fail = {"index": launch.index, "label": launch.label, "num_spec_tokens": launch.num_spec_tokens}
+    start = time.monotonic()
+    not_ready = keeper.started() or _why_not_ready(keeper, start, log, ctx)
+    if not_ready:
+        return LaunchOutcome(**fail, ok=False, error=not_ready, log=log)
+    ready_s = time.monotonic() - start
+    settings, why = _settings(ctx.url, ctx.bench)
+    if settings and ctx.reference is not None and settings != ctx.reference[1]:
+        first, theirs = ctx.reference
+        return LaunchOutcome(
+            **fail,
+            ok=False,
+            error=f"its server's settings differ from launch {first}'s, so it is not measured: "
+            f"{_difference(settings, theirs)}",
+            start_s=ready_s,
+            log=log,
+            fingerprint=settings,
+        )
+    failures = _bench_failures(launch, ctx)
+    if settings and ctx.reference is None:
+        ctx.reference = (launch.index, settings)
+    error = f"{len(failures)} request(s) failed: {failures[0]}" if failures else ""
+    return LaunchOutcome(
+        **fail,
+        ok=not failures,
+        error=error,
+        start_s=ready_s,
+        log=log,
+        fingerprint=settings,
+        note=f"its settings were not read, so not checked against the others: {why}" if why else "",
+    )
+
+
+def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
+    """Start one launch under a keeper, wait for it, check its settings, warm it, measure it
+    with ``bench`` (its label and k set from the launch), stop it (see the module's text).
+    It is ok only if it was measured and then stopped: no process of it left, its URL silent.
+    Its outcome is recorded in the manifest before a signal held while it stopped is acted on."""
+    began = time.monotonic()
+    logs = os.path.join(ctx.directory, "logs")
+    log = os.path.join(logs, f"{launch.index:03d}-{launch.label}.log")
+    ctx.tell(launch, "starting")
+    if _ready(ctx.url):
+        return ctx.record(
+            LaunchOutcome(
+                launch.index,
+                launch.label,
+                launch.num_spec_tokens,
+                ok=False,
+                error=f"{ctx.url} answered before the launch started: another server is there"
+                f"{_listener(ctx.url)} (stop it, or the sweep would measure it)",
+                log=log,
+            )
+        )
+    try:
+        os.makedirs(logs, exist_ok=True)
+        stop = serve_argv(ctx.stop_command, ctx.plan.port) if ctx.stop_command else None
+        keeper = Keeper(
+            launch.argv,
+            log,
+            f"{ctx.sweep_id}:{launch.index}",
+            grace_s=ctx.grace_s,
+            stop=stop,
+            stop_timeout_s=STOP_COMMAND_TIMEOUT_S,
+        )
+    except OSError as e:
+        raise _unwritable(ctx.directory, e) from None
+    outcome = None
+    try:
+        outcome = _measured(launch, keeper, log, ctx)
+    finally:
+        ctx.tell(launch, "stopping")
+        problem, came = _stop_problem(keeper, log, ctx)
+        if outcome is not None:  # ended before any interruption: recorded whatever comes
+            if problem:
+                why = f"{outcome.error}; and" if outcome.error else "measured, but"
+                outcome = replace(outcome, ok=False, error=f"{why} not stopped: {problem}")
+            outcome = ctx.record(replace(outcome, wall_s=time.monotonic() - began))
+    _act_on(came)
+    assert outcome is not None
+    return outcome
 
 
 @contextmanager
 def _locked(directory: str) -> Iterator[None]:
     """The sweep's directory to this sweep alone (``DIR/.lock``, flock): a second sweep on it
     is refused at once."""
-    os.makedirs(directory, exist_ok=True)
-    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise _unwritable(directory, e) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -481,46 +586,77 @@ def run_sweep(
     stop_command: str | None = None,
     resume: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
+    stop_grace_s: float = STOP_GRACE_S,
 ) -> SweepRun:
     """Every launch of ``plan`` not yet done, in order; outcomes in ``DIR/manifest.json``.
 
     ``url`` is where each launch serves (default: ``http://127.0.0.1:PORT``, the plan's
     port).  ``stop_command`` stops a launch that the serve command handed on (see the
-    module's text).  A directory that exists is refused unless ``resume`` (which then needs
-    its manifest)."""
+    module's text); ``stop_grace_s`` is how long a server may take to exit after SIGTERM
+    before it is killed [s].  A directory that exists is refused unless ``resume`` (which
+    then needs its manifest).  A server already answering on the URL is refused before any
+    launch, naming its process where it is local, unless it is this sweep's, left by an
+    earlier run: that one is ended."""
     if os.path.exists(directory) and not resume:
         raise BreakevenError(
             "{0}: " + f"{directory} exists: a sweep writes a directory of its own "
             "(continue one with --resume)",
             "out",
         )
+    if not (isinstance(stop_grace_s, (int, float)) and 0 <= stop_grace_s <= 3600):
+        raise invalid_value("stop_grace_s", stop_grace_s, "seconds from 0 to 3600")
     if bench.server_env_from:
         read_server_env(bench.server_env_from)  # refused now, before any server starts
-    done = _done(directory) if resume else {}
+    done, sweep_id = _done(directory, plan) if resume else ({}, "")
     if resume:
         _refuse_another_plan(directory, plan)
+    flag = "url" if url else "port"
     url = server_root(url or f"http://127.0.0.1:{plan.port}")  # refused now if malformed
     ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))
+    ctx.sweep_id, ctx.grace_s, ctx.done = sweep_id or uuid.uuid4().hex[:16], stop_grace_s, done
     measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
     if measured:
         ctx.reference = (measured[0].index, measured[0].fingerprint)
     with _locked(directory), _sigterm_as_interrupt():
-        todo = [
-            launch
-            for launch in plan.launches
-            if not (launch.index in done and done[launch.index].ok)
-        ]
+        notes = _end_leftovers(ctx) if sweep_id else []
+        if _ready(url):
+            raise BreakevenError(
+                "{0}: "
+                + escape_braces(
+                    f"{url} answers before the sweep's first launch: another server is there"
+                    f"{_listener(url)}; stop it, or give the launches another port"
+                ),
+                flag,
+            )
+        _manifest(ctx, done)  # the sweep's id on disk before any process carries it
+        todo = [x for x in plan.launches if not (x.index in done and done[x.index].ok)]
         for n, launch in enumerate(todo):
             ctx.left = len(todo) - n
-            began = time.monotonic()
             outcome = run_launch(launch, ctx)
-            outcome = replace(outcome, wall_s=time.monotonic() - began)
             ctx.walls.append(outcome.wall_s)
-            done[launch.index] = outcome
-            _manifest(directory, plan, done)
             ctx.left -= 1
             ctx.tell(launch, "done" if outcome.ok else "failed")
-    return SweepRun(directory, tuple(o for _, o in sorted(done.items())))
+    return SweepRun(directory, tuple(o for _, o in sorted(done.items())), tuple(notes))
+
+
+def _end_leftovers(ctx: _Context) -> list[str]:
+    """End the processes an earlier run of this sweep left (those carrying its id: its keeper
+    was killed too, by the OOM killer say); what was done, in words."""
+    left = marked(ctx.sweep_id)
+    if not left:
+        return []
+    shown = named(left)
+    still = end_tree(None, ctx.sweep_id, None, ctx.grace_s)
+    if still:
+        raise BreakevenError(
+            "{0}: "
+            + escape_braces(
+                f"an earlier run of this sweep left {named(still)}, which could not be ended: "
+                "end them, then --resume"
+            ),
+            "resume",
+        )
+    return [f"ended what an earlier run of this sweep left running: {shown}"]
 
 
 __all__: Sequence[str] = (
@@ -530,5 +666,4 @@ __all__: Sequence[str] = (
     "SweepRun",
     "run_launch",
     "run_sweep",
-    "stop",
 )
