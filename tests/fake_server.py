@@ -380,6 +380,60 @@ class FakeServer:
         self.httpd.server_close()
 
 
+def _note_pid(path: str, pid: int) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{pid}\n")
+
+
+def _sleep_forever_ignoring_sigterm() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(3600)
+
+
+def _behave(args: object) -> None:
+    """Behave as real servers' processes do, as the flags ask (in this order):
+    ``--daemonize`` (fork, ``setsid``, fork again; the first two exit 0 at once, as a wrapper
+    that backgrounds the server does), ``--print-args`` (its arguments, a token among them,
+    and a terminal's window-title and clipboard escapes, on stdout), ``--children`` (a child
+    that ignores SIGTERM, as vLLM's engine core and workers are, and a grandchild that
+    escapes with a double fork and ``setsid``, ignoring SIGTERM too), ``--stubborn`` (the
+    server ignores SIGTERM), ``--ready-after S`` (listen only after S seconds).  Every
+    process's id goes to ``--pid-file``."""
+    import os
+    import signal
+    import sys
+
+    if args.daemonize:
+        if os.fork():
+            os._exit(0)
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+    _note_pid(args.pid_file, os.getpid())
+    if args.print_args:
+        print(" ".join(sys.argv), flush=True)
+        print("\x1b]0;title set by the server\x07\x1b]52;c;ZXZpbA==\x07 ready soon", flush=True)
+    if args.children:
+        for escape in (False, True):
+            pid = os.fork()
+            if pid == 0:
+                if escape:
+                    os.setsid()
+                    if os.fork():
+                        os._exit(0)
+                _note_pid(args.pid_file, os.getpid())
+                _sleep_forever_ignoring_sigterm()
+            if escape:
+                os.waitpid(pid, 0)
+    if args.stubborn:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(args.ready_after)
+
+
 def main(argv: list[str] | None = None) -> None:
     """A fake server in a process of its own, whose command line and environment are its own
     as a real server's are: ``python tests/fake_server.py --port N [--seconds-per-token S]
@@ -401,7 +455,15 @@ def main(argv: list[str] | None = None) -> None:
     # configuration on a busy host do.
     parser.add_argument("--launch-slowdowns", default="")
     parser.add_argument("--launch-count-file", default="")
+    # How a real server's processes behave (issue 40), for the sweep's keeper to cope with.
+    parser.add_argument("--pid-file", default="", help="append every process's id to it")
+    parser.add_argument("--children", action="store_true", help=_behave.__doc__)
+    parser.add_argument("--stubborn", action="store_true", help="ignore SIGTERM itself")
+    parser.add_argument("--daemonize", action="store_true", help="double fork, setsid, exit 0")
+    parser.add_argument("--ready-after", type=float, default=0.0, help="listen only after S s")
+    parser.add_argument("--print-args", action="store_true", help="print argv and escapes")
     args, _ = parser.parse_known_args(argv)
+    _behave(args)
     seconds_per_token = args.seconds_per_token
     if args.launch_slowdowns and args.launch_count_file:
         slowdowns = [float(x) for x in args.launch_slowdowns.split(",")]

@@ -443,22 +443,20 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
     return failures
 
 
-def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> tuple[str, list[int]]:
-    """Stop the launch (its keeper ends its every process, the stop command first), SIGINT
-    and SIGTERM held meanwhile; then wait for its URL to stop answering.  What went wrong
-    ("" once no process of it is left and its URL is silent; said in its log too), and the
-    signals held."""
-    with _signals_held() as came:
-        problem = keeper.stop()
-        if not _wait_gone(ctx.url):
-            problem = (problem + "; " if problem else "") + (
-                f"{ctx.url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
-                f"{_listener(ctx.url)}"
-            )
-        if problem:
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(f"breakeven sweep: {problem}\n")
-    return problem, came
+def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> str:
+    """Stop the launch (its keeper ends its every process, the stop command first), then
+    wait for its URL to stop answering.  What went wrong ("" once no process of it is left
+    and its URL is silent), said in its log too."""
+    problem = keeper.stop()
+    if not _wait_gone(ctx.url):
+        problem = (problem + "; " if problem else "") + (
+            f"{ctx.url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
+            f"{_listener(ctx.url)}"
+        )
+    if problem:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"breakeven sweep: {problem}\n")
+    return problem
 
 
 def _listener(url: str) -> str:
@@ -544,13 +542,14 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
     try:
         outcome = _measured(launch, keeper, log, ctx)
     finally:
-        ctx.tell(launch, "stopping")
-        problem, came = _stop_problem(keeper, log, ctx)
-        if outcome is not None:  # ended before any interruption: recorded whatever comes
-            if problem:
-                why = f"{outcome.error}; and" if outcome.error else "measured, but"
-                outcome = replace(outcome, ok=False, error=f"{why} not stopped: {problem}")
-            outcome = ctx.record(replace(outcome, wall_s=time.monotonic() - began))
+        with _signals_held() as came:  # a second Ctrl-C must not leave the server up
+            ctx.tell(launch, "stopping")
+            problem = _stop_problem(keeper, log, ctx)
+            if outcome is not None:  # ended before any interruption: recorded whatever comes
+                if problem:
+                    why = f"{outcome.error}; and" if outcome.error else "measured, but"
+                    outcome = replace(outcome, ok=False, error=f"{why} not stopped: {problem}")
+                outcome = ctx.record(replace(outcome, wall_s=time.monotonic() - began))
     _act_on(came)
     assert outcome is not None
     return outcome
