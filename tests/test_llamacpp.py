@@ -501,6 +501,78 @@ def test_a_sweep_on_the_real_engine_survives_sigterm_and_agrees_with_compare(wid
         assert any("launches_disagree" in c["flags"] for c in answer["check"]["comparisons"])
 
 
+def _servers_on(port):
+    """The llama-server processes serving ``port`` (their command line says so), as ``ps``
+    would find them: evidence of the server's own, not of the sweep's keeper."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                words = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state not in "ZX" and b"llama-server" in words[0] and str(port).encode() in words:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.parametrize("phase", ["starting", "measuring"])
+@pytest.mark.parametrize(
+    ("signum", "times", "code"),
+    [(9, 1, -9), (15, 1, 143), (2, 2, 130)],
+    ids=["KILL", "TERM", "INTx2"],
+)
+def test_no_real_server_outlives_a_killed_sweep(models, tmp_path, phase, signum, times, code):
+    """The sweep killed (SIGKILL; SIGTERM; Ctrl-C twice) while a real llama-server starts or
+    is measured: no llama-server is left (at once for a signal it handles; within the grace
+    and the kill's bound for SIGKILL, which its keeper answers) and every row written before
+    the kill is kept."""
+    import subprocess
+    import sys
+    import time
+
+    target, draft = models[LOW]
+    port, out = free_port(), tmp_path / "sweep"
+    serve = f"{binary()} -m {target} --host 127.0.0.1 --port {{port}} -t 1 --metrics"
+    args = _sweep_args(serve, draft, port, out, "-k", "0,2", "--stop-grace", "5")
+    args += ["--requests", "4", "--max-tokens", "64"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "breakeven", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 600  # a bound for a hung sweep only, never a speed
+        while process.poll() is None and time.monotonic() < deadline:
+            if phase == "starting" and _servers_on(port):
+                break
+            if phase == "measuring" and (out / "runs.csv").exists() and rows(out / "runs.csv"):
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        kept = rows(out / "runs.csv") if (out / "runs.csv").exists() else []
+        for _ in range(times):
+            process.send_signal(signum)
+            time.sleep(0.3)
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == code, stderr.decode()
+        end = time.monotonic() + (1 if signum != 9 else 30)
+        while _servers_on(port) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert _servers_on(port) == []
+        written = rows(out / "runs.csv") if (out / "runs.csv").exists() else []
+        assert written[: len(kept)] == kept
+    finally:
+        if process.poll() is None:
+            process.kill()
+        for pid in _servers_on(port):
+            import os
+
+            os.kill(pid, 9)
+
+
 def test_a_sweep_records_launches_that_fail_and_goes_on(models, tmp_path):
     """Two mistakes on a real llama-server: a --url on another port than the server's (it
     starts, but the URL never answers: not ready within --ready-timeout) and a draft model

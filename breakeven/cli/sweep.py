@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -197,6 +198,8 @@ def _sweep_run(
             stop_grace_s=stop_grace_s,
         )
     except KeyboardInterrupt as e:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # decided: a second one changes nothing
+            signal.signal(signum, signal.SIG_IGN)
         show.end()
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
         say(
