@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from breakeven.core.errors import UnreadableInput
 from breakeven.iotools.atomic import write_text
 from breakeven.iotools.jsonsafe import loads_bounded
 
+SWEEP_ID = re.compile(r"[0-9a-f]{0,32}")
+"""A sweep's id, as the manifest holds it ("" in a manifest written before ids were)."""
 MANIFEST = "manifest.json"
 """The manifest's name in a sweep's directory."""
 
@@ -63,8 +66,10 @@ def read_manifest(directory: str) -> dict[str, Any]:
         raise UnreadableInput(f"{path} is not a sweep's manifest (no plan in it)")
     if not isinstance(body.get("done", []), list):
         raise UnreadableInput(f"{path} is not a sweep's manifest (its done is not a list)")
-    if not isinstance(body.get("sweep", ""), str):
-        raise UnreadableInput(f"{path} is not a sweep's manifest (its sweep id is not text)")
+    if not (isinstance(body.get("sweep", ""), str) and SWEEP_ID.fullmatch(body.get("sweep", ""))):
+        raise UnreadableInput(
+            f"{path} is not a sweep's manifest (its sweep id is not 1 to 32 hexadecimal digits)"
+        )
     return body
 
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from breakeven.core.errors import BreakevenError
+from breakeven.core.errors import BreakevenError, UnreadableInput
 from breakeven.core.quantities import number_text, plain_json
-from breakeven.iotools.manifest import read_manifest
+from breakeven.iotools.manifest import manifest_path, read_manifest
 from breakeven.render.engine_configs import SCHEDULE_ENGINES, speculation_args
 
 
@@ -256,6 +256,30 @@ def _launches(launches: dict[tuple[str, float], int], label: str, load: float) -
     return "launches not recorded" if n is None else f"{n} launch{'es' if n != 1 else ''}"
 
 
+def _plan_of(directory: str) -> dict[str, Any]:
+    """The plan a sweep's manifest holds, checked for what the answer reads: its engine, its
+    speculation and each launch's k (a hand-edited manifest is one line naming it)."""
+    plan = read_manifest(directory)["plan"]
+    launches = plan.get("launches")
+    if not (
+        isinstance(plan.get("engine"), str)
+        and isinstance(plan.get("speculation", {}), dict)
+        and all(isinstance(v, str) for v in plan.get("speculation", {}).values())
+        and isinstance(launches, list)
+        and all(
+            isinstance(x, dict)
+            and isinstance(x.get("num_spec_tokens"), int)
+            and not isinstance(x.get("num_spec_tokens"), bool)
+            for x in launches
+        )
+    ):
+        raise UnreadableInput(
+            f"{manifest_path(directory)} is not a sweep's manifest (its plan's engine, "
+            "speculation or launches are not what a sweep writes)"
+        )
+    return plan
+
+
 def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     """Read a sweep's directory (``DIR/manifest.json``, ``DIR/runs.csv``) back as its answer;
     with ``write``, ``DIR/fit.json``, ``DIR/schedule.json`` and ``DIR/report.html`` are
@@ -264,7 +288,7 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
     from breakeven.jobs.schedules import schedule_from_files  # lazy: start-up
     from breakeven.measurements.check import check_file  # lazy: pandas
 
-    plan = read_manifest(directory)["plan"]
+    plan = _plan_of(directory)
     engine = plan["engine"]
     base = _speculation(plan)
     runs = os.path.join(directory, "runs.csv")
