@@ -70,7 +70,8 @@ from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
     metavar="'CMD'",
     help="Stops a launch after its measurement ({port} as in --serve): for a --serve that "
     "hands the server on and exits 0 (ssh HOST systemctl restart UNIT, docker run -d). "
-    "The launch's own process group is stopped too.",
+    "Every process the launch started is ended too, and --stop runs even if the sweep "
+    "is killed.",
 )
 @click.option(
     "--stop-grace",
