@@ -444,3 +444,54 @@ def test_resume_refuses_another_sweeps_plan_in_one_line(tmp_path):
     assert sweep_run._plan_differences(planned.to_dict(), moved) == [
         "the serve command (--serve, --port) differs"
     ]
+
+
+def test_a_hanging_stop_command_is_killed_and_the_launch_still_ends(tmp_path, monkeypatch):
+    """--stop that never returns: killed at its time limit (its whole group), the launch's
+    own processes ended all the same, and the launch ok with a note saying so."""
+    monkeypatch.setattr(sweep_run, "STOP_COMMAND_TIMEOUT_S", 1.0)
+    port = free_port()
+    plan = plan_sweep(_serve(), "vllm", [2], method="ngram", ready_timeout_s=30, port=port)
+    result = run_sweep(plan, str(tmp_path / "s"), _bench(), stop_command="sh -c 'sleep 600'")
+    assert [o.ok for o in result.outcomes] == [True, True], result.report()
+    assert "the stop command did not end within 1 s, and was killed" in result.report()
+    assert not sweep_run._ready(f"http://127.0.0.1:{port}")
+
+
+def test_a_server_that_goes_on_answering_fails_its_launch_naming_it(tmp_path, monkeypatch):
+    """A launch whose URL still answers after its processes are gone (a server some other
+    manager runs, and no --stop that ends it) is not recorded ok, though it was measured: the
+    next launch would measure it.  The message names the process that answers."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from fake_server import Behaviour, _Handler
+
+    monkeypatch.setattr(sweep_run, "GONE_TIMEOUT_S", 1.0)
+    port = free_port()
+    elsewhere = []
+
+    def start_elsewhere(progress):  # "docker run -d": the server is not the launch's process
+        if progress.phase == "starting" and not elsewhere:
+            elsewhere.append(None)
+            threading.Timer(1.0, serve).start()  # once the launch has started
+
+    def serve():
+        handler = type("Handler", (_Handler,), {"behaviour": Behaviour()})
+        elsewhere[0] = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        elsewhere[0].serve_forever()
+
+    plan = plan_sweep("true", "vllm", [2], method="ngram", ready_timeout_s=30, port=port)
+    try:
+        result = run_sweep(
+            plan, str(tmp_path / "s"), _bench(), stop_command="true", on_progress=start_elsewhere
+        )
+    finally:
+        for server in filter(None, elsewhere):
+            server.shutdown()
+            server.server_close()
+    first, second = result.outcomes
+    assert not first.ok and first.error.startswith("measured, but not stopped: ")
+    assert f"still answers 1 s after the launch was stopped (pid {os.getpid()} (" in first.error
+    assert not second.ok and "answered before the launch started" in second.error
+    assert rows(result.runs_csv)  # what was measured is kept

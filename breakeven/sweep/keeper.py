@@ -451,26 +451,28 @@ class Keeper:
         """Whether the server's process and every one under it have ended."""
         return bool(self._heard.get("empty"))
 
-    def stop(self) -> str:
-        """Stop the launch and wait until none of its processes is left; what went wrong
-        ("" once every process has ended)."""
+    def stop(self) -> tuple[bool, str]:
+        """Stop the launch and wait until none of its processes is left: whether none is,
+        and what went wrong ("" if nothing did: the stop command failing, a process that could
+        not be ended)."""
         with contextlib.suppress(OSError, ValueError):
             assert self.process.stdin is not None
             self.process.stdin.write(b"stop\n")
             self.process.stdin.flush()
         bound = self.stop_timeout_s * self.has_stop + self.grace_s + KILL_TIMEOUT_S + 30
         heard = self._wait_for("gone", timeout_s=bound)
-        problem = str(self._heard.get("problem") or "")
+        gone, problem = bool(self._heard.get("gone")), str(self._heard.get("problem") or "")
         if not heard:  # the keeper itself failed: end what it kept from here
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
             left = end_tree(None, self.mark, self.pid, self.grace_s)  # its tree is init's now
+            gone = not left
             problem = "its keeper did not answer" + (
                 f"; {named(left)} could not be ended" if left else ""
             )
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        return problem
+        return gone, problem
 
 
 if __name__ == "__main__":

@@ -383,9 +383,9 @@ def _difference(ours: str, theirs: str) -> str:
     return "; ".join(shown) + more
 
 
-def _wait_gone(url: str, timeout_s: float = GONE_TIMEOUT_S) -> bool:
-    """Whether the URL stopped answering within ``timeout_s``."""
-    end = time.monotonic() + timeout_s
+def _wait_gone(url: str) -> bool:
+    """Whether the URL stopped answering within :data:`GONE_TIMEOUT_S`."""
+    end = time.monotonic() + GONE_TIMEOUT_S
     while _ready(url):
         if time.monotonic() > end:
             return False
@@ -443,20 +443,23 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
     return failures
 
 
-def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> str:
+def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> tuple[str, str]:
     """Stop the launch (its keeper ends its every process, the stop command first), then
-    wait for its URL to stop answering.  What went wrong ("" once no process of it is left
-    and its URL is silent), said in its log too."""
-    problem = keeper.stop()
+    wait for its URL to stop answering.  Why it is not verified stopped ("" once no process
+    of it is left and its URL is silent), and what else went wrong (a stop command that
+    failed though the launch ended); both said in its log too."""
+    gone, problem = keeper.stop()
+    failure, note = ("", problem) if gone else (problem, "")
     if not _wait_gone(ctx.url):
-        problem = (problem + "; " if problem else "") + (
+        failure = (failure + "; " if failure else "") + (
             f"{ctx.url} still answers {GONE_TIMEOUT_S:g} s after the launch was stopped"
             f"{_listener(ctx.url)}"
         )
-    if problem:
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"breakeven sweep: {problem}\n")
-    return problem
+    for said in (failure, note):
+        if said:
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(f"breakeven sweep: {said}\n")
+    return failure, note
 
 
 def _listener(url: str) -> str:
@@ -544,11 +547,14 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
     finally:
         with _signals_held() as came:  # a second Ctrl-C must not leave the server up
             ctx.tell(launch, "stopping")
-            problem = _stop_problem(keeper, log, ctx)
+            problem, note = _stop_problem(keeper, log, ctx)
             if outcome is not None:  # ended before any interruption: recorded whatever comes
                 if problem:
                     why = f"{outcome.error}; and" if outcome.error else "measured, but"
                     outcome = replace(outcome, ok=False, error=f"{why} not stopped: {problem}")
+                if note:
+                    note = f"launch {launch.index}: {note} (it was ended all the same)"
+                    outcome = replace(outcome, note="; ".join(filter(None, (outcome.note, note))))
                 outcome = ctx.record(replace(outcome, wall_s=time.monotonic() - began))
     _act_on(came)
     assert outcome is not None
