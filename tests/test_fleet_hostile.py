@@ -6,7 +6,8 @@ never a traceback: wrong shapes and types, results that are not a matrix, NaN an
 numbers hundreds of digits long, JSON nested 100,000 deep, a gzip bomb, an answer larger than
 the limit, a server that stalls or sends a byte at a time (``--timeout``, ``--deadline``),
 URLs that httpx and urllib refuse in their own ways, and a token or password echoed back.
-No test here times anything: benchmarks/fleet_bounds.py measures speed and memory.
+No test here measures speed (benchmarks/fleet_bounds.py measures speed and memory); one
+bounds, generously, how long a server sending a byte a second holds a request past --timeout.
 """
 
 from __future__ import annotations
@@ -592,6 +593,42 @@ def test_a_trickling_or_stalled_server_is_ended_by_the_deadline(make):
 def test_each_request_is_ended_by_the_timeout(make):
     with _serving(make) as server:
         one_error(fleet(server.url, "--timeout", 1), "--timeout: ", "within 1 s")
+
+
+def _one_byte_a_second(headers: bool):
+    """A server that sends its answer (or, ``headers``, its headers) one byte a second for
+    longer than any --timeout here: each byte would reset a per-read socket timeout."""
+
+    def make(server):
+        def respond(handler, form) -> None:
+            if headers:
+                handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            else:
+                handler.send_response(200)
+                handler.send_header("Content-Type", "application/json")
+                handler.end_headers()
+                handler.wfile.write(b'{"status": "success", ')
+            end = time.monotonic() + MAX_WAIT_S
+            while time.monotonic() < end and not server.stop.wait(1.0):
+                handler.wfile.write(b"a" if headers else b" ")
+                handler.wfile.flush()
+
+        return respond
+
+    return make
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
+def test_a_byte_a_second_for_longer_than_the_timeout_ends_within_it(headers):
+    """The request's whole time is bounded, not each read's: a trickle of one byte a second
+    for 20 s ends at --timeout 2, well before the trickle does (the bound of 12 s is
+    generous: a behaviour, not a speed), in one line naming --timeout and the server."""
+    with _serving(_one_byte_a_second(headers)) as server:
+        started = time.monotonic()
+        r = fleet(server.url, "--timeout", 2)
+        took = time.monotonic() - started
+        line = one_error(r, "--timeout: ", server.url, "within 2 s")
+    assert took < 2 + 10, (took, line)
 
 
 def test_the_deadline_bounds_the_whole_read_not_one_request():

@@ -557,6 +557,20 @@ class TestFullDisk:
         one_line_exit_2(r, "--report: cannot write", repr(str(report)), NO_SPACE)
         assert not (report / "report.html").exists() and not leftovers(report)
 
+    @pytest.mark.parametrize("fills", ["fsync", "_publish"])
+    def test_fleet_out(self, tmp_path, monkeypatch, fills):
+        """fleet's steps are streamed to --out as Prometheus answers; a disk full when they are
+        flushed (``fsync``) or put in place (``_publish``) is one line naming --out (it named
+        the writer's own argument, ``path``), and nothing is left."""
+        from test_fleet_hostile import STEADY, FakePrometheus, fleet, vllm_server
+
+        out = tmp_path / "fleet.csv"
+        monkeypatch.setattr(os if fills == "fsync" else atomic, fills, _full)
+        with FakePrometheus(vllm_server(lambda name, t: STEADY[name])) as server:
+            r = fleet(server.url, "--out", out)
+        one_line_exit_2(r, "--out: cannot write", repr(str(out)), NO_SPACE)
+        assert not out.exists() and not leftovers(tmp_path)
+
     @pytest.mark.parametrize("command", ["fit", "schedule", "report"])
     def test_out_of_the_other_writers(self, tmp_path, monkeypatch, command):
         out = tmp_path / ("r" if command == "report" else "out.json")

@@ -12,13 +12,16 @@ from breakeven.bench.prompts import DEFAULT_PROMPTS, PromptRow
 from breakeven.core.credentials import MASK, AmbiguousURL, hide_url_passwords, masked_url, split_url
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
 from breakeven.core.provenance import is_secret_key, secret_name
+from breakeven.iotools.httpclient import check_url
 
 
 def server_root(url: str) -> str:
     """The server's root URL from any of ``http://host:8000``, ``.../``, ``.../v1``, ``.../v1/``,
     without a user and password (requests carry those in a header).
 
-    Endpoints are then ``root + "/v1/models"`` and so on: never ``/v1/v1/``.
+    Endpoints are then ``root + "/v1/models"`` and so on: never ``/v1/v1/``.  A URL that no
+    request could be made to (:func:`breakeven.iotools.httpclient.check_url`: an IDNA host
+    that does not encode, white space, a control character) is refused naming ``url``.
     """
     shown = masked_url(url.strip())
     expected = "an http:// or https:// URL with a host, such as http://localhost:8000"
@@ -36,6 +39,7 @@ def server_root(url: str) -> str:
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError:
         raise invalid_value("url", shown, "a port number between 0 and 65535") from None
+    check_url(url, "url")  # a host IDNA or httpx refuses, a control character: one line
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]

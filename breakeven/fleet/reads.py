@@ -21,6 +21,7 @@ from breakeven.core.errors import (
 from breakeven.core.schema import COLUMN_NAMES
 from breakeven.fleet.view import FLEET_ENGINES, MAX_VALUE, Chunk, Collector, FleetResult, queries
 from breakeven.iotools.csvfile import write_measurements
+from breakeven.iotools.paths import written_as
 from breakeven.iotools.query_range import (
     PrometheusAPI,
     chunks,
@@ -93,9 +94,13 @@ def read_fleet(
             for _ in rows:
                 pass
         else:
-            write_measurements(
-                itertools.chain([head], rows), out, force=force, columns=[*COLUMN_NAMES, "origin"]
-            )
+            with written_as("out", out, writer_name="path"):  # a full disk names --out
+                write_measurements(
+                    itertools.chain([head], rows),
+                    out,
+                    force=force,
+                    columns=[*COLUMN_NAMES, "origin"],
+                )
     finally:
         api.close()
     instances = collector.instances(

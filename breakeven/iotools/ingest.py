@@ -7,7 +7,8 @@ a byte-order mark says so, transcoded as it streams: :func:`breakeven.iotools.so
 
 - JSON or JSON Lines (only if the whole file parses so): benchmark results,
   told apart by their keys (:mod:`breakeven.iotools.bench_results`, AIPerf's exports
-  :mod:`breakeven.iotools.aiperf`);
+  :mod:`breakeven.iotools.aiperf`); JSON Lines read a line at a time, with no size limit
+  (:mod:`breakeven.iotools.jsonlines`);
 - Prometheus text of an engine's ``/metrics`` (:mod:`breakeven.iotools.prometheus`);
 - anything else is text, scanned at once for every line kind of every engine
   (:mod:`breakeven.iotools.engines`) and for printed benchmark result tables (AIPerf's
@@ -20,7 +21,6 @@ are views of the same frames.
 
 from __future__ import annotations
 
-import io
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,7 +31,7 @@ import pandas as pd
 import polars as pl
 
 from breakeven.core.errors import UnreadableInput, invalid_value
-from breakeven.iotools import aiperf, batch, bench_results, prometheus, sources
+from breakeven.iotools import aiperf, batch, bench_results, jsonlines, prometheus, sources
 from breakeven.iotools.engines import engines
 from breakeven.iotools.lines import TextScanner
 from breakeven.iotools.records import RECORD_KEYS, Tally, frame_of, stamped
@@ -295,17 +295,20 @@ def _read_input(
     try:
         error = None
         if kind in (sources.JSON_DOCUMENT, *bench_results.BENCH_FORMATS):
-            data = source.read_all()
-            read, error = _json_records(item.path, data, None if kind == "json" else kind, problems)
-            if read is not None:
-                if read:
-                    yield frame_of(read)
+            forced = None if kind == "json" else kind
+            frames, error, start, lines = _json_frames(item.path, source, forced, problems)
+            if error is None:
+                yield from frames
                 return
             # Not JSON after all: text that starts like it (an SGLang log, say).
-            source = sources.Input(item.path, io.BytesIO(data), data[: sources.HEAD_BYTES], None)
-            kind = sources.TEXT
-            nested = error is not None and error.startswith("JSON nested")
-            if not nested and not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+            again = lines.again(item.path)
+            if again is None:
+                problems.append(Problem(item.path, None, _NOT_KEPT.format(error)))
+                return
+            source.close()
+            source, kind = again, sources.TEXT
+            nested = error.startswith("JSON nested")
+            if not nested and not start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
                 error = None  # "[53409] ..." (a process manager's prefix): a log
         if kind == sources.PROMETHEUS:
             records = _prometheus_records(item, source, before, problems)
@@ -343,65 +346,47 @@ def _kind(format: str, source: sources.Input) -> str:
     return format
 
 
-def _decode(path: str, data: bytes, problems: list[Problem]) -> str | None:
-    if b"\0" in data:
-        line = data.count(b"\n", 0, data.index(b"\0")) + 1
-        problems.append(Problem(path, line, "binary data (a NUL byte); expected text"))
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        problems.append(Problem(path, line, f"not UTF-8 text ({e.reason})"))
-        return None
+_NOT_KEPT = (
+    "is not JSON Lines ({}), and as more than "
+    + f"{sources.MAX_DOCUMENT_BYTES >> 20} MiB came from a pipe, it is not read again as "
+    "text; save it to a file"
+)
 
 
-def _json_records(
-    path: str, data: bytes, forced: str | None, problems: list[Problem]
-) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The records of a JSON document or JSON Lines, and why it does not parse; None if it is
-    neither (then it is text, unless the format was forced).  JSON Lines whose last line is
-    cut off (a file still being written: AIPerf's records of an interrupted run) keep the lines
-    before it, where those are benchmark results."""
-    text = _decode(path, data, problems)
-    if text is None:
-        return [], None
+def _json_frames(
+    path: str, source: sources.Input, forced: str | None, problems: list[Problem]
+) -> tuple[list[Any], str | None, bytes, jsonlines.Lines]:
+    """A JSON input's record frames, why it is not JSON after all (None: it is), how it
+    starts, and its lines (to read it again as text): JSON Lines a line at a time, anything
+    else whole (:mod:`breakeven.iotools.jsonlines`)."""
+    lines = jsonlines.Lines(source)
+    each = iter(lines)
     try:
-        documents, cut = bench_results.parse_json_lines(text)
-    except ValueError as e:
-        if forced is None:
-            return None, str(e)
-        problems.append(Problem(path, None, f"not JSON or JSON Lines: {e}"))
-        return [], None
-    if cut is not None:
-        known = any(isinstance(o, dict) and bench_results.bench_format(o) for _, o in documents)
-        if forced is None and not known:
-            return None, f"line {cut[0]}: {cut[1]}"
-        problems.append(Problem(path, cut[0], f"{cut[1]}: cut off? The lines before it are read"))
-    records = []
-    for line, obj in documents:
-        fmt = forced or (bench_results.bench_format(obj) if isinstance(obj, dict) else None)
-        if fmt is None:
-            what = (
-                f"keys: {', '.join(sorted(obj)[:8])}"
-                if isinstance(obj, dict)
-                else f"a {type(obj).__name__}, not an object"
-            )
-            problems.append(
-                Problem(path, line, f"a JSON value of no known benchmark format ({what})")
-            )
-            continue
+        first = jsonlines.first_value(each)
+    except jsonlines.LineTooLong:
+        first = None  # past the limit: the whole read below says so
+    if first is not None:
+        lines.forget(path)
         try:
-            records.extend(bench_results.result_records(obj, fmt, f"{path}:{line}"))
-        except bench_results.FormatError as e:
-            problems.append(Problem(path, line, f"{fmt} result does not parse: {e}"))
-    return records, None
+            streamed = jsonlines.stream_records(path, each, first, forced)
+        except jsonlines.LineTooLong as e:
+            limit = f"{jsonlines.MAX_LINE_BYTES / (1 << 20):g} MiB"
+            problems.append(Problem(path, e.line, _TOO_LONG.format(limit)))
+            return [], None, first[1], lines
+        problems += streamed.problems
+        return streamed.frames, streamed.error, streamed.start, lines
+    data = lines.whole()
+    read, error = jsonlines.json_records(path, data, forced, problems)
+    return ([frame_of(read)] if read else []), error, data, lines
+
+
+_TOO_LONG = "a line over {0}; a line of JSON Lines may hold at most {0}: nothing of it is read"
 
 
 def _prometheus_records(
     item: Input, source: sources.Input, before: Any, problems: list[Problem]
 ) -> list[dict[str, Any]]:
-    text = _decode(item.path, source.read_all(), problems)
+    text = jsonlines.decode(item.path, source.read_all(), problems)
     previous = None
     if before is not None:
         try:
@@ -410,7 +395,7 @@ def _prometheus_records(
             problems.append(Problem(os.fspath(before), None, str(e)))
             return []
         try:
-            previous = _decode(os.fspath(before), earlier.read_all(), problems)
+            previous = jsonlines.decode(os.fspath(before), earlier.read_all(), problems)
         finally:
             earlier.close()
         if previous is None:

@@ -50,6 +50,70 @@ def nesting_depth(text: str | bytes | bytearray) -> int:
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
+class NestingDepth:
+    """:func:`nesting_depth` of a text given a piece at a time (lines, say, each with its line
+    end), in constant memory: after the pieces of a text, :attr:`depth` is the whole text's.
+
+    As there, the text is reduced to its quotes and brackets (escapes dropped), quotes that
+    follow each other cancel in pairs, and brackets between a quote and the next do not count
+    (a string); brackets after a last quote that none closes do.  A piece must not end inside
+    an escape (a line end never does); a quote that ends a piece waits for the next, which
+    may cancel it."""
+
+    def __init__(self) -> None:
+        self.level = 0
+        """Brackets opened less closed, outside strings."""
+        self.deepest: int | None = None
+        self.open = False
+        """Whether the text so far ends inside a string."""
+        self.open_at = 0
+        """The level where the open string began."""
+        self.inside = 0
+        self.inside_deepest: int | None = None
+        """The brackets since the open string began, counted as if none closes it."""
+        self.held = b""
+        """A quote that ended the last piece, until a bracket comes."""
+
+    def feed(self, piece: bytes) -> None:
+        """Count the next piece of the text."""
+        reduced = piece.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _DELETE)
+        reduced = (self.held + reduced).replace(b'""', b"")
+        self.held = b'"' if reduced.endswith(b'"') else b""
+        segments = reduced[: len(reduced) - len(self.held)].split(b'"')
+        first = 0
+        if self.open:
+            self.inside, self.inside_deepest = _steps(segments[0], self.inside, self.inside_deepest)
+            if len(segments) == 1:
+                return
+            self.open, first = False, 1  # closed: a string, whose brackets do not count
+        outside = b"".join(segments[first::2])
+        self.level, self.deepest = _steps(outside, self.level, self.deepest)
+        if (len(segments) - 1 - first) % 2:  # the piece ends inside a string
+            # The quote is a step of 0 where none closes it.
+            self.open, self.open_at = True, self.level
+            self.inside, self.inside_deepest = _steps(segments[-1], 0, 0)
+
+    @property
+    def depth(self) -> int:
+        """The deepest nesting of the text so far (:func:`nesting_depth`'s figure)."""
+        found = [] if self.deepest is None else [self.deepest]
+        opened = self.open != bool(self.held)  # a held quote closes a string, or opens one
+        if opened and self.open and self.inside_deepest is not None:
+            found.append(self.open_at + self.inside_deepest)
+        elif opened:
+            found.append(self.level)
+        return max(found, default=0)
+
+
+def _steps(brackets: bytes, level: int, deepest: int | None) -> tuple[int, int | None]:
+    """``level`` after ``brackets``, and the deepest level reached (``deepest`` before)."""
+    if not brackets:
+        return level, deepest
+    levels = list(accumulate(map(_STEP.__getitem__, brackets), initial=level))
+    top = max(levels[1:])
+    return levels[-1], top if deepest is None else max(deepest, top)
+
+
 def loads_bounded(
     text: str | bytes | bytearray, max_depth: int = MAX_DEPTH, what: str = "the JSON"
 ) -> Any:
@@ -95,4 +159,4 @@ def loads_bounded(
         raise UnreadableInput(f"{what} holds a number too long to read ({reason})") from None
 
 
-__all__ = ["MAX_DEPTH", "loads_bounded", "nesting_depth"]
+__all__ = ["MAX_DEPTH", "NestingDepth", "loads_bounded", "nesting_depth"]

@@ -157,17 +157,18 @@ def refuse_input_as_output(
 
 
 @contextmanager
-def written_as(name: str, path: str | os.PathLike[str]) -> Iterator[None]:
+def written_as(name: str, path: str | os.PathLike[str], writer_name: str = "out") -> Iterator[None]:
     """Errors of a writer called for argument ``name``: a
-    :class:`~breakeven.BreakevenError` that names ``out`` (the writer's own argument, as
-    :mod:`breakeven.render.report`'s do) names ``name`` instead, and an ``OSError`` (a full disk)
-    is :func:`output_error` for ``name`` and ``path``."""
+    :class:`~breakeven.BreakevenError` that names ``writer_name`` (the writer's own argument:
+    ``out`` for :mod:`breakeven.render.report`'s, ``path`` for
+    :func:`breakeven.iotools.csvfile.write_measurements`) names ``name`` instead, and an
+    ``OSError`` (a full disk) is :func:`output_error` for ``name`` and ``path``."""
     try:
         yield
     except BreakevenError as e:
-        if "out" not in e.names:
+        if writer_name not in e.names:
             raise
-        names = [name if n == "out" else n for n in e.names]
+        names = [name if n == writer_name else n for n in e.names]
         raise BreakevenError(e.template, *names) from None
     except OSError as e:
         raise output_error(name, os.fspath(path), e) from None

@@ -138,19 +138,34 @@ class Input:
         """Whether reading it costs work a thread may do ahead: decompressing, transcoding."""
         return self.compression is not None or self.encoding in _TRANSCODED
 
-    def read_all(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-        """The whole (decompressed) content; raises UnreadableInput past ``limit`` bytes."""
-        data = _read_exactly(self.stream, limit + 1)
+    def read_all(self, limit: int | None = None, already: bytes = b"") -> bytes:
+        """The whole (decompressed) content, after what was read of it ``already``; raises
+        UnreadableInput past ``limit`` bytes (None: :data:`MAX_DOCUMENT_BYTES`)."""
+        limit = MAX_DOCUMENT_BYTES if limit is None else limit
+        data = already + _read_exactly(self.stream, max(limit + 1 - len(already), 0))
         if len(data) > limit:
-            raise UnreadableInput(
-                f"is over {limit >> 20} MiB; a JSON or metrics file may hold at "
-                f"most {limit >> 20} MiB"
-            )
+            raise UnreadableInput(too_large(limit))
         return data
 
     def close(self) -> None:
         if self.stream is not None and self.name != STDIN:
             self.stream.close()
+
+
+def too_large(limit: int) -> str:
+    """Why a JSON document or metrics file past ``limit`` bytes is not read."""
+    return f"is over {limit >> 20} MiB; a JSON or metrics file may hold at most {limit >> 20} MiB"
+
+
+def is_regular_file(path: str) -> bool:
+    """Whether ``path`` is a regular file, which a reader may open again (not standard input,
+    a named pipe or a device)."""
+    if path == STDIN:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def open_input(path: str) -> Input:
@@ -385,6 +400,8 @@ def _may_be_json(text: str) -> bool:
         # Near its end (the last characters of a cut may be half an escape or half a UTF-8
         # character, read as U+FFFD): the head was cut there.
         return e.pos >= len(text.rstrip()) - _CUT_SLACK or e.msg.startswith("Unterminated string")
+    except ValueError:  # a number of more digits than int() converts: JSON, its reader says so
+        return True
     return True
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.special import stdtrit  # t.ppf's own kernel, without its per-call checks
 
 from breakeven import render
@@ -128,13 +129,62 @@ def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:
             1,
             f"one run of {n} values: too few for an interval (needs {MIN_VALUES})",
         )
-    b = max(MIN_BATCHES, round(n ** (1 / 3)))
+    (se,), (df,) = group_batch_errors(x, w, np.zeros(n, dtype=np.int64), 1)
+    b = int(df) + 1
+    return MeanEstimate(
+        mean, float(se), float(df), 1, f"batch means over {n} values in {b} batches"
+    )
+
+
+def group_batch_errors(values: Any, tokens: Any, number: Any, groups: int) -> tuple[Any, Any]:
+    """Each group's batch-means standard error of its rate [the values' unit] and its degrees
+    of freedom (:func:`batch_means`, vectorised over groups; NaN for a group of fewer than
+    :data:`MIN_VALUES` values).  ``values`` are finite and in time order within each group;
+    ``number`` is each value's group, 0 to ``groups`` - 1; ``tokens`` as for :func:`pooled_rate`
+    (None: none)."""
+    number = np.asarray(number, dtype=np.int64)
+    n = np.bincount(number, minlength=groups)
+    b = np.maximum(MIN_BATCHES, np.round(np.power(n, 1 / 3))).astype(np.int64)
     size = n // b
-    skip = n - b * size
-    batch = np.repeat(np.arange(b), size)
-    batches, _ = group_pooled_rates(batch, x[skip:], None if w is None else w[skip:], b)
-    se = float(batches.std(ddof=1) / math.sqrt(b))
-    return MeanEstimate(mean, se, b - 1.0, 1, f"batch means over {n} values in {b} batches")
+    skip = n - b * size  # the warm-up end of each group, left out of the error
+    place = _places(number, groups)
+    enough = n >= MIN_VALUES
+    take = enough[number] & (place >= skip[number])
+    first = np.concatenate(([0], np.cumsum(b)[:-1]))  # each group's first batch
+    at = number[take]
+    batch = first[at] + (place[take] - skip[at]) // size[at]
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[take]
+    rates, _ = group_pooled_rates(batch, np.asarray(values, dtype=float)[take], w, int(b.sum()))
+    _, sd, _ = group_mean_sd(rates, np.repeat(np.arange(groups), b), groups)
+    with np.errstate(invalid="ignore"):
+        se = np.where(enough, sd / np.sqrt(b), np.nan)
+    return se, np.where(enough, b - 1.0, np.nan)
+
+
+def group_mean_sd(x: Any, number: Any, groups: int) -> tuple[Any, Any, Any]:
+    """Each group's mean of its finite values, their sample standard deviation (``ddof`` 1,
+    two passes; NaN below two values) and their count, vectorised."""
+    x = np.asarray(x, dtype=float)
+    number = np.asarray(number, dtype=np.int64)
+    ok = np.isfinite(x)
+    x, number = x[ok], number[ok]
+    count = np.bincount(number, minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(number, weights=x, minlength=groups) / count
+        deviation = x - mean[number]
+        squares = np.bincount(number, weights=deviation * deviation, minlength=groups)
+        sd = np.where(count > 1, np.sqrt(squares / (count - 1)), np.nan)
+    return mean, sd, count
+
+
+def _places(number: Any, groups: int) -> Any:
+    """Each value's place (0, 1, ...) among its group's values, in their order."""
+    small = number.astype(np.uint16) if groups <= 1 << 16 else number  # radix-sorted: linear
+    order = np.argsort(small, kind="stable")
+    starts = np.searchsorted(number[order], np.arange(groups))
+    place = np.empty(len(number), dtype=np.int64)
+    place[order] = np.arange(len(number)) - starts[number[order]]
+    return place
 
 
 def across_launches(run_means: Sequence[float]) -> MeanEstimate:
@@ -145,9 +195,8 @@ def across_launches(run_means: Sequence[float]) -> MeanEstimate:
     n = len(x)
     if n < 2:
         raise ValueError("across_launches needs two or more runs")
-    return MeanEstimate(
-        float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)), n - 1.0, n, f"across {n} runs"
-    )
+    (mean,), (sd,), _ = group_mean_sd(x, np.zeros(n, dtype=np.int64), 1)
+    return MeanEstimate(float(mean), float(sd / math.sqrt(n)), n - 1.0, n, f"across {n} runs")
 
 
 def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
@@ -185,6 +234,36 @@ def side_and_spread(
     if groups == 1:
         return batch_means(values, w), LaunchSpread(tuple(rates.tolist()), math.nan, True)
     return across_launches(rates[counts > 0]), _spread(codes, values, rates, counts, groups)
+
+
+def group_sides(
+    values: Any, launches: Any, tokens: Any, number: Any, groups: int
+) -> tuple[Any, Any, Any]:
+    """:func:`side_of_launches` of each group at once, in one pass over the values: each
+    group's rate [tok/s], its standard error [tok/s] and degrees of freedom (arrays over the
+    groups; NaN where a group has no value, or too few for an error).  ``number`` is each
+    value's group (0 to ``groups`` - 1; negative: none), the values in time order within
+    their group; a group of one launch takes the batch-means error, one of several the
+    spread of its launches' rates."""
+    values = np.asarray(values, dtype=float)
+    number = np.asarray(number, dtype=np.int64)
+    keep = np.isfinite(values) & (number >= 0)
+    values, number = values[keep], number[keep]
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
+    launch, _ = pd.factorize(np.asarray(launches)[keep])  # hashed: no sort
+    width = int(launch.max()) + 1 if len(launch) else 1
+    pair, pairs = pd.factorize(number * width + launch)
+    pair_group = pairs // width  # each (group, launch) pair's group
+    rates, _ = group_pooled_rates(pair, values, w, len(pairs))
+    mean, sd, runs = group_mean_sd(rates, pair_group, groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se, df = sd / np.sqrt(runs), runs - 1.0
+    one = np.bincount(pair_group, minlength=groups) == 1
+    alone = one[pair_group]
+    one_rate = np.full(groups, np.nan)
+    one_rate[pair_group[alone]] = rates[alone]
+    batch_se, batch_df = group_batch_errors(values, w, number, groups)
+    return np.where(one, one_rate, mean), np.where(one, batch_se, se), np.where(one, batch_df, df)
 
 
 @dataclass(frozen=True)
@@ -269,24 +348,46 @@ def interval_of(
     s: MeanEstimate, b: MeanEstimate, confidence: float = CONFIDENCE
 ) -> SpeedupInterval:
     """The speedup ``s.mean / b.mean`` of two sides' estimates, and its interval (log scale,
-    delta method, Welch-Satterthwaite degrees of freedom)."""
+    delta method, Welch-Satterthwaite degrees of freedom: :func:`interval_bounds`)."""
 
-    ratio = s.mean / b.mean if b.mean > 0 and s.mean >= 0 else math.nan
     covers, brief = _covers(s.launches, b.launches)
     method = f"speculative: {s.method}; baseline: {b.method}"
-    if not (ratio > 0) or not (s.se >= 0 and b.se >= 0):
-        return SpeedupInterval(ratio, math.nan, math.nan, covers, brief, method)
-    rel_s, rel_b = s.se / s.mean, b.se / b.mean
-    se_log = math.hypot(rel_s, rel_b)
-    if se_log == 0:
-        return SpeedupInterval(ratio, ratio, ratio, covers, brief, method)
-    df = se_log**4 / (rel_s**4 / s.df + rel_b**4 / b.df)  # Welch-Satterthwaite
-    t = float(stdtrit(df, (1 + confidence) / 2))
-    half = t * se_log  # the half-width on the log scale
-    if not half < _MAX_LOG_HALF_WIDTH:  # a side's error dwarfs its mean: no bound above
-        return SpeedupInterval(ratio, 0.0, math.inf, covers, brief, method)
-    low, high = ratio * math.exp(-half), ratio * math.exp(half)
-    return SpeedupInterval(ratio, low, high, covers, brief, method)
+    ratio, low, high = interval_bounds(s.mean, s.se, s.df, b.mean, b.se, b.df, confidence)
+    return SpeedupInterval(float(ratio), float(low), float(high), covers, brief, method)
+
+
+def interval_bounds(
+    s_mean: Any,
+    s_se: Any,
+    s_df: Any,
+    b_mean: Any,
+    b_se: Any,
+    b_df: Any,
+    confidence: float = CONFIDENCE,
+) -> tuple[Any, Any, Any]:
+    """The speedup ``s_mean / b_mean`` [x] and its interval's ends, from each side's mean rate,
+    standard error and degrees of freedom (numbers, or arrays of many pairs of sides).
+
+    On the log scale: the two relative errors combined (delta method), a t quantile at the
+    Welch-Satterthwaite degrees of freedom, exponentiated.  No speedup (NaN) without a
+    positive baseline; no interval (NaN ends) without a positive speedup and both errors; a
+    point where both errors are 0; (0, inf) where a side's error dwarfs its mean."""
+    s_mean, s_se, s_df, b_mean, b_se, b_df = (
+        np.asarray(x, dtype=float) for x in (s_mean, s_se, s_df, b_mean, b_se, b_df)
+    )
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = np.where((b_mean > 0) & (s_mean >= 0), s_mean / b_mean, np.nan)
+        rel_s, rel_b = s_se / s_mean, b_se / b_mean
+        se_log = np.hypot(rel_s, rel_b)
+        df = se_log**4 / (rel_s**4 / s_df + rel_b**4 / b_df)  # Welch-Satterthwaite
+        half = stdtrit(df, (1 + confidence) / 2) * se_log  # the half-width on the log scale
+        bounded = half < _MAX_LOG_HALF_WIDTH  # beyond it, a side's error dwarfs its mean
+        low = np.where(bounded, ratio * np.exp(-half), 0.0)
+        high = np.where(bounded, ratio * np.exp(np.where(bounded, half, 0.0)), np.inf)
+    point = se_log == 0
+    low, high = np.where(point, ratio, low), np.where(point, ratio, high)
+    sized = (ratio > 0) & (s_se >= 0) & (b_se >= 0)
+    return ratio, np.where(sized, low, np.nan), np.where(sized, high, np.nan)
 
 
 _MAX_LOG_HALF_WIDTH = 700.0

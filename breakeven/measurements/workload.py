@@ -44,9 +44,15 @@ from scipy.special import stdtrit
 
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import plain_json
-from breakeven.measurements.intervals import CONFIDENCE, interval_of, side_of_launches, verdict
+from breakeven.measurements.intervals import (
+    CONFIDENCE,
+    group_mean_sd,
+    group_sides,
+    interval_bounds,
+    verdict,
+)
 from breakeven.model.cycle import half_width
-from breakeven.model.pooling import pooled_rate
+from breakeven.model.pooling import group_pooled_rates
 
 
 @dataclass(frozen=True)
@@ -157,33 +163,45 @@ def accept_len_interval(tau: Any, drafts: Any) -> tuple[float, float, float]:
     drafts_i``; where some row with an accept_len gives no drafts, their mean and its standard
     error.  A t quantile with n - 1 degrees of freedom; no interval below two requests."""
     tau = np.asarray(tau, dtype=float)
-    drafts = np.asarray(drafts, dtype=float)
+    ends = group_accept_len_interval(tau, drafts, np.zeros(len(tau), dtype=np.int64), 1)
+    centre, low, high = (float(x[0]) for x in ends)
+    return centre, low, high
+
+
+def group_accept_len_interval(
+    tau: Any, drafts: Any, number: Any, groups: int
+) -> tuple[Any, Any, Any]:
+    """:func:`accept_len_interval` of each group at once (``number``: each request's group, 0
+    to ``groups`` - 1): arrays of the centres and their interval's ends [tokens/cycle]."""
+    tau, drafts = np.asarray(tau, dtype=float), np.asarray(drafts, dtype=float)
+    number = np.asarray(number, dtype=np.int64)
     has = np.isfinite(tau)
-    tau, drafts = tau[has], drafts[has]
-    n = len(tau)
-    if not n:
-        return math.nan, math.nan, math.nan
-    if np.all(drafts > 0):
+    tau, drafts, number = tau[has], drafts[has], number[has]
+    n = np.bincount(number, minlength=groups)
+    counted = np.bincount(number[~(drafts > 0)], minlength=groups) == 0  # all give drafts
+    with np.errstate(invalid="ignore", divide="ignore"):
         accepted = (tau - 1) * drafts
-        ratio = float(accepted.sum() / drafts.sum())
-        centre = 1 + ratio
-        if n < 2:
-            return centre, math.nan, math.nan
-        e = accepted - ratio * drafts
-        se = math.sqrt(float(np.sum(e * e)) / (n * (n - 1))) / float(drafts.mean())
-    else:
-        centre = float(tau.mean())
-        if n < 2:
-            return centre, math.nan, math.nan
-        se = float(tau.std(ddof=1)) / math.sqrt(n)
-    t = float(stdtrit(n - 1, (1 + CONFIDENCE) / 2))
-    return centre, centre - t * se, centre + t * se
+        total = np.bincount(number, weights=np.where(drafts > 0, drafts, 0.0), minlength=groups)
+        pooled = np.bincount(number, weights=np.where(drafts > 0, accepted, 0.0), minlength=groups)
+        ratio = pooled / total
+        e = np.where(drafts > 0, accepted - ratio[number] * drafts, 0.0)
+        squares = np.bincount(number, weights=e * e, minlength=groups)
+        ratio_se = np.sqrt(squares / (n * (n - 1.0))) / (total / n)
+        mean, sd, _ = group_mean_sd(tau, number, groups)
+        centre = np.where(counted, 1 + ratio, mean)
+        se = np.where(counted, ratio_se, sd / np.sqrt(n))
+        t = stdtrit(np.maximum(n - 1, 1), (1 + CONFIDENCE) / 2)
+    two = n >= 2
+    centre = np.where(n > 0, centre, np.nan)
+    return centre, np.where(two, centre - t * se, np.nan), np.where(two, centre + t * se, np.nan)
 
 
 def _numbers(rows: Any, column: str) -> Any:
     """A column as floats (NaN where missing or not a number; all NaN where absent)."""
     if column not in rows.columns:
         return pd.Series(np.nan, rows.index)
+    if rows[column].dtype.kind in "iuf":  # numbers already (normalise's columns)
+        return rows[column].astype(float)
     return pd.to_numeric(rows[column].astype(object), errors="coerce").astype(float)
 
 
@@ -198,32 +216,61 @@ def request_acceptance(rows: Any) -> tuple[Any, Any, str]:
     accept_len where it is their level's (``level_accept_len``, set by
     :func:`breakeven.model.pooling.take_server_view`: the request gave no counts of its own),
     the same for every category of a run ('level').  Rows that give neither are left out."""
+    number = np.zeros(len(rows), dtype=np.int64)
+    values, cycles, taken, sources = group_request_acceptance(rows, number, 1)
+    return (
+        pd.Series(values, rows.index, dtype=float)[taken],
+        pd.Series(cycles, rows.index, dtype=float)[taken],
+        str(sources[0]),
+    )
+
+
+def group_request_acceptance(rows: Any, number: Any, groups: int) -> tuple[Any, Any, Any, Any]:
+    """:func:`request_acceptance` of each group of ``rows`` at once (``number``: each row's
+    group, 0 to ``groups`` - 1): each row's accept_len and cycles to pool [tokens/cycle,
+    cycles; NaN where its group does not pool it], whether its group pools it, and each
+    group's source (:data:`ACCEPTANCE_FROM`)."""
+    number = np.asarray(number, dtype=np.int64)
     tau, cycles = _numbers(rows, "accept_len"), _numbers(rows, "num_drafts")
     drafts = _numbers(rows, "request_drafts") if "request_drafts" in rows.columns else cycles
     accepted = _numbers(rows, "accepted_tokens")
     level = (
-        rows["level_accept_len"].astype(object).eq(True)
+        rows["level_accept_len"].astype(object).eq(True).to_numpy()
         if "level_accept_len" in rows.columns
-        else pd.Series(False, rows.index)
+        else np.zeros(len(rows), dtype=bool)
     )
     with np.errstate(divide="ignore", invalid="ignore"):
-        counted = tau.where(cycles.notna(), 1 + accepted / drafts.where(drafts > 0))
-    counts = drafts.notna()
-    own = counts | (tau.notna() & ~level)
-    if own.any():
-        return counted.where(counts, tau)[own], drafts[own], "requests"
-    if level.any():
-        return tau[level], cycles[level], "level"
-    return tau.iloc[:0], cycles.iloc[:0], ""
+        counted = tau.where(cycles.notna(), 1 + accepted / drafts.where(drafts > 0)).to_numpy()
+    counts = drafts.notna().to_numpy()
+    tau, cycles, drafts = tau.to_numpy(), cycles.to_numpy(), drafts.to_numpy()
+    own = counts | (~np.isnan(tau) & ~level)
+    has_own = np.bincount(number[own], minlength=groups) > 0
+    has_level = np.bincount(number[level], minlength=groups) > 0
+    use_own = own & has_own[number]
+    taken = use_own | (level & ~has_own[number] & has_level[number])
+    values = np.where(use_own, np.where(counts, counted, tau), tau)
+    weights = np.where(use_own, drafts, cycles)
+    sources = np.where(has_own, "requests", np.where(has_level, "level", ""))
+    return np.where(taken, values, np.nan), np.where(taken, weights, np.nan), taken, sources
 
 
 def acceptance_rate(rows: Any) -> float:
     """The fraction of the drafted tokens accepted over ``rows`` (requests) that give both
     counts, ``sum(accepted_tokens) / sum(draft_tokens)`` [fraction]; NaN where none does."""
-    drafted, accepted = _numbers(rows, "draft_tokens"), _numbers(rows, "accepted_tokens")
+    return float(group_acceptance_rate(rows, np.zeros(len(rows), dtype=np.int64), 1)[0])
+
+
+def group_acceptance_rate(rows: Any, number: Any, groups: int) -> Any:
+    """:func:`acceptance_rate` of each group of ``rows`` at once (``number``: each row's group,
+    0 to ``groups`` - 1) [fraction]."""
+    drafted = _numbers(rows, "draft_tokens").to_numpy()
+    accepted = _numbers(rows, "accepted_tokens").to_numpy()
     both = (drafted > 0) & (accepted >= 0)
-    total = float(drafted[both].sum())
-    return float(accepted[both].sum()) / total if total > 0 else math.nan
+    at = np.asarray(number, dtype=np.int64)[both]
+    total = np.bincount(at, weights=drafted[both], minlength=groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.bincount(at, weights=accepted[both], minlength=groups) / total
+    return np.where(total > 0, rate, np.nan)
 
 
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
@@ -234,68 +281,105 @@ def by_category(df: Any) -> tuple[CategoryRow, ...]:
     ``accept_len``, ``num_drafts`` and ``category``; where present, the requests' own counts,
     ``request_drafts``, ``level_accept_len``, ``draft_tokens`` and ``accepted_tokens``,
     :func:`request_acceptance`): the unit of repetition and the decoded tokens are check's.
-    Rows without a category are left out; empty where no row has one."""
+    Rows without a category are left out; empty where no row has one.
+
+    One grouped pass, whatever the number of categories: every group's sums at once
+    (:func:`breakeven.model.pooling.group_pooled_rates`,
+    :func:`breakeven.measurements.intervals.group_sides`, :func:`group_accept_len_interval`),
+    then a row a group."""
     if "category" not in df.columns:
         return ()
     category = df["category"].astype(object).where(df["category"].notna(), "").astype(str)
-    rows = df.assign(_category=category)
+    used = [c for c in df.columns if c in _USED]  # the rows are cut below: only what is read
+    rows = df[used].assign(_category=category)
     rows = rows[rows["_category"] != ""]
-    if rows.empty:
-        return ()
     k = rows["num_spec_tokens"]
-    base = rows[k == 0]
-    out = []
-    keys = ["label", "model", "hardware", "concurrency_key", "_category"]
-    spec_rows = rows[k > 0]
-    for (label, model, hardware, conc, cat), spec in spec_rows.groupby(
-        keys, sort=False, observed=True
-    ):
-        same = base[
-            (base["model"] == model)
-            & (base["hardware"] == hardware)
-            & (base["concurrency_key"] == conc)
-            & (base["_category"] == cat)
-        ]
-        out.append(_category_row(str(label), float(conc), str(cat), spec, same))
-    return tuple(out)
-
-
-def _side(rows: Any) -> Any:
-    """One side's estimate: its rows' rates by launch (ratio-of-sums where they give tokens)."""
-    return side_of_launches(rows["tok_s"], rows["launch"], rows["decoded"])
-
-
-def _category_row(label: str, conc: float, cat: str, spec: Any, base: Any) -> CategoryRow:
-    rate, base_rate = spec["tok_s"], base["tok_s"]
-    values, drafts, source = request_acceptance(spec)
-    tau, tau_low, tau_high = accept_len_interval(values, drafts)
-    if source == "level":  # one value of the level's, not a sample of the requests
-        tau_low = tau_high = math.nan
-    s_mean = pooled_rate(rate, spec["decoded"])
-    b_mean = pooled_rate(base_rate, base["decoded"])
-    speedup = s_mean / b_mean if b_mean > 0 and s_mean >= 0 else math.nan
-    low = high = math.nan
-    if rate.notna().any() and base_rate.notna().any():
-        interval = interval_of(_side(spec), _side(base))
-        low, high = interval.low, interval.high
-    return CategoryRow(
-        label=label,
-        concurrency=conc if conc >= 0 else math.nan,
-        category=cat,
-        requests=int(rate.notna().sum()),
-        baseline_requests=int(base_rate.notna().sum()),
-        accept_len=tau,
-        accept_len_low=tau_low,
-        accept_len_high=tau_high,
-        tok_s=s_mean,
-        baseline_tok_s=b_mean,
-        speedup=speedup,
-        ci_low=low,
-        ci_high=high,
-        verdict=verdict(speedup, low, high),
-        acceptance_rate=acceptance_rate(spec),
-        acceptance_from=source if math.isfinite(tau) else "",
+    spec, number, keys = _grouped(rows[k > 0], ["label", *_BASELINE_KEYS])
+    base, base_number, base_keys = _grouped(rows[k == 0], _BASELINE_KEYS)
+    groups = len(keys)
+    if not groups:
+        return ()
+    base_of = {key: i for i, key in enumerate(base_keys)}
+    at = np.array([base_of.get(key[1:], -1) for key in keys], dtype=np.int64)
+    s, b = _rates(spec, number, groups), _rates(base, base_number, len(base_keys))
+    b = {name: _at(value, at) for name, value in b.items()}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        speedup = np.where((b["mean"] > 0) & (s["mean"] >= 0), s["mean"] / b["mean"], np.nan)
+    _, low, high = interval_bounds(*s["side"], *b["side"])
+    measured = (s["requests"] > 0) & (b["requests"] > 0)
+    values, drafts, _, sources = group_request_acceptance(spec, number, groups)
+    tau, tau_low, tau_high = group_accept_len_interval(values, drafts, number, groups)
+    by_level = sources == "level"  # one value of the level's, not a sample of the requests
+    tau_low, tau_high = (np.where(by_level, np.nan, x) for x in (tau_low, tau_high))
+    label, _, _, conc, cat = (list(x) for x in zip(*keys, strict=True))
+    conc = np.asarray(conc, dtype=float)
+    low, high = (np.where(measured, x, np.nan) for x in (low, high))
+    columns = {
+        "label": [str(x) for x in label],
+        "concurrency": np.where(conc >= 0, conc, np.nan),
+        "category": [str(x) for x in cat],
+        "requests": s["requests"],
+        "baseline_requests": b["requests"],
+        "accept_len": tau,
+        "accept_len_low": tau_low,
+        "accept_len_high": tau_high,
+        "tok_s": s["mean"],
+        "baseline_tok_s": b["mean"],
+        "speedup": speedup,
+        "ci_low": low,
+        "ci_high": high,
+        "verdict": list(map(verdict, speedup.tolist(), low.tolist(), high.tolist())),
+        "acceptance_rate": group_acceptance_rate(spec, number, groups),
+        "acceptance_from": np.where(np.isfinite(tau), sources, "").tolist(),
+    }
+    names = list(columns)
+    values = [x.tolist() if isinstance(x, np.ndarray) else x for x in columns.values()]
+    return tuple(
+        CategoryRow(**dict(zip(names, row, strict=True))) for row in zip(*values, strict=True)
     )
+
+
+_USED = {
+    *("label", "model", "hardware", "concurrency_key", "num_spec_tokens", "tok_s", "decoded"),
+    *("launch", "accept_len", "num_drafts", "request_drafts", "level_accept_len"),
+    *("draft_tokens", "accepted_tokens"),
+}
+"""The columns :func:`by_category` reads (:func:`group_request_acceptance`'s among them)."""
+
+_BASELINE_KEYS = ["model", "hardware", "concurrency_key", "_category"]
+"""What a speculative run's category shares with the baseline rows it is measured against."""
+
+
+def _grouped(rows: Any, keys: list[str]) -> tuple[Any, Any, list[tuple[Any, ...]]]:
+    """``rows`` with a value in every key, each one's group (0, 1, ... in the order the groups
+    first come), and each group's key values."""
+    number = rows.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
+    if (number < 0).any():  # a key missing: no group
+        rows, number = rows[number >= 0], number[number >= 0]
+    _, first = np.unique(number, return_index=True)
+    columns = [rows[key].to_numpy()[first] for key in keys]
+    return rows, number, list(zip(*columns, strict=True))
+
+
+def _rates(rows: Any, number: Any, groups: int) -> dict[str, Any]:
+    """Each group's rows with a rate [requests], its pooled rate [tok/s] and its side (mean,
+    standard error and degrees of freedom, :func:`group_sides`: the launch the unit)."""
+    rate, decoded = rows["tok_s"].to_numpy(dtype=float), rows["decoded"].to_numpy(dtype=float)
+    return {
+        "requests": np.bincount(number[~np.isnan(rate)], minlength=groups),
+        "mean": group_pooled_rates(number, rate, decoded, groups)[0],
+        "side": group_sides(rate, rows["launch"].to_numpy(), decoded, number, groups),
+    }
+
+
+def _at(value: Any, at: Any) -> Any:
+    """``value`` (an array over groups, or a tuple of them) at each index of ``at``; a missing
+    group (-1) has no rows: 0 requests, NaN elsewhere."""
+    if isinstance(value, tuple):
+        return tuple(_at(v, at) for v in value)
+    if value.dtype.kind in "iu":
+        return np.where(at >= 0, value[np.maximum(at, 0)] if len(value) else 0, 0)
+    return np.where(at >= 0, value[np.maximum(at, 0)] if len(value) else np.nan, np.nan)
 
 
 def mix_answers(rows: Sequence[CategoryRow], mix: Mapping[str, float]) -> tuple[MixAnswer, ...]:
@@ -448,9 +532,13 @@ def fit_by_category(
         rows = rows[category.astype(str) != ""]
         if rows.empty or not (g.step_ms > 0):
             continue
+        rows, number, keys = _grouped(rows, ["category", "num_spec_tokens"])
+        values, drafts, _, _ = group_request_acceptance(rows, number, len(keys))
+        requests = np.bincount(number[~np.isnan(values)], minlength=len(keys))
+        ends = group_accept_len_interval(values, drafts, number, len(keys))
         mine = [
-            _category_fit(g, str(cat), int(k), part)
-            for (cat, k), part in rows.groupby(["category", "num_spec_tokens"], sort=False)
+            _category_fit(g, str(cat), int(k), int(requests[i]), *(float(x[i]) for x in ends))
+            for i, (cat, k) in enumerate(keys)
         ]
         mine = [r for r in mine if r is not None]
         rows_out += _marked_best(mine, lambda r: r.category)
@@ -465,9 +553,11 @@ def _relative_width(g: Any, k: int) -> float:
     return width if math.isfinite(width) else 0.0
 
 
-def _category_fit(g: Any, cat: str, k: int, part: Any) -> CategoryFit | None:
-    values, drafts, _ = request_acceptance(part)
-    tau, low, high = accept_len_interval(values, drafts)
+def _category_fit(
+    g: Any, cat: str, k: int, requests: int, tau: float, low: float, high: float
+) -> CategoryFit | None:
+    """One category of a fitted group at k, from its requests' pooled accept_len and interval
+    [tokens/cycle]; None where it has none, or the fit no cycle at k."""
     cycle = float(g.cycle_ms(k))
     if not (tau >= 1 and cycle > 0):
         return None
@@ -481,7 +571,7 @@ def _category_fit(g: Any, cat: str, k: int, part: Any) -> CategoryFit | None:
         spec_method=g.spec_method,
         category=cat,
         k=k,
-        requests=int(values.notna().sum()),
+        requests=requests,
         accept_len=tau,
         accept_len_low=low,
         accept_len_high=high,
