@@ -29,6 +29,7 @@ from cli_checks import one_line_exit_2, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from breakeven.core.errors import UnreadableInput
 from breakeven.iotools.jsonsafe import loads_bounded, parse_json
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +48,7 @@ FUZZ = settings(
 )
 
 # Numbers beyond a double, as JSON writes them.
-HUGE = ["1e400", "-1e400", "9" * 400, "-" + "9" * 400, "1" + "0" * 400 + ".5", "9" * 5000]
+HUGE = ["1e400", "-1e400", "9" * 400, "-" + "9" * 400, "1" + "0" * 400 + ".5", "9" * 4300]
 # What may stand where a part of a file belongs: each JSON type, and numbers beyond a double.
 OTHER = ['["a", "b"]', '{"a": 1}', '"x"', "null", "true", "-1", "[]", "{}", *HUGE[:3]]
 
@@ -62,6 +63,14 @@ def test_a_number_beyond_a_double_reads_as_an_infinity_of_its_sign(text):
     assert parse_json(f"[{text}]") == [expected]
     # Numbers a double holds read as before: an integer stays an integer.
     assert loads_bounded(f"[{'9' * 300}, 1e300]") == [int("9" * 300), 1e300]
+
+
+def test_an_integer_past_pythons_4300_digits_is_refused_with_its_place():
+    with pytest.raises(UnreadableInput, match="holds a number too long to read"):
+        loads_bounded("[" + "9" * 5000 + "]")
+    with pytest.raises(json.JSONDecodeError, match="number too long to read") as e:
+        parse_json('{"a": ' + "9" * 5000 + "}")
+    assert e.value.pos == 6
 
 
 # --- fit and schedule files ----------------------------------------------------------------

@@ -58,6 +58,7 @@ def nesting_depth(text: str | bytes | bytearray) -> int:
 _LONG_DIGITS = 309
 _DIGITS = bytes(ord("0") if 48 <= b <= 57 else ord(" ") for b in range(256))
 _CHUNK = 1 << 20
+_TOO_LONG = re.compile(r"\d{4301}")
 
 
 def _has_long_number(data: bytes) -> bool:
@@ -74,9 +75,7 @@ def _has_long_number(data: bytes) -> bool:
 def _double_or_infinity(text: str) -> int | float:
     """A JSON integer as Python reads it, or, beyond what a double holds, an infinity of its
     sign (as ``1e400`` reads): every reader refuses a number that is not finite."""
-    if len(text) > _LONG_DIGITS:  # past int()'s 4,300 digits too; float() takes any length
-        return float(text)
-    number = int(text)
+    number = int(text)  # past 4,300 digits a ValueError: "a number too long to read"
     return number if -sys.float_info.max <= number <= sys.float_info.max else float(text)
 
 
@@ -90,9 +89,17 @@ def parse_json(text: str) -> Any:
     """``json.loads(text)`` for a text whose depth the caller has checked
     (:func:`nesting_depth`), with numbers read as :func:`loads_bounded` reads them: one beyond
     what a double holds (``1e400``, an integer of 400 digits) is an infinity of its sign.
-    Raises ``json.JSONDecodeError``, or ValueError for an integer of more digits than Python
-    converts."""
-    return _parse(text, text.encode("utf-8", "surrogatepass"))
+    Raises ``json.JSONDecodeError``, with the place of the fault: an integer of more digits
+    than Python converts is one (``holds a number too long to read``)."""
+    try:
+        return _parse(text, text.encode("utf-8", "surrogatepass"))
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int()'s limit of 4,300 digits: where the first such number starts
+        found = _TOO_LONG.search(text)
+        raise json.JSONDecodeError(
+            "holds a number too long to read", text, found.start() if found else 0
+        ) from None
 
 
 def loads_bounded(

@@ -385,6 +385,8 @@ def _may_be_json(text: str) -> bool:
         # Near its end (the last characters of a cut may be half an escape or half a UTF-8
         # character, read as U+FFFD): the head was cut there.
         return e.pos >= len(text.rstrip()) - _CUT_SLACK or e.msg.startswith("Unterminated string")
+    except ValueError:  # a number of more digits than int() converts: JSON its reader refuses
+        return True
     return True
 
 
