@@ -21,7 +21,13 @@ from breakeven.bench.config import Config
 from breakeven.bench.stream import RequestResult
 from breakeven.core.credentials import Redactor
 from breakeven.core.errors import BreakevenError, escape_braces
-from breakeven.core.schema import COLUMN_NAMES, COUNTERS_OVER_LEVEL, SPECULATIVE_SERVER
+from breakeven.core.schema import (
+    COLUMN_NAMES,
+    COUNTERS_OVER_LEVEL,
+    SPECULATIVE_SERVER,
+    csv_row,
+    text_column,
+)
 from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.iotools.records import iso_timestamp
 from breakeven.iotools.server import ServerLaunch
@@ -349,6 +355,7 @@ class RowWriter:
             "" if (v := row.get(col)) is None or (isinstance(v, float) and math.isnan(v)) else v
             for col in self.columns
         ]
+        values = csv_row([text_column(c) for c in self.columns], values)
         with self._locked():
             self._append(values)
 

@@ -42,7 +42,7 @@ from breakeven.bench.stream import (
     _Timing,
 )
 from breakeven.core.credentials import Redactor, shown_url, split_url
-from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.errors import BreakevenError, Terminated, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.iotools.httpclient import require_http
 from breakeven.iotools.jsonsafe import loads_bounded
@@ -627,10 +627,6 @@ def _default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taken as Ctrl-C is: the rows written are kept."""
-
-
 async def _until_terminated(run: Any) -> Any:
     """``await run``, cancelled at its next await on SIGTERM (then :class:`Terminated`): a row
     being written is never cut."""
@@ -642,6 +638,7 @@ async def _until_terminated(run: Any) -> Any:
         terminated.append(True)
         task.cancel()
 
+    previous = signal.getsignal(signal.SIGTERM)
     try:
         loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
@@ -653,7 +650,11 @@ async def _until_terminated(run: Any) -> Any:
             raise Terminated() from None
         raise
     finally:
+        # remove_signal_handler sets SIGTERM to its default (death, with no message and no
+        # cleanup); the handler that was there (the command line's, a sweep's) is put back.
         loop.remove_signal_handler(signal.SIGTERM)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_bench(

@@ -11,6 +11,7 @@ import click
 from breakeven.cli import options as o
 from breakeven.cli.group import cli
 from breakeven.cli.params import Bounded, CommandLineError, say
+from breakeven.core.errors import Terminated
 from breakeven.core.quantities import MAX_SPEC_TOKENS
 
 
@@ -149,7 +150,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
       breakeven bench --url http://localhost:8000/v1 --label baseline \\
           --concurrency 1 8 --max-tokens 512 --out runs.csv
     """
-    from breakeven.bench.session import Terminated, run_bench  # lazy: start-up
+    from breakeven.bench.session import run_bench  # lazy: start-up
     from breakeven.core.provenance import launch_text  # lazy: start-up
     from breakeven.jobs.measure import bench_config  # lazy: start-up
 

@@ -20,7 +20,7 @@ from breakeven.cli.params import (
     sizes,
     writable,
 )
-from breakeven.core.quantities import MAX_BATCH
+from breakeven.core.quantities import MAX_BATCH, MAX_EXPERTS
 
 SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_batch"]
 
@@ -57,7 +57,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
 @click.option(
     "--experts",
     "experts",
-    type=Bounded(1, 100_000),
+    type=Bounded(1, MAX_EXPERTS),
     metavar="E",
     help="A Mixture-of-Experts model's routed experts per layer, for the forward "
     "surface across batch sizes (with --top-k).",
@@ -65,7 +65,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
 @click.option(
     "--top-k",
     "top_k",
-    type=Bounded(1, 100_000),
+    type=Bounded(1, MAX_EXPERTS),
     metavar="K",
     help="Routed experts per token (with --experts).",
 )
@@ -73,7 +73,7 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
 @click.option(
     "--shared",
     "shared",
-    type=Bounded(0, 100_000),
+    type=Bounded(0, MAX_EXPERTS),
     default=0,
     metavar="S",
     help="Shared experts, always active (default 0).",

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+# signal's C module: the signal module's enums cost a millisecond of every command's start-up.
+import _signal
+import contextlib
 import itertools
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
 import click
 
 from breakeven import __version__
 from breakeven.cli.params import CommandLineError, flag
 from breakeven.core.display import display
-from breakeven.core.errors import BreakevenError
+from breakeven.core.errors import BreakevenError, Terminated
 
 
 def spelled(command: click.Command, name: str) -> str:
@@ -163,6 +167,104 @@ def internal_error_line(e: BaseException, args: Sequence[str] = ()) -> str:
     )
 
 
+INTERRUPTED = 130
+"""The exit code of Ctrl-C (128 + SIGINT, as a shell gives a process that SIGINT ends)."""
+TERMINATED = 143
+"""The exit code of SIGTERM (128 + SIGTERM)."""
+
+
+class Stopped(Exception):
+    """Ctrl-C or SIGTERM (``interrupt``: the KeyboardInterrupt, or a
+    :class:`~breakeven.core.errors.Terminated`), carried out of a command past click's main,
+    which would print a blank line and "Aborted!" and exit 1."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__(type(interrupt).__name__)
+        self.interrupt = interrupt
+
+
+def stopped(interrupt: BaseException) -> NoReturn:
+    """Exit as Ctrl-C (130) or SIGTERM (143) asks, saying which in one line on stderr."""
+    if isinstance(interrupt, Terminated):
+        click.echo("Terminated (SIGTERM)", err=True)
+        sys.exit(TERMINATED)
+    click.echo("Interrupted", err=True)
+    sys.exit(INTERRUPTED)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[None]:
+    """While a command runs: SIGTERM raises :class:`~breakeven.core.errors.Terminated` (a
+    KeyboardInterrupt, so that what cleans up after Ctrl-C cleans up after it), and Ctrl-C
+    interrupts a blocking read.  The handlers that were there are put back afterwards.  The
+    main thread only: elsewhere signals are not Python's to handle.
+
+    polars installs its own SIGINT handler when it is imported, with ``SA_RESTART``
+    (pola-rs/polars issue 21739): a read, or a wait on a lock, then resumes after Ctrl-C and
+    never returns.  Python's handler is put back over it, when polars is imported during the
+    command (:class:`_AfterImport`) or was before it; a polars computation then stops at
+    Ctrl-C when it returns to Python, instead of inside it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = _signal.signal(_signal.SIGTERM, _terminate)
+    finder = _PythonSigint()
+    sys.meta_path.insert(0, finder)
+    finder.restore()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+        _signal.signal(_signal.SIGTERM, previous)
+
+
+class _PythonSigint:
+    """A meta path finder that finds no module of its own: polars, when it is imported, is
+    loaded by its own loader, then Python's SIGINT handler is put back over the one polars
+    installed (:func:`interrupts`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "polars":
+            return None
+        for finder in sys.meta_path:  # the finders after this one find polars as ever
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if finder is not self and find else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _AfterImport(spec.loader, self.restore)
+                return spec
+        return None
+
+    @staticmethod
+    def restore() -> None:
+        """Python's SIGINT handler, put back where polars has replaced it."""
+        if "polars" in sys.modules:
+            _signal.signal(_signal.SIGINT, _signal.getsignal(_signal.SIGINT))
+
+
+class _AfterImport:
+    """A module's loader, that calls ``then`` once the module is executed."""
+
+    def __init__(self, loader: Any, then: Callable[[], None]) -> None:
+        self.loader = loader
+        self.then = then
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        self.then()
+
+    def __getattr__(self, name: str) -> Any:  # resources, source: the loader's own
+        return getattr(self.loader, name)
+
+
 class Group(click.Group):
     """A group of :class:`Command`; its usage errors are one line, ``Error: ...``, exit 2.
     Called with no arguments, it prints its help and exits 0."""
@@ -179,12 +281,27 @@ class Group(click.Group):
             ctx.exit(0)
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:  # past click's main, which makes it "Aborted!", exit 1
+            raise Stopped(e) from None
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
-        """Like click's, but every usage error is one line: ``Error: ...``, exit code 2."""
+        """Like click's, but every usage error is one line: ``Error: ...``, exit code 2;
+        Ctrl-C is one line, ``Interrupted``, exit 130, and SIGTERM ``Terminated (SIGTERM)``,
+        exit 143 (never click's "Aborted!" and exit 1, which ``compare --fail-if`` gives its
+        condition)."""
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        with interrupts():
+            self._main(*args, **kwargs)
+
+    def _main(self, *args: Any, **kwargs: Any) -> None:
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
+        except Stopped as e:
+            stopped(e.interrupt)
         except click.ClickException as e:
             from breakeven.render import printable  # lazy: start-up
 
@@ -194,7 +311,9 @@ class Group(click.Group):
                 message += f" (see '{e.ctx.command_path} --help')"
             click.echo(f"Error: {message}", err=True)
             sys.exit(e.exit_code)
-        except click.Abort:
+        except click.Abort as e:
+            if isinstance(e.__cause__, KeyboardInterrupt):  # Ctrl-C while click parsed
+                stopped(e.__cause__)
             click.echo("Aborted!", err=True)
             sys.exit(1)
         except Exception as e:  # a bug: one line, exit 3, never a traceback ending in 1

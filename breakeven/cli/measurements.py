@@ -354,7 +354,8 @@ def compare_command(
     break-even accept_len and predicted speedup for the costs given, and
     check's flags.
 
-    Exit codes: 0; 1 when the --fail-if condition holds; 2 for bad input.
+    Exit codes: 0; 1 when the --fail-if condition holds; 2 for bad input; 130 on
+    Ctrl-C and 143 on SIGTERM.
 
     \b
       breakeven compare baseline=base.log eagle3=spec.log -k 3 --verify-ms 28.7 --draft-ms 1.2

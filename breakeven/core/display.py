@@ -100,8 +100,47 @@ def printable(text: Any) -> str:
     return _CONTROL.sub(lambda m: " " if m.group() in "\t\n\r\x0b\x0c" else "", text)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads a text cell starting with as a formula (OWASP's CSV injection
+rule): such a cell is written with a ``'`` in front (:func:`spreadsheet_text`)."""
+
+ESCAPED_STARTS = (*FORMULA_STARTS, "'")
+"""What a text cell that :func:`spreadsheet_text` escapes starts with: a formula's start, or the
+escape ``'`` itself (so that every text reads back as written)."""
+
+# A number as breakeven writes one (and a spreadsheet reads one): a sign, digits with a point,
+# an exponent, a percent sign.  Such a cell is a value, never a formula: -3.5 stays -3.5.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
+
+
+def spreadsheet_text(text: str) -> str:
+    """A text cell as a CSV file holds it, safe from a spreadsheet: one that starts with ``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return (a formula, to a spreadsheet: OWASP's CSV
+    injection rule) or with ``'`` gets a ``'`` in front, which a spreadsheet shows as text and
+    :func:`spreadsheet_value` takes off again (the ``'`` start is escaped too, so that every
+    text reads back as written)."""
+    return "'" + text if text.startswith(ESCAPED_STARTS) else text
+
+
+def spreadsheet_value(cell: str) -> str:
+    """The text a CSV cell written by :func:`spreadsheet_text` holds: one leading ``'`` taken
+    off (a cell never escaped starts with none of those characters)."""
+    return cell[1:] if cell.startswith("'") else cell
+
+
+def spreadsheet_cell(cell: str) -> str:
+    """A shown cell (``--format csv``) as a CSV file holds it: a number (``-3.5``,
+    ``1.2e+300``, ``-12%``) and the missing mark ``-`` as they are, since no spreadsheet reads
+    them as formulas; any other text as :func:`spreadsheet_text` writes it."""
+    if cell == "-" or _NUMBER.fullmatch(cell):
+        return cell
+    return spreadsheet_text(cell)
+
+
 __all__ = [
     "DEFAULT_WIDTH",
+    "ESCAPED_STARTS",
+    "FORMULA_STARTS",
     "MIN_WIDTH",
     "OUTPUT_FORMATS",
     "Display",
@@ -109,4 +148,7 @@ __all__ = [
     "display",
     "display_width",
     "printable",
+    "spreadsheet_cell",
+    "spreadsheet_text",
+    "spreadsheet_value",
 ]

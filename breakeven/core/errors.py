@@ -48,6 +48,13 @@ _FIELD = re.compile(r"\{\{|\}\}|\{(\d+)\}")
 """What a template replaces: an escaped brace, or an argument's place."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, ``docker stop``, ``systemctl stop``), taken as Ctrl-C is: what is
+    under way stops where it is, what was written is kept.  A KeyboardInterrupt, so that every
+    ``except KeyboardInterrupt`` that cleans up after Ctrl-C cleans up after it too; the command
+    line exits 143 for it (130 for Ctrl-C)."""
+
+
 class UnreadableInput(BreakevenError):
     """An input that cannot be opened or read: a directory, an empty or corrupt file, a pipe
     no process writes to.  Its message says why and names no file; the reader that knows

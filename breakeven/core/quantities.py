@@ -311,6 +311,7 @@ QUANTITIES: dict[str, Quantity] = {q.key: q for q in _TABLE}
 MAX_K = 128
 MAX_BATCH = 4096
 MAX_SPEC_TOKENS = 4096  # k as ingest -k records it: any a server may use, within an int64
+MAX_EXPERTS = 100_000  # a MoE's experts per layer (fit --experts, --top-k, a fit file's moe)
 
 CYCLE_COEFFICIENT_UNITS = {
     "verify_base_ms": "ms per cycle",

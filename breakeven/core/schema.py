@@ -13,11 +13,13 @@ k, and 0 marks a baseline run (no speculation).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from breakeven.core.display import spreadsheet_text
 from breakeven.core.quantities import as_percent
 
 
@@ -295,3 +297,30 @@ def bad_number_message(column: str, value: float) -> str:
         if value > 0:
             cause += "; a per-token rate? write it as acceptance_rate"
     return f"{column} is {value:g}, expected at least {spec.lowest:g} [{spec.unit}] or empty{cause}"
+
+
+def text_column(name: str) -> bool:
+    """Whether a measurements CSV's column holds text: the schema's text columns, and any
+    column outside the schema (read back as text)."""
+    spec = ALL_COLUMNS.get(name)
+    return spec is None or spec.kind == "text"
+
+
+def csv_row(texts: Sequence[bool], values: Sequence[Any]) -> list[Any]:
+    """A row's cells as a measurements CSV holds them (``texts``: whether each column holds
+    text, :func:`text_column`): text in a text column safe from a spreadsheet
+    (:func:`~breakeven.core.display.spreadsheet_text`: a formula's start or a ``'`` start gets
+    a ``'`` in front, which :func:`breakeven.iotools.csvfile.read_measurements` takes off),
+    numbers as they are.  A carriage return in a text is written as a line feed: Python's
+    csv writer (before 3.13) leaves a cell that holds a lone one unquoted, and a reader then
+    ends the row there."""
+    return [
+        _csv_text(v) if text and isinstance(v, str) else v
+        for text, v in zip(texts, values, strict=True)
+    ]
+
+
+def _csv_text(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return spreadsheet_text(text)

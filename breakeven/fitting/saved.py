@@ -148,7 +148,8 @@ def load_fit(path: str, group: int | None = None) -> dict[str, Any]:
 def _determined_groups(path: str) -> list[dict[str, Any]]:
     """A fit file's groups whose runs determined their coefficients, in the file's order."""
     data = read_fit_json(path)
-    listed = (data.get("groups") or []) if isinstance(data, dict) else []
+    listed = data.get("groups") if isinstance(data, dict) else None
+    listed = listed if isinstance(listed, list) else []  # another shape: read_fit says so
     determined = [i for i, g in enumerate(listed, 1) if not undetermined(g)]
     return [load_fit(path, i) for i in determined] if listed else [load_fit(path)]
 

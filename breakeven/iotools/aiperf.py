@@ -28,6 +28,7 @@ import math
 import re
 from typing import Any
 
+from breakeven.core.errors import shorten
 from breakeven.iotools.records import PLACEHOLDERS, iso_timestamp
 
 PROFILE = "aiperf_profile"
@@ -73,11 +74,14 @@ def _number(value: Any, what: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise BadValue(f"{what} is {value!r}, expected a number") from None
+            raise BadValue(f"{what} is {_shown(value)}, expected a number") from None
     if not isinstance(value, (int, float)):
-        raise BadValue(f"{what} is {value!r}, expected a number")
+        raise BadValue(f"{what} is {_shown(value)}, expected a number")
     return float(value) if math.isfinite(value) else math.nan
 
+
+_LAST_NS = 253402300800e9
+"""The start of the year 10000 [ns since the Unix epoch]: the last time a timestamp shows."""
 
 _TO_MS = {None: 1.0, "ms": 1.0, "s": 1000.0, "sec": 1000.0, "us": 1e-3, "ns": 1e-6}
 
@@ -88,7 +92,7 @@ def _stat(obj: dict[str, Any], tag: str, key: str = "avg", ms: bool = False) -> 
     if entry is None:
         return math.nan
     if not isinstance(entry, dict):
-        raise BadValue(f"{tag} is {entry!r}, expected an object with {key} and unit")
+        raise BadValue(f"{tag} is {_shown(entry)}, expected an object with {key} and unit")
     value = entry.get(key)
     if isinstance(value, list):  # a request's inter_chunk_latency: its gaps
         gaps = [_number(v, tag) for v in value]
@@ -97,9 +101,14 @@ def _stat(obj: dict[str, Any], tag: str, key: str = "avg", ms: bool = False) -> 
     if not ms:
         return value
     unit = entry.get("unit")
-    if unit not in _TO_MS:
-        raise BadValue(f"{tag} is in {unit!r}, expected ms, s, us or ns")
+    if not (unit is None or isinstance(unit, str)) or unit not in _TO_MS:
+        raise BadValue(f"{tag} is in {_shown(unit)}, expected ms, s, us or ns")
     return value * _TO_MS[unit]
+
+
+def _shown(value: Any) -> str:
+    """A value of a result as a message shows it: its repr, shortened."""
+    return shorten(repr(value))
 
 
 # Summary: profile_export_aiperf.json, and the console table and CSV read into its shape.
@@ -172,12 +181,12 @@ def _concurrency(obj: dict[str, Any]) -> float:
     """The client's concurrency: the profiling phases' (one value), else the command's."""
     config = _dict(obj.get("input_config"))
     phases, loadgen = _list(config.get("phases")), _dict(config.get("loadgen"))
-    said = {
+    given = [
         p.get("concurrency")
         for p in [*phases, loadgen]
         if isinstance(p, dict) and "warmup" not in f"{p.get('name')} {p.get('type')}"
-    }
-    said = {c for c in said if isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0}
+    ]
+    said = {c for c in given if isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0}
     if len(said) == 1:
         return float(said.pop())
     found = re.search(r"--concurrency[= ]'?(\d+)", _command(obj))
@@ -214,6 +223,11 @@ def request_columns(obj: dict[str, Any]) -> dict[str, Any] | None:
     latency = _stat(metrics, "request_latency", "value", ms=True)
     ttft = _stat(metrics, "time_to_first_token", "value", ms=True)
     start = _number(meta.get("request_start_ns"), "request_start_ns")
+    if start >= _LAST_NS:  # NaN (not given) passes
+        raise BadValue(
+            f"request_start_ns is {_shown(meta.get('request_start_ns'))}, expected a time "
+            "[ns since 1970] before the year 10000"
+        )
     category = meta.get("source_kind")
     record: dict[str, Any] = {
         "completion_tokens": osl,

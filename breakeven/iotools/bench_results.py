@@ -491,7 +491,7 @@ def parse_json_lines(text: str) -> tuple[list[tuple[int, Any]], tuple[int, str] 
             f"JSON nested {depth:,} levels deep, more than the {jsonsafe.MAX_DEPTH} read"
         )
     try:
-        value = json.loads(text.strip())
+        value = jsonsafe.parse_json(text.strip())
     except json.JSONDecodeError as e:
         whole = f"line {e.lineno} column {e.colno}: {e.msg}"
     else:
@@ -504,7 +504,7 @@ def parse_json_lines(text: str) -> tuple[list[tuple[int, Any]], tuple[int, str] 
         if bad is not None:  # not JSON Lines: a document's own error, else the line's
             raise ValueError(f"line {bad[0]}: {bad[1]}" if out else whole)
         try:
-            out.append((i, json.loads(line)))
+            out.append((i, jsonsafe.parse_json(line)))
         except json.JSONDecodeError as e:
             bad = (i, f"not JSON ({e.msg} at column {e.colno})")
     if bad is not None and not out:

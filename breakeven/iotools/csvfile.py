@@ -12,13 +12,16 @@ from typing import Any
 
 import pandas as pd
 
+from breakeven.core.display import spreadsheet_value
 from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces, shorten
 from breakeven.core.schema import (
     ALL_COLUMNS,
     COLUMN_NAMES,
     RANGED_COLUMNS,
     bad_number_message,
+    csv_row,
     first_bad_number,
+    text_column,
 )
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
@@ -101,16 +104,18 @@ def write_measurements(
         nonlocal rows
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(columns)
-        every = itemgetter(*columns)
+        every = itemgetter(*columns) if len(columns) > 1 else (lambda r: (r[columns[0]],))
+        texts = [text_column(c) for c in columns]
         for r in records:
             # csv writes None as an empty cell, floats exactly, lists as JSON-style arrays
             # and bools as True/False; records from ingest hold no NaN.  Keys outside the
             # columns are not written, so callers pass complete column lists (ingest:
             # RECORD_KEYS, whose records hold every key).
             try:
-                writer.writerow(every(r))
+                values = every(r)
             except KeyError:
-                writer.writerow([r.get(c) for c in columns])
+                values = [r.get(c) for c in columns]
+            writer.writerow(csv_row(texts, values))
             rows += 1
 
     try:
@@ -220,8 +225,27 @@ def _read_rows(
     for column in dates:  # not one ISO 8601 form throughout: text, as the others
         if column in data.columns and data[column].dtype.kind != "M":
             data[column] = data[column].astype("category")
+    for column in data.columns:
+        if isinstance(data[column].dtype, pd.CategoricalDtype):
+            data[column] = _unescaped(data[column])
     data["line"] = range(header_line + 1, header_line + 1 + len(data))
     return data.dropna(how="all", subset=[c for c in data.columns if c != "line"])
+
+
+def _unescaped(column: Any) -> Any:
+    """A text column (categories) as written: the ``'`` that a writer put before a text a
+    spreadsheet would read as a formula taken off (:func:`~breakeven.core.display.spreadsheet_value`)."""
+    categories = column.cat.categories
+    if not any(str(c).startswith("'") for c in categories):
+        return column
+    values = [spreadsheet_value(str(c)) for c in categories]
+    if len(set(values)) == len(values):
+        return column.cat.rename_categories(values)
+    return (
+        column.astype(object)
+        .map(lambda v: v if pd.isna(v) else spreadsheet_value(v))
+        .astype("category")
+    )
 
 
 def _to_numbers(path: str, data: Any) -> None:

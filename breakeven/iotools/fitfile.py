@@ -13,8 +13,8 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from breakeven.core.errors import BreakevenError, escape_braces
-from breakeven.core.quantities import SURFACE_TERM_UNITS
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
+from breakeven.core.quantities import MAX_EXPERTS, SURFACE_TERM_UNITS
 from breakeven.iotools.jsonsafe import loads_bounded
 from breakeven.iotools.sources import read_whole
 
@@ -184,11 +184,9 @@ def read_surface(
         "spec_method": str(x.get("spec_method", "")),
         "coefficients": coefficients,
         "moe": moe,
-        "batches": tuple(x.get("batches", ())),
+        "batches": _batches(x.get("batches", []), shown),
         "baseline_steps": tuple(steps),
-        "spec_batches": tuple(
-            b for b in x.get("spec_batches") or () if isinstance(b, int) and b > 0
-        ),
+        "spec_batches": tuple(b for b in _listed(x.get("spec_batches")) if _whole(b) and b > 0),
         "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
         "context_tokens": _error(x.get("context_tokens")),
         "measured_k": _steps_of(x.get("points")),
@@ -200,15 +198,6 @@ def _coefficients_and_moe(x: Any, shown: str) -> tuple[dict[str, float], dict[st
     :func:`read_surface`; ``shown``: the file's name as messages show it)."""
     try:
         coefficients = {name: float(x["coefficients"][name]) for name in SURFACE_TERM_UNITS}
-        moe = (
-            {
-                "experts": int(x["moe"]["experts"]),
-                "top_k": int(x["moe"]["top_k"]),
-                "shared": int(x["moe"].get("shared", 0)),
-            }
-            if x.get("moe")
-            else None
-        )
     except (KeyError, TypeError, ValueError):
         raise BreakevenError(
             "{0}: " + shown + " has a surface without the coefficients of breakeven fit", "fit_file"
@@ -217,7 +206,26 @@ def _coefficients_and_moe(x: Any, shown: str) -> tuple[dict[str, float], dict[st
         raise BreakevenError(
             "{0}: " + shown + " has a coefficient that is not a finite number >= 0 [ms]", "fit_file"
         )
-    return coefficients, moe
+    given = x.get("moe")
+    if not given:
+        return coefficients, None
+    counts = [
+        given.get(key, 0 if key == "shared" else None) if isinstance(given, dict) else None
+        for key in ("experts", "top_k", "shared")
+    ]
+    if not all(_whole(n) for n in counts) or not (
+        1 <= counts[1] <= counts[0] <= MAX_EXPERTS and 0 <= counts[2] <= MAX_EXPERTS
+    ):
+        raise BreakevenError(
+            "{0}: "
+            + shown
+            + " has a surface's moe of "
+            + escape_braces(shorten(repr(given)))
+            + f"; expected an object of whole numbers, 1 <= top_k <= experts <= {MAX_EXPERTS:,} "
+            f"and 0 <= shared <= {MAX_EXPERTS:,}, as fit --experts writes",
+            "fit_file",
+        )
+    return coefficients, dict(zip(("experts", "top_k", "shared"), counts, strict=True))
 
 
 def _baseline_steps(x: Any, shown: str) -> list[tuple[int, float]]:
@@ -225,7 +233,7 @@ def _baseline_steps(x: Any, shown: str) -> list[tuple[int, float]]:
     steps = x.get("baseline_steps") or []
     try:
         steps = [(int(b), float(t)) for b, t in steps]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         steps = [(-1, math.nan)]
     if not all(b >= 1 and 0 < t < math.inf for b, t in steps):
         raise BreakevenError(
@@ -236,17 +244,39 @@ def _baseline_steps(x: Any, shown: str) -> list[tuple[int, float]]:
     return steps
 
 
+def _listed(value: Any) -> list[Any]:
+    """``value`` where it is a list, else an empty one (a part the file may leave out)."""
+    return value if isinstance(value, list) else []
+
+
+def _whole(value: Any) -> bool:
+    """Whether ``value`` is a JSON whole number (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _batches(value: Any, shown: str) -> tuple[int, ...]:
+    """A surface's ``batches``, the batch sizes fitted [sequences]: finite numbers > 0."""
+    if not isinstance(value, list) or not all(
+        isinstance(b, (int, float)) and not isinstance(b, bool) and 0 < b < math.inf for b in value
+    ):
+        raise BreakevenError(
+            "{0}: "
+            + shown
+            + " has a surface's batches of "
+            + escape_braces(shorten(repr(value)))
+            + "; expected a list of batch sizes > 0 [sequences], as breakeven fit writes",
+            "fit_file",
+        )
+    return tuple(value)
+
+
 def _steps_of(points: Any) -> tuple[int, ...]:
     """The draft steps (k of a chain) of a surface's speculative runs [tokens], from its
     ``points``; empty where the file keeps none (then they are unknown)."""
-    steps = (
-        {p.get("steps") for p in points if isinstance(p, dict)}
-        if isinstance(points, list)
-        else set()
-    )
-    return tuple(
-        sorted(int(k) for k in steps if isinstance(k, int) and not isinstance(k, bool) and k > 0)
-    )
+    steps = {
+        p.get("steps") for p in _listed(points) if isinstance(p, dict) and _whole(p.get("steps"))
+    }
+    return tuple(sorted(k for k in steps if k > 0))
 
 
 def _error(value: Any) -> float | None:

@@ -250,7 +250,7 @@ class _Reading:
             return
         if value is None:
             try:
-                value = (json.loads(line),)
+                value = (jsonsafe.parse_json(line),)
             except json.JSONDecodeError as e:
                 self.bad = (number, f"not JSON ({e.msg} at column {e.colno})")
                 return
@@ -322,7 +322,7 @@ def first_value(lines: Iterator[tuple[int, bytes]]) -> tuple[int, bytes, Any] | 
         if b"\0" in raw or jsonsafe.nesting_depth(raw) > jsonsafe.MAX_DEPTH:
             return None
         try:
-            return number, raw, json.loads(raw.decode(_encoding(number)))
+            return number, raw, jsonsafe.parse_json(raw.decode(_encoding(number)))
         except (ValueError, RecursionError):  # not UTF-8, not JSON, a number too long
             return None
     return None

@@ -10,13 +10,16 @@ and refuses a deeper text in one line::
 
 Every problem is an :class:`breakeven.core.errors.UnreadableInput` whose message starts with
 ``what``: nested too deep, not UTF-8, not JSON (with its line and column), a number with
-more digits than Python converts.  The caller adds the file or flag it came from.
+more digits than Python converts.  The caller adds the file or flag it came from.  A number
+beyond what a double holds (``1e400``, an integer of 400 digits) is read as an infinity of its
+sign, which every reader refuses as not finite, as it refuses any other number out of range.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from itertools import accumulate
 from typing import Any
 
@@ -114,6 +117,55 @@ def _steps(brackets: bytes, level: int, deepest: int | None) -> tuple[int, int |
     return levels[-1], top if deepest is None else max(deepest, top)
 
 
+# A JSON integer of this many digits may be beyond a double (about 1.8e308, 309 digits); a text
+# without such a run of digits is parsed with Python's own int, at C speed.
+_LONG_DIGITS = 309
+_DIGITS = bytes(ord("0") if 48 <= b <= 57 else ord(" ") for b in range(256))
+_CHUNK = 1 << 20
+_TOO_LONG = re.compile(r"\d{4301}")
+
+
+def _has_long_number(data: bytes) -> bool:
+    """Whether ``data`` holds a run of :data:`_LONG_DIGITS` digits, looked for a MiB at a time
+    (a translated copy of one chunk, at C speed)."""
+    run = b"0" * _LONG_DIGITS
+    step = _CHUNK - _LONG_DIGITS
+    return any(
+        run in data[i : i + _CHUNK].translate(_DIGITS)
+        for i in range(0, max(len(data) - _LONG_DIGITS, 0) + 1, step)
+    )
+
+
+def _double_or_infinity(text: str) -> int | float:
+    """A JSON integer as Python reads it, or, beyond what a double holds, an infinity of its
+    sign (as ``1e400`` reads): every reader refuses a number that is not finite."""
+    number = int(text)  # past 4,300 digits a ValueError: "a number too long to read"
+    return number if -sys.float_info.max <= number <= sys.float_info.max else float(text)
+
+
+def _parse(text: str, data: bytes) -> Any:
+    """``json.loads(text)`` (``data``: its bytes), a number beyond a double an infinity."""
+    huge = _double_or_infinity if len(data) >= _LONG_DIGITS and _has_long_number(data) else None
+    return json.loads(text, parse_int=huge)
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads(text)`` for a text whose depth the caller has checked
+    (:func:`nesting_depth`), with numbers read as :func:`loads_bounded` reads them: one beyond
+    what a double holds (``1e400``, an integer of 400 digits) is an infinity of its sign.
+    Raises ``json.JSONDecodeError``, with the place of the fault: an integer of more digits
+    than Python converts is one (``holds a number too long to read``)."""
+    try:
+        return _parse(text, text.encode("utf-8", "surrogatepass"))
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int()'s limit of 4,300 digits: where the first such number starts
+        found = _TOO_LONG.search(text)
+        raise json.JSONDecodeError(
+            "holds a number too long to read", text, found.start() if found else 0
+        ) from None
+
+
 def loads_bounded(
     text: str | bytes | bytearray, max_depth: int = MAX_DEPTH, what: str = "the JSON"
 ) -> Any:
@@ -134,7 +186,8 @@ def loads_bounded(
         One line starting with ``what``: nested deeper than ``max_depth``, not UTF-8, not
         JSON, or a number with more digits than Python converts.
     """
-    depth = nesting_depth(text)
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    depth = nesting_depth(data)
     if depth > max_depth:
         raise UnreadableInput(
             f"{what} is JSON nested {depth:,} levels deep, more than the {max_depth} read"
@@ -147,7 +200,7 @@ def loads_bounded(
                 f"{what} is not UTF-8 text (byte {e.start} is {text[e.start : e.start + 1]!r})"
             ) from None
     try:
-        return json.loads(text)
+        return _parse(text, data)
     except json.JSONDecodeError as e:
         raise UnreadableInput(
             f"{what} is not JSON ({e.msg} at line {e.lineno} column {e.colno})"
@@ -159,4 +212,4 @@ def loads_bounded(
         raise UnreadableInput(f"{what} holds a number too long to read ({reason})") from None
 
 
-__all__ = ["MAX_DEPTH", "NestingDepth", "loads_bounded", "nesting_depth"]
+__all__ = ["MAX_DEPTH", "NestingDepth", "loads_bounded", "nesting_depth", "parse_json"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from breakeven.core.display import ESCAPED_STARTS
 from breakeven.core.schema import ALL_COLUMNS
 
 # Keys every ingest record carries (the schema's, then the engine's own figures); the
@@ -165,12 +166,36 @@ def list_text(name: str) -> Any:
     return pl.lit("[") + pl.col(name).list.eval(pl.element().cast(pl.String)).list.join(", ") + "]"
 
 
+# A text cell a spreadsheet reads as a formula, or one that starts with the escape itself.
+_ESCAPED = "^[" + "".join(c for c in ESCAPED_STARTS if c != "-") + "-]"
+
+
+def spreadsheet_columns(frame: Any) -> list[Any]:
+    """The text columns of ``frame`` that hold a cell a spreadsheet would read as a formula,
+    or one that starts with ``'``, as a CSV holds them: those cells with a ``'`` in front
+    (:func:`breakeven.core.display.spreadsheet_text`, column-wise; ``read_measurements`` takes
+    it off again).  Columns with no such cell (nearly every column of every frame) are found
+    in one pass and left as they are."""
+    texts = [k for k in _TEXT if k != "per_position" and frame[k].null_count() < frame.height]
+    if not texts:
+        return []
+    hits = frame.select(pl.col(k).str.contains(_ESCAPED).any() for k in texts).row(0)
+    escaped = []
+    for key, hit in zip(texts, hits, strict=True):
+        if hit:
+            column = pl.col(key)
+            flagged = column.str.contains(_ESCAPED)
+            escaped.append(pl.when(flagged).then(pl.lit("'") + column).otherwise(column).alias(key))
+    return escaped
+
+
 def csv_bytes(frame: Any, header: bool = False) -> bytes:
     """A record frame as measurement CSV rows, UTF-8: missing values empty, floats
     exactly (the shortest text that reads back as the same float), lists as
-    ``[a, b]``, booleans True/False."""
+    ``[a, b]``, booleans True/False, text safe from a spreadsheet (:func:`spreadsheet_columns`)."""
 
     shown = frame.with_columns(
+        *spreadsheet_columns(frame),
         per_position=list_text("per_position"),
         first_after_idle=pl.when(pl.col("first_after_idle"))
         .then(pl.lit("True"))

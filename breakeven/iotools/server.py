@@ -272,14 +272,21 @@ def _unit(text: str, shown: str) -> tuple[dict[str, str], list[str]]:
     ``ExecStart=`` command line."""
     environ: dict[str, str] = {}
     argv: list[str] = []
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         key, eq, value = line.partition("=")
         key = key.strip()
         if not eq:
             continue
         if key == "Environment":
-            for word in shlex.split(value):
+            try:
+                words = shlex.split(value)
+            except ValueError as e:  # an unclosed quote: systemd refuses the line too
+                raise UnreadableInput(
+                    f"{shown}, line {number}: Environment= does not parse ({e}); expected "
+                    'KEY=VALUE words, each quoted whole or not at all ("A=1 2" B=3)'
+                ) from None
+            for word in words:
                 name, eq2, val = word.partition("=")
                 if eq2:
                     environ[name] = val
@@ -303,17 +310,38 @@ def _unit(text: str, shown: str) -> tuple[dict[str, str], list[str]]:
     return environ, argv
 
 
-def _docker(body: Any) -> tuple[dict[str, str], list[str], float | None] | None:
+_DOCKER_SHAPE = (
+    "expected docker inspect's JSON: a list of one container (or the container), an object "
+    "whose Config holds Env, a list of KEY=VALUE texts, and Entrypoint and Cmd, lists of "
+    "texts or null"
+)
+
+
+def _texts(value: Any) -> bool:
+    """Whether ``value`` is a list of texts (a docker inspect ``Env``, ``Cmd``)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _docker(body: Any, shown: str) -> tuple[dict[str, str], list[str], float | None]:
     """``docker inspect``'s JSON (a list of one container, or the container): its
-    ``Config.Env``, its command, and ``State.StartedAt``."""
-    if isinstance(body, list) and body and isinstance(body[0], dict):
+    ``Config.Env``, its command, and ``State.StartedAt``; any other shape raises
+    :class:`UnreadableInput` naming the part that is not docker's."""
+    if isinstance(body, list) and len(body) > 1 and all(isinstance(b, dict) for b in body):
+        raise UnreadableInput(
+            f"{shown} holds {len(body)} containers; expected one (docker inspect NAME > FILE)"
+        )
+    if isinstance(body, list) and len(body) == 1:
         body = body[0]
-    if not isinstance(body, dict) or not isinstance(body.get("Config"), dict):
-        return None
-    config = body["Config"]
-    env = config.get("Env") or []
-    environ = dict(str(e).split("=", 1) for e in env if "=" in str(e))
-    argv = [str(w) for w in (config.get("Entrypoint") or []) + (config.get("Cmd") or [])]
+    config = body.get("Config") if isinstance(body, dict) else None
+    if not isinstance(config, dict):
+        raise UnreadableInput(f"{shown} is JSON without a container's Config; {_DOCKER_SHAPE}")
+    env = config.get("Env")
+    words = [config.get("Entrypoint") or [], config.get("Cmd") or []]
+    if not _texts(env) or not all(map(_texts, words)):
+        part = "Config.Env" if not _texts(env) else "Config.Entrypoint or Config.Cmd"
+        raise UnreadableInput(f"{shown} has a {part} of another shape; {_DOCKER_SHAPE}")
+    environ = dict(e.split("=", 1) for e in env if "=" in e)
+    argv = [*words[0], *words[1]]
     started = None
     state = body.get("State")
     if isinstance(state, dict) and isinstance(state.get("StartedAt"), str):
@@ -325,9 +353,13 @@ def _docker(body: Any) -> tuple[dict[str, str], list[str], float | None] | None:
             text = f"{head}.{digits[:6]}{zone}"
         try:
             started = datetime.fromisoformat(text).timestamp()
-        except ValueError:
+        except (ValueError, OverflowError):
             started = None
     return environ, ["docker", *argv], started
+
+
+# JSON's start: an object, or an array of a value (a unit file's first line, ``[Unit]``, is none).
+_JSON_START = re.compile(r'\s*(?:\{|\[\s*(?:[\[\]{}"\d-]|true|false|null))')
 
 
 def read_server_env(source: str) -> ServerLaunch:
@@ -347,20 +379,16 @@ def read_server_env(source: str) -> ServerLaunch:
             "{0}: " + f"{shown}: " + escape_braces(str(e)), "server_env_from"
         ) from None
     started = None
+    named = repr(source)  # in an UnreadableInput's text, which is escaped as a whole below
     try:
-        body = loads_bounded(text, what=shown)
-    except ValueError:  # not JSON (a KEY=VALUE file), or nested too deep: not docker's
-        body = None
-    docker = _docker(body) if body is not None else None
-    try:
-        if docker is not None:
-            environ, argv, started = docker
+        if _JSON_START.match(text):  # docker inspect's JSON, or refused as not its shape
+            environ, argv, started = _docker(loads_bounded(text, what=named), named)
             kind = "docker inspect JSON"
         elif "[Service]" in text or any(
             line.strip().startswith(("Environment=", "ExecStart=", "EnvironmentFile="))
             for line in text.splitlines()
         ):
-            environ, argv = _unit(text, source)
+            environ, argv = _unit(text, named)
             kind = "systemd unit"
         else:
             environ, argv = _key_values(text), []

@@ -126,7 +126,8 @@ class MixAnswer:
 
 def parse_mix(text: str | Mapping[str, float]) -> dict[str, float]:
     """A mix as ``code=0.6,chat=0.3,math=0.1`` (or a mapping): each category's share of the
-    decoded tokens, normalised to sum to 1.  Raises naming ``mix`` on anything else."""
+    decoded tokens, normalised to sum to 1 (shares of any finite size: ``a=1e308,b=1e308`` is
+    half and half).  Raises naming ``mix`` on anything else."""
     if isinstance(text, Mapping):
         pairs = [(str(k), v) for k, v in text.items()]
     else:
@@ -152,8 +153,11 @@ def parse_mix(text: str | Mapping[str, float]) -> dict[str, float]:
             "(code=0.6,chat=0.3,math=0.1)",
             "mix",
         )
-    total = sum(shares.values())
-    return {k: v / total for k, v in shares.items()}
+    # Scaled by the largest share first: shares of any finite size are a mix (1e308 and 1e308
+    # are half and half), where their sum would overflow to inf and make every share 0.
+    largest = max(shares.values())
+    total = sum(v / largest for v in shares.values())
+    return {k: v / largest / total for k, v in shares.items()}
 
 
 def accept_len_interval(tau: Any, drafts: Any) -> tuple[float, float, float]:

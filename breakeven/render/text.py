@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from breakeven.core.display import color_on, display_width, printable
+from breakeven.core.display import color_on, display_width, printable, spreadsheet_cell
 from breakeven.core.quantities import LARGEST_FIXED, QUANTITIES, number_text
 
 # Every renderer takes plain rows, a result's ``to_dict()`` (what ``--json`` prints), never the
@@ -284,14 +284,18 @@ def markdown_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def csv_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table as CSV (RFC 4180, quoted where needed), every column, as shown in text."""
+    """A table as CSV (RFC 4180, quoted where needed), every column, as shown in text; a
+    text cell that a spreadsheet would read as a formula (it starts with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return) or that starts with ``'`` is written with a ``'`` in
+    front, and numbers (``-3.5``) are written as they are
+    (:func:`breakeven.core.display.spreadsheet_cell`)."""
     import csv  # lazy: only --format csv
     import io
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(heads)
-    writer.writerows([[printable(c) for c in row] for row in rows])
+    writer.writerow([spreadsheet_cell(printable(h)) for h in heads])
+    writer.writerows([[spreadsheet_cell(printable(c)) for c in row] for row in rows])
     return out.getvalue()
 
 
