@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from breakeven.cli import options as o
-from breakeven.cli.group import cli
+from breakeven.cli.group import cli, settle_signals
 from breakeven.cli.params import Bounded, CommandLineError, say
 from breakeven.core.errors import Terminated
 from breakeven.core.quantities import MAX_SPEC_TOKENS
@@ -166,6 +166,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         else:
             levels, failures, rows = run_bench(config, out)
     except KeyboardInterrupt as e:
+        settle_signals()  # decided: a second signal changes nothing
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
         kept = f"; every completed request's row is in {out}" if out else ""
         say(f"{what}{kept}.")

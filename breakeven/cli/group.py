@@ -183,8 +183,18 @@ class Stopped(Exception):
         self.interrupt = interrupt
 
 
+def settle_signals() -> None:
+    """Ctrl-C and SIGTERM ignored from now on: the command has decided to exit 130 or 143,
+    and a second one (pressed twice, or sent again by a supervisor) must not turn that exit
+    into a death by the signal or a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (_signal.SIGINT, _signal.SIGTERM):
+            _signal.signal(signum, _signal.SIG_IGN)
+
+
 def stopped(interrupt: BaseException) -> NoReturn:
     """Exit as Ctrl-C (130) or SIGTERM (143) asks, saying which in one line on stderr."""
+    settle_signals()
     if isinstance(interrupt, Terminated):
         click.echo("Terminated (SIGTERM)", err=True)
         sys.exit(TERMINATED)

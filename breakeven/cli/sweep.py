@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from typing import Any
 
 import click
 
 from breakeven.cli import options as o
-from breakeven.cli.group import cli
+from breakeven.cli.group import cli, settle_signals
 from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
+from breakeven.core.errors import Terminated
 
 
 @cli.command()
@@ -176,7 +176,6 @@ def _sweep_run(
     """The sweep run (:func:`breakeven.sweep.run.run_sweep`), its progress on stderr; Ctrl-C
     exits 130 and SIGTERM 143, saying where the completed rows are."""
     from breakeven.bench.config import Config  # lazy: start-up
-    from breakeven.bench.session import Terminated  # lazy: start-up
     from breakeven.sweep.run import run_sweep  # lazy: start-up
 
     bench = Config(
@@ -199,8 +198,7 @@ def _sweep_run(
             stop_grace_s=stop_grace_s,
         )
     except KeyboardInterrupt as e:
-        for signum in (signal.SIGINT, signal.SIGTERM):  # decided: a second one changes nothing
-            signal.signal(signum, signal.SIG_IGN)
+        settle_signals()  # decided: a second signal changes nothing
         show.end()
         what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
         say(

@@ -48,9 +48,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from breakeven.bench.config import Config, server_root
-from breakeven.bench.session import Terminated, run_bench
+from breakeven.bench.session import run_bench
 from breakeven.core.display import printable
-from breakeven.core.errors import BreakevenError, UnreadableInput, escape_braces, invalid_value
+from breakeven.core.errors import (
+    BreakevenError,
+    Terminated,
+    UnreadableInput,
+    escape_braces,
+    invalid_value,
+)
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
 from breakeven.iotools.processes import marked, named
