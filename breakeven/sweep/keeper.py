@@ -63,6 +63,8 @@ KILL_TIMEOUT_S = 10.0
 """How long SIGKILL may take to empty a tree [s] before what is left is reported."""
 LOG_LINE_BYTES = 1 << 16
 """A server's output line longer than this is written in pieces (each redacted)."""
+TREE_LOOK_S = 1.0
+"""How often the keeper looks for what is left of a server whose own process has exited [s]."""
 _POLL_S = 0.1
 
 
@@ -144,7 +146,7 @@ def end_tree(
         elif waited > grace_s / 2 and not termed:
             _signal(tree, signal.SIGTERM)
             termed = True
-        time.sleep(0.05)
+        time.sleep(_POLL_S)
     if tick is not None:
         tick()
     return launch_tree(root, mark)
@@ -238,6 +240,7 @@ class _Serving:
         self.server: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
         self.empty_said = False
+        self.next_look = 0.0
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.stopping = True
@@ -272,7 +275,9 @@ class _Serving:
             self.exit_code = ended[self.server.pid]
             self.server.returncode = self.exit_code  # reaped here, not by Popen
             _say({"exited": self.exit_code})
-        if self.exit_code is not None and not self.empty_said:
+        now = time.monotonic()
+        if self.exit_code is not None and not self.empty_said and now >= self.next_look:
+            self.next_look = now + TREE_LOOK_S  # a look reads every process's files
             if not launch_tree(os.getpid(), self.spec["mark"]):
                 self.empty_said = True
                 _say({"empty": True})
