@@ -182,6 +182,20 @@ def test_cli_start_up_imports_nothing_heavy():
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
 
 
+def test_a_sweeps_keeper_process_imports_nothing_heavy():
+    """The keeper lives as long as its launch, one per launch: it imports no reader's
+    library (it was 98 MB with pandas and polars, 14 MB without)."""
+    code = (
+        "import sys\n"
+        "import breakeven.sweep.keeper\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'polars', 'scipy', 'matplotlib', 'click')"
+        " if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = _python(code)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
 def test_python_dash_m_works_like_the_command():
     out = subprocess.run(
         [

@@ -2,5 +2,6 @@
 above it.  Errors (:mod:`~breakeven.core.errors`), the quantities and their units
 (:mod:`~breakeven.core.quantities`), the measurement schema (:mod:`~breakeven.core.schema`),
 secrets and their masking (:mod:`~breakeven.core.credentials`), launches and their settings
-(:mod:`~breakeven.core.provenance`) and the terminal's width and colours
-(:mod:`~breakeven.core.display`)."""
+(:mod:`~breakeven.core.provenance`), this host's processes (:mod:`~breakeven.core.processes`:
+light, so that a sweep's keeper process starts without the readers' libraries) and the
+terminal's width and colours (:mod:`~breakeven.core.display`)."""

@@ -3,7 +3,7 @@
 ``breakeven sweep`` rewrites it atomically after every launch (:func:`write_manifest`), resumes
 from it and answers from it (:func:`read_manifest`).  Its body is
 ``{"plan": SweepPlan.to_dict(), "sweep": ID, "done": [LaunchOutcome as a dict, ...]}``, where
-``ID`` marks the sweep's processes (:data:`breakeven.iotools.processes.MARK_VARIABLE`).
+``ID`` marks the sweep's processes (:data:`breakeven.core.processes.MARK_VARIABLE`).
 """
 
 from __future__ import annotations

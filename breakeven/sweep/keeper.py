@@ -9,7 +9,7 @@ the keeper's own command line).  The keeper:
   exits (a double fork, ``setsid``, a wrapper script that backgrounds the server and exits) is
   re-parented to the keeper, not to init, so the launch's whole tree stays under it;
 - starts the serve command in a process group of its own, its environment marked with
-  :data:`~breakeven.iotools.processes.MARK_VARIABLE` (``SWEEP_ID:INDEX``: every descendant
+  :data:`~breakeven.core.processes.MARK_VARIABLE` (``SWEEP_ID:INDEX``: every descendant
   inherits it, so that ``--resume`` finds what an earlier run left, should the keeper itself
   have been killed);
 - copies the server's output to the launch's log a line at a time, with every secret of the
@@ -47,8 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from breakeven.core.credentials import MIN_REDACTED, Redactor
-from breakeven.core.provenance import secret_name, secret_values
-from breakeven.iotools.processes import (
+from breakeven.core.processes import (
     MARK_VARIABLE,
     descendants,
     has_process_table,
@@ -56,6 +55,7 @@ from breakeven.iotools.processes import (
     named,
     process_table,
 )
+from breakeven.core.provenance import secret_name, secret_values
 
 PR_SET_CHILD_SUBREAPER = 36
 """``prctl``'s option making a process the reaper of its orphaned descendants (Linux 3.4+)."""

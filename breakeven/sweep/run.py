@@ -57,9 +57,9 @@ from breakeven.core.errors import (
     escape_braces,
     invalid_value,
 )
+from breakeven.core.processes import marked, named
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
-from breakeven.iotools.processes import marked, named
 from breakeven.iotools.server import listening_process, local_server, read_server_env
 from breakeven.sweep.keeper import Keeper, end_tree
 from breakeven.sweep.plan import SweepLaunch, SweepPlan, serve_argv
