@@ -247,6 +247,7 @@ def test_a_token_in_the_serve_command_reaches_no_output_and_no_file(tmp_path):
         assert token not in stdout + stderr
         logs = b"".join(p.read_bytes() for p in (sweep.out / "logs").iterdir())
         assert b"--hf-token ***" in logs  # the server's own line, masked
+        assert b"ready soon" in logs and b"\x1b" not in logs and b"\x07" not in logs
         assert "\x1b" not in stderr and "\x07" not in stderr
         plan = subprocess.run(
             [sys.executable, "-m", "breakeven", *sweep.args, "--plan", "--out", "x"],

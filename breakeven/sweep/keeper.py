@@ -13,7 +13,8 @@ the keeper's own command line).  The keeper:
   inherits it, so that ``--resume`` finds what an earlier run left, should the keeper itself
   have been killed);
 - copies the server's output to the launch's log a line at a time, with every secret of the
-  serve command and of the environment's secret variables (``HF_TOKEN``, ...) masked;
+  serve command and of the environment's secret variables (``HF_TOKEN``, ...) masked, each line
+  made printable;
 - stops the launch on the line ``stop``, on the end of its input (the sweep has exited, by any
   means: the kernel closes a killed process's pipes, so SIGKILL and the OOM killer included),
   and on SIGTERM or SIGHUP: the stop command first (``--stop``: bounded by its timeout, its own
@@ -47,6 +48,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from breakeven.core.credentials import MIN_REDACTED, Redactor
+from breakeven.core.display import printable
 from breakeven.core.processes import (
     MARK_VARIABLE,
     descendants,
@@ -165,14 +167,17 @@ def _group_alive(group: int) -> bool:
 
 
 class _Log:
-    """The server's output, copied to the launch's log a line at a time, secrets masked."""
+    """The server's output, copied to the launch's log a line at a time, secrets masked and
+    each line made printable (:func:`breakeven.core.display.printable`: a window title or a
+    clipboard write a server prints is dropped, a tab or a carriage return is a space)."""
 
     def __init__(self, log: IO[bytes], redact: Redactor) -> None:
         self.log, self.redact, self.held = log, redact, b""
 
     def _write(self, data: bytes) -> None:
-        text = data.decode("utf-8", "surrogateescape")
-        self.log.write(self.redact(text).encode("utf-8", "surrogateescape"))
+        text = self.redact(data.decode("utf-8", "replace"))
+        lines = text.split("\n")  # each made printable: no escape reaches a terminal that shows it
+        self.log.write("\n".join(printable(line) for line in lines).encode("utf-8"))
         self.log.flush()
 
     def add(self, data: bytes) -> None:

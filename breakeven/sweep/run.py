@@ -130,11 +130,13 @@ class SweepRun:
     def report(self) -> str:
         ok = [o for o in self.outcomes if o.ok]
         lines = [f"{len(ok)} of {len(self.outcomes)} launches measured; rows in {self.runs_csv}."]
-        for o in self.outcomes:
+        for o in self.outcomes:  # printable: a hand-edited manifest's text reaches a terminal
             if not o.ok:
-                lines.append(f"  launch {o.index} ({o.label}) failed: {o.error}")
+                lines.append(
+                    f"  launch {o.index} ({printable(o.label)}) failed: {printable(o.error)}"
+                )
         for note in dict.fromkeys([*self.notes, *(o.note for o in self.outcomes if o.note)]):
-            lines.append(f"  Note: {note}")
+            lines.append(f"  Note: {printable(note)}")
         return "\n".join(lines) + "\n"
 
 
