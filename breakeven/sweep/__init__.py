@@ -2,6 +2,8 @@
 
 - :mod:`~breakeven.sweep.plan`: the launches and loads to measure (``--plan``);
 - :mod:`~breakeven.sweep.run`: the servers launched, benched and stopped, one after another;
+- :mod:`~breakeven.sweep.keeper`: the process that holds each launch's processes and ends them
+  all, whatever happens to the sweep;
 - :mod:`~breakeven.sweep.answer`: a sweep's directory read back as its answer.
 
 Imports the jobs and every family below; only the CLI imports it.
