@@ -73,10 +73,13 @@ _SPEC_SHORT_FLAGS = frozenset({"md", "cd", "ngld", "td", "tbd", "devd", "ctkd", 
 devices and cache types), in ``common/arg.cpp``."""
 _CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
 _INLINE_SECRET = re.compile(
-    r"(--?[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|credential)[A-Za-z0-9_.-]*)[= ]+([^\s'\"]+)",
+    r"(--?(?:[A-Za-z0-9]+[-_.])*(?:"
+    + "|".join(sorted(SECRET_WORDS, key=len, reverse=True))
+    + r")(?:[-_.][A-Za-z0-9]+)*)[= ]+([^\s'\"]+)",
     re.IGNORECASE,
 )
-"""A secret flag and its value inside text that is not a command line (a quote left open)."""
+"""A secret flag (a word of :data:`SECRET_WORDS` among its parts, as :func:`is_secret_key`
+splits them) and its value inside text that is not a command line (a quote left open)."""
 _DATE = re.compile(
     r"^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?)?"
     r"(Z|[+-]\d\d:?\d\d)?$"

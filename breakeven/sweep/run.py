@@ -60,7 +60,13 @@ from breakeven.core.errors import (
 from breakeven.core.processes import marked, named
 from breakeven.core.provenance import fingerprint
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
-from breakeven.iotools.server import listening_process, local_server, read_server_env
+from breakeven.iotools.paths import output_error
+from breakeven.iotools.server import (
+    is_local_host,
+    listening_process,
+    local_server,
+    read_server_env,
+)
 from breakeven.sweep.keeper import Keeper, end_tree
 from breakeven.sweep.plan import SweepLaunch, SweepPlan, serve_argv
 
@@ -227,14 +233,12 @@ def _manifest(ctx: _Context, outcomes: dict[int, LaunchOutcome]) -> None:
 
 
 def _unwritable(directory: str, e: OSError) -> BreakevenError:
-    """A sweep's directory that cannot be written (a full or read-only disk, no permission),
-    in one line naming ``--out``."""
-    why = os.strerror(e.errno) if e.errno else str(e)
+    """A sweep's directory that cannot be written (a full or read-only disk, no permission):
+    :func:`breakeven.iotools.paths.output_error`'s line naming ``--out``, saying that the rows
+    are kept."""
     where = e.filename if isinstance(e.filename, str) else directory
-    return BreakevenError(
-        "{0}: " + escape_braces(f"cannot write {where}: {why}") + " (every completed row is kept)",
-        "out",
-    )
+    error = output_error("out", where, e)
+    return BreakevenError(error.template + " (every completed row is kept)", *error.names)
 
 
 _OUTCOME_TYPES = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
@@ -474,7 +478,7 @@ def _listener(url: str) -> str:
     """Who listens on a local URL's port, as `` (pid 12 (vllm))``; "" where it cannot be
     told (another host, another user)."""
     parts = urlsplit(url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1", "0.0.0.0"):
+    if not is_local_host(parts.hostname or ""):
         return ""
     pid = listening_process(parts.port or 80)
     return f" ({named([pid])})" if pid is not None else ""
@@ -625,8 +629,17 @@ def run_sweep(
         _refuse_another_plan(directory, plan)
     flag = "url" if url else "port"
     url = server_root(url or f"http://127.0.0.1:{plan.port}")  # refused now if malformed
-    ctx = _Context(plan, directory, url, bench, stop_command, on_progress or (lambda p: None))
-    ctx.sweep_id, ctx.grace_s, ctx.done = sweep_id or uuid.uuid4().hex[:16], stop_grace_s, done
+    ctx = _Context(
+        plan,
+        directory,
+        url,
+        bench,
+        stop_command,
+        on_progress or (lambda p: None),
+        sweep_id=sweep_id or uuid.uuid4().hex[:16],
+        grace_s=stop_grace_s,
+        done=done,
+    )
     measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
     if measured:
         ctx.reference = (measured[0].index, measured[0].fingerprint)
