@@ -79,6 +79,30 @@ SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_ba
     help="Shared experts, always active (default 0).",
 )
 @click.option(
+    "--model-config",
+    "model_config",
+    type=click.Path(dir_okay=False),
+    metavar="config.json",
+    help="The model's Hugging Face config.json: with the runs' accelerator (their "
+    "hardware column, or --accelerator), the surface across batch sizes may take the "
+    "roofline form (weights and KV over the datasheet bandwidth, FLOPs over its peak).",
+)
+@click.option(
+    "--accelerator",
+    "accelerator",
+    metavar="NAME",
+    help="The runs' accelerator and count, e.g. H100, '8x MI300X' (with --model-config; "
+    "default: read from each run's hardware).",
+)
+@click.option(
+    "--weight-bits",
+    "weight_bits",
+    type=click.Choice(["4", "8", "16"]),
+    callback=lambda _c, _p, v: None if v is None else int(v),
+    help="Bits per weight of the checkpoint run, where --model-config is its base "
+    "model's (4: AWQ, GPTQ, NVFP4).",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(dir_okay=False),

@@ -46,6 +46,7 @@ from breakeven.core.quantities import (
     plain_json,
 )
 from breakeven.fitting.runs import _CONFIG, _GROUP, COLUMNS_USED, _entries, _per_k, _prepared
+from breakeven.fitting.roofs import roof_source
 from breakeven.fitting.surfaces import surfaces as batch_surfaces
 from breakeven.fitting.surfaces import trees as tree_acceptances
 from breakeven.iotools.csvfile import read_measurements
@@ -78,6 +79,7 @@ from breakeven.model.cycle import (
     predicted_cycle,
     score_form,
 )
+from breakeven.model.surface import MoE
 from breakeven.model.pooling import (
     pooled_rate,
 )
@@ -516,6 +518,9 @@ def fit(
     moe: Any = None,
     cycle_form: str = "auto",
     mix: Any = None,
+    model_config: Any = None,
+    accelerator: str | None = None,
+    roof_for: Any = None,
 ) -> FitResult:
     """Fit the cycle's costs of each group of runs (see the module's description).
 
@@ -535,9 +540,23 @@ def fit(
     mix : str or mapping, optional
         Each workload category's share of the decoded tokens
         (:func:`breakeven.measurements.workload.parse_mix`): the mix's speedup at each k, and its best k.
+    model_config : breakeven.model.roofline.ModelShape, optional
+        The model's shape (its ``config.json``, :func:`breakeven.iotools.modelconfig.read_model_config`):
+        with the accelerator the runs' ``hardware`` names, or ``accelerator``, the surface
+        across batch sizes may take the roofline form (:mod:`breakeven.model.roof`); a MoE's
+        routing where ``moe`` is not given.
+    accelerator : str, optional
+        The accelerator of every run (``H100``, ``8x MI300X``), instead of their ``hardware``.
+    roof_for : callable, optional
+        Instead of ``model_config``: ``roof_for(model, hardware, context_tokens)``, a
+        :class:`breakeven.model.roof.Roof` or None (:func:`breakeven.fitting.roofs.roof_source`).
     """
 
     _check_options(draft_cost, cycle_form, predict_k)
+    if model_config is not None and roof_for is None:
+        roof_for = roof_source(model_config, accelerator)
+        if moe is None and model_config.experts:
+            moe = MoE(model_config.experts, model_config.top_k)
     df, range_notes = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches
@@ -557,7 +576,7 @@ def fit(
     )
     contexts = contexts_of(groups)
     groups = context_notes(groups, contexts)
-    surfaces = batch_surfaces(df, moe)
+    surfaces = batch_surfaces(df, moe, roof_for)
     trees = tree_acceptances(df)
     notes = (
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
@@ -588,6 +607,8 @@ def fit_file(
     moe: Any = None,
     cycle_form: str = "auto",
     mix: Any = None,
+    model_config: Any = None,
+    accelerator: str | None = None,
 ) -> FitResult:
     """:func:`fit` on a measurements CSV.
 
@@ -606,6 +627,8 @@ def fit_file(
     mix : str or mapping, optional
         Each workload category's share of the decoded tokens [fraction]: the mix's speedup
         at each k, and its best k.
+    model_config, accelerator
+        The model's shape and the runs' accelerator, for the roofline form (see :func:`fit`).
     """
 
     data, _ = read_measurements(path, columns=COLUMNS_USED)
@@ -617,6 +640,8 @@ def fit_file(
         moe=moe,
         cycle_form=cycle_form,
         mix=mix,
+        model_config=model_config,
+        accelerator=accelerator,
     )
 
 

@@ -39,10 +39,12 @@ def one_context(df: Any) -> Any:
     return keep
 
 
-def surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
+def surfaces(df: Any, moe: Any, roof_for: Any = None) -> tuple[Any, ...]:
     """A forward surface per model, hardware and method whose baselines ran at two or more
     batch sizes (:mod:`breakeven.model.surface`), at one context length each
-    (:func:`one_context`)."""
+    (:func:`one_context`); ``roof_for(model, hardware, context_tokens)`` gives the datasheet
+    floor of a model on its hardware (:class:`breakeven.model.roof.Roof`, or None where
+    either is unknown), for the roofline form."""
 
     df = df[one_context(df)]
     k = df["num_spec_tokens"]
@@ -105,7 +107,8 @@ def surfaces(df: Any, moe: Any) -> tuple[Any, ...]:
         mine = [context_of.get((model, hardware, x), (0.0, 0)) for x in ("", method)]
         total, count = sum(x[0] for x in mine), sum(x[1] for x in mine)
         mean = total / count if count else math.nan  # the baselines' and the method's runs'
-        out.append(fit_surface((model, hardware, method), steps, configs, moe, mean))
+        roof = roof_for(model, hardware, mean) if roof_for is not None else None
+        out.append(fit_surface((model, hardware, method), steps, configs, moe, mean, roof))
     return tuple(out)
 
 

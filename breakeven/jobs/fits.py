@@ -54,6 +54,9 @@ def fit_from_file(
     force: bool = False,
     cycle_form: str = "auto",
     mix: Any = None,
+    model_config: str | None = None,
+    accelerator: str | None = None,
+    weight_bits: int | None = None,
 ) -> Any:
     """:func:`breakeven.fitting.fit.fit_file`, written to ``out`` as JSON (what its ``to_dict()`` is).
 
@@ -71,6 +74,15 @@ def fit_from_file(
         A Mixture-of-Experts model's routing (see :func:`moe_routing`).
     mix : str or mapping, optional
         A traffic mix (``code=0.6,chat=0.3``): its speedup at each k, and its best k.
+    model_config : str, optional
+        The model's Hugging Face ``config.json``: with the runs' accelerator (their
+        ``hardware``, or ``accelerator``), the surface across batch sizes may take the
+        roofline form (:func:`breakeven.fitting.fit.fit`).
+    accelerator : str, optional
+        The runs' accelerator and count (``8x H100``), instead of their ``hardware`` column.
+    weight_bits : int, optional
+        Bits per weight of the checkpoint run (4 for AWQ/GPTQ/NVFP4), where the config is its
+        base model's.
     out : str, optional
         Also write the fit here (refused before any work if it exists, unless ``force``,
         or is ``runs``, even with ``force``).
@@ -87,11 +99,32 @@ def fit_from_file(
     from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
 
     moe = moe_routing(experts, top_k, shared)
+    shape = None
+    if model_config is not None:
+        from breakeven.fitting.roofs import accelerator_named, with_weight_bits  # lazy: start-up
+        from breakeven.iotools.modelconfig import read_model_config  # lazy: start-up
+
+        shape = with_weight_bits(read_model_config(model_config), weight_bits)
+        if accelerator is not None:
+            accelerator_named(accelerator)
+    elif accelerator is not None or weight_bits is not None:
+        raise BreakevenError(
+            "{0} needs {1}: the datasheet floor needs the model's shape as well",
+            "accelerator" if accelerator is not None else "weight_bits",
+            "model_config",
+        )
     if out is not None:
         refuse_input_as_output(out, "out", [("RUNS.csv", runs)])
         refuse_overwrite(out, force)
     result = fit_file(
-        runs, draft_cost=draft_cost, predict_k=predict_k, moe=moe, cycle_form=cycle_form, mix=mix
+        runs,
+        draft_cost=draft_cost,
+        predict_k=predict_k,
+        moe=moe,
+        cycle_form=cycle_form,
+        mix=mix,
+        model_config=shape,
+        accelerator=accelerator,
     )
     if out is not None:
         write_json(out, result.to_dict(), force=force)

@@ -42,6 +42,7 @@ from breakeven.core.quantities import SURFACE_TERM_UNITS
 from breakeven.model._lsq import independent_groups, proportional_groups, solve_groups
 from breakeven.model.costs import expected_distinct_experts
 from breakeven.model.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
+from breakeven.model.roof import Roof, fit_roof
 
 TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
@@ -117,6 +118,24 @@ class BatchSurface:
     """The context :meth:`at_context` moved the surface from [tokens] (NaN: not moved)."""
     context_shift_ms: tuple[float, float] = (0.0, 0.0)
     """What that move added per sequence to each forward, and to each draft token [ms]."""
+    interval_base: float = math.nan
+    """The half-width of a predicted speedup's interval at a measured speculative batch
+    [fraction]: twice the residual RMS, at least :data:`~breakeven.model.cycle.INTERVAL_FLOOR`
+    (NaN in an older fit file: :meth:`half_width` then uses the held-out error)."""
+    interval_rate: float = math.nan
+    """What the half-width grows per doubling of batch away from the nearest measured
+    speculative batch [fraction]: :data:`INTERVAL_SCALE` times the largest error per doubling
+    of the batch sizes left out (:attr:`held_out_batches`), at least :data:`RATE_PRIOR`."""
+    held_out_batches: tuple[tuple[int, float, float, float], ...] = ()
+    """Each speculative run predicted with every run at its batch size left out: ``(batch
+    [sequences], error, low, high)``, the error ``measured / predicted speedup - 1`` and that
+    fit's own interval there as ``low / predicted - 1`` and ``high / predicted - 1``
+    [fraction]."""
+    roof: Roof | None = None
+    """The hardware's floor under each forward (:mod:`breakeven.model.roof`), where the runs'
+    accelerator and model are known: then ``weights_ms`` and ``kv_ms`` are what a forward
+    costs beyond it, per forward and per sequence, and ``expert_ms`` and ``compute_ms`` are 0
+    (the roof holds them).  None: the additive form of the module's description."""
 
     def at_context(
         self, context_tokens: float, step_ms_per_ktok: float, cycle_ms_per_ktok_per_k: float
@@ -161,17 +180,34 @@ class BatchSurface:
 
     def half_width(self, batch: float) -> float:
         """The relative half-width of a predicted speedup's interval at ``batch`` [fraction]:
-        :data:`~breakeven.model.cycle.INTERVAL_SCALE` times the largest held-out error, at least
-        :data:`~breakeven.model.cycle.INTERVAL_FLOOR` (which is all a fit no run was held out of
-        has), grown by the doublings of batch beyond the speculative runs' batches over their
-        span (at least one doubling); NaN without speculative runs."""
+        :attr:`interval_base` plus :attr:`interval_rate` per doubling of batch to the nearest
+        measured speculative batch; NaN without speculative runs.  (A fit file without them:
+        :data:`~breakeven.model.cycle.INTERVAL_SCALE` times the largest held-out error, at
+        least :data:`~breakeven.model.cycle.INTERVAL_FLOOR`, grown by the doublings beyond the
+        speculative batches over their span.)"""
         if not (self.spec_batches and batch > 0):
             return math.nan
+        distance = min(abs(math.log2(batch / b)) for b in self.spec_batches)
+        if math.isfinite(self.interval_base) and math.isfinite(self.interval_rate):
+            return self.interval_base + self.interval_rate * distance
         error = self.held_out_max_rel_error
         width = max(INTERVAL_FLOOR, INTERVAL_SCALE * error if math.isfinite(error) else 0.0)
         low, high = min(self.spec_batches), max(self.spec_batches)
         beyond = max(math.log2(low / batch), math.log2(batch / high), 0.0)
         return width * (1 + beyond / max(math.log2(high / low), 1.0))
+
+    @property
+    def interval_check(self) -> tuple[float, float, int]:
+        """How the intervals held on the batch sizes left out (:attr:`held_out_batches`): the
+        share of errors inside their fit's interval [fraction], the median half-width
+        [fraction], and how many; NaN, NaN, 0 without."""
+        checks = self.held_out_batches
+        if not checks:
+            return math.nan, math.nan, 0
+        inside = sum(lo - 1e-12 <= e <= hi + 1e-12 for _, e, lo, hi in checks) / len(checks)
+        widths = sorted((hi - lo) / 2 for *_, lo, hi in checks)
+        n = len(widths)
+        return inside, (widths[(n - 1) // 2] + widths[n // 2]) / 2, n
 
     def speedup_range(
         self,
@@ -253,18 +289,22 @@ class BatchSurface:
             tuple((int(b), float(t)) for b, t in data.get("baseline_steps") or ()),
             tuple(int(b) for b in data.get("spec_batches") or ()),
             _number(data.get("context_tokens")),
+            roof=Roof.from_dict(data.get("roof")),
         )
 
     def forward_ms(self, batch: Any, q: Any) -> Any:
         """t(B, q) [ms]."""
         c = self.coefficients
         experts = self.moe.loaded(batch * q) if self.moe else 0.0
-        return (
+        linear = (
             c["weights_ms"]
             + c["expert_ms"] * experts
             + c["kv_ms"] * batch
             + c["compute_ms"] * batch * q
         )
+        if self.roof is None:
+            return linear
+        return linear + self.roof.ms(batch, q, self.moe.loaded if self.moe else None)
 
     def draft_ms(self, batch: Any, steps: Any, topk: Any = 1) -> Any:
         """One cycle's drafting, and speculation's own cost per sequence [ms]."""
@@ -328,6 +368,18 @@ class _SurfaceDraft:
         return self.surface.draft_ms(batch, k, topk)
 
 
+RATE_PRIOR = 0.06
+"""The least a predicted speedup's half-width grows per doubling of batch away from the
+measured speculative batches [fraction]: calibrated on the published batch sweeps of
+``benchmarks/data/published_batch`` (``benchmarks/batch_heldout.py``)."""
+
+
+def _doublings(batch: float, spec_batches: Sequence[int]) -> float:
+    """Doublings from ``batch`` to the nearest other speculative batch, at least 1."""
+    others = [b for b in spec_batches if b != batch]
+    return max(min(abs(math.log2(batch / b)) for b in others), 1.0) if others else 1.0
+
+
 def _number(value: Any) -> float:
     """A fit file's number, NaN where it holds none (null, or an older file)."""
     return float(value) if isinstance(value, (int, float)) else math.nan
@@ -352,7 +404,11 @@ def _solve(
     """Non-negative least squares on relative residuals, proportional columns merged; also
     the groups of columns solved for."""
 
-    a, b = _relative(rows, targets)
+    return _solve_relative(*_relative(rows, targets))
+
+
+def _solve_relative(a: Any, b: Any) -> tuple[Any, tuple[str, ...], float, list[list[int]]]:
+    """:func:`_solve` on equations already relative to their times."""
     groups, merged = proportional_groups(a, TERMS)
     # A term in the span of those before it (TERMS' order) cannot be told apart from them:
     # chains alone make compute = kv + draft per token + speculation per sequence.
@@ -361,18 +417,56 @@ def _solve(
     return x, merged + dropped, rms, groups
 
 
-def _held_out(equations: list[Any], skip: int, groups: list[list[int]]) -> Any:
-    """The coefficients fitted without equation ``skip``: with the whole fit's ``groups``
-    where the rest still tell them apart (full column rank: merged and dropped terms stay so
-    on fewer equations), which is what :func:`_solve` finds there, without its search for
-    them; else by :func:`_solve`."""
+_ROOFED = (TERMS.index("expert_ms"), TERMS.index("compute_ms"))
+"""The columns a roof holds (:attr:`BatchSurface.roof`): left out of the linear terms."""
+
+
+def _solve_roofed(
+    roof: Roof, moe: MoE | None, rows: list[list[float]], targets: list[float]
+) -> tuple[Roof, Any, tuple[str, ...], float, list[list[int]]]:
+    """The roof's scales (:func:`breakeven.model.roof.fit_roof`) and the linear terms beyond
+    it: a fixed cost per forward, per sequence, and the draft's."""
+    a, _ = _relative(rows, targets)
+    a[:, list(_ROOFED)] = 0.0
+    kept: dict[str, Any] = {}
+
+    def rest(remainder: Any) -> tuple[Any, float]:
+        x, merged, rms, groups = _solve_relative(a, remainder)
+        kept["fit"] = (merged, groups)
+        return x, rms
+
+    equations = [(r[2], r[3] / r[2], t) for r, t in zip(rows, targets, strict=True)]
+    fitted, x, _ = fit_roof(roof, equations, rest, moe.loaded if moe else None)
+    floor = fitted.ms(
+        np.array([e[0] for e in equations]),
+        np.array([e[1] for e in equations]),
+        moe.loaded if moe else None,
+    )
+    x, merged, rms, groups = _solve_relative(a, 1 - np.asarray(floor) / np.asarray(targets))
+    return fitted, x, merged, rms, groups
+
+
+def _held_out(
+    equations: list[Any],
+    skip: int,
+    groups: list[list[int]],
+    roof: Roof | None = None,
+    moe: MoE | None = None,
+) -> tuple[Any, Roof | None]:
+    """The coefficients fitted without equation ``skip`` (and the roof refitted, where there
+    is one): with the whole fit's ``groups`` where the rest still tell them apart (full
+    column rank: merged and dropped terms stay so on fewer equations), which is what
+    :func:`_solve` finds there, without its search for them; else by :func:`_solve`."""
     others = equations[:skip] + equations[skip + 1 :]
+    if roof is not None:
+        fitted, x, *_ = _solve_roofed(roof, moe, [e[0] for e in others], [e[1] for e in others])
+        return x, fitted
     a, b = _relative([e[0] for e in others], [e[1] for e in others])
     if groups:
         reduced = a[:, [g[0] for g in groups]]
         if np.linalg.matrix_rank(reduced) == len(groups):
-            return solve_groups(a, b, groups, scaled=True)[0]
-    return _solve([e[0] for e in others], [e[1] for e in others])[0]
+            return solve_groups(a, b, groups, scaled=True)[0], None
+    return _solve([e[0] for e in others], [e[1] for e in others])[0], None
 
 
 def _points(
@@ -390,7 +484,7 @@ def _points(
     surface of ``key`` and ``moe``."""
     points = []
     for i, r in enumerate(runs):
-        held = _held_out(equations, baselines + i, groups)
+        held, held_roof = _held_out(equations, baselines + i, groups, surface.roof, moe)
         held_surface = BatchSurface(
             *key,
             dict(zip(TERMS, map(float, held), strict=True)),
@@ -400,6 +494,7 @@ def _points(
             (),
             math.nan,
             (),
+            roof=held_roof,
         )
         step = steps_at.get(r["batch"], float(surface.forward_ms(r["batch"], 1)))
         args = (r["batch"], r["steps"], r["topk"], r["verify_tokens"])
@@ -448,19 +543,100 @@ def fit_surface(
     spec: Any,
     moe: MoE | None = None,
     context_tokens: float = math.nan,
+    roof: Roof | None = None,
 ) -> BatchSurface:
     """The surface of one model, hardware and method from its baseline rows (``batch``,
     ``step``) and speculative rows (``batch``, ``steps``, ``topk``, ``verify_tokens``,
     ``accept_len``, ``cycle``) as lists of dicts, and the runs' mean ``context_tokens``
-    [tokens]; see the module's description."""
+    [tokens]; see the module's description.  With a ``roof`` (the datasheet floor of the
+    runs' accelerator and model, :mod:`breakeven.model.roof`), the roofline form too, and the
+    form that predicts the speculative batch sizes left out best (:func:`batch_errors`); the
+    roofline form where the runs cannot tell (speculation at one batch size)."""
     runs = [r for r in spec if math.isfinite(r["cycle"])]
+    if not base and not runs:
+        raise BreakevenError("{0}: no run with a rate to fit", "runs")
+    additive = _fit_form(key, base, runs, moe, context_tokens, None)
+    if roof is None:
+        return additive
+    roofed = _fit_form(key, base, runs, moe, context_tokens, roof)
+    errors = {"additive": additive.held_out_batches, "roofline": roofed.held_out_batches}
+    mean = {f: sum(abs(x[1]) for x in e) / len(e) if e else math.nan for f, e in errors.items()}
+    if mean["additive"] < mean["roofline"]:
+        chosen, note = (
+            additive,
+            (
+                f"the additive form predicts the speculative batch sizes left out better than the "
+                f"roofline form ({mean['additive']:.1%} against {mean['roofline']:.1%} mean error): "
+                "the runs' costs do not follow the datasheet's floor"
+            ),
+        )
+    else:
+        chosen, note = roofed, _roof_note(roofed.roof, mean)
+    return replace(chosen, notes=(*chosen.notes, note))
+
+
+def _roof_note(roof: Any, mean: dict[str, float]) -> str:
+    """The roofline form's note: what the runs achieve of the datasheet, and why it was
+    chosen."""
+    why = (
+        f"it predicts the speculative batch sizes left out with {mean['roofline']:.1%} mean "
+        f"error against the additive form's {mean['additive']:.1%}"
+        if math.isfinite(mean["roofline"])
+        else "the runs cannot test the forms against each other (speculation at one batch "
+        "size), and the hardware's floor is the better-founded guess"
+    )
+    return (
+        f"roofline form ({roof.source}): forwards read at {1 / roof.memory_scale:.0%} of the "
+        f"datasheet bandwidth and compute at {1 / roof.compute_scale:.0%} of its peak; "
+        f"{why}"
+    )
+
+
+def _batch_checks(
+    base: Any, runs: list[dict[str, Any]], moe: MoE | None, roof: Roof | None
+) -> tuple[tuple[int, float, float, float], ...]:
+    """Each speculative run predicted with every speculative run at its batch size left out
+    of the fit (the additive form where ``roof`` is None, else the roofline form), and that
+    fit's interval there (:attr:`BatchSurface.held_out_batches`): how the surface predicts a
+    batch size it was not given.  Empty with speculation at one batch size."""
+    batches = sorted({r["batch"] for r in runs})
+    if len(batches) < 2:
+        return ()
+    out = []
+    for b in batches:
+        given = [r for r in runs if r["batch"] != b]
+        fitted = _fit_form(("", "", ""), base, given, moe, math.nan, roof, points=False)
+        for r in (r for r in runs if r["batch"] == b):
+            args = (b, r["steps"], r["topk"], r["verify_tokens"])
+            predicted = float(fitted.cycle_ms(*args))
+            if not predicted > 0:
+                continue
+            low, high = fitted.speedup_range(b, 1.0, predicted, *args[1:])
+            out.append((int(b), predicted / r["cycle"] - 1, low - 1, high - 1))
+    return tuple(out)
+
+
+def _fit_form(
+    key: tuple[str, str, str],
+    base: Any,
+    runs: list[dict[str, Any]],
+    moe: MoE | None,
+    context_tokens: float,
+    roof: Roof | None,
+    *,
+    points: bool = True,
+) -> BatchSurface:
+    """The surface in one form: additive (``roof`` None) or roofline; without ``points``,
+    only its coefficients (no run held out)."""
     equations = [(_row(moe, b["batch"], 1, 0, 0), b["step"]) for b in base]
     equations += [
         (_row(moe, r["batch"], r["verify_tokens"], r["steps"], r["topk"]), r["cycle"]) for r in runs
     ]
-    if not equations:
-        raise BreakevenError("{0}: no run with a rate to fit", "runs")
-    x, merged, rms, groups = _solve([e[0] for e in equations], [e[1] for e in equations])
+    rows, targets = [e[0] for e in equations], [e[1] for e in equations]
+    if roof is None:
+        x, merged, rms, groups = _solve(rows, targets)
+    else:
+        roof, x, merged, rms, groups = _solve_roofed(roof, moe, rows, targets)
     steps_at = {b["batch"]: b["step"] for b in base}
     surface = BatchSurface(
         key[0],
@@ -473,30 +649,39 @@ def fit_surface(
         (),
         math.nan,
         tuple(sorted(steps_at)),
+        roof=roof,
     )
-    points = _points(key, moe, surface, equations, len(base), runs, groups, steps_at)
+    spec_batches = tuple(sorted({int(r["batch"]) for r in runs}))
+    base_width = max(INTERVAL_FLOOR, 2 * rms) if math.isfinite(rms) else INTERVAL_FLOOR
+    surface = replace(
+        surface,
+        spec_batches=spec_batches,
+        interval_base=base_width,
+        interval_rate=RATE_PRIOR,
+    )
+    if not points:
+        return surface
+    checks = _batch_checks(base, runs, moe, roof)
+    rate = max(
+        [RATE_PRIOR]
+        + [INTERVAL_SCALE * abs(e) / _doublings(b, spec_batches) for b, e, *_ in checks]
+    )
+    fitted = _points(key, moe, surface, equations, len(base), runs, groups, steps_at)
     errors = [
         abs(p.held_out_speedup / p.measured_speedup - 1)
-        for p in points
+        for p in fitted
         if math.isfinite(p.held_out_speedup)
     ]
-    spec_batches = tuple(sorted({int(r["batch"]) for r in runs}))
-    notes = _surface_notes(base, runs, spec_batches)
-    return BatchSurface(
-        key[0],
-        key[1],
-        key[2],
-        surface.coefficients,
-        merged,
-        moe,
-        rms,
-        tuple(points),
-        max(errors) if errors else math.nan,
-        surface.batches,
-        tuple(notes),
-        tuple(sorted(steps_at.items())),
-        spec_batches,
-        context_tokens,
+    return replace(
+        surface,
+        interval_rate=rate,
+        held_out_batches=checks,
+        points=tuple(fitted),
+        held_out_max_rel_error=max(errors) if errors else math.nan,
+        notes=tuple(_surface_notes(base, runs, spec_batches)),
+        baseline_steps=tuple(sorted(steps_at.items())),
+        spec_batches=spec_batches,
+        context_tokens=context_tokens,
     )
 
 

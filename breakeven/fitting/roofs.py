@@ -1,0 +1,77 @@
+"""The datasheet floor under each forward of the runs (:class:`breakeven.model.roof.Roof`), from
+the model's ``config.json`` and the accelerator the runs name: what makes ``fit``'s surface
+across batch sizes a roofline (:mod:`breakeven.model.surface`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from breakeven.core.errors import BreakevenError, escape_braces, shorten
+from breakeven.model.roof import Roof
+from breakeven.model.roofline import ACCELERATORS, accelerator_of, roofline_prior
+
+
+def accelerator_named(name: str) -> Any:
+    """The accelerator and device count ``name`` gives (``H100``, ``8x MI300X``, as
+    :func:`breakeven.model.roofline.accelerator_of` reads runs' hardware); one line naming
+    ``accelerator`` and the known names where it is none of them."""
+    found = accelerator_of(name)
+    if found is None:
+        known = ", ".join(sorted(ACCELERATORS))
+        raise BreakevenError(
+            "{0}: got "
+            + escape_braces(shorten(repr(name)))
+            + ", expected an accelerator breakeven knows the datasheet of ("
+            + escape_braces(known)
+            + "), with a count such as 8x",
+            "accelerator",
+        )
+    return found
+
+
+def roof_source(
+    shape: Any, accelerator: str | None = None, label: str = "the model's config"
+) -> Callable[[str, str, float], Roof | None]:
+    """What :func:`breakeven.fitting.surfaces.surfaces` asks for each surface: the roof of
+    ``shape`` (a :class:`breakeven.model.roofline.ModelShape`) on the runs' ``hardware`` as
+    :func:`~breakeven.model.roofline.accelerator_of` reads it, or on ``accelerator`` where
+    given (for every surface); None where the hardware is not one breakeven knows.
+    ``context_tokens`` [tokens] (NaN: not given) sizes each sequence's KV cache."""
+    fixed = accelerator_named(accelerator) if accelerator is not None else None
+
+    def roof_for(model: str, hardware: str, context_tokens: float) -> Roof | None:
+        found = fixed or accelerator_of(hardware)
+        if found is None:
+            return None
+        chip, devices = found
+        context = context_tokens if math.isfinite(context_tokens) and context_tokens > 0 else 0
+        prior = roofline_prior(shape, chip, devices, context)
+        peak = (
+            f"{prior.peak_tflops:.0f} TFLOPs {prior.peak_dtype}"
+            if prior.peak_tflops
+            else "no peak (memory only)"
+        )
+        where = f"{devices}x {chip.name}" if devices > 1 else chip.name
+        return Roof(
+            prior.weights_ms,
+            prior.expert_ms,
+            prior.kv_ms_per_sequence,
+            prior.compute_ms_per_token or 0.0,
+            source=f"{label} on {where}: {prior.bandwidth_gbs:.0f} GB/s, {peak}",
+        )
+
+    return roof_for
+
+
+def with_weight_bits(shape: Any, bits: int | None) -> Any:
+    """``shape`` with its transformer weights at ``bits`` bits (a quantized checkpoint of a
+    base config; the LM head stays as it is); ``shape`` itself where ``bits`` is None."""
+    if bits is None:
+        return shape
+    return replace(shape, weight_bytes=bits / 8)
+
+
+__all__: Sequence[str] = ("accelerator_named", "roof_source", "with_weight_bits")
