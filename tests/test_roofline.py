@@ -172,7 +172,10 @@ def test_the_prior_of_qwen3_8b_on_one_a30_by_hand():
     assert prior.weights_ms == pytest.approx(16.22, abs=0.01)
     assert prior.kv_ms_per_sequence == pytest.approx(1000 * 147_456 / 933e9 * 1e3)
     assert prior.expert_ms == 0.0
-    assert prior.compute_ms_per_token is None  # no A30 peak was checked: none is guessed
+    # 2 x active parameters (the embedding lookup not counted) over the A30's 165 dense TFLOPs
+    flops = 2 * shape.active_params
+    assert prior.compute_ms_per_token == pytest.approx(flops / 165e12 * 1e3)
+    assert prior.peak_dtype == "bf16"
     assert prior.bandwidth_gbs == 933.0
 
 

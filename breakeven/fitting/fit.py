@@ -45,8 +45,8 @@ from breakeven.core.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.fitting.runs import _CONFIG, _GROUP, COLUMNS_USED, _entries, _per_k, _prepared
 from breakeven.fitting.roofs import roof_source
+from breakeven.fitting.runs import _CONFIG, _GROUP, COLUMNS_USED, _entries, _per_k, _prepared
 from breakeven.fitting.surfaces import surfaces as batch_surfaces
 from breakeven.fitting.surfaces import trees as tree_acceptances
 from breakeven.iotools.csvfile import read_measurements
@@ -79,10 +79,10 @@ from breakeven.model.cycle import (
     predicted_cycle,
     score_form,
 )
-from breakeven.model.surface import MoE
 from breakeven.model.pooling import (
     pooled_rate,
 )
+from breakeven.model.surface import MoE
 
 DRAFT_COSTS = ("per-token", "per-cycle")
 """How drafting grows with k: one draft step per token, or one pass per cycle."""

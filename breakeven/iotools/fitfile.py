@@ -152,7 +152,9 @@ def read_surface(
         (pairs of batch [sequences] and measured step [ms], empty in older files); ``batches``,
         the batch sizes fitted [sequences].  :meth:`breakeven.model.surface.BatchSurface.from_dict`
         builds the surface.  ``measured_k``: the draft steps of its speculative runs
-        [tokens] (from its ``points``; empty where the file keeps none).
+        [tokens] (from its ``points``; empty where the file keeps none).  ``interval_base``
+        and ``interval_rate`` [fraction] (NaN in an older file) size its intervals; ``roof``
+        (a mapping, or None) is its datasheet floor (:class:`breakeven.model.roof.Roof`).
     """
     shown = escape_braces(repr(str(path)))
     data = read_fit_json(path)
@@ -190,6 +192,9 @@ def read_surface(
         "held_out_max_rel_error": _error(x.get("held_out_max_rel_error")),
         "context_tokens": _error(x.get("context_tokens")),
         "measured_k": _steps_of(x.get("points")),
+        "interval_base": _error(x.get("interval_base")),
+        "interval_rate": _error(x.get("interval_rate")),
+        "roof": x.get("roof") if isinstance(x.get("roof"), dict) else None,
     }
 
 

@@ -81,9 +81,13 @@ _TABLE = (
     Accelerator(
         "NVIDIA A30",
         933.0,
-        {},
+        # GA100 like the A100: 56 SMs at a 1440 MHz boost against the A100's 108 at 1410 give
+        # 312 x 56 x 1440 / (108 x 1410) = 165.2 dense BF16/FP16 TFLOPs, the datasheet's
+        # "165 TF" (330 with sparsity).
+        {"bf16": 165.0, "fp16": 165.0},
         24,
-        "https://resources.nvidia.com/en-us-gpu-resources/a30-datasheet",
+        "https://resources.nvidia.com/en-us-gpu-resources/a30-datasheet (bandwidth); dense "
+        "peaks scaled from the A100 datasheet by SMs and boost clock",
     ),
     Accelerator(
         "NVIDIA A10",
@@ -209,9 +213,11 @@ _TABLE = (
     Accelerator(
         "AMD Instinct MI355X",
         8000.0,
-        {},
+        # AMD at ISSCC 2026: 256 CUs of 8,192 FP8 FLOPs a clock at 2.4 GHz, "five petaflops".
+        {"fp8": 5033.0},
         288,
-        "https://boston-uk-l.azurewebsites.net/blog/2025/08/14/amd-instinct-mi355x.aspx",
+        "https://boston-uk-l.azurewebsites.net/blog/2025/08/14/amd-instinct-mi355x.aspx "
+        "(bandwidth); https://www.world-today-news.com/?p=7253162 (FP8, AMD's ISSCC talk)",
     ),
     Accelerator(
         "AMD Radeon RX 7900 XTX",

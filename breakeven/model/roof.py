@@ -38,8 +38,10 @@ bandwidth) and the standard deviation of its natural log."""
 COMPUTE_SCALE_PRIOR = (1 / 0.4, 0.5)
 """The prior of ``compute_scale``: its median (decode-sized GEMMs reach 40% of the datasheet
 peak) and the standard deviation of its natural log."""
-RUN_NOISE = 0.02
-"""The relative noise of a measured step or cycle that the prior is weighed against [fraction]."""
+RUN_NOISE = 0.005
+"""The relative noise of a pooled step or cycle that the prior is weighed against [fraction]:
+runs that say where the roof bends (a verify near the ridge) move the scales off the prior;
+runs that cannot leave them there."""
 _MEMORY_RANGE = (1.0, 8.0)
 _COMPUTE_RANGE = (1.0, 50.0)
 
@@ -167,8 +169,18 @@ def fit_roof(
     dm, dc = (lm[1] - lm[0]) / 12, (lc[1] - lc[0]) / 16
     fine_m = np.clip(np.linspace(m0 - dm, m0 + dm, 9), *lm)
     fine_c = np.clip(np.linspace(c0 - dc, c0 + dc, 9), *lc)
-    _, m1, c1, x, rms = search(fine_m, fine_c)
-    return replace(roof, memory_scale=math.exp(m1), compute_scale=math.exp(c1)), x, rms
+    _, m1, c1, _, _ = search(fine_m, fine_c)
+    from scipy.optimize import minimize  # lazy: only a fit with a roof polishes its scales
+
+    def objective(v: Any) -> float:
+        log_m = float(np.clip(v[0], *lm))
+        log_c = float(np.clip(v[1], *lc))
+        return score(log_m, log_c)[0]
+
+    polished = minimize(objective, [m1, c1], method="Nelder-Mead", options={"xatol": 1e-4})
+    m2, c2 = float(np.clip(polished.x[0], *lm)), float(np.clip(polished.x[1], *lc))
+    _, x, rms = score(m2, c2)
+    return replace(roof, memory_scale=math.exp(m2), compute_scale=math.exp(c2)), x, rms
 
 
 __all__: Sequence[str] = (

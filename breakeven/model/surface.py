@@ -236,8 +236,8 @@ class BatchSurface:
             step = self.step_ms(batch)[0]
             for cost in (extra, extra * batch / b0):
                 cycle = step + cost
-                other = speedup * cycle_ms / cycle if cycle > 0 else math.inf
-                if math.isfinite(other) or other == math.inf:
+                if cycle > 0 and extra >= 0:  # a cycle cheaper than a step is no reading
+                    other = speedup * cycle_ms / cycle
                     low, high = min(low, other), max(high, other)
         return low * max(1 - h, 0.0), high * (1 + h)
 
@@ -289,6 +289,8 @@ class BatchSurface:
             tuple((int(b), float(t)) for b, t in data.get("baseline_steps") or ()),
             tuple(int(b) for b in data.get("spec_batches") or ()),
             _number(data.get("context_tokens")),
+            interval_base=_number(data.get("interval_base")),
+            interval_rate=_number(data.get("interval_rate")),
             roof=Roof.from_dict(data.get("roof")),
         )
 
@@ -567,7 +569,7 @@ def fit_surface(
             (
                 f"the additive form predicts the speculative batch sizes left out better than the "
                 f"roofline form ({mean['additive']:.1%} against {mean['roofline']:.1%} mean error): "
-                "the runs' costs do not follow the datasheet's floor"
+                "the additive form is used"
             ),
         )
     else:

@@ -399,10 +399,19 @@ def _surface_lines(x: Row) -> list[str]:
         else "dense (no --experts)"
     )
     batches = ", ".join(str(b) for b in x["batches"])
+    roof = x.get("roof")
+    form = (
+        "t(B, q) = weights + kv*B + roof(B, q), roof the soft maximum of memory "
+        f"{num(roof['weights_ms'], '.3f')} + {num(roof['expert_ms'], '.4f')}*experts(B*q) + "
+        f"{num(roof['kv_ms'], '.4f')}*B ms x {num(roof['memory_scale'], '.2f')} and compute "
+        f"{num(roof['compute_ms'], '.5f')}*B*q ms x {num(roof['compute_scale'], '.2f')} "
+        f"({roof['source']})"
+        if roof
+        else "t(B, q) = weights + experts(B*q) + kv*B + compute*B*q"
+    )
     lines = [
-        f"{where or 'runs'} across batch sizes {batches}: t(B, q) = weights + experts(B*q) "
-        f"+ kv*B + compute*B*q, cycle = t(B, verify tokens) + steps*(step + token*B*topk) "
-        f"+ spec_seq*B; {routing}; relative "
+        f"{where or 'runs'} across batch sizes {batches}: {form}, cycle = t(B, verify "
+        f"tokens) + steps*(step + token*B*topk) + spec_seq*B; {routing}; relative "
         f"residual RMS {num(x['residual_rms'], '.1%')}"
     ]
     for name, value in x["coefficients"].items():
@@ -425,5 +434,28 @@ def _surface_lines(x: Row) -> list[str]:
         lines += grid(_SURFACE_COLUMNS, rows, right=True)
     error = x["held_out_max_rel_error"]
     lines.append(f"  held-out error at most {'-' if error is None else format(error, '.1%')}.")
+    lines.append(_interval_line(x))
     lines += [f"  Note: {n}." for n in x["notes"]]
     return [*lines, ""]
+
+
+def _interval_line(x: Row) -> str:
+    """How a surface's intervals are sized, and how they held on the batch sizes left out."""
+    base, rate = x.get("interval_base"), x.get("interval_rate")
+    if base is None or rate is None:
+        return "  intervals: +- 1.5 x the held-out error, widened beyond the measured batches."
+    checks = x.get("held_out_batches") or []
+    text = (
+        f"  intervals: +- {base:.1%} at a measured speculative batch, {rate:.1%} more per "
+        "doubling of batch away from one"
+    )
+    if not checks:
+        return text + " (speculation at one batch size: none left out to check them on)."
+    inside = sum(lo - 1e-12 <= e <= hi + 1e-12 for _, e, lo, hi in checks)
+    widths = sorted((hi - lo) / 2 for *_, lo, hi in checks)
+    n = len(widths)
+    median = (widths[(n - 1) // 2] + widths[n // 2]) / 2
+    return (
+        text + f"; on the speculative batch sizes left out one at a time, {inside} of {n} "
+        f"measured speedups inside their interval, median half-width {median:.1%}."
+    )
