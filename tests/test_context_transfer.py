@@ -159,16 +159,23 @@ def _surface(context: float) -> BatchSurface:
 )
 def test_moving_the_context_adds_what_the_growth_says(here, there, a, b, batch, k):
     """A step grows by a x batch x the shift, a cycle by (a + b k) x batch x the shift; a
-    move there and back is no move."""
+    move there and back is no move.  Where the move would make the KV term or the draft's
+    per-token term negative (a context far below the runs'), that term is clamped to 0 and
+    the note says so (issue 41, item 4): the growth is what the clamped terms add."""
     surface = _surface(here)
     moved = surface.at_context(there, a, b)
     shift = (there - here) / 1000
+    kv, token = surface.coefficients["kv_ms"], surface.coefficients["draft_token_ms"]
+    grow_a, grow_b = max(kv + a * shift, 0.0) - kv, max(token + b * shift, 0.0) - token
     assert moved.step_ms(batch)[0] == pytest.approx(
-        surface.step_ms(batch)[0] + a * batch * shift, rel=1e-9, abs=1e-9
+        surface.step_ms(batch)[0] + grow_a * batch, rel=1e-9, abs=1e-9
     )
     assert float(moved.cycle_ms(batch, k)) == pytest.approx(
-        float(surface.cycle_ms(batch, k)) + (a + b * k) * batch * shift, rel=1e-9, abs=1e-9
+        float(surface.cycle_ms(batch, k)) + (grow_a + grow_b * k) * batch, rel=1e-9, abs=1e-9
     )
-    back = moved.at_context(here, a, b)
-    assert back.coefficients == pytest.approx(surface.coefficients, abs=1e-9)
     assert moved.context_tokens == there and "by the fit's context growth" in moved.context_note
+    clamped = (grow_a, grow_b) != pytest.approx((a * shift, b * shift), rel=1e-12, abs=1e-12)
+    assert ("clamped to 0.000 ms" in moved.context_note) == clamped
+    if not clamped:
+        back = moved.at_context(here, a, b)
+        assert back.coefficients == pytest.approx(surface.coefficients, abs=1e-9)

@@ -110,6 +110,24 @@ def context_growth(path: str, group: dict[str, Any], context: float) -> tuple[fl
     return fit["step_ms_per_ktok"] * shift, fit["cycle_ms_per_ktok_per_k"] * shift
 
 
+def context_support(path: str, group: dict[str, Any]) -> tuple[float, float, float]:
+    """What a fit file's context fit for ``group`` rests on: the lowest and highest context
+    its runs measured [tokens], and its step at no context, ``step_0`` [ms] (NaN where the file
+    does not say).  Raises as :func:`context_growth` does."""
+    fit = _context_fit(path, group, group.get("context_tokens"))
+    return (*_runs_range(fit), _finite(fit.get("step_0_ms")))
+
+
+def _runs_range(fit: dict[str, Any]) -> tuple[float, float]:
+    """The lowest and highest context of a context fit's runs [tokens] (NaN, NaN for none)."""
+    measured = [float(c) for c in fit.get("contexts") or () if isinstance(c, (int, float))]
+    return (min(measured), max(measured)) if measured else (math.nan, math.nan)
+
+
+def _finite(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.nan
+
+
 def surface_at_context(path: str, surface: BatchSurface, context: float) -> BatchSurface:
     """A fit file's ``surface`` moved to ``context`` [tokens] of context
     (:meth:`breakeven.model.surface.BatchSurface.at_context`), by the file's context fit of its
@@ -119,7 +137,7 @@ def surface_at_context(path: str, surface: BatchSurface, context: float) -> Batc
     fit = _context_fit(path, _identity(surface), surface.context_tokens)
     load = max(float(fit["concurrency"]), 1.0)
     a, b = fit["step_ms_per_ktok"] / load, fit["cycle_ms_per_ktok_per_k"] / load
-    return surface.at_context(context, a, b)
+    return surface.at_context(context, a, b, runs=_runs_range(fit))
 
 
 def fit_interval(group: dict[str, Any], k: int) -> float:
@@ -516,6 +534,7 @@ __all__: Sequence[str] = (
     "Evidence",
     "against_fit",
     "context_growth",
+    "context_support",
     "fit_interval",
     "fitted_costs",
     "fitted_cycle",

@@ -122,7 +122,25 @@ def with_fit_file(
     form: str,
     context: float | None = None,
 ) -> dict[str, Any]:
-    """``inputs`` with a fit file's cycle costs, and its step and alpha where none is given.
+    """``inputs`` with a fit file's cycle costs, and its step and alpha where none is given:
+    :func:`fit_file_inputs` without its flags.
+    """
+    return fit_file_inputs(inputs, fit_file, fit_group, form=form, context=context)[0]
+
+
+def fit_file_inputs(
+    inputs: Mapping[str, Any],
+    fit_file: str | None = None,
+    fit_group: int | None = None,
+    *,
+    form: str,
+    context: float | None = None,
+) -> tuple[dict[str, Any], list[Any]]:
+    """``inputs`` with a fit file's cycle costs, and its step and alpha where none is given;
+    and the flags (:class:`breakeven.measurements.plausibility.TypedFlag`, code
+    ``context_extrapolated``) of the costs that ``context`` moved beyond what a decode can
+    have, each clamped (see :func:`breakeven.jobs.context.at_context`): derived values, noted, never refused as if
+    typed.
 
     Parameters
     ----------
@@ -147,8 +165,9 @@ def with_fit_file(
         )
         if given is not None:
             raise BreakevenError("{0} needs {1}", given, "fit_file")
-        return dict(inputs)
+        return dict(inputs), []
     from breakeven.fitting.saved import fitted_costs, load_fit  # lazy: start-up
+    from breakeven.jobs.context import at_context  # lazy: start-up
 
     clash = [n for n in FIT_COST_INPUTS if inputs.get(n) is not None]
     if clash:
@@ -163,38 +182,10 @@ def with_fit_file(
     fits_step = inputs.get("baseline_tok_s") is None and inputs.get("step_ms") is None
     if fits_step:
         out["step_ms"] = group.get("step_ms")
-    if context is not None:
-        _at_context(out, fit_file, group, context, form, fits_step)
+    flags = [] if context is None else at_context(out, fit_file, group, context, form, fits_step)
     if all(inputs.get(n) is None for n in ACCEPTANCE_INPUTS) and group.get("alpha") is not None:
         out["alpha"] = group["alpha"]
-    return out
-
-
-def _at_context(
-    out: dict[str, Any],
-    fit_file: str,
-    group: dict[str, Any],
-    context: float,
-    form: str,
-    fits_step: bool,
-) -> None:
-    """``out``'s fitted costs (and the fit's step, where it is the step used) moved from the
-    fit's context to ``context`` [tokens] (:func:`breakeven.fitting.saved.context_growth`)."""
-    from breakeven.fitting.saved import context_growth  # lazy: start-up
-
-    step_more, per_k_more = context_growth(fit_file, group, float(context))
-    if fits_step and out.get("step_ms") is not None:
-        out["step_ms"] = out["step_ms"] + step_more
-    curve = out.get("verify_curve")
-    if curve is not None and not isinstance(curve, str):  # a curved fit's whole cycle
-        out["verify_curve"] = dataclasses.replace(
-            curve, context_ms=step_more, context_per_k_ms=per_k_more
-        )
-    elif form == "predict":
-        out["verify_ms"] = out["verify_ms"] + step_more + per_k_more * (out.get("k") or 0)
-    else:
-        out["verify_ms"] = out["verify_ms"] + step_more
-        out["draft_step_ms"] = out["draft_step_ms"] + per_k_more
+    return out, flags
 
 
 def predict_from_files(
@@ -243,7 +234,10 @@ def predict_from_files(
         The k of the break-even alpha table [draft tokens].
     """
     inputs = _arguments(locals(), PREDICT_INPUTS)
-    result = predict(**with_fit_file(inputs, fit_file, fit_group, form="predict", context=context))
+    priced, flags = fit_file_inputs(inputs, fit_file, fit_group, form="predict", context=context)
+    result = predict(**priced)
+    if flags:  # a derived cost clamped: the prediction is an extrapolation, and says so
+        result = dataclasses.replace(result, flags=(*result.flags, *flags))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
     from breakeven.fitting.saved import fit_interval, load_fit  # lazy: start-up
@@ -343,7 +337,7 @@ def _optimize_k(
     the evidence of its runs where a fit file gives the costs."""
     from breakeven.prediction.optimize import optimize  # lazy: start-up
 
-    inputs = with_fit_file(
+    inputs, flags = fit_file_inputs(
         {**inputs, "verify_curve": verify_curve},
         fit_file,
         fit_group,
@@ -354,6 +348,9 @@ def _optimize_k(
     if curve is None or isinstance(curve, str):  # a fit file's curved cycle comes priced
         curve = read_curve(curve, fit, name="verify_curve")
     result = optimize(verify_curve=curve, **inputs)
+    if flags:  # a derived cost clamped: said in the note, as optimize says its own flags
+        notes = [result.note] if result.note else []
+        result = dataclasses.replace(result, note="; ".join(notes + [f.note() for f in flags]))
     if fit_file is None:
         return result
     from breakeven.fitting.saved import fit_interval, group_evidence, load_fit  # lazy: start-up
@@ -721,6 +718,7 @@ __all__: Sequence[str] = (
     "SweepInputs",
     "batch_cost",
     "batch_from_files",
+    "fit_file_inputs",
     "optimize_from_files",
     "predict_from_files",
     "read_curve",

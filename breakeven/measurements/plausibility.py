@@ -170,6 +170,9 @@ TYPED_FLAGS = {
     "another unit",
     "curve_falls": "a cost curve whose forward time falls as its tokens grow, by more than "
     "the tolerance",
+    "context_extrapolated": "a cost the tool derived for --context, beyond what the fit's runs "
+    "support, that came out below what a decode can cost: clamped, and the prediction is an "
+    "extrapolation",
 }
 """The codes of the flags on typed inputs, and what each means."""
 

@@ -225,6 +225,30 @@ def context_notes(groups: Sequence[Any], contexts: Sequence[ContextFit]) -> list
     return out
 
 
+def clamped_note(
+    what: str,
+    value: float,
+    floor: float,
+    floor_is: str,
+    context: float,
+    meaning: str = "",
+    runs: tuple[float, float] | None = None,
+) -> str:
+    """The sentence that says a cost derived by the context growth came out impossible and
+    was clamped: ``what`` (in words) ``value`` [ms] derived at ``context`` [tokens], clamped
+    to ``floor`` [ms], which is ``floor_is``; ``meaning`` what the clamp does to the answer,
+    and ``runs`` the lowest and highest context the fit's runs measured [tokens].  One
+    wording for ``predict``/``optimize``'s fitted cycle and the forward surface of ``batch``
+    and ``schedule``: a derived value is an extrapolation noted, not a flag refused."""
+    measured = "" if runs is None else f" (runs at {runs[0]:.0f} to {runs[1]:.0f} tokens)"
+    return (
+        f"{what} derived at {context:.0f} tokens of context comes out {value:.3f} ms, "
+        f"clamped to {floor:.3f} ms ({floor_is}): the context is beyond what the fit's runs "
+        f"support{measured}, and the prediction there is an extrapolation"
+        + (f"; {meaning}" if meaning else "")
+    )
+
+
 def _same_load(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -232,6 +256,7 @@ def _same_load(a: float, b: float) -> bool:
 __all__: Sequence[str] = (
     "ContextFit",
     "ContextPoint",
+    "clamped_note",
     "context_notes",
     "contexts_of",
     "fit_contexts",

@@ -116,10 +116,14 @@ class FittedCycle:
     """What another context than the fit's adds to every cycle [ms] (``--context``)."""
     context_per_k_ms: float = 0.0
     """And per draft token [ms]."""
+    floor_ms: float = -math.inf
+    """The least a cycle can cost [ms]: one plain step, where another context's growth would
+    take it below (``--context`` beyond the fit's runs)."""
 
     def __call__(self, tokens: Any) -> Any:
         k = np.asarray(tokens, dtype=float) / self.batch - 1
-        return cycle_at(self.coefficients, k) + self.context_ms + self.context_per_k_ms * k
+        moved = cycle_at(self.coefficients, k) + self.context_ms + self.context_per_k_ms * k
+        return np.maximum(moved, self.floor_ms)
 
 
 def coefficient_names(draft_cost: str) -> list[str]:

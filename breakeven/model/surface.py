@@ -40,6 +40,7 @@ import numpy as np
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import SURFACE_TERM_UNITS
 from breakeven.model._lsq import independent_groups, proportional_groups, solve_groups
+from breakeven.model.context import clamped_note
 from breakeven.model.costs import expected_distinct_experts
 from breakeven.model.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
 from breakeven.model.roof import Roof, fit_roof
@@ -48,6 +49,15 @@ TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
 UNITS = SURFACE_TERM_UNITS
 """Each term and its unit (:data:`breakeven.core.quantities.SURFACE_TERM_UNITS`)."""
+
+
+_CLAMPED_MEANING = {
+    "kv_ms": "a step there costs what the weights and compute of the surface give, as at no "
+    "context",
+    "draft_token_ms": "drafting there costs its per-step part only, so the speedup is an upper "
+    "bound",
+}
+"""What clamping each term of :meth:`BatchSurface.at_context` does to the answer."""
 
 
 @dataclass(frozen=True)
@@ -136,26 +146,46 @@ class BatchSurface:
     accelerator and model are known: then ``weights_ms`` and ``kv_ms`` are what a forward
     costs beyond it, per forward and per sequence, and ``expert_ms`` and ``compute_ms`` are 0
     (the roof holds them).  None: the additive form of the module's description."""
+    context_clamped: tuple[str, ...] = ()
+    """A sentence for each term that move made negative and clamped to 0
+    (:func:`breakeven.model.context.clamped_note`)."""
 
     def at_context(
-        self, context_tokens: float, step_ms_per_ktok: float, cycle_ms_per_ktok_per_k: float
+        self,
+        context_tokens: float,
+        step_ms_per_ktok: float,
+        cycle_ms_per_ktok_per_k: float,
+        runs: tuple[float, float] | None = None,
     ) -> BatchSurface:
         """The surface moved from its runs' context to ``context_tokens`` [tokens]: each
         sequence's forward reads ``step_ms_per_ktok`` [ms] more per 1000 more cached tokens,
         in a step and in a verify (the KV term, and each measured step by that times its
         batch), and each draft token ``cycle_ms_per_ktok_per_k`` [ms] more (the draft's
         per-token term): :class:`breakeven.model.context.ContextFit`'s ``a`` and ``b`` per sequence.
-        Raises where the surface's runs gave no context."""
+        A term the move makes negative (a context far from ``runs``, the lowest and highest
+        context the context fit's runs measured [tokens]) is clamped to 0, and
+        :attr:`context_note` says so.  Raises where the surface's runs gave no context."""
         if not self.context_tokens > 0:
             raise BreakevenError(
                 "{0} needs a surface whose runs give context_tokens: this one's have none",
                 "context",
             )
         shift = (context_tokens - self.context_tokens) / 1000.0
-        a, b = step_ms_per_ktok * shift, cycle_ms_per_ktok_per_k * shift
         c = dict(self.coefficients)
-        c["kv_ms"] = c["kv_ms"] + a
-        c["draft_token_ms"] = c["draft_token_ms"] + b
+        clamped = []
+        for term, growth, what in (
+            ("kv_ms", step_ms_per_ktok, "the KV cache's cost per sequence in each forward"),
+            ("draft_token_ms", cycle_ms_per_ktok_per_k, "the drafting cost per draft token"),
+        ):
+            moved = c[term] + growth * shift
+            if moved < 0:
+                meaning = _CLAMPED_MEANING[term]
+                clamped.append(
+                    clamped_note(what, moved, 0.0, "no cost", context_tokens, meaning, runs)
+                )
+            c[term] = max(moved, 0.0)
+        a = c["kv_ms"] - self.coefficients["kv_ms"]  # what the move added, once clamped
+        b = c["draft_token_ms"] - self.coefficients["draft_token_ms"]
         steps = tuple((batch, step + a * batch) for batch, step in self.baseline_steps)
         return replace(
             self,
@@ -164,18 +194,23 @@ class BatchSurface:
             context_tokens=float(context_tokens),
             moved_from_context=self.context_tokens,
             context_shift_ms=(a, b),
+            context_clamped=tuple(clamped),
         )
 
     @property
     def context_note(self) -> str:
-        """Where :meth:`at_context` moved the surface, in a sentence ("" where it did not)."""
+        """Where :meth:`at_context` moved the surface, in a sentence, and any term it clamped
+        ("" where it did not move it)."""
         if not math.isfinite(self.moved_from_context):
             return ""
         a, b = self.context_shift_ms
-        return (
-            f"costs moved from the runs' {self.moved_from_context:.0f} tokens of context to "
-            f"{self.context_tokens:.0f} by the fit's context growth: {a:+.3f} ms per sequence "
-            f"in each forward, {b:+.3f} ms per sequence per draft token"
+        return "; ".join(
+            (
+                f"costs moved from the runs' {self.moved_from_context:.0f} tokens of context to "
+                f"{self.context_tokens:.0f} by the fit's context growth: {a:+.3f} ms per "
+                f"sequence in each forward, {b:+.3f} ms per sequence per draft token",
+                *self.context_clamped,
+            )
         )
 
     def half_width(self, batch: float) -> float:
