@@ -76,6 +76,11 @@ def schedule_from_files(
     topk: int = 1,
     verify_tokens: int | None = None,
     max_batch: int | None = None,
+    kv_tokens: int | str | None = None,
+    spec_kv_tokens: int | str | None = None,
+    draft_memory_gib: float | None = None,
+    kv_bytes_per_token: float | None = None,
+    tokens_per_sequence: int | None = None,
 ) -> dict[str, Any]:
     """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
     a cost curve or fit file, and the engine's config written to ``out`` as JSON.
@@ -115,10 +120,21 @@ def schedule_from_files(
         A tree draft's branches per step and tokens verified per sequence [tokens]; the
         largest batch swept [sequences].  (Each as
         :class:`~breakeven.jobs.inputs.SweepInputs` says.)
+    kv_tokens, spec_kv_tokens, draft_memory_gib, kv_bytes_per_token, tokens_per_sequence
+        The KV cache without and with speculation [tokens] (a number or a server log), or
+        what the draft takes [GiB] at the target's bytes per token; each sequence's tokens
+        (default ``context``): see :func:`breakeven.jobs.memory.kv_room_of`.  Past the most
+        sequences speculation fits, the schedule's k is 0.
     """
     inputs = SweepInputs.of(locals())
     if out is not None:
-        _refuse_out(out, force, [("cost_curve", cost_curve), ("fit_file", fit_file)], load)
+        read = [("cost_curve", cost_curve), ("fit_file", fit_file)]
+        read += [
+            (n, v)
+            for n, v in (("kv_tokens", kv_tokens), ("spec_kv_tokens", spec_kv_tokens))
+            if isinstance(v, str)
+        ]
+        _refuse_out(out, force, read, load)
     data = _schedule_data(
         inputs, load, out, engine, min_gain, max_num_seqs, graph_sizes, method, base_config
     )
