@@ -145,11 +145,14 @@ def kv_room(
     else:
         spec, source = _from_draft_memory(kv_tokens, draft_memory_gib, kv_bytes_per_token)
     if spec < tokens_per_sequence:
-        name = "spec_kv_tokens" if spec_kv_tokens is not None else "draft_memory_gib"
+        if spec_kv_tokens is not None:
+            what = "{0}: got " + f"{spec:,}, expected"
+        else:
+            what = "{0}: takes " + f"{kv_tokens - spec:,} of the {kv_tokens:,} cache tokens, "
+            what += "expected to leave"
         raise BreakevenError(
-            "{0}: leaves " + f"{spec:,} cache tokens with speculation, expected at least one "
-            f"sequence of {{1}} = {tokens_per_sequence:,} tokens",
-            name,
+            what + f" at least one sequence of {{1}} = {tokens_per_sequence:,} tokens",
+            "spec_kv_tokens" if spec_kv_tokens is not None else "draft_memory_gib",
             "tokens_per_sequence",
         )
     return KvRoom(kv_tokens, spec, tokens_per_sequence, source)
