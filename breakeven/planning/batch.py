@@ -507,9 +507,8 @@ def batch_sweep(
         The tree's tokens per sequence in the verify forward (default ``k + 1``).
     kv : KvRoom, optional
         The KV cache with and without speculation (:func:`breakeven.model.memory.kv_room`):
-        the sweep ends at the most sequences it holds without speculation, and past the most
-        it holds speculating at a k, that k cannot run (no speedup; none at all past the
-        smallest k's).
+        the sweep ends at the most sequences it holds without speculation; past the most it
+        holds speculating at a k, that k cannot run (no speedup past the smallest k's).
     """
     grid = speedup_grid(
         curve,
