@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from breakeven.core.errors import BreakevenError
+from breakeven.jobs.memory import KV_INPUTS, kv_room_of
 from breakeven.prediction.predict import ALPHA_TABLE_KS, Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
@@ -498,14 +499,14 @@ class SweepInputs:
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> SweepInputs:
         """These inputs among a function's ``given`` arguments (its ``locals()``, taken as its
-        first statement)."""
-        return cls(**_arguments(given, (f.name for f in dataclasses.fields(cls))))
+        first statement); the KV cache's (``kv_tokens`` and the rest) only where it takes
+        them (``batch`` and ``schedule``'s functions)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        return cls(**_arguments(given, (n for n in names if n in given or n not in KV_INPUTS)))
 
     def sweep_args(self) -> dict[str, Any]:
         """The sweep's inputs beside its cost model (acceptance, drafting and bounds), as
         keyword arguments of :func:`breakeven.planning.batch.batch_sweep`."""
-        from breakeven.jobs.memory import KV_INPUTS, kv_room_of  # lazy: start-up
-
         skip = (*_COST_MODEL, *KV_INPUTS)
         names = (f.name for f in dataclasses.fields(self) if f.name not in skip)
         kv = kv_room_of(**{n: getattr(self, n) for n in KV_INPUTS}, context=self.context)
