@@ -12,7 +12,9 @@ The lines, as the engines print them (each read in the engine's source):
   is allocated. #tokens: 934545, K size: ... GB, V size: ... GB`` (``KV size`` for MLA; the
   memory pool's ``__init__`` in ``python/sglang/srt/mem_cache/memory_pool.py``).  With
   speculation SGLang's draft worker logs its own pool of the same size
-  (``draft_runner_cache_size``, ``model_runner_kv_cache_mixin.py``), so
+  (``draft_runner_cache_size``, ``model_runner_kv_cache_mixin.py`` at sgl-project/sglang
+  001ccef0072a4537d4ec6bdd50a73e6feb2c907d, whose ``profile_max_num_token`` sizes the pool as
+  ``rest_memory * 2^30 // cell_size``), so
   ``max_total_num_tokens`` is read first.
 
 Each rank of a tensor-parallel server logs the same line; a log of several launches gives its

@@ -37,7 +37,9 @@ def draft_slots(k: int, topk: int = 1, verify_tokens: int | None = None) -> int:
 
     vLLM's scheduler allocates ``num_new_tokens`` (the unverified draft tokens included) plus
     ``num_lookahead_tokens = num_speculative_tokens`` for EAGLE, MTP and draft models
-    (``vllm/v1/core/sched/scheduler.py``, ``KVCacheManager.allocate_slots``); SGLang's EAGLE
+    (``vllm/v1/core/sched/scheduler.py`` at vllm-project/vllm 00024d314514900f361ad072af6931e403b7f589,
+    ``KVCacheManager.allocate_slots`` in ``vllm/v1/core/kv_cache_manager.py`` at
+    003df2961dd8830c317a61f9745ccd557da9fa06: ``new + lookahead`` slots); SGLang's EAGLE
     worker allocates ``num_seqs * topk * speculative_num_steps`` slots for the drafts and
     ``speculative_num_draft_tokens`` per sequence for the verify.  A chain: ``2 k``.
     """
