@@ -22,7 +22,15 @@ from breakeven.cli.params import (
 )
 from breakeven.core.quantities import MAX_BATCH, MAX_EXPERTS
 
-SCHEDULE_KEYS = ["schedule", "best_fixed_k", "gain", "merge_loss", "breakeven_batch"]
+SCHEDULE_KEYS = [
+    "schedule",
+    "best_fixed_k",
+    "gain",
+    "merge_loss",
+    "breakeven_batch",
+    "max_batch_plain",
+    "max_batch_spec",
+]
 
 
 @cli.command(name="fit")
@@ -149,6 +157,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
 
 @cli.command(epilog=definitions(SCHEDULE_KEYS))
 @o.batch_inputs
+@o.kv_room
 @click.option(
     "--engine",
     "engine",
@@ -226,7 +235,9 @@ def schedule(as_json: bool, **inputs: Any) -> None:
     From a --fit-file, a schedule its runs do not support (a k or batch
     further beyond them than the fit's held-out error allows, or a held-out
     error larger than the gain) is printed flagged, the reason first, and
-    nothing is pasted (--out then writes nothing, exit 2).
+    nothing is pasted (--out then writes nothing, exit 2). With --kv-tokens and
+    --spec-kv-tokens (or --draft-memory-gib): k is 0 past the most sequences the
+    cache holds speculating, and the config never speculates there.
 
     \b
       breakeven schedule --cost-curve data/llama3_8b_decode_curve.csv \\

@@ -339,6 +339,49 @@ batch_inputs = options(
     ),
 )
 
+# The KV cache with and without speculation, for batch and schedule (breakeven.model.memory).
+kv_room = options(
+    click.option(
+        "--kv-tokens",
+        "kv_tokens",
+        metavar="N|LOG",
+        help="The KV cache capacity without speculation [tokens], or the server log that "
+        "prints it (vLLM's GPU KV cache size, SGLang's max_total_num_tokens). With the "
+        "capacity with speculation, the sweep ends at the most sequences the cache holds, "
+        "and speculation has no speedup past the most it holds with the draft.",
+    ),
+    click.option(
+        "--spec-kv-tokens",
+        "spec_kv_tokens",
+        metavar="N|LOG",
+        help="The capacity with speculation [tokens], or the log of the server launched with it.",
+    ),
+    click.option(
+        "--draft-memory-gib",
+        "draft_memory_gib",
+        type=FLOAT,
+        metavar="G",
+        help="Instead of --spec-kv-tokens: what the draft takes (weights, its own cache and "
+        "graphs) [GiB]; with --kv-bytes-per-token.",
+    ),
+    click.option(
+        "--kv-bytes-per-token",
+        "kv_bytes_per_token",
+        type=FLOAT,
+        metavar="B",
+        help="The target's KV cache per token [bytes]: turns --draft-memory-gib into tokens.",
+    ),
+    click.option(
+        "--tokens-per-sequence",
+        "tokens_per_sequence",
+        type=Bounded(1, 10**8),
+        metavar="N",
+        help="Each sequence's cached tokens, prompt and output [tokens] (default: --context); "
+        "a speculating one holds 2k more (the drafts verified and the next ones).",
+    ),
+)
+"""``--kv-tokens`` and the rest: the draft's memory, for batch and schedule."""
+
 # A fit file's group, for predict and optimize.
 fit_file = options(
     click.option(

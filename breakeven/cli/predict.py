@@ -26,7 +26,14 @@ PREDICT_KEYS = [
     "max_baseline_tok_s",
     "breakeven_alpha_by_k",
 ]
-BATCH_KEYS = ["speedup_by_batch", "breakeven_batch", "max_batch", "best_k_by_batch"]
+BATCH_KEYS = [
+    "speedup_by_batch",
+    "breakeven_batch",
+    "max_batch",
+    "best_k_by_batch",
+    "max_batch_plain",
+    "max_batch_spec",
+]
 MOE_KEYS = [
     "active_experts",
     "routed_experts",
@@ -136,6 +143,7 @@ def optimize(as_json: bool, **inputs: Any) -> None:
 
 @cli.command(epilog=definitions(BATCH_KEYS))
 @o.batch_inputs
+@o.kv_room
 @o.json_option
 def batch(as_json: bool, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
@@ -144,7 +152,9 @@ def batch(as_json: bool, **inputs: Any) -> None:
     with t the --cost-curve; or, with --fit-file, accept_len * t(B, 1) / (t(B, k + 1)
     + draft(B, k) + overhead) on the surface breakeven fit fitted across batch
     sizes. Give -k with --accept-len, or acceptance at several k (--alpha,
-    --per-position, --accept-len-by-k) for the best k at every batch.
+    --per-position, --accept-len-by-k) for the best k at every batch. With
+    --kv-tokens, and --spec-kv-tokens or --draft-memory-gib: the draft's memory;
+    past the most sequences the cache holds speculating, speculation cannot run.
 
     \b
       breakeven batch --cost-curve data/llama3_8b_decode_curve.csv --accept-len 2.1 -k 3

@@ -226,6 +226,20 @@ _TABLE = (
         "largest batch swept: the largest whose verify forward the cost curve covers, or --max-batch",
     ),
     Quantity(
+        "max_batch_plain",
+        "largest batch without speculation",
+        "sequences",
+        0,
+        "with --kv-tokens: the most sequences the KV cache holds without speculation, floor(kv_tokens / tokens_per_sequence)",
+    ),
+    Quantity(
+        "max_batch_spec",
+        "largest batch speculating",
+        "sequences",
+        0,
+        "with --kv-tokens: the most sequences it holds with the draft loaded, floor(spec_kv_tokens / (tokens_per_sequence + 2k)) at the smallest k; past it speculation cannot run (speedup null, k = 0)",
+    ),
+    Quantity(
         "best_k_by_batch",
         "best k by batch",
         "tokens",

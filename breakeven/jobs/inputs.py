@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from breakeven.core.errors import BreakevenError
+from breakeven.jobs.memory import KV_INPUTS, kv_room_of
 from breakeven.prediction.predict import ALPHA_TABLE_KS, Prediction, predict
 
 ACCEPTANCE_INPUTS = ("accept_len", "alpha", "per_position", "accept_len_by_k")
@@ -481,18 +482,32 @@ class SweepInputs:
     """Tokens per sequence in the verify forward [tokens] (a tree's; default k + 1)."""
     max_batch: int | None = None
     """Largest batch to sweep [sequences] (default: the largest the cost model covers)."""
+    kv_tokens: int | str | None = None
+    """The KV cache capacity without speculation [tokens], or a server log that prints it."""
+    spec_kv_tokens: int | str | None = None
+    """The capacity with speculation [tokens], or the log of a server launched with it."""
+    draft_memory_gib: float | None = None
+    """Instead of ``spec_kv_tokens``: what the draft takes [GiB] (with ``kv_bytes_per_token``)."""
+    kv_bytes_per_token: float | None = None
+    """The target's KV cache per token [bytes]."""
+    tokens_per_sequence: int | None = None
+    """Each sequence's cached tokens, prompt and output [tokens] (default: ``context``)."""
 
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> SweepInputs:
         """These inputs among a function's ``given`` arguments (its ``locals()``, taken as its
-        first statement)."""
-        return cls(**_arguments(given, (f.name for f in dataclasses.fields(cls))))
+        first statement); the KV cache's (``kv_tokens`` and the rest) only where it takes
+        them (``batch`` and ``schedule``'s functions)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        return cls(**_arguments(given, (n for n in names if n in given or n not in KV_INPUTS)))
 
     def sweep_args(self) -> dict[str, Any]:
         """The sweep's inputs beside its cost model (acceptance, drafting and bounds), as
         keyword arguments of :func:`breakeven.planning.batch.batch_sweep`."""
-        names = (f.name for f in dataclasses.fields(self) if f.name not in _COST_MODEL)
-        return {name: getattr(self, name) for name in names}
+        skip = (*_COST_MODEL, *KV_INPUTS)
+        names = (f.name for f in dataclasses.fields(self) if f.name not in skip)
+        kv = kv_room_of(**{n: getattr(self, n) for n in KV_INPUTS}, context=self.context)
+        return {name: getattr(self, name) for name in names} | {"kv": kv}
 
     def cost_model(self) -> tuple[Any, dict[str, Any]]:
         """:func:`batch_cost`: the cost model, and :meth:`sweep_args` with the surface's
@@ -625,6 +640,11 @@ def batch_from_files(
     topk: int = 1,
     verify_tokens: int | None = None,
     max_batch: int | None = None,
+    kv_tokens: int | str | None = None,
+    spec_kv_tokens: int | str | None = None,
+    draft_memory_gib: float | None = None,
+    kv_bytes_per_token: float | None = None,
+    tokens_per_sequence: int | None = None,
 ) -> Any:
     """:func:`breakeven.planning.batch.batch_sweep` over the cost model of :func:`schedule_cost`,
     with the fit file's alpha where no acceptance is given.
@@ -643,6 +663,10 @@ def batch_from_files(
     topk, verify_tokens, max_batch : int, optional
         A tree draft's branches per step and tokens verified per sequence [tokens]; the
         largest batch swept [sequences].  (Each as :class:`SweepInputs` says.)
+    kv_tokens, spec_kv_tokens, draft_memory_gib, kv_bytes_per_token, tokens_per_sequence
+        The KV cache without and with speculation [tokens] (a number or a server log), or
+        what the draft takes [GiB] at the target's bytes per token; each sequence's tokens
+        (default ``context``): see :func:`breakeven.jobs.memory.kv_room_of`.
 
     Returns
     -------

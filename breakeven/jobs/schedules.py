@@ -76,6 +76,11 @@ def schedule_from_files(
     topk: int = 1,
     verify_tokens: int | None = None,
     max_batch: int | None = None,
+    kv_tokens: int | str | None = None,
+    spec_kv_tokens: int | str | None = None,
+    draft_memory_gib: float | None = None,
+    kv_bytes_per_token: float | None = None,
+    tokens_per_sequence: int | None = None,
 ) -> dict[str, Any]:
     """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
     a cost curve or fit file, and the engine's config written to ``out`` as JSON.
@@ -102,23 +107,20 @@ def schedule_from_files(
     max_num_seqs, graph_sizes, method, base_config
         As :func:`breakeven.planning.schedule.schedule_report`: the server's max_num_seqs and
         CUDA-graph batch sizes [sequences], the speculative method and config it runs.
-    cost_curve, fit, fit_file, fit_surface, context
-        The cost model: a ``tokens,ms`` CSV [ms against tokens per forward], fitted with
-        ``fit`` or interpolated, or a fit file's forward surface (which one, and moved to
-        ``context`` [tokens]); see :func:`breakeven.jobs.inputs.batch_cost`.
-    accept_len, k, alpha, per_position, accept_len_by_k, k_max
-        Acceptance at one k [tokens/cycle], or at several k up to ``k_max``: a per-token
-        probability, per-position rates [fraction] or accept_len by k [tokens/cycle].
-    draft_ms, draft_step_ms, overhead_ms : float, optional
-        Drafting per cycle and per draft step, and other per-cycle cost [ms].
-    topk, verify_tokens, max_batch : int, optional
-        A tree draft's branches per step and tokens verified per sequence [tokens]; the
-        largest batch swept [sequences].  (Each as
-        :class:`~breakeven.jobs.inputs.SweepInputs` says.)
+    cost_curve, fit, fit_file, fit_surface, context, accept_len, k, alpha, per_position
+        The cost model (a ``tokens,ms`` CSV or a fit file's surface, at ``context``
+        [tokens]) and acceptance, as :class:`~breakeven.jobs.inputs.SweepInputs` says.
+    accept_len_by_k, k_max, draft_ms, draft_step_ms, overhead_ms, topk, verify_tokens
+        Acceptance by k, drafting and overhead [ms], a tree's shape: the same.
+    max_batch, kv_tokens, spec_kv_tokens, draft_memory_gib, kv_bytes_per_token
+        The largest batch swept [sequences], and the KV cache without and with speculation
+        (:func:`breakeven.jobs.memory.kv_room_of`): k is 0 past the most sequences it fits.
+    tokens_per_sequence : int, optional  [tokens]
+        Each sequence's cached tokens (default ``context``).
     """
     inputs = SweepInputs.of(locals())
     if out is not None:
-        _refuse_out(out, force, [("cost_curve", cost_curve), ("fit_file", fit_file)], load)
+        _refuse_out(out, force, inputs, load)
     data = _schedule_data(
         inputs, load, out, engine, min_gain, max_num_seqs, graph_sizes, method, base_config
     )
@@ -127,14 +129,16 @@ def schedule_from_files(
     return data
 
 
-def _refuse_out(
-    out: str, force: bool, read: list[tuple[str, str | None]], load: str | None
-) -> None:
+def _refuse_out(out: str, force: bool, inputs: SweepInputs, load: str | None) -> None:
     """``schedule_from_files``'s ``out``, refused before any work where it is one of the files
-    it reads (``read``, then ``load``), even with ``force``, or exists, unless ``force``."""
+    it reads (the cost model, the server logs that give the cache's capacity, then ``load``),
+    even with ``force``, or exists, unless ``force``."""
     from breakeven.iotools.atomic import refuse_overwrite  # lazy: start-up
     from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
 
+    read = [(n, getattr(inputs, n)) for n in ("cost_curve", "fit_file")]
+    logs = [(n, getattr(inputs, n)) for n in ("kv_tokens", "spec_kv_tokens")]
+    read += [(n, v) for n, v in logs if isinstance(v, str)]
     refuse_input_as_output(out, "out", [*read, ("load", load)])
     refuse_overwrite(out, force)
 

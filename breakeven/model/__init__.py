@@ -28,6 +28,7 @@ importing only :mod:`breakeven.core`:
 - :mod:`~breakeven.model.surface`: the cost surface over batch and k;
 - :mod:`~breakeven.model.cycle`: the cycle's forms against k and their held-out choice;
 - :mod:`~breakeven.model.context`: growth with the context;
+- :mod:`~breakeven.model.memory`: the KV cache the draft takes, and the largest batch that fits;
 - :mod:`~breakeven.model.pooling`: rates and acceptance pooled from counts, as engines pool them;
 - ``_xp`` (one formula for numbers and arrays) and ``_lsq`` (small least squares).
 """

@@ -18,11 +18,12 @@ import pandas as pd
 
 from breakeven import render
 from breakeven.core.errors import BreakevenError
-from breakeven.core.quantities import MAX_BATCH
+from breakeven.core.quantities import MAX_BATCH, plain_json
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.plausibility import typed_times
 from breakeven.model import _speedup, _xp
 from breakeven.model.costs import DraftCost
+from breakeven.model.memory import KvRoom
 from breakeven.prediction.optimize import (
     DEFAULT_K_MAX,
     _evidence_fields,
@@ -81,12 +82,18 @@ class BatchResult:
     refused: tuple[str, ...] = ()
     """Why the best k by batch goes beyond that evidence
     (:func:`breakeven.fitting.saved.within_evidence`), one sentence per k; empty: it does not."""
+    max_batch_plain: int | None = None
+    """The most sequences the KV cache holds without speculation [sequences]; None: the
+    cache was not given (:mod:`breakeven.model.memory`)."""
+    max_batch_spec: int | None = None
+    """The most sequences it holds speculating (at the smallest k swept) [sequences]: past it
+    speculation cannot run, and the speedup there is None."""
 
     def with_evidence(self, evidence: Evidence, context: float | None = None) -> BatchResult:
         """This sweep checked against a fit file's ``evidence``: each batch's k and speedup,
         at ``context`` [tokens] (None: the runs'), refused where the runs do not support it
         (:func:`breakeven.fitting.saved.within_evidence`)."""
-        claims = [(p.k, p.batch, p.speedup) for p in self.speedup_by_batch]
+        claims = [(p.k, p.batch, p.speedup) for p in self.speedup_by_batch if p.k > 0]
         return replace(
             self, evidence=evidence, refused=tuple(within_evidence(evidence, claims, context))
         )
@@ -97,7 +104,7 @@ class BatchResult:
         ``measured_steps`` and ``notes``; from a fit file, ``pasted``, ``refused`` and
         ``evidence`` (:meth:`with_evidence`)."""
         several = self.best_k_by_batch is not None
-        points = [asdict(p) for p in self.speedup_by_batch]
+        points = [plain_json(asdict(p)) for p in self.speedup_by_batch]
         for p, (low, high) in zip(points, self.intervals, strict=False):
             if math.isfinite(low) and high >= low:
                 p["speedup_low"], p["speedup_high"] = low, high
@@ -111,6 +118,9 @@ class BatchResult:
         }
         if several:
             out["best_k_by_batch"] = [list(r) for r in self.best_k_by_batch]
+        if self.max_batch_plain is not None:
+            out["max_batch_plain"] = self.max_batch_plain
+            out["max_batch_spec"] = self.max_batch_spec
         return out | _evidence_fields(self.evidence, self.refused)
 
     def to_frame(self) -> Any:
@@ -209,16 +219,68 @@ class SpeedupGrid:
     measured_steps: tuple[int, ...] = ()
     """The batches whose step is a measured baseline's (a fit file's surface), not the cost
     model's t(batch) [sequences]."""
+    kv: KvRoom | None = None
+    """The KV cache with and without speculation, where given: a k whose sequences do not fit
+    at a batch has no speedup there (NaN), and the sweep ends at the most sequences the cache
+    holds without speculation."""
+    topk: int = 1
+    """A tree's branches per draft step (1: a chain)."""
+    verify_tokens: int | None = None
+    """A tree's tokens verified per sequence (None: k + 1)."""
 
     def best(self, i: int) -> BatchPoint:
-        """The best k at ``batches[i]`` (the first k of the highest speedup)."""
-        j = max(
-            (j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])),
-            key=lambda j: self.speedup[i][j],
-        )
+        """The best k at ``batches[i]`` (the first k of the highest speedup); k = 0 and a NaN
+        speedup where no k can run there (the draft's sequences do not fit the cache)."""
+        priced = [j for j in range(len(self.ks)) if not math.isnan(self.speedup[i][j])]
+        if not priced:
+            return BatchPoint(self.batches[i], 0, math.nan, self.step_ms[i], math.nan)
+        j = max(priced, key=lambda j: self.speedup[i][j])
         return BatchPoint(
             self.batches[i], self.ks[j], self.speedup[i][j], self.step_ms[i], self.cycle_ms[i][j]
         )
+
+    @property
+    def max_batch_spec(self) -> int | None:
+        """The most sequences speculation fits in the cache, at the k of the most [sequences]
+        (None: no cache given)."""
+        if self.kv is None:
+            return None
+        return max(self.kv.max_batch_spec(k, self.topk, self.verify_tokens) for k in self.ks)
+
+    @property
+    def memory_bound(self) -> bool:
+        """Whether the sweep ends where the cache does (not where the cost model or
+        ``max_batch`` does): speculation that still pays there is not "beyond the curve"."""
+        return self.kv is not None and self.max_batch >= self.kv.max_batch_plain
+
+    def breakeven_batch(self, paying: Sequence[int]) -> int | str | None:
+        """The break-even batch of the ``paying`` batches (ascending): the last, or "beyond the
+        curve" where it is the last swept and the cost model, not the cache, ended the sweep;
+        None where none pays."""
+        if not paying:
+            return None
+        if paying[-1] == self.max_batch and not self.memory_bound:
+            return BEYOND_THE_CURVE
+        return paying[-1]
+
+    def memory_notes(self) -> list[str]:
+        """What the cache allows, in sentences (none without a cache)."""
+        kv, spec = self.kv, self.max_batch_spec
+        if kv is None or spec is None:
+            return []
+        notes = [kv.describe(min(self.ks), self.topk, self.verify_tokens)]
+        if spec < self.max_batch:
+            notes.append(
+                f"past batch {spec} speculation has no room in the cache: it cannot run there "
+                f"(speedup none); a server launched with speculation admits at most {spec} "
+                f"such sequences where one without admits {kv.max_batch_plain}"
+            )
+        if self.memory_bound:
+            notes.append(
+                f"the sweep ends at batch {self.max_batch}, the most the cache holds without "
+                "speculation"
+            )
+        return notes
 
 
 def _acceptances(
@@ -310,6 +372,8 @@ class GridInputs(TypedDict, total=False):
     """A tree's branches per step (1: a chain)."""
     verify_tokens: int | None
     """A tree's tokens verified per sequence [tokens]."""
+    kv: KvRoom | None
+    """The KV cache with and without speculation (:mod:`breakeven.model.memory`)."""
 
 
 def speedup_grid(
@@ -328,6 +392,7 @@ def speedup_grid(
     max_batch: int | None = None,
     topk: int = 1,
     verify_tokens: int | None = None,
+    kv: KvRoom | None = None,
 ) -> SpeedupGrid:
     """The speedup at every batch and k of a sweep (see :func:`batch_sweep`, which takes the
     same parameters and keeps the best k at each batch)."""
@@ -340,6 +405,11 @@ def speedup_grid(
         )
     draft = _tree_draft(draft or draft_cost(draft_ms, draft_step_ms), topk, draft_step_ms)
     overhead = float(_xp.nonnegative(_xp.SCALAR, "overhead_ms", overhead_ms or 0.0, "ms"))
+    if kv is not None:
+        most = min(kv.max_batch_plain, MAX_BATCH)
+        max_batch = (
+            most if max_batch is None else min(_xp.count("max_batch", max_batch, MAX_BATCH), most)
+        )
     batches = _batches(curve, max_batch, verify_tokens or min(taus) + 1)
     ks = tuple(sorted(taus))
     steps, cycles, speedups, measured_at = [], [], [], []
@@ -351,7 +421,9 @@ def speedup_grid(
         row_cycle, row_speedup = [], []
         for kk in ks:
             q = verify_tokens or kk + 1
-            if b * q > curve.max_tokens:
+            if b * q > curve.max_tokens or (
+                kv is not None and b > kv.max_batch_spec(kk, topk, verify_tokens)
+            ):
                 row_cycle.append(math.nan)
                 row_speedup.append(math.nan)
                 continue
@@ -371,6 +443,9 @@ def speedup_grid(
         several,
         batches[-1],
         tuple(measured_at),
+        kv,
+        topk,
+        verify_tokens,
     )
 
 
@@ -390,6 +465,7 @@ def batch_sweep(
     max_batch: int | None = None,
     topk: int = 1,
     verify_tokens: int | None = None,
+    kv: KvRoom | None = None,
 ) -> BatchResult:
     """Speedup against batch size, the break-even batch, and the best k at each batch.
 
@@ -429,6 +505,10 @@ def batch_sweep(
         a fitted surface (:mod:`breakeven.model.surface`), or ``draft_ms`` per cycle.
     verify_tokens : int, optional  [tokens]
         The tree's tokens per sequence in the verify forward (default ``k + 1``).
+    kv : KvRoom, optional
+        The KV cache with and without speculation (:func:`breakeven.model.memory.kv_room`):
+        the sweep ends at the most sequences it holds without speculation; past the most it
+        holds speculating at a k, that k cannot run (no speedup past the smallest k's).
     """
     grid = speedup_grid(
         curve,
@@ -445,6 +525,7 @@ def batch_sweep(
         max_batch=max_batch,
         topk=topk,
         verify_tokens=verify_tokens,
+        kv=kv,
     )
     typed = [("draft_ms", draft_ms), ("draft_step_ms", draft_step_ms), ("overhead_ms", overhead_ms)]
     return _batch_result(curve, grid, typed, topk, verify_tokens)
@@ -463,10 +544,7 @@ def _batch_result(
     flags = curve_flags(curve, "cost_curve")
     flags += typed_times(grid.step_ms[0], "cost_curve", typed) if grid.step_ms else []
     points = [grid.best(i) for i in range(len(grid.batches))]
-    paying = [p.batch for p in points if p.speedup >= 1.0]
-    breakeven: int | str | None = None
-    if paying:
-        breakeven = BEYOND_THE_CURVE if paying[-1] == grid.max_batch else paying[-1]
+    breakeven = grid.breakeven_batch([p.batch for p in points if p.speedup >= 1.0])
     schedule = _schedule(points) if grid.several else None
     ranged = getattr(curve, "speedup_range", None)
     return BatchResult(
@@ -476,19 +554,16 @@ def _batch_result(
         schedule,
         measured_steps=grid.measured_steps,
         intervals=tuple(
-            ranged(
-                p.batch,
-                p.speedup,
-                p.cycle_ms,
-                p.k,
-                topk,
-                verify_tokens,
-            )
+            ranged(p.batch, p.speedup, p.cycle_ms, p.k, topk, verify_tokens)
+            if p.k > 0
+            else (math.nan, math.nan)  # no room for the draft: no speedup to bound
             for p in points
         )
         if ranged
         else (),
-        notes=tuple(f.note() for f in flags),
+        notes=tuple(f.note() for f in flags) + tuple(grid.memory_notes()),
+        max_batch_plain=None if grid.kv is None else grid.kv.max_batch_plain,
+        max_batch_spec=grid.max_batch_spec,
     )
 
 

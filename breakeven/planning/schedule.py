@@ -35,7 +35,7 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.intervals import agrees
-from breakeven.planning.batch import BEYOND_THE_CURVE, GridInputs, speedup_grid
+from breakeven.planning.batch import GridInputs, speedup_grid
 from breakeven.render import engine_configs
 from breakeven.render.engine_configs import engine_shape
 
@@ -109,6 +109,12 @@ class Schedule:
     intervals: tuple[tuple[float, float], ...] = ()
     """The interval of each ``by_batch`` speedup, low and high [x], where a fit file's
     surface sizes them (:meth:`breakeven.model.surface.BatchSurface.speedup_range`); else none."""
+    max_batch_plain: int | None = None
+    """The most sequences the KV cache holds without speculation [sequences] (None: the cache
+    was not given)."""
+    max_batch_spec: int | None = None
+    """The most it holds speculating [sequences]: past it the schedule's k is 0, as
+    speculation cannot run there."""
 
     @property
     def graph_aligned(self) -> bool:
@@ -134,6 +140,8 @@ class Schedule:
             if math.isfinite(low) and high >= low:
                 row["speedup_low"], row["speedup_high"] = low, high
         del out["intervals"]
+        if self.max_batch_plain is None:  # no cache given: nothing to say about it
+            del out["max_batch_plain"], out["max_batch_spec"]
         return out
 
     def plot(self, ax: Any = None) -> Any:
@@ -425,9 +433,7 @@ def schedule_from_grid(
     }
     plain = tokens(0, n, 0)
     fixed_tokens = loaded(0, n, fixed)
-    paying: list[Any] = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
-    if paying and paying[-1] == grid.max_batch:
-        paying[-1] = BEYOND_THE_CURVE
+    paying = [grid.batches[i] for i in range(n + 1) if grid.best(i).speedup > 1.0]
     return Schedule(
         tuple(ranges),
         fixed,
@@ -436,7 +442,7 @@ def schedule_from_grid(
         total["merged"] / fixed_tokens - 1,
         len(unmerged),
         1 - total["merged"] / total["unmerged"],
-        paying[-1] if paying else None,
+        grid.breakeven_batch(paying),
         grid.max_batch,
         float(min_gain),
         load_source,
@@ -448,6 +454,8 @@ def schedule_from_grid(
             for i in range(lo, hi + 1)
         ),
         grid,
+        max_batch_plain=None if grid.kv is None else grid.kv.max_batch_plain,
+        max_batch_spec=grid.max_batch_spec,
     )
 
 
@@ -460,7 +468,9 @@ def _notes(grid: Any, load: Mapping[int, float] | None, merged: list[list[int]])
                 f"{beyond:.1%} of the load's time is at batch sizes beyond the sweep "
                 f"(above {grid.max_batch}): left out"
             )
-    if merged[-1][2] > 0 and grid.best(len(grid.batches) - 1).speedup > 1.0:
+    notes.extend(grid.memory_notes())
+    last = grid.best(len(grid.batches) - 1)
+    if merged[-1][2] > 0 and last.speedup > 1.0 and not grid.memory_bound:
         notes.append(
             f"speculation still pays at batch {grid.max_batch}, the largest swept: "
             "the last range's k holds beyond it untested (raise --max-batch, or give a "

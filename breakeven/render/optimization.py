@@ -195,6 +195,11 @@ def _breakeven_batch_sentence(r: Row) -> str:
             f"Break-even batch: {b}; speculation still pays {number_text(last['speedup'], 3)}x "
             f"at batch {r['max_batch']}, the largest swept."
         )
+    if b == r.get("max_batch_spec"):
+        return (
+            f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together, "
+            "the most the KV cache holds with the draft: past it speculation has no room."
+        )
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 
@@ -209,6 +214,21 @@ def _sample(points: list[Row], keep: set[int]) -> list[int]:
 
 
 _BATCH_COLUMNS = ["batch", "k", "step_ms", "cycle_ms", "speedup"]
+NO_ROOM = "no room"
+"""A batch's speedup where the draft's sequences do not fit the KV cache: speculation cannot
+run there (``max_batch_spec``)."""
+
+
+def _batch_rows(r: Row) -> list[Row]:
+    """The sweep's points as shown: a batch past ``max_batch_spec`` has :data:`NO_ROOM` for
+    its speedup (null in ``--json``)."""
+    spec = r.get("max_batch_spec")
+    if spec is None:
+        return r["speedup_by_batch"]
+    return [
+        p | {"speedup": NO_ROOM} if p["speedup"] is None and p["batch"] > spec else p
+        for p in r["speedup_by_batch"]
+    ]
 
 
 @fitted
@@ -234,7 +254,7 @@ def batch_text(r: Row) -> str:
     lines.append("")
     b = r["breakeven_batch"]
     keep = {b, b + 1} if isinstance(b, int) else set()
-    points = r["speedup_by_batch"]
+    points = _batch_rows(r)
     shown = _sample(points, keep)
     if len(shown) < len(points):
         lines.append(f"Selected batch sizes of 1..{r['max_batch']} (--json lists them all):")
@@ -257,7 +277,7 @@ def batch_html(r: Row) -> str:
     return (
         _refusal_html(r, "sweep's best k by batch")
         + head
-        + quantity_html_table(r["speedup_by_batch"], _BATCH_COLUMNS)
+        + quantity_html_table(_batch_rows(r), _BATCH_COLUMNS)
     )
 
 
@@ -274,4 +294,4 @@ def optimize_table(r: Row) -> tuple[list[str], list[list[str]]]:
 def batch_table(r: Row) -> tuple[list[str], list[list[str]]]:
     """batch's speedup at every batch size swept (text shows a selection): the heads and
     cells of ``--format markdown|csv``."""
-    return _quantity_table(r["speedup_by_batch"], _BATCH_COLUMNS)
+    return _quantity_table(_batch_rows(r), _BATCH_COLUMNS)

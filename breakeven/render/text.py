@@ -29,7 +29,10 @@ _WHY_NONE = {
 
 
 def format_value(key: str, value: Any) -> str:
-    """``value`` with the decimals its quantity is shown with (JSON keeps full precision)."""
+    """``value`` with the decimals its quantity is shown with (JSON keeps full precision); a
+    value that is text already (why there is no number: ``no room``) as it stands."""
+    if isinstance(value, str):
+        return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return _WHY_NONE.get(key, "none")
     if isinstance(value, int):
