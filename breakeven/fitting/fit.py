@@ -509,6 +509,16 @@ def _row_notes(df: Any, k: Any, chain: Any) -> list[str]:
     return notes
 
 
+def _roofline(model_config: Any, accelerator: Any, roof_for: Any, moe: Any) -> tuple[Any, Any]:
+    """:func:`fit`'s ``roof_for`` and ``moe`` given its ``model_config`` and ``accelerator``:
+    the config's roof source and routing where neither is given."""
+    if model_config is None or roof_for is not None:
+        return roof_for, moe
+    if moe is None and model_config.experts:
+        moe = MoE(model_config.experts, model_config.top_k)
+    return roof_source(model_config, accelerator), moe
+
+
 def fit(
     data: Any,
     *,
@@ -540,23 +550,14 @@ def fit(
     mix : str or mapping, optional
         Each workload category's share of the decoded tokens
         (:func:`breakeven.measurements.workload.parse_mix`): the mix's speedup at each k, and its best k.
-    model_config : breakeven.model.roofline.ModelShape, optional
-        The model's shape (its ``config.json``, :func:`breakeven.iotools.modelconfig.read_model_config`):
-        with the accelerator the runs' ``hardware`` names, or ``accelerator``, the surface
-        across batch sizes may take the roofline form (:mod:`breakeven.model.roof`); a MoE's
-        routing where ``moe`` is not given.
-    accelerator : str, optional
-        The accelerator of every run (``H100``, ``8x MI300X``), instead of their ``hardware``.
-    roof_for : callable, optional
-        Instead of ``model_config``: ``roof_for(model, hardware, context_tokens)``, a
-        :class:`breakeven.model.roof.Roof` or None (:func:`breakeven.fitting.roofs.roof_source`).
+    model_config, accelerator, roof_for
+        The model's shape (:func:`breakeven.iotools.modelconfig.read_model_config`) and the
+        runs' accelerator (else their ``hardware``), or ``roof_for(model, hardware, context)``
+        (:func:`breakeven.fitting.roofs.roof_source`): the surface's roofline form.
     """
 
     _check_options(draft_cost, cycle_form, predict_k)
-    if model_config is not None and roof_for is None:
-        roof_for = roof_source(model_config, accelerator)
-        if moe is None and model_config.experts:
-            moe = MoE(model_config.experts, model_config.top_k)
+    roof_for, moe = _roofline(model_config, accelerator, roof_for, moe)
     df, range_notes = _prepared(data)
     k = df["num_spec_tokens"]
     chain = df["spec_topk"].isna() | (df["spec_topk"] <= 1)  # a tree is fitted across batches

@@ -42,6 +42,26 @@ def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
     return MoE(experts, top_k, shared)
 
 
+def _shape(model_config: str | None, accelerator: str | None, weight_bits: int | None) -> Any:
+    """The model's shape from ``model_config`` at ``weight_bits`` (None without a config),
+    ``accelerator`` checked; refused where those two come without a config."""
+    if model_config is None:
+        if accelerator is not None or weight_bits is not None:
+            raise BreakevenError(
+                "{0} needs {1}: the datasheet floor needs the model's shape as well",
+                "accelerator" if accelerator is not None else "weight_bits",
+                "model_config",
+            )
+        return None
+    from breakeven.fitting.roofs import accelerator_named, with_weight_bits  # lazy: start-up
+    from breakeven.iotools.modelconfig import read_model_config  # lazy: start-up
+
+    shape = with_weight_bits(read_model_config(model_config), weight_bits)
+    if accelerator is not None:
+        accelerator_named(accelerator)
+    return shape
+
+
 def fit_from_file(
     runs: str,
     *,
@@ -99,20 +119,7 @@ def fit_from_file(
     from breakeven.iotools.paths import refuse_input_as_output  # lazy: start-up
 
     moe = moe_routing(experts, top_k, shared)
-    shape = None
-    if model_config is not None:
-        from breakeven.fitting.roofs import accelerator_named, with_weight_bits  # lazy: start-up
-        from breakeven.iotools.modelconfig import read_model_config  # lazy: start-up
-
-        shape = with_weight_bits(read_model_config(model_config), weight_bits)
-        if accelerator is not None:
-            accelerator_named(accelerator)
-    elif accelerator is not None or weight_bits is not None:
-        raise BreakevenError(
-            "{0} needs {1}: the datasheet floor needs the model's shape as well",
-            "accelerator" if accelerator is not None else "weight_bits",
-            "model_config",
-        )
+    shape = _shape(model_config, accelerator, weight_bits)
     if out is not None:
         refuse_input_as_output(out, "out", [("RUNS.csv", runs)])
         refuse_overwrite(out, force)
