@@ -133,7 +133,7 @@ def fit_roof(
     ``equations`` are (batch, q, measured time [ms]); ``solve_rest(remainder)`` fits the linear
     terms to each time less its roof, relative to the time (``remainder[i] = 1 - roof_i /
     time_i``), and returns their coefficients and the RMS of the relative residuals.  The
-    scales are searched on a grid of their logs, then on a finer one around the best."""
+    scales are searched on a grid of their logs, then polished from the best (Nelder-Mead)."""
     batch = np.array([e[0] for e in equations], dtype=float)
     q = np.array([e[1] for e in equations], dtype=float)
     t = np.array([e[2] for e in equations], dtype=float)
@@ -165,11 +165,7 @@ def fit_roof(
 
     lm = np.log(_MEMORY_RANGE)
     lc = np.log(_COMPUTE_RANGE)
-    _, m0, c0, _, _ = search(np.linspace(*lm, 13), np.linspace(*lc, 17))
-    dm, dc = (lm[1] - lm[0]) / 12, (lc[1] - lc[0]) / 16
-    fine_m = np.clip(np.linspace(m0 - dm, m0 + dm, 9), *lm)
-    fine_c = np.clip(np.linspace(c0 - dc, c0 + dc, 9), *lc)
-    _, m1, c1, _, _ = search(fine_m, fine_c)
+    _, m1, c1, _, _ = search(np.linspace(*lm, 9), np.linspace(*lc, 13))
     from scipy.optimize import minimize  # lazy: only a fit with a roof polishes its scales
 
     def objective(v: Any) -> float:
