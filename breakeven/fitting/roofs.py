@@ -55,15 +55,42 @@ def roof_source(
             else "no peak (memory only)"
         )
         where = f"{devices}x {chip.name}" if devices > 1 else chip.name
+        link = link_gbs(chip.name, hardware) if devices > 1 else math.inf
         return Roof(
             prior.weights_ms,
             prior.expert_ms,
             prior.kv_ms_per_sequence,
             prior.compute_ms_per_token or 0.0,
-            source=f"{label} on {where}: {prior.bandwidth_gbs:.0f} GB/s, {peak}",
+            source=f"{label} on {where}: {prior.bandwidth_gbs:.0f} GB/s, {peak}"
+            + (f", {link:.0f} GB/s links" if devices > 1 else ""),
+            link_ms=allreduce_bytes(shape, devices) / (link * 1e9) * 1e3 if devices > 1 else 0.0,
         )
 
     return roof_for
+
+
+PCIE_GBS = 25.0
+"""A PCIe Gen4 x16 link's achieved bandwidth [GB/s] (32 raw): what tensor parallelism's
+all-reduces move over between cards without NVLink."""
+FAST_LINK_GBS = 150.0
+"""A conservative achieved all-reduce bandwidth per device over NVLink or Infinity Fabric
+(SXM and OAM modules) [GB/s]."""
+_PCIE_CARDS = ("pcie", "a30", "a10", "l4", "l40", "t4", "rtx", "radeon", "geforce")
+
+
+def link_gbs(accelerator: str, hardware: str) -> float:
+    """The nominal link bandwidth between the devices of a tensor-parallel group [GB/s]:
+    :data:`PCIE_GBS` for PCIe cards (or hardware that says PCIe), else :data:`FAST_LINK_GBS`."""
+    text = f"{accelerator} {hardware}".lower()
+    pcie = any(word in text for word in _PCIE_CARDS) and "nvlink" not in hardware.lower()
+    return PCIE_GBS if pcie else FAST_LINK_GBS
+
+
+def allreduce_bytes(shape: Any, devices: int) -> float:
+    """What one token's tensor-parallel all-reduces move per device [bytes]: two a layer
+    (after attention and after the MLP) of ``hidden_size`` 16-bit activations, a ring moving
+    2 (N - 1) / N of them."""
+    return 2 * shape.num_layers * shape.hidden_size * 2.0 * 2 * (devices - 1) / devices
 
 
 def with_weight_bits(shape: Any, bits: int | None) -> Any:
@@ -74,4 +101,12 @@ def with_weight_bits(shape: Any, bits: int | None) -> Any:
     return replace(shape, weight_bytes=bits / 8)
 
 
-__all__: Sequence[str] = ("accelerator_named", "roof_source", "with_weight_bits")
+__all__: Sequence[str] = (
+    "FAST_LINK_GBS",
+    "PCIE_GBS",
+    "accelerator_named",
+    "allreduce_bytes",
+    "link_gbs",
+    "roof_source",
+    "with_weight_bits",
+)

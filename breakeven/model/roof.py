@@ -42,6 +42,9 @@ RUN_NOISE = 0.005
 """The relative noise of a pooled step or cycle that the prior is weighed against [fraction]:
 runs that say where the roof bends (a verify near the ridge) move the scales off the prior;
 runs that cannot leave them there."""
+LINK_PRIOR_SPREAD = 0.25
+"""The prior's spread of what a token costs beyond the floor, over the token's FLOPs time at
+the datasheet peak [x]: on one device little (sampling), on several their all-reduces."""
 _MEMORY_RANGE = (1.0, 8.0)
 _COMPUTE_RANGE = (1.0, 50.0)
 
@@ -65,6 +68,10 @@ class Roof:
     """1 / the achieved fraction of the peak [x]."""
     source: str = ""
     """Where the datasheet numbers come from, in words."""
+    link_ms: float = 0.0
+    """Each token's tensor-parallel all-reduces over the devices' link at its nominal bandwidth
+    [ms per token]: 0 on one device.  Not part of the floor: the prior median of the surface's
+    cost per token beyond it (:data:`LINK_PRIOR_SPREAD`)."""
 
     def memory(self, batch: Any, q: Any, loaded: Callable[[Any], Any] | None = None) -> Any:
         """The achieved memory time of a forward [ms]; ``loaded(tokens)`` the experts that
@@ -108,6 +115,7 @@ class Roof:
             "memory_scale": self.memory_scale,
             "compute_scale": self.compute_scale,
             "source": self.source,
+            "link_ms": self.link_ms,
         }
 
     @classmethod
@@ -119,7 +127,16 @@ class Roof:
         values = [data.get(n) for n in (*names, "compute_scale")]
         if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in values):
             return None
-        return cls(*map(float, values), source=str(data.get("source", "")))
+        link = data.get("link_ms", 0.0)
+        if not (isinstance(link, (int, float)) and math.isfinite(link) and link >= 0):
+            return None
+        return cls(*map(float, values), source=str(data.get("source", "")), link_ms=float(link))
+
+    def per_token_prior(self) -> tuple[float, float]:
+        """The prior of what a token costs beyond the floor [ms per token]: its median
+        (:attr:`link_ms`) and standard deviation (:attr:`link_ms` plus
+        :data:`LINK_PRIOR_SPREAD` x the token's FLOPs time at the datasheet peak)."""
+        return self.link_ms, self.link_ms + LINK_PRIOR_SPREAD * self.compute_ms
 
 
 def fit_roof(
@@ -181,6 +198,7 @@ def fit_roof(
 
 __all__: Sequence[str] = (
     "COMPUTE_SCALE_PRIOR",
+    "LINK_PRIOR_SPREAD",
     "MEMORY_SCALE_PRIOR",
     "ROOF_SOFTNESS",
     "RUN_NOISE",

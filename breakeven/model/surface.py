@@ -43,7 +43,7 @@ from breakeven.model._lsq import independent_groups, proportional_groups, solve_
 from breakeven.model.context import clamped_note
 from breakeven.model.costs import expected_distinct_experts
 from breakeven.model.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
-from breakeven.model.roof import Roof, fit_roof
+from breakeven.model.roof import RUN_NOISE, Roof, fit_roof
 
 TERMS = tuple(SURFACE_TERM_UNITS)
 """The surface's coefficients, in the order of its design matrix."""
@@ -405,7 +405,7 @@ class _SurfaceDraft:
         return self.surface.draft_ms(batch, k, topk)
 
 
-RATE_PRIOR = 0.06
+RATE_PRIOR = 0.12
 """The least a predicted speedup's half-width grows per doubling of batch away from the
 measured speculative batches [fraction]: calibrated on the published batch sweeps of
 ``benchmarks/data/published_batch`` (``benchmarks/batch_heldout.py``)."""
@@ -454,32 +454,40 @@ def _solve_relative(a: Any, b: Any) -> tuple[Any, tuple[str, ...], float, list[l
     return x, merged + dropped, rms, groups
 
 
-_ROOFED = (TERMS.index("expert_ms"), TERMS.index("compute_ms"))
-"""The columns a roof holds (:attr:`BatchSurface.roof`): left out of the linear terms."""
+_EXPERTS = TERMS.index("expert_ms")
+_PER_TOKEN = TERMS.index("compute_ms")
 
 
 def _solve_roofed(
     roof: Roof, moe: MoE | None, rows: list[list[float]], targets: list[float]
 ) -> tuple[Roof, Any, tuple[str, ...], float, list[list[int]]]:
     """The roof's scales (:func:`breakeven.model.roof.fit_roof`) and the linear terms beyond
-    it: a fixed cost per forward, per sequence, and the draft's."""
+    it: a fixed cost per forward, per sequence, per token (pulled towards the roof's
+    :meth:`~breakeven.model.roof.Roof.per_token_prior` by one more equation, so that what the
+    runs cannot tell apart from a cost per sequence goes where the hardware says) and the
+    draft's.  The roof holds the experts' reads."""
     a, _ = _relative(rows, targets)
-    a[:, list(_ROOFED)] = 0.0
-    kept: dict[str, Any] = {}
+    a[:, _EXPERTS] = 0.0
+    median, spread = roof.per_token_prior()
+    weight = RUN_NOISE / spread if spread > 0 else 0.0
+    prior = np.zeros((1, a.shape[1]))
+    prior[0, _PER_TOKEN] = weight
+    a = np.vstack([a, prior])
 
     def rest(remainder: Any) -> tuple[Any, float]:
-        x, merged, rms, groups = _solve_relative(a, remainder)
-        kept["fit"] = (merged, groups)
-        return x, rms
+        x, _, rms, _ = _solve_relative(a, np.append(remainder, weight * median))
+        n = len(remainder)  # rms over n + 1 equations, as fit_roof weighs n
+        return x, rms * math.sqrt((n + 1) / n)
 
     equations = [(r[2], r[3] / r[2], t) for r, t in zip(rows, targets, strict=True)]
-    fitted, x, _ = fit_roof(roof, equations, rest, moe.loaded if moe else None)
+    fitted, _, _ = fit_roof(roof, equations, rest, moe.loaded if moe else None)
     floor = fitted.ms(
         np.array([e[0] for e in equations]),
         np.array([e[1] for e in equations]),
         moe.loaded if moe else None,
     )
-    x, merged, rms, groups = _solve_relative(a, 1 - np.asarray(floor) / np.asarray(targets))
+    remainder = np.append(1 - np.asarray(floor) / np.asarray(targets), weight * median)
+    x, merged, rms, groups = _solve_relative(a, remainder)
     return fitted, x, merged, rms, groups
 
 
