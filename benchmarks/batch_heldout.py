@@ -20,14 +20,22 @@ import argparse
 import time
 from pathlib import Path
 
-from breakeven.fitting.batch_holdout import BATCH_PROTOCOLS, batch_summary, held_out_batches
+from breakeven.fitting.batch_holdout import (
+    BATCH_PROTOCOLS,
+    batch_summary,
+    held_out_batches,
+    held_out_contexts,
+)
 from breakeven.fitting.roofs import roof_source, with_weight_bits
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.modelconfig import read_model_config
+from breakeven.model.context import CONTEXT_RATE
+from breakeven.model.cycle import INTERVAL_FLOOR
 
 DATA = Path(__file__).resolve().parent / "data"
 SWEEPS = DATA / "published_batch"
 CONFIGS = DATA / "model_configs"
+CONTEXTS = DATA / "published_context"
 
 MODELS = (
     # (text in the runs' model, config file, bits per weight of the checkpoint run, KV bytes)
@@ -96,5 +104,34 @@ def main() -> None:
             )
 
 
+def contexts() -> None:
+    """Each published context sweep fitted on its two shortest lengths and asked for the
+    rest; covered: inside +- (the 2% floor + CONTEXT_RATE per doubling beyond the longer)."""
+    found = []
+    for path in sorted(CONTEXTS.glob("*.csv")):
+        data, _ = read_measurements(path)
+        found += held_out_contexts(data)
+    print(f"context, fitted on the two shortest lengths ({len(found)} predicted):")
+    for label, mine in (
+        (
+            "within 8x of the shortest",
+            [x for x in found if x.context_tokens <= 8.4 * x.fitted_on[0]],
+        ),
+        ("beyond 8x", [x for x in found if x.context_tokens > 8.4 * x.fitted_on[0]]),
+        ("all", found),
+    ):
+        if not mine:
+            continue
+        errors = sorted(abs(x.error) for x in mine)
+        widths = sorted(INTERVAL_FLOOR + CONTEXT_RATE * x.doublings for x in mine)
+        inside = sum(abs(x.error) <= INTERVAL_FLOOR + CONTEXT_RATE * x.doublings for x in mine)
+        n = len(errors)
+        print(
+            f"  {label:28s} n={n:2d}  median {errors[(n - 1) // 2]:6.1%}  worst {errors[-1]:6.1%}"
+            f"  covered {inside / n:5.0%}  median half-width {widths[(n - 1) // 2]:6.1%}"
+        )
+
+
 if __name__ == "__main__":
     main()
+    contexts()

@@ -220,3 +220,39 @@ def test_a_context_never_refuses_a_flag_the_user_did_not_type(fits, command, con
     else:
         assert "Traceback" not in r.output
         assert math.isfinite(float(json.loads(r.stdout).get("speedup", 1.0) or 1.0))
+
+
+def test_a_prediction_beyond_the_runs_contexts_widens_per_doubling(fits):
+    """The published V100 sweep measured contexts up to about 32k tokens: at 4x beyond
+    (two doublings) predict's interval is CONTEXT_RATE x 2 wider than within them, and at
+    any context within them it is as wide as the fit's own interval at that k."""
+    from breakeven.model.context import CONTEXT_RATE
+
+    def width(context):
+        args = ["predict", "--fit-file", fits["published"], "--fit-group", "1", "-k", "3"]
+        r = run_cli([*args, "--accept-len", "2.5", "--context", str(context), "--json"])
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        return (d["speedup_high"] - d["speedup_low"]) / 2 / d["speedup"]
+
+    (c,) = [x for x in json.loads(fits["published"].read_text())["contexts"]][:1]
+    high = max(c["contexts"])
+    inside = width(int(high / 2))
+    assert width(int(high)) == pytest.approx(inside)
+    assert width(int(high * 4)) == pytest.approx(inside + 2 * CONTEXT_RATE)
+
+
+def test_a_surface_moved_beyond_the_runs_contexts_widens_per_doubling(fits):
+    from breakeven.fitting.saved import load_surface, surface_at_context
+    from breakeven.model.context import CONTEXT_RATE
+
+    surface = load_surface(str(fits["surface"]))
+    within = surface_at_context(str(fits["surface"]), surface, CONTEXT_SWEEP_HIGH)
+    beyond = surface_at_context(str(fits["surface"]), surface, 4 * CONTEXT_SWEEP_HIGH)
+    assert within.context_doublings == 0
+    assert beyond.context_doublings == pytest.approx(2)
+    for b in (1, 4, 16):
+        assert beyond.half_width(b) == pytest.approx(within.half_width(b) + 2 * CONTEXT_RATE)
+
+
+CONTEXT_SWEEP_HIGH = max(CONTEXTS)

@@ -185,4 +185,81 @@ def _median(values: Sequence[float]) -> float:
     return (values[(n - 1) // 2] + values[n // 2]) / 2
 
 
-__all__: Sequence[str] = ("BATCH_PROTOCOLS", "BatchHeldOut", "batch_summary", "held_out_batches")
+@dataclass(frozen=True)
+class ContextHeldOut:
+    """One k at one context length, predicted by the context fit of the two shortest."""
+
+    surface: str
+    """The model, hardware, concurrency and method, in words."""
+    k: int
+    """[tokens]"""
+    context_tokens: float
+    """The context asked for [tokens]."""
+    fitted_on: tuple[float, float]
+    """The two context lengths fitted [tokens]."""
+    measured: float
+    """[x]"""
+    predicted: float
+    """[x]"""
+
+    @property
+    def error(self) -> float:
+        """``predicted / measured - 1`` [fraction]."""
+        return self.predicted / self.measured - 1
+
+    @property
+    def doublings(self) -> float:
+        """Doublings of context beyond the longest fitted [doublings]."""
+        return max(math.log2(self.context_tokens / self.fitted_on[1]), 0.0)
+
+
+def held_out_contexts(data: Any, **fit_options: Any) -> list[ContextHeldOut]:
+    """Every k at every context length of each context fit of ``data`` (three lengths or
+    more), predicted by the context fit of its two shortest lengths (``fit_options`` go to
+    :func:`breakeven.fitting.fit.fit`), at the measured accept_len."""
+    from breakeven.fitting.holdout import _rows_of  # lazy: one module's group filter
+
+    whole = fit(data, **fit_options)
+    out: list[ContextHeldOut] = []
+    for c in whole.contexts:
+        if len(c.contexts) < 3:
+            continue
+        two = c.contexts[:2]
+        groups = [g for g in whole.groups if _same(g, c) and g.context_tokens in two]
+        rows = [_rows_of(data, g) for g in groups]
+        import pandas as pd  # lazy: the protocol's rows only
+
+        part = fit(pd.concat(rows).drop_duplicates(), **fit_options)
+        mine = [x for x in part.contexts if _same(x, c)]
+        if not mine:
+            continue
+        name = ", ".join(
+            str(x) for x in (c.model, c.hardware, f"concurrency {c.concurrency:g}", c.spec_method)
+        )
+        for p in c.points:
+            if p.context_tokens in two or not p.measured_speedup > 0:
+                continue
+            predicted = mine[0].speedup(p.k, p.accept_len, p.context_tokens)
+            if math.isfinite(predicted):
+                out.append(
+                    ContextHeldOut(name, p.k, p.context_tokens, two, p.measured_speedup, predicted)
+                )
+    return out
+
+
+def _same(g: Any, c: Any) -> bool:
+    """Whether ``g`` (a group or context fit) has the model, hardware, concurrency and method
+    of context fit ``c``."""
+    return (g.model, g.hardware, g.spec_method) == (c.model, c.hardware, c.spec_method) and (
+        g.concurrency == c.concurrency
+    )
+
+
+__all__: Sequence[str] = (
+    "BATCH_PROTOCOLS",
+    "BatchHeldOut",
+    "ContextHeldOut",
+    "batch_summary",
+    "held_out_batches",
+    "held_out_contexts",
+)

@@ -27,6 +27,7 @@ from breakeven.iotools.fitfile import (
     undetermined,
 )
 from breakeven.measurements.intervals import agrees
+from breakeven.model.context import CONTEXT_RATE, context_doublings
 from breakeven.model.cycle import INTERVAL_FLOOR, FittedCycle, cycle_at, half_width
 from breakeven.model.surface import BatchSurface
 from breakeven.render.text import k_ranges
@@ -116,6 +117,17 @@ def context_support(path: str, group: dict[str, Any]) -> tuple[float, float, flo
     does not say).  Raises as :func:`context_growth` does."""
     fit = _context_fit(path, group, group.get("context_tokens"))
     return (*_runs_range(fit), _finite(fit.get("step_0_ms")))
+
+
+def context_widening(path: str, group: dict[str, Any], context: float | None) -> float:
+    """What a prediction's half-width grows by at ``context`` [tokens] beyond the contexts a
+    fit file's context fit for ``group`` measured [fraction]
+    (:data:`breakeven.model.context.CONTEXT_RATE` per doubling); 0 without a context, or
+    within them."""
+    if context is None:
+        return 0.0
+    low, high, _ = context_support(path, group)
+    return CONTEXT_RATE * context_doublings(float(context), (low, high))
 
 
 def _runs_range(fit: dict[str, Any]) -> tuple[float, float]:
@@ -535,6 +547,7 @@ __all__: Sequence[str] = (
     "against_fit",
     "context_growth",
     "context_support",
+    "context_widening",
     "fit_interval",
     "fitted_costs",
     "fitted_cycle",

@@ -241,9 +241,10 @@ def predict_from_files(
         result = dataclasses.replace(result, flags=(*result.flags, *flags))
     if fit_file is None or result.speedup is None or result.k is None:
         return result
-    from breakeven.fitting.saved import fit_interval, load_fit  # lazy: start-up
+    from breakeven.fitting.saved import context_widening, fit_interval, load_fit  # lazy: start-up
 
-    h = fit_interval(load_fit(fit_file, fit_group), result.k)
+    group = load_fit(fit_file, fit_group)
+    h = fit_interval(group, result.k) + context_widening(fit_file, group, context)
     if not (0 <= h < 1 and 0 < result.speedup < math.inf):
         return result
     s = result.speedup
@@ -354,10 +355,16 @@ def _optimize_k(
         result = dataclasses.replace(result, note="; ".join(notes + [f.note() for f in flags]))
     if fit_file is None:
         return result
-    from breakeven.fitting.saved import fit_interval, group_evidence, load_fit  # lazy: start-up
+    from breakeven.fitting.saved import (  # lazy: start-up
+        context_widening,
+        fit_interval,
+        group_evidence,
+        load_fit,
+    )
 
     group = load_fit(fit_file, fit_group)
-    result = result.with_intervals({o.k: fit_interval(group, o.k) for o in result.by_k})
+    wider = context_widening(fit_file, group, context)
+    result = result.with_intervals({o.k: fit_interval(group, o.k) + wider for o in result.by_k})
     return result.with_evidence(group_evidence(fit_file, fit_group, context), context)
 
 

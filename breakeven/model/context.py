@@ -28,6 +28,21 @@ from typing import Any
 
 import numpy as np
 
+CONTEXT_RATE = 0.04
+"""What a predicted speedup's half-width grows per doubling of context beyond the longest (or
+below the shortest) context the context fit's runs measured [fraction]: calibrated on the
+published context sweeps (``benchmarks/batch_heldout.py``: each fitted on its two shortest
+lengths, 92% of the longer ones' measured speedups inside +- 2% plus this per doubling)."""
+
+
+def context_doublings(context_tokens: float, runs: tuple[float, float] | None) -> float:
+    """Doublings of ``context_tokens`` [tokens] beyond the ``runs``' lowest and highest
+    context [tokens]: 0 within them, or where they are unknown."""
+    if runs is None or not all(math.isfinite(x) and x > 0 for x in runs) or not context_tokens > 0:
+        return 0.0
+    low, high = runs
+    return max(math.log2(context_tokens / high), math.log2(low / context_tokens), 0.0)
+
 
 @dataclass(frozen=True)
 class ContextPoint:

@@ -40,7 +40,7 @@ import numpy as np
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import SURFACE_TERM_UNITS
 from breakeven.model._lsq import independent_groups, proportional_groups, solve_groups
-from breakeven.model.context import clamped_note
+from breakeven.model.context import CONTEXT_RATE, clamped_note, context_doublings
 from breakeven.model.costs import expected_distinct_experts
 from breakeven.model.cycle import INTERVAL_FLOOR, INTERVAL_SCALE
 from breakeven.model.roof import RUN_NOISE, Roof, fit_roof
@@ -141,6 +141,10 @@ class BatchSurface:
     [sequences], error, low, high)``, the error ``measured / predicted speedup - 1`` and that
     fit's own interval there as ``low / predicted - 1`` and ``high / predicted - 1``
     [fraction]."""
+    context_doublings: float = 0.0
+    """Doublings of context :meth:`at_context` moved the surface beyond its context fit's runs
+    [doublings]: :meth:`half_width` grows by :data:`~breakeven.model.context.CONTEXT_RATE`
+    for each."""
     roof: Roof | None = None
     """The hardware's floor under each forward (:mod:`breakeven.model.roof`), where the runs'
     accelerator and model are known: then ``weights_ms`` and ``kv_ms`` are what a forward
@@ -195,6 +199,7 @@ class BatchSurface:
             moved_from_context=self.context_tokens,
             context_shift_ms=(a, b),
             context_clamped=tuple(clamped),
+            context_doublings=context_doublings(context_tokens, runs),
         )
 
     @property
@@ -223,13 +228,14 @@ class BatchSurface:
         if not (self.spec_batches and batch > 0):
             return math.nan
         distance = min(abs(math.log2(batch / b)) for b in self.spec_batches)
+        beyond = CONTEXT_RATE * self.context_doublings
         if math.isfinite(self.interval_base) and math.isfinite(self.interval_rate):
-            return self.interval_base + self.interval_rate * distance
+            return self.interval_base + self.interval_rate * distance + beyond
         error = self.held_out_max_rel_error
         width = max(INTERVAL_FLOOR, INTERVAL_SCALE * error if math.isfinite(error) else 0.0)
         low, high = min(self.spec_batches), max(self.spec_batches)
-        beyond = max(math.log2(low / batch), math.log2(batch / high), 0.0)
-        return width * (1 + beyond / max(math.log2(high / low), 1.0))
+        doublings = max(math.log2(low / batch), math.log2(batch / high), 0.0)
+        return width * (1 + doublings / max(math.log2(high / low), 1.0)) + beyond
 
     @property
     def interval_check(self) -> tuple[float, float, int]:
