@@ -190,3 +190,62 @@ def test_a_roof_from_a_fit_file_that_is_not_one_is_none():
     assert Roof.from_dict(good.to_dict()) == good
     assert Roof.from_dict({**good.to_dict(), "memory_scale": -1}) is None
     assert Roof.from_dict({**good.to_dict(), "compute_ms": np.inf}) is None
+
+
+def test_tensor_parallel_links_price_each_tokens_all_reduces():
+    """Two all-reduces a layer of hidden_size 16-bit activations, a ring moving 2 (N - 1) / N
+    of them: Qwen3-32B (64 layers, hidden 5120) at TP8 moves 2.29 MB a token per device, over
+    PCIe (25 GB/s) 0.092 ms; on one device nothing."""
+    from breakeven.fitting.roofs import FAST_LINK_GBS, PCIE_GBS, allreduce_bytes, link_gbs
+
+    shape = read_model_config(str(CONFIGS / "qwen3-32b.json"))
+    assert allreduce_bytes(shape, 8) == 2 * 64 * 5120 * 2 * 2 * 7 / 8
+    assert link_gbs("NVIDIA A30", "8x NVIDIA A30 24GB (TP=8)") == PCIE_GBS
+    assert link_gbs("NVIDIA H100 SXM", "8x H100 SXM") == FAST_LINK_GBS
+    assert link_gbs("NVIDIA RTX PRO 6000 Blackwell", "8x RTX PRO 6000 NVLink") == FAST_LINK_GBS
+    roof_for = roof_source(shape)
+    tp8 = roof_for("Qwen3-32B", "8x NVIDIA A30 24GB (TP=8)", math.nan)
+    one = roof_for("Qwen3-32B", "1x NVIDIA A30 24GB", math.nan)
+    assert tp8.link_ms == pytest.approx(allreduce_bytes(shape, 8) / 25e9 * 1e3)
+    assert tp8.link_ms == pytest.approx(0.0917, abs=1e-4)
+    assert one.link_ms == 0.0 and "links" not in one.source and "25 GB/s links" in tp8.source
+    assert tp8.per_token_prior()[0] == tp8.link_ms and one.per_token_prior()[0] == 0.0
+
+
+def test_under_tensor_parallelism_the_baselines_growth_is_read_per_token():
+    """Baselines at batches 1 and 8 and speculation at batch 1 cannot tell a cost per sequence
+    from one per token.  On one device the fit reads the baselines' growth beyond the roof as
+    per sequence (a verify at batch 8 costs about a step more); at TP8 over PCIe, where each
+    token's all-reduces cost about what the baselines grew by, as per token (a verify of 8
+    tokens at batch 8 costs the growth 8 times over)."""
+    rows = [(1, 20.0), (8, 20.0 + 7 * 0.1)]  # the step grows 0.1 ms a sequence (or token)
+    data = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "hardware": "h",
+                "concurrency": b,
+                "num_spec_tokens": 0,
+                "tok_s": 1000 / t,
+            }
+            for b, t in rows
+        ]
+        + [
+            {
+                "model": "m",
+                "hardware": "h",
+                "spec_method": "e",
+                "concurrency": 1,
+                "num_spec_tokens": 7,
+                "accept_len": 3.0,
+                "tok_s": 1000 * 3.0 / 27.0,
+            }
+        ]
+    )
+    growth = {}
+    for name, link in (("one", 0.0), ("tp8", 0.1)):
+        prior = Roof(8.0, 0.0, 0.0, 0.05, source="sim", link_ms=link)
+        (s,) = fit(data, roof_for=lambda *_, p=prior: p).surfaces
+        growth[name] = float(s.forward_ms(8, 8) - s.forward_ms(8, 1))
+    assert growth["one"] < 0.3 * growth["tp8"]
+    assert growth["tp8"] == pytest.approx(7 * 8 * 0.1, rel=0.35)
