@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
+import breakeven.fitting.roofs as roofs
 from breakeven.cli import cli
 from breakeven.core import display
 from breakeven.core.errors import BreakevenError
@@ -272,6 +273,7 @@ CHOICES = {
     ("compare", "fail_if"): compare.FAIL_IF,
     ("fit", "draft_cost"): fit.DRAFT_COSTS,
     ("fit", "cycle_form"): fit.FORM_CHOICES,
+    ("fit", "weight_bits"): roofs.WEIGHT_BITS,
     ("schedule", "engine"): deploy.SCHEDULE_ENGINES,
     ("plot", "schedule", "engine"): deploy.SCHEDULE_ENGINES,
     ("sweep", "engine"): deploy.SPECULATION_ENGINES,

@@ -105,7 +105,7 @@ SCHEDULE_KEYS = [
 @click.option(
     "--weight-bits",
     "weight_bits",
-    type=click.Choice(["4", "8", "16"]),
+    type=LibraryChoice("breakeven.fitting.roofs", "WEIGHT_BITS"),
     callback=lambda _c, _p, v: None if v is None else int(v),
     help="Bits per weight of the checkpoint run, where --model-config is its base "
     "model's (4: AWQ, GPTQ, NVFP4).",

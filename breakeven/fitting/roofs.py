@@ -69,6 +69,9 @@ def roof_source(
     return roof_for
 
 
+WEIGHT_BITS = ("4", "8", "16")
+"""The bits per weight ``fit --weight-bits`` takes: a 4-bit (AWQ, GPTQ, NVFP4), 8-bit (FP8,
+INT8) or 16-bit checkpoint of the config's model."""
 PCIE_GBS = 25.0
 """A PCIe Gen4 x16 link's achieved bandwidth [GB/s] (32 raw): what tensor parallelism's
 all-reduces move over between cards without NVLink."""
@@ -104,6 +107,7 @@ def with_weight_bits(shape: Any, bits: int | None) -> Any:
 __all__: Sequence[str] = (
     "FAST_LINK_GBS",
     "PCIE_GBS",
+    "WEIGHT_BITS",
     "accelerator_named",
     "allreduce_bytes",
     "link_gbs",

@@ -239,7 +239,7 @@ def typed_times(
         shorter = step_ms / value
         if name in AT_LEAST_A_STEP and shorter >= UNIT_SLIP:
             raise _typed_in_seconds(name, value, shorter, step_ms, step_name, step_of)
-        if name in AT_LEAST_A_STEP and value < step_ms * (1 - DEFAULT_TOLERANCE):
+        if name in AT_LEAST_A_STEP and value * (1 + DEFAULT_TOLERANCE) < step_ms:
             what, so = (
                 ("cycle", "the speedup exceeds accept_len")
                 if name == "cycle_ms"
