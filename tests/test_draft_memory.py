@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -302,3 +303,20 @@ def test_the_spec_batch_is_the_smallest_ks():
     data = _json(["batch", *SWEEP, "--kv-tokens", PLAIN, "--spec-kv-tokens", SPEC])
     assert data["max_batch_spec"] == room.max_batch_spec(1)
     assert math.isclose(room.max_batch_spec(4), SPEC // (PER_SEQUENCE + 8))
+
+
+def test_the_kv_bytes_per_token_may_be_the_models_config(tmp_path):
+    """``--kv-bytes-per-token`` takes the model's config.json: Qwen3-8B caches 36 layers x 8
+    KV heads x 128 x 2 (K and V) x 2 bytes = 147,456 bytes a token, and the sweep is the one
+    that number gives.  A config that cannot be read is one line naming the flag."""
+    config = Path(__file__).resolve().parents[1] / "benchmarks/data/model_configs/qwen3-8b.json"
+    gib = ["--kv-tokens", PLAIN, "--draft-memory-gib", 10]
+    by_number = _json(["batch", *SWEEP, *gib, "--kv-bytes-per-token", 147456])
+    by_config = _json(["batch", *SWEEP, *gib, "--kv-bytes-per-token", str(config)])
+    assert by_config["max_batch_spec"] == by_number["max_batch_spec"]
+    assert by_config["speedup_by_batch"] == by_number["speedup_by_batch"]
+    bad = tmp_path / "config.json"
+    bad.write_text("[1, 2]")
+    r = run_cli(["batch", *SWEEP, *gib, "--kv-bytes-per-token", str(bad)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.startswith("Error: --kv-bytes-per-token:") and r.output.count("\n") == 1

@@ -367,9 +367,9 @@ kv_room = options(
     click.option(
         "--kv-bytes-per-token",
         "kv_bytes_per_token",
-        type=FLOAT,
-        metavar="B",
-        help="The target's KV cache per token [bytes]: turns --draft-memory-gib into tokens.",
+        metavar="B|CONFIG",
+        help="The target's KV cache per token [bytes], or its Hugging Face config.json (a "
+        "16-bit cache over its full-attention layers): turns --draft-memory-gib into tokens.",
     ),
     click.option(
         "--tokens-per-sequence",

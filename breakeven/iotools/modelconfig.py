@@ -10,7 +10,7 @@ from breakeven.iotools.sources import read_whole
 from breakeven.model.roofline import ModelShape, model_shape
 
 
-def read_model_config(path: str, kv_bytes: float = 2.0) -> ModelShape:
+def read_model_config(path: str, kv_bytes: float = 2.0, flag: str = "model_config") -> ModelShape:
     """The :class:`~breakeven.model.roofline.ModelShape` of the ``config.json`` at ``path``.
 
     Parameters
@@ -20,12 +20,14 @@ def read_model_config(path: str, kv_bytes: float = 2.0) -> ModelShape:
         ``text_config``).
     kv_bytes : float
         Bytes per cached key or value element (2: 16-bit; 1: an fp8 KV cache).
+    flag : str
+        The argument the errors name (``fit --model-config``, ``batch --kv-bytes-per-token``).
 
     Raises
     ------
     breakeven.core.errors.BreakevenError
-        One line naming ``model_config`` and the file: unreadable, not JSON, nested too deep,
-        not an object, or a shape :func:`~breakeven.model.roofline.model_shape` refuses (no
+        One line naming ``flag`` and the file: unreadable, not JSON, nested too deep, not an
+        object, or a shape :func:`~breakeven.model.roofline.model_shape` refuses (no
         ``hidden_size`` or ``num_hidden_layers``, a count that is not a positive integer,
         experts with no ``num_experts_per_tok``...).
     """
@@ -34,7 +36,7 @@ def read_model_config(path: str, kv_bytes: float = 2.0) -> ModelShape:
         text = read_whole(path)
     except (UnreadableInput, OSError) as e:
         raise BreakevenError(
-            "{0}: cannot read " + shown + ": " + escape_braces(str(e)), "model_config"
+            "{0}: cannot read " + shown + ": " + escape_braces(str(e)), flag
         ) from None
     try:
         config = loads_bounded(text, what="its text")
@@ -42,18 +44,16 @@ def read_model_config(path: str, kv_bytes: float = 2.0) -> ModelShape:
         raise BreakevenError(
             "{0}: " + shown + " is not JSON (" + escape_braces(str(e)) + "); "
             "expected a Hugging Face config.json",
-            "model_config",
+            flag,
         ) from None
     if not isinstance(config, dict):
         raise BreakevenError(
             "{0}: "
             + shown
             + f" holds a JSON {type(config).__name__}; expected the object of a config.json",
-            "model_config",
+            flag,
         )
     try:
         return model_shape(config, kv_bytes=kv_bytes)
     except BreakevenError as e:
-        raise BreakevenError(
-            "{0}: " + shown + ": " + escape_braces(e.render()), "model_config"
-        ) from None
+        raise BreakevenError("{0}: " + shown + ": " + escape_braces(e.render()), flag) from None

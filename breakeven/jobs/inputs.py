@@ -495,7 +495,7 @@ class SweepInputs:
     """The capacity with speculation [tokens], or the log of a server launched with it."""
     draft_memory_gib: float | None = None
     """Instead of ``spec_kv_tokens``: what the draft takes [GiB] (with ``kv_bytes_per_token``)."""
-    kv_bytes_per_token: float | None = None
+    kv_bytes_per_token: float | str | None = None
     """The target's KV cache per token [bytes]."""
     tokens_per_sequence: int | None = None
     """Each sequence's cached tokens, prompt and output [tokens] (default: ``context``)."""
@@ -650,7 +650,7 @@ def batch_from_files(
     kv_tokens: int | str | None = None,
     spec_kv_tokens: int | str | None = None,
     draft_memory_gib: float | None = None,
-    kv_bytes_per_token: float | None = None,
+    kv_bytes_per_token: float | str | None = None,
     tokens_per_sequence: int | None = None,
 ) -> Any:
     """:func:`breakeven.planning.batch.batch_sweep` over the cost model of :func:`schedule_cost`,

@@ -61,7 +61,8 @@ def kv_room_of(
     kv_tokens, spec_kv_tokens : int or str, optional  [tokens]
         The capacity without and with speculation: a number, or a server log that prints it.
     draft_memory_gib, kv_bytes_per_token : float, optional  [GiB], [bytes]
-        Instead of ``spec_kv_tokens``: what the draft takes, and the target's KV per token.
+        Instead of ``spec_kv_tokens``: what the draft takes, and the target's KV per token
+        (or the model's ``config.json``, :func:`per_token_bytes`).
     tokens_per_sequence : int, optional  [tokens]
         Each sequence's cached tokens; by default ``context``, the context a fit file's costs
         are priced at.
@@ -95,8 +96,27 @@ def kv_room_of(
         per_sequence,
         spec_kv_tokens=capacity("spec_kv_tokens", spec_kv_tokens),
         draft_memory_gib=draft_memory_gib,
-        kv_bytes_per_token=kv_bytes_per_token,
+        kv_bytes_per_token=per_token_bytes(kv_bytes_per_token),
     )
 
 
-__all__: Sequence[str] = ("KV_INPUTS", "capacity", "kv_room_of")
+def per_token_bytes(value: Any) -> float | None:
+    """The target's KV cache per token [bytes]: a number, or the model's ``config.json``
+    (:attr:`breakeven.model.roofline.ModelShape.kv_bytes_per_token`, a 16-bit cache); None
+    stays None.  A number's range is checked by :func:`breakeven.model.memory.kv_room`."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    text = str(value).strip()
+    if _NUMBERISH.fullmatch(text):
+        try:
+            return float(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            raise invalid_value(
+                "kv_bytes_per_token", value, "a number of bytes > 0, or a config.json"
+            ) from None
+    from breakeven.iotools.modelconfig import read_model_config  # lazy: start-up
+
+    return read_model_config(text, flag="kv_bytes_per_token").kv_bytes_per_token
+
+
+__all__: Sequence[str] = ("KV_INPUTS", "capacity", "kv_room_of", "per_token_bytes")

@@ -79,7 +79,7 @@ def schedule_from_files(
     kv_tokens: int | str | None = None,
     spec_kv_tokens: int | str | None = None,
     draft_memory_gib: float | None = None,
-    kv_bytes_per_token: float | None = None,
+    kv_bytes_per_token: float | str | None = None,
     tokens_per_sequence: int | None = None,
 ) -> dict[str, Any]:
     """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
