@@ -147,9 +147,11 @@ class BatchSurface:
     for each."""
     roof: Roof | None = None
     """The hardware's floor under each forward (:mod:`breakeven.model.roof`), where the runs'
-    accelerator and model are known: then ``weights_ms`` and ``kv_ms`` are what a forward
-    costs beyond it, per forward and per sequence, and ``expert_ms`` and ``compute_ms`` are 0
-    (the roof holds them).  None: the additive form of the module's description."""
+    accelerator and model are known: then ``weights_ms``, ``kv_ms`` and ``compute_ms`` are what
+    a forward costs beyond it, per forward, per sequence and per token (the last pulled towards
+    the tensor-parallel all-reduces' time, :meth:`~breakeven.model.roof.Roof.per_token_prior`),
+    and ``expert_ms`` is 0 (the roof holds the experts' reads).  None: the additive form of the
+    module's description."""
     context_clamped: tuple[str, ...] = ()
     """A sentence for each term that move made negative and clamped to 0
     (:func:`breakeven.model.context.clamped_note`)."""

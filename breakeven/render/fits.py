@@ -396,19 +396,13 @@ def _surface_lines(x: Row) -> list[str]:
     routing = (
         f"{moe['experts']} experts, top {moe['top_k']}, {moe['shared']} shared"
         if moe
+        else "dense"
+        if x.get("roof")
         else "dense (no --experts)"
     )
     batches = ", ".join(str(b) for b in x["batches"])
     roof = x.get("roof")
-    form = (
-        "t(B, q) = weights + kv*B + roof(B, q), roof the soft maximum of memory "
-        f"{num(roof['weights_ms'], '.3f')} + {num(roof['expert_ms'], '.4f')}*experts(B*q) + "
-        f"{num(roof['kv_ms'], '.4f')}*B ms x {num(roof['memory_scale'], '.2f')} and compute "
-        f"{num(roof['compute_ms'], '.5f')}*B*q ms x {num(roof['compute_scale'], '.2f')} "
-        f"({roof['source']})"
-        if roof
-        else "t(B, q) = weights + experts(B*q) + kv*B + compute*B*q"
-    )
+    form = _roof_form(roof) if roof else "t(B, q) = weights + experts(B*q) + kv*B + compute*B*q"
     lines = [
         f"{where or 'runs'} across batch sizes {batches}: {form}, cycle = t(B, verify "
         f"tokens) + steps*(step + token*B*topk) + spec_seq*B; {routing}; relative "
@@ -437,6 +431,21 @@ def _surface_lines(x: Row) -> list[str]:
     lines.append(_interval_line(x))
     lines += [f"  Note: {n}." for n in x["notes"]]
     return [*lines, ""]
+
+
+def _roof_form(roof: Row) -> str:
+    """The roofline form of a surface, its datasheet times [ms] and fitted scales, in words."""
+    memory = num(roof["weights_ms"], ".3f")
+    if roof["expert_ms"]:
+        memory += f" + {num(roof['expert_ms'], '.4f')}*experts(B*q)"
+    if roof["kv_ms"]:
+        memory += f" + {num(roof['kv_ms'], '.4f')}*B"
+    return (
+        "t(B, q) = weights + kv*B + compute*B*q + roof(B, q), roof the soft maximum of memory "
+        f"{memory} ms x {num(roof['memory_scale'], '.2f')} and compute "
+        f"{num(roof['compute_ms'], '.5f')}*B*q ms x {num(roof['compute_scale'], '.2f')} "
+        f"({roof['source']})"
+    )
 
 
 def _interval_line(x: Row) -> str:
