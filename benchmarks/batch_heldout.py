@@ -31,11 +31,18 @@ from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.modelconfig import read_model_config
 from breakeven.model.context import CONTEXT_RATE
 from breakeven.model.cycle import INTERVAL_FLOOR
+from breakeven.model.surface import MoE
 
 DATA = Path(__file__).resolve().parent / "data"
 SWEEPS = DATA / "published_batch"
 CONFIGS = DATA / "model_configs"
 CONTEXTS = DATA / "published_context"
+MOE_SWEEPS = {
+    # a tests' sweep too: the additive form was tried on it, the roofline form was not
+    Path(__file__).resolve().parent.parent
+    / "tests/data/published/angelslim_issue163_qwen3_30b_a3b_eagle3_batch.csv": MoE(128, 8),
+}
+"""Further batch sweeps of Mixture-of-Experts models, with their routing."""
 
 MODELS = (
     # (text in the runs' model, config file, bits per weight of the checkpoint run, KV bytes)
@@ -44,6 +51,7 @@ MODELS = (
     ("Qwen3-8B", "qwen3-8b.json", None, 2.0),
     ("DeepSeek-R1", "deepseek-r1.json", None, 1.0),  # fp8 KV cache (the file's env)
     ("Qwen3.8-27B-INT4", "qwen3.5-27b.json", 4, 2.0),  # the closest documented config
+    ("Qwen3-30B-A3B", "qwen3-30b-a3b.json", None, 2.0),
 )
 """Which stored config stands for each model of the sweeps (see the configs' README)."""
 
@@ -72,11 +80,12 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, list] = {"additive only": [], "with config and accelerator": []}
     seconds = dict.fromkeys(results, 0.0)
-    for path in sorted(SWEEPS.glob("*_batch.csv")):
+    sweeps = [(path, None) for path in sorted(SWEEPS.glob("*_batch.csv"))]
+    for path, moe in [*sweeps, *MOE_SWEEPS.items()]:
         data, _ = read_measurements(path)
         for label, options in (
-            ("additive only", {}),
-            ("with config and accelerator", {"roof_for": roof_for}),
+            ("additive only", {"moe": moe}),
+            ("with config and accelerator", {"roof_for": roof_for, "moe": moe}),
         ):
             start = time.perf_counter()
             mine = held_out_batches(data, **options)
