@@ -463,6 +463,7 @@ def _solve_relative(a: Any, b: Any) -> tuple[Any, tuple[str, ...], float, list[l
 
 
 _EXPERTS = TERMS.index("expert_ms")
+_SPEC_SEQ = TERMS.index("spec_seq_ms")
 _PER_TOKEN = TERMS.index("compute_ms")
 
 
@@ -685,6 +686,12 @@ def _fit_form(
     equations += [
         (_row(moe, r["batch"], r["verify_tokens"], r["steps"], r["topk"]), r["cycle"]) for r in runs
     ]
+    if len({r["batch"] for r in runs}) == 1:
+        # Speculation at one batch size: what it costs per sequence cannot be told from what
+        # it costs per cycle there; the point prediction reads it per cycle (the draft's
+        # steps), and speedup_range covers the per-sequence reading.
+        for row, _ in equations:
+            row[_SPEC_SEQ] = 0.0
     rows, targets = [e[0] for e in equations], [e[1] for e in equations]
     if roof is None:
         x, merged, rms, groups = _solve(rows, targets)
