@@ -509,6 +509,23 @@ def _row_notes(df: Any, k: Any, chain: Any) -> list[str]:
     return notes
 
 
+def _grouped_entries(per_k: Any) -> list[tuple[tuple[Any, ...], list[Any], float]]:
+    """Each group of the per-k table (``_GROUP``, in order of appearance): its key, its per-k
+    entries and its mean context [tokens], read in one pass rather than a frame a group."""
+    grouped = per_k.groupby(_GROUP, sort=False, dropna=False)
+    number = grouped.ngroup().to_numpy()
+    entries = _entries(per_k)
+    context = per_k["context_tokens"].groupby(number).mean()
+    keys = per_k[list(_GROUP)].to_numpy(dtype=object)
+    members: dict[int, list[int]] = {}
+    for row, n in enumerate(number):
+        members.setdefault(int(n), []).append(row)
+    return [
+        (tuple(keys[rows[0]]), [entries[r] for r in rows], float(context[n]))
+        for n, rows in sorted(members.items())
+    ]
+
+
 def _roofline(model_config: Any, accelerator: Any, roof_for: Any, moe: Any) -> tuple[Any, Any]:
     """:func:`fit`'s ``roof_for`` and ``moe`` given its ``model_config`` and ``accelerator``:
     the config's roof source and routing where neither is given."""
@@ -565,11 +582,10 @@ def fit(
     per_k = _per_k(spec)
     step_of = _baseline_steps(df[k == 0])
     groups = []
-    for key, rows in per_k.groupby(_GROUP, sort=False, dropna=False):
-        config = tuple(key[:4])
-        step = step_of.get(config, math.nan)
-        g = fit_group(key, _entries(rows), float(step), draft_cost, predict_k, cycle_form)
-        groups.append(replace(g, context_tokens=float(rows["context_tokens"].mean())))
+    for key, entries, context in _grouped_entries(per_k):
+        step = step_of.get(tuple(key[:4]), math.nan)
+        g = fit_group(key, entries, float(step), draft_cost, predict_k, cycle_form)
+        groups.append(replace(g, context_tokens=context))
     runs_of = dict(iter(spec.groupby(_GROUP, sort=False, dropna=False)))
     categories, mixes = fit_by_category(
         [(runs_of[key], g) for key, g in zip(runs_of, groups, strict=True)],
