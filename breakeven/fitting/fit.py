@@ -509,6 +509,17 @@ def _row_notes(df: Any, k: Any, chain: Any) -> list[str]:
     return notes
 
 
+def _categorised(spec: Any, groups: list[Any]) -> list[tuple[Any, Any]]:
+    """Each fitted group's speculative rows, paired with its fit, for
+    :func:`~breakeven.measurements.workload.fit_by_category`; none where no row has a
+    workload category (the frame is not split for nothing)."""
+    category = spec["category"].astype(object).where(spec["category"].notna(), "")
+    if not (category.astype(str) != "").any():
+        return []
+    runs_of = dict(iter(spec.groupby(_GROUP, sort=False, dropna=False)))
+    return [(runs_of[key], g) for key, g in zip(runs_of, groups, strict=True)]
+
+
 def _grouped_entries(per_k: Any) -> list[tuple[tuple[Any, ...], list[Any], float]]:
     """Each group of the per-k table (``_GROUP``, in order of appearance): its key, its per-k
     entries and its mean context [tokens], read in one pass rather than a frame a group."""
@@ -586,10 +597,8 @@ def fit(
         step = step_of.get(tuple(key[:4]), math.nan)
         g = fit_group(key, entries, float(step), draft_cost, predict_k, cycle_form)
         groups.append(replace(g, context_tokens=context))
-    runs_of = dict(iter(spec.groupby(_GROUP, sort=False, dropna=False)))
     categories, mixes = fit_by_category(
-        [(runs_of[key], g) for key, g in zip(runs_of, groups, strict=True)],
-        parse_mix(mix) if mix is not None else None,
+        _categorised(spec, groups), parse_mix(mix) if mix is not None else None
     )
     contexts = contexts_of(groups)
     groups = context_notes(groups, contexts)
