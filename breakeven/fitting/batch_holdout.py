@@ -20,11 +20,15 @@ interval's half-width over the prediction [fraction].
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from breakeven.fitting.fit import fit
+from breakeven.fitting.holdout import _rows_of
 
 BATCH_PROTOCOLS = ("transfer", "extrapolated", "between")
 """The held-out protocols across batch sizes (see the module's description)."""
@@ -172,17 +176,12 @@ def batch_summary(results: Sequence[BatchHeldOut]) -> dict[str, dict[str, float]
         widths = sorted(x.half_width for x in mine if math.isfinite(x.half_width))
         out[protocol] = {
             "predicted": float(len(errors)),
-            "median_error": _median(errors),
+            "median_error": statistics.median(errors),
             "worst_error": errors[-1],
             "covered": sum(judged) / len(judged) if judged else math.nan,
-            "median_half_width": _median(widths) if widths else math.nan,
+            "median_half_width": statistics.median(widths) if widths else math.nan,
         }
     return out
-
-
-def _median(values: Sequence[float]) -> float:
-    n = len(values)
-    return (values[(n - 1) // 2] + values[n // 2]) / 2
 
 
 @dataclass(frozen=True)
@@ -217,8 +216,6 @@ def held_out_contexts(data: Any, **fit_options: Any) -> list[ContextHeldOut]:
     """Every k at every context length of each context fit of ``data`` (three lengths or
     more), predicted by the context fit of its two shortest lengths (``fit_options`` go to
     :func:`breakeven.fitting.fit.fit`), at the measured accept_len."""
-    from breakeven.fitting.holdout import _rows_of  # lazy: one module's group filter
-
     whole = fit(data, **fit_options)
     out: list[ContextHeldOut] = []
     for c in whole.contexts:
@@ -227,8 +224,6 @@ def held_out_contexts(data: Any, **fit_options: Any) -> list[ContextHeldOut]:
         two = c.contexts[:2]
         groups = [g for g in whole.groups if _same(g, c) and g.context_tokens in two]
         rows = [_rows_of(data, g) for g in groups]
-        import pandas as pd  # lazy: the protocol's rows only
-
         part = fit(pd.concat(rows).drop_duplicates(), **fit_options)
         mine = [x for x in part.contexts if _same(x, c)]
         if not mine:

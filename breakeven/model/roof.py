@@ -150,7 +150,8 @@ def fit_roof(
     ``equations`` are (batch, q, measured time [ms]); ``solve_rest(remainder)`` fits the linear
     terms to each time less its roof, relative to the time (``remainder[i] = 1 - roof_i /
     time_i``), and returns their coefficients and the RMS of the relative residuals.  The
-    scales are searched on a grid of their logs, then polished from the best (Nelder-Mead)."""
+    scales are searched on a grid of their logs, then polished from the best (Nelder-Mead);
+    the last call of ``solve_rest`` is at the scales returned."""
     batch = np.array([e[0] for e in equations], dtype=float)
     q = np.array([e[1] for e in equations], dtype=float)
     t = np.array([e[2] for e in equations], dtype=float)

@@ -239,19 +239,6 @@ class BatchSurface:
         doublings = max(math.log2(low / batch), math.log2(batch / high), 0.0)
         return width * (1 + doublings / max(math.log2(high / low), 1.0)) + beyond
 
-    @property
-    def interval_check(self) -> tuple[float, float, int]:
-        """How the intervals held on the batch sizes left out (:attr:`held_out_batches`): the
-        share of errors inside their fit's interval [fraction], the median half-width
-        [fraction], and how many; NaN, NaN, 0 without."""
-        checks = self.held_out_batches
-        if not checks:
-            return math.nan, math.nan, 0
-        inside = sum(lo - 1e-12 <= e <= hi + 1e-12 for _, e, lo, hi in checks) / len(checks)
-        widths = sorted((hi - lo) / 2 for *_, lo, hi in checks)
-        n = len(widths)
-        return inside, (widths[(n - 1) // 2] + widths[n // 2]) / 2, n
-
     def speedup_range(
         self,
         batch: float,
@@ -483,20 +470,16 @@ def _solve_roofed(
     prior[0, _PER_TOKEN] = weight
     a = np.vstack([a, prior])
 
+    last: list[Any] = []  # the latest solve: fit_roof's last is at the scales it returns
+
     def rest(remainder: Any) -> tuple[Any, float]:
-        x, _, rms, _ = _solve_relative(a, np.append(remainder, weight * median))
+        last[:] = _solve_relative(a, np.append(remainder, weight * median))
         n = len(remainder)  # rms over n + 1 equations, as fit_roof weighs n
-        return x, rms * math.sqrt((n + 1) / n)
+        return last[0], last[2] * math.sqrt((n + 1) / n)
 
     equations = [(r[2], r[3] / r[2], t) for r, t in zip(rows, targets, strict=True)]
     fitted, _, _ = fit_roof(roof, equations, rest, moe.loaded if moe else None)
-    floor = fitted.ms(
-        np.array([e[0] for e in equations]),
-        np.array([e[1] for e in equations]),
-        moe.loaded if moe else None,
-    )
-    remainder = np.append(1 - np.asarray(floor) / np.asarray(targets), weight * median)
-    x, merged, rms, groups = _solve_relative(a, remainder)
+    x, merged, rms, groups = last
     return fitted, x, merged, rms, groups
 
 
