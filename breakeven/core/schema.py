@@ -142,6 +142,34 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms",
     ),
     Column(
+        "ttft_ms",
+        "number",
+        "ms",
+        "a request's time to first token: from sending it to its first streamed token "
+        "(queueing and prefill included)",
+    ),
+    Column(
+        "e2e_ms",
+        "number",
+        "ms",
+        "a request's end-to-end latency: from sending it to its last token (ttft_ms + decode time)",
+    ),
+    Column(
+        "start_s",
+        "number",
+        "s",
+        "when the request was sent, in seconds since its level began (bench): with e2e_ms "
+        "it gives the level's duration, and so its goodput in requests per second",
+    ),
+    Column(
+        "request_rate",
+        "number",
+        "req/s",
+        "the level's offered request rate: requests sent per second on a schedule, whatever "
+        "the server's progress (open loop: bench --request-rate); empty for a closed-loop "
+        "level, whose load is its concurrency",
+    ),
+    Column(
         "completion_tokens",
         "number",
         "tokens",
