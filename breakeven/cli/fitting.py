@@ -93,14 +93,15 @@ SCHEDULE_KEYS = [
     metavar="config.json",
     help="The model's Hugging Face config.json: with the runs' accelerator (their "
     "hardware column, or --accelerator), the surface across batch sizes may take the "
-    "roofline form (weights and KV over the datasheet bandwidth, FLOPs over its peak).",
+    "roofline form (weights and KV over the datasheet bandwidth, FLOPs over its peak). "
+    "Default: each row's model_config column, where the runs file has one.",
 )
 @click.option(
     "--accelerator",
     "accelerator",
     metavar="NAME",
-    help="The runs' accelerator and count, e.g. H100, '8x MI300X' (with --model-config; "
-    "default: read from each run's hardware).",
+    help="The runs' accelerator and count, e.g. H100, '8x MI300X' (with --model-config or "
+    "a model_config column; default: read from each run's hardware).",
 )
 @click.option(
     "--weight-bits",

@@ -142,6 +142,13 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "about accept_len tokens, so itl_ms ~ accept_len x tpot_ms",
     ),
     Column(
+        "model_config",
+        "text",
+        "-",
+        "the path of the row's model's Hugging Face config.json, relative to the runs file's "
+        "folder or absolute: fit's roofline form for that model, as fit --model-config",
+    ),
+    Column(
         "ttft_ms",
         "number",
         "ms",

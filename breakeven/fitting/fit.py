@@ -30,7 +30,7 @@ per-token acceptance alpha fitted to the runs' accept_len (i.i.d. positions).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -45,11 +45,12 @@ from breakeven.core.quantities import (
     MAX_SPEC_TOKENS,
     plain_json,
 )
-from breakeven.fitting.roofs import roof_source
+from breakeven.fitting.roofs import roof_source, roofs_by_model
 from breakeven.fitting.runs import _CONFIG, _GROUP, COLUMNS_USED, _entries, _per_k, _prepared
 from breakeven.fitting.surfaces import surfaces as batch_surfaces
 from breakeven.fitting.surfaces import trees as tree_acceptances
 from breakeven.iotools.csvfile import read_measurements
+from breakeven.iotools.modelconfig import MODEL_CONFIG_COLUMN, model_configs_of
 from breakeven.measurements.plausibility import (
     falling_cycles,
     impossible_acceptance,
@@ -538,9 +539,25 @@ def _grouped_entries(per_k: Any) -> list[tuple[tuple[Any, ...], list[Any], float
 
 
 def _roofline(model_config: Any, accelerator: Any, roof_for: Any, moe: Any) -> tuple[Any, Any]:
-    """:func:`fit`'s ``roof_for`` and ``moe`` given its ``model_config`` and ``accelerator``:
-    the config's roof source and routing where neither is given."""
-    if model_config is None or roof_for is not None:
+    """:func:`fit`'s ``roof_for`` and ``moe`` given its ``model_config`` (one shape, or a
+    mapping of model to shape) and ``accelerator``: the configs' roof source and routing (per
+    model, for a mapping) where neither is given."""
+    if roof_for is None and isinstance(model_config, Mapping) and model_config:
+        if moe is None:
+            moe = {
+                model: MoE(shape.experts, shape.top_k)
+                for model, shape in model_config.items()
+                if shape.experts
+            } or None
+        return roofs_by_model(model_config, accelerator), moe
+    if not model_config or roof_for is not None:
+        if accelerator is not None and roof_for is None:
+            raise BreakevenError(
+                "{0} needs {1} or a model_config column: the datasheet floor needs the "
+                "model's shape as well",
+                "accelerator",
+                "model_config",
+            )
         return roof_for, moe
     if moe is None and model_config.experts:
         moe = MoE(model_config.experts, model_config.top_k)
@@ -579,8 +596,9 @@ def fit(
         Each workload category's share of the decoded tokens
         (:func:`breakeven.measurements.workload.parse_mix`): the mix's speedup at each k, and its best k.
     model_config, accelerator, roof_for
-        The model's shape (:func:`breakeven.iotools.modelconfig.read_model_config`) and the
-        runs' accelerator (else their ``hardware``), or ``roof_for(model, hardware, context)``
+        The model's shape (:func:`breakeven.iotools.modelconfig.read_model_config`), or a
+        mapping of each model to its shape, and the runs' accelerator (else their
+        ``hardware``), or ``roof_for(model, hardware, context)``
         (:func:`breakeven.fitting.roofs.roof_source`): the surface's roofline form.
     """
 
@@ -608,7 +626,7 @@ def fit(
         [] if groups or surfaces else ["no speculative rows (num_spec_tokens > 0): nothing to fit"]
     )
     notes += range_notes
-    if moe is None:  # a MoE's verify already loads experts a decode of B does not
+    if not moe:  # a MoE's verify already loads experts a decode of B does not
         notes += slow_batch_growth(per_k, step_of)
     notes += pooled_over_k(df)
     notes += _row_notes(df, k, chain)
@@ -654,10 +672,14 @@ def fit_file(
         Each workload category's share of the decoded tokens [fraction]: the mix's speedup
         at each k, and its best k.
     model_config, accelerator
-        The model's shape and the runs' accelerator, for the roofline form (see :func:`fit`).
+        The model's shape and the runs' accelerator, for the roofline form (see :func:`fit`);
+        without ``model_config``, the file's ``model_config`` column, where it has one, names
+        each model's ``config.json`` (relative to the file's folder, or absolute).
     """
 
-    data, _ = read_measurements(path, columns=COLUMNS_USED)
+    data, _ = read_measurements(path, columns=(*COLUMNS_USED, MODEL_CONFIG_COLUMN))
+    if model_config is None:
+        model_config = model_configs_of(data, path) or None
     return fit(
         data,
         source=str(path),

@@ -5,7 +5,7 @@ across batch sizes a roofline (:mod:`breakeven.model.surface`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -69,6 +69,24 @@ def roof_source(
     return roof_for
 
 
+def roofs_by_model(
+    shapes: Mapping[str, Any], accelerator: str | None = None
+) -> Callable[[str, str, float], Roof | None]:
+    """:func:`roof_source` with each model's own shape (``shapes``: model -> its
+    :class:`~breakeven.model.roofline.ModelShape`, as a runs file's ``model_config`` column
+    gives them); None for a model without one."""
+    sources = {
+        model: roof_source(shape, accelerator, label=f"{model}'s config")
+        for model, shape in shapes.items()
+    }
+
+    def roof_for(model: str, hardware: str, context_tokens: float) -> Roof | None:
+        source = sources.get(model)
+        return source(model, hardware, context_tokens) if source is not None else None
+
+    return roof_for
+
+
 WEIGHT_BITS = ("4", "8", "16")
 """The bits per weight ``fit --weight-bits`` takes: a 4-bit (AWQ, GPTQ, NVFP4), 8-bit (FP8,
 INT8) or 16-bit checkpoint of the config's model."""
@@ -112,5 +130,6 @@ __all__: Sequence[str] = (
     "allreduce_bytes",
     "link_gbs",
     "roof_source",
+    "roofs_by_model",
     "with_weight_bits",
 )

@@ -108,7 +108,8 @@ def surfaces(df: Any, moe: Any, roof_for: Any = None) -> tuple[Any, ...]:
         total, count = sum(x[0] for x in mine), sum(x[1] for x in mine)
         mean = total / count if count else math.nan  # the baselines' and the method's runs'
         roof = roof_for(model, hardware, mean) if roof_for is not None else None
-        out.append(fit_surface((model, hardware, method), steps, configs, moe, mean, roof))
+        routing = moe.get(model) if isinstance(moe, dict) else moe
+        out.append(fit_surface((model, hardware, method), steps, configs, routing, mean, roof))
     return tuple(out)
 
 

@@ -44,15 +44,16 @@ def moe_routing(experts: int | None, top_k: int | None, shared: int = 0) -> Any:
 
 def _shape(model_config: str | None, accelerator: str | None, weight_bits: int | None) -> Any:
     """The model's shape from ``model_config`` at ``weight_bits`` (None without a config),
-    ``accelerator`` checked; refused where those two come without a config."""
+    ``accelerator`` checked; ``weight_bits`` refused without a config (``accelerator`` is
+    refused later where the runs' file has no ``model_config`` column either)."""
     if model_config is None:
-        if accelerator is not None or weight_bits is not None:
+        if weight_bits is not None:
             raise BreakevenError(
                 "{0} needs {1}: the datasheet floor needs the model's shape as well",
-                "accelerator" if accelerator is not None else "weight_bits",
+                "weight_bits",
                 "model_config",
             )
-        return None
+        return None  # a model_config column may still name each model's (fit_file)
     from breakeven.fitting.roofs import accelerator_named, with_weight_bits  # lazy: start-up
     from breakeven.iotools.modelconfig import read_model_config  # lazy: start-up
 
