@@ -33,6 +33,7 @@ BATCH_KEYS = [
     "best_k_by_batch",
     "max_batch_plain",
     "max_batch_spec",
+    "request_rates",
 ]
 MOE_KEYS = [
     "active_experts",
@@ -144,6 +145,14 @@ def optimize(as_json: bool, **inputs: Any) -> None:
 @cli.command(epilog=definitions(BATCH_KEYS))
 @o.batch_inputs
 @o.kv_room
+@click.option(
+    "--output-tokens",
+    "output_tokens",
+    type=Bounded(1, 100_000_000),
+    metavar="N",
+    help="Tokens each request decodes, on average: the thresholds in requests per second "
+    "too, by Little's law over decoding (rate = B / (N x TPOT at batch B)) [tokens].",
+)
 @o.json_option
 def batch(as_json: bool, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
@@ -155,6 +164,8 @@ def batch(as_json: bool, **inputs: Any) -> None:
     --per-position, --accept-len-by-k) for the best k at every batch. With
     --kv-tokens, and --spec-kv-tokens or --draft-memory-gib: the draft's memory;
     past the most sequences the cache holds speculating, speculation cannot run.
+    With --output-tokens: the same in requests per second, and the request rate
+    where speculation stops paying.
 
     \b
       breakeven batch --cost-curve data/llama3_8b_decode_curve.csv --accept-len 2.1 -k 3

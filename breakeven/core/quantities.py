@@ -240,6 +240,13 @@ _TABLE = (
         "with --kv-tokens: the most sequences it holds with the draft loaded, floor(spec_kv_tokens / (tokens_per_sequence + 2k)) at the smallest k; past it speculation cannot run (speedup null, k = 0)",
     ),
     Quantity(
+        "request_rates",
+        "the sweep in requests per second",
+        "req/s",
+        3,
+        "with --output-tokens N: by Little's law over decoding, the rate that keeps a batch of B busy, B / (N * TPOT(B)), without speculation (plain_rps, TPOT = t(B)) and with it (spec_rps, TPOT = t(B) / speedup); breakeven_request_rate, the highest rate at which speculation's TPOT at its own batch is below the plain TPOT at the plain batch; plain_capacity_rps and spec_capacity_rps, the most each serves in the batches swept",
+    ),
+    Quantity(
         "best_k_by_batch",
         "best k by batch",
         "tokens",

@@ -652,6 +652,7 @@ def batch_from_files(
     draft_memory_gib: float | None = None,
     kv_bytes_per_token: float | str | None = None,
     tokens_per_sequence: int | None = None,
+    output_tokens: float | None = None,
 ) -> Any:
     """:func:`breakeven.planning.batch.batch_sweep` over the cost model of :func:`schedule_cost`,
     with the fit file's alpha where no acceptance is given.
@@ -674,6 +675,9 @@ def batch_from_files(
         The KV cache without and with speculation [tokens] (a number or a server log), or
         what the draft takes [GiB] at the target's bytes per token; each sequence's tokens
         (default ``context``): see :func:`breakeven.jobs.memory.kv_room_of`.
+    output_tokens : float, optional
+        Tokens each request decodes, on average [tokens]: the sweep's thresholds in
+        requests per second too (:func:`breakeven.planning.rates.request_rates`).
 
     Returns
     -------
@@ -688,6 +692,8 @@ def batch_from_files(
     moved = getattr(getattr(curve, "surface", None), "context_note", "")
     notes = ((moved,) if moved else ()) + result.notes  # and the sweep's flags
     result = dataclasses.replace(result, acceptance=note, notes=notes)
+    if output_tokens is not None:
+        result = result.in_request_rates(output_tokens)
     return result if evidence is None else result.with_evidence(evidence, at)
 
 

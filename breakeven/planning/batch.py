@@ -24,6 +24,7 @@ from breakeven.measurements.plausibility import typed_times
 from breakeven.model import _speedup, _xp
 from breakeven.model.costs import DraftCost
 from breakeven.model.memory import KvRoom
+from breakeven.planning.rates import RateView, request_rates
 from breakeven.prediction.optimize import (
     DEFAULT_K_MAX,
     _evidence_fields,
@@ -88,6 +89,14 @@ class BatchResult:
     max_batch_spec: int | None = None
     """The most sequences it holds speculating (at the smallest k swept) [sequences]: past it
     speculation cannot run, and the speedup there is None."""
+    rates: RateView | None = None
+    """The sweep in requests per second, where each request's decoded tokens are given
+    (:meth:`in_request_rates`); None otherwise."""
+
+    def in_request_rates(self, output_tokens: float) -> BatchResult:
+        """This sweep with its thresholds in requests per second, each request decoding
+        ``output_tokens`` [tokens] (:func:`breakeven.planning.rates.request_rates`)."""
+        return replace(self, rates=request_rates(self.speedup_by_batch, output_tokens))
 
     def with_evidence(self, evidence: Evidence, context: float | None = None) -> BatchResult:
         """This sweep checked against a fit file's ``evidence``: each batch's k and speedup,
@@ -101,7 +110,8 @@ class BatchResult:
     def to_dict(self) -> dict[str, Any]:
         """``speedup_by_batch`` (each ``{batch, k, speedup, step_ms, cycle_ms}``),
         ``breakeven_batch``, ``max_batch``, ``best_k_by_batch``, ``acceptance``,
-        ``measured_steps`` and ``notes``; from a fit file, ``pasted``, ``refused`` and
+        ``measured_steps`` and ``notes``; with request rates, ``request_rates``
+        (:class:`~breakeven.planning.rates.RateView`); from a fit file, ``pasted``, ``refused`` and
         ``evidence`` (:meth:`with_evidence`)."""
         several = self.best_k_by_batch is not None
         points = [plain_json(asdict(p)) for p in self.speedup_by_batch]
@@ -121,6 +131,8 @@ class BatchResult:
         if self.max_batch_plain is not None:
             out["max_batch_plain"] = self.max_batch_plain
             out["max_batch_spec"] = self.max_batch_spec
+        if self.rates is not None:
+            out["request_rates"] = self.rates.to_dict()
         return out | _evidence_fields(self.evidence, self.refused)
 
     def to_frame(self) -> Any:

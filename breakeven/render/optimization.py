@@ -203,6 +203,25 @@ def _breakeven_batch_sentence(r: Row) -> str:
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 
+def _request_rate_sentence(rates: Row) -> str:
+    """The break-even request rate in words, with what each side serves in the sweep."""
+    rate, n = rates["breakeven_request_rate"], f"{rates['output_tokens']:g}"
+    served = (
+        f"in the batches swept the plain server serves up to "
+        f"{number_text(rates['plain_capacity_rps'], 3)} req/s, speculating up to "
+        f"{number_text(rates['spec_capacity_rps'], 3)}"
+    )
+    head = f"In requests per second ({n} tokens decoded each, by Little's law over decoding): "
+    if rate is None:
+        return head + f"speculation pays at no rate; {served}."
+    if isinstance(rate, str):
+        return head + f"speculation pays at every rate served, {rate}; {served}."
+    return (
+        head + f"speculation pays up to {number_text(rate, 3)} req/s; above it, turn it off; "
+        f"{served}."
+    )
+
+
 def _sample(points: list[Row], keep: set[int]) -> list[int]:
     """Indices to print: all of a short sweep, else powers of two, the ends and ``keep``."""
     if len(points) <= 40:
@@ -242,6 +261,8 @@ def batch_text(r: Row) -> str:
     elif r.get("best_k_by_batch") is not None:
         ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
+    if r.get("request_rates"):
+        lines.append(_request_rate_sentence(r["request_rates"]))
     if r.get("acceptance"):
         lines.append(f"Acceptance from the fit: {r['acceptance'].removeprefix('acceptance: ')}.")
     lines += [f"{n[:1].upper()}{n[1:]}." for n in r.get("notes") or ()]
