@@ -5,6 +5,7 @@ the plain batch."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -17,6 +18,7 @@ from breakeven.planning.rates import BEYOND_THE_SWEEP, request_rates
 from tests.cli_checks import run_cli
 
 CURVE = "data/llama3_8b_decode_curve.csv"
+ENGINE = ["--engine", "vllm"]
 
 
 def _points(plain_tpot, spec_tpot, batches=range(1, 129), k=3):
@@ -134,3 +136,32 @@ def test_a_bad_output_tokens_is_one_line(value):
     )
     assert r.exit_code == 2, r.output
     assert "--output-tokens" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_schedule_states_its_ranges_in_requests_per_second():
+    common = ["--cost-curve", CURVE, "--fit", "linear", "--max-batch", "512"]
+    acceptance = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0.98"]
+    r = run_cli(["schedule", *common, *acceptance, *ENGINE, "--output-tokens", "256", "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    steps = {
+        p["batch"]: p["step_ms"]
+        for p in json.loads(run_cli(["batch", *common, *acceptance, "--json"]).stdout)[
+            "speedup_by_batch"
+        ]
+    }
+    speedup = {x["batch"]: x["speedup"] for x in got["by_batch"]}
+    for x in got["ranges"]:
+        for batch, rate in ((x["first"], x["rate_from"]), (x["last"], x["rate_to"])):
+            tpot = steps[batch] / (speedup[batch] if x["k"] else 1.0)
+            assert rate == pytest.approx(batch * 1000 / (256 * tpot))
+    bounds = [(x["rate_from"], x["rate_to"]) for x in got["ranges"]]
+    assert all(a < b for a, b in bounds) and all(
+        prev[1] < nxt[0] for prev, nxt in itertools.pairwise(bounds)
+    )
+    text = " ".join(
+        run_cli(
+            ["schedule", *common, *acceptance, *ENGINE, "--output-tokens", "256"]
+        ).output.split()
+    )
+    assert "The ranges in requests per second: k = " in text

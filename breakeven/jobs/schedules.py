@@ -81,6 +81,7 @@ def schedule_from_files(
     draft_memory_gib: float | None = None,
     kv_bytes_per_token: float | str | None = None,
     tokens_per_sequence: int | None = None,
+    output_tokens: float | None = None,
 ) -> dict[str, Any]:
     """What ``breakeven schedule`` prints (:func:`breakeven.planning.schedule.schedule_report`), from
     a cost curve or fit file, and the engine's config written to ``out`` as JSON.
@@ -96,17 +97,13 @@ def schedule_from_files(
         unless ``force``, or is one of the inputs, even with ``force``).  Written only
         where the schedule has a config (not where no k pays, nor for SGLang at one k, nor
         where a fit file's runs do not support it: ``refused``).
-    force : bool
-        Replace ``out``.
-    require_config : bool
-        With ``out``: raise, leaving ``out`` as it was, where there is no config to write
-        (``breakeven schedule --out``: never a success beside a stale file).
+    force, require_config : bool
+        Replace ``out``; with ``out``, raise where there is no config to write, leaving it
+        as it was (``schedule --out``: never a success beside a stale file).
     min_gain : float
-        Merge neighbouring ranges while a merge gives up less than this share of their
-        throughput [fraction].
+        Merge neighbouring ranges while a merge gives up less than this [fraction].
     max_num_seqs, graph_sizes, method, base_config
-        As :func:`breakeven.planning.schedule.schedule_report`: the server's max_num_seqs and
-        CUDA-graph batch sizes [sequences], the speculative method and config it runs.
+        As :func:`breakeven.planning.schedule.schedule_report` takes them.
     cost_curve, fit, fit_file, fit_surface, context, accept_len, k, alpha, per_position
         The cost model (a ``tokens,ms`` CSV or a fit file's surface, at ``context``
         [tokens]) and acceptance, as :class:`~breakeven.jobs.inputs.SweepInputs` says.
@@ -115,8 +112,9 @@ def schedule_from_files(
     max_batch, kv_tokens, spec_kv_tokens, draft_memory_gib, kv_bytes_per_token
         The largest batch swept [sequences], and the KV cache without and with speculation
         (:func:`breakeven.jobs.memory.kv_room_of`): k is 0 past the most sequences it fits.
-    tokens_per_sequence : int, optional  [tokens]
-        Each sequence's cached tokens (default ``context``).
+    tokens_per_sequence, output_tokens : int, optional  [tokens]
+        Each sequence's cached tokens (default ``context``); each request's decoded tokens,
+        for the ranges in requests per second (:func:`_in_request_rates`).
     """
     inputs = SweepInputs.of(locals())
     if out is not None:
@@ -124,9 +122,22 @@ def schedule_from_files(
     data = _schedule_data(
         inputs, load, out, engine, min_gain, max_num_seqs, graph_sizes, method, base_config
     )
+    if output_tokens is not None:
+        _in_request_rates(data, output_tokens)
     if out is not None:
         _write_config(out, data, force, require_config)
     return data
+
+
+def _in_request_rates(data: Any, output_tokens: float) -> None:
+    """``data`` (a :class:`~breakeven.planning.schedule.ScheduleReport`) given its schedule in
+    requests per second: ``request_rates``, and each range's ``rate_from`` and ``rate_to``."""
+    from breakeven.planning.rates import schedule_rates  # lazy: start-up
+
+    rates = schedule_rates(data.schedule, output_tokens)
+    data["request_rates"] = rates["request_rates"]
+    for row, bounds in zip(data["ranges"], rates["range_rates"], strict=True):
+        row.update(bounds)
 
 
 def _refuse_out(out: str, force: bool, inputs: SweepInputs, load: str | None) -> None:
@@ -252,8 +263,7 @@ def plan_from_files(
     load : str, optional
         A load profile file (see :func:`read_load_profile`).
     min_gain : float
-        Merge neighbouring ranges while a merge gives up less than this share of their
-        throughput [fraction].
+        Merge neighbouring ranges while a merge gives up less than this [fraction].
     graph_sizes : sequence of int, optional
         The server's CUDA-graph batch sizes [sequences], which SGLang rounds a batch up to.
     cost_curve, fit, fit_file, fit_surface, context

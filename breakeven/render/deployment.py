@@ -6,7 +6,7 @@ import json
 import shlex
 
 from breakeven.core.quantities import number_text
-from breakeven.render.optimization import refusal_lines
+from breakeven.render.optimization import refusal_lines, request_rate_sentence
 from breakeven.render.text import (
     Row,
     command_lines,
@@ -152,6 +152,8 @@ def schedule_text(r: Row) -> str:
             else f"{b}; some k still beats plain decoding at batch {r['max_batch']}."
         )
     )
+    if r.get("request_rates"):
+        lines += _rate_lines(r)
     lines += [f"Note: {n}." for n in r["notes"]]
     if r.get("refused"):
         lines += ["", "Config to paste: none: the runs do not support this schedule (see above)."]
@@ -163,6 +165,21 @@ def schedule_text(r: Row) -> str:
             held = json.dumps(r["config"], indent=2)
         lines += [f"with {r['config_path']} holding:", *("  " + x for x in held.splitlines())]
     return "\n".join(lines) + "\n"
+
+
+def _rate_lines(r: Row) -> list[str]:
+    """The schedule in requests per second: the break-even rate, then each range's rates."""
+    parts = []
+    for x in r["ranges"]:
+        what = f"k = {x['k']}" if x["k"] else "off"
+        low, high = x.get("rate_from"), x.get("rate_to")
+        if low is None or high is None:
+            continue
+        parts.append(f"{what} from {number_text(low, 3)} to {number_text(high, 3)} req/s")
+    lines = [request_rate_sentence(r["request_rates"])]
+    if parts:
+        lines.append("The ranges in requests per second: " + "; ".join(parts) + ".")
+    return lines
 
 
 def schedule_html(r: Row) -> str:

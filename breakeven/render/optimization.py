@@ -203,7 +203,7 @@ def _breakeven_batch_sentence(r: Row) -> str:
     return f"Break-even batch: {b}; speculation pays up to {b} sequences decoded together."
 
 
-def _request_rate_sentence(rates: Row) -> str:
+def request_rate_sentence(rates: Row) -> str:
     """The break-even request rate in words, with what each side serves in the sweep."""
     rate, n = rates["breakeven_request_rate"], f"{rates['output_tokens']:g}"
     served = (
@@ -262,7 +262,7 @@ def batch_text(r: Row) -> str:
         ranges = ", ".join(f"[{a}, {b}, {k}]" for a, b, k in r["best_k_by_batch"])
         lines.append(f"Best k by batch, as [first batch, last batch, k] (k = 0: off): [{ranges}]")
     if r.get("request_rates"):
-        lines.append(_request_rate_sentence(r["request_rates"]))
+        lines.append(request_rate_sentence(r["request_rates"]))
     if r.get("acceptance"):
         lines.append(f"Acceptance from the fit: {r['acceptance'].removeprefix('acceptance: ')}.")
     lines += [f"{n[:1].upper()}{n[1:]}." for n in r.get("notes") or ()]
