@@ -255,6 +255,7 @@ def test_compare_says_the_breakeven_rate_first(tmp_path):
     assert first.startswith("speculation pays up to ")
     assert "req/s (p90 TPOT <= 50 ms); above it, turn it off" in first
     assert "(interpolated between 4 and 8 req/s)" in " ".join(r.output.split())
+    assert "eagle3 is slower than base at 8 req/s" in r.output  # each level's headline
     got = json.loads(run_cli(["compare", base, spec, "--slo", "tpot_ms:p90<=50", "--json"]).output)
     (answer,) = got["breakeven_rates"]
     assert answer["by"] == "goodput" and 4 <= answer["breakeven_request_rate"] <= 8

@@ -97,6 +97,9 @@ class RunComparison:
     launch_spread: float = math.nan
     """The fastest launch's rate over the slowest's, on the side that disagrees more [x]
     (check's :attr:`~breakeven.measurements.pairing.Comparison.launch_spread`)."""
+    request_rate: float = math.nan
+    """An open-loop level's offered rate [req/s] (``concurrency`` is then the client's cap);
+    NaN for a closed-loop level."""
 
 
 @dataclass(frozen=True)
@@ -347,6 +350,8 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
     where = (
         f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) else ""
     )
+    if several and c.request_rate > 0:
+        where = f" at {c.request_rate:g} req/s"
     speedup, said = c.measured_speedup, c.verdict  # check's: one speedup, one verdict
     return RunComparison(
         label=c.label,
@@ -385,6 +390,7 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
         ),
         launch_note=c.launch_note,
         launch_spread=c.launch_spread,
+        request_rate=c.request_rate,
     )
 
 

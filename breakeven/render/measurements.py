@@ -80,6 +80,10 @@ def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
     if len(set(loads)) > 1:  # a sweep's loads: otherwise its rows read alike
         heads = [*heads[:2], "concurrency [sequences]", *heads[2:]]
         rows = [[*row[:2], load, *row[2:]] for row, load in zip(rows, loads, strict=True)]
+    rates = [num(c.get("request_rate"), "g") for c in r["comparisons"]]
+    if len(set(rates)) > 1:  # open-loop levels: each its request rate
+        heads = [*heads[:2], "rate [req/s]", *heads[2:]]
+        rows = [[*row[:2], rate, *row[2:]] for row, rate in zip(rows, rates, strict=True)]
     hardware = [c["hardware"] for c in r["comparisons"]]
     return with_hardware(heads, rows, hardware, after=0)
 
