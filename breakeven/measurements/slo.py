@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from breakeven.core.errors import invalid_value
 from breakeven.measurements.intervals import launch_mean_interval
@@ -262,8 +263,7 @@ def level_row(
     """One side at one level from its requests' ``columns`` (:data:`SLO_METRICS`,
     ``start_s``; NaN where missing) and each request's ``launch``; ``who`` gives its
     ``label``, ``side``, ``num_spec_tokens``, ``concurrency`` and ``request_rate``."""
-    launch = np.asarray(launch)
-    codes, _ = _codes(launch)
+    codes, _ = pd.factorize(np.asarray(launch))  # each launch 0, 1, ... as they come
     n_launches = int(codes.max()) + 1 if len(codes) else 0
     tpot = np.asarray(columns["tpot_ms"], dtype=float)
     row = LevelRow(
@@ -326,17 +326,11 @@ def _missed(columns: dict[str, Any], slo: Slo) -> tuple[str, ...]:
             continue
         value = float(np.percentile(values, bound.percentile, method=PERCENTILE_METHOD))
         if not bool(bound.met(value)):
-            missed.append(f"{bound.metric}:p{bound.percentile:g} {value:.4g} > {bound.value_ms:g}")
+            above = ">" if bound.operator == "<=" else ">="
+            missed.append(
+                f"{bound.metric}:p{bound.percentile:g} {value:.4g} {above} {bound.value_ms:g}"
+            )
     return tuple(missed)
-
-
-def _codes(values: Any) -> tuple[Any, Any]:
-    """Each value as 0, 1, ... in order of first appearance, and the distinct values."""
-    uniques, first, codes = np.unique(values, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return rank[codes.reshape(-1)], uniques[order]
 
 
 @dataclass(frozen=True)
