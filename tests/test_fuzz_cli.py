@@ -226,6 +226,7 @@ VALID = {
         "<in:case_study>",
         "<in:published>",
         "<in:case_study> --schedule <in:schedule_json>",
+        "<in:case_study> --slo tpot_ms<=50,ttft_ms:p90<=2000",
     ],
     ("plot", "surface"): [
         *(a + " --out <out:fresh.png>" for a in _PREDICT),
@@ -246,6 +247,7 @@ VALID = {
         "<in:sglang_baseline> <in:sglang_log> -k 3",
         "<in:sglang_baseline> <in:sglang_log> -k 3 --verify-ms 28.7 --draft-ms 1.2",
         "<in:case_study> <in:case_study> --fail-if slower",
+        "<in:sglang_baseline> <in:sglang_log> -k 3 --slo tpot_ms:p90<=50",
     ],
     ("bench",): [
         "--label b --requests 2 --max-tokens 8",

@@ -193,6 +193,16 @@ def ingest(
 @o.schedule_file
 @o.fit_check_file
 @o.mix
+@click.option(
+    "--slo",
+    "slo",
+    metavar="'METRIC[:pP]<=MS,...'",
+    help="A service-level objective: bounds on ttft_ms, tpot_ms, itl_ms or e2e_ms, as "
+    "vllm bench serve --goodput names them, e.g. 'tpot_ms<=50,ttft_ms:p90<=2000'. A bound "
+    "without :pP holds for each request (goodput, attainment); with one, for the level's "
+    "P-th percentile. Adds each level's goodput and SLO attainment, and the break-even "
+    "request rate by goodput.",
+)
 @o.json_option
 def check_command(
     measurements: str,
@@ -200,6 +210,7 @@ def check_command(
     schedule_file: str | None,
     fit_file: str | None,
     mix: str | None,
+    slo: str | None,
     as_json: bool,
 ) -> None:
     """Measured against predicted speedups, and stale or drifting baselines.
@@ -215,7 +226,7 @@ def check_command(
     """
     from breakeven.jobs.measure import check_from_file  # lazy: start-up
 
-    emit(check_from_file(measurements, tolerance, schedule_file, fit_file, mix), as_json)
+    emit(check_from_file(measurements, tolerance, schedule_file, fit_file, mix, slo), as_json)
 
 
 @cli.command(name="compare")
@@ -328,6 +339,16 @@ def check_command(
 @o.schedule_file
 @o.fit_check_file
 @o.mix
+@click.option(
+    "--slo",
+    "slo",
+    metavar="'METRIC[:pP]<=MS,...'",
+    help="A service-level objective: bounds on ttft_ms, tpot_ms, itl_ms or e2e_ms, as "
+    "vllm bench serve --goodput names them, e.g. 'tpot_ms<=50,ttft_ms:p90<=2000'. A bound "
+    "without :pP holds for each request (goodput, attainment); with one, for the level's "
+    "P-th percentile. Adds each level's goodput and SLO attainment, and the break-even "
+    "request rate by goodput.",
+)
 @o.json_option
 def compare_command(
     fail_if: str | None,

@@ -120,6 +120,7 @@ def check_from_file(
     schedule_file: str | None = None,
     fit_file: str | None = None,
     mix: str | dict[str, float] | None = None,
+    slo: str | None = None,
 ) -> CheckResult:
     """:func:`breakeven.measurements.check.check_file`, each run against a schedule and a fit, and over a
     traffic mix, if given.
@@ -136,8 +137,10 @@ def check_from_file(
         See :func:`with_fit`.
     mix : str or dict, optional
         See :func:`with_mix`.
+    slo : str, optional
+        A service-level objective (:func:`breakeven.measurements.slo.parse_slo`).
     """
-    result = with_schedule(check_file(measurements, tolerance), schedule_file)
+    result = with_schedule(check_file(measurements, tolerance, slo), schedule_file)
     return with_mix(with_fit(result, fit_file), mix)
 
 
@@ -258,6 +261,7 @@ def compare_from_files(
     draft_ms: float | None = None,
     cycle_ms: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    slo: str | None = None,
 ) -> CompareResult:
     """:func:`breakeven.measurements.compare.compare` of runs given as text (``[LABEL=]PATH[+PATH][,...]``).
 
@@ -288,6 +292,8 @@ def compare_from_files(
         ``draft_ms``), or ``cycle_ms``.
     tolerance : float
         Relative tolerance, as :func:`breakeven.measurements.check.check`'s [fraction].
+    slo : str, optional
+        A service-level objective (:func:`breakeven.measurements.slo.parse_slo`).
     """
     check_year(year)
     files = _run_files(baseline, specs)
@@ -306,9 +312,8 @@ def compare_from_files(
         runs.append(_spec_at_k(typed, num_spec_tokens, spec_method, baseline_tok_s, spec_tok_s))
     base = replace(base, year=year)
     runs = [replace(run, year=year) for run in runs]
-    compared = compare(
-        base, runs, verify_ms=verify_ms, draft_ms=draft_ms, cycle_ms=cycle_ms, tolerance=tolerance
-    )
+    costs = {"verify_ms": verify_ms, "draft_ms": draft_ms, "cycle_ms": cycle_ms}
+    compared = compare(base, runs, **costs, tolerance=tolerance, slo=slo)
     result = with_fit(with_schedule(compared, schedule_file), fit_file)
     return with_mix(result, mix)
 

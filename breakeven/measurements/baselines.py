@@ -21,6 +21,7 @@ from breakeven.measurements.normalise import (
     _positions,
     _time_text,
     _values_at,
+    key_request_rate,
 )
 from breakeven.model.pooling import group_pooled_rates
 
@@ -41,6 +42,9 @@ class Baseline:
     """Mean per-sequence decode rate of its runs [tok/s]."""
     runs: int
     """Runs (a run_id, or a label and environment) averaged."""
+    request_rate: float = math.nan
+    """The level's offered request rate [req/s] where it is an open-loop level (its
+    concurrency is then NaN); NaN for a closed-loop level."""
 
 
 CONFIG = ["model", "hardware", "concurrency_key"]
@@ -122,6 +126,7 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
                 labels,
                 float(env_mean[e]),
                 int(env_runs[e]),
+                key_request_rate(c),
             )
         )
         envs_by_config.setdefault((m, h, c), []).append((env_fp[e], float(env_mean[e])))

@@ -45,6 +45,7 @@ from breakeven.measurements.intervals import SpeedupInterval
 from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS, normalise
 from breakeven.measurements.pairing import Comparison, pair
 from breakeven.measurements.positions import PositionRow, by_run
+from breakeven.measurements.slo import BreakevenRate, LevelRow, Slo, parse_slo, slo_levels
 from breakeven.measurements.workload import CategoryRow, MixAnswer, as_dicts, by_category
 from breakeven.model import cycle_ms as cycle_of
 
@@ -81,6 +82,17 @@ class CheckResult:
     positions: tuple[PositionRow, ...] = ()
     """Each speculative run's acceptance at each draft position and its accept_len at every
     smaller k (:func:`breakeven.measurements.positions.by_run`); none where no row gives them."""
+    levels: tuple[LevelRow, ...] = ()
+    """Each run and its baseline at each level, from the rows of its requests: latency
+    percentiles, and with an SLO goodput and attainment (:mod:`breakeven.measurements.slo`);
+    none where no row gives a request's latency."""
+    breakeven_rates: tuple[BreakevenRate, ...] = ()
+    """Each run's break-even request rate over its open-loop levels
+    (:func:`breakeven.measurements.slo.breakeven_rates`)."""
+    slo: str | None = None
+    """The SLO applied (:func:`breakeven.measurements.slo.parse_slo`, normalised); None: none."""
+    slo_note: str = ""
+    """Why the SLO could not be applied (no row gives a request's latency); empty otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``;
@@ -108,6 +120,7 @@ class CheckResult:
             data["mix"] = as_dicts(self.mix)
         if self.positions:
             data["positions"] = as_dicts(self.positions)
+        data.update(slo_dict(self))
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -142,7 +155,11 @@ class CheckResult:
 
 
 def check(
-    data: Any, tolerance: float = DEFAULT_TOLERANCE, *, named_pairs: bool = False
+    data: Any,
+    tolerance: float = DEFAULT_TOLERANCE,
+    *,
+    named_pairs: bool = False,
+    slo: str | Slo | None = None,
 ) -> CheckResult:
     """Pair speculative runs with baselines; compare measured and predicted speedups; flag.
 
@@ -166,17 +183,24 @@ def check(
         The caller named which rows are the baseline of which (``compare``'s BASELINE and
         SPEC): no ``unnamed_pairing`` flag, which warns where the rows alone pair files that
         name neither model nor hardware.
+    slo : str or Slo, optional
+        A service-level objective, such as ``'tpot_ms<=50,ttft_ms:p90<=2000'``
+        (:func:`breakeven.measurements.slo.parse_slo`): each level's goodput and attainment,
+        and the break-even request rate by goodput.
     """
     if not (isinstance(tolerance, (int, float)) and 0 < tolerance < 1):
         raise BreakevenError(
             "{0}: got " + f"{tolerance!r}, expected a fraction in (0, 1)", "tolerance"
         )
+    if isinstance(slo, str):
+        slo = parse_slo(slo)
     df = normalise(data)
     findings = _Findings()
     flag_rows(df, findings)
     server_checks = cross_check(df, tolerance, findings)
     base = baselines(df, tolerance, findings)
-    comparisons, intervals = pair(df, base, tolerance, findings, named_pairs=named_pairs)
+    comparisons, intervals, members = pair(df, base, tolerance, findings, named_pairs=named_pairs)
+    levels, rates, note = slo_levels(df, comparisons, members, slo)
     order = list(FLAGS)
     flags = sorted(findings.flags, key=lambda f: order.index(f.code))
     return CheckResult(
@@ -188,6 +212,10 @@ def check(
         tuple(base.summary),
         categories=by_category(df[~df["echo"]]),
         positions=by_run(df[~df["echo"]]),
+        levels=levels,
+        breakeven_rates=rates,
+        slo=slo.text if slo is not None else None,
+        slo_note=note,
     )
 
 
@@ -230,11 +258,30 @@ def with_cycle(rows: Any, cycle: float | Any, *, override: bool = True) -> Any:
     return rows
 
 
-def check_file(path: str, tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+def check_file(
+    path: str, tolerance: float = DEFAULT_TOLERANCE, slo: str | Slo | None = None
+) -> CheckResult:
     """:func:`check` on a measurements CSV."""
-
+    if isinstance(slo, str):
+        slo = parse_slo(slo)  # before the file is read
     data, _ = read_measurements(path, columns=COLUMNS_USED, times=TIME_COLUMNS)
-    return check(data, tolerance)
+    return check(data, tolerance, slo=slo)
+
+
+def slo_dict(result: Any) -> dict[str, Any]:
+    """A result's SLO part for ``to_dict()``: ``levels`` and ``breakeven_rates`` where rows give
+    a request's latency, ``slo`` where one was given and ``slo_note`` where it could not be
+    applied."""
+    data: dict[str, Any] = {}
+    if result.slo is not None:
+        data["slo"] = result.slo
+    if result.slo_note:
+        data["slo_note"] = result.slo_note
+    if result.levels:
+        data["levels"] = [plain_json(r.to_dict()) for r in result.levels]
+    if result.breakeven_rates:
+        data["breakeven_rates"] = [plain_json(r.to_dict()) for r in result.breakeven_rates]
+    return data
 
 
 __all__: Sequence[str] = (

@@ -21,9 +21,10 @@ from breakeven import render
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
-from breakeven.measurements.check import check, cycle_given, with_cycle
+from breakeven.measurements.check import check, cycle_given, slo_dict, with_cycle
 from breakeven.measurements.intervals import ADVICE_ONE_LAUNCH, MIN_VALUES
 from breakeven.measurements.normalise import COLUMNS_USED
+from breakeven.measurements.slo import Slo, parse_slo
 from breakeven.measurements.workload import as_dicts
 from breakeven.model import _step_ms, breakeven_accept_len
 
@@ -96,6 +97,9 @@ class RunComparison:
     launch_spread: float = math.nan
     """The fastest launch's rate over the slowest's, on the side that disagrees more [x]
     (check's :attr:`~breakeven.measurements.pairing.Comparison.launch_spread`)."""
+    request_rate: float = math.nan
+    """An open-loop level's offered rate [req/s] (``concurrency`` is then the client's cap);
+    NaN for a closed-loop level."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,15 @@ class CompareResult:
     positions: tuple[Any, ...] = ()
     """Each run's acceptance by draft position and accept_len at every smaller k
     (:class:`breakeven.measurements.positions.PositionRow`); none where no row gives them."""
+    levels: tuple[Any, ...] = ()
+    """Each run and the baseline at each level (:class:`breakeven.measurements.slo.LevelRow`):
+    latency percentiles, and with an SLO goodput and attainment."""
+    breakeven_rates: tuple[Any, ...] = ()
+    """Each run's break-even request rate (:class:`breakeven.measurements.slo.BreakevenRate`)."""
+    slo: str | None = None
+    """The SLO applied, normalised; None: none."""
+    slo_note: str = ""
+    """Why the SLO could not be applied; empty otherwise."""
 
     @property
     def headlines(self) -> tuple[str, ...]:
@@ -167,6 +180,7 @@ class CompareResult:
             data["mix"] = as_dicts(self.mix)
         if self.positions:
             data["positions"] = as_dicts(self.positions)
+        data.update(slo_dict(self))
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
         if self.fit_check is not None:
@@ -260,6 +274,7 @@ def compare(
     draft_ms: float | None = None,
     cycle_ms: float | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
+    slo: str | Slo | None = None,
 ) -> CompareResult:
     """Each speculative run in ``specs`` against ``baseline``.
 
@@ -270,7 +285,12 @@ def compare(
         break-even accept_len: ``verify_ms`` (and ``draft_ms``), or ``cycle_ms``.
     tolerance : float
         As :func:`breakeven.measurements.check.check`'s.
+    slo : str or Slo, optional
+        As :func:`breakeven.measurements.check.check`'s: goodput, attainment and the
+        break-even request rate under it.
     """
+    if isinstance(slo, str):
+        slo = parse_slo(slo)  # before the runs are read
     cycle = cycle_given(verify_ms, draft_ms, cycle_ms)
     labels = [baseline.label, *(s.label for s in specs)]
     if len(set(labels)) != len(labels):
@@ -281,7 +301,7 @@ def compare(
             "runs",
         )
     # The user named the pairs (BASELINE, SPEC): no unnamed_pairing flag.
-    result = check(_rows(baseline, specs, cycle), tolerance, named_pairs=True)
+    result = check(_rows(baseline, specs, cycle), tolerance, named_pairs=True, slo=slo)
     runs = [
         _run(c, interval, baseline.label, cycle, _several(result, c.label))
         for c, interval in zip(result.comparisons, result.intervals, strict=True)
@@ -297,6 +317,10 @@ def compare(
         result.baselines,
         categories=tuple(c for c in result.categories if c.label in labels[1:]),
         positions=tuple(p for p in result.positions if p.label in labels[1:]),
+        levels=result.levels,
+        breakeven_rates=tuple(r for r in result.breakeven_rates if r.label in labels[1:]),
+        slo=result.slo,
+        slo_note=result.slo_note,
     )
 
 
@@ -326,6 +350,8 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
     where = (
         f" at concurrency {c.concurrency:g}" if several and not math.isnan(c.concurrency) else ""
     )
+    if several and c.request_rate > 0:
+        where = f" at {c.request_rate:g} req/s"
     speedup, said = c.measured_speedup, c.verdict  # check's: one speedup, one verdict
     return RunComparison(
         label=c.label,
@@ -364,6 +390,7 @@ def _run(c: Any, interval: Any, baseline: str, cycle: float | None, several: boo
         ),
         launch_note=c.launch_note,
         launch_spread=c.launch_spread,
+        request_rate=c.request_rate,
     )
 
 

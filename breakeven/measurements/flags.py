@@ -16,6 +16,7 @@ import pandas as pd
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.core.quantities import number_text as _n
 from breakeven.measurements.intervals import verdict
+from breakeven.measurements.normalise import key_request_rate
 from breakeven.model.pooling import decoded_tokens, group_pooled_rates
 
 LINES_SHOWN = 20  # line numbers listed per flag or comparison
@@ -314,5 +315,9 @@ def _percent(ratio: float) -> str:
 
 
 def _at_concurrency(value: float) -> str:
-    """'at concurrency 8', or 'at an unknown concurrency' where the rows did not say."""
+    """'at concurrency 8', 'at 4 req/s' for an open-loop level (a level key below -1:
+    :func:`breakeven.measurements.normalise.level_key`), or 'at an unknown concurrency' where
+    the rows did not say."""
+    if value < -1:
+        return f"at {key_request_rate(value):g} req/s"
     return f"at concurrency {value:g}" if value >= 0 else "at an unknown concurrency"

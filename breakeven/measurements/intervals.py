@@ -199,6 +199,20 @@ def across_launches(run_means: Sequence[float]) -> MeanEstimate:
     return MeanEstimate(float(mean), float(sd / math.sqrt(n)), n - 1.0, n, f"across {n} runs")
 
 
+def launch_mean_interval(values: Any, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The mean of launches' values (one value a launch, NaN ones left out) and its
+    ``confidence`` interval across them, mean +- t(n - 1) x sd / sqrt(n) (:func:`across_launches`);
+    no interval (NaN ends) with fewer than two launches: one launch's requests are not
+    independent repeats."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) < 2:
+        return (float(x[0]) if len(x) else math.nan), math.nan, math.nan
+    estimate = across_launches(x)
+    half = float(stdtrit(estimate.df, (1 + confidence) / 2)) * estimate.se
+    return estimate.mean, estimate.mean - half, estimate.mean + half
+
+
 def side(runs: Sequence[Sequence[float]]) -> MeanEstimate:
     """One side's estimate from its runs (each a time-ordered sequence of rates)."""
 

@@ -82,6 +82,10 @@ COLUMNS_USED = (
     "step_ms",
     "tpot_ms",
     "itl_ms",
+    "ttft_ms",
+    "e2e_ms",
+    "start_s",
+    "request_rate",
     "speedup",
     "num_drafts",
     "draft_tokens",
@@ -132,7 +136,7 @@ def _categorical(column: Any) -> Any:
 def normalise(data: Any) -> Any:
     """The rows with every column check reads: texts as categories ("" when missing), numbers
     as floats (a bad one refused with its line), and ``line``, ``is_spec``, ``fingerprint``,
-    ``concurrency_key``, ``launch`` and ``echo`` (a server row whose run a client measured)."""
+    ``concurrency_key`` (the level, :func:`level_key`), ``launch`` and ``echo`` (a server row whose run a client measured)."""
 
     df = data.copy(deep=False)  # columns are replaced below, never changed in place
     if "line" not in df.columns:
@@ -171,10 +175,29 @@ def normalise(data: Any) -> Any:
     df["launch_code"] = _codes(df["launch_id"])
     df["env_known"], df["recorded"] = _knowledge(df)
     df["when"] = _when(df)
-    df["concurrency_key"] = df["concurrency"].fillna(-1.0)
+    df["concurrency_key"] = level_key(df["concurrency"], df["request_rate"])
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
     return df
+
+
+def level_key(concurrency: Any, request_rate: Any) -> Any:
+    """Each row's level, what a speculative run and its baseline share beside model and hardware
+    (``concurrency_key``): its ``concurrency`` for a closed-loop level, -1 where the row gives
+    none, and ``-(1 + request_rate)`` for an open-loop level (a row with a positive
+    ``request_rate``, whose ``concurrency`` is at most the client's cap): below -1, so a rate
+    level never pairs with a concurrency level, and two rate levels pair where their rates are
+    equal (:func:`key_request_rate` reads the rate back)."""
+    rate = np.asarray(request_rate, dtype=float)
+    closed = np.nan_to_num(np.asarray(concurrency, dtype=float), nan=-1.0)
+    with np.errstate(invalid="ignore"):
+        return np.where(rate > 0, -1.0 - rate, closed)
+
+
+def key_request_rate(key: float) -> float:
+    """The request rate [req/s] of a level's key (:func:`level_key`); NaN for a closed-loop
+    level or one of no known concurrency."""
+    return -1.0 - float(key) if key < -1 else math.nan
 
 
 def _speculated(df: Any) -> Any:

@@ -5,7 +5,7 @@ looks swapped, a speedup above k + 1, a baseline from an unnamed file)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,13 @@ from breakeven.measurements.intervals import (
     interval_of,
     side_and_spread,
 )
-from breakeven.measurements.normalise import _group_means, _group_numbers, _stable_order, _values_at
+from breakeven.measurements.normalise import (
+    _group_means,
+    _group_numbers,
+    _stable_order,
+    _values_at,
+    key_request_rate,
+)
 from breakeven.measurements.plausibility import speedup_bound
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model.pooling import group_pooled_accept_len
@@ -98,6 +104,9 @@ class Comparison:
     launch_spread: float = math.nan
     """The fastest launch's rate over the slowest's [x], on whichever side (speculative or
     baseline) disagrees more; NaN where neither side has two launches."""
+    request_rate: float = math.nan
+    """The level's offered request rate [req/s] (an open-loop level, whose ``concurrency`` is
+    the client's cap, NaN where it had none); NaN for a closed-loop level."""
 
 
 _RUN_KEYS = [*CONFIG, "num_spec_tokens", "spec_method", "label", "fingerprint"]
@@ -118,11 +127,14 @@ class _RunStats:
 
 def pair(
     df: Any, base: _Baselines, tolerance: float, findings: _Findings, *, named_pairs: bool = False
-) -> tuple[list[Comparison], list[SpeedupInterval]]:
+) -> tuple[list[Comparison], list[SpeedupInterval], list[tuple[Any, Any]]]:
     """Each speculative run (rows sharing :data:`_RUN_KEYS`) against its baseline: the same
-    configuration, in the same environment where one ran in it (else ``stale_baseline``);
-    ``unnamed_pairing`` where neither model nor hardware is named and the baseline comes from
-    another source file (unless ``named_pairs``: the caller named the pairs)."""
+    configuration (model, hardware and level: a concurrency, or a request rate), in the same
+    environment where one ran in it (else ``stale_baseline``); ``unnamed_pairing`` where
+    neither model nor hardware is named and the baseline comes from another source file
+    (unless ``named_pairs``: the caller named the pairs).  Also each comparison's rows: the
+    positions in ``df`` of its speculative rows and of the baseline rows it was compared
+    with."""
 
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
@@ -157,7 +169,8 @@ def pair(
         for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
             codes_by_group.setdefault(int(number[i]), set()).update(findings.by_line[int(line[i])])
     key_columns = [_values_at(df[k], rows[first]) for k in _RUN_KEYS]
-    comparisons, intervals = [], []
+    caps = df["concurrency"].to_numpy(dtype=float)[rows[first]]
+    comparisons, intervals, members = [], [], []
     for g in range(n):
         key = tuple(column[g] for column in key_columns)
         stats = _RunStats(
@@ -166,7 +179,7 @@ def pair(
         )
         at = order[starts[g] : starts[g + 1]]
         unnamed = not named_pairs and key[0] == "" and key[1] == ""
-        c, interval = _pair_one(
+        c, interval, chosen = _pair_one(
             key,
             stats,
             tok[at],
@@ -181,9 +194,12 @@ def pair(
             findings,
             _source_files(df, rows[at]) if unnamed else None,
         )
+        if key[2] < -1:  # an open-loop level: its rate, and the client's cap where given
+            c = replace(c, concurrency=float(caps[g]), request_rate=key_request_rate(key[2]))
         comparisons.append(c)
         intervals.append(interval)
-    return comparisons, intervals
+        members.append((rows[at], base.provenance.rows[chosen]))
+    return comparisons, intervals, members
 
 
 def _cycle_ms(row: Any) -> float:
@@ -271,8 +287,9 @@ def _pair_one(
     tolerance: float,
     findings: _Findings,
     spec_files: tuple[str, ...] | None = None,
-) -> tuple[Comparison, SpeedupInterval]:
-    """One run against its baseline: measured speedup and interval, prediction, residual.
+) -> tuple[Comparison, SpeedupInterval, Any]:
+    """One run against its baseline: measured speedup and interval, prediction, residual; and
+    the baseline rows chosen (positions in ``base``).
     ``spec_files``: the run's source files, where a baseline from another file is flagged
     (``unnamed_pairing``; None: not looked at)."""
 
@@ -326,7 +343,7 @@ def _pair_one(
         launch_note=launch_note,
         launch_spread=spread,
     )
-    return comparison, interval
+    return comparison, interval, chosen
 
 
 def _doubts(
@@ -348,7 +365,7 @@ def _doubts(
     if len(chosen):
         spreads["the baseline"] = base.spread(chosen)
     codes = set()
-    at = _at_concurrency(conc) if conc >= 0 else ""
+    at = _at_concurrency(conc) if conc != -1 else ""
     for who, spread in spreads.items():
         if not spread.disagree(LAUNCH_SPREAD_LIMIT):
             continue

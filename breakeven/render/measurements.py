@@ -6,6 +6,7 @@ import html
 import math
 from typing import Any
 
+from breakeven.render.levels import breakeven_rate_lines, level_lines
 from breakeven.render.text import (
     VERDICT_ROLES,
     Row,
@@ -79,6 +80,10 @@ def _check_rows(r: Row) -> tuple[list[str], list[list[str]]]:
     if len(set(loads)) > 1:  # a sweep's loads: otherwise its rows read alike
         heads = [*heads[:2], "concurrency [sequences]", *heads[2:]]
         rows = [[*row[:2], load, *row[2:]] for row, load in zip(rows, loads, strict=True)]
+    rates = [num(c.get("request_rate"), "g") for c in r["comparisons"]]
+    if len(set(rates)) > 1:  # open-loop levels: each its request rate
+        heads = [*heads[:2], "rate [req/s]", *heads[2:]]
+        rows = [[*row[:2], rate, *row[2:]] for row, rate in zip(rows, rates, strict=True)]
     hardware = [c["hardware"] for c in r["comparisons"]]
     return with_hardware(heads, rows, hardware, after=0)
 
@@ -159,6 +164,7 @@ def check_text(r: Row) -> str:
     (:func:`check_headline`), then comparisons, server cross-checks, flags."""
     lines = [
         check_headline(r),
+        *breakeven_rate_lines(r),
         "",
         "Speculative runs against the baseline of the same model, hardware and concurrency:",
     ]
@@ -183,6 +189,7 @@ def check_text(r: Row) -> str:
     flags = r["flags"]
     lines += ["", f"Flags ({len(flags)}):" if flags else "Flags: none."]
     lines += [f"  [{f['code']}] {printable(f['message'])}{_flag_where(f)}" for f in flags]
+    lines += level_lines(r)
     lines += _category_lines(r)
     lines += _position_lines(r)
     if "schedule_check" in r:
@@ -458,7 +465,8 @@ def compare_text(result: Row) -> str:
     """What ``breakeven compare`` prints, from ``CompareResult.to_dict()``: the headlines
     first, then a row per speculative run, check's flags and advice."""
     runs = result["runs"]
-    lines = [line for r in runs for line in _headline_lines(r)] or [
+    lines = breakeven_rate_lines(result)
+    lines += [line for r in runs for line in _headline_lines(r)] or [
         f"No speculative run could be compared with {printable(result['baseline'])}."
     ]
     heads, rows = compare_rows(result)
@@ -477,6 +485,7 @@ def compare_text(result: Row) -> str:
     lines += [f"  [{f['code']}] {printable(f['message'])}" for f in flags]
     if result["advice"]:
         lines += ["", "Advice:", *(f"  {a}" for a in result["advice"])]
+    lines += level_lines(result)
     lines += _category_lines(result)
     lines += _position_lines(result)
     if "schedule_check" in result:

@@ -1,0 +1,91 @@
+"""Text of each level's latencies, goodput and SLO attainment, and of the break-even request
+rate (``check --slo`` and ``compare --slo``), from a result's ``to_dict()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from breakeven.render.text import Row, grid, num, printable
+
+_LEVEL_COLUMNS = [
+    "label",
+    "side",
+    "level",
+    "requests",
+    "goodput [req/s]",
+    "95% CI [req/s]",
+    "attainment",
+    "SLO",
+    "TPOT p50/p90/p99 [ms]",
+    "TTFT p50/p90/p99 [ms]",
+]
+
+_OPTIONAL = ("95% CI [req/s]", "TTFT p50/p90/p99 [ms]")
+
+
+def breakeven_rate_lines(result: Row) -> list[str]:
+    """Each run's break-even request rate, in words (``breakeven_rates``), one line each."""
+    return [printable(r["sentence"]) for r in result.get("breakeven_rates") or []]
+
+
+def level_lines(result: Row) -> list[str]:
+    """The levels' table (``levels``), the SLO applied, its note where it could not be, and
+    how the figures were computed."""
+    lines = []
+    if result.get("slo_note"):
+        lines += ["", f"Note: {printable(result['slo_note'])}."]
+    rows = result.get("levels") or []
+    if not rows:
+        return lines
+    slo = result.get("slo")
+    heads = _LEVEL_COLUMNS if slo else [h for h in _LEVEL_COLUMNS if not _slo_only(h)]
+    cells = [_cells(r, bool(slo)) for r in rows]
+    title = f"By level, under the SLO {printable(slo)}:" if slo else "By level:"
+    lines += ["", title, *grid(heads, cells, right=False, optional=_OPTIONAL, cut=("label",))]
+    lines.append(
+        "Percentiles over the level's requests (numpy's linear method, as vllm bench serve)"
+        + (
+            "; goodput = requests meeting every per-request bound / the level's duration "
+            "(first start to last completion), attainment = their share of the completed "
+            "requests, each the mean of the launches'."
+            if slo
+            else "."
+        )
+    )
+    return lines
+
+
+def _slo_only(head: str) -> bool:
+    return head.split(" ")[0] in ("goodput", "95%", "attainment", "SLO")
+
+
+def _level(r: Row) -> str:
+    rate, conc = r.get("request_rate"), r.get("concurrency")
+    if rate is not None:
+        return f"{rate:g} req/s" + (f" (cap {conc:g})" if conc is not None else "")
+    return f"concurrency {conc:g}" if conc is not None else "-"
+
+
+def _triple(r: Row, metric: str) -> str:
+    values = [r.get(f"{metric}_p{p}") for p in (50, 90, 99)]
+    return "-" if values[0] is None else "/".join(num(v, ".1f") for v in values)
+
+
+def _cells(r: Row, slo: bool) -> list[str]:
+    cells = [printable(str(r["label"])), r["side"], _level(r), str(r["requests"])]
+    if slo:
+        low, high = r.get("goodput_low"), r.get("goodput_high")
+        cells += [
+            num(r.get("goodput_rps"), ".3f"),
+            "-" if low is None else f"{num(low, '.3f')}-{num(high, '.3f')}",
+            num(r.get("slo_attainment"), ".1%"),
+            _met(r),
+        ]
+    return [*cells, _triple(r, "tpot_ms"), _triple(r, "ttft_ms")]
+
+
+def _met(r: Row) -> str:
+    met: Any = r.get("slo_met")
+    if met is None:
+        return "-"
+    return "met" if met else "missed: " + "; ".join(r.get("slo_missed") or [])
