@@ -140,7 +140,7 @@ def check_from_file(
     slo : str, optional
         A service-level objective (:func:`breakeven.measurements.slo.parse_slo`).
     """
-    result = with_schedule(check_file(measurements, tolerance, slo), schedule_file)
+    result = with_schedule(check_file(measurements, tolerance, slo=slo), schedule_file)
     return with_mix(with_fit(result, fit_file), mix)
 
 

@@ -259,7 +259,7 @@ def with_cycle(rows: Any, cycle: float | Any, *, override: bool = True) -> Any:
 
 
 def check_file(
-    path: str, tolerance: float = DEFAULT_TOLERANCE, slo: str | Slo | None = None
+    path: str, tolerance: float = DEFAULT_TOLERANCE, *, slo: str | Slo | None = None
 ) -> CheckResult:
     """:func:`check` on a measurements CSV."""
     if isinstance(slo, str):
