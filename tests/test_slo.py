@@ -218,6 +218,21 @@ def test_the_breakeven_rate_lies_between_the_bracketing_levels():
     assert answer["sentence"].startswith("speculation pays up to 5 req/s (by mean TPOT)")
 
 
+def test_under_an_slo_attainment_decides_and_where_it_ties_the_faster_wins():
+    # tpot_ms <= 40 per request: the baseline (31-38 ms, +-10%) meets it at every rate;
+    # speculation (13 and 20 ms at 1 and 2 req/s, 54 and 108 at 4 and 8) at 1 and 2 only.  At
+    # 1 and 2 req/s both attain 100%: the faster wins, by its TPOT relative to the baseline's;
+    # at 4 req/s speculation attains 0 against 1.
+    data = _rate_levels(lambda r: 30 + r, lambda r: 13.5 * r if r > 2 else 6 + 7 * r)
+    (answer,) = check(data, slo="tpot_ms<=40").to_dict()["breakeven_rates"]
+    base = [31, 32, 34, 38]
+    spec = [13, 20, 54, 108]
+    expected = [(b - s) / b for b, s in zip(base[:2], spec[:2], strict=True)]
+    assert answer["margins"][:2] == pytest.approx(expected)
+    assert answer["margins"][2] == pytest.approx(-1.0)  # 0% attained against 100%
+    assert answer["how"] == "interpolated" and 2 < answer["breakeven_request_rate"] < 4
+
+
 @given(
     st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=8),
     st.lists(st.floats(0.1, 10), min_size=8, max_size=8),

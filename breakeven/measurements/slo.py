@@ -352,8 +352,10 @@ class BreakevenRate:
     rates: tuple[float, ...]
     """The measured rates with both sides [req/s], ascending."""
     margins: tuple[float, ...]
-    """At each rate, speculation's lead: goodput minus the baseline's [req/s] (0 for a level
-    that misses a level-wide bound), or the baseline's mean TPOT minus its own [ms]."""
+    """At each rate, speculation's lead (:func:`_margin`): under an SLO, its attainment minus
+    the baseline's [fraction] (0 for a side missing a level-wide bound), or where they are
+    equal the baseline's mean TPOT minus its own over the baseline's [fraction]; without one,
+    the baseline's mean TPOT minus its own [ms]."""
     sentence: str
     """The answer in words."""
 
@@ -445,13 +447,21 @@ def breakeven_rates(pairs: Any, slo: Slo | None) -> tuple[BreakevenRate, ...]:
 
 
 def _margin(spec: LevelRow, base: LevelRow, slo: Slo | None) -> float:
-    """Speculation's lead at a level: goodput minus the baseline's [req/s] (a level missing a
-    level-wide bound counts 0), or the baseline's mean TPOT minus its own [ms]."""
+    """Speculation's lead at a level.  Without an SLO, the baseline's mean TPOT minus its own
+    [ms].  Under one, its SLO attainment minus the baseline's [fraction] (a side missing a
+    level-wide bound attains 0): both sides get the same requests on the same schedule, so
+    attainment is goodput's share of the offered load, without the noise of when each level's
+    last request happened to end.  Where the two attain alike (both meet the SLO on every
+    request), the faster decodes more: the baseline's mean TPOT minus its own, over the
+    baseline's [fraction]."""
+    tpot = base.mean_tpot_ms - spec.mean_tpot_ms
     if slo is None:
-        return base.mean_tpot_ms - spec.mean_tpot_ms
-    s = 0.0 if spec.slo_met is False else spec.goodput_rps
-    b = 0.0 if base.slo_met is False else base.goodput_rps
-    return s - b
+        return tpot
+    s = 0.0 if spec.slo_met is False else spec.slo_attainment
+    b = 0.0 if base.slo_met is False else base.slo_attainment
+    if s != b:
+        return s - b
+    return tpot / base.mean_tpot_ms if base.mean_tpot_ms > 0 else math.nan
 
 
 def crossing(
