@@ -79,6 +79,15 @@ class Behaviour:
     gzip_replies: bool = False
     gzip_bomb: int = 0
     bomb_routes: tuple[str, ...] = ("/v1/completions", "/v1/chat/completions")
+    # Each completion request's arrival (time.perf_counter, on the client's clock when the
+    # server runs in the test's process) and the requests in flight, itself included, as it
+    # arrived: the schedule an open-loop bench sent, as the server saw it.
+    arrivals: list[float] = field(default_factory=list)
+    in_flight_at_arrival: list[int] = field(default_factory=list)
+    in_flight: int = 0
+    # A decode that slows as requests pile up, as a batching server's does: each token takes
+    # seconds_per_token x (1 + crowding x the other requests in flight).
+    crowding: float = 0.0
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -218,6 +227,17 @@ class _Handler(BaseHTTPRequestHandler):
         with b.lock:
             b.requests_seen += 1
             resetting = b.reset_after_chunks is not None and b.requests_seen <= b.reset_requests
+            b.in_flight += 1
+            b.arrivals.append(time.perf_counter())
+            b.in_flight_at_arrival.append(b.in_flight)
+        try:
+            self._complete(b, request, resetting)
+        finally:
+            with b.lock:
+                b.in_flight -= 1
+
+    def _complete(self, b: Behaviour, request: dict, resetting: bool) -> None:
+        """Stream a completion of ``request``."""
         max_tokens = int(request.get("max_tokens", 16))
         chat = self.path.endswith("chat/completions")
         per_chunk = _chunk_tokens(b, request)
@@ -255,7 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.close()
                 return
             m = min(per_chunk, max_tokens - sent)
-            time.sleep(b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m)
+            crowd = 1.0 + b.crowding * max(0, b.in_flight - 1)
+            time.sleep(crowd * (b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m))
             sent += m
             chunks += 1
             if b.num_spec_tokens:

@@ -255,8 +255,8 @@ def sent(monkeypatch):
     prompts = []
     original = Bench.one_request
 
-    async def recording(self, client, prompt, level=None):
-        result = await original(self, client, prompt, level)
+    async def recording(self, client, prompt, level=None, start=None):
+        result = await original(self, client, prompt, level, start)
         prompts.append(prompt)
         return result
 
@@ -286,7 +286,10 @@ def test_each_row_carries_its_prompts_category_into_the_csv(tmp_path, sent):
         )
     assert r.exit_code == 0, r.output
     with open(out, newline="") as f:
-        assert tuple(next(csv.reader(f))) == BENCH_COLUMNS and BENCH_COLUMNS[-1] == "category"
+        assert (
+            tuple(next(csv.reader(f))) == BENCH_COLUMNS
+            and BENCH_COLUMNS[len(_LAUNCH_COLUMNS)] == "category"
+        )
     got = rows(out)
     requests = [row for row in got if row["origin"] == "client"]
     assert len(requests) == len(sent) == 16

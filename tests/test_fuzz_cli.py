@@ -254,6 +254,8 @@ VALID = {
         "--label b --requests 3 --max-tokens 6 --concurrency 1,2 --api-key-env BREAKEVEN_FUZZ_KEY"
         " --json",
         "--label b --requests 2 --max-tokens 8 -k 2 --chat --out <out:fresh.csv>",
+        "--label b --requests 3 --max-tokens 6 --request-rate 50,100 --burstiness 4"
+        " --max-concurrency 2 --seed 7 --json",
     ],
     ("sweep",): [
         "--serve vllm_serve_m_--port_{port} --engine vllm --method ngram -k 0,2 --repeats 2",

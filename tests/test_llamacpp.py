@@ -325,6 +325,31 @@ def test_a_url_ending_in_v1_reaches_the_real_server(models, tmp_path):
     assert row["engine"] == "llamacpp" and row["model"] == target.name
 
 
+def test_an_open_loop_level_on_the_real_server(models, tmp_path):
+    """--request-rate 2: six requests sent on a seeded Poisson schedule whatever the server's
+    progress; each row carries the level's rate, when it was due and its latencies."""
+    target, _ = models[LOW]
+    out = tmp_path / "runs.csv"
+    with llama_server(target, tmp_path / "server.log") as server:
+        (level,), _ = bench(server.url, out, "base", "--request-rate", 2, "--requests", 6)
+    assert level["failed"] == 0 and level["request_rate"] == 2 and level["concurrency"] is None
+    assert level["arrival_rate"] > 0 and level["request_throughput"] > 0
+    assert 0 < level["ttft_p50_ms"] <= level["ttft_p99_ms"] < level["e2e_p99_ms"]
+    assert level["mean_in_flight"] > 0 and level["max_in_flight"] >= 1
+    got = rows(out, "client")
+    assert len(got) == 6
+    for row in got:
+        assert row["request_rate"] == "2.0" and row["concurrency"] == ""
+        ttft, e2e, tpot = (float(row[k]) for k in ("ttft_ms", "e2e_ms", "tpot_ms"))
+        assert 0 < ttft < e2e and tpot > 0
+        assert e2e >= ttft + (int(row["completion_tokens"]) - 1) * tpot * (1 - 1e-9)
+    due = sorted(float(row["start_s"]) for row in got)
+    # The schedule's: the sixth request due at 6 / 2 = 3 s after the level began.
+    assert 0 < due[0] and due[-1] == pytest.approx(3.0, abs=1e-6)
+    assert "burstiness=1 arrival_seed=0" in got[0]["env"]
+    assert all(row["request_rate"] == "2.0" for row in rows(out, "server"))
+
+
 def test_k_without_drafts_is_one_warning_that_says_what_is_true(models, tmp_path):
     # llama-server without a draft still shows its spec-decode counters: at 0, unmoved.
     target, _ = models[LOW]

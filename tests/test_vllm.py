@@ -782,6 +782,29 @@ def test_compares_headline_speedup_is_the_servers_own(ab):
         assert row["headline"].startswith("draft_model")
 
 
+def test_an_open_loop_level_on_a_real_vllm(vllm, tmp_path):
+    """--request-rate 2: six requests on a seeded Poisson schedule whatever the server's
+    progress; each row carries the level's rate, when it was due and its latencies."""
+    server = vllm.get("draft_model")
+    warm(server)
+    out = tmp_path / "runs.csv"
+    (level,) = bench(server, out, "spec", "--request-rate", 2, "--requests", 6)
+    assert level["failed"] == 0 and level["request_rate"] == 2 and level["concurrency"] is None
+    assert level["arrival_rate"] > 0 and level["request_throughput"] > 0
+    assert 0 < level["ttft_p50_ms"] <= level["ttft_p99_ms"] < level["e2e_p99_ms"]
+    with open(out, newline="") as f:
+        got = list(csv.DictReader(f))
+    client = [r for r in got if r["origin"] == "client"]
+    assert len(client) == 6
+    for row in client:
+        assert row["request_rate"] == "2.0" and row["concurrency"] == ""
+        ttft, e2e = float(row["ttft_ms"]), float(row["e2e_ms"])
+        assert 0 < ttft < e2e and float(row["tpot_ms"] or 1) > 0
+    due = sorted(float(r["start_s"]) for r in client)
+    assert 0 < due[0] and due[-1] == pytest.approx(3.0, abs=1e-6)  # the sixth due at 6 / 2 s
+    assert all(r["request_rate"] == "2.0" for r in got if r["origin"] == "server")
+
+
 def test_the_seed_story_on_a_real_vllm(vllm, tmp_path):
     """A baseline on a vLLM launched with VLLM_CPU_KVCACHE_SPACE=2 in its own environment,
     then a speculative run on another launch without it: check names the variable, read from

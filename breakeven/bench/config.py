@@ -4,6 +4,7 @@ and how to label it, checked against the bounds of one run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from urllib.parse import urlsplit, urlunsplit
@@ -52,6 +53,39 @@ MAX_REQUESTS = 1_000_000
 MAX_CONCURRENCY = 10_000
 MAX_TOKENS = 1_000_000
 MAX_TIMEOUT_S = 86_400.0
+MAX_REQUEST_RATE = 100_000.0
+"""The highest offered request rate [req/s]: gaps of 10 us, beyond what one client keeps."""
+RATE_LEVEL_SECONDS = 30.0
+"""An open-loop level's default requests arrive over about this long [s]."""
+RATE_LEVEL_REQUESTS = (8, 1000)
+"""An open-loop level's default requests, the fewest and the most."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """One level's load.  Closed loop: ``concurrency`` requests in flight, each sent as one
+    finishes.  Open loop: ``request_rate`` requests per second sent on a schedule whatever
+    the server's progress, at most ``concurrency`` in flight where given (a cap), else none."""
+
+    concurrency: int | None
+    """Requests in flight [requests]: the level's (closed loop) or the cap (open loop)."""
+    request_rate: float | None = None
+    """The offered rate [req/s]; None for a closed-loop level."""
+
+    @property
+    def words(self) -> str:
+        """The level as messages name it: ``concurrency 8``, ``request rate 2 req/s``."""
+        if self.request_rate is None:
+            return f"concurrency {self.concurrency}"
+        cap = f" (max concurrency {self.concurrency})" if self.concurrency else ""
+        return f"request rate {self.request_rate:g} req/s{cap}"
+
+    @property
+    def tag(self) -> str:
+        """The level in a run id: ``c8``, ``r2``, ``r2-c4``."""
+        if self.request_rate is None:
+            return f"c{self.concurrency}"
+        return f"r{self.request_rate:g}" + (f"-c{self.concurrency}" if self.concurrency else "")
 
 
 @dataclass
@@ -61,9 +95,22 @@ class Config:
     url: str
     label: str
     model: str | None = None
-    concurrency: Sequence[int] = (1,)
+    concurrency: Sequence[int] = ()
+    """Closed-loop levels [requests in flight]; empty: one level at 1, unless
+    ``request_rate`` gives open-loop levels (give one of them)."""
+    request_rate: Sequence[float] = ()
+    """Open-loop levels [req/s]: each sends its requests on a schedule of gamma gaps."""
+    burstiness: float = 1.0
+    """The gaps' gamma shape [-]: 1 is Poisson; above 1 more even, below more bursty."""
+    seed: int = 0
+    """Seeds each open-loop level's schedule: the same seed and flags, the same schedule."""
+    max_concurrency: int | None = None
+    """Open loop: at most this many requests in flight [requests]; a request waits for a
+    slot, and its ttft_ms and e2e_ms count the wait."""
     max_tokens: int = 512
-    requests: int | None = None  # per level; default 4 x concurrency, at least 8
+    requests: int | None = None
+    """Requests per level; default 4 x concurrency, at least 8 (closed loop), or those of
+    about 30 s of arrivals, 8 to 1,000 (open loop)."""
     prompts: Sequence[str] = DEFAULT_PROMPTS
     categories: Sequence[str] | None = None
     """Each prompt's workload category, in the order of ``prompts`` ('' for none), written in
@@ -112,6 +159,7 @@ class Config:
 
     def check(self) -> None:
         server_root(self.url)
+        self._check_open_loop()
         for c in self.concurrency:
             if not isinstance(c, int) or not 1 <= c <= MAX_CONCURRENCY:
                 raise invalid_value(
@@ -153,8 +201,75 @@ class Config:
         return PromptRow(self.prompts[j], categories[j] if j < len(categories) else "")
 
     def requests_at(self, concurrency: int) -> int:
-        """Requests of the level at ``concurrency``."""
+        """Requests of the closed-loop level at ``concurrency``."""
         return self.requests or max(8, 4 * concurrency)
+
+    def loads(self) -> list[Load]:
+        """The levels to measure, in order: one per request rate (open loop), else one per
+        concurrency (closed loop; 1 where none is given)."""
+        if self.request_rate:
+            return [Load(self.max_concurrency, float(r)) for r in self.request_rate]
+        return [Load(c) for c in (self.concurrency or (1,))]
+
+    def requests_in(self, load: Load) -> int:
+        """Requests of the level ``load``: ``requests``, else a closed-loop level's
+        :meth:`requests_at`, else an open-loop level's about :data:`RATE_LEVEL_SECONDS` of
+        arrivals, :data:`RATE_LEVEL_REQUESTS` at the fewest and the most."""
+        if self.requests or load.request_rate is None:
+            return self.requests or self.requests_at(load.concurrency or 1)
+        fewest, most = RATE_LEVEL_REQUESTS
+        return min(most, max(fewest, math.ceil(RATE_LEVEL_SECONDS * load.request_rate)))
+
+    def _check_open_loop(self) -> None:
+        """The open-loop settings: rates, burstiness, seed and cap, and one load axis."""
+        if self.request_rate and self.concurrency:
+            raise BreakevenError(
+                "{0}: give either {0} (open loop) or {1} (closed loop), not both",
+                "request_rate",
+                "concurrency",
+            )
+        if isinstance(self.request_rate, (str, int, float)):
+            raise invalid_value("request_rate", self.request_rate, "a list of rates [req/s]")
+        for r in self.request_rate:
+            if not _positive(r, MAX_REQUEST_RATE):
+                raise invalid_value(
+                    "request_rate",
+                    r,
+                    f"requests per second above 0 and at most {MAX_REQUEST_RATE:,.0f}",
+                )
+        if not _positive(self.burstiness, math.inf):
+            raise invalid_value(
+                "burstiness",
+                self.burstiness,
+                "a finite number above 0 (the gaps' gamma shape: 1 is Poisson)",
+            )
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise invalid_value("seed", self.seed, "a whole number")
+        cap = self.max_concurrency
+        if cap is not None:
+            if not isinstance(cap, int) or not 1 <= cap <= MAX_CONCURRENCY:
+                raise invalid_value(
+                    "max_concurrency",
+                    cap,
+                    f"a whole number of requests from 1 to {MAX_CONCURRENCY:,}",
+                )
+            if not self.request_rate:
+                raise BreakevenError(
+                    "{0}: caps an open-loop level; give {1} too (closed loop: {2})",
+                    "max_concurrency",
+                    "request_rate",
+                    "concurrency",
+                )
+
+
+def _positive(value: object, most: float) -> bool:
+    """Whether ``value`` is a real number above 0 and at most ``most`` (NaN and inf are not)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= most
+    )
 
 
 def _masked_env(env: str) -> str:

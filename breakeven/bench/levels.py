@@ -1,6 +1,6 @@
-"""A concurrency level of ``breakeven bench``: what it has measured so far, its summary (the
-rates and their spread, its bursts), its acceptance from the server's counters, and what its
-bursts mean.
+"""A level of ``breakeven bench`` (a concurrency, or a request rate): what it has measured so
+far, its summary (the rates and their spread, its bursts, its load and latencies), its
+acceptance from the server's counters, and what its bursts mean.
 """
 
 from __future__ import annotations
@@ -11,20 +11,51 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from breakeven.bench.config import Load
 from breakeven.bench.stream import BURST_SHARE, RequestResult
 from breakeven.iotools.metrics import shows_spec_decode_counters
 
 
 @dataclass
 class _Level:
-    """What a concurrency level has measured so far."""
+    """What a level has measured so far; times from ``time.perf_counter`` [s]."""
 
-    concurrency: int
+    load: Load  # or a concurrency (int): a closed-loop level
     started: float
     before: str | None
     results: list[RequestResult] = field(default_factory=list)
     streamed: int = 0  # tokens streamed to the level's requests so far
     written: int = 0
+    sent: int = 0  # requests sent to the server so far
+    last_sent: float = math.nan  # when the last was sent
+    in_flight: int = 0  # requests sent and not finished
+    most_in_flight: int = 0
+    last_done: float = math.nan  # when the last finished
+
+    def __post_init__(self) -> None:
+        if isinstance(self.load, int):  # a concurrency: a closed-loop level
+            self.load = Load(self.load)
+
+    @property
+    def concurrency(self) -> int | None:
+        """Requests in flight: the level's (closed loop) or its cap (open loop), else None."""
+        return self.load.concurrency
+
+    def sending(self) -> float:
+        """Count a request sent now; returns now."""
+        now = time.perf_counter()
+        self.sent += 1
+        self.last_sent = now
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        return now
+
+    def done(self, result: RequestResult, start: float) -> None:
+        """Count a request finished, that was due (or sent) at ``start``."""
+        self.in_flight -= 1
+        self.last_done = time.perf_counter()
+        result.start_s = start - self.started
+        self.results.append(result)
 
     @property
     def speculating(self) -> bool:
@@ -45,12 +76,12 @@ def _acceptance(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
 
-def _burst_warning(concurrency: int, summary: dict[str, Any]) -> str:
+def _burst_warning(words: str, summary: dict[str, Any]) -> str:
     """What a level's bursts mean for its rate: left out of ``tok_s``, or, where every request
     came in one, no client rate at all (``tok_s`` empty) and the server's own instead."""
     bursts, done = summary["bursts"], summary["requests"] - summary["failed"]
     what = (
-        f"{bursts} of {done} requests at concurrency {concurrency} came in one burst (decode "
+        f"{bursts} of {done} requests at {words} came in one burst (decode "
         f"time under {BURST_SHARE:.0%} of their time to first token: their chunks were held "
         "back, by the server or on the way, or waited unread)"
     )
@@ -86,6 +117,7 @@ def _summary(level: _Level) -> dict[str, Any]:
     quartiles = statistics.quantiles(rates, n=4, method="inclusive") if len(rates) > 1 else None
     return {
         "concurrency": level.concurrency,
+        "request_rate": level.load.request_rate,
         "requests": len(results),
         "failed": len(results) - len(good),
         "bursts": len(good) - len(steady),
@@ -94,4 +126,40 @@ def _summary(level: _Level) -> dict[str, Any]:
         "tok_s_iqr": quartiles[2] - quartiles[0] if quartiles else math.nan,
         "tok_s_sd": statistics.stdev(rates) if len(rates) > 1 else math.nan,
         "aggregate_tok_s": level.streamed / wall_s if wall_s > 0 else math.nan,
+    }
+
+
+def _percentiles(name: str, values: list[float]) -> dict[str, float]:
+    """``{name}_p50_ms``, ``_p90_ms`` and ``_p99_ms`` of ``values`` [ms], interpolated
+    between order statistics as ``numpy.percentile`` does (NaN for none)."""
+    if len(values) > 1:
+        cuts = statistics.quantiles(values, n=100, method="inclusive")
+        p50, p90, p99 = cuts[49], cuts[89], cuts[98]
+    else:
+        p50 = p90 = p99 = values[0] if values else math.nan
+    return {f"{name}_p50_ms": p50, f"{name}_p90_ms": p90, f"{name}_p99_ms": p99}
+
+
+def _load_summary(level: _Level) -> dict[str, Any]:
+    """A level's load and latencies: the offered rate (``request_rate``, open loop), the
+    achieved arrival rate (requests sent over the time to the last send), the completed
+    requests per second over the level's duration (its start to its last request's end),
+    the mean requests in flight (the completed requests' e2e_ms summed over the duration:
+    Little's law) and the most at once, and the percentiles of ttft_ms, tpot_ms and
+    e2e_ms (those of requests that came in one burst have no tpot_ms)."""
+    ok = [r for r in level.results if r.ok]
+    duration = level.last_done - level.started
+    sending = level.last_sent - level.started
+    has_duration = duration > 0
+    return {
+        "duration_s": duration if has_duration else math.nan,
+        "arrival_rate": level.sent / sending if sending > 0 else math.nan,
+        "request_throughput": len(ok) / duration if has_duration else math.nan,
+        "mean_in_flight": (
+            sum(r.e2e_ms for r in ok) / 1000.0 / duration if has_duration else math.nan
+        ),
+        "max_in_flight": level.most_in_flight,
+        **_percentiles("ttft", [r.ttft_ms for r in ok]),
+        **_percentiles("tpot", [r.tpot_ms for r in ok if not r.burst and r.tpot_ms > 0]),
+        **_percentiles("e2e", [r.e2e_ms for r in ok]),
     }

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from breakeven.bench.config import Config
+from breakeven.bench.config import Config, Load
 from breakeven.bench.stream import RequestResult
 from breakeven.core.credentials import Redactor
 from breakeven.core.errors import BreakevenError, escape_braces
@@ -55,7 +55,8 @@ _TREE_AND_DRAFTS = (
 )
 _PER_REQUEST_DRAFTS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
 _LAUNCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
-BENCH_COLUMNS = (*_LAUNCH_COLUMNS, "category")
+_CATEGORY = (*_LAUNCH_COLUMNS, "category")
+BENCH_COLUMNS = (*_CATEGORY, "e2e_ms", "start_s", "request_rate")
 """After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
 ``--verify-tokens``); the tokens the server drafted and accepted for the request
 (llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
@@ -63,9 +64,19 @@ them per request (vLLM with ``--per-request-spec-decode-metrics``), its verify c
 drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
 (``acceptance_histogram``, counts joined by ``;``); then the server's launch
 (:mod:`breakeven.iotools.server`): ``launch_id``, ``launched_at`` and where ``env`` came from,
-``env_from``; last, the request's workload ``category`` (the prompts file's, empty where none,
-and on the level's server row)."""
-HEADERS = (BENCH_COLUMNS, _LAUNCH_COLUMNS, _PER_REQUEST_DRAFTS, _TREE_AND_DRAFTS, _FIRST_COLUMNS)
+``env_from``; the request's workload ``category`` (the prompts file's, empty where none,
+and on the level's server row); last, its end-to-end latency ``e2e_ms`` (send to last token),
+when it was sent, ``start_s`` (due, open loop; since its level began), and its level's
+offered ``request_rate`` (open loop; empty for a closed-loop level), which the level's server
+row carries too."""
+HEADERS = (
+    BENCH_COLUMNS,
+    _CATEGORY,
+    _LAUNCH_COLUMNS,
+    _PER_REQUEST_DRAFTS,
+    _TREE_AND_DRAFTS,
+    _FIRST_COLUMNS,
+)
 """Headers bench appends to: its own, and those of bench CSVs written before its last columns
 (rows appended to such a file keep its columns)."""
 
@@ -79,11 +90,16 @@ def model_name(served: str | None) -> str | None:
 
 
 def environment(
-    root: str, model: str, version: str | None, launch: ServerLaunch | None = None
+    root: str,
+    model: str,
+    version: str | None,
+    launch: ServerLaunch | None = None,
+    config: Config | None = None,
 ) -> str:
     """The launch written to every row: the server's own settings (``launch``: its arguments
     and environment, or its endpoints' configuration), model and version, then the URL and
-    the client's host.  The URL and host are the client's choices, kept for provenance and
+    the client's host, and an open-loop run's arrivals (``config``'s ``burstiness`` and
+    ``arrival_seed``).  The URL and host are the client's choices, kept for provenance and
     left out of the fingerprint ``check`` compares
     (:func:`breakeven.core.provenance.is_client_key`).  The client's own environment is not
     recorded: the variables that tune a server are the server's."""
@@ -92,6 +108,8 @@ def environment(
     if version:
         pairs.append(f"server_version={version}")
     pairs += [f"url={root}", f"client_host={platform.node()}"]
+    if config is not None and config.request_rate:
+        pairs += [f"burstiness={config.burstiness:g}", f"arrival_seed={config.seed}"]
     return " ".join(pairs)
 
 
@@ -118,14 +136,14 @@ class RunStamp(Protocol):
 
 def request_row(
     bench: RunStamp,
-    concurrency: int,
+    load: Load,
     i: int,
     r: RequestResult,
     level: dict,
     category: str = "",
     speculating: bool = False,
 ) -> dict[str, Any]:
-    """The row of a level's ``i``-th timed request ``r`` (``origin=client``), with the level's
+    """The row of a level's (``load``'s) ``i``-th timed request ``r`` (``origin=client``), with the level's
     client columns so far (``level``, its summary) and the request's workload ``category``;
     ``speculating``: whether the server showed spec-decode counters when the level began."""
     c = bench.config
@@ -145,17 +163,17 @@ def request_row(
     # as tokens decoded in no time (a CI run's baseline read 23,016 tok/s where the
     # server's counters said 338.65, and check called speculation 55x slower).
     timed = not r.burst
-    source = f"bench {bench.shown_root} concurrency {concurrency} request {i + 1}"
+    source = f"bench {bench.shown_root} {load.words} request {i + 1}"
     if k is None and (speculating or (r.draft_tokens or 0) > 0):
         source += f"; {SPECULATIVE_SERVER}"
     row = {
-        "run_id": f"{c.label}-c{concurrency}-{bench.started}",
+        "run_id": f"{c.label}-{load.tag}-{bench.started}",
         "label": c.label,
         "timestamp": iso_timestamp(time.time()),
         "engine": bench.engine,
         "model": model_name(bench.model),
         "hardware": c.hardware,
-        "concurrency": concurrency,
+        "concurrency": load.concurrency,
         "num_spec_tokens": k,
         "spec_method": c.spec_method,
         "spec_topk": c.spec_topk,
@@ -181,6 +199,9 @@ def request_row(
         "acceptance_histogram": r.acceptance_histogram,
         **launch_columns(bench),
         "category": category,
+        "e2e_ms": r.e2e_ms,
+        "start_s": r.start_s,
+        "request_rate": load.request_rate,
     }
     return {key: bench.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
@@ -211,9 +232,7 @@ def row_acceptance(r: RequestResult) -> dict[str, Any]:
     }
 
 
-def server_row(
-    bench: RunStamp, concurrency: int, level: dict, server: dict[str, Any]
-) -> dict[str, Any]:
+def server_row(bench: RunStamp, load: Load, level: dict, server: dict[str, Any]) -> dict[str, Any]:
     """The level as the server's counters saw it (``origin=server``): its per-sequence
     rate, and its own decode step (a baseline) or cycle (a speculative run), where they
     tell them; its acceptance over the whole level, the verify cycles that drafted, and
@@ -221,13 +240,13 @@ def server_row(
     c = bench.config
     k = c.num_spec_tokens if c.num_spec_tokens is not None else server.get("num_spec_tokens")
     row = {
-        "run_id": f"{c.label}-c{concurrency}-{bench.started}",
+        "run_id": f"{c.label}-{load.tag}-{bench.started}",
         "label": c.label,
         "timestamp": iso_timestamp(time.time()),
         "engine": bench.engine,
         "model": model_name(bench.model),
         "hardware": c.hardware,
-        "concurrency": concurrency,
+        "concurrency": load.concurrency,
         "num_spec_tokens": k if k is not None else 0,
         "spec_method": c.spec_method,
         "spec_topk": c.spec_topk,
@@ -243,11 +262,11 @@ def server_row(
         "step_ms": server.get("step_ms"),
         "cycle_ms": server.get("cycle_ms"),
         "env": bench.env,
-        "source": f"bench {bench.shown_root}/metrics concurrency {concurrency}: "
-        + COUNTERS_OVER_LEVEL,
+        "source": f"bench {bench.shown_root}/metrics {load.words}: " + COUNTERS_OVER_LEVEL,
         "origin": "server",
         "level_requests": level["requests"],
         **launch_columns(bench),
+        "request_rate": load.request_rate,
     }
     return {key: bench.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 

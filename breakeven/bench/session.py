@@ -9,9 +9,10 @@ For each request, streamed: time to first token (TTFT), the decode rate with
 prefill excluded (``(tokens - 1) / (last token time - first token time)``),
 the time per output token (TPOT), the number of streamed chunks and tokens per
 chunk (under speculation one chunk carries several tokens), and the server's
-usage counts.  For each concurrency level: the per-sequence and aggregate
-rates with their spread, and ``accept_len`` from the change of the server's
-spec-decode counters on ``/metrics``.  Rows are appended to a measurements CSV
+usage counts.  For each level (a concurrency, closed loop, or a request rate,
+open loop): the per-sequence and aggregate rates with their spread, the load
+and latencies, and ``accept_len`` from the change of the server's spec-decode
+counters on ``/metrics``.  Rows are appended to a measurements CSV
 as each request completes, so a crash or Ctrl-C loses nothing measured.
 
 HTTP and server-sent events are handled by httpx and httpx-sse, the ``bench``
@@ -30,8 +31,9 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
-from breakeven.bench.config import Config, server_root
-from breakeven.bench.levels import _acceptance, _burst_warning, _Level, _summary
+from breakeven.bench.arrivals import arrival_times, send_on_schedule
+from breakeven.bench.config import Config, Load, server_root
+from breakeven.bench.levels import _acceptance, _burst_warning, _Level, _load_summary, _summary
 from breakeven.bench.rows import RowWriter, environment, request_row, server_row
 from breakeven.bench.stream import (
     RequestResult,
@@ -122,7 +124,12 @@ class Bench:
             write=c.idle_timeout_s,
             pool=c.request_timeout_s,
         )
-        limits = self.httpx.Limits(max_connections=max(c.concurrency) + 2)
+        # Open loop without a cap: as many connections as requests in flight (the pool would
+        # hold requests back, closing the loop).
+        most = [load.concurrency for load in c.loads()]
+        limits = self.httpx.Limits(
+            max_connections=None if None in most else max(m or 1 for m in most) + 2
+        )
         auth = self.httpx.BasicAuth(*self.auth) if self.auth else None
         # Only the encodings read within bench's bound on a reply (bounded_bytes): a server's
         # gzip is decoded a step at a time, never whole.
@@ -340,13 +347,15 @@ class Bench:
         return "/v1/completions", body
 
     async def one_request(
-        self, client: Any, prompt: str, level: _Level | None = None
+        self, client: Any, prompt: str, level: _Level | None = None, start: float | None = None
     ) -> RequestResult:
-        """Stream one request and time its tokens; any fault is a failed request with a reason
-        (redacted), never an exception.  ``request_timeout_s`` bounds the whole request."""
+        """Stream one request and time its tokens from ``start`` (``time.perf_counter``; default
+        now: an open-loop request is timed from when it was due); any fault is a failed
+        request with a reason (redacted), never an exception.  ``request_timeout_s`` bounds
+        the whole request."""
         try:
             return await asyncio.wait_for(
-                self._stream(client, prompt, level), self.config.request_timeout_s
+                self._stream(client, prompt, level, start), self.config.request_timeout_s
             )
         except asyncio.TimeoutError:
             return RequestResult(
@@ -355,11 +364,13 @@ class Bench:
                 f"{self.config.request_timeout_s:g} s (--request-timeout)",
             )
 
-    async def _stream(self, client: Any, prompt: str, level: _Level | None) -> RequestResult:
+    async def _stream(
+        self, client: Any, prompt: str, level: _Level | None, start: float | None = None
+    ) -> RequestResult:
         """One request, streamed and timed; a fault is a failed request with its reason."""
         path, body = self._payload(prompt)
         url = self.shown_root + path
-        timing = _Timing(time.perf_counter())
+        timing = _Timing(time.perf_counter() if start is None else start)
         try:
             async with self.httpx_sse.aconnect_sse(
                 client, "POST", self.root + path, json=body
@@ -437,10 +448,13 @@ class Bench:
             return None
         return response.text if response.status_code == 200 else None
 
-    async def level(self, client: Any, concurrency: int, write: Callable[[dict], None]) -> dict:
-        """Run one concurrency level, writing each request's row as it completes, then the
-        level's server row (its counters' change over the level).
+    async def level(self, client: Any, load: Load | int, write: Callable[[dict], None]) -> dict:
+        """Run one level (``load``: a :class:`Load`, or a concurrency), writing each request's
+        row as it completes, then the level's server row (its counters' change over the level).
 
+        A closed-loop level keeps its concurrency's requests in flight, each sent as one
+        finishes; an open-loop level sends each request when its schedule says
+        (:func:`~breakeven.bench.arrivals.send_on_schedule`), whatever the server's progress.
         ``/metrics`` is read only before and after the level, never while its requests
         stream: a vLLM server builds ``/metrics`` in the process that streams the replies,
         and a scrape between requests held the next request's first token back (first tokens
@@ -451,36 +465,12 @@ class Bench:
         row's.  An interruption (Ctrl-C, SIGTERM) loses only the requests in flight: the
         server row of the level so far is written first (one scrape, at most a few seconds).
         """
-        c = self.config
-        n = c.requests_at(concurrency)
+        load = load if isinstance(load, Load) else Load(load)
         warned = self.told  # and those said before the first level (its launch, its scrape)
-        level = _Level(concurrency, time.perf_counter(), await self.scrape(client))
-        queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
-        speculating = level.speculating
-
-        async def worker() -> None:
-            for i in queued:
-                prompt, category = c.prompt_at(i)
-                result = await self.one_request(client, prompt, level)
-                level.results.append(result)
-                self.on_result(concurrency, result)
-                if not result.ok:
-                    self.failures.append(f"concurrency {concurrency}: {self.redact(result.error)}")
-                elif not math.isnan(result.decode_tok_s):
-                    row = request_row(
-                        self,
-                        concurrency,
-                        level.written,
-                        result,
-                        _summary(level),
-                        category,
-                        speculating,
-                    )
-                    write(row)
-                    level.written += 1
-
+        before = await self.scrape(client)
+        level = _Level(load, time.perf_counter(), before)
         try:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            await self._drive(client, level, write)
         except asyncio.CancelledError:
             # Stopped: the level's counters so far, read once (briefly), are not lost.
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -488,28 +478,76 @@ class Bench:
                 self._close_level(level, after, write)
             raise
         summary = self._close_level(level, await self.scrape(client), write)
-        self._warn_no_counters(concurrency, level.before, summary.pop("_after"), summary)
+        self._warn_no_counters(load.words, level.before, summary.pop("_after"), summary)
         if summary["bursts"]:
-            self.warn(_burst_warning(concurrency, summary))
+            self.warn(_burst_warning(load.words, summary))
+        behind = _behind_schedule(load, summary.get("arrival_rate"))
+        if behind:
+            self.warn(behind)
         summary["launch"] = self.launch_summary()
         if len(self.warnings) > warned:
             summary["warnings"] = self.warnings[warned:]
         self.told = len(self.warnings)
         return summary
 
+    async def _drive(self, client: Any, level: _Level, write: Callable[[dict], None]) -> None:
+        """Send the level's requests, closed loop or on its schedule (open loop), and record
+        each as it finishes (:meth:`_record`)."""
+        c, load = self.config, level.load
+        n = c.requests_in(load)
+        speculating = level.speculating
+
+        async def measure(i: int, due: float | None = None) -> None:
+            prompt, category = c.prompt_at(i)
+            sent = level.sending()
+            start = sent if due is None else due  # open loop: timed from when it was due
+            result = await self.one_request(client, prompt, level, start)
+            level.done(result, start)
+            self._record(level, result, category, speculating, write)
+
+        if load.request_rate is not None:
+            times = arrival_times(load.request_rate, n, c.burstiness, c.seed)
+            await send_on_schedule(times, measure, level.started, load.concurrency)
+            return
+        queued = iter(range(n))  # prompts are taken as requests start: nothing grows with n
+
+        async def worker() -> None:
+            for i in queued:
+                await measure(i)
+
+        await asyncio.gather(*(worker() for _ in range(load.concurrency or 1)))
+
+    def _record(
+        self,
+        level: _Level,
+        result: RequestResult,
+        category: str,
+        speculating: bool,
+        write: Callable[[dict], None],
+    ) -> None:
+        """A finished request: told to ``on_result``, its row written (a failure noted)."""
+        load = level.load
+        self.on_result(load.request_rate or load.concurrency or 0, result)
+        if not result.ok:
+            self.failures.append(f"{load.words}: {self.redact(result.error)}")
+        elif not math.isnan(result.decode_tok_s):
+            summary = _summary(level)
+            write(request_row(self, load, level.written, result, summary, category, speculating))
+            level.written += 1
+
     def _close_level(
         self, level: _Level, after: str | None, write: Callable[[dict], None]
     ) -> dict[str, Any]:
         """The level's summary with its counters' change since its start (``after``, a
         scrape), and its server row written where the counters tell something."""
-        concurrency = level.concurrency
         summary = _summary(level)
+        summary.update(_load_summary(level))
         summary.update(self._acceptance(level.before, after))
         server = self._server_view(level.before, after, summary["requests"] - summary["failed"])
         if server:
             summary["server"] = server
-            write(server_row(self, concurrency, summary, server))
-            self._warn_disagreement(concurrency, summary["tok_s"], server.get("tok_s"))
+            write(server_row(self, level.load, summary, server))
+            self._warn_disagreement(level.load.words, summary["tok_s"], server.get("tok_s"))
         summary["_after"] = after
         return summary
 
@@ -565,7 +603,7 @@ class Bench:
                 return {key: r.get(key) for key in keys if r.get(key) is not None}
         return {}
 
-    def _warn_disagreement(self, concurrency: int, client: float, server: Any) -> None:
+    def _warn_disagreement(self, words: str, client: float, server: Any) -> None:
         """A warning where the level's per-sequence rate and the server's own differ by more
         than :data:`~breakeven.core.quantities.DEFAULT_TOLERANCE`: one of them did not measure
         decoding (a client that fell behind its streams, or requests of others)."""
@@ -573,7 +611,7 @@ class Bench:
             return
         if abs(client / server - 1) > DEFAULT_TOLERANCE:
             self.warn(
-                f"at concurrency {concurrency} the client measured {client:.4g} tok/s per "
+                f"at {words} the client measured {client:.4g} tok/s per "
                 f"sequence and the server's counters {server:.4g} ({client / server - 1:+.0%}): "
                 "other requests on the server, or a client that fell behind its streams?"
             )
@@ -584,7 +622,7 @@ class Bench:
             self.warnings.append(message)
 
     def _warn_no_counters(
-        self, concurrency: int, before: str | None, after: str | None, summary: dict[str, Any]
+        self, words: str, before: str | None, after: str | None, summary: dict[str, Any]
     ) -> None:
         """Why a level given ``-k`` has no accept_len, as it is: ``/metrics`` answered nothing,
         has no spec-decode series, or has them and they did not move (nothing was drafted
@@ -609,18 +647,42 @@ class Bench:
             hint = ""
         else:
             why = f"shows no spec-decode counters ({', '.join(series)})"
-        self.warn(
-            f"-k {k} was given, but {where} {why}: accept_len is left empty at "
-            f"concurrency {concurrency}{hint}"
-        )
+        self.warn(f"-k {k} was given, but {where} {why}: accept_len is left empty at {words}{hint}")
 
     async def run(self, write: Callable[[dict], None]) -> list[dict]:
         async with self._client() as client:
             await self.probe(client)
             self.started = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             await self._find_launch(client)
-            self.env = environment(self.shown_root, self.model, self.version, self.launch)
-            return [await self.level(client, c, write) for c in self.config.concurrency]
+            self.env = environment(
+                self.shown_root, self.model, self.version, self.launch, self.config
+            )
+            return [await self.level(client, load, write) for load in self.config.loads()]
+
+
+ARRIVAL_TOLERANCE = 0.1
+"""An open-loop level whose achieved arrival rate falls this share short of its offered rate
+is said to have fallen behind its schedule [fraction]."""
+
+
+def _behind_schedule(load: Load, achieved: Any) -> str:
+    """A warning where an open-loop level sent its requests more slowly than it offered them:
+    they waited for a slot (``--max-concurrency``), or the client could not keep up."""
+    offered = load.request_rate
+    if offered is None or not isinstance(achieved, float) or math.isnan(achieved):
+        return ""
+    if achieved >= (1 - ARRIVAL_TOLERANCE) * offered:
+        return ""
+    why = (
+        "requests waited for a slot (--max-concurrency): the server kept fewer in flight than "
+        "the rate asks"
+        if load.concurrency
+        else "the client could not keep up (a busy machine?): its requests went late"
+    )
+    return (
+        f"at {load.words} the requests were sent at {achieved:.4g} req/s, "
+        f"{1 - achieved / offered:.0%} short of the rate offered: {why}"
+    )
 
 
 def _default_port(scheme: str) -> int:
@@ -660,7 +722,7 @@ async def _until_terminated(run: Any) -> Any:
 def run_bench(
     config: Config, out: str | None, on_result: Callable[[int, RequestResult], None] | None = None
 ) -> tuple[list[dict], list[str], int]:
-    """Measure every concurrency level; returns (level summaries, failures, rows written).
+    """Measure every level; returns (level summaries, failures, rows written).
 
     Rows are appended to ``out`` as requests complete.  SIGTERM (``timeout``,
     ``docker stop``) is handled like Ctrl-C: the run stops at once and

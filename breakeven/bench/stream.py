@@ -42,6 +42,10 @@ class RequestResult:
     """The server's k, where it says it per request (vLLM's ``num_spec_tokens``)."""
     prompt_tokens: int | None = None
     """The prompt's tokens, where the server's usage says them [tokens]."""
+    e2e_ms: float = math.nan
+    """From sending the request (its due time, open loop) to its last chunk with text [ms]."""
+    start_s: float = math.nan
+    """When the request was sent (due, open loop), since its level began [s]."""
 
     @property
     def context_tokens(self) -> float:
@@ -293,6 +297,7 @@ class _Timing:
         return RequestResult(
             True,
             ttft_ms=1000.0 * (self.times[0] - self.start),
+            e2e_ms=1000.0 * (self.times[-1] - self.start),
             decode_s=self.times[last] - self.times[first],
             completion_tokens=total,
             prompt_tokens=self.prompt_tokens,

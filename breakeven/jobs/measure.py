@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from breakeven.bench.config import Config
@@ -465,7 +465,11 @@ def bench_config(
     *,
     url: str,
     label: str,
-    concurrency: Sequence[int],
+    concurrency: Sequence[int] | None = None,
+    request_rate: Sequence[float] | None = None,
+    burstiness: float = 1.0,
+    seed: int = 0,
+    max_concurrency: int | None = None,
     model: str | None = None,
     max_tokens: int = 512,
     requests: int | None = None,
@@ -493,10 +497,16 @@ def bench_config(
     ----------
     url, label, model : str
         The server (``http://host:8000[/v1]``), the run's name, the model (default: its first).
-    concurrency : sequence of int
-        The levels to measure [requests in flight].
+    concurrency : sequence of int, optional
+        Closed-loop levels [requests in flight] (default: one, at 1).
+    request_rate : sequence of float, optional
+        Open-loop levels instead [req/s] (give one of ``concurrency`` and ``request_rate``).
+    burstiness, seed, max_concurrency : float, int, int
+        An open-loop level's gaps' gamma shape [-] (1: Poisson), its schedule's seed, and
+        its cap on requests in flight (default none).
     max_tokens, requests : int
-        Tokens per request [tokens]; requests per level (default 4 x concurrency, at least 8).
+        Tokens per request [tokens]; requests per level (default 4 x concurrency, at least 8;
+        open loop, about 30 s of arrivals, 8 to 1,000).
     prompts, categories : str, sequence of str, optional
         A prompts file (:func:`~breakeven.bench.prompts.read_prompts`; default: built-in
         ones), and each prompt's workload category (default: the file's).
@@ -511,34 +521,17 @@ def bench_config(
     ready_timeout_s, connect_timeout_s, idle_timeout_s, request_timeout_s : float
         The longest wait for readiness, a connection, a byte, a whole request [s].
     """
+    arguments = dict(locals())  # the settings that go to Config as they are
     api_key, note = api_key_from_env(api_key_env) if api_key_env is not None else (None, None)
     texts = read_prompts(prompts) if prompts else DEFAULT_PROMPTS
     if server_env_from:
         read_server_env(server_env_from)  # refused now, before any request
-    config = Config(
-        url=url,
-        label=label,
-        model=model,
-        concurrency=tuple(concurrency),
-        max_tokens=max_tokens,
-        requests=requests,
-        prompts=texts,
-        categories=categories,
-        chat=chat,
-        api_key=api_key,
-        num_spec_tokens=num_spec_tokens,
-        spec_topk=spec_topk,
-        verify_tokens=verify_tokens,
-        spec_method=spec_method,
-        hardware=hardware,
-        env=env,
-        server_env_from=server_env_from,
-        ready_timeout_s=ready_timeout_s,
-        connect_timeout_s=connect_timeout_s,
-        idle_timeout_s=idle_timeout_s,
-        request_timeout_s=request_timeout_s,
-        ignore_eos=ignore_eos,
-    )
+    as_given = {f.name: arguments[f.name] for f in fields(Config) if f.name in arguments}
+    loads = {
+        "concurrency": tuple(concurrency) if concurrency is not None else (),
+        "request_rate": tuple(request_rate) if request_rate is not None else (),
+    }
+    config = Config(**{**as_given, **loads, "prompts": texts, "api_key": api_key})
     config.check()
     return config, note
 

@@ -544,9 +544,10 @@ def bench_headline(levels: list[dict[str, Any]], label: str) -> str:
     own counters' is given in its place, and said to be theirs."""
     rated = [_level_rate(v) for v in levels]
     rates = [text for text, _ in rated]
-    loads = [f"{v['concurrency']}" for v in levels]
+    loads = [_load(v) for v in levels]
+    axis = "request rate" if levels and levels[0].get("request_rate") is not None else "concurrency"
     said = ", ".join(
-        f"{r} tok/s per sequence at concurrency {c}" if i == 0 else f"{r} at {c}"
+        f"{r} tok/s per sequence at {axis} {c}" if i == 0 else f"{r} at {c}"
         for i, (r, c) in enumerate(zip(rates, loads, strict=True))
     )
     taus = [num(v.get("accept_len"), ".2f") for v in levels if v.get("accept_len") is not None]
@@ -554,6 +555,50 @@ def bench_headline(levels: list[dict[str, Any]], label: str) -> str:
     held = any(server for _, server in rated)
     why = " (server's: every request came in one burst, which the client cannot time)"
     return f"{printable(label)}: {said}{accepted}{why if held else ''}."
+
+
+def _load(level: dict[str, Any]) -> str:
+    """A level's load as bench's text names it: its concurrency, or its request rate
+    (``2 req/s``, with its cap: ``2 req/s (max 4)``)."""
+    rate = level.get("request_rate")
+    if rate is None:
+        return f"{level['concurrency']}"
+    cap = level.get("concurrency")
+    return f"{rate:g} req/s" + (f" (max {cap})" if cap else "")
+
+
+def _latency_lines(levels: list[dict[str, Any]]) -> list[str]:
+    """bench's load and latency table: each level's offered and achieved request rates, its
+    completed requests per second, its mean and most requests in flight, and the p50, p90
+    and p99 of its ttft_ms, tpot_ms and e2e_ms."""
+    heads = [
+        "load",
+        "offered [req/s]",
+        "achieved [req/s]",
+        "completed [req/s]",
+        "in flight (mean, max)",
+        "ttft p50/p90/p99 [ms]",
+        "tpot p50/p90/p99 [ms]",
+        "e2e p50/p90/p99 [ms]",
+    ]
+    rows = []
+    for v in levels:
+        row = [
+            _load(v),
+            num(v.get("request_rate"), ".3g"),
+            num(v.get("arrival_rate"), ".3g"),
+            num(v.get("request_throughput"), ".3g"),
+            f"{num(v.get('mean_in_flight'), '.2f')}, {v.get('max_in_flight', '-')}",
+        ]
+        for name in ("ttft", "tpot", "e2e"):
+            row.append("/".join(num(v.get(f"{name}_{p}_ms"), ".1f") for p in ("p50", "p90", "p99")))
+        rows.append(row)
+    return [
+        "",
+        "Load and latency by level (achieved: requests sent over the time to the last send; "
+        "in flight: e2e summed over the level's duration, Little's law):",
+        *grid(heads, rows, right=True),
+    ]
 
 
 def _level_rate(level: dict[str, Any]) -> tuple[str, bool]:
@@ -572,7 +617,7 @@ def _level_rate(level: dict[str, Any]) -> tuple[str, bool]:
 def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     """What ``breakeven bench`` prints: one line per concurrency level."""
     heads = [
-        "concurrency",
+        "request rate" if levels and levels[0].get("request_rate") is not None else "concurrency",
         "requests",
         "failed",
         "bursts",
@@ -584,7 +629,7 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
     ]
     rows = [
         [
-            str(v["concurrency"]),
+            _load(v),
             str(v["requests"]),
             str(v["failed"]),
             str(v.get("bursts", 0)),
@@ -611,6 +656,8 @@ def bench_text(levels: list[dict[str, Any]], label: str) -> str:
         "interquartile range, and the aggregate rate:",
         *grid(heads, rows, right=True),
     ]
+    if any("duration_s" in v for v in levels):
+        lines += _latency_lines(levels)
     return "\n".join(lines) + "\n"
 
 
