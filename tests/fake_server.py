@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import socket
 import struct
 import threading
@@ -88,6 +89,12 @@ class Behaviour:
     # A decode that slows as requests pile up, as a batching server's does: each token takes
     # seconds_per_token x (1 + crowding x the other requests in flight).
     crowding: float = 0.0
+    # A decode that slows with the rate requests arrive at, as one whose batch grows with the
+    # load: each chunk's time x (1 + rate_crowding x 1 / the gap since the previous request's
+    # arrival [req/s]; the first request's rate is 0).  Its TPOT at a steady rate R is then
+    # known exactly, whatever the requests in flight: seconds_per_token (or cycle_s /
+    # tokens_per_chunk) x (1 + rate_crowding x R).
+    rate_crowding: float = 0.0
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -228,8 +235,11 @@ class _Handler(BaseHTTPRequestHandler):
             b.requests_seen += 1
             resetting = b.reset_after_chunks is not None and b.requests_seen <= b.reset_requests
             b.in_flight += 1
-            b.arrivals.append(time.perf_counter())
+            now = time.perf_counter()
+            gap = now - b.arrivals[-1] if b.arrivals else math.inf
+            b.arrivals.append(now)
             b.in_flight_at_arrival.append(b.in_flight)
+        self.load = 1.0 + b.rate_crowding * (1.0 / gap if gap > 0 else 0.0)
         try:
             self._complete(b, request, resetting)
         finally:
@@ -263,6 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         time.sleep(b.first_token_delay)
         sent, chunks = 0, 0
+        due = time.perf_counter()  # rate_crowding: when the next chunk is due
         histogram = [0] * (b.num_spec_tokens + 1)
         first = None
         held: list[bytes] = []  # what is decoded and not yet sent
@@ -275,8 +286,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.close()
                 return
             m = min(per_chunk, max_tokens - sent)
-            crowd = 1.0 + b.crowding * max(0, b.in_flight - 1)
-            time.sleep(crowd * (b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m))
+            crowd = (1.0 + b.crowding * max(0, b.in_flight - 1)) * self.load
+            pause = crowd * (b.cycle_s if b.cycle_s is not None else b.seconds_per_token * m)
+            if b.rate_crowding:  # each chunk on its own due time: sleeps' overshoots don't add up
+                due = (due if chunks else time.perf_counter()) + pause  # from the first
+                time.sleep(max(0.0, due - time.perf_counter()))
+            else:
+                time.sleep(pause)
             sent += m
             chunks += 1
             if b.num_spec_tokens:
