@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli, settle_signals
-from breakeven.cli.params import FLOAT, Bounded, CommandLineError, Values, flag, number, say
+from breakeven.cli.params import Bounded, CommandLineError, say
 from breakeven.core.errors import Terminated
 from breakeven.core.quantities import MAX_SPEC_TOKENS
 
@@ -28,43 +28,7 @@ from breakeven.core.quantities import MAX_SPEC_TOKENS
     "Closed-loop levels [requests in flight], e.g. --concurrency 1 8 32: each request is sent "
     "as one finishes."
 )
-@click.option(
-    "--request-rate",
-    "request_rate",
-    cls=Values,
-    callback=lambda ctx, param, value: _rates(param, value),
-    metavar="R [R ...]",
-    help="Open-loop levels instead [req/s], e.g. --request-rate 1 4 16: each level sends its "
-    "requests on a schedule (Poisson gaps by default), whatever the server's progress, so "
-    "requests pile up where it falls behind. Not with --concurrency.",
-)
-@click.option(
-    "--burstiness",
-    type=FLOAT,
-    default=1.0,
-    show_default=True,
-    metavar="B",
-    help="With --request-rate: the gaps between requests are gamma-distributed with shape B "
-    "and mean 1/R [s] (coefficient of variation 1/sqrt(B)): 1 is Poisson, above 1 evener, "
-    "below 1 burstier (vllm bench serve's --burstiness).",
-)
-@click.option(
-    "--max-concurrency",
-    "max_concurrency",
-    type=int,
-    metavar="N",
-    help="With --request-rate: at most N requests in flight [requests]; a due request waits "
-    "for a slot, and its ttft_ms and e2e_ms count the wait (default: no cap).",
-)
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    metavar="S",
-    help="With --request-rate: seeds the arrival schedule; the same seed and flags send the "
-    "same schedule (gaps and prompts), for the baseline and the speculative run alike.",
-)
+@o.open_loop
 @click.option(
     "--max-tokens",
     "max_tokens",
@@ -199,7 +163,7 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
     from breakeven.jobs.measure import bench_config  # lazy: start-up
 
     _refuse_an_input_as_out(out, options.get("prompts"), options.get("server_env_from"))
-    _one_load_axis(options)
+    o.one_load_axis(options)
     config, note = bench_config(**options)
     if note:
         say(f"Note: {note}")
@@ -236,48 +200,6 @@ def bench(as_json: bool, out: str | None, **options: Any) -> None:
         raise CommandLineError(
             f"{len(failures)} request(s) failed; every completed one was recorded"
         )
-
-
-def _rates(param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
-    """``1 4 16`` or ``1,4,16``: request rates [req/s], checked by the bench's settings."""
-    if value is None:
-        return None
-    try:
-        found = tuple(number(v, param) for v in value.replace(",", " ").split())
-    except CommandLineError:  # already one line naming the flag
-        raise
-    except ValueError:
-        raise CommandLineError(
-            f"{flag(param)}: got {value!r}, expected requests per second such as 1 4 16"
-        ) from None
-    if not found:
-        raise CommandLineError(f"{flag(param)}: got no rate, expected such as 1 4 16")
-    return found
-
-
-def _one_load_axis(options: dict[str, Any]) -> None:
-    """--request-rate or --concurrency, not both; the open-loop flags only with --request-rate.
-    Without --request-rate, --concurrency's default (1) stands."""
-    ctx = click.get_current_context()
-
-    def typed(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source not in (None, click.core.ParameterSource.DEFAULT)
-
-    if options.get("request_rate") is None:
-        for name in ("burstiness", "seed", "max_concurrency"):
-            if typed(name) and options.get(name) is not None:
-                raise CommandLineError(
-                    f"--{name.replace('_', '-')}: shapes an open-loop level; give "
-                    "--request-rate too (closed loop: --concurrency)"
-                )
-        return
-    if typed("concurrency"):
-        raise CommandLineError(
-            "--request-rate: give either --request-rate (open loop) or --concurrency "
-            "(closed loop), not both"
-        )
-    options["concurrency"] = None
 
 
 def _refuse_an_input_as_out(out: str | None, prompts: str | None, env_from: str | None) -> None:

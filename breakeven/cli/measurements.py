@@ -193,16 +193,7 @@ def ingest(
 @o.schedule_file
 @o.fit_check_file
 @o.mix
-@click.option(
-    "--slo",
-    "slo",
-    metavar="'METRIC[:pP]<=MS,...'",
-    help="A service-level objective: bounds on ttft_ms, tpot_ms, itl_ms or e2e_ms, as "
-    "vllm bench serve --goodput names them, e.g. 'tpot_ms<=50,ttft_ms:p90<=2000'. A bound "
-    "without :pP holds for each request (goodput, attainment); with one, for the level's "
-    "P-th percentile. Adds each level's goodput and SLO attainment, and the break-even "
-    "request rate by goodput.",
-)
+@o.slo
 @o.json_option
 def check_command(
     measurements: str,
@@ -339,16 +330,7 @@ def check_command(
 @o.schedule_file
 @o.fit_check_file
 @o.mix
-@click.option(
-    "--slo",
-    "slo",
-    metavar="'METRIC[:pP]<=MS,...'",
-    help="A service-level objective: bounds on ttft_ms, tpot_ms, itl_ms or e2e_ms, as "
-    "vllm bench serve --goodput names them, e.g. 'tpot_ms<=50,ttft_ms:p90<=2000'. A bound "
-    "without :pP holds for each request (goodput, attainment); with one, for the level's "
-    "P-th percentile. Adds each level's goodput and SLO attainment, and the break-even "
-    "request rate by goodput.",
-)
+@o.slo
 @o.json_option
 def compare_command(
     fail_if: str | None,

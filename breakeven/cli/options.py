@@ -10,11 +10,14 @@ import click
 from breakeven.cli.params import (
     FLOAT,
     Bounded,
+    CommandLineError,
     LibraryChoice,
     Values,
     accept_lens,
+    flag,
     floats,
     levels,
+    number,
 )
 from breakeven.core.quantities import DEFAULT_TOLERANCE, MAX_BATCH, MAX_K, MAX_SPEC_TOKENS
 
@@ -479,3 +482,101 @@ server_env_from = click.option(
     "inspect's JSON, or a KEY=VALUE file. Only NCCL_*, CUDA_*, VLLM_*, SGLANG_*, LLAMA_ARG_*, "
     "OMP_* and TORCH_* variables are kept.",
 )
+
+
+open_loop = options(
+    click.option(
+        "--request-rate",
+        "request_rate",
+        cls=Values,
+        callback=lambda ctx, param, value: rates(param, value),
+        metavar="R [R ...]",
+        help="Open-loop levels instead [req/s], e.g. --request-rate 1 4 16: each level sends its "
+        "requests on a schedule (Poisson gaps by default), whatever the server's progress, so "
+        "requests pile up where it falls behind. Not with --concurrency.",
+    ),
+    click.option(
+        "--burstiness",
+        type=FLOAT,
+        default=1.0,
+        show_default=True,
+        metavar="B",
+        help="With --request-rate: the gaps between requests are gamma-distributed with shape B "
+        "and mean 1/R [s] (coefficient of variation 1/sqrt(B)): 1 is Poisson, above 1 evener, "
+        "below 1 burstier (vllm bench serve's --burstiness).",
+    ),
+    click.option(
+        "--max-concurrency",
+        "max_concurrency",
+        type=int,
+        metavar="N",
+        help="With --request-rate: at most N requests in flight [requests]; a due request waits "
+        "for a slot, and its ttft_ms and e2e_ms count the wait (default: no cap).",
+    ),
+    click.option(
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        metavar="S",
+        help="With --request-rate: seeds the arrival schedule; the same seed and flags send the "
+        "same schedule (gaps and prompts), for the baseline and the speculative run alike.",
+    ),
+)
+"""``--request-rate R [R ...]`` (open-loop levels [req/s]) and what shapes them:
+``--burstiness``, ``--max-concurrency`` and ``--seed`` (bench's and sweep's)."""
+
+
+def rates(param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
+    """``1 4 16`` or ``1,4,16``: request rates [req/s], checked by the bench's settings."""
+    if value is None:
+        return None
+    try:
+        found = tuple(number(v, param) for v in value.replace(",", " ").split())
+    except CommandLineError:  # already one line naming the flag
+        raise
+    except ValueError:
+        raise CommandLineError(
+            f"{flag(param)}: got {value!r}, expected requests per second such as 1 4 16"
+        ) from None
+    if not found:
+        raise CommandLineError(f"{flag(param)}: got no rate, expected such as 1 4 16")
+    return found
+
+
+def one_load_axis(given: dict[str, Any]) -> None:
+    """--request-rate or --concurrency, not both; the open-loop flags only with --request-rate.
+    Without --request-rate, --concurrency's default (1) stands."""
+    ctx = click.get_current_context()
+
+    def typed(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source not in (None, click.core.ParameterSource.DEFAULT)
+
+    if given.get("request_rate") is None:
+        for name in ("burstiness", "seed", "max_concurrency"):
+            if typed(name) and given.get(name) is not None:
+                raise CommandLineError(
+                    f"--{name.replace('_', '-')}: shapes an open-loop level; give "
+                    "--request-rate too (closed loop: --concurrency)"
+                )
+        return
+    if typed("concurrency"):
+        raise CommandLineError(
+            "--request-rate: give either --request-rate (open loop) or --concurrency "
+            "(closed loop), not both"
+        )
+    given["concurrency"] = None
+
+
+slo = click.option(
+    "--slo",
+    "slo",
+    metavar="'METRIC[:pP]<=MS,...'",
+    help="A service-level objective: bounds on ttft_ms, tpot_ms, itl_ms or e2e_ms, as "
+    "vllm bench serve --goodput names them, e.g. 'tpot_ms<=50,ttft_ms:p90<=2000'. A bound "
+    "without :pP holds for each request (goodput, attainment); with one, for the level's "
+    "P-th percentile. Adds each level's goodput and SLO attainment, and the break-even "
+    "request rate by goodput.",
+)
+"""``--slo``: check's, compare's and sweep's service-level objective."""

@@ -43,6 +43,8 @@ from breakeven.core.errors import Terminated
     help="The k to measure [tokens]; 0, the baseline, is always measured.",
 )
 @o.concurrency("Load levels each launch runs [requests in flight].")
+@o.open_loop
+@o.slo
 @click.option(
     "--repeats",
     type=int,
@@ -115,6 +117,7 @@ def sweep(
     server_env_from: str | None,
     requests: int | None,
     stop_grace_s: float,
+    slo: str | None,
     **options: Any,
 ) -> None:
     """Run the experiment: a baseline and each k, interleaved, each a server launch of its own.
@@ -122,13 +125,15 @@ def sweep(
     Each launch is started from --serve (plus the engine's speculation flags), waited for,
     checked (its server's settings, less speculation, must match the first launch's: a
     variable lost on a restart fails the launch before it is measured), warmed, measured by
-    bench at every --concurrency level, and stopped; rows go to DIR/runs.csv as requests
-    complete, with each launch's server environment; DIR/manifest.json records the plan and
-    each launch's outcome, so that --resume continues it.  A launch that fails is recorded
-    with its log's tail, and the sweep goes on.
+    bench at every --concurrency level (or --request-rate level: open loop), and stopped;
+    rows go to DIR/runs.csv as requests complete, with each launch's server environment;
+    DIR/manifest.json records the plan and each launch's outcome, so that --resume
+    continues it.  A launch that fails is recorded with its log's tail, and the sweep goes
+    on.
 
-    The end is the answer: check's verdict per k and load (launch-level intervals), fit's
-    costs (DIR/fit.json), schedule's best k per batch where two or more loads ran
+    The end is the answer: check's verdict per k and load (launch-level intervals), with
+    --request-rate each k's break-even request rate (by goodput under --slo, else by TPOT),
+    fit's costs (DIR/fit.json), schedule's best k per batch where two or more loads ran
     (DIR/schedule.json), the best k at each load and its flags to paste, and
     DIR/report.html.  Each can be made again: breakeven check DIR/runs.csv, breakeven fit
     DIR/runs.csv.
@@ -144,6 +149,13 @@ def sweep(
     from breakeven.sweep.plan import plan_sweep  # lazy: start-up
 
     _refuse_an_input_as_output(out, server_env_from)
+    o.one_load_axis(options)
+    if options["request_rate"] is None:  # closed loop: nothing shapes a schedule
+        options.update(request_rate=(), burstiness=None, seed=None, max_concurrency=None)
+    if slo is not None:
+        from breakeven.measurements.slo import parse_slo  # lazy: start-up
+
+        parse_slo(slo)  # before any launch
     serve, engine = options.pop("serve"), options.pop("engine")
     ks = options.pop("num_spec_tokens")
     plan = plan_sweep(serve, engine, ks, requests=requests, **options)
@@ -156,7 +168,7 @@ def sweep(
     say(result.report().rstrip("\n"))
     if not any(o.ok for o in result.outcomes):
         sys.exit(1)
-    answer = answer_sweep(out)
+    answer = answer_sweep(out, slo=slo)
     click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
     say(f"Wrote {', '.join(answer.files.values())}.")
     if not answer.best:

@@ -51,6 +51,7 @@ from breakeven.fitting.surfaces import surfaces as batch_surfaces
 from breakeven.fitting.surfaces import trees as tree_acceptances
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.iotools.modelconfig import MODEL_CONFIG_COLUMN, model_configs_of
+from breakeven.measurements.normalise import key_request_rate
 from breakeven.measurements.plausibility import (
     falling_cycles,
     impossible_acceptance,
@@ -133,7 +134,7 @@ class GroupFit:
     model: str
     hardware: str
     concurrency: float
-    """[sequences] (NaN where the rows do not say)."""
+    """[sequences] (NaN where the rows do not say, and for an open-loop level)."""
     spec_method: str
     step_ms: float
     """The baseline's decode step, 1000 / mean baseline tok_s (or its step_ms) [ms]."""
@@ -170,6 +171,9 @@ class GroupFit:
     context_tokens: float = math.nan
     """The runs' mean tokens in the KV cache [tokens] (NaN: the rows do not say): the fit
     holds at that context length."""
+    request_rate: float = math.nan
+    """An open-loop level's offered rate [req/s] (``bench --request-rate``); NaN for a
+    closed-loop level, whose load is ``concurrency``."""
 
     def cycle_ms(self, k: Any) -> Any:
         """The fitted cycle at ``k`` draft tokens [ms]."""
@@ -334,6 +338,7 @@ def fit_group(
         model=model,
         hardware=hardware,
         concurrency=concurrency if concurrency >= 0 else math.nan,
+        request_rate=key_request_rate(concurrency),
         spec_method=method,
         step_ms=step,
         coefficients=coefficients,

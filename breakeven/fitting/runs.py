@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from breakeven.measurements.normalise import level_key
 from breakeven.measurements.plausibility import (
     out_of_range,
 )
@@ -91,6 +92,7 @@ COLUMNS_USED = (
     "launch_id",
     "context_tokens",
     "category",
+    "request_rate",
 )
 
 
@@ -143,7 +145,10 @@ def _prepared(data: Any) -> tuple[Any, list[str]]:
     df.loc[rated, "accept_len"] = 1 + k[rated] * df.loc[rated, "acceptance_rate"]
     rate = df["tok_s"].where(df["tok_s"] > 0)
     df["rate"] = rate.fillna(1000.0 / df["tpot_ms"].where(df["tpot_ms"] > 0))
-    df["concurrency"] = df["concurrency"].fillna(-1.0)
+    # An open-loop level's rows are keyed by their rate (below -1: never a batch size, never
+    # another level's), as check pairs them (measurements.normalise.level_key).
+    rates = df["request_rate"] if "request_rate" in df.columns else math.nan
+    df["concurrency"] = level_key(df["concurrency"], pd.to_numeric(rates, errors="coerce"))
     config = df["model"].astype(str) + "\x00" + df["hardware"].astype(str) + "\x00"
     run = df["run_id"] if "run_id" in df.columns else pd.Series(np.arange(len(df)), index=df.index)
     run = run.astype(object).where(run.notna(), pd.Series(np.arange(len(df)), index=df.index))

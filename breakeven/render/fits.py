@@ -132,12 +132,19 @@ def fit_table(result: Row) -> tuple[list[str], list[list[str]]]:
     return heads, rows
 
 
+def _level_text(g: Row) -> str:
+    """A group's level in words: `` at 4 req/s`` (open loop), `` at concurrency 8``, or ""."""
+    if g.get("request_rate") is not None:
+        return f" at {g['request_rate']:g} req/s"
+    return f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+
+
 def _best_text(g: Row, named: bool) -> str:
     error = g["held_out_max_rel_error"]
     held = "" if error is None else f", held out {format(error, '.1%')}"
     loss = ", a loss" if g["best_speedup"] is not None and g["best_speedup"] < 1 else ""
     where = f" for {printable(g['model'])}" if named and g["model"] else ""
-    at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+    at = _level_text(g)
     return f"{g['best_k']}{where}{at} ({num(g['best_speedup'], '.2f')}x{loss}{held})"
 
 
@@ -240,7 +247,7 @@ def fit_text(result: Row) -> str:
     lines += [f"Note: {n}." for n in result["notes"]]
     for g in result["groups"]:
         where = _where(g)
-        at = f" at concurrency {g['concurrency']:g}" if g["concurrency"] is not None else ""
+        at = _level_text(g)
         lines += [
             f"{where or 'runs'}{at}: step {num(g['step_ms'], '.3f')} ms, "
             f"draft cost {result['draft_cost']}, residual RMS "
@@ -330,7 +337,7 @@ def _context_lines(x: Row) -> list[str]:
     """A context fit: how the step and the cycle grow with the context, and each context
     length's speedups predicted from the others."""
     where = _where(x)
-    at = f" at concurrency {x['concurrency']:g}" if x["concurrency"] is not None else ""
+    at = _level_text(x)
     shown = ", ".join(f"{c:.0f}" for c in x["contexts"])
     lines = [
         f"{where or 'runs'}{at} across context lengths {shown} tokens: step(C) = "

@@ -188,16 +188,25 @@ def sweep_page(data: dict[str, Any]) -> str:
         f'<p class="headline noise">{html.escape(line)}</p>'
         for line in doubt_line(check["comparisons"]).splitlines()
     )
-    best = doubt + "".join(
-        f'<p class="headline {"win" if b["num_spec_tokens"] else "noise"}">'
-        f"Concurrency {b['concurrency']:g}: {html.escape(printable(b['why']))}</p>"
-        + (
-            f"<p>Flags ({html.escape(data['engine'])}): "
-            f"<code>{html.escape(printable(b['flags']))}</code></p>"
-            if b["flags"]
-            else ""
+    rates = "".join(
+        f"<p>Break-even: {html.escape(printable(r['sentence']))}.</p>"
+        for r in check.get("breakeven_rates") or ()
+    )
+    best = (
+        doubt
+        + rates
+        + "".join(
+            f'<p class="headline {"win" if b["num_spec_tokens"] else "noise"}">'
+            f"{html.escape(b['load'][:1].upper() + b['load'][1:])}: "
+            f"{html.escape(printable(b['why']))}</p>"
+            + (
+                f"<p>Flags ({html.escape(data['engine'])}): "
+                f"<code>{html.escape(printable(b['flags']))}</code></p>"
+                if b["flags"]
+                else ""
+            )
+            for b in data["best"]
         )
-        for b in data["best"]
     )
     schedule = data.get("schedule")
     figures = _figures(

@@ -37,7 +37,7 @@ class BestK:
     else none."""
 
     concurrency: float
-    """The load [requests in flight]."""
+    """The load [requests in flight] (an open-loop level's cap, else NaN)."""
     num_spec_tokens: int
     """k [tokens]; 0 where no k was measured faster (speculation off)."""
     label: str
@@ -53,6 +53,15 @@ class BestK:
     decided: bool = True
     """False where the data at this load cannot decide (a comparison's verdict is one of
     check's :data:`~breakeven.measurements.flags.DOUBT`): no k is chosen and nothing is pasted."""
+    request_rate: float = math.nan
+    """An open-loop load's offered rate [req/s] (``--request-rate``); NaN at a concurrency."""
+
+    @property
+    def load_text(self) -> str:
+        """The load in words: ``4 req/s`` or ``concurrency 8``."""
+        if self.request_rate > 0:
+            return f"{self.request_rate:g} req/s"
+        return f"concurrency {self.concurrency:g}"
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,10 @@ class SweepAnswer:
 
         said = doubt_line(self.check.to_dict()["comparisons"]) if self.check is not None else ""
         lines = [said.rstrip("\n")] if said else []
+        rates = self.check.breakeven_rates if self.check is not None else ()
+        lines += [f"Break-even: {r.sentence}." for r in rates]
         for b in self.best:
-            lines.append(f"Answer at concurrency {b.concurrency:g}: {b.why}")
+            lines.append(f"Answer at {b.load_text}: {b.why}")
         if not all(b.decided for b in self.best):
             lines.append(
                 "Config to paste: none: the data cannot decide (see check's flags), so no "
@@ -102,7 +113,8 @@ class SweepAnswer:
         flags = {b.flags for b in self.best if b.flags}
         scheduled = self.schedule.get("flags") if self.schedule is not None else None
         agrees = scheduled and all(
-            _scheduled_k(self.schedule, b.concurrency) == b.num_spec_tokens for b in self.best
+            b.concurrency > 0 and _scheduled_k(self.schedule, b.concurrency) == b.num_spec_tokens
+            for b in self.best
         )
         from breakeven.render.text import command_lines, wrap_lines  # lazy: start-up
 
@@ -119,9 +131,7 @@ class SweepAnswer:
             lines += paste(f"Config to paste ({self.engine})", flags.pop())
         else:
             for b in self.best:
-                lines += paste(
-                    f"Config to paste ({self.engine}) at concurrency {b.concurrency:g}", b.flags
-                )
+                lines += paste(f"Config to paste ({self.engine}) at {b.load_text}", b.flags)
         if scheduled and not agrees:
             lines.append(
                 f"The fit's schedule (schedule.json: {_ranges_text(self.schedule)}) differs "
@@ -147,7 +157,7 @@ class SweepAnswer:
         return {
             "directory": self.directory,
             "engine": self.engine,
-            "best": [plain_json(asdict(b)) for b in self.best],
+            "best": [plain_json(asdict(b)) | {"load": b.load_text} for b in self.best],
             "check": self.check.to_dict(),
             "fit": None if self.fit is None else self.fit.to_dict(),
             "schedule": None if self.schedule is None else self.schedule.to_dict(),
@@ -177,12 +187,16 @@ def _speculation(plan: dict[str, Any]) -> dict[str, Any]:
 
 def launches_of(runs: str) -> dict[tuple[str, float], int]:
     """The launches (server starts: distinct ``launch_id``) of each label and load in a
-    measurements CSV."""
+    measurements CSV, the load as check keys it (an open-loop level ``-(1 + its rate)``,
+    :func:`breakeven.measurements.normalise.level_key`)."""
     from breakeven.iotools.csvfile import read_measurements  # lazy: pandas
+    from breakeven.measurements.normalise import level_key  # lazy: pandas
 
-    df, _ = read_measurements(runs, columns=("label", "concurrency", "launch_id"))
+    df, _ = read_measurements(runs, columns=("label", "concurrency", "launch_id", "request_rate"))
     df = df[df["launch_id"].notna()]
-    counts = df.groupby(["label", "concurrency"])["launch_id"].nunique()
+    rates = df["request_rate"] if "request_rate" in df.columns else math.nan
+    df = df.assign(level=level_key(df["concurrency"], rates))
+    counts = df.groupby(["label", "level"])["launch_id"].nunique()
     return {(str(label), float(c)): int(n) for (label, c), n in counts.items()}
 
 
@@ -197,11 +211,13 @@ def best_k(
     launches = launches or {}
     by_load: dict[float, list[Any]] = {}
     for c in check.comparisons:
-        by_load.setdefault(float(c.concurrency), []).append(c)
+        rate = getattr(c, "request_rate", math.nan)
+        by_load.setdefault(-1.0 - rate if rate > 0 else float(c.concurrency), []).append(c)
     from breakeven.measurements.flags import DOUBT  # lazy: pandas
 
     best = []
-    for load, comparisons in sorted(by_load.items()):
+    for load, comparisons in sorted(by_load.items(), key=lambda x: (x[0] < -1, abs(x[0]))):
+        at = {"request_rate": -1.0 - load} if load < -1 else {}
         doubted = [c for c in comparisons if c.verdict in DOUBT.values()]
         if doubted:
             said = ", ".join(f"{c.label} {c.verdict}" for c in doubted)
@@ -209,7 +225,9 @@ def best_k(
                 f"no answer: the data cannot decide ({said}; see check's flags), so "
                 "nothing is pasted: measure on a quiet host, and add --repeats."
             )
-            best.append(BestK(load, 0, "", math.nan, math.nan, math.nan, "", why, False))
+            best.append(
+                BestK(_cap(comparisons), 0, "", math.nan, math.nan, math.nan, "", why, False, **at)
+            )
             continue
         faster = [c for c in comparisons if c.verdict == "faster"]
         top = max(comparisons, key=lambda c: c.measured_speedup)
@@ -234,7 +252,17 @@ def best_k(
                 why += f" Flagged: {', '.join(c.flags)} (see check's flags)."
             flags = shlex.join(speculation_args(engine, k, base))
             best.append(
-                BestK(load, k, c.label, c.measured_speedup, c.ci_low, c.ci_high, flags, why)
+                BestK(
+                    _cap(comparisons),
+                    k,
+                    c.label,
+                    c.measured_speedup,
+                    c.ci_low,
+                    c.ci_high,
+                    flags,
+                    why,
+                    **at,
+                )
             )
         else:
             why = (
@@ -247,8 +275,13 @@ def best_k(
                     else "."
                 )
             )
-            best.append(BestK(load, 0, "baseline", 1.0, 1.0, 1.0, "", why))
+            best.append(BestK(_cap(comparisons), 0, "baseline", 1.0, 1.0, 1.0, "", why, **at))
     return tuple(best)
+
+
+def _cap(comparisons: list[Any]) -> float:
+    """A load's concurrency: its comparisons' (an open-loop level's cap; NaN: none)."""
+    return float(comparisons[0].concurrency)
 
 
 def _launches(launches: dict[tuple[str, float], int], label: str, load: float) -> str:
@@ -280,19 +313,62 @@ def _plan_of(directory: str) -> dict[str, Any]:
     return plan
 
 
-def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
+def _schedule(
+    plan: dict[str, Any], fit: Any, fit_path: str, directory: str, write: bool, notes: list[str]
+) -> Any:
+    """The sweep's schedule by batch from its fit (written to ``DIR/schedule.json`` with
+    ``write``), or None with why in ``notes``."""
+    from breakeven.jobs.schedules import schedule_from_files  # lazy: start-up
+
+    engine, base = plan["engine"], _speculation(plan)
+    schedule = None
+    if engine not in SCHEDULE_ENGINES:
+        notes.append(
+            f"no schedule by batch: {engine} runs one k per server (the best k at each load "
+            "is above)"
+        )
+    elif fit is not None:
+        if not fit.surfaces:
+            notes.append(
+                "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"
+                + (
+                    "; an open-loop level's batch is not fixed, so its request rates give none"
+                    if plan.get("request_rate")
+                    else ""
+                )
+            )
+        else:
+            ks = [launch["num_spec_tokens"] for launch in plan["launches"]]
+            try:
+                schedule = schedule_from_files(
+                    fit_file=fit_path,
+                    engine=engine,
+                    method=base.get("method"),
+                    base_config=base or None,
+                    max_batch=max(plan.get("concurrency") or [1]),
+                    k_max=max(ks),
+                    out=os.path.join(directory, "schedule.json") if write else None,
+                    force=True,
+                )
+            except BreakevenError as e:
+                notes.append(f"no schedule: {e}")
+    return schedule
+
+
+def answer_sweep(directory: str, *, write: bool = True, slo: Any = None) -> SweepAnswer:
     """Read a sweep's directory (``DIR/manifest.json``, ``DIR/runs.csv``) back as its answer;
     with ``write``, ``DIR/fit.json``, ``DIR/schedule.json`` and ``DIR/report.html`` are
-    written (replaced: they are the sweep's own)."""
+    written (replaced: they are the sweep's own).  ``slo``
+    (:func:`breakeven.measurements.slo.parse_slo`'s text) adds each level's goodput and
+    decides the break-even request rate by it."""
     from breakeven.jobs.fits import fit_from_file  # lazy: start-up
-    from breakeven.jobs.schedules import schedule_from_files  # lazy: start-up
     from breakeven.measurements.check import check_file  # lazy: pandas
 
     plan = _plan_of(directory)
     engine = plan["engine"]
     base = _speculation(plan)
     runs = os.path.join(directory, "runs.csv")
-    check = check_file(runs)
+    check = check_file(runs, slo=slo)
     best = best_k(check, engine, base, launches_of(runs))
     notes: list[str] = []
     fit = schedule = None
@@ -309,31 +385,7 @@ def answer_sweep(directory: str, *, write: bool = True) -> SweepAnswer:
             fit = fit_from_file(runs, out=fit_path if write else None, force=True)
         except BreakevenError as e:
             notes.append(f"no fit: {e}")
-    if engine not in SCHEDULE_ENGINES:
-        notes.append(
-            f"no schedule by batch: {engine} runs one k per server (the best k at each load "
-            "is above)"
-        )
-    elif fit is not None:
-        if not fit.surfaces:
-            notes.append(
-                "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"
-            )
-        else:
-            ks = [launch["num_spec_tokens"] for launch in plan["launches"]]
-            try:
-                schedule = schedule_from_files(
-                    fit_file=fit_path,
-                    engine=engine,
-                    method=base.get("method"),
-                    base_config=base or None,
-                    max_batch=max(plan["concurrency"]),
-                    k_max=max(ks),
-                    out=os.path.join(directory, "schedule.json") if write else None,
-                    force=True,
-                )
-            except BreakevenError as e:
-                notes.append(f"no schedule: {e}")
+    schedule = _schedule(plan, fit, fit_path, directory, write, notes)
     stale = os.path.join(directory, "schedule.json")
     no_config = schedule is None or schedule.get("config") is None
     if write and no_config and os.path.lexists(stale):  # the sweep owns DIR: no old config

@@ -67,10 +67,28 @@ class SweepPlan:
     """The port ``{port}`` stands for in the serve command."""
     speculation: dict[str, str] = field(default_factory=dict)
     """The speculative config without k: its ``method`` and draft ``model``."""
+    request_rate: tuple[float, ...] = ()
+    """Open-loop levels instead [req/s] (``bench --request-rate``): then ``concurrency`` is
+    empty, and each level's requests arrive on a schedule whatever the server's progress."""
+    burstiness: float = 1.0
+    """The open-loop gaps' gamma shape [-] (1: Poisson)."""
+    seed: int = 0
+    """Seeds the open-loop schedules: every launch gets the same one."""
+    max_concurrency: int | None = None
+    """At most this many requests in flight at an open-loop level [requests]."""
 
     @property
     def requests_per_launch(self) -> int:
         return sum(self.requests)
+
+    @property
+    def levels_text(self) -> str:
+        """The load levels in words: ``concurrency 1, 4`` or ``request rate 2, 4 req/s``."""
+        if self.request_rate:
+            cap = f", at most {self.max_concurrency} in flight" if self.max_concurrency else ""
+            rates = ", ".join(f"{r:g}" for r in self.request_rate)
+            return f"request rate {rates} req/s{cap}"
+        return f"concurrency {', '.join(map(str, self.concurrency))}"
 
     def start_bound_s(self) -> float:
         """The longest the starts may take in all [s]: each launch up to the ready timeout."""
@@ -78,7 +96,12 @@ class SweepPlan:
 
     def measure_s(self, tok_s: float) -> float:
         """The measurement's time [s] at a per-sequence rate ``tok_s`` [tok/s]: each level's
-        requests in waves of its concurrency, each request ``max_tokens`` long."""
+        requests in waves of its concurrency, each request ``max_tokens`` long; an open-loop
+        level's arrivals, then its last request's decode."""
+        if self.request_rate:
+            arriving = sum(n / r for n, r in zip(self.requests, self.request_rate, strict=True))
+            last = len(self.request_rate) * self.max_tokens / tok_s
+            return len(self.launches) * (arriving + last)
         waves = sum(math.ceil(r / c) for r, c in zip(self.requests, self.concurrency, strict=True))
         return len(self.launches) * waves * self.max_tokens / tok_s
 
@@ -97,6 +120,18 @@ class SweepPlan:
             "port": self.port,
             "speculation": dict(self.speculation),
             "start_bound_s": self.start_bound_s(),
+        } | self._open_loop()
+
+    def _open_loop(self) -> dict[str, Any]:
+        """The open-loop settings, where the levels are request rates (a closed-loop sweep's
+        plan, and its manifest, hold none of them)."""
+        if not self.request_rate:
+            return {}
+        return {
+            "request_rate": list(self.request_rate),
+            "burstiness": self.burstiness,
+            "seed": self.seed,
+            "max_concurrency": self.max_concurrency,
         }
 
     def _launch_lines(self) -> list[str]:
@@ -129,8 +164,8 @@ class SweepPlan:
         """The launches in order, and the time they take: the starts at most, the
         measurement at ``tok_s`` [tok/s per sequence] (a slow large model's rate)."""
         lines = [
-            f"{len(self.launches)} launches of {self.engine} (each runs concurrency "
-            f"{', '.join(map(str, self.concurrency))}: {self.requests_per_launch} requests of "
+            f"{len(self.launches)} launches of {self.engine} (each runs {self.levels_text}: "
+            f"{self.requests_per_launch} requests of "
             f"{self.max_tokens} tokens), in this order:"
         ]
         lines += self._launch_lines()
@@ -254,12 +289,16 @@ def plan_sweep(
     *,
     method: str | None = None,
     draft: str | None = None,
-    concurrency: Sequence[int] = (1,),
+    concurrency: Sequence[int] | None = None,
     repeats: int = 1,
     requests: int | None = None,
     max_tokens: int = 256,
     ready_timeout_s: float = 600.0,
     port: int = 8000,
+    request_rate: Sequence[float] = (),
+    burstiness: float | None = None,
+    seed: int | None = None,
+    max_concurrency: int | None = None,
 ) -> SweepPlan:
     """The launches of a sweep, interleaved: for each repeat, every k in the order given
     (k = 0, the baseline, first if it is not given: a sweep without a baseline has no
@@ -276,8 +315,12 @@ def plan_sweep(
     method, draft : str, optional
         The drafting method (``eagle3``, ``draft_model``, ``ngram``, ...) and the draft
         model's path, for the engine's flags.
-    concurrency : sequence of int
-        The load levels of every launch [requests in flight].
+    concurrency : sequence of int, optional
+        The load levels of every launch [requests in flight] (default 1).
+    request_rate, burstiness, seed, max_concurrency
+        Open-loop levels instead [req/s], as ``bench`` takes them
+        (:class:`breakeven.bench.config.Config`): the gaps' gamma shape, the schedule's seed
+        and the cap on requests in flight.
     repeats : int
         Launches of each configuration.
     requests : int, optional
@@ -298,15 +341,68 @@ def plan_sweep(
         )
     ks = _draft_lengths(num_spec_tokens)
     _check_sizes(len(ks), repeats, ready_timeout_s, max_tokens, requests, port)
-    levels = _levels(concurrency)
+    levels, loads, burstiness, seed = _loads(
+        concurrency, request_rate, burstiness, seed, max_concurrency, requests
+    )
     base = {key: value for key, value in (("method", method), ("model", draft)) if value}
     name = (method or "spec").lower()
     argv = serve_argv(serve, port)
     launches = _launches(engine, argv, ks, repeats, name, base)
-    per_level = tuple(requests or max(8, 4 * c) for c in levels)
     return SweepPlan(
-        engine, tuple(launches), levels, per_level, max_tokens, ready_timeout_s, port, base
+        engine,
+        tuple(launches),
+        levels,
+        loads,
+        max_tokens,
+        ready_timeout_s,
+        port,
+        base,
+        tuple(float(r) for r in request_rate),
+        burstiness,
+        seed,
+        max_concurrency,
     )
+
+
+def _loads(
+    concurrency: Sequence[int] | None,
+    request_rate: Sequence[float],
+    burstiness: float | None,
+    seed: int | None,
+    max_concurrency: int | None,
+    requests: int | None,
+) -> tuple[tuple[int, ...], tuple[int, ...], float, int]:
+    """The closed-loop levels (none for an open-loop sweep), each level's requests as bench
+    counts them, and the open-loop burstiness and seed (1 and 0 unless given); the load
+    settings checked as bench checks them (one line naming the setting: a rate or burstiness
+    not above 0, both load axes, a setting of the open loop without rates)."""
+    given = {"burstiness": burstiness, "seed": seed, "max_concurrency": max_concurrency}
+    if not request_rate:
+        shaping = [name for name, value in given.items() if value is not None]
+        if shaping:
+            raise BreakevenError(
+                "{0}: shapes an open-loop level; give {1} too (closed loop: {2})",
+                shaping[0],
+                "request_rate",
+                "concurrency",
+            )
+        levels = _levels(concurrency or (1,))
+        return levels, tuple(requests or max(8, 4 * c) for c in levels), 1.0, 0
+    burstiness, seed = 1.0 if burstiness is None else float(burstiness), seed or 0
+    from breakeven.bench.config import Config  # lazy: pandas, for the open loop only
+
+    config = Config(
+        url="http://127.0.0.1",
+        label="sweep",
+        concurrency=tuple(concurrency or ()),
+        request_rate=tuple(request_rate),
+        burstiness=burstiness,
+        seed=seed,
+        max_concurrency=max_concurrency,
+        requests=requests,
+    )
+    config.check()
+    return (), tuple(config.requests_in(load) for load in config.loads()), burstiness, seed
 
 
 __all__: Sequence[str] = (

@@ -35,6 +35,7 @@ directory (``DIR/.lock``).
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import signal
 import time
@@ -287,7 +288,17 @@ def _done(directory: str, plan: SweepPlan) -> tuple[dict[int, LaunchOutcome], st
 
 # What makes two plans one sweep: its launches (their order, k, labels and serve commands) and
 # what each measures.  The ready timeout is not among them: a resume may give a slow start longer.
-_SAME_SWEEP = ("engine", "concurrency", "requests", "max_tokens", "speculation")
+_SAME_SWEEP = (
+    "engine",
+    "concurrency",
+    "requests",
+    "max_tokens",
+    "speculation",
+    "request_rate",
+    "burstiness",
+    "seed",
+    "max_concurrency",
+)
 
 
 def _plan_differences(stored: dict[str, Any], plan: SweepPlan) -> list[str]:
@@ -295,9 +306,9 @@ def _plan_differences(stored: dict[str, Any], plan: SweepPlan) -> list[str]:
     ``what: there, here`` (the serve command named, never shown: it may hold a token)."""
     here = plan.to_dict()
     differences = [
-        f"{key} {stored.get(key)!r} there, {here[key]!r} here"
+        f"{key} {stored.get(key)!r} there, {here.get(key)!r} here"
         for key in _SAME_SWEEP
-        if stored.get(key) != here[key]
+        if stored.get(key) != here.get(key)  # a closed-loop plan holds no open-loop key
     ]
     launches = stored.get("launches") if isinstance(stored.get("launches"), list) else []
     kept = [(d.get("num_spec_tokens"), d.get("label")) for d in launches if isinstance(d, dict)]
@@ -439,11 +450,16 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
         num_spec_tokens=launch.num_spec_tokens,
         concurrency=plan.concurrency,
         max_tokens=plan.max_tokens,
+        request_rate=plan.request_rate,
+        burstiness=plan.burstiness,
+        seed=plan.seed,
+        max_concurrency=plan.max_concurrency,
     )
     ctx.tell(launch, "warming")
-    top = max(plan.concurrency)
-    run_bench(replace(config, concurrency=(top,), requests=top), None)
-    total = sum(config.requests_at(c) for c in plan.concurrency)
+    top = _warming_wave(plan)
+    warm = replace(config, concurrency=(top,), requests=top, request_rate=(), max_concurrency=None)
+    run_bench(warm, None)
+    total = sum(config.requests_in(load) for load in config.loads())
     done = [0]
 
     def counted(level: int, result: Any) -> None:
@@ -453,6 +469,14 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
     ctx.tell(launch, "measuring", 0, total)
     _, failures, _ = run_bench(config, os.path.join(ctx.directory, "runs.csv"), counted)
     return failures
+
+
+def _warming_wave(plan: SweepPlan) -> int:
+    """The requests of the wave that warms a launch, sent together: the highest concurrency,
+    or at an open-loop sweep its cap, else about a second of its highest rate's arrivals."""
+    if not plan.request_rate:
+        return max(plan.concurrency)
+    return plan.max_concurrency or max(1, min(64, math.ceil(max(plan.request_rate))))
 
 
 def _stop_problem(keeper: Keeper, log: str, ctx: _Context) -> tuple[str, str]:
