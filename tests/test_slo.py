@@ -233,6 +233,43 @@ def test_under_an_slo_attainment_decides_and_where_it_ties_the_faster_wins():
     assert answer["how"] == "interpolated" and 2 < answer["breakeven_request_rate"] < 4
 
 
+def _launches(base_tpot, spec_tpot, rates=(1.0, 2.0, 4.0), launches=("L1", "L2", "L3"), n=12):
+    """Both sides at each rate, each launch its own server start; TPOT by (rate, launch)."""
+    rows = []
+    spread = np.linspace(0.95, 1.05, n)
+    for rate in rates:
+        starts = [i / rate for i in range(n)]
+        for launch in launches:
+            ttfts = [50.0] * n
+            for label, k, tpot in (("base", 0, base_tpot), ("eagle3", 3, spec_tpot)):
+                tpots = tpot(rate, launch) * spread
+                rows += request_rows(label, k, tpots, ttfts, starts, rate=rate, launch=launch)
+    return pd.DataFrame(rows)
+
+
+def test_the_break_even_rate_is_never_surer_than_the_runs():
+    # Three launches a side agreeing within 2%: speculation faster beyond noise at 1 and 2
+    # req/s, slower at 4: a break-even rate, and no word of noise.
+    steady = _launches(lambda r, launch: 20.0, lambda r, launch: 8.0 + 3.5 * r)
+    (answer,) = check(steady).to_dict()["breakeven_rates"]
+    assert answer["how"] == "interpolated" and "noise" not in answer["sentence"]
+    # One speculative launch 10x slower at 2 req/s: the launches disagree, the runs cannot
+    # decide there, and no break-even rate is given.
+    noisy = _launches(
+        lambda r, launch: 20.0,
+        lambda r, launch: (8.0 + 3.5 * r) * (10 if (r, launch) == (2.0, "L3") else 1),
+    )
+    (answer,) = check(noisy).to_dict()["breakeven_rates"]
+    assert answer["how"] == "undecided" and answer["breakeven_request_rate"] is None
+    assert answer["sentence"].startswith("the data cannot decide where speculation stops paying")
+    assert "at 2 req/s the runs are too noisy" in answer["sentence"]
+    # One launch a side: the rate is given, and said to be without an interval.
+    one = _launches(lambda r, launch: 20.0, lambda r, launch: 8.0 + 3.5 * r, launches=("L1",))
+    (answer,) = check(one).to_dict()["breakeven_rates"]
+    assert answer["how"] == "interpolated"
+    assert "at 1, 2 req/s its lead is without an interval" in answer["sentence"]
+
+
 @given(
     st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=8),
     st.lists(st.floats(0.1, 10), min_size=8, max_size=8),

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from breakeven.core.errors import invalid_value
+from breakeven.measurements.flags import DOUBT
 from breakeven.measurements.intervals import launch_mean_interval
 
 SLO_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
@@ -348,7 +349,8 @@ class BreakevenRate:
     measured levels bracket the crossing, the highest measured rate where it wins at every one
     (a lower bound), NaN where it loses at every one."""
     how: str
-    """'interpolated', 'at least' or 'never'."""
+    """'interpolated', 'at least', 'never', or 'undecided' (a level's runs cannot decide:
+    check's ``too noisy``, ``looks swapped`` or ``implausible``)."""
     rates: tuple[float, ...]
     """The measured rates with both sides [req/s], ascending."""
     margins: tuple[float, ...]
@@ -424,26 +426,62 @@ def _side(
 def breakeven_rates(pairs: Any, slo: Slo | None) -> tuple[BreakevenRate, ...]:
     """Each speculative run's break-even request rate over its open-loop levels (``pairs``:
     a comparison with its speculative and baseline :class:`LevelRow`): by goodput under ``slo``
-    where given, else by mean TPOT (see :func:`crossing`)."""
-    runs: dict[tuple[Any, ...], dict[float, float]] = {}
+    where given, else by mean TPOT (see :func:`crossing`), and never more sure than the
+    comparisons: where one of its levels cannot decide (check's :data:`DOUBT` verdicts), there
+    is no break-even rate ('undecided'); where the speedup at the deciding level is within
+    noise, the sentence says so."""
+    runs: dict[tuple[Any, ...], dict[float, tuple[float, str]]] = {}
     for c, spec, base in pairs:
         if spec is None or base is None or not c.request_rate > 0:
             continue
         key = (c.label, c.model, c.hardware, c.num_spec_tokens, c.spec_method, c.fingerprint)
         margin = _margin(spec, base, slo)
         if math.isfinite(margin):
-            runs.setdefault(key, {}).setdefault(float(c.request_rate), margin)
+            runs.setdefault(key, {}).setdefault(float(c.request_rate), (margin, c.verdict))
     by = "goodput" if slo is not None else "mean TPOT"
     criterion = slo.words if slo is not None else "by mean TPOT"
     out = []
     for key, levels in runs.items():
         rates = tuple(sorted(levels))
-        margins = tuple(levels[r] for r in rates)
-        value, how, bracket = crossing(rates, margins)
+        margins = tuple(levels[r][0] for r in rates)
+        verdicts = [levels[r][1] for r in rates]
         who = f"{key[0]}: " if len(runs) > 1 else ""
-        said = _sentence(who, value, how, bracket, rates, margins, criterion)
+        doubted = [f"{r:g}" for r, v in zip(rates, verdicts, strict=True) if v in DOUBT_VERDICTS]
+        if doubted:
+            said = (
+                f"{who}the data cannot decide where speculation stops paying: at "
+                f"{', '.join(doubted)} req/s the runs are {verdicts[rates.index(float(doubted[0]))]}"
+                " (see check's flags); measure on a quiet host, and add --repeats"
+            )
+            value, how = math.nan, "undecided"
+        else:
+            value, how, bracket = crossing(rates, margins)
+            said = _sentence(who, value, how, bracket, rates, margins, criterion)
+            said += _noise(rates, margins, verdicts)
         out.append(BreakevenRate(str(key[0]), float(key[3]), by, value, how, rates, margins, said))
     return tuple(out)
+
+
+DOUBT_VERDICTS = frozenset(DOUBT.values())
+"""The verdicts of comparisons whose runs cannot decide: no break-even rate through them."""
+
+
+def _noise(rates: tuple[float, ...], margins: tuple[float, ...], verdicts: list[str]) -> str:
+    """What the sentence adds where a winning level's speedup is not measured beyond noise:
+    within noise (its interval reaches 1), or without an interval."""
+    said = []
+    for verdict, why in (
+        ("within noise", "within noise (its speedup's interval reaches 1)"),
+        ("no interval", "without an interval (too few launches or requests)"),
+    ):
+        at = [
+            f"{r:g}"
+            for r, m, v in zip(rates, margins, verdicts, strict=True)
+            if m > 0 and v == verdict
+        ]
+        if at:
+            said.append(f"at {', '.join(at)} req/s its lead is {why}")
+    return f"; {'; '.join(said)}: more --repeats would confirm it" if said else ""
 
 
 def _margin(spec: LevelRow, base: LevelRow, slo: Slo | None) -> float:
