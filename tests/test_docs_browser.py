@@ -56,7 +56,14 @@ window.addEventListener("load", () => {
   document.body.appendChild(out);
 });
 </script>"""
-PAGES = ("tutorial", "how-to/plan", "how-to/compare", "how-to/vllm", "reference/cli")
+PAGES = (
+    "tutorial",
+    "how-to/plan",
+    "how-to/capacity",
+    "how-to/compare",
+    "how-to/vllm",
+    "reference/cli",
+)
 """Pages with the widest console blocks, and the CLI reference (every command's help)."""
 
 
