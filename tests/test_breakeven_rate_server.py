@@ -106,3 +106,14 @@ def test_the_first_line_says_it_in_words_under_an_slo(runs):
     for x in levels:
         assert x["requests"] == REQUESTS and x["slo_attainment"] == 1.0
         assert x["goodput_rps"] == pytest.approx(REQUESTS / x["duration_s"])
+
+
+def test_the_report_page_gives_the_levels_and_the_break_even_rate(runs, tmp_path):
+    plain, spec, *_ = runs
+    report = tmp_path / "report"
+    r = run_cli(["compare", str(plain), str(spec), "--slo", "tpot_ms<=30", "--report", str(report)])
+    assert r.exit_code == 0, r.output
+    (page,) = report.glob("*.html")
+    text = page.read_text()
+    assert "<p>Break-even: speculation pays up to " in text
+    assert "By level, under the SLO tpot_ms&lt;=30" in text and "4.5 req/s" in text

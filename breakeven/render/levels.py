@@ -3,9 +3,10 @@ rate (``check --slo`` and ``compare --slo``), from a result's ``to_dict()``."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
-from breakeven.render.text import Row, grid, num, printable
+from breakeven.render.text import Row, grid, html_table, num, printable
 
 _LEVEL_COLUMNS = [
     "label",
@@ -53,6 +54,22 @@ def level_lines(result: Row) -> list[str]:
         )
     )
     return lines
+
+
+def levels_html(result: Row) -> str:
+    """The break-even request rates and the levels' table as HTML, for the report pages
+    (``compare --report``, sweep's page); "" where the result has neither."""
+    rates = "".join(
+        f"<p>Break-even: {html.escape(line)}.</p>" for line in breakeven_rate_lines(result)
+    )
+    rows = result.get("levels") or []
+    if not rows:
+        return rates
+    slo = result.get("slo")
+    heads = _LEVEL_COLUMNS if slo else [h for h in _LEVEL_COLUMNS if not _slo_only(h)]
+    title = f"By level, under the SLO {printable(slo)}" if slo else "By level"
+    table = html_table(heads, [_cells(r, bool(slo)) for r in rows])
+    return f"{rates}<h2>{html.escape(title)}</h2>{table}"
 
 
 def _slo_only(head: str) -> bool:

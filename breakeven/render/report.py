@@ -31,6 +31,7 @@ from breakeven.render import (
     printable,
     schedule_html,
 )
+from breakeven.render.levels import levels_html
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;
@@ -158,6 +159,7 @@ def check_page(result: Any, source: str, title: str = CHECK_TITLE) -> str:
 {_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
 <h2>Runs</h2>
 {check_html(data, flags=False)}
+{levels_html(data)}
 {_categories_html(data)}
 {"<h2>Server log against client benchmark</h2><ul>" + servers + "</ul>" if servers else ""}
 <h2>Figures</h2>
@@ -223,6 +225,7 @@ def sweep_page(data: dict[str, Any]) -> str:
 {_flags_html(check["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
 <h2>Runs</h2>
 {check_html(check, flags=False)}
+{levels_html({**check, "breakeven_rates": []})}
 <h2>Fitted costs</h2>
 {fit_html(data["fit"]) if data.get("fit") else '<p class="missing">No fit (see the notes).</p>'}
 <h2>Schedule by batch</h2>
@@ -325,6 +328,7 @@ def compare_page(result: Any) -> str:
 <h2>Runs against {html.escape(printable(data["baseline"]))}</h2>
 {html_table(*compare_rows(data)) if data["runs"] else ""}
 {"<p>How each interval was estimated:</p><ul>" + intervals + "</ul>" if intervals else ""}
+{levels_html(data)}
 {_categories_html(data)}
 <h2>Flags</h2>
 {_flags_html(data["flags"], "No flags: baselines agree and predictions match within the tolerance.")}
