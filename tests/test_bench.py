@@ -644,7 +644,7 @@ class TestBadInput:
     def test_without_the_extra_it_says_what_to_install(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "httpx", None)
         r = bench("--url", "http://127.0.0.1:9", "--label", "t")
-        assert r.exit_code == 2 and "pip install 'breakeven[bench]'" in r.output
+        assert r.exit_code == 2 and "pip install '.[bench]' in breakeven's folder" in r.output
 
 
 def test_fake_server_listens_on_loopback_only():

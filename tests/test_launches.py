@@ -73,6 +73,22 @@ def test_two_numbers_typed_24_days_apart_are_unverified_with_their_age(tmp_path)
     assert why.startswith("  The baseline came from another launch 24 days earlier")
 
 
+def test_two_launches_dated_the_same_day_have_no_order_and_no_age(tmp_path):
+    """Two dates without a time, the same day: not "0 s earlier" (issue 43)."""
+    path = tmp_path / "same.csv"
+    path.write_text(
+        HEADER + "\n"
+        "baseline,2026-02-26,Kimi,8x PCIe,1,0,90,,,,\n"
+        "eagle3-k3,2026-02-26,Kimi,8x PCIe,1,3,75.9,2.1,,,\n"
+    )
+    message = flag(check_file(str(path)), "baseline_unverified")
+    assert "0 s" not in message and "earlier" not in message
+    assert (
+        "another launch dated as the run (2026-02-26; the run 2026-02-26: no order between "
+        "them at that precision)" in message
+    )
+
+
 def test_typed_rows_with_nothing_recorded_of_their_launch_say_nothing():
     """No date, no launch, no env: nothing to say (as before), rather than a flag on every
     hand-typed comparison."""

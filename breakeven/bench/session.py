@@ -16,7 +16,7 @@ counters on ``/metrics``.  Rows are appended to a measurements CSV
 as each request completes, so a crash or Ctrl-C loses nothing measured.
 
 HTTP and server-sent events are handled by httpx and httpx-sse, the ``bench``
-extra: ``pip install 'breakeven[bench]'``.
+extra: ``pip install '.[bench]'`` in breakeven's folder.
 """
 
 from __future__ import annotations
@@ -567,7 +567,7 @@ class Bench:
             )
         except ImportError:
             self.warn(
-                "reading /metrics needs prometheus_client: pip install 'breakeven[bench]'; "
+                "reading /metrics needs prometheus_client: pip install '.[bench]' in breakeven's folder; "
                 "accept_len and the server's own rates are left empty"
             )
         except ValueError:

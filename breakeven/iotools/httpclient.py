@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 from breakeven.core.credentials import AmbiguousURL, Redactor, masked_url, split_url
 from breakeven.core.errors import BreakevenError, escape_braces, shorten
 
-INSTALL_HINT = "breakeven bench needs httpx and httpx-sse: pip install 'breakeven[bench]'"
+INSTALL_HINT = (
+    "breakeven bench needs httpx and httpx-sse: pip install '.[bench]' in breakeven's folder"
+)
 
 _URL_EXPECTED = (
     "an http:// or https:// URL with a host and at most a port from 0 to 65535, such as "

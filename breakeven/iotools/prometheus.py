@@ -18,7 +18,7 @@ step, which is a step without speculation and a verify cycle with it.  A baselin
 without spec-decode counters, gives them too.
 
 The exposition format is parsed by ``prometheus_client`` (the ``metrics``
-extra: ``pip install 'breakeven[metrics]'``).
+extra: ``pip install '.[metrics]'`` in breakeven's folder).
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ from typing import Any
 from breakeven.iotools.metrics import COUNTER, HISTOGRAM, LLAMACPP, SGLANG, VLLM
 
 PROMETHEUS = "prometheus"
-INSTALL_HINT = "reading Prometheus text needs prometheus_client: pip install 'breakeven[metrics]'"
+INSTALL_HINT = (
+    "reading Prometheus text needs prometheus_client: pip install '.[metrics]' in breakeven's "
+    "folder"
+)
 
 _SPEC_DECODE = ("drafts", "draft_tokens", "accepted", "accepted_per_pos")
 # llama.cpp's spec-decode counters are vLLM V1's under its prefix: read as vLLM's.

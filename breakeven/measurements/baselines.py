@@ -412,7 +412,10 @@ def _unverified_cause(spec: _Side, base: _Side) -> str:
     if not (math.isnan(spec.when) or math.isnan(base.when)):
         gap = spec.when - base.when
         order = "earlier" if gap >= 0 else "later"
-        age = f" {age_text(gap)} {order} ({_time_of(base)[2:-1]}; the run {_time_of(spec)[2:-1]})"
+        dates = f"{_time_of(base)[2:-1]}; the run {_time_of(spec)[2:-1]}"
+        age = f" {age_text(gap)} {order} ({dates})"
+        if abs(gap) < 1:  # one date, to the precision given: no order between them
+            age = f" dated as the run ({dates}: no order between them at that precision)"
     elif base.when_text or spec.when_text:
         age = (
             f" (the baseline {base.when_text or 'undated'}, the run {spec.when_text or 'undated'}"
