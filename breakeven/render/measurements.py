@@ -265,8 +265,13 @@ def compare_rows(result: Row) -> tuple[list[str], list[list[str]]]:
                 ", ".join(r["flags"]) or "-",
             ]
         )
+    heads = _COMPARE_COLUMNS
+    if any(r.get("request_rate") is not None for r in result["runs"]):  # open-loop levels
+        heads = [*heads[:2], "rate [req/s]", *heads[2:]]
+        rates = [num(r.get("request_rate"), "g") for r in result["runs"]]
+        rows = [[*row[:2], rate, *row[2:]] for row, rate in zip(rows, rates, strict=True)]
     hardware = [r.get("hardware") for r in result["runs"]]
-    return with_hardware(_COMPARE_COLUMNS, rows, hardware, after=0)
+    return with_hardware(heads, rows, hardware, after=0)
 
 
 _AGAINST_COLUMNS = [
