@@ -11,6 +11,7 @@ import pytest
 from cli_checks import run_cli
 
 from breakeven.cli import cli
+from breakeven.cli.group import command_paths
 
 
 def run(*args):
@@ -180,6 +181,30 @@ def test_cli_start_up_imports_nothing_heavy():
     )
     out = _python(code)
     assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+
+
+HEAVY = ("numpy", "pandas", "polars", "scipy", "matplotlib")
+"""The libraries no ``--help`` imports (issue 43: help is instant)."""
+
+
+@pytest.mark.parametrize(
+    "path", [(), *command_paths(cli)], ids=lambda path: " ".join(path) or "breakeven"
+)
+def test_every_help_imports_nothing_heavy(path):
+    """``--help`` lists each option's choices: they come from light modules
+    (:mod:`breakeven.core.choices`), never from the analysis that uses them."""
+    code = (
+        "import sys\n"
+        "from breakeven.cli import main\n"
+        "try:\n"
+        "    main([*sys.argv[1:], '--help'])\n"
+        "except SystemExit as e:\n"
+        "    print('EXIT', e.code)\n"
+        f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    out = _python(code, *path)
+    assert "Usage: breakeven" in out.stdout, out.stdout + out.stderr
+    assert "EXIT 0" in out.stdout and "HEAVY []" in out.stdout, out.stdout[-500:] + out.stderr
 
 
 def test_a_sweeps_keeper_process_imports_nothing_heavy():

@@ -38,7 +38,7 @@ SCHEDULE_KEYS = [
 @click.option(
     "--draft-cost",
     "draft_cost",
-    type=LibraryChoice("breakeven.fitting.fit", "DRAFT_COSTS"),
+    type=LibraryChoice("breakeven.core.choices", "DRAFT_COSTS"),
     default="per-token",
     show_default=True,
     help="How drafting grows with k: one draft step per token (EAGLE, draft models) "
@@ -47,7 +47,7 @@ SCHEDULE_KEYS = [
 @click.option(
     "--cycle-form",
     "cycle_form",
-    type=LibraryChoice("breakeven.fitting.fit", "FORM_CHOICES"),
+    type=LibraryChoice("breakeven.core.choices", "FORM_CHOICES"),
     default="auto",
     show_default=True,
     help="The cycle against k: auto (the form of least leave-one-out error), leviathan "
@@ -106,7 +106,7 @@ SCHEDULE_KEYS = [
 @click.option(
     "--weight-bits",
     "weight_bits",
-    type=LibraryChoice("breakeven.fitting.roofs", "WEIGHT_BITS"),
+    type=LibraryChoice("breakeven.core.choices", "WEIGHT_BITS"),
     callback=lambda _c, _p, v: None if v is None else int(v),
     help="Bits per weight of the checkpoint run, where --model-config is its base "
     "model's (4: AWQ, GPTQ, NVFP4).",

@@ -386,3 +386,15 @@ def cli() -> None:
     and accept_len counts the bonus token: a cycle of k drafted tokens emits
     1 to k + 1 tokens.
     """
+
+
+def command_paths(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command's path below ``group``, depth first in the listed order, a group's own
+    before its subcommands': ``("fit",)``, ``("plot",)``, ``("plot", "k")``, ...  Hidden
+    commands are left out."""
+    for name, command in group.commands.items():
+        if command.hidden:
+            continue
+        yield (*path, name)
+        if isinstance(command, click.Group):
+            yield from command_paths(command, (*path, name))

@@ -28,7 +28,7 @@ from breakeven.core.quantities import MAX_SPEC_TOKENS
 @click.option(
     "--format",
     "format",
-    type=LibraryChoice("breakeven.iotools.ingest", "FORMATS"),
+    type=LibraryChoice("breakeven.core.choices", "INGEST_FORMATS"),
     default="auto",
     show_default=True,
     help="Read every file as this format instead of telling it from the content.",
@@ -312,7 +312,7 @@ def check_command(
 @click.option(
     "--fail-if",
     "fail_if",
-    type=LibraryChoice("breakeven.measurements.compare", "FAIL_IF"),
+    type=LibraryChoice("breakeven.core.choices", "FAIL_IF"),
     help="Exit with code 1 when this holds: a run is slower, a run is not faster "
     "(slower, within noise or without an interval), or check flagged anything.",
 )

@@ -139,7 +139,7 @@ max_k = click.option(
 )
 fit = click.option(
     "--fit",
-    type=LibraryChoice("breakeven.model.costs", "FORMS"),
+    type=LibraryChoice("breakeven.core.choices", "COST_FORMS"),
     default=None,
     help="Fit the curve (scipy least squares) and extrapolate beyond it: "
     "linear a + b*n, or the roofline knee max(a, b*n) + c. Without it, "

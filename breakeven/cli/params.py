@@ -107,7 +107,8 @@ class LibraryChoice(click.Choice):
     Parameters
     ----------
     module : str
-        The module that defines the constant: ``breakeven.render.engine_configs``.
+        The module that defines the constant: ``breakeven.core.choices``.  A light one:
+        ``--help`` imports it to list the choices (none of numpy, pandas, scipy).
     name : str
         The constant, a sequence of strings: ``SCHEDULE_ENGINES``.
     """

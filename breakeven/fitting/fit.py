@@ -39,6 +39,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 from breakeven import render
+from breakeven.core.choices import CYCLE_FORMS, DRAFT_COSTS, FORM_CHOICES
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import (
     CYCLE_COEFFICIENT_UNITS,
@@ -69,8 +70,6 @@ from breakeven.model import _speedup as formula
 from breakeven.model.acceptance import _tau
 from breakeven.model.context import ContextFit, context_notes, contexts_of
 from breakeven.model.cycle import (
-    CYCLE_FORMS,
-    FORM_CHOICES,
     FormScore,
     choose_form,
     cycle_at,
@@ -85,9 +84,6 @@ from breakeven.model.pooling import (
     pooled_rate,
 )
 from breakeven.model.surface import MoE
-
-DRAFT_COSTS = ("per-token", "per-cycle")
-"""How drafting grows with k: one draft step per token, or one pass per cycle."""
 
 COEFFICIENTS = CYCLE_COEFFICIENT_UNITS
 """Each coefficient of the cycle model and its unit

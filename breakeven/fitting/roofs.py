@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from breakeven.core.choices import WEIGHT_BITS
 from breakeven.core.errors import BreakevenError, escape_braces, shorten
 from breakeven.model.roof import Roof
 from breakeven.model.roofline import ACCELERATORS, accelerator_of, roofline_prior
@@ -87,9 +88,6 @@ def roofs_by_model(
     return roof_for
 
 
-WEIGHT_BITS = ("4", "8", "16")
-"""The bits per weight ``fit --weight-bits`` takes: a 4-bit (AWQ, GPTQ, NVFP4), 8-bit (FP8,
-INT8) or 16-bit checkpoint of the config's model."""
 PCIE_GBS = 25.0
 """A PCIe Gen4 x16 link's achieved bandwidth [GB/s] (32 raw): what tensor parallelism's
 all-reduces move over between cards without NVLink."""

@@ -28,13 +28,14 @@ import math
 import re
 from typing import Any
 
+from breakeven.core.choices import AIPERF_PROFILE, AIPERF_RECORDS
 from breakeven.core.errors import shorten
 from breakeven.iotools.records import PLACEHOLDERS, iso_timestamp
 
-PROFILE = "aiperf_profile"
+PROFILE = AIPERF_PROFILE
 """``profile_export_aiperf.json``: a run's summary (also its console table and its CSV)."""
 PROFILE_CSV = PROFILE + "_csv"
-RECORDS = "aiperf_records"
+RECORDS = AIPERF_RECORDS
 """``profile_export.jsonl``: a record per request."""
 REPORT = "aiperf_speed_bench_report"
 """``speed_bench_report.csv`` (and ``+ "_table"``, its console table)."""

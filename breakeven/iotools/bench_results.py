@@ -18,15 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from breakeven.core.choices import (
+    BENCH_FORMATS as BENCH_FORMATS,  # re-exported: the names of the table below
+)
+from breakeven.core.choices import (
+    OPENAI_REPLY,
+    SGLANG_BENCH_ONE_BATCH,
+    SGLANG_BENCH_SERVING,
+    TRTLLM_ITERATION,
+    VLLM_BENCH_SERVE,
+)
 from breakeven.iotools import aiperf, jsonsafe, replies
 from breakeven.iotools.records import PLACEHOLDERS
 from breakeven.iotools.replies import per_position_from_histogram
-
-VLLM_BENCH_SERVE = "vllm_bench_serve"
-SGLANG_BENCH_SERVING = "sglang_bench_serving"
-SGLANG_BENCH_ONE_BATCH = "sglang_bench_one_batch"
-TRTLLM_ITERATION = "trtllm_iteration_stats"
-OPENAI_REPLY = "openai_reply"
 
 
 class FormatError(ValueError):
@@ -403,9 +407,10 @@ BENCH_FORMAT_TABLE = (
     ),
 )
 """Every benchmark result format, each defined once: adding one is adding an entry here
-(and its fixtures in ``tests/data/engines/``)."""
+(and its fixtures in ``tests/data/engines/``), and its name to
+:data:`breakeven.core.choices.BENCH_FORMATS`, in the same place (the names ``ingest --format``
+offers: ``--help`` lists them without importing the readers)."""
 
-BENCH_FORMATS = tuple(f.name for f in BENCH_FORMAT_TABLE)
 _BY_NAME = {f.name: f for f in BENCH_FORMAT_TABLE}
 
 

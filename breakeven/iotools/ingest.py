@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from breakeven.core.choices import BENCH_TABLE, INGEST_FORMATS, TEXT_LOG
 from breakeven.core.errors import UnreadableInput, invalid_value
 from breakeven.iotools import aiperf, batch, bench_results, jsonlines, prometheus, sources
 from breakeven.iotools.engines import engines
@@ -49,12 +50,13 @@ __all__ = [
     "tok_s_meanings",
 ]
 
-TEXT = "log"
+TEXT = TEXT_LOG
 # Blocks of a text input marked at once, in threads: splitting a block into lines and
 # filtering them uses about one CPU, so two keep two CPUs busy; each more costs about
 # 30 MiB of memory.
 MARK_WORKERS = min(2, os.cpu_count() or 1)
-FORMATS = ("auto", TEXT, "bench_table", *bench_results.BENCH_FORMATS, prometheus.PROMETHEUS)
+FORMATS = INGEST_FORMATS
+"""``--format``: 'auto' or a format's name (:data:`breakeven.core.choices.INGEST_FORMATS`)."""
 
 
 @dataclass
@@ -339,7 +341,7 @@ def _read_input(
 def _kind(format: str, source: sources.Input) -> str:
     if format == "auto":
         return sources.detect(source.head)
-    if format in (TEXT, "bench_table"):
+    if format in (TEXT, BENCH_TABLE):
         return sources.TEXT
     if format == prometheus.PROMETHEUS:
         return sources.PROMETHEUS

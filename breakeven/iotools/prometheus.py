@@ -28,9 +28,9 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from breakeven.core.choices import PROMETHEUS
 from breakeven.iotools.metrics import COUNTER, HISTOGRAM, LLAMACPP, SGLANG, VLLM
 
-PROMETHEUS = "prometheus"
 INSTALL_HINT = (
     "reading Prometheus text needs prometheus_client: pip install '.[metrics]' in breakeven's "
     "folder"

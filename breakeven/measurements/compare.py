@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from breakeven import render
+from breakeven.core.choices import FAIL_IF
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.iotools.runs import RunInput, concat_frames, constant_column, parse_run, read_run
@@ -36,9 +37,6 @@ __all__ = [
     "compare",
     "parse_run",
 ]
-
-FAIL_IF = ("slower", "not-faster", "flagged")
-"""Conditions ``--fail-if`` gates on (exit code 1 when one holds)."""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from breakeven.core.choices import COST_FORMS
 from breakeven.core.errors import BreakevenError, invalid_value
 from breakeven.model import _xp
 
@@ -143,7 +144,8 @@ class TableCost:
         return fit_cost_curve(self.tokens, self.ms, form)
 
 
-FORMS = ("linear", "knee")
+FORMS = COST_FORMS
+"""The forms a measured cost curve is fitted in: :data:`breakeven.core.choices.COST_FORMS`."""
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from breakeven.core.choices import CYCLE_FORMS, FORM_CHOICES
 from breakeven.model._lsq import proportional_groups, solve_groups
-
-CYCLE_FORMS = ("leviathan", "anchored", "linear", "curved")
-"""The forms of the cycle against k that ``fit`` chooses among, simplest first: Leviathan's
-``step * (1 + c k)`` (one slope; the constant is the plain step), the line anchored at the plain
-step (the step taken as a cycle at k = 0), the free line (the constant and slope fitted), and a
-curve ``a + b k + c k**2`` (a power cap makes a convex cycle, some engines a concave one)."""
-
-FORM_CHOICES = ("auto", *CYCLE_FORMS)
-"""``--cycle-form``: 'auto' (the form of least held-out error) or one of :data:`CYCLE_FORMS`."""
 
 MIN_K = {"leviathan": 1, "anchored": 1, "linear": 2, "curved": 3}
 """The distinct k with a cycle each form needs [k]; one more gives it a held-out error."""
