@@ -21,7 +21,7 @@ from breakeven.core.errors import BreakevenError, Terminated
 
 
 def spelled(command: click.Command, name: str) -> str:
-    """The command-line spelling of a Python argument name, e.g. ``-k/--draft-tokens``."""
+    """The command-line spelling of a Python argument name, e.g. ``-k/--num-spec-tokens``."""
     for param in command.params:
         if param.name == name and isinstance(param, click.Option):
             return flag(param)
@@ -120,14 +120,14 @@ SECTIONS = (
 """The top level's commands, grouped by the job they do, in the order a user meets them."""
 
 EXAMPLES = (
-    "breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
+    "breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
     "breakeven compare baseline.log eagle3.log -k 3",
     "breakeven sweep --serve 'vllm serve M --port {port}' --engine vllm \\\n"
-    "      --method eagle3 --draft D -k 0,2,4 --concurrency 1,8 --repeats 3 --plan",
+    "      --spec-method eagle3 --draft D -k 0,2,4 --concurrency 1,8 --repeats 3 --plan",
     "breakeven bench --url http://localhost:8000/v1 --label baseline --out runs.csv",
     "breakeven fit runs.csv --out fit.json",
     "breakeven schedule --fit-file fit.json --engine vllm",
-    "breakeven plot surface --baseline 62.9 --verify-ms 28.7 --out surface.png",
+    "breakeven plot surface --baseline-tok-s 62.9 --verify-ms 28.7 --out surface.png",
 )
 """One example for each job, shown after the commands."""
 
