@@ -263,7 +263,7 @@ optimize_inputs = options(
         type=int,
         default=1,
         show_default=True,
-        help="Sequences decoded together (with --verify-curve).",
+        help="Sequences decoded together (with --cost-curve).",
     ),
     max_k,
 )
