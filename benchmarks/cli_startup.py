@@ -67,7 +67,15 @@ def _measure(runs: int, cached: bool) -> tuple[float, float]:
     if not cached:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     click_cmd = [sys.executable, "-c", "import click"]
-    predict_cmd = [str(_script()), "predict", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--json"]
+    predict_cmd = [
+        str(_script()),
+        "predict",
+        "--baseline-tok-s",
+        "62.9",
+        "--verify-ms",
+        "28.7",
+        "--json",
+    ]
     for cmd in (click_cmd, predict_cmd):  # warm the file cache
         _wall(cmd, env)
     click_times, predict_times = [], []

@@ -28,7 +28,14 @@ def test_issue_example_table():
 
 def test_case_study_verdicts():
     wins = run(
-        "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", "--accept-len", "2.1"
+        "--baseline-tok-s",
+        "62.9",
+        "--verify-ms",
+        "28.7",
+        "--draft-ms",
+        "1.2",
+        "--accept-len",
+        "2.1",
     )
     assert "Speculation pays: 1.117x" in wins.output
     loses = run("--step-ms", "11.1", "--cycle-ms", "29.9", "--accept-len", "2.1")
@@ -93,7 +100,10 @@ def test_per_position_flag():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--baseline-tok-s", "-62.9"], "--baseline-tok-s: got -62.9, expected a finite number > 0 [tok/s]"),
+        (
+            ["--baseline-tok-s", "-62.9"],
+            "--baseline-tok-s: got -62.9, expected a finite number > 0 [tok/s]",
+        ),
         (["--baseline-tok-s", "0"], "--baseline-tok-s: got 0.0"),
         (["--step-ms", "nan"], "--step-ms: got nan"),
         (["--verify-ms", "inf"], "--verify-ms: got inf"),
@@ -267,12 +277,24 @@ ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0
     ("args", "answer"),
     [
         (
-            ["predict", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", *TAU],
+            [
+                "predict",
+                "--baseline-tok-s",
+                "62.9",
+                "--verify-ms",
+                "28.7",
+                "--draft-ms",
+                "1.2",
+                *TAU,
+            ],
             "Speculation pays: 1.117x the baseline rate",
         ),
         (["check", str(DATA / "case_study.csv")], "2 speculative runs: "),
         (["fit", str(DATA / "published.csv")], "Best k: 2 for meta-llama/"),
-        (["optimize", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"], "Best k: "),
+        (
+            ["optimize", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"],
+            "Best k: ",
+        ),
         (["batch", *CURVE, *ACCEPTANCE], "Break-even batch: "),
         (["schedule", *CURVE, *ACCEPTANCE, "--engine", "vllm", "--min-gain", "0"], "k by batch: "),
         (

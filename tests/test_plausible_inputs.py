@@ -48,14 +48,18 @@ class TestCycleAgainstTheStep:
         assert isinstance(e.value, ValueError)
         cli = invoke("predict", "--baseline-tok-s", 62.9, "--cycle-ms", 0.0299, "--accept-len", 2.1)
         spelled = (
-            str(e.value).replace("cycle_ms", "--cycle-ms").replace("baseline_tok_s", "--baseline-tok-s")
+            str(e.value)
+            .replace("cycle_ms", "--cycle-ms")
+            .replace("baseline_tok_s", "--baseline-tok-s")
         )
         assert cli.stderr.strip() == f"Error: {spelled}"
 
     def test_a_speedup_above_k_plus_1_is_refused(self):
         # 5 ms against a 15.898 ms step: 6.68x at k = 2, where a cycle emits at most 3 tokens.
         one_line_exit_2(
-            invoke("predict", "--baseline-tok-s", 62.9, "--cycle-ms", 5, "--accept-len", 2.1, "-k", 2),
+            invoke(
+                "predict", "--baseline-tok-s", 62.9, "--cycle-ms", 5, "--accept-len", 2.1, "-k", 2
+            ),
             "--cycle-ms and --baseline-tok-s: the speedup 6.677x at k = 2 is above k + 1 = 3",
             "the cycle 5 ms is 3.18x shorter than the step 15.898 ms",
         )
@@ -106,7 +110,9 @@ class TestCycleAgainstTheStep:
 
 
 class TestAcceptance:
-    @pytest.mark.parametrize("command", [["predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7]])
+    @pytest.mark.parametrize(
+        "command", [["predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7]]
+    )
     def test_alpha_as_a_percent(self, command):
         one_line_exit_2(
             invoke(*command, "--alpha", 86.4, "-k", 3),
@@ -132,7 +138,9 @@ class TestAcceptance:
 
     def test_accept_len_above_k_plus_1(self):
         one_line_exit_2(
-            invoke("predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7, "--accept-len", 9, "-k", 3),
+            invoke(
+                "predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7, "--accept-len", 9, "-k", 3
+            ),
             "--accept-len: got 9, expected at most k + 1 = 4",
         )
 
@@ -205,7 +213,13 @@ class TestOptimizeAndBatch:
     def test_optimize_refuses_a_speedup_above_k_plus_1(self):
         one_line_exit_2(
             invoke(
-                "optimize", "--baseline-tok-s", 62.9, "--verify-ms", 5, "--accept-len-by-k", "1.6,1.9"
+                "optimize",
+                "--baseline-tok-s",
+                62.9,
+                "--verify-ms",
+                5,
+                "--accept-len-by-k",
+                "1.6,1.9",
             ),
             "--verify-ms and --baseline-tok-s: the speedup 5.087x at k = 1 is above k + 1 = 2",
         )

@@ -176,7 +176,15 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
         (["batch", "--cost-curve", CURVE, "--alpha", "0.7"], ".png", b"\x89PNG"),
         (["check", "MEASURED_CSV"], ".png", b"\x89PNG"),
         (
-            ["sensitivity", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
+            [
+                "sensitivity",
+                "--baseline-tok-s",
+                "62.9",
+                "--verify-ms",
+                "28.7",
+                "--accept-len",
+                "2.1",
+            ],
             ".png",
             b"\x89PNG",
         ),
