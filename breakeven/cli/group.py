@@ -98,6 +98,22 @@ class Command(click.Command):
                 for line in self.examples:  # whole: a command is copied, not read as prose
                     formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """As click parses, but a mistyped flag is offered only names --help shows, never an
+        old name kept for one release (:class:`breakeven.cli.params.Renamed`)."""
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            if not e.possibilities:
+                raise
+            shown = [
+                name
+                for param in self.get_params(ctx)
+                if isinstance(param, click.Option) and not param.hidden
+                for name in (*param.opts, *param.secondary_opts)
+            ]
+            raise click.NoSuchOption(e.option_name, e.message, shown, e.ctx) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         wide = ctx.params.pop("wide", False)
         color = use_color(ctx.params.pop("color", None))
