@@ -2,7 +2,7 @@
 
 Target (issue 22): the median wall time of
 
-    breakeven predict --baseline 62.9 --verify-ms 28.7 --json
+    breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --json
 
 is at most 1.4x that of ``python -c "import click"`` in the same environment, with bytecode
 cached.  The two commands are run alternately, so machine noise hits both alike.
@@ -72,7 +72,15 @@ def _measure(runs: int, cached: bool) -> tuple[float, float]:
     if not cached:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     click_cmd = [sys.executable, "-c", "import click"]
-    predict_cmd = [str(_script()), "predict", "--baseline", "62.9", "--verify-ms", "28.7", "--json"]
+    predict_cmd = [
+        str(_script()),
+        "predict",
+        "--baseline-tok-s",
+        "62.9",
+        "--verify-ms",
+        "28.7",
+        "--json",
+    ]
     for cmd in (click_cmd, predict_cmd):  # warm the file cache
         _wall(cmd, env)
     click_times, predict_times = [], []

@@ -19,7 +19,7 @@ def run(*args):
 
 
 def test_issue_example_table():
-    result = run("--baseline", "62.9", "--verify-ms", "28.7")
+    result = run("--baseline-tok-s", "62.9", "--verify-ms", "28.7")
     assert result.exit_code == 0, result.output
     assert "1.805 tokens/cycle" in result.output
     assert "15.898 ms" in result.output
@@ -29,7 +29,14 @@ def test_issue_example_table():
 
 def test_case_study_verdicts():
     wins = run(
-        "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", "--accept-len", "2.1"
+        "--baseline-tok-s",
+        "62.9",
+        "--verify-ms",
+        "28.7",
+        "--draft-ms",
+        "1.2",
+        "--accept-len",
+        "2.1",
     )
     assert "Speculation pays: 1.117x" in wins.output
     loses = run("--step-ms", "11.1", "--cycle-ms", "29.9", "--accept-len", "2.1")
@@ -39,7 +46,7 @@ def test_case_study_verdicts():
 
 def test_json_contract():
     result = run(
-        "--baseline",
+        "--baseline-tok-s",
         "62.9",
         "--verify-ms",
         "28.7",
@@ -74,7 +81,7 @@ def test_json_contract():
 
 
 def test_json_holds_only_determined_keys():
-    d = json.loads(run("--baseline", "62.9", "--verify-ms", "28.7", "--json").output)
+    d = json.loads(run("--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--json").output)
     assert d["breakeven_accept_len"] == pytest.approx(1.80523)
     for absent in ("speedup", "accept_len", "alpha", "spec_tok_s", "max_verify_ms", "k"):
         assert absent not in d
@@ -94,8 +101,11 @@ def test_per_position_flag():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--baseline", "-62.9"], "--baseline: got -62.9, expected a finite number > 0 [tok/s]"),
-        (["--baseline", "0"], "--baseline: got 0.0"),
+        (
+            ["--baseline-tok-s", "-62.9"],
+            "--baseline-tok-s: got -62.9, expected a finite number > 0 [tok/s]",
+        ),
+        (["--baseline-tok-s", "0"], "--baseline-tok-s: got 0.0"),
         (["--step-ms", "nan"], "--step-ms: got nan"),
         (["--verify-ms", "inf"], "--verify-ms: got inf"),
         (["--verify-ms", "-1"], "--verify-ms: got -1.0"),
@@ -110,18 +120,18 @@ def test_per_position_flag():
         (["--accept-len", "0.9"], "--accept-len: got 0.9, expected a mean acceptance length >= 1"),
         (
             ["--accept-len", "4.5", "-k", "3"],
-            "--accept-len: got 4.5, expected at most k + 1 = 4 for -k/--draft-tokens/--steps = 3",
+            "--accept-len: got 4.5, expected at most k + 1 = 4 for -k/--num-spec-tokens = 3",
         ),
         (
-            ["--baseline", "62.9", "--step-ms", "15.9"],
-            "--baseline and --step-ms cannot be given together",
+            ["--baseline-tok-s", "62.9", "--step-ms", "15.9"],
+            "--baseline-tok-s and --step-ms cannot be given together",
         ),
         (
             ["--cycle-ms", "29.9", "--verify-ms", "28.7"],
             "--cycle-ms and --verify-ms cannot be given together",
         ),
-        (["--alpha", "0.5"], "--alpha needs -k/--draft-tokens/--steps"),
-        (["-k", "0", "--accept-len", "1"], "-k/--draft-tokens/--steps: got 0"),
+        (["--alpha", "0.5"], "--alpha needs -k/--num-spec-tokens"),
+        (["-k", "0", "--accept-len", "1"], "-k/--num-spec-tokens: got 0"),
         (["--cost-ratio", "-1", "-k", "2"], "--cost-ratio: got -1.0"),
         (["--target", "0", "--verify-ms", "3"], "--target: got 0.0"),
         (["--per-position", "0.5,0.9"], "--per-position: rate at position 2 (0.9) exceeds"),
@@ -145,8 +155,8 @@ def test_api_and_cli_say_the_same_thing():
     with pytest.raises(BreakevenError) as info:
         predict(baseline_tok_s=62.9, step_ms=15.9)
     api = str(info.value)
-    cli_line = run("--baseline", "62.9", "--step-ms", "15.9").output.strip()
-    assert cli_line == "Error: " + api.replace("baseline_tok_s", "--baseline").replace(
+    cli_line = run("--baseline-tok-s", "62.9", "--step-ms", "15.9").output.strip()
+    assert cli_line == "Error: " + api.replace("baseline_tok_s", "--baseline-tok-s").replace(
         "step_ms", "--step-ms"
     )
 
@@ -173,7 +183,7 @@ def test_cli_start_up_imports_nothing_heavy():
         "import sys\n"
         "from breakeven.cli import main\n"
         "try:\n"
-        "    main(['predict', '--baseline', '62.9', '--verify-ms', '28.7', '--json'])\n"
+        "    main(['predict', '--baseline-tok-s', '62.9', '--verify-ms', '28.7', '--json'])\n"
         "except SystemExit:\n"
         "    pass\n"
         "heavy = [m for m in ('numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules]\n"
@@ -228,7 +238,7 @@ def test_python_dash_m_works_like_the_command():
             "-m",
             "breakeven",
             "predict",
-            "--baseline",
+            "--baseline-tok-s",
             "62.9",
             "--verify-ms",
             "28.7",
@@ -292,12 +302,24 @@ ACCEPTANCE = ["--accept-len-by-k", "2:2.36,3:2.79,4:3.08", "--draft-step-ms", "0
     ("args", "answer"),
     [
         (
-            ["predict", "--baseline", "62.9", "--verify-ms", "28.7", "--draft-ms", "1.2", *TAU],
+            [
+                "predict",
+                "--baseline-tok-s",
+                "62.9",
+                "--verify-ms",
+                "28.7",
+                "--draft-ms",
+                "1.2",
+                *TAU,
+            ],
             "Speculation pays: 1.117x the baseline rate",
         ),
         (["check", str(DATA / "case_study.csv")], "2 speculative runs: "),
         (["fit", str(DATA / "published.csv")], "Best k: 2 for meta-llama/"),
-        (["optimize", "--baseline", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"], "Best k: "),
+        (
+            ["optimize", "--baseline-tok-s", "62.9", "--verify-ms", "28.7", "--alpha", "0.6"],
+            "Best k: ",
+        ),
         (["batch", *CURVE, *ACCEPTANCE], "Break-even batch: "),
         (["schedule", *CURVE, *ACCEPTANCE, "--engine", "vllm", "--min-gain", "0"], "k by batch: "),
         (
@@ -356,7 +378,7 @@ def test_an_internal_error_is_one_line_and_exit_3(monkeypatch):
         raise KeyError("http://user:s3cret-pass@host:8000/v1 " + "x" * 300)
 
     monkeypatch.setattr("breakeven.jobs.inputs.predict", broken)
-    args = ["predict", "--baseline", "62.9", "--cycle-ms", "29.9", "--accept-len", "2.1"]
+    args = ["predict", "--baseline-tok-s", "62.9", "--cycle-ms", "29.9", "--accept-len", "2.1"]
     r = run_cli(args)
     assert r.exit_code == 3, r.output
     (line,) = r.stderr.strip().splitlines()

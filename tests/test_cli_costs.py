@@ -45,7 +45,7 @@ def test_optimize_max_k():
 def test_optimize_measured_json():
     r = invoke(
         "optimize",
-        "--baseline",
+        "--baseline-tok-s",
         62.9,
         "--verify-ms",
         28.7,
@@ -75,7 +75,7 @@ def test_optimize_says_do_not_speculate():
 
 def test_optimize_with_a_verify_curve(curve):
     d = json.loads(
-        invoke("optimize", "--verify-curve", curve, "--alpha", 0.7, "--batch", 16, "--json").output
+        invoke("optimize", "--cost-curve", curve, "--alpha", 0.7, "--batch", 16, "--json").output
     )
     assert d["best_k"] == 3
     assert d["step_ms"] == pytest.approx(10.4)  # the curve at 16 tokens
@@ -83,7 +83,7 @@ def test_optimize_with_a_verify_curve(curve):
     fitted = json.loads(
         invoke(
             "optimize",
-            "--verify-curve",
+            "--cost-curve",
             curve,
             "--fit",
             "knee",
@@ -195,7 +195,7 @@ def test_binary_and_missing_curve_files(tmp_path):
             ["optimize", "--alpha", "0.8", "--cost-ratio", "0.05", "--verify-ms", "3"],
             "--cost-ratio (Leviathan's normalised form) and --verify-ms (a measured cost)",
         ),
-        (["optimize", "--alpha", "0.8"], "give the verify cost: --verify-ms, --verify-curve"),
+        (["optimize", "--alpha", "0.8"], "give the verify cost: --verify-ms, --cost-curve"),
         (["optimize", "--verify-ms", "28.7", "--alpha", "0.8"], "--verify-ms needs a baseline"),
         (["optimize", "--step-ms", "10", "--verify-ms", "28.7"], "give exactly one of --alpha"),
         (["optimize", "--alpha", "1.5", "--cost-ratio", "0.1"], "--alpha: got 1.5"),
@@ -207,7 +207,7 @@ def test_binary_and_missing_curve_files(tmp_path):
         ),
         (
             ["optimize", "--alpha", "0.5", "--cost-ratio", "0.1", "--fit", "knee"],
-            "--fit needs --verify-curve",
+            "--fit needs --cost-curve",
         ),
         (
             ["moe", "--experts", "8", "--top-k", "9", "--tokens", "2"],
@@ -229,4 +229,4 @@ def test_bad_input_is_one_line_exit_2(args, message):
 
 def test_batch_needs_acceptance(curve):
     r = invoke("batch", "--cost-curve", curve, "--accept-len", 2)
-    assert r.exit_code == 2 and "--accept-len and -k/--draft-tokens/--steps go together" in r.output
+    assert r.exit_code == 2 and "--accept-len and -k/--num-spec-tokens go together" in r.output

@@ -136,7 +136,7 @@ def _noisy_sweep(tmp_path, slowdowns):
         f"--launch-slowdowns {slowdowns} --launch-count-file {count}"
     )
     out = tmp_path / "sweep"
-    args = ["sweep", "--serve", serve, "--engine", "vllm", "--method", "ngram", "-k", "0,4"]
+    args = ["sweep", "--serve", serve, "--engine", "vllm", "--spec-method", "ngram", "-k", "0,4"]
     args += ["--repeats", "3", "--port", free_port(), "--max-tokens", "16", "--requests", "4"]
     r = invoke(*args, "--out", out, "--ready-timeout", "30")
     return out, r

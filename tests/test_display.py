@@ -21,11 +21,11 @@ VLLM_FIT = "tests/data/published/vllm_issue20780_llama31_8b_eagle_bs1.csv"
 
 COMMANDS = [
     "predict --step-ms 11.1 --cycle-ms 29.9 --accept-len 2.1",
-    "predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
-    "optimize --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 "
+    "predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
+    "optimize --baseline-tok-s 62.9 --verify-ms 28.7 --draft-step-ms 0.2 "
     "--accept-len-by-k 1.6,1.9,2.05,2.1",
     "optimize --alpha 0.8 --cost-ratio 0.05",
-    "optimize --tree --verify-curve data/llama3_8b_decode_curve.csv --alpha 0.7 "
+    "optimize --tree --cost-curve data/llama3_8b_decode_curve.csv --alpha 0.7 "
     "--rank-decay 0.2 --draft-step-ms 0.2 --batch 2",
     f"batch {CURVE} --alpha 0.7 --max-k 8",
     f"batch {CURVE} --fit linear --accept-len 2.1 -k 3 --max-batch 1000",
@@ -39,13 +39,13 @@ COMMANDS = [
     f"compare {CASE}/vllm_bench_serve_baseline.json {CASE}/vllm_bench_serve_eagle3_k3.json",
     f"fit {VLLM_FIT}",
     "fit data/published.csv",
-    f"schedule {CURVE} {ACCEPTANCE} --engine vllm --method eagle3 --min-gain 0.005 "
+    f"schedule {CURVE} {ACCEPTANCE} --engine vllm --spec-method eagle3 --min-gain 0.005 "
     "--max-num-seqs 256",
     f"schedule {CURVE} {ACCEPTANCE} --engine sglang --min-gain 0",
     f"schedule {CURVE} {ACCEPTANCE} --engine vllm-legacy",
     f"ingest {CASE}/sglang_baseline.log {CASE}/sglang_eagle3_k3.log",
     "sweep --serve 'vllm serve /models/kimi-k2.5 --tensor-parallel-size 8 --port {port}' "
-    "--engine vllm --method eagle3 --draft /models/eagle3 -k 0,3,6 --concurrency 1,8 "
+    "--engine vllm --spec-method eagle3 --draft /models/eagle3 -k 0,3,6 --concurrency 1,8 "
     "--repeats 2 --ready-timeout 1800 --plan",
     "sweep --serve 'llama-server -m /models/target.gguf --port {port}' --engine llamacpp "
     "--draft /models/draft.gguf -k 0,4,8 --plan",
@@ -84,7 +84,7 @@ def test_color_marks_the_verdicts_and_leaves_the_layout_as_it_is(monkeypatch):
     assert "\x1b[33mno interval\x1b[0m" in coloured  # warn: yellow
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain  # colour takes no column
     first = _run(
-        "predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6 --color"
+        "predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6 --color"
     )
     assert first.startswith("\x1b[1;32mSpeculation pays: ")  # a win: green
 

@@ -186,16 +186,16 @@ GOOD = {
     "end": ["2026-12-01T12:00:00Z"],
 }
 _PREDICT = [
-    "--baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
+    "--baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
     "--step-ms 11.1 --cycle-ms 29.9 --accept-len 2.1",
     "--alpha 0.8 -k 4 --cost-ratio 0.05",
-    "--baseline 62.9 --verify-ms 28.7",
-    "--baseline 62.9 --cycle-ms 29.9 --per-position 0.9,0.8",
+    "--baseline-tok-s 62.9 --verify-ms 28.7",
+    "--baseline-tok-s 62.9 --cycle-ms 29.9 --per-position 0.9,0.8",
 ]
 _OPTIMIZE = [
     "--alpha 0.8 --cost-ratio 0.05",
-    "--baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 --accept-len-by-k 1.6,1.9,2.05",
-    "--verify-curve <in:curve> --fit linear --alpha 0.7 --draft-step-ms 0.2 --batch 4",
+    "--baseline-tok-s 62.9 --verify-ms 28.7 --draft-step-ms 0.2 --accept-len-by-k 1.6,1.9,2.05",
+    "--cost-curve <in:curve> --fit linear --alpha 0.7 --draft-step-ms 0.2 --batch 4",
 ]
 _BATCH = [
     "--cost-curve <in:curve> --alpha 0.7 --max-k 8",
@@ -209,7 +209,7 @@ VALID = {
         *_OPTIMIZE,
         "--fit-file <in:fit_json>",
         "--tree --fit-file <in:fit_json>",
-        "--tree --verify-curve <in:curve> --alpha 0.7 --rank-decay 0.2 "
+        "--tree --cost-curve <in:curve> --alpha 0.7 --rank-decay 0.2 "
         "--draft-step-ms 0.2 --batch 2 --max-steps 4 --max-topk 4 "
         "--max-verify-tokens 16",
     ],
@@ -240,7 +240,7 @@ VALID = {
         "<in:published> --fit-file <in:published_fit> --cycle-ms 9 --out <out:fresh.png>",
     ],
     ("plot", "sensitivity"): [
-        "--baseline 62.9 --verify-ms 28.7 --accept-len 2.1 --out <out:fresh.pdf>"
+        "--baseline-tok-s 62.9 --verify-ms 28.7 --accept-len 2.1 --out <out:fresh.pdf>"
     ],
     ("report",): ["<in:case_study> --out <out:fresh_dir>"],
     ("compare",): [
@@ -258,7 +258,7 @@ VALID = {
         " --max-concurrency 2 --seed 7 --json",
     ],
     ("sweep",): [
-        "--serve vllm_serve_m_--port_{port} --engine vllm --method ngram -k 0,2 --repeats 2",
+        "--serve vllm_serve_m_--port_{port} --engine vllm --spec-method ngram -k 0,2 --repeats 2",
         "--serve llama-server --engine llamacpp --draft d.gguf -k 2,4 --concurrency 1,4",
     ],
     ("batch",): [
@@ -270,7 +270,7 @@ VALID = {
         "--cost-curve <in:curve> --alpha 0.7 --draft-step-ms 0.3 --engine sglang "
         "--cuda-graph-sizes 1,2,4,8,16 --out <out:fresh.csv> --min-gain 0",
         "--cost-curve <in:curve> --accept-len-by-k 1.6,1.9,2.05 --engine vllm-legacy "
-        "--load <in:sglang_log> --method eagle3 --max-num-seqs 128",
+        "--load <in:sglang_log> --spec-method eagle3 --max-num-seqs 128",
         '--fit-file <in:fit_json> --engine vllm --base-config {"method":"eagle3"} --json',
     ],
     ("plot", "schedule"): [

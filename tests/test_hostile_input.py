@@ -79,12 +79,12 @@ def _as_nobody(call):
 # Each writer, with the flags it needs besides --out, and whether --out is a directory.
 WRITERS = {
     "ingest": (["ingest", LOG], False),
-    "plot surface": (["plot", "surface", "--baseline", 62.9, "--verify-ms", 28.7], False),
+    "plot surface": (["plot", "surface", "--baseline-tok-s", 62.9, "--verify-ms", 28.7], False),
     "plot k": (["plot", "k", "--alpha", 0.8, "--cost-ratio", 0.05], False),
     "plot batch": (["plot", "batch", "--cost-curve", CURVE, "--alpha", 0.7], False),
     "plot check": (["plot", "check", CASE_STUDY], False),
     "plot sensitivity": (
-        ["plot", "sensitivity", "--baseline", 62.9, "--verify-ms", 28.7, "--accept-len", 2.1],
+        ["plot", "sensitivity", "--baseline-tok-s", 62.9, "--verify-ms", 28.7, "--accept-len", 2.1],
         False,
     ),
     "report": (["report", CASE_STUDY], True),
@@ -302,7 +302,7 @@ class TestNumbers:
             ],
             [
                 "optimize",
-                "--baseline",
+                "--baseline-tok-s",
                 "1e308",
                 "--verify-ms",
                 28.7,
@@ -311,7 +311,7 @@ class TestNumbers:
                 "--accept-len-by-k",
                 "1.6,1.9",
             ],
-            ["predict", "--accept-len", "1e308", "--cycle-ms", 29.9, "--baseline", 60],
+            ["predict", "--accept-len", "1e308", "--cycle-ms", 29.9, "--baseline-tok-s", 60],
             [
                 "moe",
                 "--experts",
@@ -393,7 +393,7 @@ class TestNumbers:
 
     def test_values_are_reported_as_typed(self):
         one_line_exit_2(
-            invoke("predict", "--cycle-ms", "1e400", "--baseline", 62.9),
+            invoke("predict", "--cycle-ms", "1e400", "--baseline-tok-s", 62.9),
             "--cycle-ms: got 1e400, expected a number a double holds",
         )
         last = one_line_exit_2(
@@ -412,7 +412,7 @@ class TestNumbers:
             "surface",
             "--accept-len",
             "1e308",
-            "--baseline",
+            "--baseline-tok-s",
             62.9,
             "--verify-ms",
             28.7,
@@ -427,7 +427,7 @@ class TestNumbers:
             "surface",
             "--accept-len",
             2.1,
-            "--baseline",
+            "--baseline-tok-s",
             62.9,
             "--verify-ms",
             28.7,
@@ -477,7 +477,7 @@ class TestNumbers:
             ),
             (
                 ["ingest", LOG, "-k", 10**20],
-                "-k/--num-spec-tokens/--steps: got 100000000000000000000",
+                "-k/--num-spec-tokens: got 100000000000000000000",
             ),
         ],
     )

@@ -262,7 +262,7 @@ def test_accept_len_at_explicit_k():
     r = run_cli(
         [
             "optimize",
-            "--baseline",
+            "--baseline-tok-s",
             "141.44",
             "--verify-ms",
             "7.7",
@@ -275,7 +275,15 @@ def test_accept_len_at_explicit_k():
     )
     assert r.exit_code == 0 and [o["k"] for o in json.loads(r.stdout)["by_k"]] == [2, 3, 5]
     bad = run_cli(
-        ["optimize", "--baseline", "100", "--verify-ms", "7", "--accept-len-by-k", "2:2.1,0:1.5"],
+        [
+            "optimize",
+            "--baseline-tok-s",
+            "100",
+            "--verify-ms",
+            "7",
+            "--accept-len-by-k",
+            "2:2.1,0:1.5",
+        ],
     )
     assert bad.exit_code == 2 and "K:TAU" in bad.output
 

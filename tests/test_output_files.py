@@ -326,7 +326,7 @@ CASES = {
         lambda p: [
             "plot",
             "surface",
-            "--baseline",
+            "--baseline-tok-s",
             62.9,
             "--verify-ms",
             28.7,
@@ -341,11 +341,11 @@ CASES = {
         "--out",
         "--from",
     ),
-    "plot k --verify-curve": (
+    "plot k --cost-curve": (
         lambda t: _copy(CURVE, t, "k.png"),
-        lambda p: ["plot", "k", "--alpha", 0.7, "--verify-curve", p, "--out", p, "--force"],
+        lambda p: ["plot", "k", "--alpha", 0.7, "--cost-curve", p, "--out", p, "--force"],
         "--out",
-        "--verify-curve",
+        "--cost-curve",
     ),
     "plot batch --cost-curve": (
         lambda t: _copy(CURVE, t, "batch.png"),

@@ -24,11 +24,11 @@ class TestCycleAgainstTheStep:
     def test_a_cycle_typed_in_seconds_is_refused_with_the_unit_it_was_meant_in(self):
         # The case study's 29.9 ms cycle typed as 0.0299 (seconds) printed "pays: 1116.600x".
         r = invoke(
-            "predict", "--baseline", 62.9, "--cycle-ms", 0.0299, "--accept-len", 2.1, "-k", 6
+            "predict", "--baseline-tok-s", 62.9, "--cycle-ms", 0.0299, "--accept-len", 2.1, "-k", 6
         )
         one_line_exit_2(
             r,
-            "--cycle-ms is 0.0299 ms, 532x shorter than the 15.898 ms plain step of --baseline",
+            "--cycle-ms is 0.0299 ms, 532x shorter than the 15.898 ms plain step of --baseline-tok-s",
             "62.9 tok/s",
             "did you mean 29.9 ms?",
         )
@@ -46,24 +46,28 @@ class TestCycleAgainstTheStep:
         with pytest.raises(BreakevenError, match=r"^cycle_ms is 0.0299 ms, 532x shorter") as e:
             be.predict(baseline_tok_s=62.9, cycle_ms=0.0299, accept_len=2.1, k=6)
         assert isinstance(e.value, ValueError)
-        cli = invoke("predict", "--baseline", 62.9, "--cycle-ms", 0.0299, "--accept-len", 2.1)
+        cli = invoke("predict", "--baseline-tok-s", 62.9, "--cycle-ms", 0.0299, "--accept-len", 2.1)
         spelled = (
-            str(e.value).replace("cycle_ms", "--cycle-ms").replace("baseline_tok_s", "--baseline")
+            str(e.value)
+            .replace("cycle_ms", "--cycle-ms")
+            .replace("baseline_tok_s", "--baseline-tok-s")
         )
         assert cli.stderr.strip() == f"Error: {spelled}"
 
     def test_a_speedup_above_k_plus_1_is_refused(self):
         # 5 ms against a 15.898 ms step: 6.68x at k = 2, where a cycle emits at most 3 tokens.
         one_line_exit_2(
-            invoke("predict", "--baseline", 62.9, "--cycle-ms", 5, "--accept-len", 2.1, "-k", 2),
-            "--cycle-ms and --baseline: the speedup 6.677x at k = 2 is above k + 1 = 3",
+            invoke(
+                "predict", "--baseline-tok-s", 62.9, "--cycle-ms", 5, "--accept-len", 2.1, "-k", 2
+            ),
+            "--cycle-ms and --baseline-tok-s: the speedup 6.677x at k = 2 is above k + 1 = 3",
             "the cycle 5 ms is 3.18x shorter than the step 15.898 ms",
         )
         with pytest.raises(BreakevenError, match=r"above k \+ 1 = 3"):
             be.predict(baseline_tok_s=62.9, cycle_ms=5, accept_len=2.1, k=2)
 
     def test_a_cycle_shorter_than_a_step_is_flagged_in_the_headline_and_in_json(self):
-        args = ("predict", "--baseline", 62.9, "--cycle-ms", 12, "--accept-len", 2.1, "-k", 2)
+        args = ("predict", "--baseline-tok-s", 62.9, "--cycle-ms", 12, "--accept-len", 2.1, "-k", 2)
         text = invoke(*args)
         assert text.exit_code == 0, text.output
         lines = text.output.splitlines()
@@ -106,7 +110,9 @@ class TestCycleAgainstTheStep:
 
 
 class TestAcceptance:
-    @pytest.mark.parametrize("command", [["predict", "--baseline", 62.9, "--verify-ms", 28.7]])
+    @pytest.mark.parametrize(
+        "command", [["predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7]]
+    )
     def test_alpha_as_a_percent(self, command):
         one_line_exit_2(
             invoke(*command, "--alpha", 86.4, "-k", 3),
@@ -122,7 +128,7 @@ class TestAcceptance:
 
     def test_a_per_token_rate_given_as_accept_len(self):
         one_line_exit_2(
-            invoke("predict", "--baseline", 62.9, "--verify-ms", 28.7, "--accept-len", 0.8),
+            invoke("predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7, "--accept-len", 0.8),
             "--accept-len: got 0.8",
             "it counts the bonus token, so it is at least 1",
             "give it as --alpha",
@@ -132,7 +138,9 @@ class TestAcceptance:
 
     def test_accept_len_above_k_plus_1(self):
         one_line_exit_2(
-            invoke("predict", "--baseline", 62.9, "--verify-ms", 28.7, "--accept-len", 9, "-k", 3),
+            invoke(
+                "predict", "--baseline-tok-s", 62.9, "--verify-ms", 28.7, "--accept-len", 9, "-k", 3
+            ),
             "--accept-len: got 9, expected at most k + 1 = 4",
         )
 
@@ -191,7 +199,7 @@ class TestOptimizeAndBatch:
         one_line_exit_2(
             invoke(
                 "optimize",
-                "--baseline",
+                "--baseline-tok-s",
                 62.9,
                 "--verify-ms",
                 0.0287,
@@ -205,9 +213,15 @@ class TestOptimizeAndBatch:
     def test_optimize_refuses_a_speedup_above_k_plus_1(self):
         one_line_exit_2(
             invoke(
-                "optimize", "--baseline", 62.9, "--verify-ms", 5, "--accept-len-by-k", "1.6,1.9"
+                "optimize",
+                "--baseline-tok-s",
+                62.9,
+                "--verify-ms",
+                5,
+                "--accept-len-by-k",
+                "1.6,1.9",
             ),
-            "--verify-ms and --baseline: the speedup 5.087x at k = 1 is above k + 1 = 2",
+            "--verify-ms and --baseline-tok-s: the speedup 5.087x at k = 1 is above k + 1 = 2",
         )
 
     def test_optimize_flags_a_verify_shorter_than_the_step(self):

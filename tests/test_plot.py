@@ -155,7 +155,7 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
         (
             [
                 "surface",
-                "--baseline",
+                "--baseline-tok-s",
                 "62.9",
                 "--verify-ms",
                 "28.7",
@@ -176,7 +176,15 @@ CURVE = str(ROOT / "data" / "llama3_8b_decode_curve.csv")
         (["batch", "--cost-curve", CURVE, "--alpha", "0.7"], ".png", b"\x89PNG"),
         (["check", "MEASURED_CSV"], ".png", b"\x89PNG"),
         (
-            ["sensitivity", "--baseline", "62.9", "--verify-ms", "28.7", "--accept-len", "2.1"],
+            [
+                "sensitivity",
+                "--baseline-tok-s",
+                "62.9",
+                "--verify-ms",
+                "28.7",
+                "--accept-len",
+                "2.1",
+            ],
             ".png",
             b"\x89PNG",
         ),
@@ -314,7 +322,7 @@ def test_surface_takes_several_points(tmp_path):
     args = [
         "plot",
         "surface",
-        "--baseline",
+        "--baseline-tok-s",
         "62.9",
         "--point",
         "real:2.1:29.9",
@@ -336,7 +344,7 @@ def test_surface_takes_several_points(tmp_path):
             [
                 "plot",
                 "surface",
-                "--baseline",
+                "--baseline-tok-s",
                 "62.9",
                 "--point",
                 bad,
@@ -346,7 +354,7 @@ def test_surface_takes_several_points(tmp_path):
         )
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
     r = run_cli(["plot", "surface", "--point", "x:2:30", "--out", str(out)])
-    assert r.exit_code == 2 and "--baseline or --step-ms" in r.output
+    assert r.exit_code == 2 and "--baseline-tok-s or --step-ms" in r.output
 
 
 def _deuteranope(colour):

@@ -80,7 +80,7 @@ def test_prediction():
     p = predict(baseline_tok_s=62.9, verify_ms=28.7, draft_ms=1.2, accept_len=2.1)
     assert p.report() == printed(
         "predict",
-        "--baseline",
+        "--baseline-tok-s",
         "62.9",
         "--verify-ms",
         "28.7",
@@ -124,7 +124,7 @@ def test_moe_summary():
 def test_tree_search():
     r = optimize_tree(verify_curve=curve(), alpha=0.8, draft_step_ms=0.5)
     assert r.report() == printed(
-        "optimize", "--tree", "--verify-curve", CURVE, "--alpha", "0.8", "--draft-step-ms", "0.5"
+        "optimize", "--tree", "--cost-curve", CURVE, "--alpha", "0.8", "--draft-step-ms", "0.5"
     )
     strict_json(r)
     html_with(r, f"verify tokens {r.best.verify_tokens}", f"{r.best.speedup:.3f}x")

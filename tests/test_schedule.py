@@ -249,7 +249,7 @@ def test_the_readme_example_ends_in_the_snippet():
         *README_SWEEP,
         "--engine",
         "vllm",
-        "--method",
+        "--spec-method",
         "eagle3",
         "--min-gain",
         0.005,

@@ -1,5 +1,5 @@
 """The sweep's own inputs (issue 40): every bad one is one line naming its flag or file, exit
-2, before any server starts, never an internal error: a --method holding a model id, an --out
+2, before any server starts, never an internal error: a --spec-method holding a model id, an --out
 that cannot be made or written (a full disk), a hand-edited, empty, truncated or deeply nested
 manifest on --resume; a hypothesis fuzz of the sweep's arguments (with --plan, which starts
 nothing) and of a tampered manifest (a server already on the port, so that a manifest that
@@ -31,7 +31,7 @@ NO_SPACE = os.strerror(errno.ENOSPC)
 
 
 def _args(out, port=8000, *more):
-    args = ["sweep", "--serve", SERVE, "--engine", "vllm", "--method", "ngram", "-k", "0,2"]
+    args = ["sweep", "--serve", SERVE, "--engine", "vllm", "--spec-method", "ngram", "-k", "0,2"]
     return [*args, "--port", str(port), "--out", str(out), *map(str, more)]
 
 
@@ -39,7 +39,7 @@ def test_a_model_id_given_as_method_is_one_line_before_anything_runs(tmp_path):
     out = tmp_path / "s"
     args = _args(out)
     args[args.index("ngram")] = "meta-llama/Llama-3.1-8B-Instruct"
-    last = one_line_exit_2(run_cli(args), "--method", "'meta-llama/Llama-3.1-8B-Instruct'")
+    last = one_line_exit_2(run_cli(args), "--spec-method", "'meta-llama/Llama-3.1-8B-Instruct'")
     assert "--draft" in last
     assert not out.exists()
 
@@ -204,7 +204,7 @@ _NUMBER = st.one_of(
 _OPTIONS = {
     "--serve": _TEXT,
     "--engine": st.sampled_from(["vllm", "sglang", "llamacpp", "trtllm", ""]) | _TEXT,
-    "--method": _TEXT,
+    "--spec-method": _TEXT,
     "--draft": _TEXT,
     "-k": _NUMBER,
     "--concurrency": _NUMBER,
@@ -231,7 +231,7 @@ _OPTIONS = {
 def test_any_sweep_arguments_plan_or_are_one_line_exit_2(tmp_path_factory, changed, data):
     """--plan with any values: a plan (exit 0) or one line naming a flag (exit 2); never an
     internal error, a traceback or a hang."""
-    given = {"--serve": SERVE, "--engine": "vllm", "--method": "ngram", "-k": "0,2"}
+    given = {"--serve": SERVE, "--engine": "vllm", "--spec-method": "ngram", "-k": "0,2"}
     for name in changed:
         given[name] = data.draw(_OPTIONS[name], label=name)
     args = ["sweep", "--plan", "--out", str(tmp_path_factory.mktemp("p") / "s")]

@@ -66,7 +66,7 @@ class Sweep:
             f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.02 "
             f"--pid-file {self.pids} --children {serve_extra}"
         )
-        self.args = ["sweep", "--serve", serve, "--engine", "vllm", "--method", "ngram"]
+        self.args = ["sweep", "--serve", serve, "--engine", "vllm", "--spec-method", "ngram"]
         self.args += ["-k", "0,2", "--port", str(self.port), "--max-tokens", "16"]
         self.args += ["--requests", "2", "--out", str(self.out), "--ready-timeout", "60"]
         self.args += ["--stop-grace", str(GRACE_S)]

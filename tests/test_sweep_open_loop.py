@@ -26,7 +26,7 @@ def rows(path):
 
 
 def _args(out, port, *more):
-    args = ["sweep", "--serve", SERVE, "--engine", "vllm", "--method", "ngram", "-k", "0,3"]
+    args = ["sweep", "--serve", SERVE, "--engine", "vllm", "--spec-method", "ngram", "-k", "0,3"]
     args += ["--port", str(port), "--max-tokens", "16", "--out", str(out), "--ready-timeout", "30"]
     return [*args, *map(str, more)]
 

@@ -114,7 +114,7 @@ def test_the_command_runs_the_sweep_and_ends_with_checks_verdict(tmp_path):
 
     port = free_port()
     out = tmp_path / "sweep"
-    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--method", "ngram", "-k", "0,3"]
+    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--spec-method", "ngram", "-k", "0,3"]
     args += ["--port", str(port), "--max-tokens", "16", "--requests", "2", "--out", str(out)]
     r = run_cli([*args, "--ready-timeout", "30"])
     assert r.exit_code == 0, r.output
@@ -321,7 +321,7 @@ def test_sigterm_mid_sweep_stops_the_server_keeps_the_rows_and_resume_finishes(t
     out = tmp_path / "sweep"
     slow = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.02"
     args = [sys.executable, "-m", "breakeven", "sweep", "--serve", slow, "--engine", "vllm"]
-    args += ["--method", "ngram", "-k", "0,2", "--repeats", "2", "--port", str(port)]
+    args += ["--spec-method", "ngram", "-k", "0,2", "--repeats", "2", "--port", str(port)]
     args += ["--max-tokens", "32", "--requests", "4", "--out", str(out), "--ready-timeout", "30"]
     process = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -431,7 +431,7 @@ def test_resume_refuses_another_sweeps_plan_in_one_line(tmp_path):
     other = plan_sweep(_serve(), "vllm", [0, 4], method="ngram", ready_timeout_s=30, port=port)
     with pytest.raises(BreakevenError, match=r"holds another sweep's plan \(launches' k 0,2 there"):
         run_sweep(other, str(out), _bench(), resume=True)
-    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--method", "ngram", "-k", "0,4"]
+    args = ["sweep", "--serve", _serve(), "--engine", "vllm", "--spec-method", "ngram", "-k", "0,4"]
     args += ["--port", str(port), "--out", str(out), "--resume"]
     r = run_cli(args)
     assert r.exit_code == 2, r.output

@@ -861,7 +861,7 @@ def test_a_sweep_on_a_real_vllm(vllm, vllm_models, tmp_path):
     port = free_port()
     for method, draft in (("draft_model", vllm_models["draft"]), ("ngram", None)):
         out = tmp_path / method
-        args = ["sweep", "--serve", serve, "--engine", "vllm", "--method", method, "-k", "0,3"]
+        args = ["sweep", "--serve", serve, "--engine", "vllm", "--spec-method", method, "-k", "0,3"]
         args += ["--port", str(port), "--out", str(out), "--ready-timeout", "300"]
         args += ["--requests", "4", "--max-tokens", "32", "--json"]
         if draft is not None:

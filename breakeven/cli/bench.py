@@ -10,7 +10,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli, settle_signals
-from breakeven.cli.params import Bounded, CommandLineError, say
+from breakeven.cli.params import Bounded, CommandLineError, Renamed, say
 from breakeven.core.errors import Terminated
 from breakeven.core.quantities import MAX_SPEC_TOKENS
 
@@ -60,10 +60,11 @@ from breakeven.core.quantities import MAX_SPEC_TOKENS
     help="Environment variable holding the API key (never printed or written).",
 )
 @click.option(
-    "--num-spec-tokens",
     "-k",
-    "--steps",
+    "--num-spec-tokens",
     "num_spec_tokens",
+    cls=Renamed,
+    old=("--steps",),
     type=int,
     metavar="K",
     help="k the server speculates with (a tree's steps); 0 for a baseline (default: "

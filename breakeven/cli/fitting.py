@@ -12,6 +12,7 @@ from breakeven.cli.params import (
     FLOAT,
     Bounded,
     LibraryChoice,
+    Renamed,
     definitions,
     emit,
     json_object,
@@ -202,8 +203,10 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     "rounds a batch up to one of them, so the ranges are made of whole buckets.",
 )
 @click.option(
-    "--method",
+    "--spec-method",
     "method",
+    cls=Renamed,
+    old=("--method",),
     metavar="M",
     help="The speculative method for the config (eagle3, mtp, ...; SGLang: EAGLE or EAGLE3).",
 )

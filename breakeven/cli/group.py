@@ -21,7 +21,7 @@ from breakeven.core.errors import BreakevenError, Terminated
 
 
 def spelled(command: click.Command, name: str) -> str:
-    """The command-line spelling of a Python argument name, e.g. ``-k/--draft-tokens``."""
+    """The command-line spelling of a Python argument name, e.g. ``-k/--num-spec-tokens``."""
     for param in command.params:
         if param.name == name and isinstance(param, click.Option):
             return flag(param)
@@ -98,6 +98,22 @@ class Command(click.Command):
                 for line in self.examples:  # whole: a command is copied, not read as prose
                     formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """As click parses, but a mistyped flag is offered only names --help shows, never an
+        old name kept for one release (:class:`breakeven.cli.params.Renamed`)."""
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            if not e.possibilities:
+                raise
+            shown = [
+                name
+                for param in self.get_params(ctx)
+                if isinstance(param, click.Option) and not param.hidden
+                for name in (*param.opts, *param.secondary_opts)
+            ]
+            raise click.NoSuchOption(e.option_name, e.message, shown, e.ctx) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         wide = ctx.params.pop("wide", False)
         color = use_color(ctx.params.pop("color", None))
@@ -120,14 +136,14 @@ SECTIONS = (
 """The top level's commands, grouped by the job they do, in the order a user meets them."""
 
 EXAMPLES = (
-    "breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
+    "breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
     "breakeven compare baseline.log eagle3.log -k 3",
     "breakeven sweep --serve 'vllm serve M --port {port}' --engine vllm \\\n"
-    "      --method eagle3 --draft D -k 0,2,4 --concurrency 1,8 --repeats 3 --plan",
+    "      --spec-method eagle3 --draft D -k 0,2,4 --concurrency 1,8 --repeats 3 --plan",
     "breakeven bench --url http://localhost:8000/v1 --label baseline --out runs.csv",
     "breakeven fit runs.csv --out fit.json",
     "breakeven schedule --fit-file fit.json --engine vllm",
-    "breakeven plot surface --baseline 62.9 --verify-ms 28.7 --out surface.png",
+    "breakeven plot surface --baseline-tok-s 62.9 --verify-ms 28.7 --out surface.png",
 )
 """One example for each job, shown after the commands."""
 

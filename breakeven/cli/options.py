@@ -12,6 +12,7 @@ from breakeven.cli.params import (
     Bounded,
     CommandLineError,
     LibraryChoice,
+    Renamed,
     Values,
     accept_lens,
     flag,
@@ -67,8 +68,10 @@ def json_option(command: Any) -> Any:
 
 force = click.option("--force", is_flag=True, help="Replace --out if it exists.")
 baseline = click.option(
-    "--baseline",
+    "--baseline-tok-s",
     "baseline_tok_s",
+    cls=Renamed,
+    old=("--baseline",),
     type=FLOAT,
     metavar="TOK_S",
     help="Per-sequence decode rate without speculation [tok/s].",
@@ -78,7 +81,7 @@ step = click.option(
     "step_ms",
     type=FLOAT,
     metavar="MS",
-    help=f"Baseline decode step, instead of --baseline {MS}.",
+    help=f"Baseline decode step, instead of --baseline-tok-s {MS}.",
 )
 overhead = click.option(
     "--overhead-ms",
@@ -96,9 +99,10 @@ draft_step = click.option(
 )
 k = click.option(
     "-k",
-    "--draft-tokens",
-    "--steps",
+    "--num-spec-tokens",
     "k",
+    cls=Renamed,
+    old=("--draft-tokens", "--steps"),
     type=int,
     metavar="K",
     help="Draft tokens per cycle (a tree's steps).",
@@ -234,8 +238,10 @@ optimize_inputs = options(
         help=f"Verify forward, the same at every k {MS}.",
     ),
     click.option(
-        "--verify-curve",
+        "--cost-curve",
         "verify_curve",
+        cls=Renamed,
+        old=("--verify-curve",),
         type=click.Path(dir_okay=False),
         metavar="CSV",
         help="Forward time against tokens per forward: columns "
@@ -257,7 +263,7 @@ optimize_inputs = options(
         type=int,
         default=1,
         show_default=True,
-        help="Sequences decoded together (with --verify-curve).",
+        help="Sequences decoded together (with --cost-curve).",
     ),
     max_k,
 )

@@ -6,9 +6,11 @@ value and what was expected, with exit code 2.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -31,7 +33,8 @@ class CommandLineError(BreakevenError, click.ClickException):
 
 
 def flag(param: click.Parameter) -> str:
-    """How the command line spells ``param``: ``-k/--draft-tokens/--steps``."""
+    """How the command line spells ``param``: ``-k/--num-spec-tokens`` (its names in --help;
+    never an old name :class:`Renamed` keeps)."""
     return "/".join(param.opts) if param.opts else str(param.name)
 
 
@@ -250,6 +253,45 @@ def levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int,
     if not found or any(v < 1 for v in found):
         raise click.BadParameter(f"got {value!r}, expected request counts >= 1")
     return found
+
+
+def renamed_note(old: str, new: str) -> str:
+    """The line an old flag name prints on stderr when used: what it is now called."""
+    return f"Note: {old} is now {new}; the old name goes in the next release"
+
+
+class Renamed(click.Option):
+    """An option with one name per input (issue 43) whose ``old`` names still parse, for one
+    release: not shown in --help or completion, each prints :func:`renamed_note` on stderr
+    when used, and sets the same value as the canonical name.
+
+    Parameters
+    ----------
+    old : sequence of str
+        The option's former long names, e.g. ``("--draft-tokens", "--steps")``.
+    """
+
+    def __init__(self, *args: Any, old: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.old_names = tuple(old)
+
+    @property
+    def canonical(self) -> str:
+        """The long name shown in --help: ``--num-spec-tokens``."""
+        return next(name for name in self.opts if name.startswith("--"))
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        super().add_to_parser(parser, ctx)
+        option = parser._long_opt[self.canonical]
+        for old in self.old_names:
+            alias = copy.copy(option)
+
+            def process(value: Any, state: Any, old: str = old, go: Any = option.process) -> None:
+                click.echo(renamed_note(old, self.canonical), err=True)
+                go(value, state)
+
+            alias.process = process
+            parser._long_opt[old] = alias
 
 
 class Values(click.Option):

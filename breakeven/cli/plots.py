@@ -79,7 +79,7 @@ def plot() -> None:
     multiple=True,
     metavar="LABEL:ACCEPT_LEN:CYCLE_MS",
     help="Another run to place: its accept_len [tokens/cycle] and cycle [ms], over "
-    "the step of --baseline or --step-ms (repeat for several).",
+    "the step of --baseline-tok-s or --step-ms (repeat for several).",
 )
 @click.option(
     "--from",
@@ -100,7 +100,7 @@ def plot_surface(out: str, force: bool, **inputs: Any) -> None:
     for Leviathan's --cost-ratio or the inputs' cycle/step.
 
     \b
-      breakeven plot surface --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
+      breakeven plot surface --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
           --accept-len 2.1 --out surface.png
     """
     from breakeven.jobs.drawing import surface_figure  # lazy: start-up
@@ -117,7 +117,7 @@ def plot_k(out: str, force: bool, **inputs: Any) -> None:
     """Speedup against k, the best k marked (optimize's inputs).
 
     \b
-      breakeven plot k --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
+      breakeven plot k --baseline-tok-s 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
             --accept-len-by-k 1.6,1.9,2.05,2.1 --out k.png
     """
     from breakeven.jobs.drawing import k_figure  # lazy: start-up
@@ -266,7 +266,7 @@ def plot_sensitivity(out: str, force: bool, **inputs: Any) -> None:
     """Which input, moved by ±10%, moves the speedup most (a tornado chart).
 
     \b
-      breakeven plot sensitivity --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
+      breakeven plot sensitivity --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 \\
             --accept-len 2.1 --out sensitivity.png
     """
     from breakeven.jobs.drawing import sensitivity_figure  # lazy: start-up

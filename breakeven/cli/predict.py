@@ -64,7 +64,7 @@ def predict(as_json: bool, **inputs: Any) -> None:
     Prints every quantity its inputs determine. Example (the case study):
 
     \b
-      breakeven predict --baseline 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
+      breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
     """
     from breakeven.jobs.inputs import predict_from_files  # lazy: start-up
 
@@ -79,7 +79,7 @@ tree_options = o.options(
         help="Search tree drafts (SGLang's "
         "--speculative-num-steps, --speculative-eagle-topk, "
         "--speculative-num-draft-tokens) instead of k: with --fit-file (a forward "
-        "surface and a tree acceptance), or --verify-curve and --alpha.",
+        "surface and a tree acceptance), or --cost-curve and --alpha.",
     ),
     click.option(
         "--rank-decay",
@@ -128,13 +128,13 @@ def optimize(as_json: bool, **inputs: Any) -> None:
     """The number of draft tokens k with the highest speedup.
 
     Either Leviathan's form (--alpha A --cost-ratio C) or measured costs (a
-    baseline, --verify-ms or --verify-curve, drafting, overhead) with acceptance
+    baseline, --verify-ms or --cost-curve, drafting, overhead) with acceptance
     as --alpha, --per-position or --accept-len-by-k. best_k = 0 means: do not
     speculate, no k beats plain decoding.
 
     \b
       breakeven optimize --alpha 0.8 --cost-ratio 0.05
-      breakeven optimize --baseline 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
+      breakeven optimize --baseline-tok-s 62.9 --verify-ms 28.7 --draft-step-ms 0.2 \\
           --accept-len-by-k 1.6,1.9,2.05,2.1
     """
     from breakeven.jobs.inputs import optimize_from_files  # lazy: start-up

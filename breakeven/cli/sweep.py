@@ -11,7 +11,7 @@ import click
 
 from breakeven.cli import options as o
 from breakeven.cli.group import cli, settle_signals
-from breakeven.cli.params import LibraryChoice, Values, draft_lengths, say
+from breakeven.cli.params import LibraryChoice, Renamed, Values, draft_lengths, say
 from breakeven.core.errors import Terminated
 
 
@@ -29,7 +29,13 @@ from breakeven.core.errors import Terminated
     type=LibraryChoice("breakeven.render.engine_configs", "SPECULATION_ENGINES"),
     help="Whose speculation flags to add.",
 )
-@click.option("--method", help="Drafting method: eagle3, draft_model, ngram, mtp, ...")
+@click.option(
+    "--spec-method",
+    "method",
+    cls=Renamed,
+    old=("--method",),
+    help="Drafting method: eagle3, draft_model, ngram, mtp, ...",
+)
 @click.option("--draft", metavar="PATH", help="The draft model (a path or a model id).")
 @click.option(
     "-k",
@@ -143,7 +149,7 @@ def sweep(
 
     \b
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
-          --method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
+          --spec-method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
     from breakeven.sweep.answer import answer_sweep  # lazy: start-up
     from breakeven.sweep.plan import plan_sweep  # lazy: start-up

@@ -217,7 +217,7 @@ def render(
         out = _sglang(plan, base, config_path)
     if "method" not in base and engine != "sglang":
         out["notes"].append(
-            "add your method and draft model to the config (--method, or "
+            "add your method and draft model to the config (--spec-method, or "
             "--base-config with the config you run)"
         )
     return out
