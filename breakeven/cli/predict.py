@@ -61,7 +61,7 @@ MOE_KEYS = [
 def predict(as_json: bool, **inputs: Any) -> None:
     """Speedup and break-even thresholds from measured costs and acceptance.
 
-    Prints every quantity its inputs determine. Example (the case study):
+    Prints every quantity its inputs determine. The example below is the case study.
 
     \b
       breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1
