@@ -10,29 +10,16 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from headless import CHROMIUM, NEEDS_CHROMIUM
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = next(
-    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-    None,
-)
-if CHROMIUM is None and os.environ.get("CI"):
-    pytest.fail(
-        "headless Chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False
-    )
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed here (apt-get install chromium; .ci/run "
-    "installs it)",
-)
+pytestmark = NEEDS_CHROMIUM
 
 MEASURE = """<script>
 window.addEventListener("load", () => {

@@ -8,29 +8,15 @@ headline as the body's first text and the surface as an <svg>.  .ci/run installs
 missing browser fails it.
 """
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 from cli_checks import run_cli
+from headless import CHROMIUM, NEEDS_CHROMIUM
 
 HERE = Path(__file__).resolve().parent
-CHROMIUM = next(
-    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-    None,
-)
-if CHROMIUM is None and os.environ.get("CI"):
-    pytest.fail(
-        "headless Chromium is missing in CI: .ci/run installs Debian's chromium", pytrace=False
-    )
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium is not installed "
-    "here (apt-get install chromium; .ci/run installs it)",
-)
+pytestmark = NEEDS_CHROMIUM
 
 
 def chromium(*args, tmp_path):

@@ -226,14 +226,7 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     callback=writable,
     help="Also write the engine's config as JSON (SGLang: the --speculative-adaptive-config file).",
 )
-@click.option(
-    "--output-tokens",
-    "output_tokens",
-    type=Bounded(1, 100_000_000),
-    metavar="N",
-    help="Tokens each request decodes, on average: the ranges in requests per second "
-    "too, by Little's law over decoding (rate = B / (N x TPOT at batch B)) [tokens].",
-)
+@o.output_tokens
 @o.force
 @o.json_option
 def schedule(as_json: bool, **inputs: Any) -> None:

@@ -586,3 +586,14 @@ slo = click.option(
     "request rate by goodput.",
 )
 """``--slo``: check's, compare's and sweep's service-level objective."""
+
+
+output_tokens = click.option(
+    "--output-tokens",
+    "output_tokens",
+    type=Bounded(1, 100_000_000),
+    metavar="N",
+    help="Tokens each request decodes, on average: the thresholds in requests per second "
+    "too, by Little's law over decoding (rate = B / (N x TPOT at batch B)) [tokens].",
+)
+"""``--output-tokens N``: batch's and schedule's thresholds in requests per second."""

@@ -145,14 +145,7 @@ def optimize(as_json: bool, **inputs: Any) -> None:
 @cli.command(epilog=definitions(BATCH_KEYS))
 @o.batch_inputs
 @o.kv_room
-@click.option(
-    "--output-tokens",
-    "output_tokens",
-    type=Bounded(1, 100_000_000),
-    metavar="N",
-    help="Tokens each request decodes, on average: the thresholds in requests per second "
-    "too, by Little's law over decoding (rate = B / (N x TPOT at batch B)) [tokens].",
-)
+@o.output_tokens
 @o.json_option
 def batch(as_json: bool, **inputs: Any) -> None:
     """Speedup against batch size, and the batch where speculation stops paying.
