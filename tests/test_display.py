@@ -13,6 +13,8 @@ import subprocess
 
 import pytest
 from cli_checks import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CASE = "tests/data/case_study"
 CURVE = "--cost-curve data/llama3_8b_decode_curve.csv"
@@ -159,3 +161,29 @@ def test_format_csv_of_a_command_without_a_table_is_refused_in_one_line():
     assert r.output == (
         "Error: --format: got 'csv', but this command prints no table; expected text or json\n"
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(40, 120),
+    flags=st.lists(
+        st.sampled_from(
+            ["baseline_drift", "baseline_unverified", "prediction_mismatch", "launches_disagree"]
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_a_table_never_splits_a_word_or_a_flag_code(width, flags):
+    """Issue 43: a wrapped column breaks between words only (it showed ``baseline_unve`` and
+    ``rified`` on two lines); where no word would fit, the table shortens or drops columns."""
+    from breakeven.core.display import display
+    from breakeven.render.text import grid
+
+    heads = ["run", "k [tokens]", "speedup [x]", "verdict", "flags"]
+    row = ["vllm_bench_serve_eagle3_k3", "3", "1.207", "no interval", ", ".join(flags)]
+    with display(width=width):
+        lines = grid(heads, [row], right=False, cut=("run",))
+    words = {w for line in lines for w in line.replace(",", " ").split()}
+    for code in flags:
+        assert code in words or not any(code[:5] in line for line in lines), (width, lines)

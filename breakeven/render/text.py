@@ -118,8 +118,14 @@ def _short(cell: str, width: int) -> str:
 
 
 def _wrapped(cell: str, width: int) -> list[str]:
-    """``cell`` on lines of at most ``width`` columns, broken after commas or at spaces."""
-    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
+    """``cell`` on lines of at most ``width`` columns, broken after commas or at spaces, never
+    inside a word (a flag's code, a name): a word wider than ``width`` keeps its line."""
+    return textwrap.wrap(cell, width, break_on_hyphens=False, break_long_words=False) or [""]
+
+
+def _longest_word(cells: Sequence[str]) -> int:
+    """The widest word of ``cells`` [characters]: what a wrapped column needs at least."""
+    return max((len(word) for cell in cells for word in cell.split()), default=0)
 
 
 def k_ranges(ks: Sequence[int]) -> str:
@@ -219,7 +225,8 @@ class _Table:
                 self.drop(self.heads.index(name))
         last = self.keep[-1]
         room = self.widths()[-1] - self.over(limit)
-        if self.over(limit) > 0 and room >= 12 and self.heads[last] in wrap:
+        words = _longest_word([row[last] for row in self.cells])
+        if self.over(limit) > 0 and room >= max(12, words) and self.heads[last] in wrap:
             self.parts = [_wrapped(row[last], room) for row in self.cells]
             for row, lines_of in zip(self.cells, self.parts, strict=True):
                 row[last] = max(lines_of, key=len)
