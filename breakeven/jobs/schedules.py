@@ -132,9 +132,7 @@ def schedule_from_files(
 def _in_request_rates(data: Any, output_tokens: float) -> None:
     """``data`` (a :class:`~breakeven.planning.schedule.ScheduleReport`) given its schedule in
     requests per second: ``request_rates``, and each range's ``rate_from`` and ``rate_to``."""
-    from breakeven.planning.rates import schedule_rates  # lazy: start-up
-
-    rates = schedule_rates(data.schedule, output_tokens)
+    rates = data.schedule.in_request_rates(output_tokens)
     data["request_rates"] = rates["request_rates"]
     for row, bounds in zip(data["ranges"], rates["range_rates"], strict=True):
         row.update(bounds)

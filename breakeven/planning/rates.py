@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from breakeven.core.quantities import plain_json
 
 BEYOND_THE_SWEEP = "beyond the batches swept"
@@ -56,14 +58,7 @@ class RateView:
 def _at(rate: float, rates: Sequence[float], values: Sequence[float]) -> float:
     """``values`` linearly interpolated at ``rate`` along the increasing ``rates`` (NaN outside
     them: a rate the sweep's batches do not serve)."""
-    for i in range(1, len(rates)):
-        low, high = rates[i - 1], rates[i]
-        if low <= rate <= high:
-            share = (rate - low) / (high - low) if high > low else 0.0
-            return values[i - 1] + share * (values[i] - values[i - 1])
-    if rates and rate == rates[0]:
-        return values[0]
-    return math.nan
+    return float(np.interp(rate, rates, values, left=math.nan, right=math.nan))
 
 
 def _rate(batch: int, output_tokens: float, tpot_ms: float) -> float:
@@ -132,34 +127,4 @@ def _breakeven_rate(
     return grid[last] + (grid[last + 1] - grid[last]) * a / (a - b)
 
 
-def schedule_rates(schedule: Any, output_tokens: float) -> dict[str, Any]:
-    """A schedule of k by batch (:class:`breakeven.planning.schedule.Schedule`, with its grid)
-    in requests per second: its :class:`RateView` (speculation at the schedule's k at each
-    batch) as ``request_rates``, and each range's ``rate_from`` and ``rate_to`` [req/s], the
-    rates that keep its first and last batch busy at its k (plain decoding's where k = 0)."""
-    grid = schedule.grid
-    steps = dict(zip(grid.batches, grid.step_ms, strict=True))
-    points = [_Point(b, k, v if k > 0 else math.nan, steps[b]) for b, k, v in schedule.by_batch]
-    view = request_rates(points, output_tokens)
-    rate_at = {
-        p.batch: (spec if p.k > 0 else plain)
-        for p, plain, spec in zip(points, view.plain_rps, view.spec_rps, strict=True)
-    }
-    ranges = [
-        {"rate_from": rate_at.get(r.first, math.nan), "rate_to": rate_at.get(r.last, math.nan)}
-        for r in schedule.ranges
-    ]
-    return plain_json({"request_rates": view.to_dict(), "range_rates": ranges})
-
-
-@dataclass(frozen=True)
-class _Point:
-    """A batch of a schedule as :func:`request_rates` reads a sweep's point."""
-
-    batch: int
-    k: int
-    speedup: float
-    step_ms: float
-
-
-__all__ = ["BEYOND_THE_SWEEP", "RateView", "request_rates", "schedule_rates"]
+__all__ = ["BEYOND_THE_SWEEP", "RateView", "request_rates"]

@@ -35,7 +35,8 @@ from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import DEFAULT_TOLERANCE, STEPS_BETWEEN, plain_json
 from breakeven.fitting.saved import Evidence, within_evidence
 from breakeven.measurements.intervals import agrees
-from breakeven.planning.batch import GridInputs, speedup_grid
+from breakeven.planning.batch import BatchPoint, GridInputs, speedup_grid
+from breakeven.planning.rates import request_rates
 from breakeven.render import engine_configs
 from breakeven.render.engine_configs import engine_shape
 
@@ -143,6 +144,28 @@ class Schedule:
         if self.max_batch_plain is None:  # no cache given: nothing to say about it
             del out["max_batch_plain"], out["max_batch_spec"]
         return out
+
+    def in_request_rates(self, output_tokens: float) -> dict[str, Any]:
+        """This schedule in requests per second, each request decoding ``output_tokens``
+        [tokens] (:func:`breakeven.planning.rates.request_rates`, speculating at the
+        schedule's k at each batch): ``request_rates``, and ``range_rates``, each range's
+        ``rate_from`` and ``rate_to`` [req/s], the rates that keep its first and last batch
+        busy at its k (plain decoding's where k = 0)."""
+        steps = dict(zip(self.grid.batches, self.grid.step_ms, strict=True))
+        points = [
+            BatchPoint(b, k, v if k > 0 else math.nan, steps[b], math.nan)
+            for b, k, v in self.by_batch
+        ]
+        view = request_rates(points, output_tokens)
+        rate_at = {
+            p.batch: (spec if p.k > 0 else plain)
+            for p, plain, spec in zip(points, view.plain_rps, view.spec_rps, strict=True)
+        }
+        ranges = [
+            {"rate_from": rate_at.get(r.first, math.nan), "rate_to": rate_at.get(r.last, math.nan)}
+            for r in self.ranges
+        ]
+        return plain_json({"request_rates": view.to_dict(), "range_rates": ranges})
 
     def plot(self, ax: Any = None) -> Any:
         """Speedup against batch for each k, the schedule over them and the break-even batch

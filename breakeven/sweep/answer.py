@@ -208,16 +208,17 @@ def best_k(
 ) -> tuple[BestK, ...]:
     """The best k at each load of ``check``'s comparisons (see the module's text);
     ``launches`` (:func:`launches_of`) names how many launches each side had."""
+    from breakeven.measurements.flags import DOUBT  # lazy: pandas
+    from breakeven.measurements.normalise import key_request_rate, level_key  # lazy: pandas
+
     launches = launches or {}
     by_load: dict[float, list[Any]] = {}
     for c in check.comparisons:
-        rate = getattr(c, "request_rate", math.nan)
-        by_load.setdefault(-1.0 - rate if rate > 0 else float(c.concurrency), []).append(c)
-    from breakeven.measurements.flags import DOUBT  # lazy: pandas
-
+        key = float(level_key(c.concurrency, getattr(c, "request_rate", math.nan)))
+        by_load.setdefault(key, []).append(c)
     best = []
     for load, comparisons in sorted(by_load.items(), key=lambda x: (x[0] < -1, abs(x[0]))):
-        at = {"request_rate": -1.0 - load} if load < -1 else {}
+        at = {"request_rate": key_request_rate(load)} if load < -1 else {}
         doubted = [c for c in comparisons if c.verdict in DOUBT.values()]
         if doubted:
             said = ", ".join(f"{c.label} {c.verdict}" for c in doubted)
