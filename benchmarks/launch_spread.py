@@ -23,11 +23,11 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from engine_models import write_pair
 from llamacpp_server import free_port, llama_server
 
 from breakeven.cli import cli
 from breakeven.core.quantities import LAUNCH_SPREAD_LIMIT
+from breakeven.iotools.gguf_models import write_pair
 
 K = 4
 

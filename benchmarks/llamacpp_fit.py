@@ -1,6 +1,6 @@
 """breakeven fit on a real engine: llama.cpp's llama-server at k = 1..6 and two EPS values.
 
-For each EPS (how much the target's later blocks differ from the draft: tests/engine_models.py)
+For each EPS (how much the target's later blocks differ from the draft: breakeven/iotools/gguf_models.py)
 it measures a baseline and a speculative run at each k with ``breakeven bench`` (runs
 interleaved: base, k=1, base, k=2, ...; each on a server started for it on one port), then
 fits the cycle's costs with ``breakeven fit`` and prints each k's measured, predicted and
@@ -22,10 +22,10 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from engine_models import write_pair
 from llamacpp_server import free_port, llama_server
 
 from breakeven.cli import cli
+from breakeven.iotools.gguf_models import write_pair
 
 
 def bench(url: str, out: Path, label: str, k: int, requests: int) -> None:

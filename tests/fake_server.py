@@ -477,8 +477,8 @@ def main(argv: list[str] | None = None) -> None:
     [--num-spec-tokens K] [--speculative-config JSON] [FLAG ...]`` (other flags are accepted
     and ignored: they stand for a server's own).
 
-    ``--speculative-config`` is vLLM's flag, as ``breakeven sweep`` adds it: with k =
-    ``num_speculative_tokens``, a cycle takes ``(1 + VERIFY_PER_TOKEN * k)`` steps and emits
+    ``--speculative-config`` is vLLM's flag, as ``breakeven sweep`` adds it, and
+    ``--spec-draft-n-max`` llama.cpp's: with k = ``num_speculative_tokens`` or that, a cycle takes ``(1 + VERIFY_PER_TOKEN * k)`` steps and emits
     ``1 + round(ACCEPT * k)`` tokens, so k = 2 and 4 pay about 1.33x and 2x."""
     import argparse
 
@@ -487,6 +487,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds-per-token", type=float, default=0.001)
     parser.add_argument("--num-spec-tokens", type=int, default=0)
     parser.add_argument("--speculative-config", type=json.loads, default=None)
+    # llama.cpp's k, as sweep --engine llamacpp (and so breakeven demo) adds it; llama-server's
+    # other flags (-m, -t, -c, -np, --metrics, --spec-type, ...) are parsed and ignored.
+    parser.add_argument("--spec-draft-n-max", type=int, default=None)
     # A noisy host: the n-th launch (counted in --launch-count-file) runs its tokens this many
     # times slower, from the comma-separated --launch-slowdowns (cycled), as launches of one
     # configuration on a busy host do.
@@ -510,8 +513,8 @@ def main(argv: list[str] | None = None) -> None:
             f.write(".")
         seconds_per_token *= slowdowns[launch % len(slowdowns)]
     behaviour = Behaviour(seconds_per_token=seconds_per_token, num_spec_tokens=args.num_spec_tokens)
-    if args.speculative_config:
-        k = int(args.speculative_config["num_speculative_tokens"])
+    if args.speculative_config or args.spec_draft_n_max:
+        k = args.spec_draft_n_max or int(args.speculative_config["num_speculative_tokens"])
         behaviour.num_spec_tokens = k
         behaviour.tokens_per_chunk = 1 + round(ACCEPT * k)
         behaviour.cycle_s = seconds_per_token * (1 + VERIFY_PER_TOKEN * k)

@@ -261,6 +261,10 @@ VALID = {
         "--serve vllm_serve_m_--port_{port} --engine vllm --spec-method ngram -k 0,2 --repeats 2",
         "--serve llama-server --engine llamacpp --draft d.gguf -k 2,4 --concurrency 1,4",
     ],
+    ("demo",): [
+        "--out <out:fresh_dir>",
+        "--out <out:fresh_dir> --llama-server sh --threads 2 --repeats 4 --port 8123",
+    ],
     ("batch",): [
         *_BATCH,
         "--fit-file <in:fit_json> --accept-len 2.5 -k 4 --topk 4 --verify-tokens 16",
@@ -303,7 +307,7 @@ SERVER_FIXED = {
 """Time limits given last where a command reaches a server (the last of an option given twice
 wins): a stalled server then costs seconds, whatever the fuzz gave before."""
 SWEEP_FIXED = ["--plan"]
-"""sweep is fuzzed planning only: a fuzzed --serve is never run."""
+"""sweep and demo are fuzzed planning only: a fuzzed --serve, or the demo's, is never run."""
 
 # Inputs: good files, and every kind of file that is not what a command expects.
 INPUTS = [
@@ -546,7 +550,7 @@ def _arguments(draw: Any, path: tuple[str, ...]) -> list[str]:
     args = _mutated(command, base, draw)
     if any(p.name == "as_json" for p in command.params) and draw(st.booleans()):
         args["as_json"] = ["--json"]
-    fixed = {("bench",): BENCH_FIXED, ("sweep",): SWEEP_FIXED}.get(path, [])
+    fixed = {("bench",): BENCH_FIXED, ("sweep",): SWEEP_FIXED, ("demo",): SWEEP_FIXED}.get(path, [])
     return [
         *path,
         *fixed,

@@ -12,7 +12,7 @@ tokenizer, and prints their paths as JSON:
 - ``draft``: the target's first 2 blocks, with the same embeddings, final norm and head.  The
   target's later blocks add to the residual stream through their output projections
   (``o_proj``, ``down_proj``), which are scaled by EPS, as in the llama.cpp suite
-  (tests/engine_models.py): the smaller EPS, the more often the target's next token is the
+  (breakeven/iotools/gguf_models.py): the smaller EPS, the more often the target's next token is the
   draft's, and the more drafted tokens it accepts;
 - ``eagle3``: a random EAGLE-3 head for the target (``Eagle3LlamaForCausalLM`` in vLLM: one
   block over the target's embeddings and three of its hidden states), accepted about never;

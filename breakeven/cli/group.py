@@ -127,6 +127,7 @@ class Command(click.Command):
 
 
 SECTIONS = (
+    ("Start here", ("demo",)),
     ("Answer (does speculation pay here?)", ("compare", "predict", "check")),
     ("Measure", ("sweep", "bench", "ingest", "fleet")),
     ("Analyse costs", ("fit", "optimize", "batch", "moe")),
@@ -136,6 +137,7 @@ SECTIONS = (
 """The top level's commands, grouped by the job they do, in the order a user meets them."""
 
 EXAMPLES = (
+    "breakeven demo --plan",
     "breakeven predict --baseline-tok-s 62.9 --verify-ms 28.7 --draft-ms 1.2 --accept-len 2.1 -k 6",
     "breakeven compare baseline.log eagle3.log -k 3",
     "breakeven sweep --serve 'vllm serve M --port {port}' --engine vllm \\\n"

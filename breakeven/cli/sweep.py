@@ -12,7 +12,7 @@ import click
 from breakeven.cli import options as o
 from breakeven.cli.group import cli, settle_signals
 from breakeven.cli.params import LibraryChoice, Renamed, Values, draft_lengths, say
-from breakeven.core.errors import Terminated
+from breakeven.core.errors import BreakevenError, Terminated, escape_braces
 
 
 @cli.command()
@@ -178,6 +178,103 @@ def sweep(
     click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
     say(f"Wrote {', '.join(answer.files.values())}.")
     if not answer.best:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option(
+    "--out",
+    default="breakeven-demo",
+    show_default=True,
+    metavar="DIR",
+    help="The demo's directory: its models in DIR/models, its sweep in DIR/sweep.",
+)
+@click.option(
+    "--llama-server",
+    "llama_server",
+    metavar="PATH",
+    help="The llama-server to run (default: the engine extra's, else llama-server on PATH).",
+)
+@click.option(
+    "--threads",
+    type=int,
+    metavar="N",
+    help="llama-server's -t [threads] (default: half this machine's cores, 1 to 4).",
+)
+@click.option(
+    "--port", type=int, default=8090, show_default=True, help="Where the demo's launches serve."
+)
+@click.option(
+    "--repeats",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Launches of each configuration, each a new server start: the unit of an interval.",
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue the demo's sweep in DIR, skipping what is done."
+)
+@click.option(
+    "--plan", "plan_only", is_flag=True, help="Print what the demo would do; run nothing."
+)
+@o.json_only
+def demo(
+    out: str,
+    llama_server: str | None,
+    threads: int | None,
+    port: int,
+    repeats: int,
+    resume: bool,
+    plan_only: bool,
+    as_json: bool,
+) -> None:
+    """The whole experiment on this machine's CPU in a few minutes: models made here, a sweep
+    on llama.cpp, and its answer.
+
+    Makes a small target model and its draft in GGUF (DIR/models; a target whose step is
+    mostly reading its weights, so that speculation pays on a CPU), runs a short sweep on
+    llama.cpp's llama-server (a baseline and k = 2, 4, 6, interleaved, each a server launch
+    of its own, at concurrency 1 and 4, three times; DIR/sweep), and ends with the sweep's answer,
+    its report and the commands to try next.  Needs llama-server and the gguf package: the
+    engine extra (python scripts/install_engine.py in breakeven's folder).
+
+    Exit codes: as sweep's: 0; 1 when no speculative launch was measured against a
+    baseline; 2 for bad input, or no llama-server; 130/143 when interrupted (--resume
+    continues).
+
+    \b
+      breakeven demo --plan
+      breakeven demo --out demo/
+    """
+    from breakeven.sweep.answer import answer_sweep  # lazy: start-up
+    from breakeven.sweep.demo import (  # lazy: start-up
+        DemoResult,
+        make_models,
+        plan_demo,
+        require_server,
+    )
+
+    plan = plan_demo(out, llama_server=llama_server, threads=threads, port=port, repeats=repeats)
+    if plan_only:
+        click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
+        return
+    require_server(plan)
+    if os.path.exists(plan.sweep_dir) and not resume:
+        raise BreakevenError(
+            "{0}: " + escape_braces(plan.sweep_dir) + " exists: the demo was run there "
+            "(continue it with --resume, or give another --out)",
+            "out",
+        )
+    for path in make_models(plan):
+        say(f"Made {path}.")
+    run = _sweep_run(plan.sweep, plan.sweep_dir, None, None, None, None, resume, 15.0)
+    say(run.report().rstrip("\n"))
+    if not any(o.ok for o in run.outcomes):
+        sys.exit(1)
+    result = DemoResult(plan, answer_sweep(plan.sweep_dir))
+    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else result.report(), nl=False)
+    say(f"Wrote {', '.join(result.answer.files.values())}.")
+    if not result.answer.best:
         sys.exit(1)
 
 

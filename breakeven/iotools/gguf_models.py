@@ -1,4 +1,5 @@
-"""Tiny llama-architecture GGUF models made at test time, for a real llama.cpp server.
+"""Tiny llama-architecture GGUF models, made on the spot, for a real llama.cpp server: the
+models of ``breakeven demo`` and of the real-engine tests.
 
 Nothing is downloaded and no model file is kept in the repository: the vocabulary is made
 here (SentencePiece-style, the 256 byte tokens and three control tokens, so that any prompt
@@ -10,6 +11,8 @@ stream through their output projections (``attn_output``, ``ffn_down``), which a
 ``eps``: at ``eps = 0`` the target computes what the draft computes and every drafted token is
 accepted; the larger ``eps``, the more the later blocks change the target's next token, and
 the fewer drafted tokens it accepts.
+
+Writing them needs ``gguf`` (the ``engine`` extra).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from breakeven.iotools.atomic import atomic_path
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,28 @@ def _weights(shape: TinyLlama, eps: float) -> dict[str, np.ndarray]:
     return out
 
 
+def weights_mib(shape: TinyLlama, layers: int | None = None) -> float:
+    """The size of the weights of the first ``layers`` blocks (default all) [MiB]: F32, 4
+    bytes a number."""
+    e, f, vocab = shape.embd, shape.ff, len(_CONTROL) + 256
+    block = 2 * e + 4 * e * e + 3 * e * f
+    numbers = 2 * vocab * e + e + block * (shape.layers if layers is None else layers)
+    return numbers * 4 / 2**20
+
+
 def write_model(
     path: Path, shape: TinyLlama, *, eps: float, layers: int | None = None, name: str = "tiny-llama"
 ) -> Path:
-    """A GGUF of the first ``layers`` blocks (default all) of the model at ``eps``."""
-    import gguf
+    """A GGUF of the first ``layers`` blocks (default all) of the model at ``eps``, written
+    whole or not at all (to a temporary file beside ``path``, then renamed over it)."""
+    with atomic_path(str(path), force=True, name="model") as tmp:
+        _write_gguf(Path(tmp), shape, eps, shape.layers if layers is None else layers, name)
+    return path
 
-    keep = shape.layers if layers is None else layers
+
+def _write_gguf(path: Path, shape: TinyLlama, eps: float, keep: int, name: str) -> None:
+    import gguf  # lazy: the engine extra, needed only to write a model
+
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name(name)
     writer.add_context_length(shape.context)
@@ -111,7 +131,6 @@ def write_model(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 def write_pair(directory: Path, eps: float, shape: TinyLlama = TinyLlama()) -> tuple[Path, Path]:
