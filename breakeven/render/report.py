@@ -133,7 +133,9 @@ holds 1. Tolerance: {tolerance:.0%}.</p>
 <p>On the speedup surface, a filled point is a measured run at its implied cycle over the
 baseline's step (where it reads its measured speedup); a hollow one is the same run at the cycle
 given (the prediction); a grey one is the run against another baseline of the same deployment,
-drawn where the baselines drifted or the one compared with ran in another environment.</p>"""
+drawn where the baselines drifted or the one compared with ran in another environment. A point
+whose label would cover another label is left unlabelled (the legend counts them, the fastest runs
+labelled first); the runs table has every run's numbers.</p>"""
 
 
 CHECK_TITLE = "Speculative decoding: measured against predicted"
