@@ -8,15 +8,12 @@ skipped, except in CI, where a missing browser fails it.
 
 from __future__ import annotations
 
-import html
-import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from headless import CHROMIUM, NEEDS_CHROMIUM
+from headless import NEEDS_CHROMIUM, measured
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = NEEDS_CHROMIUM
@@ -38,7 +35,7 @@ window.addEventListener("load", () => {
     }
   });
   const out = document.createElement("div");
-  out.id = "overflow-report";
+  out.id = "measured";
   out.textContent = JSON.stringify(found);
   document.body.appendChild(out);
 });
@@ -67,29 +64,7 @@ def site(tmp_path_factory):
 
 
 def _overflowing(page: Path, width: int, profile: Path) -> dict:
-    measured = page.with_name("measured.html")
-    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"))
-    got = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--window-size={width},900",
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            measured.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    report = re.search(r'<div id="overflow-report">(.*?)</div>', got.stdout)
-    assert report, f"the measuring script did not run on {page}"
-    return json.loads(html.unescape(report[1]))
+    return measured(page, MEASURE, width, profile)
 
 
 @pytest.mark.parametrize("width", [1280, 1024])

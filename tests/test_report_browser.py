@@ -8,28 +8,14 @@ headline as the body's first text and the surface as an <svg>.  .ci/run installs
 missing browser fails it.
 """
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 from cli_checks import run_cli
-from headless import CHROMIUM, NEEDS_CHROMIUM
+from headless import NEEDS_CHROMIUM, chromium
 
 HERE = Path(__file__).resolve().parent
 pytestmark = NEEDS_CHROMIUM
-
-
-def chromium(*args, tmp_path):
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
 def long_log(path, rates, accept_len=None):
@@ -70,14 +56,14 @@ def test_the_report_renders_its_headline_first_and_its_figures(tmp_path):
     page = report / "report.html"
     url = page.as_uri()
 
-    dom = chromium("--dump-dom", url, tmp_path=tmp_path).stdout
+    dom = chromium("--dump-dom", url, profile=tmp_path / "profile").stdout
     body = dom[dom.index("<body") :]
     headline = "eagle3-k3 is 1.21x faster than baseline"
     assert body.index(headline) < body.index("<h2") < body.index("<svg")
     assert body.count("<svg") == 2  # the surface and measured against predicted
 
     shot = tmp_path / "shot.png"
-    chromium("--window-size=1280,2400", f"--screenshot={shot}", url, tmp_path=tmp_path)
+    chromium("--window-size=1280,2400", f"--screenshot={shot}", url, profile=tmp_path / "profile")
     from matplotlib.image import imread
 
     pixels = (imread(shot)[..., :3] * 255).round()

@@ -14,8 +14,9 @@ results:
 - :mod:`~breakeven.render.fits`: ``fit``;
 - :mod:`~breakeven.render.deployment`: ``schedule`` and ``fleet``.
 
-Beside them, the renderings that are not text: :mod:`~breakeven.render.plot` (pictures, the only
-module that imports matplotlib), :mod:`~breakeven.render.report` (self-contained HTML pages) and
+Beside them, the renderings that are not text: :mod:`~breakeven.render.plot` (pictures) and
+:mod:`~breakeven.render.labels` (their points' labels), the only modules that import matplotlib,
+:mod:`~breakeven.render.report` (self-contained HTML pages) and
 :mod:`~breakeven.render.engine_configs` (a schedule as each engine takes it: the config to paste).
 The layer imports only :mod:`breakeven.core`, :mod:`breakeven.model` and
 :mod:`breakeven.iotools`; it never runs an analysis.

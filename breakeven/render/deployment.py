@@ -81,7 +81,8 @@ def schedule_table(r: Row) -> tuple[list[str], list[list[str]]]:
     return list(_SCHEDULE_COLUMNS), rows
 
 
-def _loss(x: float) -> str:
+def loss_text(x: float) -> str:
+    """A share of throughput given up, in words: ``0.25%``, or ``less than 0.01%``."""
     return f"{x:.2%}" if x >= 5e-5 else "less than 0.01%"
 
 
@@ -118,13 +119,13 @@ def schedule_text(r: Row) -> str:
     if r["engine"] == "vllm-legacy":
         how = (
             f", the best of one k up to a batch and none from it on (the best k by batch "
-            f"makes {r['unmerged_ranges']} ranges; this gives up {_loss(r['merge_loss'])} "
+            f"makes {r['unmerged_ranges']} ranges; this gives up {loss_text(r['merge_loss'])} "
             "of their throughput)"
         )
     elif r["unmerged_ranges"] > count:
         how = (
             f", merged from {r['unmerged_ranges']} ranges of the best k at --min-gain "
-            f"{r['min_gain']:.1%}, giving up {_loss(r['merge_loss'])} of their throughput"
+            f"{r['min_gain']:.1%}, giving up {loss_text(r['merge_loss'])} of their throughput"
         )
     lines = [
         *refusal_lines(r, "schedule"),

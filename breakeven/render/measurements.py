@@ -18,6 +18,7 @@ from breakeven.render.text import (
     num,
     paint,
     printable,
+    shared_columns,
     with_hardware,
 )
 
@@ -200,8 +201,11 @@ def check_text(r: Row) -> str:
 
 
 def check_html(r: Row, flags: bool = True) -> str:
-    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports."""
-    table = html_table(*_check_rows(r))
+    """The check table (and, with ``flags``, the flags) as HTML, for notebooks and reports;
+    a model every run shares is said once above the table (:func:`shared_columns`)."""
+    heads, rows, shared = shared_columns(*_check_rows(r), names=("model",))
+    said = "; ".join(f"{h} <code>{html.escape(v)}</code>" for h, v in shared)
+    table = (f"<p>Every run: {said}.</p>" if said else "") + html_table(heads, rows)
     if not flags:
         return table
     items = "".join(

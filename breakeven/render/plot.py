@@ -3,8 +3,8 @@ measured against predicted, and sensitivity.
 
 Every function draws on ``ax`` (a new figure's axes when None), returns the
 axes, and never shows anything: save with ``ax.figure.savefig(...)`` or
-:func:`save`.  matplotlib is imported only here, and through its
-object-oriented API (no pyplot), so it runs headless.  The break-even line of
+:func:`save`.  matplotlib is imported only here and in :mod:`breakeven.render.labels` (the
+points' labels), through its object-oriented API (no pyplot), so it runs headless.  The break-even line of
 each picture carries the gid ``"breakeven"`` and the best-k marker ``"best_k"``,
 so tests and notebooks can find them.
 """
@@ -17,13 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
-from matplotlib.transforms import Bbox
 
 from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.quantities import MAX_K
@@ -32,6 +30,8 @@ from breakeven.iotools.paths import check_output_path, output_error
 from breakeven.model import _xp, speedup
 from breakeven.model.acceptance import accept_len_from_alpha
 from breakeven.render import printable
+from breakeven.render.deployment import loss_text
+from breakeven.render.labels import common_start, label_points
 
 SPEEDUP_CMAP = "RdBu"  # red below 1 (speculation loses), blue above
 DEFAULT_LEVELS = (0.5, 0.8, 1.25, 1.5, 2.0, 3.0)
@@ -82,59 +82,8 @@ _POINT_STYLE = {
 """Marker, face and edge colour of each kind of point on a surface, and its legend entry."""
 
 
-def place_labels(ax: Any, labels: Sequence[tuple[float, float, str]], fontsize: int = 8) -> None:
-    """Label each point ``(x, y, text)`` beside it without covering another label: each
-    label takes the first of eight places around its point whose box overlaps no label
-    placed before it and stays inside the axes (else the first place)."""
-
-    figure = ax.figure
-    if hasattr(figure, "draw_without_rendering"):
-        figure.draw_without_rendering()  # the constrained layout, so boxes are where they end
-    renderer = figure.canvas.get_renderer() if hasattr(figure.canvas, "get_renderer") else None
-    if renderer is None:
-        renderer = FigureCanvasAgg(figure).get_renderer()
-    places = [
-        ((6, 6), "left", "bottom"),
-        ((6, -6), "left", "top"),
-        ((-6, 6), "right", "bottom"),
-        ((-6, -6), "right", "top"),
-        ((0, 10), "center", "bottom"),
-        ((0, -10), "center", "top"),
-        ((12, 0), "left", "center"),
-        ((-12, 0), "right", "center"),
-    ]
-    frame = ax.get_window_extent(renderer)
-    taken: list[Any] = []
-    for x, y, text in labels:
-        chosen = None
-        for offset, ha, va in places:
-            note = ax.annotate(
-                text,
-                (x, y),
-                xytext=offset,
-                textcoords="offset points",
-                ha=ha,
-                va=va,
-                fontsize=fontsize,
-                zorder=6,
-            )
-            box = note.get_window_extent(renderer).expanded(1.05, 1.1)
-            inside = Bbox.intersection(box, frame) is not None and frame.contains(box.x0, box.y0)
-            inside &= frame.contains(box.x1, box.y1)
-            if inside and not any(box.overlaps(t) for t in taken):
-                chosen = (note, box)
-                break
-            note.remove()
-        if chosen is None:  # nowhere free: the first place
-            note = ax.annotate(
-                text, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=fontsize, zorder=6
-            )
-            chosen = (note, note.get_window_extent(renderer))
-        taken.append(chosen[1])
-
-
-def _point_legend(ax: Any, kinds: Sequence[str], **kwargs: Any) -> None:
-    """A legend entry for each kind of point drawn, and the break-even line."""
+def _point_legend(ax: Any, kinds: Sequence[str], extra: Sequence[Any] = (), **kwargs: Any) -> Any:
+    """A legend entry for each kind of point drawn, the break-even line, and ``extra``."""
 
     handles = [Line2D([], [], color="black", linewidth=2.0, label="break-even (speedup = 1)")]
     for kind in dict.fromkeys(kinds):
@@ -150,7 +99,7 @@ def _point_legend(ax: Any, kinds: Sequence[str], **kwargs: Any) -> None:
                 label=label,
             )
         )
-    ax.legend(handles=handles, fontsize=8, **kwargs)
+    return ax.legend(handles=[*handles, *extra], fontsize=8, **kwargs)
 
 
 def run_points(
@@ -167,15 +116,15 @@ def run_points(
     ``baselines`` (``check``'s).  A run without an accept_len has no place on the surface.
     """
     points = []
-    for r in runs:
+    names = run_names(runs)
+    for r, label in zip(runs, names, strict=True):
         tau, implied, base = r.get("accept_len"), r.get("implied_cycle_ms"), r.get("baseline_tok_s")
         if not _positive(tau):
             continue
-        label = str(r.get("label") or "run")
         if _positive(implied) and _positive(base):
-            points.append((tau, implied * base / 1000.0, f"{label}: measured", "measured"))
+            points.append((tau, implied * base / 1000.0, label, "measured"))
         if _positive(r.get("cycle_ms")) and _positive(base):
-            points.append((tau, r["cycle_ms"] * base / 1000.0, f"{label}: predicted", "predicted"))
+            points.append((tau, r["cycle_ms"] * base / 1000.0, label, "predicted"))
         # Against another baseline: the measured cycle, else the one given (a prediction).
         cycle, what = (implied, "") if _positive(implied) else (r.get("cycle_ms"), "predicted ")
         if not ({"baseline_drift", "stale_baseline"} & set(r.get("flags") or ())) or not _positive(
@@ -195,6 +144,26 @@ def run_points(
                     )
                 )
     return points
+
+
+def run_names(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """Each run's name on a figure: its label, and its load where the runs differ in load
+    (a sweep's ``eagle3-k4, concurrency 4`` and ``eagle3-k4, concurrency 1`` are two
+    points)."""
+    loads = [_load(r) for r in runs]
+    differ = len(set(loads)) > 1
+    return [
+        str(r.get("label") or "run") + (f", {load}" if differ and load else "")
+        for r, load in zip(runs, loads, strict=True)
+    ]
+
+
+def _load(r: dict[str, Any]) -> str:
+    """A run's load in words: ``2 req/s`` (open loop) or ``concurrency 4``; "" where unknown."""
+    rate, conc = r.get("request_rate"), r.get("concurrency")
+    if _positive(rate):
+        return f"{rate:g} req/s"
+    return f"concurrency {conc:g}" if _positive(conc) else ""
 
 
 def _positive(value: Any) -> bool:
@@ -257,10 +226,11 @@ def prediction_title(p: dict[str, Any]) -> str:
     return "Speedup" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def _axes(ax: Any) -> Any:
+def _axes(ax: Any, size: tuple[float, float] = (6.4, 4.8)) -> Any:
+    """``ax``, else the axes of a new figure of ``size`` [inches], laid out constrained."""
     if ax is not None:
         return ax
-    figure = Figure(figsize=(6.4, 4.8), layout="constrained")
+    figure = Figure(figsize=size, layout="constrained")
     return figure.add_subplot()
 
 
@@ -343,12 +313,32 @@ def surface(
             linestyle="none",
         )
         kinds.append(kind)
-    place_labels(ax, [(p[0], p[1], f"{_literal(p[2])}\n{p[0] / p[1]:.2f}x") for p in points])
-    _point_legend(ax, kinds, loc="upper left")
     ax.set_xlabel("accept_len, tokens per cycle incl. bonus [tokens/cycle]")
     ax.set_ylabel("cycle_ms / step_ms [steps per cycle]")
     ax.set_title(title or "Speculative decoding speedup")
+    first = sorted(points, key=_label_order)
+    start = common_start([str(p[2]) for p in first])
+    named = [Line2D([], [], linestyle="none", label=f"names: {_literal(start)} + the label")]
+    label_points(
+        ax,
+        [(p[0], p[1], f"{_literal(p[2][len(start) :])}\n{p[0] / p[1]:.2f}x") for p in first],
+        lambda extra: _point_legend(
+            ax, kinds, [*(named if start else []), *extra], loc="upper left"
+        ),
+    )
     return ax
+
+
+_LABEL_ORDER = ("given", "measured", "predicted", "other")
+"""The kinds of point labelled first where not all can be: the one typed in, then measured
+runs, then predictions, then runs against another baseline (the legend names their kind)."""
+
+
+def _label_order(point: Sequence[Any]) -> tuple[int, float]:
+    """A point's place in the labelling order: its kind's, then the fastest first."""
+    kind = point[3] if len(point) > 3 else "given"
+    order = _LABEL_ORDER.index(kind) if kind in _LABEL_ORDER else 0
+    return order, -point[0] / point[1]
 
 
 def surface_alpha_k(
@@ -395,8 +385,6 @@ def surface_alpha_k(
             Line2D([], [], marker="D", color="black", markerfacecolor="white", linestyle="none")
         )
         handles[-1].set_label("prediction (diamond)")
-        place_labels(ax, [(x, y, _literal(label)) for x, y, label in points])
-    ax.legend(handles=handles, loc="upper left", fontsize=8)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("alpha, per-token acceptance [probability]")
     ax.set_ylabel("k, draft tokens per cycle [tokens]")
@@ -406,6 +394,11 @@ def surface_alpha_k(
         else f"cycle {cycle_over_step:.3g} steps at every k"
     )
     ax.set_title(f"Speedup by acceptance and k ({form})")
+    label_points(
+        ax,
+        [(x, y, _literal(label)) for x, y, label in points],
+        lambda extra: ax.legend(handles=[*handles, *extra], loc="upper left", fontsize=8),
+    )
     return ax
 
 
@@ -509,11 +502,24 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
     :class:`~breakeven.planning.schedule.Schedule` over them (gid ``"schedule"``: the upper envelope
     where it is unmerged), plain decoding at 1 and the break-even batch (gid
     ``"breakeven"``)."""
-    ax = _axes(ax)
+    ax = _axes(ax, size=(6.4, 6.4))  # the legend goes under the axes
     batches = np.asarray(grid.batches, dtype=float)
     speedups = np.asarray(grid.speedup, dtype=float)
+    chosen_at: dict[int, list[str]] = {}
+    for r in plan.ranges:
+        chosen_at.setdefault(r.k, []).append(
+            f"{r.first}-{r.last}" if r.last > r.first else str(r.first)
+        )
     for j, k in enumerate(grid.ks):
-        ax.plot(batches, speedups[:, j], linewidth=1.3, label=f"k = {k}", zorder=3, **line_style(j))
+        where = chosen_at.get(k)
+        ax.plot(
+            batches,
+            speedups[:, j],
+            linewidth=2.0 if where else 1.3,
+            label=f"k = {k}" + (f", chosen at batch {', '.join(where)}" if where else ""),
+            zorder=3,
+            **line_style(j),
+        )
     chosen = np.array(
         [
             1.0 if plan.k_at(int(b)) == 0 else speedups[i, grid.ks.index(plan.k_at(int(b)))]
@@ -530,7 +536,7 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
         solid_capstyle="butt",
         gid="schedule",
         zorder=2,
-        label=f"schedule ({len(plan.ranges)} ranges)",
+        label=schedule_band_text(plan),
     )
     ax.axhline(1.0, color="grey", linewidth=1.0, linestyle=":")
     for r in plan.ranges[1:]:
@@ -557,8 +563,33 @@ def schedule(grid: Any, plan: Any, ax: Any = None) -> Any:
     ax.set_title(
         f"schedule: {plan.gain:+.1%} throughput over the best fixed k ({plan.best_fixed_k})"
     )
-    ax.legend(fontsize=8, loc="lower left")
+    handles, _ = ax.get_legend_handles_labels()
+    if np.isnan(speedups).any(axis=0).any():
+        handles.append(Line2D([], [], linestyle="none", label=_UNPRICED))
+    if ax.figure.get_layout_engine() is not None:  # under the figure, where it hides no line
+        ax.figure.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=2)
+    else:
+        ax.legend(handles=handles, fontsize=8, loc="lower left")
     return ax
+
+
+_UNPRICED = "a line ends where the cost model\ncannot price its k (verify or cache)"
+"""The schedule figure's legend entry where some k's line stops short of the largest batch."""
+
+
+def schedule_band_text(plan: Any) -> str:
+    """The legend entry of a schedule's grey band: the chosen k's speedup at each batch, and
+    why it can sit below another k's line there (ranges merged: a k with a range of its own
+    would gain less than ``--min-gain``)."""
+    count = len(plan.ranges)
+    text = f"schedule: the chosen k's speedup\n({count} range{'s' * (count != 1)}"
+    if plan.unmerged_ranges <= count:
+        return text + ")"
+    return text + (
+        f", merged from {plan.unmerged_ranges} of the best k):\nwhere a line runs above it, "
+        f"that k would\ngain less than --min-gain {plan.min_gain:.1%} in a range\nof its own "
+        f"(the merge gives up {loss_text(plan.merge_loss)})"
+    )
 
 
 def fleet_acceptance(
@@ -633,6 +664,7 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
             "draft_ms, in the rows; else --cycle-ms, --verify-ms or --fit-file)"
         )
     ax = _axes(ax)
+    names = run_names(rows)
     x = np.array([c["predicted_speedup"] for c in rows])
     y = np.array([c["measured_speedup"] for c in rows])
     low = np.array([np.nan if c["ci_low"] is None else c["ci_low"] for c in rows], dtype=float)
@@ -652,10 +684,15 @@ def measured_vs_predicted(result: Any, ax: Any = None) -> Any:
     )
     ax.set_xlim(line)
     ax.set_ylim(line)
-    ax.legend(loc="upper left", fontsize=8)
-    place_labels(ax, [(px, py, _literal(c["label"])) for c, px, py in zip(rows, x, y, strict=True)])
+    handles, _ = ax.get_legend_handles_labels()
+    order = np.argsort(-y, kind="stable")  # the fastest labelled first
     ax.set_xlabel("predicted speedup, accept_len x step / cycle [x]")
     ax.set_ylabel("measured speedup, tok_s / baseline tok_s [x]")
+    label_points(
+        ax,
+        [(x[i], y[i], _literal(names[i])) for i in order],
+        lambda extra: ax.legend(handles=[*handles, *extra], loc="upper left", fontsize=8),
+    )
     return ax
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from breakeven.core.display import display
 from breakeven.core.quantities import number_text
 from breakeven.iotools.atomic import refuse_overwrite, write_text
 from breakeven.iotools.paths import check_output_path, output_error
@@ -35,12 +36,15 @@ from breakeven.render.levels import levels_html
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; line-height: 1.45; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; vertical-align: top; }
+       color: #222; line-height: 1.45; overflow-wrap: break-word; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; display: block;
+        max-width: 100%; overflow-x: auto; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-td:first-child, td:nth-child(2), th:first-child { text-align: left; }
-td { overflow-wrap: break-word; max-width: 18rem; }
+td { max-width: 18rem; }
+.n { text-align: right; }
+td.n { white-space: nowrap; }
+pre { overflow-x: auto; }
 code { background: #f3f3f3; padding: 0 0.2rem; }
 .flag { margin: 0.4rem 0; }
 .headline { font-size: 1.25rem; font-weight: 600; margin: 0.3rem 0; padding: 0.5rem 0.8rem;
@@ -51,6 +55,10 @@ code { background: #f3f3f3; padding: 0 0.2rem; }
 .missing { color: #555; font-style: italic; }
 figure { display: inline-block; margin: 0 1rem 1rem 0; }
 """
+
+PAGE_COLUMNS = 120
+"""The width of a page's text blocks (the sweep's fit and schedule reports) [columns], whatever
+the terminal's: 120 monospace characters fit a 1024 px window."""
 
 VERDICT_CLASS = {"faster": "win", "slower": "loss", "within noise": "noise", "no interval": "noise"}
 """The colour class of each verdict: a win, a loss, or within noise (no interval: not known
@@ -125,7 +133,9 @@ holds 1. Tolerance: {tolerance:.0%}.</p>
 <p>On the speedup surface, a filled point is a measured run at its implied cycle over the
 baseline's step (where it reads its measured speedup); a hollow one is the same run at the cycle
 given (the prediction); a grey one is the run against another baseline of the same deployment,
-drawn where the baselines drifted or the one compared with ran in another environment.</p>"""
+drawn where the baselines drifted or the one compared with ran in another environment. A point
+whose label would cover another label is left unlabelled (the legend counts them, the fastest runs
+labelled first); the runs table has every run's numbers.</p>"""
 
 
 CHECK_TITLE = "Speculative decoding: measured against predicted"
@@ -211,6 +221,9 @@ def sweep_page(data: dict[str, Any]) -> str:
         )
     )
     schedule = data.get("schedule")
+    with display(width=PAGE_COLUMNS):  # the terminal's width (or --wide's none) is not the page's
+        fitted = fit_html(data["fit"]) if data.get("fit") else None
+        scheduled = schedule_html(schedule) if schedule else None
     figures = _figures(
         [
             ("Measured against predicted speedup", lambda p: p.measured_vs_predicted(check)),
@@ -227,9 +240,9 @@ def sweep_page(data: dict[str, Any]) -> str:
 {check_html(check, flags=False)}
 {levels_html({**check, "breakeven_rates": []})}
 <h2>Fitted costs</h2>
-{fit_html(data["fit"]) if data.get("fit") else '<p class="missing">No fit (see the notes).</p>'}
+{fitted or '<p class="missing">No fit (see the notes).</p>'}
 <h2>Schedule by batch</h2>
-{schedule_html(schedule) if schedule else '<p class="missing">No schedule (see the notes).</p>'}
+{scheduled or '<p class="missing">No schedule (see the notes).</p>'}
 {"<h2>Notes</h2><ul>" + notes + "</ul>" if notes else ""}
 <h2>Figures</h2>
 {figures}

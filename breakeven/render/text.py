@@ -459,13 +459,52 @@ def with_hardware(
     return heads, [[*r[: after + 1], n, *r[after + 1 :]] for r, n in zip(rows, names, strict=True)]
 
 
+_NUMBER_CELL = re.compile(r"[-+~]?\d[\d.,eE+\-/x% ()]*|-")
+"""A cell of numbers (``1.465``, ``1.181-1.817``, ``1.8/1.9/2.0``, ``+0.012``, ``-``)."""
+
+
 def html_table(heads: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Cells (already text) as an HTML table; long cells wrap."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    """Cells (already text) as an HTML table.  A head ``name [unit]`` is two lines, its unit
+    under its name; a column of numbers is marked ``class="n"`` (a report page right-aligns it
+    and never breaks a number across lines); any other cell (a name, a label, flags' codes)
+    wraps at its spaces and hyphens."""
+    numbers = [
+        bool(rows) and all(_NUMBER_CELL.fullmatch(row[i]) for row in rows)
+        for i in range(len(heads))
+    ]
+    marks = ['<td class="n">' if n else "<td>" for n in numbers]
+    head = "".join(
+        ('<th class="n">' if n else "<th>")
+        + "<br>".join(html.escape(part) for part in _two_line(h) if part)
+        + "</th>"
+        for h, n in zip(heads, numbers, strict=True)
+    )
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in rows
+        "<tr>"
+        + "".join(f"{mark}{html.escape(v)}</td>" for mark, v in zip(marks, row, strict=True))
+        + "</tr>"
+        for row in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def shared_columns(
+    heads: Sequence[str], rows: Sequence[Sequence[str]], names: Sequence[str]
+) -> tuple[list[str], list[list[str]], list[tuple[str, str]]]:
+    """The ``names`` columns that hold one value in every row (two rows or more) taken out of
+    a table, to be said once above it: the heads and rows left, and each ``(head, value)``
+    taken out.  A sweep's runs are of one model: its name need not fill every row."""
+    shared = [
+        i
+        for i, h in enumerate(heads)
+        if h in names and len(rows) > 1 and len({row[i] for row in rows}) == 1
+    ]
+    kept = [i for i in range(len(heads)) if i not in shared]
+    return (
+        [heads[i] for i in kept],
+        [[row[i] for i in kept] for row in rows],
+        [(heads[i], rows[0][i]) for i in shared],
+    )
 
 
 def quantity_html_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
