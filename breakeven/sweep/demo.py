@@ -126,8 +126,9 @@ class DemoPlan:
         return shlex.join(self.command_argv())
 
     def next_steps(self) -> list[tuple[str, str]]:
-        """The commands to try on the demo's runs, each with what it shows."""
-        sweep, runs = self.sweep_dir, os.path.join(self.sweep_dir, "runs.csv")
+        """The commands to try on the demo's runs, each with what it shows (paths under the
+        working directory relative to it)."""
+        sweep, runs = _shown(self.sweep_dir), _shown(os.path.join(self.sweep_dir, "runs.csv"))
         return [
             (shlex.join(["breakeven", "compare", sweep]), "every run against its baseline"),
             (shlex.join(["breakeven", "fit", runs]), "the cycle's costs; the speedup of k not run"),
@@ -188,18 +189,16 @@ class DemoResult:
     def report(self) -> str:
         from breakeven.render.text import command_lines, wrap_lines  # lazy: start-up
 
-        steps = self.plan.next_steps()
-        width = max(len(command) for command, _ in steps)
         report = self.answer.files.get("report.html")
         whole = (
-            f"The whole answer (every run's verdict, the fitted costs, figures): {report}."
+            f"The whole answer (every run's verdict, the fitted costs, figures): {_shown(report)}."
             if report
             else "The whole answer: breakeven compare and fit, below."
         )
         lines = [
             whole,
             "Next, on the demo's runs:",
-            *(f"  {command.ljust(width)}  {what}" for command, what in steps),
+            *(f"  {command}    # {what}" for command, what in self.plan.next_steps()),
             "On your own model: the same sweep with your serve command in --serve (--plan first "
             "shows its launches and their cost):",
         ]
@@ -212,6 +211,13 @@ class DemoResult:
 
     def to_dict(self) -> dict[str, Any]:
         return self.answer.to_dict() | {"demo": self.plan.to_dict()}
+
+
+def _shown(path: str) -> str:
+    """``path`` as a person types it here: relative to the working directory where it is
+    under it, else as it is."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _serve(server: str, target: str, threads: int) -> str:
