@@ -6,6 +6,7 @@ speculative run is compared with (its own launch's; else a launch with its setti
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 from breakeven.core.provenance import ENV_SOURCES, age_text, is_environment_key
 from breakeven.core.quantities import number_text as _n
 from breakeven.measurements.flags import Flag, _at_concurrency, _Findings, _lines, _percent
-from breakeven.measurements.intervals import LaunchSpread, side_and_spread
+from breakeven.measurements.intervals import LaunchSpread, sides_and_spreads
 from breakeven.measurements.normalise import (
     _group_means,
     _group_numbers,
@@ -88,10 +89,25 @@ class _Baselines:
     def _estimated(self, rows: Any) -> tuple[Any, LaunchSpread]:
         key = rows.tobytes()
         if key not in self.sides:
-            self.sides[key] = side_and_spread(
-                self.tok_s[rows], self.launch[rows], self.decoded[rows]
-            )
+            self.estimate([rows])
         return self.sides[key]
+
+    def estimate(self, row_sets: Sequence[Any]) -> None:
+        """Estimate the sides of many sets of baseline rows (positions, in file order) in one
+        pass (:func:`~breakeven.measurements.intervals.sides_and_spreads`), each set once."""
+        new = {}
+        for rows in row_sets:
+            key = rows.tobytes()
+            if key not in self.sides:
+                new.setdefault(key, rows)
+        if not new:
+            return
+        at = np.concatenate(list(new.values()))
+        number = np.repeat(np.arange(len(new)), [len(rows) for rows in new.values()])
+        found = sides_and_spreads(
+            self.tok_s[at], self.launch[at], self.decoded[at], number, len(new)
+        )
+        self.sides.update(zip(new, found, strict=True))
 
 
 def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
@@ -230,8 +246,9 @@ class _Provenance:
         when = self.when[at]
         timed = when[~np.isnan(when)]
         codes = self.launch_code[at]
+        codes = codes[codes >= 0]
         return _Side(
-            np.unique(codes[codes >= 0]),
+            np.flatnonzero(np.bincount(codes)) if len(codes) else codes,  # np.unique, faster
             bool(self.env_known[at].all()),
             bool(self.recorded[at].any()),
             float(timed.min()) if len(timed) else math.nan,
