@@ -100,7 +100,7 @@ class CheckResult:
         ``schedule_check`` and ``fit_check`` when a schedule or fit file was given; NaN (not
         measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
         data = {
-            "comparisons": [plain_json(asdict(c), keep_infinite=True) for c in self.comparisons],
+            "comparisons": [plain_json(c, keep_infinite=True) for c in self.comparisons],
             "flags": [
                 {
                     "code": f.code,
@@ -111,7 +111,7 @@ class CheckResult:
                 for f in self.flags
             ],
             "server_checks": [asdict(c) for c in self.server_checks],
-            "baselines": [plain_json(asdict(b), keep_infinite=True) for b in self.baselines],
+            "baselines": [plain_json(b, keep_infinite=True) for b in self.baselines],
             "tolerance": self.tolerance,
         }
         if self.categories:
