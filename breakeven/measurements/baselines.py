@@ -243,19 +243,51 @@ class _Provenance:
     def side(self, at: Any, fp: str) -> _Side:
         """What is recorded of the launches of the rows at ``at`` (positions in ``rows``),
         whose fingerprint is ``fp``."""
-        when = self.when[at]
-        timed = when[~np.isnan(when)]
-        codes = self.launch_code[at]
-        codes = codes[codes >= 0]
-        return _Side(
-            np.flatnonzero(np.bincount(codes)) if len(codes) else codes,  # np.unique, faster
-            bool(self.env_known[at].all()),
-            bool(self.recorded[at].any()),
-            float(timed.min()) if len(timed) else math.nan,
-            str(self.env_from[at[0]]) if len(at) else "",
-            fp,
-            lambda: _time_text(self.df, self.rows[at]),
-        )
+        return self.sides(at, np.array([0, len(at)]), [fp])[0]
+
+    def sides(self, order: Any, starts: Any, fps: Sequence[str]) -> list[_Side]:
+        """:meth:`side` of each group of rows, ``order[starts[g] : starts[g + 1]]`` (positions
+        in ``rows``) of fingerprint ``fps[g]``, at once."""
+        groups = len(starts) - 1
+        group = np.repeat(np.arange(groups), np.diff(starts))
+        codes = self.launch_code[order]
+        known = np.bincount(group, weights=~self.env_known[order], minlength=groups) == 0
+        recorded = np.bincount(group, weights=self.recorded[order], minlength=groups) > 0
+        when = self.when[order]
+        timed = ~np.isnan(when)
+        earliest = np.full(groups, np.inf)
+        np.minimum.at(earliest, group[timed], when[timed])
+        earliest[np.bincount(group[timed], minlength=groups) == 0] = math.nan
+        launched = codes >= 0
+        width = int(codes.max()) + 1 if launched.any() else 1
+        pairs = _distinct(group[launched] * width + codes[launched])  # sorted: by group
+        bounds = np.searchsorted(pairs // width, np.arange(groups + 1))
+        launches = pairs % width
+        found = []
+        for g, fp in enumerate(fps):
+            at = order[starts[g] : starts[g + 1]]
+            found.append(
+                _Side(
+                    launches[bounds[g] : bounds[g + 1]],
+                    bool(known[g]),
+                    bool(recorded[g]),
+                    float(earliest[g]),
+                    str(self.env_from[at[0]]) if len(at) else "",
+                    fp,
+                    lambda at=at: _time_text(self.df, self.rows[at]),
+                )
+            )
+        return found
+
+
+def _distinct(values: Any) -> Any:
+    """The distinct values of non-negative integers, sorted (as ``np.unique``, which hashes
+    them first: several times slower): by a table of those present where it is small."""
+    if not len(values) or values.max() >= 4 * len(values) + 1024:
+        return np.unique(values)
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present)
 
 
 def _kind(source: str) -> str:

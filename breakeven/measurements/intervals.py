@@ -263,11 +263,14 @@ def sides_and_spreads(
     A side's launches are numbered in sorted order of their labels (as they come, where they
     come in order); its rate is the mean of its launches' rates (:func:`across_launches`),
     or with one launch, that launch's rate and its batch-means error (:func:`batch_means`)."""
-    values = np.asarray(values, dtype=float)
+    values, number, launches = (np.asarray(values, dtype=float), np.asarray(number), launches)
+    w = None if tokens is None else np.asarray(tokens, dtype=float)
     keep = np.isfinite(values)
-    values, number = values[keep], np.asarray(number, dtype=np.int64)[keep]
-    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
-    pair, pair_group = _launch_pairs(np.asarray(launches)[keep], number)
+    if not keep.all():
+        values, number, launches = values[keep], number[keep], np.asarray(launches)[keep]
+        w = None if w is None else w[keep]
+    number = number.astype(np.int64, copy=False)
+    pair, pair_group = _launch_pairs(np.asarray(launches), number)
     rates, counts = group_pooled_rates(pair, values, w, len(pair_group))
     runs = np.bincount(pair_group, minlength=groups)  # each group's launches
     sizes = np.bincount(number, minlength=groups)  # and values
@@ -295,7 +298,21 @@ def sides_and_spreads(
 def _launch_pairs(launches: Any, number: Any) -> tuple[Any, Any]:
     """Each value's (group, launch) pair, numbered in sorted order of group then launch label
     (0, 1, ...), and each pair's group."""
-    rank = _sorted_codes(launches)
+    if launches.dtype.kind in "iu" and len(launches) > 1:
+        # In one pass where groups and their launches come in order (a log's launches do).
+        new_group = number[1:] != number[:-1]
+        rising = launches[1:] >= launches[:-1]
+        if (number[1:] >= number[:-1]).all() and (new_group | rising).all():
+            starts = np.concatenate(
+                ([0], np.flatnonzero(new_group | ~(launches[1:] == launches[:-1])) + 1)
+            )
+            pair = np.zeros(len(launches), dtype=np.int64)
+            pair[starts[1:]] = 1
+            return np.cumsum(pair), number[starts]
+    if launches.dtype.kind in "iu" and len(launches) and launches.min() >= 0:
+        rank = launches.astype(np.int64)  # in the order of the labels themselves
+    else:
+        rank = _sorted_codes(launches)
     width = int(rank.max()) + 1 if len(rank) else 1
     pair = _sorted_codes(number * width + rank)
     pairs = np.zeros(int(pair.max()) + 1 if len(pair) else 0, dtype=np.int64)

@@ -158,6 +158,7 @@ def pair(
     caps = df["concurrency"].to_numpy(dtype=float)[rows[first]]
     # Each run's side from its launches, all runs in one pass (rows in file order per run).
     spec_sides = sides_and_spreads(tok[order], launch[order], decoded[order], number[order], n)
+    launches = provenance.sides(order, starts, [str(fp) for fp in key_columns[-1]])
     runs = []
     for g in range(n):  # first each run's baseline (and its flags), then their sides at once
         key = tuple(column[g] for column in key_columns)
@@ -168,7 +169,7 @@ def pair(
         chosen, codes, note = _choose(
             key,
             stats[g].n_published > 0 and measured == 0,
-            provenance.side(at, str(key[-1])),
+            launches[g],
             lines,
             base,
             findings,

@@ -66,6 +66,8 @@ def group_pooled_rates(number: Any, rates: Any, tokens: Any, groups: int) -> tup
             return mean, count
         tokens = np.broadcast_to(np.asarray(tokens, dtype=float), rates.shape)
         weighted = ok & (tokens > 0) & (rates > 0)  # NaN compares False
+        if not weighted.any():  # no value gives its tokens: every group's mean
+            return mean, count
         unweighted = np.bincount(number[ok & ~weighted], minlength=groups)
         w = np.bincount(number[weighted], weights=tokens[weighted], minlength=groups)
         seconds = np.bincount(
