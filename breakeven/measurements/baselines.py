@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from breakeven.core.provenance import ENV_SOURCES, age_text, is_environment_key
 from breakeven.core.quantities import number_text as _n
@@ -130,9 +131,10 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     env_fp = _values_at(df["fingerprint"], rows[env_first])
     run_label = _values_at(df["label"], rows[run_first])
     summary, envs_by_config = [], {}
+    runs_of_env = _positions(run_env, range(len(env_first)))  # each environment's runs, in order
     for e, first in enumerate(env_first):
         m, h, c = config_keys[config[first]]
-        labels = tuple(dict.fromkeys(map(str, run_label[run_env == e])))
+        labels = tuple(dict.fromkeys(map(str, pd.unique(run_label[runs_of_env[e]]))))
         summary.append(
             Baseline(
                 str(m),
