@@ -134,14 +134,13 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     runs_of_env = _positions(run_env, range(len(env_first)))  # each environment's runs, in order
     for e, first in enumerate(env_first):
         m, h, c = config_keys[config[first]]
-        labels = tuple(dict.fromkeys(map(str, pd.unique(run_label[runs_of_env[e]]))))
         summary.append(
             Baseline(
                 str(m),
                 str(h),
                 float(c) if c >= 0 else math.nan,
                 str(env_fp[e]),
-                labels,
+                tuple(dict.fromkeys(map(str, pd.unique(run_label[runs_of_env[e]])))),
                 float(env_mean[e]),
                 int(env_runs[e]),
                 key_request_rate(c),
