@@ -138,8 +138,10 @@ def pair(
 
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
-    measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
-    rows = np.flatnonzero((df["is_spec"] & ~df["echo"] & measures).to_numpy())
+    measures = np.zeros(len(df), dtype=bool)
+    for column in ("tok_s", "speedup", "cycle_ms", "verify_ms"):
+        measures |= df[column].notna().to_numpy()
+    rows = np.flatnonzero(df["is_spec"].to_numpy() & ~df["echo"].to_numpy() & measures)
     number, first = _group_numbers(df, rows, _RUN_KEYS)
     n = len(first)
     stats = _run_stats(df, rows, number, n)
