@@ -356,3 +356,23 @@ def test_checks_first_line_is_its_answer():
     assert len(first) <= 100
     page = check_page(result, "case_study.csv")
     assert page.index(first) < page.index("<h2>Flags</h2>") < page.index("How to read this")
+
+
+def test_to_dict_gives_each_comparison_and_baseline_as_asdict_does():
+    """``plain_json`` takes a result's dataclasses field by field, without ``asdict``'s deep
+    copy (issue 43: 0.2 s of ``check --json`` on 10^6 rows); what it gives is what it gave."""
+    from dataclasses import asdict
+
+    from breakeven.core.quantities import plain_json
+
+    result = check_file(str(CASE_STUDY))
+    data = result.to_dict()
+    assert data["comparisons"] == [
+        plain_json(asdict(c), keep_infinite=True) for c in result.comparisons
+    ]
+    assert data["baselines"] == [
+        plain_json(asdict(b), keep_infinite=True) for b in result.baselines
+    ]
+    assert json.dumps(data["comparisons"]) == json.dumps(
+        [plain_json(asdict(c), keep_infinite=True) for c in result.comparisons]
+    )

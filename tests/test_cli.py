@@ -217,6 +217,27 @@ def test_every_help_imports_nothing_heavy(path):
     assert "EXIT 0" in out.stdout and "HEAVY []" in out.stdout, out.stdout[-500:] + out.stderr
 
 
+def test_check_imports_only_what_the_check_needs():
+    """``breakeven check`` reads a CSV and analyses it: no polars (ingest's), no scipy.optimize
+    (fit's and the planners'), no matplotlib, and none of bench's, fleet's or the planners'
+    modules (issue 43: a check of 10^6 rows within 2x pandas' read and group of the file,
+    ``benchmarks/check_speed.py``); a schedule or a fit file is read only for its flag."""
+    code = (
+        "import sys\n"
+        "from breakeven.cli import main\n"
+        "try:\n"
+        "    main(['check', sys.argv[1], '--json'])\n"
+        "except SystemExit as e:\n"
+        "    print('EXIT', e.code)\n"
+        "heavy = ('polars', 'scipy.optimize', 'matplotlib', 'breakeven.bench.session',\n"
+        "         'breakeven.fleet', 'breakeven.planning', 'breakeven.fitting',\n"
+        "         'breakeven.iotools.ingest')\n"
+        "print('HEAVY', [m for m in heavy if m in sys.modules])\n"
+    )
+    out = _python(code, str(Path(__file__).parent.parent / "data" / "case_study.csv"))
+    assert "EXIT 0" in out.stdout and "HEAVY []" in out.stdout, out.stdout[-500:] + out.stderr
+
+
 def test_a_sweeps_keeper_process_imports_nothing_heavy():
     """The keeper lives as long as its launch, one per launch: it imports no reader's
     library (it was 98 MB with pandas and polars, 14 MB without)."""

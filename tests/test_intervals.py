@@ -167,3 +167,96 @@ def test_an_error_that_dwarfs_its_mean_gives_an_unbounded_interval_not_an_overfl
     assert interval.speedup == 2.0
     assert interval.low == 0.0 and interval.high == math.inf
     assert verdict(interval.speedup, interval.low, interval.high) == "within noise"
+
+
+# Issue 43, part 4: check estimates every run's side, and every set of baseline rows', in one
+# pass (sides_and_spreads).  The oracle is the one-side computation it replaced, as it was
+# written (breakeven before issue 43): each side's launches numbered on their own (in one pass
+# where they come in order, else by np.unique), their rates pooled, then batch means for one
+# launch, the spread across launches for several, and the fastest launch over the slowest.
+
+
+def _old_side_and_spread(values, launches, tokens=None):
+    from breakeven.measurements.intervals import SPREAD_Z, LaunchSpread, across_launches
+
+    values = np.asarray(values, dtype=float)
+    keep = np.isfinite(values)
+    values = values[keep]
+    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
+    launches = np.asarray(launches)[keep]
+    if launches.dtype.kind in "iuf" and len(launches) and np.all(launches[1:] >= launches[:-1]):
+        codes = np.concatenate(([0], np.cumsum(launches[1:] != launches[:-1])))
+    else:
+        codes = np.unique(launches, return_inverse=True)[1].reshape(-1)
+    if not len(codes):
+        return side([]), LaunchSpread((), math.nan, True)
+    groups = int(codes.max()) + 1
+    rates, counts = group_pooled_rates(codes, values, w, groups)
+    if groups == 1:
+        return batch_means(values, w), LaunchSpread(tuple(rates.tolist()), math.nan, True)
+    measured = np.flatnonzero((counts > 0) & (rates > 0))
+    if len(measured) < 2:
+        spread = LaunchSpread(tuple(rates[counts > 0].tolist()), math.nan, True)
+    else:
+        total = np.bincount(codes, weights=values, minlength=groups)
+        squares = np.bincount(codes, weights=values**2, minlength=groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / counts
+            var = np.maximum(squares / counts - mean**2, 0.0) * counts / (counts - 1)
+            rel_se = np.sqrt(var / counts) / mean
+        fast = measured[np.argmax(rates[measured])]
+        slow = measured[np.argmin(rates[measured])]
+        ratio = float(rates[fast] / rates[slow])
+        se = math.hypot(rel_se[fast], rel_se[slow])
+        explained = bool(math.log(ratio) <= SPREAD_Z * se) if math.isfinite(se) else False
+        spread = LaunchSpread(tuple(rates[measured].tolist()), ratio, explained)
+    return across_launches(rates[counts > 0]), spread
+
+
+_SIDE = st.tuples(
+    st.lists(
+        st.one_of(
+            st.floats(0.0, 500.0, allow_subnormal=False),
+            st.sampled_from([float("nan"), 0.0]),
+            st.floats(1e-3, 1e6),
+        ),
+        min_size=0,
+        max_size=60,
+    ),
+    st.integers(1, 5),  # launches
+    st.booleans(),  # launches in order
+    st.booleans(),  # with tokens
+    st.integers(0, 2**32 - 1),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sides=st.lists(_SIDE, min_size=1, max_size=6), labels=st.sampled_from(["int", "text"]))
+def test_sides_of_many_groups_are_each_sides_own(sides, labels):
+    from breakeven.measurements.intervals import side_and_spread, sides_and_spreads
+
+    values, launches, tokens, number = [], [], [], []
+    for g, (v, n_launches, in_order, with_tokens, seed) in enumerate(sides):
+        rng = np.random.default_rng(seed)
+        launch = rng.integers(0, n_launches, len(v)) * 3 + int(rng.integers(0, 2))
+        launch = np.sort(launch) if in_order else launch
+        if labels == "text":
+            launch = np.array([f"launch-{x}" for x in launch], dtype=object)
+        values.append(np.array(v, dtype=float))
+        launches.append(launch)
+        tokens.append(
+            rng.integers(0, 40, len(v)).astype(float) if with_tokens else np.full(len(v), np.nan)
+        )
+        number.append(np.full(len(v), g))
+    together = sides_and_spreads(
+        np.concatenate(values),
+        np.concatenate(launches) if labels == "text" else np.concatenate(launches).astype(int),
+        np.concatenate(tokens),
+        np.concatenate(number).astype(int),
+        len(sides),
+    )
+    for g in range(len(sides)):
+        old = _old_side_and_spread(values[g], launches[g], tokens[g])
+        # Every field, bit for bit (repr: NaN equals NaN).
+        assert repr(together[g]) == repr(old)
+        assert repr(side_and_spread(values[g], launches[g], tokens[g])) == repr(old)

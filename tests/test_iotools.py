@@ -267,3 +267,25 @@ def test_a_head_cut_inside_a_number_or_an_escape_is_still_json(tail):
 
     head = ('{"date": "20261203-070350", "itls": [[' + "0.0045, " * 100 + tail).encode()
     assert detect(head) == JSON_DOCUMENT
+
+
+def test_the_readers_are_imported_where_first_used_and_keep_their_names():
+    """``breakeven.iotools`` imports its readers where first used (issue 43: reading a CSV
+    needs neither ingest nor polars), and ``ingest`` stays the function after its module
+    loads, as the docs' Python API (``breakeven.iotools.ingest``) says."""
+    import importlib
+
+    import breakeven.iotools as iotools
+
+    importlib.import_module("breakeven.iotools.ingest")
+    assert callable(iotools.ingest) and iotools.ingest.__module__ == "breakeven.iotools.ingest"
+    from breakeven.iotools import ingest, read_cost_curve, read_measurements, write_measurements
+
+    assert ingest is iotools.ingest
+    assert (
+        read_measurements.__module__ == write_measurements.__module__ == "breakeven.iotools.csvfile"
+    )
+    assert read_cost_curve.__module__ == "breakeven.iotools.curves"
+    assert set(iotools.__all__) <= set(dir(iotools))
+    with pytest.raises(AttributeError):
+        iotools.no_such_reader  # noqa: B018

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from cli_checks import run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from breakeven.fitting.fit import fit
 from breakeven.iotools.csvfile import read_measurements
@@ -428,3 +430,23 @@ def test_schedule_from_a_fit_file_gives_each_batchs_interval(tmp_path):
             assert x["speedup_low"] == x["speedup_high"] == x["speedup"] == 1
     text = " ".join(run_cli(schedule).output.split())
     assert "Intervals of the predicted speedups, from the fit's held-out error" in text
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 9), seed=st.integers(0, 2**32 - 1), repeated=st.booleans())
+def test_separability_of_every_held_out_set_at_once_is_each_sets_own(n, seed, repeated):
+    """The surface's held-out fits ask, for each run left out, whether the rest still tell its
+    terms apart: one stacked ``matrix_rank`` (issue 43) answers what one call a set did."""
+    from breakeven.model.surface import TERMS, _separable
+
+    rng = np.random.default_rng(seed)
+    a = rng.random((n, len(TERMS)))
+    if repeated and n > 1:
+        a[1:, 2] = a[0, 2]  # a column that is constant but for one equation
+    groups = [[0], [2, 3], [4], [6]]
+    want = [
+        bool(np.linalg.matrix_rank(np.delete(a, skip, axis=0)[:, [0, 2, 4, 6]]) == len(groups))
+        for skip in range(n)
+    ]
+    assert _separable(a, list(range(n)), groups) == want
+    assert _separable(a, list(range(n)), []) == [False] * n

@@ -217,7 +217,7 @@ def check_command(
     \b
       breakeven check data/case_study.csv
     """
-    from breakeven.jobs.measure import check_from_file  # lazy: start-up
+    from breakeven.jobs.checking import check_from_file  # lazy: start-up
 
     emit(check_from_file(measurements, tolerance, schedule_file, fit_file, mix, slo), as_json)
 

@@ -348,6 +348,16 @@ def say(text: str, err: bool = True) -> None:
     click.echo(wrap_lines(text), err=err)
 
 
+def _refuse_overflow(data: Any) -> None:
+    """Refuse, naming it, the first number in a result's ``data`` that is not finite."""
+    bad = _not_finite(data)
+    if bad is not None:
+        raise CommandLineError(
+            f"{bad} overflows: these inputs give a number beyond what a double "
+            "holds (about 1.8e308); expected inputs of a realistic size"
+        )
+
+
 def emit(result: Any, as_json: bool) -> None:
     """Print ``result`` as one JSON object (its ``to_dict()``), or its ``report()``.
 
@@ -356,16 +366,16 @@ def emit(result: Any, as_json: bool) -> None:
     that no value satisfies are null already.
     """
     data = result.to_dict()
-    bad = _not_finite(data)
-    if bad is not None:
-        raise CommandLineError(
-            f"{bad} overflows: these inputs give a number beyond what a double "
-            "holds (about 1.8e308); expected inputs of a realistic size"
-        )
     chosen = click.get_current_context().meta.get("breakeven.format", "text")
     if as_json or chosen == "json":
-        click.echo(json.dumps(data, indent=2, allow_nan=False))
+        try:  # strict JSON refuses what is not finite: looked for only then
+            text = json.dumps(data, indent=2, allow_nan=False)
+        except ValueError:
+            _refuse_overflow(data)
+            raise
+        click.echo(text)
         return
+    _refuse_overflow(data)
     if chosen in ("markdown", "csv"):
         from breakeven.render.text import csv_table, markdown_table  # lazy: start-up
 

@@ -7,7 +7,7 @@ docs/concepts/definitions.md, which a test keeps in step with it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -402,16 +402,24 @@ def number_text(value: float, decimals: int) -> str:
 
 def plain_json(value: object, *, keep_infinite: bool = False) -> object:
     """``value`` as strict JSON takes it, all the way down: NaN (a quantity no value
-    satisfies, or one not measured) made None and tuples made lists.
+    satisfies, or one not measured) made None, tuples made lists, and a dataclass instance a
+    dict of its fields (as ``dataclasses.asdict`` makes it, without its deep copy).
 
     Infinities are made None too, unless ``keep_infinite``: a result whose infinities can only
     be an overflow of absurd inputs keeps them, for the command line to refuse in one line.
     This is the one place a result's ``to_dict()`` turns numbers into JSON.
     """
-    if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
         return value if keep_infinite and not math.isnan(value) else None
     if isinstance(value, dict):
         return {k: plain_json(v, keep_infinite=keep_infinite) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain_json(v, keep_infinite=keep_infinite) for v in value]
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        return {
+            f.name: plain_json(getattr(value, f.name), keep_infinite=keep_infinite)
+            for f in fields(value)
+        }
     return value

@@ -11,10 +11,49 @@ What a format is, is said once: each engine's log lines in
 :mod:`breakeven.iotools.engines`, each benchmark tool's JSON results in
 :data:`breakeven.iotools.bench_results.BENCH_FORMAT_TABLE`, each engine's
 ``/metrics`` series in :mod:`breakeven.iotools.metrics`.
+
+Each name is imported where first used, as the package's own are (:mod:`breakeven`): reading a
+measurements CSV (``breakeven check``) needs neither ingest nor polars.
 """
 
-from breakeven.iotools.csvfile import read_measurements, write_measurements
-from breakeven.iotools.curves import read_cost_curve
-from breakeven.iotools.ingest import ingest
+import sys
+import types
+
+# Name -> defining module.
+_LAZY = {
+    "ingest": "breakeven.iotools.ingest",
+    "read_cost_curve": "breakeven.iotools.curves",
+    "read_measurements": "breakeven.iotools.csvfile",
+    "write_measurements": "breakeven.iotools.csvfile",
+}
 
 __all__ = ["ingest", "read_cost_curve", "read_measurements", "write_measurements"]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'breakeven.iotools' has no attribute {name!r}")
+    # lazy: start-up (the table above)
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``ingest`` stays the function when its module loads (importing
+    a module binds it to its name on its package), as in :mod:`breakeven`."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, types.ModuleType) and name in _LAZY:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -24,7 +24,7 @@ from breakeven.core.credentials import clean_api_key
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
 from breakeven.core.provenance import parse_time
 from breakeven.core.quantities import DEFAULT_TOLERANCE
-from breakeven.fitting.saved import against_fit, load_surface
+from breakeven.fitting.saved import load_surface
 from breakeven.fleet.reads import read_fleet
 from breakeven.fleet.view import check_match
 from breakeven.iotools.atomic import refuse_overwrite
@@ -33,115 +33,12 @@ from breakeven.iotools.paths import refuse_input_as_output
 from breakeven.iotools.pipeline import per_file
 from breakeven.iotools.query_range import PrometheusAPI, parse_duration, time_range
 from breakeven.iotools.runs import sweep_runs
-from breakeven.iotools.schedulefile import read_schedule
 from breakeven.iotools.server import read_server_env
-from breakeven.measurements.check import CheckResult, check_file
+from breakeven.jobs.checking import check_from_file, with_fit, with_mix, with_schedule
+from breakeven.measurements.check import check_file
 from breakeven.measurements.compare import CompareResult, RunInput, compare, parse_run
 from breakeven.measurements.plausibility import speedup_bound
-from breakeven.measurements.workload import mix_answers, parse_mix
-from breakeven.planning.schedule import against
 from breakeven.render.report import check_report_dir, write_report
-
-
-def with_schedule(result: Any, schedule_file: str | None) -> Any:
-    """``result`` with each of its runs against a schedule's prediction at its batch.
-
-    Parameters
-    ----------
-    result : CheckResult or CompareResult
-        A check (its comparisons are the runs) or a comparison (its runs); returned as it is
-        without ``schedule_file``.
-    schedule_file : str, optional
-        What ``breakeven schedule --json`` printed.
-
-    Returns
-    -------
-    CheckResult or CompareResult
-        ``result`` with ``schedule_check`` (:func:`breakeven.planning.schedule.against`, at the
-        result's tolerance).
-    """
-    if schedule_file is None:
-        return result
-    checked = against(_runs_of(result), read_schedule(schedule_file), result.tolerance)
-    return replace(result, schedule_check=tuple(checked))
-
-
-def with_fit(result: Any, fit_file: str | None) -> Any:
-    """``result`` with each of its runs against the speedup a fit file predicts at its k,
-    with the prediction's interval.
-
-    Parameters
-    ----------
-    result : CheckResult or CompareResult
-        A check (its comparisons are the runs) or a comparison (its runs); returned as it is
-        without ``fit_file``.
-    fit_file : str, optional
-        What ``breakeven fit --out`` wrote.
-
-    Returns
-    -------
-    CheckResult or CompareResult
-        ``result`` with ``fit_check`` (:func:`breakeven.fitting.saved.against_fit`, at the
-        result's tolerance).
-    """
-    if fit_file is None:
-        return result
-    checked = against_fit(_runs_of(result), fit_file, result.tolerance)
-    return replace(result, fit_check=tuple(checked))
-
-
-def _runs_of(result: Any) -> list[dict[str, Any]]:
-    """A check's comparisons, or a comparison's runs, as plain data: what is set against a
-    schedule or a fit."""
-    data = result.to_dict()
-    return data["comparisons"] if isinstance(result, CheckResult) else data["runs"]
-
-
-def with_mix(result: Any, mix: str | dict[str, float] | None) -> Any:
-    """``result`` with each run's speedup over a traffic ``mix`` (``code=0.6,chat=0.3``: each
-    category's share of the decoded tokens; :func:`breakeven.measurements.workload.mix_answers`), the
-    categories that lose and the break-even mix.  Returned as it is without ``mix``; refused
-    in one line naming ``mix`` where no row has a category."""
-    if mix is None:
-        return result
-    shares = parse_mix(mix)
-    if not result.categories:
-        raise BreakevenError(
-            "{0} needs rows with a category (bench --prompts FILE with a category field): "
-            "none has one",
-            "mix",
-        )
-    return replace(result, mix=mix_answers(result.categories, shares))
-
-
-def check_from_file(
-    measurements: str,
-    tolerance: float = DEFAULT_TOLERANCE,
-    schedule_file: str | None = None,
-    fit_file: str | None = None,
-    mix: str | dict[str, float] | None = None,
-    slo: str | None = None,
-) -> CheckResult:
-    """:func:`breakeven.measurements.check.check_file`, each run against a schedule and a fit, and over a
-    traffic mix, if given.
-
-    Parameters
-    ----------
-    measurements : str
-        A measurements CSV.
-    tolerance : float
-        Relative tolerance [fraction].
-    schedule_file : str, optional
-        See :func:`with_schedule`.
-    fit_file : str, optional
-        See :func:`with_fit`.
-    mix : str or dict, optional
-        See :func:`with_mix`.
-    slo : str, optional
-        A service-level objective (:func:`breakeven.measurements.slo.parse_slo`).
-    """
-    result = with_schedule(check_file(measurements, tolerance, slo=slo), schedule_file)
-    return with_mix(with_fit(result, fit_file), mix)
 
 
 def report_from_file(

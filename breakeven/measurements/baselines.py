@@ -6,15 +6,17 @@ speculative run is compared with (its own launch's; else a launch with its setti
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from breakeven.core.provenance import ENV_SOURCES, age_text, is_environment_key
 from breakeven.core.quantities import number_text as _n
 from breakeven.measurements.flags import Flag, _at_concurrency, _Findings, _lines, _percent
-from breakeven.measurements.intervals import LaunchSpread, side_and_spread
+from breakeven.measurements.intervals import LaunchSpread, sides_and_spreads
 from breakeven.measurements.normalise import (
     _group_means,
     _group_numbers,
@@ -88,10 +90,25 @@ class _Baselines:
     def _estimated(self, rows: Any) -> tuple[Any, LaunchSpread]:
         key = rows.tobytes()
         if key not in self.sides:
-            self.sides[key] = side_and_spread(
-                self.tok_s[rows], self.launch[rows], self.decoded[rows]
-            )
+            self.estimate([rows])
         return self.sides[key]
+
+    def estimate(self, row_sets: Sequence[Any]) -> None:
+        """Estimate the sides of many sets of baseline rows (positions, in file order) in one
+        pass (:func:`~breakeven.measurements.intervals.sides_and_spreads`), each set once."""
+        new = {}
+        for rows in row_sets:
+            key = rows.tobytes()
+            if key not in self.sides:
+                new.setdefault(key, rows)
+        if not new:
+            return
+        at = np.concatenate(list(new.values()))
+        number = np.repeat(np.arange(len(new)), [len(rows) for rows in new.values()])
+        found = sides_and_spreads(
+            self.tok_s[at], self.launch[at], self.decoded[at], number, len(new)
+        )
+        self.sides.update(zip(new, found, strict=True))
 
 
 def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
@@ -114,16 +131,16 @@ def baselines(df: Any, tolerance: float, findings: _Findings) -> _Baselines:
     env_fp = _values_at(df["fingerprint"], rows[env_first])
     run_label = _values_at(df["label"], rows[run_first])
     summary, envs_by_config = [], {}
+    runs_of_env = _positions(run_env, range(len(env_first)))  # each environment's runs, in order
     for e, first in enumerate(env_first):
         m, h, c = config_keys[config[first]]
-        labels = tuple(dict.fromkeys(map(str, run_label[run_env == e])))
         summary.append(
             Baseline(
                 str(m),
                 str(h),
                 float(c) if c >= 0 else math.nan,
                 str(env_fp[e]),
-                labels,
+                tuple(dict.fromkeys(map(str, pd.unique(run_label[runs_of_env[e]])))),
                 float(env_mean[e]),
                 int(env_runs[e]),
                 key_request_rate(c),
@@ -227,18 +244,51 @@ class _Provenance:
     def side(self, at: Any, fp: str) -> _Side:
         """What is recorded of the launches of the rows at ``at`` (positions in ``rows``),
         whose fingerprint is ``fp``."""
-        when = self.when[at]
-        timed = when[~np.isnan(when)]
-        codes = self.launch_code[at]
-        return _Side(
-            np.unique(codes[codes >= 0]),
-            bool(self.env_known[at].all()),
-            bool(self.recorded[at].any()),
-            float(timed.min()) if len(timed) else math.nan,
-            str(self.env_from[at[0]]) if len(at) else "",
-            fp,
-            lambda: _time_text(self.df, self.rows[at]),
-        )
+        return self.sides(at, np.array([0, len(at)]), [fp])[0]
+
+    def sides(self, order: Any, starts: Any, fps: Sequence[str]) -> list[_Side]:
+        """:meth:`side` of each group of rows, ``order[starts[g] : starts[g + 1]]`` (positions
+        in ``rows``) of fingerprint ``fps[g]``, at once."""
+        groups = len(starts) - 1
+        group = np.repeat(np.arange(groups), np.diff(starts))
+        codes = self.launch_code[order]
+        known = np.bincount(group, weights=~self.env_known[order], minlength=groups) == 0
+        recorded = np.bincount(group, weights=self.recorded[order], minlength=groups) > 0
+        when = self.when[order]
+        timed = ~np.isnan(when)
+        earliest = np.full(groups, np.inf)
+        np.minimum.at(earliest, group[timed], when[timed])
+        earliest[np.bincount(group[timed], minlength=groups) == 0] = math.nan
+        launched = codes >= 0
+        width = int(codes.max()) + 1 if launched.any() else 1
+        pairs = _distinct(group[launched] * width + codes[launched])  # sorted: by group
+        bounds = np.searchsorted(pairs // width, np.arange(groups + 1))
+        launches = pairs % width
+        found = []
+        for g, fp in enumerate(fps):
+            at = order[starts[g] : starts[g + 1]]
+            found.append(
+                _Side(
+                    launches[bounds[g] : bounds[g + 1]],
+                    bool(known[g]),
+                    bool(recorded[g]),
+                    float(earliest[g]),
+                    str(self.env_from[at[0]]) if len(at) else "",
+                    fp,
+                    lambda at=at: _time_text(self.df, self.rows[at]),
+                )
+            )
+        return found
+
+
+def _distinct(values: Any) -> Any:
+    """The distinct values of non-negative integers, sorted (as ``np.unique``, which hashes
+    them first: several times slower): by a table of those present where it is small."""
+    if not len(values) or values.max() >= 4 * len(values) + 1024:
+        return np.unique(values)
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present)
 
 
 def _kind(source: str) -> str:

@@ -70,15 +70,15 @@ class CheckResult:
     run against each)."""
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
-    (:func:`breakeven.jobs.measure.with_schedule`); None when no schedule was given."""
+    (:func:`breakeven.jobs.checking.with_schedule`); None when no schedule was given."""
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
-    interval (:func:`breakeven.jobs.measure.with_fit`); None when no fit file was given."""
+    interval (:func:`breakeven.jobs.checking.with_fit`); None when no fit file was given."""
     categories: tuple[CategoryRow, ...] = ()
     """Each speculative run's rows of each workload category against the baseline's of that
     category (:func:`breakeven.measurements.workload.by_category`); none where no row has a category."""
     mix: tuple[MixAnswer, ...] = ()
-    """Each run's speedup over a traffic mix (:func:`breakeven.jobs.measure.with_mix`)."""
+    """Each run's speedup over a traffic mix (:func:`breakeven.jobs.checking.with_mix`)."""
     positions: tuple[PositionRow, ...] = ()
     """Each speculative run's acceptance at each draft position and its accept_len at every
     smaller k (:func:`breakeven.measurements.positions.by_run`); none where no row gives them."""
@@ -100,7 +100,7 @@ class CheckResult:
         ``schedule_check`` and ``fit_check`` when a schedule or fit file was given; NaN (not
         measured) is None, an infinity (an overflow) is kept for the caller to refuse."""
         data = {
-            "comparisons": [plain_json(asdict(c), keep_infinite=True) for c in self.comparisons],
+            "comparisons": [plain_json(c, keep_infinite=True) for c in self.comparisons],
             "flags": [
                 {
                     "code": f.code,
@@ -111,7 +111,7 @@ class CheckResult:
                 for f in self.flags
             ],
             "server_checks": [asdict(c) for c in self.server_checks],
-            "baselines": [plain_json(asdict(b), keep_infinite=True) for b in self.baselines],
+            "baselines": [plain_json(b, keep_infinite=True) for b in self.baselines],
             "tolerance": self.tolerance,
         }
         if self.categories:

@@ -117,10 +117,10 @@ class CompareResult:
     and environment's baseline runs, which a report places every run against."""
     schedule_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a schedule's k and predicted speedup at its batch
-    (:func:`breakeven.jobs.measure.with_schedule`); None when no schedule was given."""
+    (:func:`breakeven.jobs.checking.with_schedule`); None when no schedule was given."""
     fit_check: tuple[dict[str, Any], ...] | None = None
     """Each run against a fit file's predicted speedup at its k, with the prediction's
-    interval (:func:`breakeven.jobs.measure.with_fit`); None when no fit file was given."""
+    interval (:func:`breakeven.jobs.checking.with_fit`); None when no fit file was given."""
     categories: tuple[Any, ...] = ()
     """Each run's rows of each workload category against the baseline's of that category
     (:class:`breakeven.measurements.workload.CategoryRow`); none where no row has a category."""

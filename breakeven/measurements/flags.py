@@ -92,8 +92,8 @@ class ServerCheck:
 
 def _lines(column: Any) -> tuple[int, ...]:
     """The first :data:`LINES_SHOWN` file lines of some rows (a Series or an array)."""
-    values = column.to_numpy() if hasattr(column, "to_numpy") else column
-    return tuple(int(x) for x in values[:LINES_SHOWN])
+    values = column.to_numpy() if hasattr(column, "to_numpy") else np.asarray(column)
+    return tuple(map(int, values[:LINES_SHOWN].tolist()))
 
 
 @dataclass

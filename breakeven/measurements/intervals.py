@@ -122,6 +122,15 @@ def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:
     n = len(x)
     mean = pooled_rate(x, w) if n else math.nan
     if n < MIN_VALUES:
+        return _one_run(mean, n, math.nan, math.nan)
+    (se,), (df,) = group_batch_errors(x, w, np.zeros(n, dtype=np.int64), 1)
+    return _one_run(mean, n, se, df)
+
+
+def _one_run(mean: float, n: int, se: float, df: float) -> MeanEstimate:
+    """One run's estimate: its rate ``mean`` over its ``n`` values, with its batch-means error
+    ``se`` and degrees of freedom ``df`` (NaN: too few values, below :data:`MIN_VALUES`)."""
+    if n < MIN_VALUES:
         return MeanEstimate(
             mean,
             math.nan,
@@ -129,7 +138,6 @@ def batch_means(values: Sequence[float], tokens: Any = None) -> MeanEstimate:
             1,
             f"one run of {n} values: too few for an interval (needs {MIN_VALUES})",
         )
-    (se,), (df,) = group_batch_errors(x, w, np.zeros(n, dtype=np.int64), 1)
     b = int(df) + 1
     return MeanEstimate(
         mean, float(se), float(df), 1, f"batch means over {n} values in {b} batches"
@@ -196,6 +204,12 @@ def across_launches(run_means: Sequence[float]) -> MeanEstimate:
     if n < 2:
         raise ValueError("across_launches needs two or more runs")
     (mean,), (sd,), _ = group_mean_sd(x, np.zeros(n, dtype=np.int64), 1)
+    return _across(mean, sd, n)
+
+
+def _across(mean: float, sd: float, n: int) -> MeanEstimate:
+    """The estimate of ``n`` runs (two or more) from the mean and standard deviation of their
+    rates."""
     return MeanEstimate(float(mean), float(sd / math.sqrt(n)), n - 1.0, n, f"across {n} runs")
 
 
@@ -236,18 +250,93 @@ def side_and_spread(
 ) -> tuple[MeanEstimate, LaunchSpread]:
     """:func:`side_of_launches` and :func:`launch_spread` of one side, its launches' rates
     computed once."""
-    values = np.asarray(values, dtype=float)
+    return sides_and_spreads(values, launches, tokens, np.zeros(np.size(values), np.int64), 1)[0]
+
+
+def sides_and_spreads(
+    values: Any, launches: Any, tokens: Any, number: Any, groups: int
+) -> list[tuple[MeanEstimate, LaunchSpread]]:
+    """:func:`side_and_spread` of each group of values (``number``: each value's group, 0 to
+    ``groups`` - 1; the values in time order within their group), in one pass over them:
+    each group's numbers are those of its values alone.
+
+    A side's launches are numbered in sorted order of their labels (as they come, where they
+    come in order); its rate is the mean of its launches' rates (:func:`across_launches`),
+    or with one launch, that launch's rate and its batch-means error (:func:`batch_means`)."""
+    values, number, launches = (np.asarray(values, dtype=float), np.asarray(number), launches)
+    w = None if tokens is None else np.asarray(tokens, dtype=float)
     keep = np.isfinite(values)
-    values = values[keep]
-    w = None if tokens is None else np.asarray(tokens, dtype=float)[keep]
-    codes = _launch_codes(np.asarray(launches)[keep])
-    if not len(codes):
-        return side([]), LaunchSpread((), math.nan, True)
-    groups = int(codes.max()) + 1
-    rates, counts = group_pooled_rates(codes, values, w, groups)
-    if groups == 1:
-        return batch_means(values, w), LaunchSpread(tuple(rates.tolist()), math.nan, True)
-    return across_launches(rates[counts > 0]), _spread(codes, values, rates, counts, groups)
+    if not keep.all():
+        values, number, launches = values[keep], number[keep], np.asarray(launches)[keep]
+        w = None if w is None else w[keep]
+    number = number.astype(np.int64, copy=False)
+    pair, pair_group = _launch_pairs(np.asarray(launches), number)
+    rates, counts = group_pooled_rates(pair, values, w, len(pair_group))
+    runs = np.bincount(pair_group, minlength=groups)  # each group's launches
+    sizes = np.bincount(number, minlength=groups)  # and values
+    mean, sd, finite = group_mean_sd(rates, pair_group, groups)
+    one = (runs == 1)[number]  # the values of sides of one launch: a batch-means error
+    se, df = group_batch_errors(values[one], None if w is None else w[one], number[one], groups)
+    rel_se = _relative_errors(pair, values, counts, len(pair_group))
+    starts = np.concatenate(([0], np.cumsum(runs)))
+    found = []
+    for g in range(groups):
+        at = slice(starts[g], starts[g + 1])
+        if runs[g] == 0:
+            found.append((side([]), LaunchSpread((), math.nan, True)))
+        elif runs[g] == 1:
+            rate = float(rates[at][0])
+            estimate = _one_run(rate, int(sizes[g]), se[g], df[g])
+            found.append((estimate, LaunchSpread((rate,), math.nan, True)))
+        else:
+            estimate = _across(mean[g], sd[g], int(finite[g])) if finite[g] > 1 else None
+            spread = _spread(rates[at], counts[at], rel_se[at])
+            found.append((estimate or across_launches(rates[at]), spread))
+    return found
+
+
+def _launch_pairs(launches: Any, number: Any) -> tuple[Any, Any]:
+    """Each value's (group, launch) pair, numbered in sorted order of group then launch label
+    (0, 1, ...), and each pair's group."""
+    if launches.dtype.kind in "iu" and len(launches) > 1:
+        # In one pass where groups and their launches come in order (a log's launches do).
+        new_group = number[1:] != number[:-1]
+        rising = launches[1:] >= launches[:-1]
+        if (number[1:] >= number[:-1]).all() and (new_group | rising).all():
+            starts = np.concatenate(
+                ([0], np.flatnonzero(new_group | ~(launches[1:] == launches[:-1])) + 1)
+            )
+            pair = np.zeros(len(launches), dtype=np.int64)
+            pair[starts[1:]] = 1
+            return np.cumsum(pair), number[starts]
+    if launches.dtype.kind in "iu" and len(launches) and launches.min() >= 0:
+        rank = launches.astype(np.int64)  # in the order of the labels themselves
+    else:
+        rank = _sorted_codes(launches)
+    width = int(rank.max()) + 1 if len(rank) else 1
+    pair = _sorted_codes(number * width + rank)
+    pairs = np.zeros(int(pair.max()) + 1 if len(pair) else 0, dtype=np.int64)
+    pairs[pair] = number
+    return pair, pairs
+
+
+def _sorted_codes(values: Any) -> Any:
+    """Each value's rank among the distinct values, in sorted order (np.unique's inverse):
+    small non-negative integers by a table of those present, else by hashing and a sort of the
+    distinct values alone."""
+    if (
+        values.dtype.kind in "iu"
+        and len(values)
+        and 0 <= values.min() <= values.max() < (4 * len(values) + 1024)
+    ):
+        present = np.zeros(int(values.max()) + 1, dtype=np.int64)
+        present[values] = 1
+        return (np.cumsum(present) - 1)[values]
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    order = np.argsort(np.asarray(distinct), kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes]
 
 
 def group_sides(
@@ -312,35 +401,29 @@ def launch_spread(values: Any, launches: Any, tokens: Any = None) -> LaunchSprea
     return side_and_spread(values, launches, tokens)[1]
 
 
-def _spread(codes: Any, values: Any, rates: Any, counts: Any, groups: int) -> LaunchSpread:
-    measured = np.flatnonzero((counts > 0) & (rates > 0))
-    if len(measured) < 2:
-        return LaunchSpread(tuple(rates[counts > 0].tolist()), math.nan, True)
+def _relative_errors(codes: Any, values: Any, counts: Any, groups: int) -> Any:
+    """Each launch's relative standard error of its rate: the spread of its values over their
+    mean, over the square root of their count (``codes``: each value's launch)."""
     total = np.bincount(codes, weights=values, minlength=groups)
     squares = np.bincount(codes, weights=values**2, minlength=groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / counts
         var = np.maximum(squares / counts - mean**2, 0.0) * counts / (counts - 1)
-        rel_se = np.sqrt(var / counts) / mean
+        return np.sqrt(var / counts) / mean
+
+
+def _spread(rates: Any, counts: Any, rel_se: Any) -> LaunchSpread:
+    """One side's :class:`LaunchSpread` from its launches' rates, counts of values and
+    relative errors (:func:`_relative_errors`)."""
+    measured = np.flatnonzero((counts > 0) & (rates > 0))
+    if len(measured) < 2:
+        return LaunchSpread(tuple(rates[counts > 0].tolist()), math.nan, True)
     fast = measured[np.argmax(rates[measured])]
     slow = measured[np.argmin(rates[measured])]
     ratio = float(rates[fast] / rates[slow])
     se = math.hypot(rel_se[fast], rel_se[slow])
     explained = bool(math.log(ratio) <= SPREAD_Z * se) if math.isfinite(se) else False
     return LaunchSpread(tuple(rates[measured].tolist()), ratio, explained)
-
-
-def _launch_codes(launches: Any) -> Any:
-    """Each value's launch as 0, 1, ...: in one pass where the launches come in order (as
-    a log's do), else by sorting them."""
-
-    if (
-        launches.dtype.kind in "iuf"
-        and len(launches)
-        and bool(np.all(launches[1:] >= launches[:-1]))
-    ):
-        return np.concatenate(([0], np.cumsum(launches[1:] != launches[:-1])))
-    return np.unique(launches, return_inverse=True)[1].reshape(-1)
 
 
 def speedup_interval(

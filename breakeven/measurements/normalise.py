@@ -161,7 +161,7 @@ def normalise(data: Any) -> Any:
     df["client_tok_s"] = adopt_server_rates(df, df["echo"])
     k = df["num_spec_tokens"]
     df["speculating_server"] = (
-        df["source"].astype(str).str.contains(SPECULATIVE_SERVER, regex=False).to_numpy()
+        _per_category(df["source"], lambda text: SPECULATIVE_SERVER in text, bool)
         if "source" in df.columns
         else np.zeros(len(df), dtype=bool)
     )
@@ -247,10 +247,15 @@ def _codes(column: Any) -> Any:
 
 
 def _per_category(column: Any, func: Any, dtype: Any = object) -> Any:
-    """``func`` of each row's text, computed once per distinct text (a categorical column)."""
-    values = np.array([func(str(c)) for c in column.cat.categories], dtype=dtype)
-    codes = column.cat.codes.to_numpy()
-    return values[codes] if len(values) else np.zeros(len(codes), dtype=dtype)
+    """``func`` of each row's text (``str`` of the value: "nan" where missing), computed once
+    per distinct text: a categorical column's categories, else its distinct values (hashed)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, distinct = column.cat.codes.to_numpy(), column.cat.categories
+    else:
+        codes, distinct = pd.factorize(column.to_numpy())
+    # One value more, at -1: a missing value's.
+    values = np.array([*(func(str(c)) for c in distinct), func(str(math.nan))], dtype=dtype)
+    return values[codes]
 
 
 def _has(column: Any) -> Any:
@@ -264,12 +269,12 @@ def _knowledge(df: Any) -> tuple[Any, Any]:
     """Each row's ``env_known`` (its env holds its server's environment: read from the
     server's process or a file, or typed; :data:`breakeven.core.provenance.ENVIRONMENT_KNOWN`)
     and ``recorded`` (anything of its launch is recorded: an id, a time, settings)."""
-    source = _per_category(df["env_from"], str)
+    typed = _per_category(df["env_from"], lambda source: source == "", bool)
+    read = _per_category(df["env_from"], lambda source: source in ENVIRONMENT_KNOWN - {""}, bool)
     has_fp = _per_category(df["fingerprint"], bool, bool)
     # bench wrote the client's variables and no env_from before it read the server's.
     client_only = _per_category(df["env"], lambda e: "client_host=" in e or " host=" in e, bool)
-    typed = source == ""
-    known = np.where(typed, has_fp & ~client_only, np.isin(source, list(ENVIRONMENT_KNOWN - {""})))
+    known = np.where(typed, has_fp & ~client_only, read)
     recorded = has_fp | ~typed | (df["launch_code"].to_numpy() >= 0)
     for column in TIME_COLUMNS:
         recorded = recorded | _has(df[column])

@@ -28,7 +28,7 @@ from breakeven.measurements.intervals import (
     LaunchSpread,
     SpeedupInterval,
     interval_of,
-    side_and_spread,
+    sides_and_spreads,
 )
 from breakeven.measurements.normalise import (
     _group_means,
@@ -138,10 +138,62 @@ def pair(
 
     # A row with neither a rate, a published speedup nor a cycle cost measures nothing to
     # compare (a decode window after idle time, say): it is not a run of its own.
-    measures = df[["tok_s", "speedup", "cycle_ms", "verify_ms"]].notna().any(axis=1)
-    rows = np.flatnonzero((df["is_spec"] & ~df["echo"] & measures).to_numpy())
+    measures = np.zeros(len(df), dtype=bool)
+    for column in ("tok_s", "speedup", "cycle_ms", "verify_ms"):
+        measures |= df[column].notna().to_numpy()
+    rows = np.flatnonzero(df["is_spec"].to_numpy() & ~df["echo"].to_numpy() & measures)
     number, first = _group_numbers(df, rows, _RUN_KEYS)
     n = len(first)
+    stats = _run_stats(df, rows, number, n)
+    order = _stable_order(number, n)  # rows of each group, in file order
+    starts = np.searchsorted(number[order], np.arange(n + 1))
+    tok = df["tok_s"].to_numpy(dtype=float)[rows]
+    decoded = df["decoded"].to_numpy(dtype=float)[rows]
+    launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
+    shows = df["shows_speculation"].to_numpy()[rows]
+    provenance = _Provenance.of(df, rows)
+    codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
+    if findings.by_line:
+        for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
+            codes_by_group.setdefault(int(number[i]), set()).update(findings.by_line[int(line[i])])
+    key_columns = [_values_at(df[k], rows[first]) for k in _RUN_KEYS]
+    caps = df["concurrency"].to_numpy(dtype=float)[rows[first]]
+    # Each run's side from its launches, all runs in one pass (rows in file order per run).
+    spec_sides = sides_and_spreads(tok[order], launch[order], decoded[order], number[order], n)
+    launches = provenance.sides(order, starts, [str(fp) for fp in key_columns[-1]])
+    runs = []
+    for g in range(n):  # first each run's baseline (and its flags), then their sides at once
+        key = tuple(column[g] for column in key_columns)
+        at = order[starts[g] : starts[g + 1]]
+        unnamed = not named_pairs and key[0] == "" and key[1] == ""
+        lines = _lines(line[at])
+        measured = int(np.count_nonzero(~np.isnan(tok[at])))  # rows with a rate
+        chosen, codes, note = _choose(
+            key,
+            stats[g].n_published > 0 and measured == 0,
+            launches[g],
+            lines,
+            base,
+            findings,
+            _source_files(df, rows[at]) if unnamed else None,
+        )
+        runs.append((key, at, lines, measured, chosen, codes | codes_by_group.get(g, set()), note))
+    base.estimate([chosen for _, _, _, _, chosen, _, _ in runs])
+    # One speedup (docs/concepts/intervals.md#one-speedup): the means of the launches' rates.
+    intervals = [interval_of(spec_sides[g][0], base.side(run[4])) for g, run in enumerate(runs)]
+    comparisons, members = [], []
+    for g, (key, at, lines, measured, chosen, codes, note) in enumerate(runs):
+        spec = (spec_sides[g], measured, bool(shows[at].any()), lines, intervals[g])
+        c = _pair_one(key, stats[g], spec, chosen, codes, note, base, tolerance, findings)
+        if key[2] < -1:  # an open-loop level: its rate, and the client's cap where given
+            c = replace(c, concurrency=float(caps[g]), request_rate=key_request_rate(key[2]))
+        comparisons.append(c)
+        members.append((rows[at], base.provenance.rows[chosen]))
+    return comparisons, intervals, members
+
+
+def _run_stats(df: Any, rows: Any, number: Any, n: int) -> list[_RunStats]:
+    """Each run's means over its rows (``number``: each of ``rows``' run, 0 to ``n`` - 1)."""
     means = {
         name: _group_means(number, df[column].to_numpy(dtype=float)[rows], n)
         for name, column in (
@@ -157,49 +209,13 @@ def pair(
         df["num_drafts"].to_numpy(dtype=float)[rows],
         n,
     )
-    order = _stable_order(number, n)  # rows of each group, in file order
-    starts = np.searchsorted(number[order], np.arange(n + 1))
-    tok = df["tok_s"].to_numpy(dtype=float)[rows]
-    decoded = df["decoded"].to_numpy(dtype=float)[rows]
-    launch, line = (df[c].to_numpy()[rows] for c in ("launch", "line"))
-    shows = df["shows_speculation"].to_numpy()[rows]
-    provenance = _Provenance.of(df, rows)
-    codes_by_group: dict[int, set[str]] = {}  # the row flags of each group's rows
-    if findings.by_line:
-        for i in np.flatnonzero(np.isin(line, list(findings.by_line))):
-            codes_by_group.setdefault(int(number[i]), set()).update(findings.by_line[int(line[i])])
-    key_columns = [_values_at(df[k], rows[first]) for k in _RUN_KEYS]
-    caps = df["concurrency"].to_numpy(dtype=float)[rows[first]]
-    comparisons, intervals, members = [], [], []
-    for g in range(n):
-        key = tuple(column[g] for column in key_columns)
-        stats = _RunStats(
+    return [
+        _RunStats(
             *(float(means[m][0][g]) for m in ("tau", "cycle", "verify", "draft", "published")),
             int(means["published"][1][g]),
         )
-        at = order[starts[g] : starts[g + 1]]
-        unnamed = not named_pairs and key[0] == "" and key[1] == ""
-        c, interval, chosen = _pair_one(
-            key,
-            stats,
-            tok[at],
-            decoded[at],
-            launch[at],
-            bool(shows[at].any()),
-            provenance.side(at, str(key[-1])),
-            _lines(line[at]),
-            set(codes_by_group.get(g, ())),
-            base,
-            tolerance,
-            findings,
-            _source_files(df, rows[at]) if unnamed else None,
-        )
-        if key[2] < -1:  # an open-loop level: its rate, and the client's cap where given
-            c = replace(c, concurrency=float(caps[g]), request_rate=key_request_rate(key[2]))
-        comparisons.append(c)
-        intervals.append(interval)
-        members.append((rows[at], base.provenance.rows[chosen]))
-    return comparisons, intervals, members
+        for g in range(n)
+    ]
 
 
 def _cycle_ms(row: Any) -> float:
@@ -273,40 +289,49 @@ def _prediction_codes(
     return codes
 
 
+def _choose(
+    key: tuple[Any, ...],
+    published: bool,
+    spec: _Side,
+    lines: tuple[int, ...],
+    base: _Baselines,
+    findings: _Findings,
+    spec_files: tuple[str, ...] | None = None,
+) -> tuple[Any, set[str], str]:
+    """The baseline rows a run is compared with (positions in ``base``,
+    :func:`~breakeven.measurements.baselines._pick_baseline`), the codes raised, and why its
+    launch is stale or unverified.  ``spec_files``: the run's source files, where a baseline
+    from another file is flagged (``unnamed_pairing``; None: not looked at)."""
+    chosen, codes, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
+    if spec_files is not None and len(chosen):
+        label = key[5]
+        codes |= _unnamed_pairing(label, lines, spec_files, base, chosen, findings)
+    return chosen, codes, launch_note
+
+
 def _pair_one(
     key: tuple[Any, ...],
     row: Any,
-    spec_tok: Any,
-    spec_decoded: Any,
-    spec_launch: Any,
-    spec_shows: bool,
-    spec: _Side,
-    lines: tuple[int, ...],
+    spec: tuple[tuple[Any, LaunchSpread], int, bool, tuple[int, ...], SpeedupInterval],
+    chosen: Any,
     codes: set[str],
+    launch_note: str,
     base: _Baselines,
     tolerance: float,
     findings: _Findings,
-    spec_files: tuple[str, ...] | None = None,
-) -> tuple[Comparison, SpeedupInterval, Any]:
-    """One run against its baseline: measured speedup and interval, prediction, residual; and
-    the baseline rows chosen (positions in ``base``).
-    ``spec_files``: the run's source files, where a baseline from another file is flagged
-    (``unnamed_pairing``; None: not looked at)."""
+) -> Comparison:
+    """One run against its baseline rows ``chosen`` (positions in ``base``, :func:`_choose`):
+    measured speedup and interval, prediction, residual.  ``spec``: the run's side and launch
+    spread, its rows with a rate, whether they show speculation, their lines, and the interval
+    of its speedup over the baseline's side."""
 
     model, hardware, conc, k_value, method, label, fp = key
-    spec_side, s_spread = side_and_spread(spec_tok, spec_launch, spec_decoded)
-    spec_tok = spec_tok[~np.isnan(spec_tok)]
-    published = row.n_published > 0 and len(spec_tok) == 0
-    chosen, raised, launch_note = _pick_baseline(key, spec, lines, published, base, findings)
-    codes |= raised
-    if spec_files is not None and len(chosen):
-        codes |= _unnamed_pairing(label, lines, spec_files, base, chosen, findings)
+    (spec_side, s_spread), spec_runs, spec_shows, lines, interval = spec
+    published = row.n_published > 0 and spec_runs == 0
     base_tok = base.tok_s[chosen]
     base_side = base.side(chosen)
-    # One speedup (docs/concepts/intervals.md#one-speedup): the means of the launches' rates.
-    interval = interval_of(spec_side, base_side)
     s_mean, b_mean = spec_side.mean, base_side.mean
-    measured = interval.speedup if len(spec_tok) and len(base_tok) else math.nan
+    measured = interval.speedup if spec_runs and len(base_tok) else math.nan
     low, high = interval.low, interval.high
     if published:
         measured, low, high = float(row.published), math.nan, math.nan
@@ -323,7 +348,7 @@ def _pair_one(
         concurrency=float(conc) if conc >= 0 else math.nan,
         num_spec_tokens=float(k_value),
         spec_method=method,
-        runs=int(row.n_published) if published else len(spec_tok),
+        runs=int(row.n_published) if published else spec_runs,
         baseline_runs=len(base_tok),
         tok_s=s_mean,
         baseline_tok_s=b_mean,
@@ -343,7 +368,7 @@ def _pair_one(
         launch_note=launch_note,
         launch_spread=spread,
     )
-    return comparison, interval, chosen
+    return comparison
 
 
 def _doubts(

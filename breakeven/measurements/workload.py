@@ -277,6 +277,14 @@ def group_acceptance_rate(rows: Any, number: Any, groups: int) -> Any:
     return np.where(total > 0, rate, np.nan)
 
 
+def _no_category(column: Any) -> bool:
+    """A categorical column whose only text is empty ("": normalise's missing value): no row
+    has a category, seen without a text a row."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return False
+    return all(str(c) == "" for c in column.cat.categories)
+
+
 def by_category(df: Any) -> tuple[CategoryRow, ...]:
     """Each speculative run's rows of each category against the baseline's rows of the same
     category, model, hardware and concurrency (see the module's description).  ``df`` is
@@ -291,7 +299,7 @@ def by_category(df: Any) -> tuple[CategoryRow, ...]:
     (:func:`breakeven.model.pooling.group_pooled_rates`,
     :func:`breakeven.measurements.intervals.group_sides`, :func:`group_accept_len_interval`),
     then a row a group."""
-    if "category" not in df.columns:
+    if "category" not in df.columns or _no_category(df["category"]):
         return ()
     category = df["category"].astype(object).where(df["category"].notna(), "").astype(str)
     used = [c for c in df.columns if c in _USED]  # the rows are cut below: only what is read

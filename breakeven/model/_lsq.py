@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import nnls
 
 
 def proportional_groups(a: Any, names: Sequence[str]) -> tuple[list[list[int]], tuple[str, ...]]:
@@ -81,6 +80,8 @@ def solve_groups(
     if scaled:
         scale = np.abs(reduced).max(axis=0)
         scale[scale == 0] = 1.0
+    from scipy.optimize import nnls  # lazy: scipy.optimize is slow to import; check needs none
+
     solution, norm = nnls(reduced / scale, b)
     for g, value in zip(groups, solution / scale, strict=True):
         x[g[0]] = value

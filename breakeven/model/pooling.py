@@ -66,6 +66,8 @@ def group_pooled_rates(number: Any, rates: Any, tokens: Any, groups: int) -> tup
             return mean, count
         tokens = np.broadcast_to(np.asarray(tokens, dtype=float), rates.shape)
         weighted = ok & (tokens > 0) & (rates > 0)  # NaN compares False
+        if not weighted.any():  # no value gives its tokens: every group's mean
+            return mean, count
         unweighted = np.bincount(number[ok & ~weighted], minlength=groups)
         w = np.bincount(number[weighted], weights=tokens[weighted], minlength=groups)
         seconds = np.bincount(
@@ -111,12 +113,21 @@ def decoded_tokens(completion_tokens: Any) -> Any:
 def server_echoes(df: Any) -> Any:
     """The rows of ``origin=server`` whose ``run_id`` a client row with a rate measured too
     (a boolean Series): the server's view of a run, not another repeat of it."""
-    origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
-    run_id = df["run_id"].astype(object) if "run_id" in df.columns else pd.Series("", df.index)
-    server = origin == "server"
+    server = _from_server(df)
+    if not server.any() or "run_id" not in df.columns:  # no server rows: no echoes
+        return pd.Series(False, index=df.index)
+    run_id = df["run_id"].astype(object)
     named = run_id.notna() & (run_id != "")
     measured = run_id[~server & named & pd.to_numeric(df["tok_s"], errors="coerce").notna()]
     return server & named & run_id.isin(set(measured))
+
+
+def _from_server(df: Any) -> Any:
+    """Whether each row is a server's (``origin=server``), as a boolean Series; compared on a
+    categorical column's categories, never row by row as text."""
+    if "origin" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return (df["origin"] == "server").fillna(False).astype(bool)
 
 
 def take_server_view(df: Any, echo: Any) -> None:
@@ -134,8 +145,10 @@ def take_server_view(df: Any, echo: Any) -> None:
     (where the server gave one), and ``request_drafts``, each request's own verify cycles
     (:func:`request_drafts`).
     """
-    origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
-    server = origin == "server"
+    if not np.asarray(echo, dtype=bool).any():  # no server views to give
+        df["request_drafts"] = request_drafts(df, echo)
+        return
+    server = _from_server(df)
     run_id = df["run_id"].astype(object)
     drafts = (
         pd.to_numeric(df["num_drafts"], errors="coerce")
@@ -177,7 +190,6 @@ def request_drafts(df: Any, echo: Any) -> Any:
       level's mean draft length, which over all the level's requests give its cycles and its
       accept_len.
     """
-    n = len(df)
 
     def numbers(column: str) -> Any:
         if column not in df.columns:
@@ -193,14 +205,12 @@ def request_drafts(df: Any, echo: Any) -> Any:
         numbers("accepted_tokens"),
     )
     k = numbers("num_spec_tokens")
-    server = (
-        df["origin"].astype(object) == "server" if "origin" in df.columns else np.zeros(n, bool)
-    )
+    server = _from_server(df)
     per_cycle = k.where(k > 0)
     if "run_id" in df.columns:
-        run_id = df["run_id"].astype(object)
         level = np.asarray(echo, dtype=bool) & (cycles > 0) & (drafted > 0)
         if level.any():
+            run_id = df["run_id"].astype(object)
             tokens = drafted[level].groupby(run_id[level]).sum()
             steps = cycles[level].groupby(run_id[level]).sum()
             per_cycle = run_id.map((tokens / steps).to_dict()).astype(float).fillna(per_cycle)
@@ -222,7 +232,7 @@ def adopt_server_rates(df: Any, echo: Any) -> Any:
     Returns each row's rate as the client measured it (a float Series; NaN on the server's
     rows): the cross-check that ``check``'s ``server_client_mismatch`` compares."""
     client_rates = pd.to_numeric(df["tok_s"], errors="coerce").astype(float)
-    origin = df["origin"].astype(object) if "origin" in df.columns else pd.Series("", df.index)
+    not_server = ~_from_server(df)
     echo = pd.Series(np.asarray(echo, dtype=bool), df.index)
     if "source" in df.columns and echo.any():  # a few level rows: their sources only
         counted = df.loc[echo, "source"].astype(str).str.endswith(COUNTERS_OVER_LEVEL)
@@ -232,12 +242,12 @@ def adopt_server_rates(df: Any, echo: Any) -> Any:
         echo = pd.Series(False, df.index)
     server_rate = client_rates.where(echo)
     if not server_rate.notna().any():
-        return client_rates.where(origin != "server")
+        return client_rates.where(not_server)
     run_id = df["run_id"].astype(object)
     per_run = server_rate.groupby(run_id).mean().dropna()
-    client = (origin != "server") & run_id.isin(set(per_run.index)) & client_rates.notna()
+    client = not_server & run_id.isin(set(per_run.index)) & client_rates.notna()
     if not client.any():
-        return client_rates.where(origin != "server")
+        return client_rates.where(not_server)
     number, runs = pd.factorize(run_id[client])
     tokens = (
         decoded_tokens(df.loc[client, "completion_tokens"])
@@ -254,4 +264,4 @@ def adopt_server_rates(df: Any, echo: Any) -> Any:
     scale = run_id[client].map(factor.to_dict()).astype(float)
     scale = scale.where(np.isfinite(scale) & (scale > 0), 1.0)
     df["tok_s"] = client_rates.where(~client, client_rates * scale)
-    return client_rates.where(origin != "server")
+    return client_rates.where(not_server)

@@ -489,21 +489,40 @@ def _held_out(
     groups: list[list[int]],
     roof: Roof | None = None,
     moe: MoE | None = None,
+    relative: tuple[Any, Any] | None = None,
+    separable: bool | None = None,
 ) -> tuple[Any, Roof | None]:
     """The coefficients fitted without equation ``skip`` (and the roof refitted, where there
     is one): with the whole fit's ``groups`` where the rest still tell them apart (full
     column rank: merged and dropped terms stay so on fewer equations), which is what
-    :func:`_solve` finds there, without its search for them; else by :func:`_solve`."""
-    others = equations[:skip] + equations[skip + 1 :]
+    :func:`_solve` finds there, without its search for them; else by :func:`_solve`.
+    ``relative``: every equation made relative (:func:`_relative`), and ``separable``, whether
+    the rest tell the groups apart (:func:`_separable`), where already found."""
     if roof is not None:
+        others = equations[:skip] + equations[skip + 1 :]
         fitted, x, *_ = _solve_roofed(roof, moe, [e[0] for e in others], [e[1] for e in others])
         return x, fitted
-    a, b = _relative([e[0] for e in others], [e[1] for e in others])
-    if groups:
-        reduced = a[:, [g[0] for g in groups]]
-        if np.linalg.matrix_rank(reduced) == len(groups):
-            return solve_groups(a, b, groups, scaled=True)[0], None
-    return _solve([e[0] for e in others], [e[1] for e in others])[0], None
+    if relative is None:
+        relative = _relative([e[0] for e in equations], [e[1] for e in equations])
+    keep = np.arange(len(equations)) != skip
+    a, b = relative[0][keep], relative[1][keep]
+    if separable is None:
+        (separable,) = _separable(relative[0], [skip], groups)
+    if separable:
+        return solve_groups(a, b, groups, scaled=True)[0], None
+    return _solve_relative(a, b)[0], None
+
+
+def _separable(a: Any, skips: list[int], groups: list[list[int]]) -> Any:
+    """Whether the equations ``a`` less each of ``skips`` in turn still tell the ``groups``
+    apart (their first columns of full rank), all at once (``np.linalg.matrix_rank`` of the
+    stack); False for every one where there are no groups."""
+    if not groups or not skips:
+        return [False] * len(skips)
+    reduced = a[:, [g[0] for g in groups]]
+    rows = np.arange(len(a))
+    stack = np.stack([reduced[rows != skip] for skip in skips])
+    return (np.linalg.matrix_rank(stack) == len(groups)).tolist()
 
 
 def _points(
@@ -520,8 +539,15 @@ def _points(
     prediction of the fit without it (its equation follows the ``baselines`` ones), for the
     surface of ``key`` and ``moe``."""
     points = []
+    relative = _relative([e[0] for e in equations], [e[1] for e in equations])
+    held = [baselines + i for i in range(len(runs))]
+    separable = (
+        _separable(relative[0], held, groups) if surface.roof is None else [None] * len(runs)
+    )
     for i, r in enumerate(runs):
-        held, held_roof = _held_out(equations, baselines + i, groups, surface.roof, moe)
+        held, held_roof = _held_out(
+            equations, baselines + i, groups, surface.roof, moe, relative, separable[i]
+        )
         held_surface = BatchSurface(
             *key,
             dict(zip(TERMS, map(float, held), strict=True)),
