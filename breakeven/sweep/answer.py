@@ -225,8 +225,7 @@ def best_k(
 ) -> tuple[BestK, ...]:
     """The best k at each load of ``check``'s comparisons (see the module's text);
     ``launches`` (:func:`launches_of`) names how many launches each side had;
-    ``config_paths`` the file each k's launches read their speculation from (TensorRT-LLM's
-    YAML in the sweep's directory), which its flags name."""
+    ``config_paths`` each k's file (TensorRT-LLM's YAML), which its flags name."""
     from breakeven.measurements.flags import DOUBT  # lazy: pandas
     from breakeven.measurements.normalise import key_request_rate, level_key  # lazy: pandas
 

@@ -341,16 +341,12 @@ def plan_sweep(
         (:class:`breakeven.bench.config.Config`): the gaps' gamma shape, the schedule's seed
         and the cap on requests in flight.
     repeats : int
-        Launches of each configuration.
+        Launches of each configuration (``max_tokens``: tokens per request).
     requests : int, optional
         Requests per level (default: 4 x concurrency, at least 8, as bench).
-    max_tokens : int
-        Tokens per request.
-    ready_timeout_s : float
-        The longest a launch may take to become ready [s].
-    config_dir : str
-        The sweep's directory: TensorRT-LLM's launches read their YAML from
-        ``config_dir/configs/`` (each launch's ``files``, written as it starts).
+    ready_timeout_s, config_dir
+        The longest a launch may take to become ready [s]; the sweep's directory, where
+        TensorRT-LLM's launches' YAML goes (``configs/``, each written as its launch starts).
     """
     if engine not in SPECULATION_ENGINES:
         raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
@@ -367,8 +363,8 @@ def plan_sweep(
         concurrency, request_rate, burstiness, seed, max_concurrency, requests
     )
     base = {key: value for key, value in (("method", method), ("model", draft)) if value}
-    name = (method or "spec").lower()
-    argv = serve_argv(serve, port)
+    name, argv = (method or "spec").lower(), serve_argv(serve, port)
+    _refuse_own_options(engine, serve, argv)
     launches = _launches(engine, argv, ks, repeats, name, base, config_dir)
     return SweepPlan(
         engine,
@@ -384,6 +380,20 @@ def plan_sweep(
         seed,
         max_concurrency,
     )
+
+
+def _refuse_own_options(engine: str, serve: str, argv: list[str]) -> None:
+    """A trtllm-serve command with an options file of its own: the sweep adds its own, and
+    trtllm-serve reads one (the last given), so the command's would be dropped unseen."""
+    own = [w for w in argv if w.split("=", 1)[0] in ("--extra_llm_api_options", "--config")]
+    if engine == "trtllm" and own:
+        raise invalid_value(
+            "serve",
+            serve,
+            f"a trtllm-serve command without {own[0].split('=', 1)[0]}: the sweep gives each "
+            "speculative launch an --extra_llm_api_options file of its own (put the options "
+            "in flags)",
+        )
 
 
 def _loads(
