@@ -347,7 +347,13 @@ def _schedule(
             "is above)"
         )
     elif fit is not None:
-        if not fit.surfaces:
+        if not fit.surfaces and engine == "trtllm" and len(plan.get("concurrency") or ()) > 1:
+            notes.append(
+                "no schedule by batch: the runs have no accept_len (bench reads no spec-decode "
+                "counters from trtllm-serve, whose /metrics is JSON iteration statistics), so "
+                "the fit has no cost surface across the loads"
+            )
+        elif not fit.surfaces:
             notes.append(
                 "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"
                 + (
