@@ -226,3 +226,78 @@ def sglang_fixed_k(args: dict) -> tuple[tuple[int, int, int], list[str]]:
         )
         tokens = steps + 1
     return (steps, topk, tokens), warnings
+
+
+# TensorRT-LLM, draft length by batch size: ``DecodingBaseConfig`` in
+# ``tensorrt_llm/llmapi/llm_args.py`` (``max_draft_len: Optional[NonNegativeInt]``,
+# ``draft_len_schedule: Optional[dict[int, int]]`` and its ``validate_draft_len_schedule_and_sort``),
+# ``get_draft_len_for_batch_size`` in ``tensorrt_llm/_torch/speculative/utils.py`` (the first key
+# at or above the batch gives its draft length; above the largest key, 0), NVIDIA/TensorRT-LLM
+# main as the code index holds it (December 2026; the index does not give that file's commit),
+# and the YAML of ``docs/source/features/speculative-decoding.md`` at commit
+# 04c8822cc42ffd1f5b6270874e5b9a64a20e7a58 (``speculative_config:`` with ``decoding_type``).
+# The error messages are TensorRT-LLM's.
+TRTLLM_DECODING_TYPES = ("MTP", "Eagle3", "Eagle", "NGram", "DraftTarget", "PARD", "DFlash", "SA")
+
+
+def trtllm_load_options(text: str) -> dict:
+    """The ``speculative_config`` of an ``--extra_llm_api_options`` file, read as trtllm-serve
+    reads it (``yaml.safe_load``)."""
+    import yaml  # lazy: only the TensorRT-LLM round trips read YAML
+
+    options = yaml.safe_load(text)
+    if not isinstance(options, dict) or not isinstance(options.get("speculative_config"), dict):
+        raise EngineRejects(f"no speculative_config mapping in {options!r}")
+    spec = options["speculative_config"]
+    if spec.get("decoding_type") not in TRTLLM_DECODING_TYPES:
+        raise EngineRejects(f"Invalid decoding type: {spec.get('decoding_type')}")
+    return spec
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def trtllm_validate(spec: dict) -> dict[int, int] | None:
+    """TensorRT-LLM's checks of ``max_draft_len`` and ``draft_len_schedule``, then the schedule
+    sorted by key (None: no schedule)."""
+    max_draft_len = spec.get("max_draft_len")
+    if max_draft_len is not None and (not _int(max_draft_len) or max_draft_len < 0):
+        raise EngineRejects("max_draft_len: Input should be greater than or equal to 0")
+    v = spec.get("draft_len_schedule")
+    if v is None:
+        return None
+    if not isinstance(v, dict) or not all(_int(a) and _int(b) for a, b in v.items()):
+        raise EngineRejects("draft_len_schedule: Input should be a valid dictionary of int to int")
+    for batch_size, draft_len in v.items():
+        if batch_size < 1:
+            raise EngineRejects(
+                f"draft_len_schedule: batch size threshold must be >= 1, got {batch_size}"
+            )
+        if draft_len < 0:
+            raise EngineRejects(f"draft_len_schedule: draft length must be >= 0, got {draft_len}")
+    smallest = min(v)
+    if max_draft_len is not None and v[smallest] != max_draft_len:
+        raise EngineRejects(
+            f"draft_len_schedule[{smallest}] must equal max_draft_len because it is the smallest "
+            f"batch-size key. Got schedule[{smallest}]={v[smallest]}, but "
+            f"max_draft_len={max_draft_len}."
+        )
+    if max_draft_len is not None:
+        for batch_size, draft_len in v.items():
+            if draft_len > max_draft_len:
+                raise EngineRejects(
+                    "draft_len_schedule: all draft lengths must be <= max_draft_len. Got "
+                    f"draft_len={draft_len} for batch_size={batch_size}, but "
+                    f"max_draft_len={max_draft_len}."
+                )
+    return dict(sorted(v.items()))
+
+
+def trtllm_draft_len(schedule: dict[int, int] | None, batch_size: int, max_draft_len: int) -> int:
+    """The draft length TensorRT-LLM runs at ``batch_size`` (``get_draft_len_for_batch_size``)."""
+    if schedule is None:
+        return max_draft_len
+    keys = list(schedule)
+    idx = bisect.bisect_left(keys, batch_size)
+    return schedule[keys[idx]] if idx < len(keys) else 0

@@ -28,6 +28,9 @@ class Behaviour:
     tokens_per_chunk: int = 1
     num_spec_tokens: int = 0  # > 0: count spec-decode cycles on /metrics
     spec_counters: bool = False  # show them with k = 0 too (a speculative server not drafting)
+    # trtllm-serve's /metrics: a JSON list of iteration stats, no Prometheus text
+    # (tensorrt_llm/serve/openai_server.py, get_iteration_stats)
+    trtllm: bool = False
     models_404: bool = False
     loading_until: float = 0.0  # 503 on every route before this time.monotonic()
     reset_after_chunks: int | None = None  # abort the connection mid-stream
@@ -163,6 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"version": "fake-0.1"})
         elif self.path == "/get_server_info" and b.sglang_spec:
             self._json(200, {"version": "fake-sglang-0.1", "speculative_algorithm": "EAGLE"})
+        elif self.path == "/metrics" and b.trtllm:
+            self._json(200, [])
         elif self.path == "/metrics":
             if b.metrics_delay and b.finished >= b.metrics_slow_after:
                 with b.lock:
@@ -471,6 +476,19 @@ def _behave(args: object) -> None:
     time.sleep(args.ready_after)
 
 
+def _trtllm_draft_len(path: str | None) -> int:
+    """The max_draft_len of an --extra_llm_api_options file, refused (an exception: the server
+    exits before it is ready) where TensorRT-LLM would refuse it; 0 without one."""
+    if path is None:
+        return 0
+    from engine_rules import trtllm_load_options, trtllm_validate
+
+    with open(path, encoding="utf-8") as f:
+        spec = trtllm_load_options(f.read())
+    trtllm_validate(spec)
+    return int(spec["max_draft_len"])
+
+
 def main(argv: list[str] | None = None) -> None:
     """A fake server in a process of its own, whose command line and environment are its own
     as a real server's are: ``python tests/fake_server.py --port N [--seconds-per-token S]
@@ -490,6 +508,10 @@ def main(argv: list[str] | None = None) -> None:
     # llama.cpp's k, as sweep --engine llamacpp (and so breakeven demo) adds it; llama-server's
     # other flags (-m, -t, -c, -np, --metrics, --spec-type, ...) are parsed and ignored.
     parser.add_argument("--spec-draft-n-max", type=int, default=None)
+    # TensorRT-LLM's: trtllm-serve MODEL --extra_llm_api_options FILE, the YAML read and checked
+    # by TensorRT-LLM's own rules (tests/engine_rules.py), as sweep --engine trtllm writes it.
+    parser.add_argument("--extra_llm_api_options", default=None)
+    parser.add_argument("--trtllm", action="store_true", help="trtllm-serve's /metrics (JSON)")
     # A noisy host: the n-th launch (counted in --launch-count-file) runs its tokens this many
     # times slower, from the comma-separated --launch-slowdowns (cycled), as launches of one
     # configuration on a busy host do.
@@ -513,8 +535,14 @@ def main(argv: list[str] | None = None) -> None:
             f.write(".")
         seconds_per_token *= slowdowns[launch % len(slowdowns)]
     behaviour = Behaviour(seconds_per_token=seconds_per_token, num_spec_tokens=args.num_spec_tokens)
-    if args.speculative_config or args.spec_draft_n_max:
-        k = args.spec_draft_n_max or int(args.speculative_config["num_speculative_tokens"])
+    trtllm_k = _trtllm_draft_len(args.extra_llm_api_options)
+    behaviour.trtllm = args.trtllm or args.extra_llm_api_options is not None
+    if args.speculative_config or args.spec_draft_n_max or trtllm_k:
+        k = (
+            trtllm_k
+            or args.spec_draft_n_max
+            or int(args.speculative_config["num_speculative_tokens"])
+        )
         behaviour.num_spec_tokens = k
         behaviour.tokens_per_chunk = 1 + round(ACCEPT * k)
         behaviour.cycle_s = seconds_per_token * (1 + VERIFY_PER_TOKEN * k)

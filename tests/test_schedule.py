@@ -1,10 +1,12 @@
 """breakeven schedule: the best k by batch size against a brute force on a synthetic t(B, q),
 merging, load profiles, and round trips through validators written from vLLM's and SGLang's
-own rules (tests/engine_rules.py), at every batch size."""
+own rules, and TensorRT-LLM's (tests/engine_rules.py), at every batch size."""
 
 import json
 import math
+import shlex
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_checks import run_cli
@@ -13,6 +15,9 @@ from engine_rules import (
     sglang_check_launch,
     sglang_parse_flags,
     sglang_steps,
+    trtllm_draft_len,
+    trtllm_load_options,
+    trtllm_validate,
     vllm_legacy_k,
     vllm_lookup,
     vllm_parse_flags,
@@ -21,10 +26,11 @@ from engine_rules import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from breakeven.core.errors import BreakevenError
 from breakeven.iotools.load import read_load
 from breakeven.model.costs import TableCost
 from breakeven.planning.schedule import plan, schedule_report
-from breakeven.render.engine_configs import render
+from breakeven.render.engine_configs import render, trtllm_draft_len_schedule, yaml_text
 
 ROOT = Path(__file__).resolve().parent.parent
 CURVE = ROOT / "data" / "llama3_8b_decode_curve.csv"
@@ -442,3 +448,81 @@ def test_load_shares_that_sum_past_a_double_are_normalised(shares, tmp_path_fact
     profile, _ = read_load(path)
     assert math.fsum(profile.values()) == pytest.approx(1.0)
     assert all(0 < v <= 1 for v in profile.values())
+
+
+@pytest.mark.parametrize("max_num_seqs", [None, 300, 1024, 40, 8])
+def test_trtllm_round_trip_at_every_batch(max_num_seqs):
+    """The YAML read back as trtllm-serve reads it, checked by TensorRT-LLM's validator and
+    looked up as its runtime does at every batch up to the server's max_batch_size."""
+    result = _vllm_plan(min_gain=0.0)
+    out = render(result, "trtllm", method="eagle3", max_num_seqs=max_num_seqs)
+    assert shlex.split(out["flags"]) == ["--extra_llm_api_options", out["config_path"]]
+    spec = trtllm_load_options(yaml_text(out["config"]))
+    assert spec == out["config"]["speculative_config"] and spec["decoding_type"] == "Eagle3"
+    schedule = trtllm_validate(spec)
+    limit = max_num_seqs or 300
+    ran = [trtllm_draft_len(schedule, b, spec["max_draft_len"]) for b in range(1, limit + 1)]
+    assert ran == [result.k_at(b) for b in range(1, limit + 1)]
+    # the LLM API's form: the same fields, given to the config class
+    called = eval(out["python"], {"Eagle3DecodingConfig": lambda **kw: kw})
+    assert called == {key: v for key, v in spec.items() if key != "decoding_type"}
+
+
+def test_trtllm_fixed_k_and_the_validators_refuse_what_trtllm_refuses():
+    _, result = plan(roofline(), alpha=0.8, draft_step_ms=0.5, k_max=8, max_batch=46, min_gain=1.0)
+    out = render(result, "trtllm", base_config={"method": "mtp", "model": "/m"})
+    spec = trtllm_load_options(yaml_text(out["config"]))
+    assert "draft_len_schedule" not in spec and spec["decoding_type"] == "MTP"
+    k = result.ranges[0].k
+    assert {trtllm_draft_len(trtllm_validate(spec), b, k) for b in range(1, 500)} == {k}
+    with pytest.raises(EngineRejects, match="smallest batch-size key"):
+        trtllm_validate({"max_draft_len": 4, "draft_len_schedule": {4: 3, 8: 2}})
+    with pytest.raises(EngineRejects, match="must be >= 1"):
+        trtllm_validate({"max_draft_len": 4, "draft_len_schedule": {0: 4}})
+    with pytest.raises(EngineRejects, match="<= max_draft_len"):
+        trtllm_validate({"max_draft_len": 4, "draft_len_schedule": {4: 4, 8: 5}})
+    with pytest.raises(EngineRejects, match="Invalid decoding type"):
+        trtllm_load_options("speculative_config:\n  decoding_type: eagle3\n")
+    assert [trtllm_draft_len({4: 4, 8: 2, 32: 1}, b, 4) for b in (1, 4, 5, 8, 9, 32, 33)] == [
+        4,
+        4,
+        2,
+        2,
+        1,
+        1,
+        0,
+    ]  # the docs' example: batches 33 and up draft nothing
+
+
+def test_a_schedule_trtllm_cannot_take_is_refused_in_one_line():
+    """TensorRT-LLM drafts max_draft_len at its smallest key: a schedule whose k rises past
+    batch 1 has no form there."""
+    rising = SimpleNamespace(
+        ranges=[SimpleNamespace(first=1, last=4, k=2), SimpleNamespace(first=5, last=64, k=3)]
+    )
+    with pytest.raises(BreakevenError, match=r"^engine: TensorRT-LLM's draft_len_schedule"):
+        trtllm_draft_len_schedule(rising, 64)
+    off_then_on = SimpleNamespace(
+        ranges=[SimpleNamespace(first=1, last=16, k=3), SimpleNamespace(first=17, last=64, k=0)]
+    )
+    assert trtllm_draft_len_schedule(off_then_on, 64) == {16: 3}  # no key past 16: off
+
+
+def test_trtllm_cli_writes_the_yaml(tmp_path):
+    out = tmp_path / "spec.yaml"
+    r = run(
+        *README_SWEEP,
+        "--engine",
+        "trtllm",
+        "--min-gain",
+        "0",
+        "--max-batch",
+        "128",
+        "--spec-method",
+        "eagle3",
+        "--out",
+        out,
+    )
+    spec = trtllm_load_options(out.read_text())
+    assert f"--extra_llm_api_options {out}" in r.output and "Eagle3DecodingConfig(" in r.output
+    assert trtllm_validate(spec) == spec["draft_len_schedule"]

@@ -160,3 +160,43 @@ def test_each_method_is_an_algorithm_sglang_accepts(method, algorithm):
     args = sglang_parse_flags(shlex.join(speculation_args("sglang", 2, {"method": method})))
     assert args["speculative_algorithm"] == algorithm
     assert sglang_fixed_k(args) == ((2, 1, 3), [])
+
+
+TRTLLM = "trtllm-serve /models/target --port {port} --max_batch_size 8"
+
+
+@pytest.mark.parametrize(
+    ("method", "decoding_type"),
+    [("eagle3", "Eagle3"), ("mtp", "MTP"), ("ngram", "NGram"), ("draft_model", "DraftTarget")],
+)
+def test_a_trtllm_launch_names_its_yaml_in_the_sweep_directory(tmp_path, method, decoding_type):
+    """trtllm-serve takes speculation only from --extra_llm_api_options FILE: each speculative
+    launch names its own YAML in the sweep's directory, which holds TensorRT-LLM's
+    speculative_config for its k (read back by TensorRT-LLM's rules, tests/engine_rules.py)."""
+    from engine_rules import trtllm_load_options, trtllm_validate
+
+    out = str(tmp_path / "sweep")
+    plan = plan_sweep(TRTLLM, "trtllm", [0, 2, 4], method=method, draft="/d", config_dir=out)
+    base, *specs = plan.launches
+    assert base.files == () and base.argv == tuple(serve_argv(TRTLLM, 8000))
+    for launch in specs:
+        path = f"{out}/configs/{launch.label}.yaml"
+        assert launch.argv[len(base.argv) :] == ("--extra_llm_api_options", path)
+        ((written, text),) = launch.files
+        spec = trtllm_load_options(text)
+        assert written == path and trtllm_validate(spec) is None
+        assert spec == {
+            "decoding_type": decoding_type,
+            "max_draft_len": launch.num_spec_tokens,
+            "speculative_model": "/d",
+        }
+    # the plan shows each file's text before anything starts
+    assert "max_draft_len: 4" in plan.report() and plan.to_dict()["launches"][1]["files"]
+
+
+def test_a_trtllm_command_with_its_own_options_file_is_refused_in_one_line():
+    """trtllm-serve reads one options file: the sweep's would drop the command's unseen."""
+    serve = TRTLLM + " --extra_llm_api_options mine.yaml"
+    with pytest.raises(BreakevenError, match=r"^serve: got .*--extra_llm_api_options: the sweep"):
+        plan_sweep(serve, "trtllm", [2])
+    assert plan_sweep(serve, "vllm", [2]).launches  # another engine's flag is not read

@@ -495,3 +495,36 @@ def test_a_server_that_goes_on_answering_fails_its_launch_naming_it(tmp_path, mo
     assert f"still answers 1 s after the launch was stopped (pid {os.getpid()} (" in first.error
     assert not second.ok and "answered before the launch started" in second.error
     assert rows(result.runs_csv)  # what was measured is kept
+
+
+def test_a_trtllm_sweep_writes_each_launchs_yaml_and_the_server_reads_it(tmp_path):
+    """sweep --engine trtllm against the fake server speaking as trtllm-serve (its /metrics a
+    JSON list, speculation only from --extra_llm_api_options FILE, refused where TensorRT-LLM
+    refuses it): each speculative launch's YAML is written into the sweep's directory before it
+    starts, the server drafts its max_draft_len, and the answer's flags name that file."""
+    port = free_port()
+    out = tmp_path / "sweep"
+    plan = plan_sweep(
+        _serve("--trtllm"),
+        "trtllm",
+        [4],
+        method="eagle3",
+        concurrency=(1, 2),
+        ready_timeout_s=30,
+        port=port,
+        config_dir=str(out),
+    )
+    result = run_sweep(plan, str(out), _bench())
+    assert [o.ok for o in result.outcomes] == [True, True], result.report()
+    yaml_file = out / "configs" / "eagle3-k4.yaml"
+    assert "max_draft_len: 4" in yaml_file.read_text()
+    comparisons = check_file(result.runs_csv).comparisons
+    assert {(c.label, c.num_spec_tokens) for c in comparisons} == {("eagle3-k4", 4)}
+    answer = answer_sweep(str(out))
+    for b in answer.best:
+        if b.num_spec_tokens:
+            assert b.flags == f"--extra_llm_api_options {yaml_file}"
+    # trtllm-serve's /metrics is JSON: its rows have no accept_len, and the answer says why
+    # there is no schedule by batch (not that it lacks loads)
+    assert not any(row["accept_len"] for row in rows(result.runs_csv))
+    assert answer.schedule is None and any("no accept_len" in n for n in answer.notes)

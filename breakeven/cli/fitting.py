@@ -166,7 +166,8 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     type=o.engine_choice,
     required=True,
     help="vllm: Dynamic SD's num_speculative_tokens_per_batch_size; "
-    "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size.",
+    "sglang: --speculative-adaptive-config; vllm-legacy: disable_by_batch_size; "
+    "trtllm: draft_len_schedule in the --extra_llm_api_options YAML.",
 )
 @click.option(
     "--min-gain",
@@ -191,8 +192,8 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     "max_num_seqs",
     type=Bounded(1, MAX_BATCH),
     metavar="N",
-    help="The server's max_num_seqs: where vLLM's last range ends (default: the "
-    "largest batch swept).",
+    help="The server's max_num_seqs (TensorRT-LLM: max_batch_size): where the last range "
+    "ends (default: the largest batch swept).",
 )
 @click.option(
     "--cuda-graph-sizes",
@@ -224,7 +225,8 @@ def fit_command(runs: str, as_json: bool, **options: Any) -> None:
     type=click.Path(dir_okay=False),
     metavar="FILE",
     callback=writable,
-    help="Also write the engine's config as JSON (SGLang: the --speculative-adaptive-config file).",
+    help="Also write the engine's config as JSON (SGLang: the --speculative-adaptive-config "
+    "file; TensorRT-LLM: the --extra_llm_api_options YAML).",
 )
 @o.output_tokens
 @o.force

@@ -164,7 +164,7 @@ def sweep(
         parse_slo(slo)  # before any launch
     serve, engine = options.pop("serve"), options.pop("engine")
     ks = options.pop("num_spec_tokens")
-    plan = plan_sweep(serve, engine, ks, requests=requests, **options)
+    plan = plan_sweep(serve, engine, ks, requests=requests, config_dir=out, **options)
     if plan_only:
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
         return

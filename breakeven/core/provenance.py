@@ -71,6 +71,9 @@ _SPEC_SHORT_FLAGS = frozenset({"md", "cd", "ngld", "td", "tbd", "devd", "ctkd", 
 """llama-server's short flags of the draft model (``-md`` for ``--model-draft``, ``-cd``,
 ``-ngld``, ``-td``, ``-tbd``, ``-devd``, ``-ctkd``, ``-ctvd``: its context, layers, threads,
 devices and cache types), in ``common/arg.cpp``."""
+_SPEC_FILE_FLAGS = frozenset({"extra_llm_api_options"})
+"""trtllm-serve's options file, which ``sweep --engine trtllm`` adds to a speculative launch
+holding its ``speculative_config`` alone (TensorRT-LLM takes speculation from no flag)."""
 _CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
 _INLINE_SECRET = re.compile(
     r"(--?(?:[A-Za-z0-9]+[-_.])*(?:"
@@ -94,10 +97,13 @@ def key_of(item: str) -> str:
 
 def is_spec_key(item: str) -> bool:
     """Whether a pair configures speculation only (its key holds "spec", "draft", "eagle",
-    "medusa", "mtp", "ngram" or "lookahead"): a baseline and a speculative run may differ
-    in it and still be a fair pair."""
+    "medusa", "mtp", "ngram" or "lookahead", or it is trtllm-serve's
+    ``--extra_llm_api_options``): a baseline and a speculative run may differ in it and still
+    be a fair pair."""
     key = key_of(item)
-    return key in _SPEC_SHORT_FLAGS or any(word in key for word in _SPEC_KEY_WORDS)
+    return key in _SPEC_FILE_FLAGS or (
+        key in _SPEC_SHORT_FLAGS or any(word in key for word in _SPEC_KEY_WORDS)
+    )
 
 
 def is_client_key(item: str) -> bool:

@@ -1,4 +1,5 @@
-"""JSON files that commands write with ``--out`` (a fit, an engine's schedule config)."""
+"""Files that commands write with ``--out``: JSON (a fit, an engine's schedule config) and
+TensorRT-LLM's YAML."""
 
 from __future__ import annotations
 
@@ -24,11 +25,16 @@ def write_json(path: str, data: Any, *, force: bool = False, name: str = "out") 
         The argument ``path`` came from, named in errors (it exists without ``force``, a full
         disk, a directory removed).
     """
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    write_document(path, json.dumps(data, indent=2, allow_nan=False) + "\n", force=force, name=name)
+
+
+def write_document(path: str, text: str, *, force: bool = False, name: str = "out") -> None:
+    """Write ``text`` to ``path``, atomically (an engine's YAML; :func:`write_json`'s text);
+    the arguments as :func:`write_json` takes them."""
     try:
         write_text(path, lambda f: f.write(text), force=force, name=name)
     except OSError as e:
         raise output_error(name, path, e) from None
 
 
-__all__ = ["write_json"]
+__all__ = ["write_document", "write_json"]

@@ -199,11 +199,16 @@ def _write_config(out: str, data: dict[str, Any], force: bool, require_config: b
     """The schedule's engine config written to ``out`` as JSON, where it has one; where it has
     none, ``out`` is left as it was, and with ``require_config`` that is an error
     (:func:`_no_config`)."""
-    from breakeven.iotools.outputs import write_json  # lazy: start-up
+    from breakeven.iotools.outputs import write_document, write_json  # lazy: start-up
 
     if data["config"] is None:
         if require_config:
             raise _no_config(out, data)
+        return
+    if data.get("engine") == "trtllm":  # trtllm-serve reads YAML (--extra_llm_api_options)
+        from breakeven.render.engine_configs import yaml_text  # lazy: start-up
+
+        write_document(out, yaml_text(data["config"]), force=force)
         return
     write_json(out, data["config"], force=force)
 

@@ -6,6 +6,7 @@ import json
 import shlex
 
 from breakeven.core.quantities import number_text
+from breakeven.render.engine_configs import yaml_text
 from breakeven.render.optimization import refusal_lines, request_rate_sentence
 from breakeven.render.text import (
     Row,
@@ -22,6 +23,7 @@ _ENGINE_NAMES = {
     "vllm": "vLLM (Dynamic SD: num_speculative_tokens_per_batch_size)",
     "sglang": "SGLang (--speculative-adaptive-config)",
     "vllm-legacy": "older vLLM (disable_by_batch_size)",
+    "trtllm": "TensorRT-LLM (speculative_config.draft_len_schedule)",
 }
 
 
@@ -162,9 +164,17 @@ def schedule_text(r: Row) -> str:
         lines += ["", "Launch with:", *command_lines(shlex.split(r["flags"]))]
     if r.get("config_path") and r["config"] is not None:
         held = json.dumps(r["config"])
-        if len(held) + 2 > (display_width() or len(held) + 2):
+        if r.get("engine") == "trtllm":  # trtllm-serve reads YAML
+            held = yaml_text(r["config"])
+        elif len(held) + 2 > (display_width() or len(held) + 2):
             held = json.dumps(r["config"], indent=2)
         lines += [f"with {r['config_path']} holding:", *("  " + x for x in held.splitlines())]
+    if r.get("python"):
+        lines += [
+            "",
+            "Or in the LLM API: LLM(model, speculative_config=...) with",
+            "  " + r["python"],
+        ]
     return "\n".join(lines) + "\n"
 
 

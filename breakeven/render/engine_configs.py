@@ -22,18 +22,31 @@ from the same files):
   steps (0: no drafting, in versions after PR 24055, whose key was ``steps``).  EAGLE and
   EAGLE3 with topk 1 only; ``--speculative-num-steps`` must be one of the candidates, and
   the verify takes steps + 1 tokens.
+- **TensorRT-LLM, draft length by batch** (``tensorrt_llm/llmapi/llm_args.py``,
+  ``DecodingBaseConfig.draft_len_schedule`` and ``validate_draft_len_schedule_and_sort``;
+  ``tensorrt_llm/_torch/speculative/utils.py``, ``get_draft_len_for_batch_size``; docs
+  ``docs/source/features/speculative-decoding.md`` at NVIDIA/TensorRT-LLM commit
+  04c8822cc42ffd1f5b6270874e5b9a64a20e7a58): a dict of batch size to draft length, each key the
+  *last* batch of its range (the first key >= the batch gives its length; above the largest key
+  no drafting); lengths >= 0 (0: no drafts), none above ``max_draft_len``, and the smallest
+  key's length equal to it.  ``trtllm-serve MODEL --extra_llm_api_options FILE`` (``--config``
+  in newer releases) takes it in the YAML's ``speculative_config:``, with ``decoding_type``;
+  the LLM API takes it as the speculative config's ``draft_len_schedule`` argument.  Older
+  releases read the keys as each range's *first* batch (``bisect_right``, ``{1: ...}``
+  required): the form here is the one the docs and the current source give.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from breakeven.core.errors import BreakevenError
 
-SCHEDULE_ENGINES = ("vllm", "sglang", "vllm-legacy")
+SCHEDULE_ENGINES = ("vllm", "sglang", "vllm-legacy", "trtllm")
 """The engines ``breakeven schedule`` writes for."""
 
 
@@ -107,7 +120,143 @@ def _sglang(plan: Any, base: dict[str, Any], config_path: str | None) -> dict[st
     return {"config": file, "flags": flags, "config_path": path, "notes": notes}
 
 
-SPECULATION_ENGINES = ("vllm", "sglang", "llamacpp")
+TRTLLM_DECODING_TYPE = {
+    "eagle3": "Eagle3",
+    "eagle": "Eagle3",
+    "mtp": "MTP",
+    "nextn": "MTP",
+    "ngram": "NGram",
+    "draft_model": "DraftTarget",
+    "draft_target": "DraftTarget",
+    "drafttarget": "DraftTarget",
+    "standalone": "DraftTarget",
+    "pard": "PARD",
+    "dflash": "DFlash",
+    "sa": "SA",
+}
+"""TensorRT-LLM's ``decoding_type`` for each drafting method's name as vLLM and breakeven write
+it (``docs/source/features/speculative-decoding.md``: MTP, Eagle3, NGram, DraftTarget, PARD,
+DFlash, SA; ``Eagle`` is an alias of Eagle3); a name not here is passed as given."""
+
+TRTLLM_CONFIG_CLASS = {
+    "Eagle3": "Eagle3DecodingConfig",
+    "MTP": "MTPDecodingConfig",
+    "NGram": "NGramDecodingConfig",
+    "DraftTarget": "DraftTargetDecodingConfig",
+    "PARD": "PARDDecodingConfig",
+    "DFlash": "DFlashDecodingConfig",
+    "SA": "SADecodingConfig",
+}
+"""The LLM API's speculative config class of each ``decoding_type`` (``tensorrt_llm.llmapi``)."""
+
+TRTLLM_OPTIONS_FILE = "extra_llm_api_options.yaml"
+"""Where ``trtllm-serve --extra_llm_api_options`` reads its YAML, unless told."""
+
+
+def trtllm_speculative_config(k: int, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """TensorRT-LLM's ``speculative_config`` drafting ``k`` tokens: ``decoding_type`` (from
+    ``base``'s ``method``, default Eagle3, or its own ``decoding_type``), ``max_draft_len`` k and
+    ``speculative_model`` (``base``'s draft ``model``); the rest of ``base`` joins it as given."""
+    rest = dict(base or {})
+    method = str(rest.pop("method", None) or "eagle3")
+    kind = rest.pop("decoding_type", None) or TRTLLM_DECODING_TYPE.get(method.lower(), method)
+    model = rest.pop("model", None)
+    config: dict[str, Any] = {"decoding_type": kind, "max_draft_len": k}
+    if model and "speculative_model" not in rest and "speculative_model_dir" not in rest:
+        config["speculative_model"] = str(model)
+    return config | {key: v for key, v in rest.items() if key not in config}
+
+
+_YAML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return json.dumps(list(value))  # a flow sequence: JSON is YAML
+    return json.dumps(str(value))  # double-quoted: JSON's escapes are YAML's
+
+
+def yaml_text(data: dict[Any, Any], indent: str = "") -> str:
+    """``data`` (nested mappings of scalars and lists) as block YAML, every string
+    double-quoted, integer keys left integers (``draft_len_schedule``'s keys are ints)."""
+    lines = []
+    for key, value in data.items():
+        plain = isinstance(key, int) or _YAML_NAME.fullmatch(str(key))
+        name = str(key) if plain else json.dumps(str(key))
+        if isinstance(value, dict) and value:
+            lines.append(f"{indent}{name}:")
+            lines.append(yaml_text(value, indent + "  ").rstrip("\n"))
+        else:
+            lines.append(
+                f"{indent}{name}: {'{}' if isinstance(value, dict) else _yaml_scalar(value)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def trtllm_python(config: dict[str, Any]) -> str:
+    """The LLM API's form of a ``speculative_config``: its class called with the same fields
+    (``LLM(model, speculative_config=...)``)."""
+    fields = {key: v for key, v in config.items() if key != "decoding_type"}
+    name = TRTLLM_CONFIG_CLASS.get(str(config["decoding_type"]), "DecodingBaseConfig")
+    args = ", ".join(f"{key}={value!r}" for key, value in fields.items())
+    return f"{name}({args})"
+
+
+def _trtllm_out(speculative: dict[str, Any], config_path: str | None) -> dict[str, Any]:
+    """The YAML, the flag that names it and the LLM API's call, for ``speculative``."""
+    path = config_path or TRTLLM_OPTIONS_FILE
+    return {
+        "config": {"speculative_config": speculative},
+        "flags": f"--extra_llm_api_options {shlex.quote(path)}",
+        "config_path": path,
+        "python": trtllm_python(speculative),
+        "notes": [],
+    }
+
+
+def trtllm_draft_len_schedule(plan: Any, max_batch_size: int) -> dict[int, int]:
+    """The schedule's ``draft_len_schedule``: each range's last batch (the last range's:
+    ``max_batch_size``) to its k, trailing zeros left out (no key: no drafting).  TensorRT-LLM
+    takes the smallest key's length as ``max_draft_len``, so a schedule whose k at batch 1 is
+    not its largest has no form there (one line naming the engine says so)."""
+    ranges = [r for r in plan.ranges if r.first <= max_batch_size]
+    schedule = {r.last: r.k for r in ranges[:-1]}
+    schedule[max_batch_size] = ranges[-1].k
+    while schedule and schedule[max(schedule)] == 0:
+        del schedule[max(schedule)]
+    top = max(r.k for r in ranges)
+    if ranges[0].k != top:
+        peak = next(r for r in ranges if r.k == top)
+        raise BreakevenError(
+            "{0}: TensorRT-LLM's draft_len_schedule drafts its max_draft_len (the largest k) "
+            f"at the smallest batches, but this schedule's k is {ranges[0].k} at batch "
+            f"{ranges[0].first} and {top} at batches {peak.first}-{peak.last}: it has no "
+            "TensorRT-LLM form (a larger --min-gain merges it, or run one k)",
+            "engine",
+        )
+    return schedule
+
+
+def _trtllm(plan: Any, base: dict[str, Any], limit: int, config_path: str | None) -> dict[str, Any]:
+    schedule = trtllm_draft_len_schedule(plan, limit)
+    speculative = trtllm_speculative_config(max(schedule.values()), base)
+    speculative["draft_len_schedule"] = schedule
+    out = _trtllm_out(speculative, config_path)
+    if max(schedule) == limit:
+        out["notes"].append(
+            f"TensorRT-LLM drafts nothing above batch {limit}, the schedule's largest key: "
+            "give --max-num-seqs the server's max_batch_size so that the last range reaches it"
+        )
+    return out
+
+
+SPECULATION_ENGINES = ("vllm", "sglang", "llamacpp", "trtllm")
 """Engines whose fixed-k speculation flags :func:`speculation_args` writes."""
 
 
@@ -125,10 +274,16 @@ write it (``python/sglang/srt/server_args.py``: MTP heads run as NEXTN, a separa
 as STANDALONE)."""
 
 
-def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) -> list[str]:
+def speculation_args(
+    engine: str, k: int, base: dict[str, Any] | None = None, config_path: str | None = None
+) -> list[str]:
     """The command-line arguments that make a server speculate with ``k`` draft tokens (a
     chain), as each engine reads them; none for k = 0 (the baseline).  ``base`` is the rest of
     the speculative config: its ``method`` and draft ``model``.
+
+    - TensorRT-LLM: ``--extra_llm_api_options FILE``, ``config_path`` (default
+      :data:`TRTLLM_OPTIONS_FILE`), the file holding :func:`trtllm_options_text` (``trtllm-serve``
+      takes speculation only from that YAML: docs/source/features/speculative-decoding.md).
 
     - vLLM: ``--speculative-config JSON``, ``SpeculativeConfig``'s fields ``method``,
       ``model`` and ``num_speculative_tokens`` (``vllm/config/speculative.py``).
@@ -146,6 +301,8 @@ def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) ->
         )
     if k == 0:
         return []
+    if engine == "trtllm":
+        return ["--extra_llm_api_options", config_path or TRTLLM_OPTIONS_FILE]
     if engine == "sglang":
         method = str(base.get("method") or "EAGLE3")
         algorithm = SGLANG_ALGORITHM.get(method.lower(), method.upper())
@@ -168,9 +325,18 @@ def speculation_args(engine: str, k: int, base: dict[str, Any] | None = None) ->
     return ["--speculative-config", json.dumps(config, separators=(", ", ": "))]
 
 
-def _fixed(k: int, engine: str, base: dict[str, Any]) -> dict[str, Any]:
+def trtllm_options_text(k: int, base: dict[str, Any] | None = None) -> str:
+    """The ``--extra_llm_api_options`` YAML that makes ``trtllm-serve`` draft ``k`` tokens."""
+    return yaml_text({"speculative_config": trtllm_speculative_config(k, base)})
+
+
+def _fixed(k: int, engine: str, base: dict[str, Any], config_path: str | None) -> dict[str, Any]:
     """One k at every batch: no schedule to configure."""
     note = "one range: the same k at every batch size, so no schedule is needed"
+    if engine == "trtllm":
+        out = _trtllm_out(trtllm_speculative_config(k, base), config_path)
+        out["notes"].append(note)
+        return out
     shape = "sglang" if engine == "sglang" else "vllm"  # vllm-legacy takes the same config
     flags = " ".join(shlex.quote(a) for a in speculation_args(shape, k, base))
     if engine == "sglang":
@@ -189,7 +355,8 @@ def render(
 ) -> dict[str, Any]:
     """The configuration of ``plan`` (a :class:`~breakeven.planning.schedule.Schedule`) for ``engine``:
     ``config`` (the object the engine reads), ``flags`` (the launch flags to paste),
-    ``notes``; for SGLang also ``config_path``, where ``flags`` says the file is.
+    ``notes``; for SGLang and TensorRT-LLM also ``config_path``, where ``flags`` says the file
+    is, and for TensorRT-LLM ``python``, the LLM API's speculative config.
     ``base_config`` is the speculative config the server runs already (its method, draft
     model), which the schedule's keys join; ``max_num_seqs`` is where vLLM's last range ends
     (default: the largest batch swept)."""
@@ -208,14 +375,16 @@ def render(
         }
     limit = plan.max_batch if max_num_seqs is None else max_num_seqs
     if len(plan.ranges) == 1:
-        return _fixed(plan.ranges[0].k, engine, base)
+        return _fixed(plan.ranges[0].k, engine, base, config_path)
     if engine == "vllm":
         out = _vllm(plan, base, limit)
+    elif engine == "trtllm":
+        out = _trtllm(plan, base, limit, config_path)
     elif engine == "vllm-legacy":
         out = _legacy(plan, base)
     else:
         out = _sglang(plan, base, config_path)
-    if "method" not in base and engine != "sglang":
+    if "method" not in base and "decoding_type" not in base and engine != "sglang":
         out["notes"].append(
             "add your method and draft model to the config (--spec-method, or "
             "--base-config with the config you run)"
@@ -232,7 +401,15 @@ __all__: Sequence[str] = (
     "SCHEDULE_ENGINES",
     "SGLANG_ALGORITHM",
     "SPECULATION_ENGINES",
+    "TRTLLM_CONFIG_CLASS",
+    "TRTLLM_DECODING_TYPE",
+    "TRTLLM_OPTIONS_FILE",
     "engine_shape",
     "render",
     "speculation_args",
+    "trtllm_draft_len_schedule",
+    "trtllm_options_text",
+    "trtllm_python",
+    "trtllm_speculative_config",
+    "yaml_text",
 )

@@ -83,7 +83,7 @@ class SweepAnswer:
     @property
     def files(self) -> dict[str, str]:
         """The artefacts the answer wrote, by name, that exist."""
-        names = ("runs.csv", "fit.json", "schedule.json", "report.html")
+        names = ("runs.csv", "fit.json", "schedule.json", "schedule.yaml", "report.html")
         paths = {n: os.path.join(self.directory, n) for n in names}
         return {n: p for n, p in paths.items() if os.path.exists(p)}
 
@@ -200,14 +200,32 @@ def launches_of(runs: str) -> dict[tuple[str, float], int]:
     return {(str(label), float(c)): int(n) for (label, c), n in counts.items()}
 
 
+def schedule_file(engine: str) -> str:
+    """The name of the schedule's config in a sweep's directory: TensorRT-LLM's is YAML."""
+    return "schedule.yaml" if engine == "trtllm" else "schedule.json"
+
+
+def _config_paths(plan: dict[str, Any]) -> dict[int, str]:
+    """Each k's config file, as the plan's launches name it (their ``files``; none but
+    TensorRT-LLM's)."""
+    paths = {}
+    for launch in plan["launches"]:
+        files = launch.get("files") if isinstance(launch, dict) else None
+        if isinstance(files, list) and files and isinstance(files[0], (list, tuple)):
+            paths[launch["num_spec_tokens"]] = str(files[0][0])
+    return paths
+
+
 def best_k(
     check: Any,
     engine: str,
     base: dict[str, Any],
     launches: dict[tuple[str, float], int] | None = None,
+    config_paths: dict[int, str] | None = None,
 ) -> tuple[BestK, ...]:
     """The best k at each load of ``check``'s comparisons (see the module's text);
-    ``launches`` (:func:`launches_of`) names how many launches each side had."""
+    ``launches`` (:func:`launches_of`) names how many launches each side had;
+    ``config_paths`` each k's file (TensorRT-LLM's YAML), which its flags name."""
     from breakeven.measurements.flags import DOUBT  # lazy: pandas
     from breakeven.measurements.normalise import key_request_rate, level_key  # lazy: pandas
 
@@ -251,7 +269,7 @@ def best_k(
                 )
             if c.flags:
                 why += f" Flagged: {', '.join(c.flags)} (see check's flags)."
-            flags = shlex.join(speculation_args(engine, k, base))
+            flags = shlex.join(speculation_args(engine, k, base, (config_paths or {}).get(k)))
             best.append(
                 BestK(
                     _cap(comparisons),
@@ -329,7 +347,13 @@ def _schedule(
             "is above)"
         )
     elif fit is not None:
-        if not fit.surfaces:
+        if not fit.surfaces and engine == "trtllm" and len(plan.get("concurrency") or ()) > 1:
+            notes.append(
+                "no schedule by batch: the runs have no accept_len (bench reads no spec-decode "
+                "counters from trtllm-serve, whose /metrics is JSON iteration statistics), so "
+                "the fit has no cost surface across the loads"
+            )
+        elif not fit.surfaces:
             notes.append(
                 "no schedule by batch: it needs baselines at two or more loads (--concurrency 1,4)"
                 + (
@@ -348,7 +372,7 @@ def _schedule(
                     base_config=base or None,
                     max_batch=max(plan.get("concurrency") or [1]),
                     k_max=max(ks),
-                    out=os.path.join(directory, "schedule.json") if write else None,
+                    out=os.path.join(directory, schedule_file(engine)) if write else None,
                     force=True,
                 )
             except BreakevenError as e:
@@ -370,7 +394,7 @@ def answer_sweep(directory: str, *, write: bool = True, slo: Any = None) -> Swee
     base = _speculation(plan)
     runs = os.path.join(directory, "runs.csv")
     check = check_file(runs, slo=slo)
-    best = best_k(check, engine, base, launches_of(runs))
+    best = best_k(check, engine, base, launches_of(runs), _config_paths(plan))
     notes: list[str] = []
     fit = schedule = None
     fit_path = os.path.join(directory, "fit.json")
@@ -387,13 +411,13 @@ def answer_sweep(directory: str, *, write: bool = True, slo: Any = None) -> Swee
         except BreakevenError as e:
             notes.append(f"no fit: {e}")
     schedule = _schedule(plan, fit, fit_path, directory, write, notes)
-    stale = os.path.join(directory, "schedule.json")
+    stale = os.path.join(directory, schedule_file(engine))
     no_config = schedule is None or schedule.get("config") is None
     if write and no_config and os.path.lexists(stale):  # the sweep owns DIR: no old config
         os.remove(stale)
         notes.append(
-            "no config to write: the schedule.json of an earlier answer in the directory was "
-            "removed, as it is not this answer's"
+            f"no config to write: the {schedule_file(engine)} of an earlier answer in the "
+            "directory was removed, as it is not this answer's"
         )
     answer = SweepAnswer(
         directory,

@@ -15,6 +15,7 @@ This module plans and estimates; it starts nothing.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -23,7 +24,11 @@ from typing import Any
 
 from breakeven.core.errors import BreakevenError, invalid_value
 from breakeven.core.provenance import masked_argv
-from breakeven.render.engine_configs import SPECULATION_ENGINES, speculation_args
+from breakeven.render.engine_configs import (
+    SPECULATION_ENGINES,
+    speculation_args,
+    trtllm_options_text,
+)
 
 MAX_READY_S = 86_400.0
 """The longest a launch may take to become ready [s]: a day."""
@@ -47,6 +52,9 @@ class SweepLaunch:
     """Its rows' label: ``baseline`` or ``{method}-k{k}``."""
     argv: tuple[str, ...]
     """The command that starts it, ``{port}`` filled in."""
+    files: tuple[tuple[str, str], ...] = ()
+    """The files it reads, written before it starts: (path, text) each (TensorRT-LLM's
+    ``--extra_llm_api_options`` YAML, in the sweep's directory)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +166,8 @@ class SweepPlan:
             lines.append(f"  {launch.label}:" + ("" if added else " nothing added"))
             if added:
                 lines += command_lines(added, "    ")
+            for path, text in launch.files:  # written as the launch starts
+                lines += [f"    {path} holding:", *("      " + x for x in text.splitlines())]
         return lines
 
     def report(self, tok_s: float = 20.0) -> str:
@@ -263,21 +273,29 @@ def _levels(concurrency: Sequence[int]) -> tuple[int, ...]:
 
 
 def _launches(
-    engine: str, argv: list[str], ks: list[int], repeats: int, name: str, base: dict[str, str]
+    engine: str,
+    argv: list[str],
+    ks: list[int],
+    repeats: int,
+    name: str,
+    base: dict[str, str],
+    config_dir: str,
 ) -> list[SweepLaunch]:
     """Every launch, interleaved: for each repeat, each k in order, its command the serve
-    command ``argv`` and the engine's flags for k and ``base``, labelled with ``name``."""
+    command ``argv`` and the engine's flags for k and ``base``, labelled with ``name``;
+    TensorRT-LLM's YAML for k goes in ``config_dir/configs/{label}.yaml``."""
     launches = []
     for repeat in range(1, repeats + 1):
         for k in ks:
+            label = "baseline" if k == 0 else f"{name}-k{k}"
+            files: tuple[tuple[str, str], ...] = ()
+            path = None
+            if engine == "trtllm" and k > 0:
+                path = os.path.join(config_dir, "configs", f"{label}.yaml")
+                files = ((path, trtllm_options_text(k, base)),)
+            flags = speculation_args(engine, k, base, path)
             launches.append(
-                SweepLaunch(
-                    len(launches) + 1,
-                    repeat,
-                    k,
-                    "baseline" if k == 0 else f"{name}-k{k}",
-                    (*argv, *speculation_args(engine, k, base)),
-                )
+                SweepLaunch(len(launches) + 1, repeat, k, label, (*argv, *flags), files)
             )
     return launches
 
@@ -299,6 +317,7 @@ def plan_sweep(
     burstiness: float | None = None,
     seed: int | None = None,
     max_concurrency: int | None = None,
+    config_dir: str = ".",
 ) -> SweepPlan:
     """The launches of a sweep, interleaved: for each repeat, every k in the order given
     (k = 0, the baseline, first if it is not given: a sweep without a baseline has no
@@ -322,13 +341,12 @@ def plan_sweep(
         (:class:`breakeven.bench.config.Config`): the gaps' gamma shape, the schedule's seed
         and the cap on requests in flight.
     repeats : int
-        Launches of each configuration.
+        Launches of each configuration (``max_tokens``: tokens per request).
     requests : int, optional
         Requests per level (default: 4 x concurrency, at least 8, as bench).
-    max_tokens : int
-        Tokens per request.
-    ready_timeout_s : float
-        The longest a launch may take to become ready [s].
+    ready_timeout_s, config_dir
+        The longest a launch may take to become ready [s]; the sweep's directory, where
+        TensorRT-LLM's launches' YAML goes (``configs/``, each written as its launch starts).
     """
     if engine not in SPECULATION_ENGINES:
         raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
@@ -345,9 +363,9 @@ def plan_sweep(
         concurrency, request_rate, burstiness, seed, max_concurrency, requests
     )
     base = {key: value for key, value in (("method", method), ("model", draft)) if value}
-    name = (method or "spec").lower()
-    argv = serve_argv(serve, port)
-    launches = _launches(engine, argv, ks, repeats, name, base)
+    name, argv = (method or "spec").lower(), serve_argv(serve, port)
+    _refuse_own_options(engine, serve, argv)
+    launches = _launches(engine, argv, ks, repeats, name, base, config_dir)
     return SweepPlan(
         engine,
         tuple(launches),
@@ -362,6 +380,20 @@ def plan_sweep(
         seed,
         max_concurrency,
     )
+
+
+def _refuse_own_options(engine: str, serve: str, argv: list[str]) -> None:
+    """A trtllm-serve command with an options file of its own: the sweep adds its own, and
+    trtllm-serve reads one (the last given), so the command's would be dropped unseen."""
+    own = [w for w in argv if w.split("=", 1)[0] in ("--extra_llm_api_options", "--config")]
+    if engine == "trtllm" and own:
+        raise invalid_value(
+            "serve",
+            serve,
+            f"a trtllm-serve command without {own[0].split('=', 1)[0]}: the sweep gives each "
+            "speculative launch an --extra_llm_api_options file of its own (put the options "
+            "in flags)",
+        )
 
 
 def _loads(

@@ -60,6 +60,7 @@ from breakeven.core.errors import (
 )
 from breakeven.core.processes import marked, named
 from breakeven.core.provenance import fingerprint
+from breakeven.iotools.atomic import write_text
 from breakeven.iotools.manifest import manifest_path, read_manifest, write_manifest
 from breakeven.iotools.paths import output_error
 from breakeven.iotools.server import (
@@ -566,6 +567,7 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
         )
     try:
         os.makedirs(logs, exist_ok=True)
+        _write_files(launch)
         stop = serve_argv(ctx.stop_command, ctx.plan.port) if ctx.stop_command else None
         keeper = Keeper(
             launch.argv,
@@ -595,6 +597,14 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
     _act_on(came)
     assert outcome is not None
     return outcome
+
+
+def _write_files(launch: SweepLaunch) -> None:
+    """Write the files the launch reads (TensorRT-LLM's YAML), each atomically, before it
+    starts: an OSError says the sweep's directory cannot be written."""
+    for path, text in launch.files:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        write_text(path, lambda f, text=text: f.write(text), force=True)
 
 
 @contextmanager
