@@ -30,11 +30,13 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
     idle time before it, in its throughput (at concurrency 1 with gaps between requests,
     30-45% low): no ``tok_s``, a note;
   - the first window after idle (``first_after_idle``, as SGLang's guard names it): the
-    first window of the log (nothing tells what came before it), of a launch, or after a
-    window that ended with ``Running: 0 reqs``.  Its interval may span idle time (V1 logs
-    an interval at DEBUG where it and the one before it had no throughput, so idle
-    intervals after the first are not printed; V0 logs from the engine's step, and its
-    first step after idle logs the whole gap): no ``tok_s``, a note;
+    first window of a launch, or after a window that ended with ``Running: 0 reqs``.  Its
+    interval may span idle time (V1 logs an interval at DEBUG where it and the one before it
+    had no throughput, so idle intervals after the first are not printed; V0 logs from the
+    engine's step, and its first step after idle logs the whole gap): no ``tok_s``, a note.
+    The log's first window is not one by itself: V1's logger resets its window at every
+    interval, printed or not, and only a window with prompt throughput above 0 holds request
+    starts (the case above), so a first window with prompt throughput 0.0 is pure decode;
   - a window with requests running and no token generated (a long prefill under way):
     no ``tok_s``, a note.
 
@@ -134,9 +136,8 @@ _OFFLINE_COLUMNS = {
 }
 NO_DRAFTS_NOTE = "no drafts in this summary (num_drafts 0): no acceptance"
 IDLE_NOTE = (
-    "first window after idle (no window before it in this log, a new launch, or the one before "
-    "had no request running): its interval may hold idle time and prefill, so it is not a "
-    "decode rate (tok_s left empty)"
+    "first window after idle (a new launch, or the one before had no request running): its "
+    "interval may hold idle time and prefill, so it is not a decode rate (tok_s left empty)"
 )
 STALL_NOTE = "no token generated in this window with requests running: no decode rate"
 
@@ -375,7 +376,10 @@ def _after_idle(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
         running = pl.when(seen).then(running).otherwise(pl.lit(last["running"], pl.Float64))
         launch = pl.when(seen).then(launch).otherwise(pl.lit(last["launch"], pl.Int64))
         seen = pl.lit(True)
-    idle = ~seen | (running == 0).fill_null(True) | launch.ne_missing(pl.col("launch_line"))
+    # The log's first window follows idle only as far as its prompt throughput says: V1's
+    # logger resets its window every interval, printed or not, and only a window with prompt
+    # throughput above 0 holds request starts (which the prefill note covers).
+    idle = (seen & (running == 0).fill_null(True)) | launch.ne_missing(pl.col("launch_line"))
     windows = rows.filter(window)
     if windows.height:
         state["last_window"] = {
