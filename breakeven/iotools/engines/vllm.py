@@ -346,6 +346,7 @@ def sequence(
     rows = _v0_differences(rows, new_state)
     rows = _after_idle(rows, new_state)
     launched = "launch_k" in rows.columns
+    rows = _cut_lists(rows, k, launched)
     records = rows.with_columns(_derived(k, launched))
     if launched:
         spec = pl.col("kind").is_in(SPEC)
@@ -353,7 +354,8 @@ def sequence(
             model=pl.col("launch_model"),
             spec_method=pl.when(spec).then(pl.col("launch_method")),
         ).drop(list(_LAUNCH_COLUMNS))
-    records = records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted")
+    dropped = ("kind", "merge", "printed_accept_len", "printed_k", "restarted")
+    records = records.drop(*dropped, "positions_cut", "cut_k", "cut_note")
     if summaries is not None and summaries.height:
         records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
     return records, new_state
@@ -434,19 +436,73 @@ def _v1_drafts(row_k: pl.Expr) -> pl.Expr:
     from_rates = pl.col("accepted_tokens") / rates
     band = from_rates * pl.col("per_position").list.len() * _RATE_ROUNDING / rates
     return (
-        pl.when((rates > 0) & ((from_rates - full).abs() > band + 1e-9))
+        pl.when(~pl.col("positions_cut") & (rates > 0) & ((from_rates - full).abs() > band + 1e-9))
         .then(from_rates)
         .otherwise(full)
+    )
+
+
+def _given_k(k: int | None, launched: bool) -> pl.Expr:
+    """k as ``-k`` gives it, else the launch's ``num_spec_tokens``."""
+    given = pl.lit(k, pl.Int64)
+    if launched:
+        given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
+    return given
+
+
+def _cut_lists(rows: pl.DataFrame, k: int | None, launched: bool) -> pl.DataFrame:
+    """A per-position acceptance list that was cut (a paste or a quote that ended it early):
+    ``per_position`` without its cut last value, ``positions_cut`` and its note, and
+    ``cut_k``, the k it was cut from.
+
+    The list is cut where its last value does not read as a number (``0.1...``), or where the
+    k that ``-k`` or the launch gives, else the drafted and accepted counts with the printed
+    mean (``drafted x (mean - 1) / accepted``, within 0.1 of a whole number), is longer than it.
+    A drafter that proposes fewer than k tokens makes that count k shorter, never longer.
+    """
+    listed = pl.col("per_position")
+    kept = listed.list.drop_nulls()
+    n = kept.list.len()
+    counts = pl.col("draft_tokens") * (pl.col("printed_accept_len") - 1) / pl.col("accepted_tokens")
+    counted = pl.when((counts - counts.round(0)).abs() <= 0.1).then(counts.round(0))
+    given = _given_k(k, launched).cast(pl.Float64)
+    longer = pl.coalesce(given, counted)
+    elided = (listed.list.len() > n).fill_null(False)
+    cut = (n > 0) & (elided | (longer > n).fill_null(False))
+    source = pl.when(given.is_not_null()).then(pl.lit("-k or the launch"))
+    source = source.otherwise(pl.lit("the drafted and accepted counts with the printed mean"))
+    note = pl.format(
+        "per-position acceptance list cut after {} values: k = {} from {}; per_position holds the "
+        "values printed, the positions after them are lost (acceptance from drafted / k)",
+        n,
+        longer.cast(pl.Int64),
+        source,
+    )
+    unknown = pl.format(
+        "per-position acceptance list cut after {} values, and nothing tells k: the printed "
+        "mean acceptance length stands",
+        n,
+    )
+    return rows.with_columns(
+        per_position=pl.when(listed.is_not_null()).then(kept),
+        positions_cut=cut,
+        cut_k=pl.when(cut).then(longer.cast(pl.Int64)),
+        cut_note=pl.when(cut & longer.is_not_null()).then(note).when(cut).then(unknown),
     )
 
 
 def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
-    given = pl.lit(k, pl.Int64)
-    if launched:
-        given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
-    v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(given)
+    given = _given_k(k, launched)
+    cut = pl.col("positions_cut")
+    v1_k = (
+        pl.when(cut)
+        .then(pl.col("cut_k"))
+        .when(per_position_k > 0)
+        .then(per_position_k)
+        .otherwise(given)
+    )
     row_k = (
         pl.when(kind == V0)
         .then(pl.col("printed_k").cast(pl.Int64))
@@ -491,9 +547,9 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .when(pl.col("draft_tokens") > 0)
         .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
         .alias("acceptance_rate"),
-        pl.concat_str([restarted, mixed, idle, stall], separator="; ", ignore_nulls=True).alias(
-            "note"
-        ),
+        pl.concat_str(
+            [pl.col("cut_note"), restarted, mixed, idle, stall], separator="; ", ignore_nulls=True
+        ).alias("note"),
         pl.when(generated).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
         pl.when(generated).then(pl.col("running_reqs")).alias("concurrency"),
