@@ -42,3 +42,45 @@ class TestCutPerPositionList:
             (r,) = rs
             assert r["num_spec_tokens"] is None and r["accept_len"] is None
             assert "nothing tells k" in r["note"]
+
+
+WINDOWS = DATA / "vllm_v1_windows_club3090_issue105_prefill_then_decode.txt"
+
+
+def _cut_after_drafted_throughput(path, tmp_path, name):
+    """The fixture with each SpecDecoding line cut right after "Drafted throughput: N
+    tokens/s" (no real sample of such a cut was found: club-3090 issue 105's log, cut)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if "SpecDecoding metrics:" in line and not line.startswith("#"):
+            line = line[: line.index(" tokens/s, Accepted: ") + len(" tokens/s")]
+        out.append(line + "\n")
+    cut = tmp_path / name
+    cut.write_text("".join(out))
+    return cut
+
+
+class TestCutAfterThroughputs:
+    def test_a_spec_line_cut_after_drafted_throughput_gives_acceptance(self, tmp_path):
+        # club-3090 issue 105: "Accepted throughput: 48.90 tokens/s, Drafted throughput:
+        # 157.19 tokens/s" (k = 6 from the launch; -k here), then "45.49" and "158.98".
+        cut = _cut_after_drafted_throughput(WINDOWS, tmp_path, "cut.txt")
+        assert "Drafted: " not in cut.read_text().replace("Drafted throughput", "")
+        for rs in both(cut, tmp_path, num_spec_tokens=6):
+            assert [r["format"] for r in rs] == ["vllm_v1", "vllm_v1"]  # one record a window
+            prefill, decode = rs
+            assert prefill["accept_len"] == pytest.approx(1 + 48.90 / (157.19 / 6))
+            assert decode["accept_len"] == pytest.approx(1 + 45.49 / (158.98 / 6))
+            # The counts gave 2.87 and 2.72 (the full lines, printed so as well).
+            assert [round(r["accept_len"], 2) for r in rs] == [2.87, 2.72]
+            assert decode["acceptance_rate"] == pytest.approx(45.49 / 158.98)
+            assert [r["num_spec_tokens"] for r in rs] == [6, 6]
+            assert all(r["accepted_tokens"] is None and r["num_drafts"] is None for r in rs)
+            assert all("cut after its throughputs" in r["note"] for r in rs)
+            assert decode["tok_s"] == 72.0  # the throughput line beside it is whole
+
+    def test_without_k_the_printed_mean_stands(self, tmp_path):
+        cut = _cut_after_drafted_throughput(WINDOWS, tmp_path, "cut.txt")
+        for rs in both(cut, tmp_path):
+            assert [r["accept_len"] for r in rs] == [2.87, 2.72]
+            assert [r["num_spec_tokens"] for r in rs] == [None, None]

@@ -105,8 +105,14 @@ from breakeven.iotools.lines import (
 THROUGHPUT = "vllm_throughput"
 V1 = "vllm_v1"
 V1_FIRST = "vllm_v1_first_format"
+V1_CUT = "vllm_v1_cut_after_throughputs"
 V0 = "vllm_v0"
-SPEC = (V1, V1_FIRST, V0)
+SPEC = (V1, V1_FIRST, V1_CUT, V0)
+CUT_NOTE = (
+    "SpecDecoding line cut after its throughputs: its Accepted and Drafted counts and "
+    "per-position rates are lost; accept_len is 1 + accepted throughput / (drafted throughput "
+    "/ k), else the printed mean"
+)
 LAUNCH = "vllm_engine_config"
 ARGS = "vllm_non_default_args"
 LAUNCHES = (ARGS, LAUNCH)
@@ -168,7 +174,25 @@ _FIRST_COUNTS = (
     Field("draft_tokens", r"Number of draft tokens(?: tokens)?: ([^,]*)", "Number of draft tokens"),
 )
 
+_PRINTED_MEAN = Field(
+    "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
+)
+
 KINDS = (
+    LineKind(
+        V1_CUT,  # before V1: its lines have V1's marker, and no "Drafted:" count
+        "vllm",
+        "SpecDecoding metrics:",
+        also="Drafted throughput:",
+        unless=", Drafted: ",
+        fields=(
+            _TIMESTAMP,
+            _PRINTED_MEAN,
+            Field("accepted_tok_s", r"Accepted throughput: (\d[\d.]*)", "Accepted throughput"),
+            Field("drafted_tok_s", r"Drafted throughput: (\d[\d.]*)", "Drafted throughput"),
+        ),
+        required=("accepted_tok_s", "drafted_tok_s"),
+    ),
     LineKind(
         THROUGHPUT,
         "vllm",
@@ -194,9 +218,7 @@ KINDS = (
         "SpecDecoding metrics:",
         fields=(
             _TIMESTAMP,
-            Field(
-                "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
-            ),
+            _PRINTED_MEAN,
             Field("accepted_tokens", r"Accepted: ([^,]*?) tokens", "Accepted"),
             Field("draft_tokens", r"Drafted: ([^,]*?) tokens", "Drafted"),
             Field(
@@ -300,6 +322,8 @@ _COLUMNS = {
     "draft_tokens": pl.Float64,
     "emitted_tokens": pl.Float64,
     "per_position": pl.List(pl.Float64),
+    "accepted_tok_s": pl.Float64,
+    "drafted_tok_s": pl.Float64,
     **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64),
 }
 
@@ -356,6 +380,7 @@ def sequence(
         ).drop(list(_LAUNCH_COLUMNS))
     dropped = ("kind", "merge", "printed_accept_len", "printed_k", "restarted")
     records = records.drop(*dropped, "positions_cut", "cut_k", "cut_note")
+    records = records.drop("accepted_tok_s", "drafted_tok_s")
     if summaries is not None and summaries.height:
         records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
     return records, new_state
@@ -491,25 +516,30 @@ def _cut_lists(rows: pl.DataFrame, k: int | None, launched: bool) -> pl.DataFram
     )
 
 
-def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
+def _row_k(k: int | None, launched: bool) -> pl.Expr:
+    """A spec line's k: V0 prints it; V1's is its per-position list's length (unless the list
+    was cut, :func:`_cut_lists`), else ``-k`` or the launch's."""
     kind = pl.col("kind")
     per_position_k = pl.col("per_position").list.len()
-    given = _given_k(k, launched)
-    cut = pl.col("positions_cut")
     v1_k = (
-        pl.when(cut)
+        pl.when(pl.col("positions_cut"))
         .then(pl.col("cut_k"))
         .when(per_position_k > 0)
         .then(per_position_k)
-        .otherwise(given)
+        .otherwise(_given_k(k, launched))
     )
-    row_k = (
+    return (
         pl.when(kind == V0)
         .then(pl.col("printed_k").cast(pl.Int64))
-        .when(kind.is_in([V1, V1_FIRST]))
+        .when(kind.is_in([V1, V1_FIRST, V1_CUT]))
         .then(v1_k)
     )
-    drafts = _v1_drafts(row_k)
+
+
+def _accept_len(row_k: pl.Expr, drafts: pl.Expr) -> pl.Expr:
+    """``accept_len`` by the line's kind (see the module's docstring)."""
+    kind = pl.col("kind")
+    drafted_tok_s = pl.col("drafted_tok_s")
     v1_accept_len = (
         pl.when(row_k > 0)
         .then(pl.when(drafts > 0).then(1 + pl.col("accepted_tokens") / drafts))
@@ -518,7 +548,27 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     v0_accept_len = pl.when((row_k > 0) & (pl.col("draft_tokens") > 0)).then(
         pl.col("emitted_tokens") / drafts
     )
-    accept_len = pl.when(kind == V0).then(v0_accept_len).otherwise(v1_accept_len)
+    cut_accept_len = (
+        pl.when((row_k > 0) & (drafted_tok_s > 0))
+        .then(1 + pl.col("accepted_tok_s") / (drafted_tok_s / row_k))
+        .otherwise(pl.col("printed_accept_len"))
+    )
+    return (
+        pl.when(kind == V0)
+        .then(v0_accept_len)
+        .when(kind == V1_CUT)
+        .then(cut_accept_len)
+        .otherwise(v1_accept_len)
+    )
+
+
+def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
+    kind = pl.col("kind")
+    row_k = _row_k(k, launched)
+    cut_line = kind == V1_CUT
+    drafted_tok_s = pl.col("drafted_tok_s")
+    drafts = _v1_drafts(row_k)
+    accept_len = _accept_len(row_k, drafts)
     generated = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
     # Requests started in the window: its throughput counts their prefill, and the idle time
     # before them (at concurrency 1 with gaps between requests it read 30-45% low).
@@ -546,9 +596,20 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .then((accept_len - 1) / row_k)
         .when(pl.col("draft_tokens") > 0)
         .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .when(cut_line & (drafted_tok_s > 0))
+        .then(pl.col("accepted_tok_s") / drafted_tok_s)
         .alias("acceptance_rate"),
         pl.concat_str(
-            [pl.col("cut_note"), restarted, mixed, idle, stall], separator="; ", ignore_nulls=True
+            [
+                pl.when(cut_line).then(pl.lit(CUT_NOTE)),
+                pl.col("cut_note"),
+                restarted,
+                mixed,
+                idle,
+                stall,
+            ],
+            separator="; ",
+            ignore_nulls=True,
         ).alias("note"),
         pl.when(generated).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
