@@ -7,7 +7,8 @@ or joins a real fixture the way the kind describes, and says so.
 """
 
 import pytest
-from engine_fixtures import DATA, both
+from cli_checks import run_cli
+from engine_fixtures import DATA, as_written, both
 
 CUT_LIST = DATA / "vllm_v1_specdecoding_issue26402_per_position_list_cut.txt"
 
@@ -84,3 +85,28 @@ class TestCutAfterThroughputs:
         for rs in both(cut, tmp_path):
             assert [r["accept_len"] for r in rs] == [2.87, 2.72]
             assert [r["num_spec_tokens"] for r in rs] == [None, None]
+
+
+PROSE = DATA / "vllm_prose_issue10252_bullet_quotes_generation_throughput.txt"
+
+
+class TestProseQuotingALogLine:
+    def test_a_bullet_quoting_the_throughput_field_is_no_log_line_issue10252(self, tmp_path):
+        # "... significantly slower: - Avg generation throughput: 6.5 tokens/s (compared to
+        # 43.5 tokens/s in version 0.6.3)." is prose: the file holds no log line at all.
+        for path in (PROSE, as_written(PROSE, tmp_path)):
+            result = run_cli(["ingest", path])
+            assert result.exit_code == 2
+            assert "does not parse" not in result.output
+            assert "holds nothing breakeven reads" in result.output
+
+    def test_a_log_with_the_prose_after_it_is_read_whole(self, tmp_path):
+        # club-3090 issue 105's log with vLLM issue 10252's sentence after it (as notes kept
+        # beside a log): its two windows, and no problem.
+        mixed = tmp_path / "log_and_notes.txt"
+        mixed.write_text(WINDOWS.read_text() + as_written(PROSE, tmp_path).read_text())
+        result = run_cli(["ingest", mixed, "--json"])
+        assert result.exit_code == 0, result.output
+        assert "does not parse" not in result.output
+        for rs in both(mixed, tmp_path):
+            assert [r["gen_tok_s"] for r in rs] == [74.7, 72.0]

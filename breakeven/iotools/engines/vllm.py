@@ -152,6 +152,14 @@ _FIRST_COUNTS = (
     Field("draft_tokens", r"Number of draft tokens(?: tokens)?: ([^,]*)", "Number of draft tokens"),
 )
 
+# A throughput line as the engine prints it: its log prefix, "Engine NNN:", or the field before
+# or after "Avg generation throughput" as the logger joins them.  Prose that quotes the field
+# ("- Avg generation throughput: 6.5 tokens/s (compared to ...)") is no line of this kind.
+_LOGGED = (
+    r"(?:INFO|WARNING|DEBUG|ERROR) +\d\d-\d\d \d\d:\d\d:\d\d|Engine \d+:"
+    r"|Avg prompt throughput: [^,]*, Avg generation throughput:"
+    r"|Avg generation throughput: [^,]*, Running:"
+)
 _PRINTED_MEAN = Field(
     "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
 )
@@ -189,6 +197,7 @@ KINDS = (
             Field("queue_reqs", r"(?:Waiting|Pending): ([^,]*?) reqs", "Waiting"),
         ),
         required=("gen_tok_s", "running_reqs"),
+        match=_LOGGED,
     ),
     LineKind(
         V1,
