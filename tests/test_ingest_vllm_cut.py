@@ -110,3 +110,44 @@ class TestProseQuotingALogLine:
         assert "does not parse" not in result.output
         for rs in both(mixed, tmp_path):
             assert [r["gen_tok_s"] for r in rs] == [74.7, 72.0]
+
+
+def _clip_throughput_lines(path, tmp_path, at, name):
+    """The fixture with each throughput line clipped to start at ``at`` (no real sample of a
+    clipped line followed by its spec line was found: club-3090 issue 105's log, clipped)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if "Avg generation throughput" in line and not line.startswith("#"):
+            line = line[line.index(at) :]
+        out.append(line + "\n")
+    clipped = tmp_path / name
+    clipped.write_text("".join(out))
+    return clipped
+
+
+class TestClippedThroughputLine:
+    def test_a_throughput_line_without_its_prefix_is_joined_to_its_spec_line(self, tmp_path):
+        # "Engine 000: Avg prompt throughput: 0.0 tokens/s, ..." with "(APIServer pid=13026)
+        # INFO 05-08 16:25:19 [loggers.py:271] " clipped; its SpecDecoding line keeps its own.
+        clipped = _clip_throughput_lines(WINDOWS, tmp_path, "Engine 000:", "clipped.txt")
+        for rs in both(clipped, tmp_path):
+            assert [r["format"] for r in rs] == ["vllm_v1", "vllm_v1"]  # one record a window
+            prefill, decode = rs
+            assert [r["gen_tok_s"] for r in rs] == [74.7, 72.0]
+            assert [r["prompt_tok_s"] for r in rs] == [2.5, 0.0]
+            assert decode["tok_s"] == 72.0 and prefill["tok_s"] is None
+            assert [r["timestamp"] for r in rs] == ["05-08 16:25:09", "05-08 16:25:19"]
+            assert all("timestamp clipped" in r["note"] for r in rs)
+            assert decode["accept_len"] == pytest.approx(1 + 455 / (1590 / 6))
+
+    def test_a_line_clipped_past_its_prompt_throughput_gives_no_rate(self, tmp_path):
+        # Clipped to "Avg generation throughput: 72.0 tokens/s, Running: 1 reqs, ...": whether
+        # a request started in the window is lost with the prompt throughput.
+        at = "Avg generation throughput"
+        clipped = _clip_throughput_lines(WINDOWS, tmp_path, at, "no_prompt.txt")
+        for rs in both(clipped, tmp_path):
+            assert [r["format"] for r in rs] == ["vllm_v1", "vllm_v1"]
+            assert [r["gen_tok_s"] for r in rs] == [74.7, 72.0]
+            assert [r["prompt_tok_s"] for r in rs] == [None, None]
+            assert all(r["tok_s"] is None and r["aggregate_tok_s"] is not None for r in rs)
+            assert all("prompt throughput is lost" in r["note"] for r in rs)

@@ -135,6 +135,14 @@ IDLE_NOTE = (
     "first window after idle (a new launch, or the one before had no request running): its "
     "interval may hold idle time and prefill, so it is not a decode rate (tok_s left empty)"
 )
+CLIPPED_NOTE = (
+    "a timestamp clipped from the throughput line or the SpecDecoding line after it: the two "
+    "lines, printed one after the other, are one window"
+)
+NO_PROMPT_NOTE = (
+    "throughput line clipped before 'Avg generation throughput': its prompt throughput is lost, "
+    "so whether requests started in the window is unknown (tok_s left empty)"
+)
 STALL_NOTE = "no token generated in this window with requests running: no decode rate"
 
 
@@ -298,6 +306,7 @@ _COLUMNS = {
     "draft_tokens": pl.Float64,
     "emitted_tokens": pl.Float64,
     "per_position": pl.List(pl.Float64),
+    "throughput_ts": pl.String,
     "accepted_tok_s": pl.Float64,
     "drafted_tok_s": pl.Float64,
     **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64),
@@ -321,14 +330,18 @@ def sequence(
         rows = rows.filter(~is_offline) if rows.height else rows
         rows = rows.drop([c for c in OFFLINE_COLUMNS if c in rows.columns])
     ts = pl.col("timestamp")
+    if "timestamp" in rows.columns:  # the throughput line's, carried into the merged row
+        rows = rows.with_columns(throughput_ts=ts)
     rows, pending = merge_into_previous(
         rows,
         state,
         _COLUMNS,
         THROUGHPUT,
         SPEC,
-        ts.shift(1).eq_missing(ts),
-        _THROUGHPUT_FIELDS,
+        # The same timestamp; or one of them clipped (a paste that cut the log prefix), on the
+        # line right after.
+        ts.shift(1).eq_missing(ts) | _clipped(),
+        (*_THROUGHPUT_FIELDS, "throughput_ts"),
         final,
     )
     new_state: dict[str, Any] = {
@@ -346,6 +359,8 @@ def sequence(
     rows = _v0_differences(rows, new_state)
     rows = _after_idle(rows, new_state)
     launched = "launch_k" in rows.columns
+    one_clipped = pl.col("throughput_ts").is_null() != ts.is_null()
+    rows = rows.with_columns(clipped=pl.col("merge") & one_clipped).drop("throughput_ts")
     rows = _cut_lists(rows, k, launched)
     records = rows.with_columns(_derived(k, launched))
     if launched:
@@ -355,11 +370,18 @@ def sequence(
             spec_method=pl.when(spec).then(pl.col("launch_method")),
         ).drop(list(_LAUNCH_COLUMNS))
     dropped = ("kind", "merge", "printed_accept_len", "printed_k", "restarted")
-    records = records.drop(*dropped, "positions_cut", "cut_k", "cut_note")
+    records = records.drop(*dropped, "positions_cut", "cut_k", "cut_note", "clipped")
     records = records.drop("accepted_tok_s", "drafted_tok_s")
     if summaries is not None and summaries.height:
         records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
     return records, new_state
+
+
+def _clipped() -> pl.Expr:
+    """A spec line right after a throughput line (the next line of the input), one of the two
+    without its timestamp."""
+    ts = pl.col("timestamp")
+    return (ts.is_null() | ts.shift(1).is_null()) & (pl.col("line") == pl.col("line").shift(1) + 1)
 
 
 def _after_idle(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
@@ -538,6 +560,29 @@ def _accept_len(row_k: pl.Expr, drafts: pl.Expr) -> pl.Expr:
     )
 
 
+def _window(generated: pl.Expr) -> tuple[pl.Expr, list[pl.Expr]]:
+    """Whether a window's throughput is a decode rate, and the notes of why not (see the
+    module's docstring), for rows where ``generated``."""
+    # Requests started in the window: its throughput counts their prefill, and the idle time
+    # before them (at concurrency 1 with gaps between requests it read 30-45% low).  A line
+    # clipped before "Avg generation throughput" lost its prompt throughput: that is unknown.
+    unknown = pl.col("prompt_tok_s").is_null()
+    prefill = pl.col("prompt_tok_s").fill_null(0.0) > 0
+    after_idle = pl.col("first_after_idle").fill_null(False)
+    stalled = pl.col("gen_tok_s") == 0
+    rate = generated & ~unknown & ~prefill & ~after_idle & ~stalled
+    return rate, [
+        pl.when(pl.col("clipped")).then(pl.lit(CLIPPED_NOTE)),
+        pl.when(generated & unknown).then(pl.lit(NO_PROMPT_NOTE)),
+        pl.when(pl.col("restarted")).then(
+            pl.lit("counters since server start (first line, or after a restart)")
+        ),
+        pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE)),
+        pl.when(generated & after_idle & ~prefill).then(pl.lit(IDLE_NOTE)),
+        pl.when(generated & stalled & ~prefill & ~after_idle).then(pl.lit(STALL_NOTE)),
+    ]
+
+
 def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     kind = pl.col("kind")
     row_k = _row_k(k, launched)
@@ -546,18 +591,7 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     drafts = _v1_drafts(row_k)
     accept_len = _accept_len(row_k, drafts)
     generated = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
-    # Requests started in the window: its throughput counts their prefill, and the idle time
-    # before them (at concurrency 1 with gaps between requests it read 30-45% low).
-    prefill = pl.col("prompt_tok_s").fill_null(0.0) > 0
-    after_idle = pl.col("first_after_idle").fill_null(False)
-    stalled = pl.col("gen_tok_s") == 0
-    rate = generated & ~prefill & ~after_idle & ~stalled
-    restarted = pl.when(pl.col("restarted")).then(
-        pl.lit("counters since server start (first line, or after a restart)")
-    )
-    mixed = pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE))
-    idle = pl.when(generated & after_idle & ~prefill).then(pl.lit(IDLE_NOTE))
-    stall = pl.when(generated & stalled & ~prefill & ~after_idle).then(pl.lit(STALL_NOTE))
+    rate, notes = _window(generated)
     return [
         pl.when(kind == THROUGHPUT)
         .then(pl.lit(THROUGHPUT))
@@ -576,14 +610,7 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .then(pl.col("accepted_tok_s") / drafted_tok_s)
         .alias("acceptance_rate"),
         pl.concat_str(
-            [
-                pl.when(cut_line).then(pl.lit(CUT_NOTE)),
-                pl.col("cut_note"),
-                restarted,
-                mixed,
-                idle,
-                stall,
-            ],
+            [pl.when(cut_line).then(pl.lit(CUT_NOTE)), pl.col("cut_note"), *notes],
             separator="; ",
             ignore_nulls=True,
         ).alias("note"),
