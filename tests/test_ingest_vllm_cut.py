@@ -151,3 +151,39 @@ class TestClippedThroughputLine:
             assert [r["prompt_tok_s"] for r in rs] == [None, None]
             assert all(r["tok_s"] is None and r["aggregate_tok_s"] is not None for r in rs)
             assert all("prompt throughput is lost" in r["note"] for r in rs)
+
+
+JOINED = DATA / "vllm_v1_joined_issue15958_newlines_lost.txt"
+
+
+class TestNewlinesLost:
+    def test_records_run_together_on_one_line_are_split_issue15958(self, tmp_path):
+        # "... hit rate: 50.0% INFO 04-02 18:03:41 [metrics.py:53] SpecDecoding metrics: Draft
+        # acceptance rate: nan%, Accepted: 0 tokens, Drafted: 0 tokens INFO 04-02 18:03:51
+        # [loggers.py:87] Engine 000: ...": three windows, the first two with their spec line.
+        for rs in both(JOINED, tmp_path):
+            assert [r["format"] for r in rs] == ["vllm_v1", "vllm_v1", "vllm_throughput"]
+            assert [r["timestamp"] for r in rs] == [
+                "04-02 18:03:41",
+                "04-02 18:03:51",
+                "04-02 18:04:01",
+            ]
+            assert [r["gen_tok_s"] for r in rs] == [0.0, 0.0, 0.0]
+            assert [r["running_reqs"] for r in rs] == [0, 0, 0]
+            # Nothing drafted (the issue's bug: spec lines with spec decoding off).
+            assert [r["draft_tokens"] for r in rs] == [0, 0, None]
+            assert all(r["accept_len"] is None and r["tok_s"] is None for r in rs)
+            # Each part cites the line it was pasted on.
+            assert len({r["source"] for r in rs}) == 1
+
+    def test_a_joined_paste_reads_as_the_lines_it_joined(self, tmp_path):
+        # The paste's log with each record on its own line again gives the same records.
+        text = as_written(JOINED, tmp_path).read_text()
+        log = text[text.index("INFO 04-02") :]
+        apart = tmp_path / "apart.txt"
+        apart.write_text(log.replace(" INFO 04-02", "\nINFO 04-02"))
+        assert len(apart.read_text().splitlines()) == 5
+        keys = ("format", "timestamp", "gen_tok_s", "running_reqs", "draft_tokens")
+        joined = [{k: r[k] for k in keys} for r in both(JOINED, tmp_path)[1]]
+        for rs in both(apart, tmp_path):
+            assert [{k: r[k] for k in keys} for r in rs] == joined

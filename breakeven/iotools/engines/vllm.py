@@ -321,6 +321,8 @@ def sequence(
     last line (``v0_last``), the running requests and launch of the last window given
     (``last_window``: what tells a first window after idle) and the lines of an offline
     summary the block ended in (``offline``)."""
+    if rows.height and rows["line"].is_duplicated().any():
+        rows = _in_print_order(rows)
     launch = {"launch": state.get("launch")}
     rows = carry_launch(rows, launch, LAUNCHES, _LAUNCH_COLUMNS)
     offline = None
@@ -375,6 +377,19 @@ def sequence(
     if summaries is not None and summaries.height:
         records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
     return records, new_state
+
+
+def _in_print_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows in the order the engine printed them, where a paste that lost its newlines ran
+    several on one line (``line_start`` split them; they come here by kind): by timestamp,
+    then launch lines, throughput line, spec-decode line, as the logger prints an interval's.
+    Parts with no timestamp keep that order of kinds."""
+    rank = {**dict.fromkeys(LAUNCHES, 0), THROUGHPUT: 1, **dict.fromkeys(SPEC, 2)}
+    order = pl.col("kind").replace_strict(rank, default=3, return_dtype=pl.Int8)
+    by = [pl.col("line")]
+    if "timestamp" in rows.columns:
+        by.append(pl.col("timestamp"))
+    return rows.sort([*by, order], nulls_last=True, maintain_order=True)
 
 
 def _clipped() -> pl.Expr:
@@ -627,6 +642,9 @@ ENGINE = Engine(
     sequence,
     speculative_kinds=frozenset(SPEC),
     baseline_note="no spec-decode line in this log: a baseline (k = 0)",
+    # The log prefix (after its process's, if any), or the logger's own start of a line.
+    line_start=r"`?(?:\(\w+ pid=\d+\) )?(?:INFO|WARNING|DEBUG|ERROR) +\d\d-\d\d \d\d:\d\d:\d\d"
+    r"|`?Engine \d+:|`?SpecDecoding metrics:",
     tok_s={
         THROUGHPUT: "Avg generation throughput / Running requests, where no request started "
         "in the window",
