@@ -10,6 +10,8 @@ import pytest
 from cli_checks import run_cli
 from engine_fixtures import DATA, as_written, both
 
+from breakeven.iotools.ingest import ingest
+
 CUT_LIST = DATA / "vllm_v1_specdecoding_issue26402_per_position_list_cut.txt"
 
 
@@ -187,3 +189,11 @@ class TestNewlinesLost:
         joined = [{k: r[k] for k in keys} for r in both(JOINED, tmp_path)[1]]
         for rs in both(apart, tmp_path):
             assert [{k: r[k] for k in keys} for r in rs] == joined
+
+    def test_read_with_other_files_it_gives_the_same_records(self, tmp_path):
+        # Small inputs are marked together in one query (breakeven.iotools.batch): the split
+        # holds there too.
+        paths = [JOINED, CUT_LIST, WINDOWS]
+        together = ingest(paths).records
+        alone = [r for p in paths for r in ingest([p]).records]
+        assert together == alone and len(together) == 3 + 1 + 2
