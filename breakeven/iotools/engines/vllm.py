@@ -81,6 +81,14 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   version is taken from the engine config line: the rest is every setting resolved, some
   3,000 characters that differ between runs only where the arguments do.
 
+- Lines as users paste them (issue 44), each read for what it still holds, its loss in the
+  record's note: a per-position list cut short (:func:`_cut_lists`); a ``SpecDecoding`` line
+  cut after ``Drafted throughput: N`` (``V1_CUT``: the throughputs and k give the acceptance);
+  a throughput line whose timestamp was clipped (one window with the spec line on the next
+  line, :func:`_clipped`), or its prompt throughput (no ``tok_s``); prose that quotes a field
+  (``_LOGGED``: no log line); records run together where newlines were lost (``line_start``
+  splits them, :func:`_in_print_order` orders them).
+
 No line of the server log gives ``context_tokens``: it stays empty.  ``SpecDecoding metrics``
 counts drafted and accepted tokens, and the throughput line rates and requests; its ``GPU KV
 cache usage`` is a percentage of blocks (one decimal, block-rounded), not read.
