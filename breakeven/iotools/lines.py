@@ -106,6 +106,9 @@ class Engine:
     baseline_note: str = ""
     tok_s: dict[str, str] = field(default_factory=dict)
     """What ``tok_s`` means, by record format (for the ingest summary)."""
+    line_start: str | None = None
+    """A pattern of where the engine's lines start: a marked line holding one after a space (a
+    paste that lost its newlines) is split there, each part on the same line number."""
 
 
 def with_pending(
@@ -566,6 +569,7 @@ class TextScanner:
         self.kinds = [kind for e in engines for kind in e.kinds]
         self.marker_pattern, self.kind_of = _marking(tuple(self.kinds), tuple(table_markers))
         self.marker_group = f"({self.marker_pattern})"
+        self.starts = "|".join(f"(?:{e.line_start})" for e in engines if e.line_start)
         self.table_markers = table_markers
         self.table_reader = table_reader
         self.table_carry: tuple[int, str] | None = None
@@ -602,8 +606,13 @@ class TextScanner:
     def marked(self, lines: pl.LazyFrame) -> pl.LazyFrame:
         """The rows of ``lines`` (a ``text`` column, and any others) that hold a marker and
         are no comment, with their ``kind`` (last); lines of no kind are left out."""
+        marked = lines.filter(pl.col("text").str.contains(self.marker_pattern))
+        if self.starts:  # a line start after a space, not after a prefix's ")" or "]"
+            at = pl.col("text").str.replace_all(rf"([^\])\s])\s+({self.starts})", "$1\x1f$2")
+            at = pl.when(pl.col("text").str.contains("\ufffd")).then(pl.col("text")).otherwise(at)
+            marked = marked.with_columns(at.str.split("\x1f")).explode("text")
         return (
-            lines.filter(pl.col("text").str.contains(self.marker_pattern))
+            marked.filter(pl.col("text").str.contains(self.marker_pattern))
             .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
             .with_columns(marker=pl.col("text").str.extract(self.marker_group, 1))
             .with_columns(self.kind_of.alias("kind"))

@@ -30,11 +30,13 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
     idle time before it, in its throughput (at concurrency 1 with gaps between requests,
     30-45% low): no ``tok_s``, a note;
   - the first window after idle (``first_after_idle``, as SGLang's guard names it): the
-    first window of the log (nothing tells what came before it), of a launch, or after a
-    window that ended with ``Running: 0 reqs``.  Its interval may span idle time (V1 logs
-    an interval at DEBUG where it and the one before it had no throughput, so idle
-    intervals after the first are not printed; V0 logs from the engine's step, and its
-    first step after idle logs the whole gap): no ``tok_s``, a note;
+    first window of a launch, or after a window that ended with ``Running: 0 reqs``.  Its
+    interval may span idle time (V1 logs an interval at DEBUG where it and the one before it
+    had no throughput, so idle intervals after the first are not printed; V0 logs from the
+    engine's step, and its first step after idle logs the whole gap): no ``tok_s``, a note.
+    The log's first window is not one by itself: V1's logger resets its window at every
+    interval, printed or not, and only a window with prompt throughput above 0 holds request
+    starts (the case above), so a first window with prompt throughput 0.0 is pure decode;
   - a window with requests running and no token generated (a long prefill under way):
     no ``tok_s``, a note.
 
@@ -79,6 +81,14 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   version is taken from the engine config line: the rest is every setting resolved, some
   3,000 characters that differ between runs only where the arguments do.
 
+- Lines as users paste them (issue 44), each read for what it still holds, its loss in the
+  record's note: a per-position list cut short (:func:`_cut_lists`); a ``SpecDecoding`` line
+  cut after ``Drafted throughput: N`` (``V1_CUT``: the throughputs and k give the acceptance);
+  a throughput line whose timestamp was clipped (one window with the spec line on the next
+  line, :func:`_clipped`), or its prompt throughput (no ``tok_s``); prose that quotes a field
+  (``_LOGGED``: no log line); records run together where newlines were lost (``line_start``
+  splits them, :func:`_in_print_order` orders them).
+
 No line of the server log gives ``context_tokens``: it stays empty.  ``SpecDecoding metrics``
 counts drafted and accepted tokens, and the throughput line rates and requests; its ``GPU KV
 cache usage`` is a percentage of blocks (one decimal, block-rounded), not read.
@@ -90,6 +100,13 @@ from typing import Any
 
 import polars as pl
 
+from breakeven.iotools.engines.spec_decode_example import (
+    OFFLINE,
+    OFFLINE_COLUMNS,
+    OFFLINE_KINDS,
+    OFFLINE_LINE_KINDS,
+    offline_records,
+)
 from breakeven.iotools.lines import (
     Engine,
     Field,
@@ -103,8 +120,14 @@ from breakeven.iotools.lines import (
 THROUGHPUT = "vllm_throughput"
 V1 = "vllm_v1"
 V1_FIRST = "vllm_v1_first_format"
+V1_CUT = "vllm_v1_cut_after_throughputs"
 V0 = "vllm_v0"
-SPEC = (V1, V1_FIRST, V0)
+SPEC = (V1, V1_FIRST, V1_CUT, V0)
+CUT_NOTE = (
+    "SpecDecoding line cut after its throughputs: its Accepted and Drafted counts and "
+    "per-position rates are lost; accept_len is 1 + accepted throughput / (drafted throughput "
+    "/ k), else the printed mean"
+)
 LAUNCH = "vllm_engine_config"
 ARGS = "vllm_non_default_args"
 LAUNCHES = (ARGS, LAUNCH)
@@ -116,41 +139,19 @@ PREFILL_NOTE = (
     "left empty; bench, or the difference of two /metrics scrapes, measures one)"
 )
 
-# examples/offline_inference/spec_decode.py's summary, one value a line (see the docstring).
-OFFLINE = "vllm_offline_spec_decode"
-OFFLINE_AT = "vllm_offline_acceptance_at_token"
-_OFFLINE_COUNTS = (  # kind, the line's start, column; in the order the example prints them
-    ("vllm_offline_output_tokens", "total_num_output_tokens:", "offline_output_tokens"),
-    ("vllm_offline_drafts", "num_drafts:", "offline_drafts"),
-    ("vllm_offline_draft_tokens", "num_draft_tokens:", "offline_draft_tokens"),
-    ("vllm_offline_accepted", "num_accepted_tokens:", "offline_accepted"),
-    ("vllm_offline_mean", "mean acceptance length:", "offline_mean"),
-)
-OFFLINE_KINDS = (*(name for name, _, _ in _OFFLINE_COUNTS), OFFLINE_AT)
-_OFFLINE_COLUMNS = {
-    **{column: pl.Float64 for _, _, column in _OFFLINE_COUNTS},
-    "offline_position": pl.Float64,
-    "offline_rate": pl.Float64,
-}
-NO_DRAFTS_NOTE = "no drafts in this summary (num_drafts 0): no acceptance"
 IDLE_NOTE = (
-    "first window after idle (no window before it in this log, a new launch, or the one before "
-    "had no request running): its interval may hold idle time and prefill, so it is not a "
-    "decode rate (tok_s left empty)"
+    "first window after idle (a new launch, or the one before had no request running): its "
+    "interval may hold idle time and prefill, so it is not a decode rate (tok_s left empty)"
+)
+CLIPPED_NOTE = (
+    "a timestamp clipped from the throughput line or the SpecDecoding line after it: the two "
+    "lines, printed one after the other, are one window"
+)
+NO_PROMPT_NOTE = (
+    "throughput line clipped before 'Avg generation throughput': its prompt throughput is lost, "
+    "so whether requests started in the window is unknown (tok_s left empty)"
 )
 STALL_NOTE = "no token generated in this window with requests running: no decode rate"
-
-
-def _offline_count(name: str, start: str, column: str) -> LineKind:
-    """A count line of the offline summary: ``start``, a space, one value, nothing after."""
-    return LineKind(
-        name,
-        "vllm",
-        start + " ",
-        fields=(Field(column, rf"^\s*{start} *(\S+)\s*$", start.rstrip(":")),),
-        required=(column,),
-        match=rf"^\s*{start} ",
-    )
 
 
 _TIMESTAMP = Field(
@@ -167,7 +168,33 @@ _FIRST_COUNTS = (
     Field("draft_tokens", r"Number of draft tokens(?: tokens)?: ([^,]*)", "Number of draft tokens"),
 )
 
+# A throughput line as the engine prints it: its log prefix, "Engine NNN:", or the field before
+# or after "Avg generation throughput" as the logger joins them.  Prose that quotes the field
+# ("- Avg generation throughput: 6.5 tokens/s (compared to ...)") is no line of this kind.
+_LOGGED = (
+    r"(?:INFO|WARNING|DEBUG|ERROR) +\d\d-\d\d \d\d:\d\d:\d\d|Engine \d+:"
+    r"|Avg prompt throughput: [^,]*, Avg generation throughput:"
+    r"|Avg generation throughput: [^,]*, Running:"
+)
+_PRINTED_MEAN = Field(
+    "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
+)
+
 KINDS = (
+    LineKind(
+        V1_CUT,  # before V1: its lines have V1's marker, and no "Drafted:" count
+        "vllm",
+        "SpecDecoding metrics:",
+        also="Drafted throughput:",
+        unless=", Drafted: ",
+        fields=(
+            _TIMESTAMP,
+            _PRINTED_MEAN,
+            Field("accepted_tok_s", r"Accepted throughput: (\d[\d.]*)", "Accepted throughput"),
+            Field("drafted_tok_s", r"Drafted throughput: (\d[\d.]*)", "Drafted throughput"),
+        ),
+        required=("accepted_tok_s", "drafted_tok_s"),
+    ),
     LineKind(
         THROUGHPUT,
         "vllm",
@@ -186,6 +213,7 @@ KINDS = (
             Field("queue_reqs", r"(?:Waiting|Pending): ([^,]*?) reqs", "Waiting"),
         ),
         required=("gen_tok_s", "running_reqs"),
+        match=_LOGGED,
     ),
     LineKind(
         V1,
@@ -193,9 +221,7 @@ KINDS = (
         "SpecDecoding metrics:",
         fields=(
             _TIMESTAMP,
-            Field(
-                "printed_accept_len", r"Mean acceptance length: ([^,]*)", "Mean acceptance length"
-            ),
+            _PRINTED_MEAN,
             Field("accepted_tokens", r"Accepted: ([^,]*?) tokens", "Accepted"),
             Field("draft_tokens", r"Drafted: ([^,]*?) tokens", "Drafted"),
             Field(
@@ -277,18 +303,7 @@ KINDS = (
             ),
         ),
     ),
-    *(_offline_count(name, marker, column) for name, marker, column in _OFFLINE_COUNTS),
-    LineKind(
-        OFFLINE_AT,
-        "vllm",
-        "acceptance at token ",
-        fields=(
-            Field("offline_position", r"^\s*acceptance at token (\d+):", "acceptance at token"),
-            Field("offline_rate", r"^\s*acceptance at token \d+: *(\S+)\s*$", "acceptance"),
-        ),
-        required=("offline_position", "offline_rate"),
-        match=r"^\s*acceptance at token \d+:",
-    ),
+    *OFFLINE_LINE_KINDS,
 )
 
 _COLUMNS = {
@@ -299,6 +314,9 @@ _COLUMNS = {
     "draft_tokens": pl.Float64,
     "emitted_tokens": pl.Float64,
     "per_position": pl.List(pl.Float64),
+    "throughput_ts": pl.String,
+    "accepted_tok_s": pl.Float64,
+    "drafted_tok_s": pl.Float64,
     **dict.fromkeys(_THROUGHPUT_FIELDS, pl.Float64),
 }
 
@@ -311,23 +329,29 @@ def sequence(
     last line (``v0_last``), the running requests and launch of the last window given
     (``last_window``: what tells a first window after idle) and the lines of an offline
     summary the block ended in (``offline``)."""
+    if rows.height and rows["line"].is_duplicated().any():
+        rows = _in_print_order(rows)
     launch = {"launch": state.get("launch")}
     rows = carry_launch(rows, launch, LAUNCHES, _LAUNCH_COLUMNS)
     offline = None
-    if state.get("offline") is not None or any(c in rows.columns for c in _OFFLINE_COLUMNS):
+    if state.get("offline") is not None or any(c in rows.columns for c in OFFLINE_COLUMNS):
         is_offline = pl.col("kind").is_in(OFFLINE_KINDS) if rows.height else pl.lit(False)
         offline = rows.filter(is_offline) if rows.height else rows
         rows = rows.filter(~is_offline) if rows.height else rows
-        rows = rows.drop([c for c in _OFFLINE_COLUMNS if c in rows.columns])
+        rows = rows.drop([c for c in OFFLINE_COLUMNS if c in rows.columns])
     ts = pl.col("timestamp")
+    if "timestamp" in rows.columns:  # the throughput line's, carried into the merged row
+        rows = rows.with_columns(throughput_ts=ts)
     rows, pending = merge_into_previous(
         rows,
         state,
         _COLUMNS,
         THROUGHPUT,
         SPEC,
-        ts.shift(1).eq_missing(ts),
-        _THROUGHPUT_FIELDS,
+        # The same timestamp; or one of them clipped (a paste that cut the log prefix), on the
+        # line right after.
+        ts.shift(1).eq_missing(ts) | _clipped(),
+        (*_THROUGHPUT_FIELDS, "throughput_ts"),
         final,
     )
     new_state: dict[str, Any] = {
@@ -339,12 +363,15 @@ def sequence(
     }
     summaries = None
     if offline is not None:
-        summaries, new_state["offline"] = _offline(offline, state.get("offline"), k, final)
+        summaries, new_state["offline"] = offline_records(offline, state.get("offline"), k, final)
     if not rows.height:
         return summaries, new_state
     rows = _v0_differences(rows, new_state)
     rows = _after_idle(rows, new_state)
     launched = "launch_k" in rows.columns
+    one_clipped = pl.col("throughput_ts").is_null() != ts.is_null()
+    rows = rows.with_columns(clipped=pl.col("merge") & one_clipped).drop("throughput_ts")
+    rows = _cut_lists(rows, k, launched)
     records = rows.with_columns(_derived(k, launched))
     if launched:
         spec = pl.col("kind").is_in(SPEC)
@@ -352,10 +379,32 @@ def sequence(
             model=pl.col("launch_model"),
             spec_method=pl.when(spec).then(pl.col("launch_method")),
         ).drop(list(_LAUNCH_COLUMNS))
-    records = records.drop("kind", "merge", "printed_accept_len", "printed_k", "restarted")
+    dropped = ("kind", "merge", "printed_accept_len", "printed_k", "restarted")
+    records = records.drop(*dropped, "positions_cut", "cut_k", "cut_note", "clipped")
+    records = records.drop("accepted_tok_s", "drafted_tok_s")
     if summaries is not None and summaries.height:
         records = pl.concat([records, summaries], how="diagonal_relaxed").sort("line")
     return records, new_state
+
+
+def _in_print_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows in the order the engine printed them, where a paste that lost its newlines ran
+    several on one line (``line_start`` split them; they come here by kind): by timestamp,
+    then launch lines, throughput line, spec-decode line, as the logger prints an interval's.
+    Parts with no timestamp keep that order of kinds."""
+    rank = {**dict.fromkeys(LAUNCHES, 0), THROUGHPUT: 1, **dict.fromkeys(SPEC, 2)}
+    order = pl.col("kind").replace_strict(rank, default=3, return_dtype=pl.Int8)
+    by = [pl.col("line")]
+    if "timestamp" in rows.columns:
+        by.append(pl.col("timestamp"))
+    return rows.sort([*by, order], nulls_last=True, maintain_order=True)
+
+
+def _clipped() -> pl.Expr:
+    """A spec line right after a throughput line (the next line of the input), one of the two
+    without its timestamp."""
+    ts = pl.col("timestamp")
+    return (ts.is_null() | ts.shift(1).is_null()) & (pl.col("line") == pl.col("line").shift(1) + 1)
 
 
 def _after_idle(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
@@ -375,7 +424,10 @@ def _after_idle(rows: pl.DataFrame, state: dict[str, Any]) -> pl.DataFrame:
         running = pl.when(seen).then(running).otherwise(pl.lit(last["running"], pl.Float64))
         launch = pl.when(seen).then(launch).otherwise(pl.lit(last["launch"], pl.Int64))
         seen = pl.lit(True)
-    idle = ~seen | (running == 0).fill_null(True) | launch.ne_missing(pl.col("launch_line"))
+    # The log's first window follows idle only as far as its prompt throughput says: V1's
+    # logger resets its window every interval, printed or not, and only a window with prompt
+    # throughput above 0 holds request starts (which the prefill note covers).
+    idle = (seen & (running == 0).fill_null(True)) | launch.ne_missing(pl.col("launch_line"))
     windows = rows.filter(window)
     if windows.height:
         state["last_window"] = {
@@ -430,26 +482,85 @@ def _v1_drafts(row_k: pl.Expr) -> pl.Expr:
     from_rates = pl.col("accepted_tokens") / rates
     band = from_rates * pl.col("per_position").list.len() * _RATE_ROUNDING / rates
     return (
-        pl.when((rates > 0) & ((from_rates - full).abs() > band + 1e-9))
+        pl.when(~pl.col("positions_cut") & (rates > 0) & ((from_rates - full).abs() > band + 1e-9))
         .then(from_rates)
         .otherwise(full)
     )
 
 
-def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
-    kind = pl.col("kind")
-    per_position_k = pl.col("per_position").list.len()
+def _given_k(k: int | None, launched: bool) -> pl.Expr:
+    """k as ``-k`` gives it, else the launch's ``num_spec_tokens``."""
     given = pl.lit(k, pl.Int64)
     if launched:
         given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
-    v1_k = pl.when(per_position_k > 0).then(per_position_k).otherwise(given)
-    row_k = (
+    return given
+
+
+def _cut_lists(rows: pl.DataFrame, k: int | None, launched: bool) -> pl.DataFrame:
+    """A per-position acceptance list that was cut (a paste or a quote that ended it early):
+    ``per_position`` without its cut last value, ``positions_cut`` and its note, and
+    ``cut_k``, the k it was cut from.
+
+    The list is cut where its last value does not read as a number (``0.1...``), or where the
+    k that ``-k`` or the launch gives, else the drafted and accepted counts with the printed
+    mean (``drafted x (mean - 1) / accepted``, within 0.1 of a whole number), is longer than it.
+    A drafter that proposes fewer than k tokens makes that count k shorter, never longer.
+    """
+    listed = pl.col("per_position")
+    kept = listed.list.drop_nulls()
+    n = kept.list.len()
+    counts = pl.col("draft_tokens") * (pl.col("printed_accept_len") - 1) / pl.col("accepted_tokens")
+    counted = pl.when((counts - counts.round(0)).abs() <= 0.1).then(counts.round(0))
+    given = _given_k(k, launched).cast(pl.Float64)
+    longer = pl.coalesce(given, counted)
+    elided = (listed.list.len() > n).fill_null(False)
+    cut = (n > 0) & (elided | (longer > n).fill_null(False))
+    source = pl.when(given.is_not_null()).then(pl.lit("-k or the launch"))
+    source = source.otherwise(pl.lit("the drafted and accepted counts with the printed mean"))
+    note = pl.format(
+        "per-position acceptance list cut after {} values: k = {} from {}; per_position holds the "
+        "values printed, the positions after them are lost (acceptance from drafted / k)",
+        n,
+        longer.cast(pl.Int64),
+        source,
+    )
+    unknown = pl.format(
+        "per-position acceptance list cut after {} values, and nothing tells k: the printed "
+        "mean acceptance length stands",
+        n,
+    )
+    return rows.with_columns(
+        per_position=pl.when(listed.is_not_null()).then(kept),
+        positions_cut=cut,
+        cut_k=pl.when(cut).then(longer.cast(pl.Int64)),
+        cut_note=pl.when(cut & longer.is_not_null()).then(note).when(cut).then(unknown),
+    )
+
+
+def _row_k(k: int | None, launched: bool) -> pl.Expr:
+    """A spec line's k: V0 prints it; V1's is its per-position list's length (unless the list
+    was cut, :func:`_cut_lists`), else ``-k`` or the launch's."""
+    kind = pl.col("kind")
+    per_position_k = pl.col("per_position").list.len()
+    v1_k = (
+        pl.when(pl.col("positions_cut"))
+        .then(pl.col("cut_k"))
+        .when(per_position_k > 0)
+        .then(per_position_k)
+        .otherwise(_given_k(k, launched))
+    )
+    return (
         pl.when(kind == V0)
         .then(pl.col("printed_k").cast(pl.Int64))
-        .when(kind.is_in([V1, V1_FIRST]))
+        .when(kind.is_in([V1, V1_FIRST, V1_CUT]))
         .then(v1_k)
     )
-    drafts = _v1_drafts(row_k)
+
+
+def _accept_len(row_k: pl.Expr, drafts: pl.Expr) -> pl.Expr:
+    """``accept_len`` by the line's kind (see the module's docstring)."""
+    kind = pl.col("kind")
+    drafted_tok_s = pl.col("drafted_tok_s")
     v1_accept_len = (
         pl.when(row_k > 0)
         .then(pl.when(drafts > 0).then(1 + pl.col("accepted_tokens") / drafts))
@@ -458,20 +569,52 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
     v0_accept_len = pl.when((row_k > 0) & (pl.col("draft_tokens") > 0)).then(
         pl.col("emitted_tokens") / drafts
     )
-    accept_len = pl.when(kind == V0).then(v0_accept_len).otherwise(v1_accept_len)
-    generated = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
+    cut_accept_len = (
+        pl.when((row_k > 0) & (drafted_tok_s > 0))
+        .then(1 + pl.col("accepted_tok_s") / (drafted_tok_s / row_k))
+        .otherwise(pl.col("printed_accept_len"))
+    )
+    return (
+        pl.when(kind == V0)
+        .then(v0_accept_len)
+        .when(kind == V1_CUT)
+        .then(cut_accept_len)
+        .otherwise(v1_accept_len)
+    )
+
+
+def _window(generated: pl.Expr) -> tuple[pl.Expr, list[pl.Expr]]:
+    """Whether a window's throughput is a decode rate, and the notes of why not (see the
+    module's docstring), for rows where ``generated``."""
     # Requests started in the window: its throughput counts their prefill, and the idle time
-    # before them (at concurrency 1 with gaps between requests it read 30-45% low).
+    # before them (at concurrency 1 with gaps between requests it read 30-45% low).  A line
+    # clipped before "Avg generation throughput" lost its prompt throughput: that is unknown.
+    unknown = pl.col("prompt_tok_s").is_null()
     prefill = pl.col("prompt_tok_s").fill_null(0.0) > 0
     after_idle = pl.col("first_after_idle").fill_null(False)
     stalled = pl.col("gen_tok_s") == 0
-    rate = generated & ~prefill & ~after_idle & ~stalled
-    restarted = pl.when(pl.col("restarted")).then(
-        pl.lit("counters since server start (first line, or after a restart)")
-    )
-    mixed = pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE))
-    idle = pl.when(generated & after_idle & ~prefill).then(pl.lit(IDLE_NOTE))
-    stall = pl.when(generated & stalled & ~prefill & ~after_idle).then(pl.lit(STALL_NOTE))
+    rate = generated & ~unknown & ~prefill & ~after_idle & ~stalled
+    return rate, [
+        pl.when(pl.col("clipped")).then(pl.lit(CLIPPED_NOTE)),
+        pl.when(generated & unknown).then(pl.lit(NO_PROMPT_NOTE)),
+        pl.when(pl.col("restarted")).then(
+            pl.lit("counters since server start (first line, or after a restart)")
+        ),
+        pl.when(generated & prefill).then(pl.lit(PREFILL_NOTE)),
+        pl.when(generated & after_idle & ~prefill).then(pl.lit(IDLE_NOTE)),
+        pl.when(generated & stalled & ~prefill & ~after_idle).then(pl.lit(STALL_NOTE)),
+    ]
+
+
+def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
+    kind = pl.col("kind")
+    row_k = _row_k(k, launched)
+    cut_line = kind == V1_CUT
+    drafted_tok_s = pl.col("drafted_tok_s")
+    drafts = _v1_drafts(row_k)
+    accept_len = _accept_len(row_k, drafts)
+    generated = pl.col("gen_tok_s").is_not_null() & (pl.col("running_reqs") > 0)
+    rate, notes = _window(generated)
     return [
         pl.when(kind == THROUGHPUT)
         .then(pl.lit(THROUGHPUT))
@@ -486,136 +629,19 @@ def _derived(k: int | None, launched: bool = False) -> list[pl.Expr]:
         .then((accept_len - 1) / row_k)
         .when(pl.col("draft_tokens") > 0)
         .then(pl.col("accepted_tokens") / pl.col("draft_tokens"))
+        .when(cut_line & (drafted_tok_s > 0))
+        .then(pl.col("accepted_tok_s") / drafted_tok_s)
         .alias("acceptance_rate"),
-        pl.concat_str([restarted, mixed, idle, stall], separator="; ", ignore_nulls=True).alias(
-            "note"
-        ),
+        pl.concat_str(
+            [pl.when(cut_line).then(pl.lit(CUT_NOTE)), pl.col("cut_note"), *notes],
+            separator="; ",
+            ignore_nulls=True,
+        ).alias("note"),
         pl.when(generated).then(pl.col("gen_tok_s")).alias("aggregate_tok_s"),
         pl.when(rate).then(pl.col("gen_tok_s") / pl.col("running_reqs")).alias("tok_s"),
         pl.when(generated).then(pl.col("running_reqs")).alias("concurrency"),
         (kind == THROUGHPUT).alias("undecided"),
     ]
-
-
-def _offline(
-    rows: pl.DataFrame, held: pl.DataFrame | None, k: int | None, final: bool
-) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
-    """Records of the offline summaries in ``rows`` (after the lines ``held`` from the block
-    before), and the lines of the last summary, held back unless ``final``: more of its
-    lines may follow in the next block.
-
-    A summary's lines come in the example's order (counts, mean, then positions 0, 1, ...):
-    a line that does not come after the one before in that order starts another summary.
-    """
-    if held is not None:
-        rows = pl.concat([held, rows], how="diagonal_relaxed") if rows.height else held
-    if not rows.height:
-        return None, None
-    rows = rows.with_columns(
-        pl.lit(None, t).alias(c) for c, t in _OFFLINE_COLUMNS.items() if c not in rows.columns
-    )
-    order = {name: i for i, name in enumerate(OFFLINE_KINDS)}
-    rank = pl.col("kind").replace_strict(order, return_dtype=pl.Float64) + pl.col(
-        "offline_position"
-    ).fill_null(0.0)
-    at = pl.col("kind") == OFFLINE_AT
-    # Positions count up by one; a count line comes after the lines before it in the order.
-    follows = (
-        pl.when(at & (rank.shift(1) >= order[OFFLINE_AT]))
-        .then(rank == rank.shift(1) + 1)
-        .otherwise(rank > rank.shift(1))
-    )
-    rows = rows.with_columns(summary=(~follows.fill_null(False)).cum_sum())
-    kept = None
-    if not final:
-        last = rows["summary"][-1]
-        kept = rows.filter(pl.col("summary") == last).drop("summary")
-        rows = rows.filter(pl.col("summary") != last)
-        if not rows.height:
-            return None, kept
-    launched = "launch_k" in rows.columns
-    return _summary_records(_summaries(rows, k), launched), kept
-
-
-def _summaries(rows: pl.DataFrame, k: int | None) -> pl.DataFrame:
-    """The offline summaries' lines (numbered by ``summary``) as one row a summary: its first
-    line, counts, printed mean, ``per_position`` rates, ``given_k`` (``k``, else the launch's)
-    and launch (see :func:`_offline`)."""
-    at = pl.col("kind") == OFFLINE_AT
-    given = pl.lit(k, pl.Int64)
-    if "launch_k" in rows.columns:
-        given = pl.coalesce(given, pl.col("launch_k").cast(pl.Int64, strict=False))
-    first = [
-        pl.col(c).drop_nulls().first().alias(c)
-        for c in ("offline_output_tokens", "offline_drafts", "offline_draft_tokens")
-    ]
-    return rows.group_by("summary", maintain_order=True).agg(
-        pl.col("line").first(),
-        *first,
-        pl.col("offline_accepted").drop_nulls().first(),
-        pl.col("offline_mean").drop_nulls().first(),
-        pl.col("offline_rate").filter(at).alias("per_position"),
-        given.first().alias("given_k"),
-        *(
-            pl.col(c).first()
-            for c in ("launch_line", "launched_at", "env", "launch_model", "launch_method")
-            if c in rows.columns
-        ),
-    )
-
-
-def _summary_records(summaries: pl.DataFrame, launched: bool) -> pl.DataFrame:
-    """The records of offline summaries (:func:`_summaries`; ``launched``: they carry their
-    launch's settings), see :func:`_offline`."""
-    drafts = pl.col("offline_drafts")
-    accepted = pl.col("offline_accepted")
-    positions = pl.col("per_position").list.len()
-    row_k = pl.when(positions > 0).then(positions).otherwise(pl.col("given_k"))
-    from_counts = 1 + accepted / drafts
-    # Where a count is missing (not printed, or a line that did not parse), the printed mean.
-    accept_len = (
-        pl.when(drafts.is_null() | accepted.is_null())
-        .then(pl.col("offline_mean"))
-        .when(drafts > 0)
-        .then(from_counts)
-    )
-    printed = pl.col("offline_mean")
-    # The example prints the mean with 2 decimals ("%.2f"): it agrees within their rounding.
-    disagrees = (drafts > 0) & ((printed - from_counts).abs() > 0.005 + 1e-9)
-    draft_tokens = pl.col("offline_draft_tokens")
-    return summaries.select(
-        "line",
-        *(c for c in ("launch_line", "launched_at", "env") if c in summaries.columns),
-        format=pl.lit(OFFLINE),
-        num_spec_tokens=row_k,
-        num_drafts=drafts,
-        draft_tokens=draft_tokens,
-        accepted_tokens=accepted,
-        per_position=pl.when(positions > 0).then(pl.col("per_position")),
-        accept_len=accept_len,
-        acceptance_rate=pl.when(draft_tokens > 0)
-        .then(accepted / draft_tokens)
-        .when(draft_tokens.is_null() & (row_k > 0))
-        .then((accept_len - 1) / row_k),
-        note=pl.when(drafts == 0)
-        .then(pl.lit(NO_DRAFTS_NOTE))
-        .when(disagrees)
-        .then(
-            pl.lit("printed mean acceptance length ")
-            + printed.cast(pl.String)
-            + pl.lit(" is not 1 + num_accepted_tokens / num_drafts = ")
-            + from_counts.round(4).cast(pl.String)
-        ),
-        undecided=pl.lit(False),
-        **(
-            {
-                "model": pl.col("launch_model"),
-                "spec_method": pl.col("launch_method"),
-            }
-            if launched
-            else {}
-        ),
-    )
 
 
 ENGINE = Engine(
@@ -624,6 +650,9 @@ ENGINE = Engine(
     sequence,
     speculative_kinds=frozenset(SPEC),
     baseline_note="no spec-decode line in this log: a baseline (k = 0)",
+    # The log prefix (after its process's, if any), or the logger's own start of a line.
+    line_start=r"`?(?:\(\w+ pid=\d+\) )?(?:INFO|WARNING|DEBUG|ERROR) +\d\d-\d\d \d\d:\d\d:\d\d"
+    r"|`?Engine \d+:|`?SpecDecoding metrics:",
     tok_s={
         THROUGHPUT: "Avg generation throughput / Running requests, where no request started "
         "in the window",
