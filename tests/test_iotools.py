@@ -127,7 +127,7 @@ def test_a_result_maps_to_record_columns_as_its_format_says():
 
 def test_fleet_queries_name_only_the_registrys_series():
     assert fleet.FLEET_ENGINES == tuple(metrics.METRICS)
-    assert deploy.SCHEDULE_ENGINES == ("vllm", "sglang", "vllm-legacy")
+    assert deploy.SCHEDULE_ENGINES == ("vllm", "sglang", "vllm-legacy", "trtllm")
     for engine, e in metrics.METRICS.items():
         text = " ".join(fleet.queries(engine, "", "1m").values())
         names = set(re.findall(r"[a-z]+:[a-z_]+", text))
