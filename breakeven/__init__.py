@@ -12,10 +12,49 @@ I/O.  Conventions, stated once:
 Importing this package is cheap: each public name is imported when first used.
 """
 
+import importlib
 import sys
 import types
+from collections.abc import Mapping
 
 __version__ = "0.1.0"
+
+
+# The mechanism, shared with breakeven.iotools (one definition): the standard library only, so
+# that importing the package imports none of its modules.
+class LazyPackage(types.ModuleType):
+    """A package's module type: each name of ``lazy`` (name -> the module that defines it) is
+    imported where first used, then kept.
+
+    Importing a module binds it to its name on its package.  Where a lazy name is also a
+    module's name (``breakeven.check``, ``breakeven.iotools.ingest``), the name stays what the
+    table says (the function), however the modules were imported."""
+
+    lazy: Mapping[str, str] = {}
+
+    def __getattr__(self, name: str) -> object:
+        module = self.lazy.get(name)
+        if module is None:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        self.__dict__[name] = value
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(self.__dict__) | set(self.lazy))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, types.ModuleType) and name in self.lazy:
+            return
+        super().__setattr__(name, value)
+
+
+def lazy_names(package: str, names: Mapping[str, str]) -> None:
+    """Make ``package`` (imported, by its name) a :class:`LazyPackage` of ``names``."""
+    sys.modules[package].__class__ = type(
+        "LazyPackage", (LazyPackage,), {"lazy": dict(names), "__doc__": LazyPackage.__doc__}
+    )
+
 
 # Every public name is imported when first used, so that ``import breakeven`` and the command
 # line start fast (benchmarks/cli_startup.py): ``breakeven predict`` needs none of check,
@@ -77,37 +116,6 @@ _LAZY = {
     "MoE": "breakeven.model.surface",
     "fit_surface": "breakeven.model.surface",
 }
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'breakeven' has no attribute {name!r}")
-    # lazy: start-up (the table above)
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: its functions keep their names when a namesake module loads.
-
-    Importing a module binds it to its name on its package.  Six public functions share a name
-    with a module's old path (check, compare, fit, optimize, predict, sensitivity: ``import
-    breakeven.check`` still works, below): for those the name stays the function, as the
-    documented API says, however the modules were imported.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and name in _LAZY:
-            return
-        super().__setattr__(name, value)
 
 
 # Modules moved into the layers' folders (issue 39): each old path still imports, as the module
@@ -217,7 +225,7 @@ class _MovedFinder:
 
 if not any(f is _MovedFinder for f in sys.meta_path):
     sys.meta_path.append(_MovedFinder)
-sys.modules[__name__].__class__ = _Package
+lazy_names(__name__, _LAZY)  # six functions keep their names when a namesake module loads
 
 __all__ = [
     "BatchResult",

@@ -16,8 +16,7 @@ Each name is imported where first used, as the package's own are (:mod:`breakeve
 measurements CSV (``breakeven check``) needs neither ingest nor polars.
 """
 
-import sys
-import types
+from breakeven import lazy_names
 
 # Name -> defining module.
 _LAZY = {
@@ -30,30 +29,4 @@ _LAZY = {
 __all__ = ["ingest", "read_cost_curve", "read_measurements", "write_measurements"]
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'breakeven.iotools' has no attribute {name!r}")
-    # lazy: start-up (the table above)
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: ``ingest`` stays the function when its module loads (importing
-    a module binds it to its name on its package), as in :mod:`breakeven`."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and name in _LAZY:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+lazy_names(__name__, _LAZY)  # ingest stays the function when its module loads
