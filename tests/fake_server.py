@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import socket
 import struct
 import threading
@@ -546,6 +547,9 @@ def main(argv: list[str] | None = None) -> None:
         behaviour.num_spec_tokens = k
         behaviour.tokens_per_chunk = 1 + round(ACCEPT * k)
         behaviour.cycle_s = seconds_per_token * (1 + VERIFY_PER_TOKEN * k)
+        # A node whose speculation runs faster (sweep --ray's node drift): the raylet's
+        # environment, which its tasks' processes and so their launches inherit.
+        behaviour.cycle_s /= float(os.environ.get("FAKE_SERVER_SPEC_SPEEDUP", "1"))
     handler = type("Handler", (_Handler,), {"behaviour": behaviour})
     ThreadingHTTPServer(("127.0.0.1", args.port), handler).serve_forever()
 

@@ -56,7 +56,8 @@ _TREE_AND_DRAFTS = (
 _PER_REQUEST_DRAFTS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
 _LAUNCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
 _CATEGORY = (*_LAUNCH_COLUMNS, "category")
-BENCH_COLUMNS = (*_CATEGORY, "e2e_ms", "start_s", "request_rate")
+_OPEN_LOOP = (*_CATEGORY, "e2e_ms", "start_s", "request_rate")
+BENCH_COLUMNS = (*_OPEN_LOOP, "node")
 """After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
 ``--verify-tokens``); the tokens the server drafted and accepted for the request
 (llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
@@ -68,9 +69,11 @@ drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
 and on the level's server row); last, its end-to-end latency ``e2e_ms`` (send to last token),
 when it was sent, ``start_s`` (due, open loop; since its level began), and its level's
 offered ``request_rate`` (open loop; empty for a closed-loop level), which the level's server
-row carries too."""
+row carries too; and the cluster ``node`` that measured it (``sweep --ray``; empty from bench
+itself)."""
 HEADERS = (
     BENCH_COLUMNS,
+    _OPEN_LOOP,
     _CATEGORY,
     _LAUNCH_COLUMNS,
     _PER_REQUEST_DRAFTS,

@@ -112,9 +112,25 @@ from breakeven.core.errors import BreakevenError, Terminated, escape_braces
 @click.option(
     "--plan", "plan_only", is_flag=True, help="Print the launches and their cost; run nothing."
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Run the whole plan on each node of this Ray cluster, a block per node (auto, "
+    "HOST:PORT or ray://HOST:10001; the ray extra). Each launch serves on 127.0.0.1 of its "
+    "node at a free port; rows carry the node.",
+)
+@click.option(
+    "--nodes",
+    type=int,
+    metavar="N",
+    help="With --ray: the first N alive nodes (by address) run the sweep (default: every one).",
+)
 @o.json_only
 def sweep(
     as_json: bool,
+    ray_address: str | None,
+    nodes: int | None,
     plan_only: bool,
     out: str,
     resume: bool,
@@ -151,7 +167,6 @@ def sweep(
       breakeven sweep --serve 'vllm serve /models/m --port {port}' --engine vllm \\
           --spec-method eagle3 --draft /models/eagle3 -k 0 2 4 --repeats 2 --plan
     """
-    from breakeven.sweep.answer import answer_sweep  # lazy: start-up
     from breakeven.sweep.plan import plan_sweep  # lazy: start-up
 
     _refuse_an_input_as_output(out, server_env_from)
@@ -165,20 +180,18 @@ def sweep(
     serve, engine = options.pop("serve"), options.pop("engine")
     ks = options.pop("num_spec_tokens")
     plan = plan_sweep(serve, engine, ks, requests=requests, config_dir=out, **options)
+    if ray_address is not None or nodes is not None:
+        given = {"serve": serve, "engine": engine, "num_spec_tokens": ks, "requests": requests}
+        where = (out, url, stop_command, server_env_from, resume, stop_grace_s)
+        _on_cluster(ray_address, nodes, plan, given | options, *where, plan_only, as_json, slo)
+        return
     if plan_only:
         click.echo(json.dumps(plan.to_dict(), indent=2) if as_json else plan.report(), nl=False)
         return
     result = _sweep_run(
         plan, out, url, stop_command, server_env_from, requests, resume, stop_grace_s
     )
-    say(result.report().rstrip("\n"))
-    if not any(o.ok for o in result.outcomes):
-        sys.exit(1)
-    answer = answer_sweep(out, slo=slo)
-    click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
-    say(f"Wrote {', '.join(answer.files.values())}.")
-    if not answer.best:
-        sys.exit(1)
+    _answer(result, out, slo, as_json)
 
 
 @cli.command()
@@ -323,6 +336,87 @@ def _sweep_run(
         sys.exit(143 if isinstance(e, Terminated) else 130)
     show.end()
     return result
+
+
+def _on_cluster(
+    address: str | None,
+    nodes: int | None,
+    plan: Any,
+    plan_args: dict[str, Any],
+    out: str,
+    url: str | None,
+    stop_command: str | None,
+    server_env_from: str | None,
+    resume: bool,
+    stop_grace_s: float,
+    plan_only: bool,
+    as_json: bool,
+    slo: str | None,
+) -> None:
+    """``sweep --ray``: the plan on each node of the cluster (:mod:`breakeven.sweep.cluster`)."""
+    from breakeven.bench.config import Config  # lazy: start-up
+    from breakeven.sweep.cluster import ClusterPlan, connect, run_on_nodes  # lazy: start-up
+
+    if address is None:
+        raise BreakevenError(
+            "{0}: chooses among a Ray cluster's nodes; give {1} too", "nodes", "ray_address"
+        )
+    for name, given in (("url", url), ("server_env_from", server_env_from)):
+        if given is not None:
+            raise BreakevenError(
+                "{0}: not with {1}: each launch serves on 127.0.0.1 of its own node, and its "
+                "settings are read from its own process there",
+                name,
+                "ray_address",
+            )
+    plan_args.pop("port", None)
+    found = connect(address, nodes)
+    if plan_only:
+        shown = ClusterPlan(plan, tuple(found))
+        click.echo(json.dumps(shown.to_dict(), indent=2) if as_json else shown.report(), nl=False)
+        return
+    bench = Config(
+        url="http://127.0.0.1",
+        label="sweep",
+        requests=plan_args["requests"],
+        max_tokens=plan.max_tokens,
+    )
+    try:
+        result = run_on_nodes(
+            plan,
+            plan_args,
+            out,
+            bench,
+            found,
+            stop_command=stop_command,
+            resume=resume,
+            stop_grace_s=stop_grace_s,
+            on_progress=say,
+        )
+    except KeyboardInterrupt as e:
+        settle_signals()
+        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
+        say(
+            f"{what}: the launches under way were stopped; every completed row is in "
+            f"{out}/runs.csv (continue with --resume)."
+        )
+        sys.exit(143 if isinstance(e, Terminated) else 130)
+    _answer(result, out, slo, as_json)
+
+
+def _answer(result: Any, out: str, slo: str | None, as_json: bool) -> None:
+    """The sweep's end: its launches in a line, then its answer (exit 1 where no speculative
+    launch was measured against a baseline, or nothing answers)."""
+    from breakeven.sweep.answer import answer_sweep  # lazy: start-up
+
+    say(result.report().rstrip("\n"))
+    if not any(o.ok for o in result.outcomes):
+        sys.exit(1)
+    answer = answer_sweep(out, slo=slo)
+    click.echo(json.dumps(answer.to_dict(), indent=2) if as_json else answer.report(), nl=False)
+    say(f"Wrote {', '.join(answer.files.values())}.")
+    if not answer.best:
+        sys.exit(1)
 
 
 def _refuse_an_input_as_output(out: str, server_env_from: str | None) -> None:

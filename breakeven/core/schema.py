@@ -260,6 +260,14 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "the request's verify cycles that accepted 0, 1, ..., k drafted tokens, joined by ; "
         "(bench, from vLLM's per-request metrics.speculative_decoding)",
     ),
+    Column(
+        "node",
+        "text",
+        "-",
+        "the cluster node that measured the row (breakeven sweep --ray: its Ray node id; its "
+        "address and hostname are in env): each node runs the whole sweep, and rows of two "
+        "nodes are never compared with each other; empty off a cluster",
+    ),
 )
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)

@@ -95,6 +95,7 @@ COLUMNS_USED = (
     "per_position",
     "acceptance_histogram",
     "source",
+    "node",
 )
 
 
@@ -133,6 +134,28 @@ def _categorical(column: Any) -> Any:
     return pd.Series(pd.Categorical.from_codes(codes, categories), index=column.index)
 
 
+NODE_MARK = " @ node "
+"""Between a row's hardware and its cluster node's id (its first 12 characters) in check's
+hardware: rows of two nodes are never paired (:func:`on_node`, :func:`node_of`)."""
+
+
+def on_node(hardware: Any, node: Any) -> Any:
+    """Each row's hardware with its node (``sweep --ray``'s ``node`` column) where it has
+    one: ``8x H100 @ node d4e78599ef01``, so that a run is paired only with baselines of its
+    own node, as two machines' runs are."""
+    hw = hardware.astype(str).to_numpy(dtype=object)
+    where = node.astype(str).to_numpy(dtype=object)
+    marked = [h + NODE_MARK + n[:12] if n else h for h, n in zip(hw, where, strict=True)]
+    return pd.Series(marked, index=hardware.index, dtype=object)
+
+
+def node_of(hardware: str) -> tuple[str, str]:
+    """A comparison's hardware and its node's id ("" off a cluster), as :func:`on_node` joined
+    them."""
+    head, mark, node = hardware.rpartition(NODE_MARK)
+    return (head, node) if mark else (hardware, "")
+
+
 def normalise(data: Any) -> Any:
     """The rows with every column check reads: texts as categories ("" when missing), numbers
     as floats (a bad one refused with its line), and ``line``, ``is_spec``, ``fingerprint``,
@@ -152,6 +175,8 @@ def normalise(data: Any) -> Any:
         column, at, value = found
         message = f"line {int(df['line'].iloc[at])}: {bad_number_message(column, value)}"
         raise BreakevenError(escape_braces(message))
+    if (df["node"] != "").any():  # sweep --ray: each node is hardware of its own
+        df["hardware"] = _categorical(on_node(df["hardware"], df["node"]))
     # A client row and the server's log of the same run are one measurement: keep the client's,
     # with what the server measured of it.
     df["echo"] = server_echoes(df)

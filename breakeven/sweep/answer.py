@@ -21,7 +21,7 @@ import math
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from breakeven.core.errors import BreakevenError, UnreadableInput
@@ -55,6 +55,10 @@ class BestK:
     check's :data:`~breakeven.measurements.flags.DOUBT`): no k is chosen and nothing is pasted."""
     request_rate: float = math.nan
     """An open-loop load's offered rate [req/s] (``--request-rate``); NaN at a concurrency."""
+    nodes: tuple[dict[str, Any], ...] = ()
+    """On a cluster (``sweep --ray``): each node's speedup of this k, from its own launches
+    (``node``, ``measured_speedup``, ``ci_low``, ``ci_high``); the speedup above pools them,
+    the node as a block (:mod:`breakeven.measurements.nodes`)."""
 
     @property
     def load_text(self) -> str:
@@ -225,13 +229,15 @@ def best_k(
 ) -> tuple[BestK, ...]:
     """The best k at each load of ``check``'s comparisons (see the module's text);
     ``launches`` (:func:`launches_of`) names how many launches each side had;
-    ``config_paths`` each k's file (TensorRT-LLM's YAML), which its flags name."""
+    ``config_paths`` each k's file (TensorRT-LLM's YAML), which its flags name.  A cluster's
+    comparisons (one per node) are pooled first, the node as a block (:func:`pooled_by_node`)."""
     from breakeven.measurements.flags import DOUBT  # lazy: pandas
     from breakeven.measurements.normalise import key_request_rate, level_key  # lazy: pandas
 
     launches = launches or {}
     by_load: dict[float, list[Any]] = {}
-    for c in check.comparisons:
+    comparisons, nodes = pooled_by_node(check.comparisons)
+    for c in comparisons:
         key = float(level_key(c.concurrency, getattr(c, "request_rate", math.nan)))
         by_load.setdefault(key, []).append(c)
     best = []
@@ -254,36 +260,12 @@ def best_k(
         if faster or unsure:
             c = max(faster, key=lambda c: c.measured_speedup) if faster else top
             k = int(c.num_spec_tokens)
-            if faster:
-                why = (
-                    f"k = {k} ({c.label}) is fastest, {number_text(c.measured_speedup, 2)}x the "
-                    f"baseline (95% {number_text(c.ci_low, 2)}-{number_text(c.ci_high, 2)}, "
-                    f"{_launches(launches, c.label, load)} against the baseline's "
-                    f"{_launches(launches, 'baseline', load)})."
-                )
-            else:
-                why = (
-                    f"k = {k} ({c.label}) measured fastest, {number_text(c.measured_speedup, 2)}x "
-                    "the baseline, but with no interval (too few requests or launches): "
-                    "confirm it with more --repeats before trusting it."
-                )
-            if c.flags:
-                why += f" Flagged: {', '.join(c.flags)} (see check's flags)."
             flags = shlex.join(speculation_args(engine, k, base, (config_paths or {}).get(k)))
-            best.append(
-                BestK(
-                    _cap(comparisons),
-                    k,
-                    c.label,
-                    c.measured_speedup,
-                    c.ci_low,
-                    c.ci_high,
-                    flags,
-                    why,
-                    **at,
-                )
-            )
+            why = _chosen_why(c, bool(faster), launches, load)
+            speedup, low, high = c.measured_speedup, c.ci_low, c.ci_high
+            chosen = (k, c.label, speedup, low, high, flags)
         else:
+            c = top
             why = (
                 f"no k is faster beyond noise (the best, {top.label}, "
                 f"{number_text(top.measured_speedup, 2)}x, 95% {number_text(top.ci_low, 2)}-"
@@ -294,8 +276,94 @@ def best_k(
                     else "."
                 )
             )
-            best.append(BestK(_cap(comparisons), 0, "baseline", 1.0, 1.0, 1.0, "", why, **at))
+            chosen = (0, "baseline", 1.0, 1.0, 1.0, "")
+        pooled = nodes.get(id(c))
+        if pooled is not None:
+            why += " " + _nodes_text(pooled)
+        best.append(BestK(_cap(comparisons), *chosen, why, **at, nodes=_node_rows(pooled)))
     return tuple(best)
+
+
+def _chosen_why(c: Any, faster: bool, launches: dict[tuple[str, float], int], load: float) -> str:
+    """Why the k of comparison ``c`` is the best: faster beyond noise, or fastest measured
+    but with no interval; and its flags."""
+    k = int(c.num_spec_tokens)
+    if faster:
+        why = (
+            f"k = {k} ({c.label}) is fastest, {number_text(c.measured_speedup, 2)}x the "
+            f"baseline (95% {number_text(c.ci_low, 2)}-{number_text(c.ci_high, 2)}, "
+            f"{_launches(launches, c.label, load)} against the baseline's "
+            f"{_launches(launches, 'baseline', load)})."
+        )
+    else:
+        why = (
+            f"k = {k} ({c.label}) measured fastest, {number_text(c.measured_speedup, 2)}x "
+            "the baseline, but with no interval (too few requests or launches): "
+            "confirm it with more --repeats before trusting it."
+        )
+    if c.flags:
+        why += f" Flagged: {', '.join(c.flags)} (see check's flags)."
+    return why
+
+
+def pooled_by_node(comparisons: Sequence[Any]) -> tuple[list[Any], dict[int, Any]]:
+    """check's comparisons with a cluster's per-node comparisons of each k and load pooled
+    into one, the node as a block (:func:`breakeven.measurements.nodes.pool_comparisons`): its
+    speedup and interval pooled, ``node_drift`` among its flags where the nodes disagree
+    beyond noise, and a doubt (too noisy, looks swapped) of any node its verdict.  Also each
+    pooled comparison's :class:`~breakeven.measurements.nodes.Pooled`, by ``id``."""
+    from breakeven.measurements.flags import DOUBT  # lazy: pandas
+    from breakeven.measurements.nodes import node_speedups, pool_comparisons  # lazy: scipy
+    from breakeven.measurements.normalise import node_of  # lazy: pandas
+
+    groups = node_speedups(comparisons)
+    if not groups:
+        return list(comparisons), {}
+    out, pooled_of = [], {}
+    for group in groups.values():
+        pooled = pool_comparisons(group)
+        doubts = [c.verdict for c in group if c.verdict in DOUBT.values()]
+        flags = set().union(*(set(c.flags) for c in group)) | (
+            {"node_drift"} if pooled.drift else set()
+        )
+        c = replace(
+            group[0],
+            hardware=node_of(group[0].hardware)[0],
+            measured_speedup=pooled.measured_speedup,
+            ci_low=pooled.ci_low,
+            ci_high=pooled.ci_high,
+            verdict=doubts[0] if doubts else pooled.verdict,
+            flags=tuple(sorted(flags)),
+            runs=sum(x.runs for x in group),
+            baseline_runs=sum(x.baseline_runs for x in group),
+        )
+        out.append(c)
+        pooled_of[id(c)] = pooled
+    return out, pooled_of
+
+
+def _nodes_text(pooled: Any) -> str:
+    """Each node's speedup in a sentence, and the drift where the nodes disagree."""
+    each = ", ".join(f"{s.node} {number_text(s.measured_speedup, 2)}x" for s in pooled.nodes)
+    text = f"Pooled over {len(pooled.nodes)} nodes, each its own block ({each})."
+    if pooled.drift:
+        text += f" node_drift: {pooled.why}; the interval covers the nodes' spread."
+    return text
+
+
+def _node_rows(pooled: Any) -> tuple[dict[str, Any], ...]:
+    if pooled is None:
+        return ()
+    return tuple(
+        {
+            "node": s.node,
+            "measured_speedup": s.measured_speedup,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "drift": s.node in pooled.drift,
+        }
+        for s in pooled.nodes
+    )
 
 
 def _cap(comparisons: list[Any]) -> float:

@@ -120,6 +120,8 @@ class LaunchOutcome:
     """How long the launch took, start to stop [s]."""
     note: str = ""
     """What could not be checked (its settings, where they could not be read)."""
+    node: str = ""
+    """The cluster node that ran it (``sweep --ray``: its Ray node id); "" on one machine."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def _ready(url: str) -> bool:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raised as :class:`Terminated` outside bench's own handling (while a launch
     starts), so that the launch is stopped and the rows kept."""
 
@@ -231,10 +233,10 @@ def _manifest(ctx: _Context, outcomes: dict[int, LaunchOutcome]) -> None:
     try:
         write_manifest(ctx.directory, ctx.plan.to_dict(), done, ctx.sweep_id)
     except OSError as e:
-        raise _unwritable(ctx.directory, e) from None
+        raise unwritable(ctx.directory, e) from None
 
 
-def _unwritable(directory: str, e: OSError) -> BreakevenError:
+def unwritable(directory: str, e: OSError) -> BreakevenError:
     """A sweep's directory that cannot be written (a full or read-only disk, no permission):
     :func:`breakeven.iotools.paths.output_error`'s line naming ``--out``, saying that the rows
     are kept."""
@@ -246,7 +248,7 @@ def _unwritable(directory: str, e: OSError) -> BreakevenError:
 _OUTCOME_TYPES = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
 
 
-def _outcome(entry: Any, launches: int) -> LaunchOutcome:
+def check_outcome(entry: Any, launches: int) -> LaunchOutcome:
     """One launch's outcome as the manifest holds it, checked: each field of its type, its
     index one of the plan's launches (a ValueError says what is wrong)."""
     if not isinstance(entry, dict):
@@ -273,7 +275,7 @@ def _done(directory: str, plan: SweepPlan) -> tuple[dict[int, LaunchOutcome], st
         body = read_manifest(directory)
         done = {}
         for entry in body.get("done", []):
-            outcome = _outcome(entry, len(plan.launches))
+            outcome = check_outcome(entry, len(plan.launches))
             done[outcome.index] = outcome
         return done, body.get("sweep", "")
     except FileNotFoundError:
@@ -324,7 +326,7 @@ def _plan_differences(stored: dict[str, Any], plan: SweepPlan) -> list[str]:
     return differences
 
 
-def _refuse_another_plan(directory: str, plan: SweepPlan) -> None:
+def refuse_another_plan(directory: str, plan: SweepPlan) -> None:
     """``--resume`` continues the sweep its directory holds, never another: launch i of one
     plan is not launch i of another, and skipping by index would answer for what was not run."""
     differences = _plan_differences(read_manifest(directory)["plan"], plan)
@@ -578,7 +580,7 @@ def run_launch(launch: SweepLaunch, ctx: _Context) -> LaunchOutcome:
             stop_timeout_s=STOP_COMMAND_TIMEOUT_S,
         )
     except OSError as e:
-        raise _unwritable(ctx.directory, e) from None
+        raise unwritable(ctx.directory, e) from None
     outcome = None
     try:
         outcome = _measured(launch, keeper, log, ctx)
@@ -608,14 +610,14 @@ def _write_files(launch: SweepLaunch) -> None:
 
 
 @contextmanager
-def _locked(directory: str) -> Iterator[None]:
+def locked(directory: str) -> Iterator[None]:
     """The sweep's directory to this sweep alone (``DIR/.lock``, flock): a second sweep on it
     is refused at once."""
     try:
         os.makedirs(directory, exist_ok=True)
         fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
-        raise _unwritable(directory, e) from None
+        raise unwritable(directory, e) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -626,6 +628,20 @@ def _locked(directory: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def sweep_context(
+    plan: SweepPlan,
+    directory: str,
+    url: str,
+    bench: Config,
+    stop_command: str | None,
+    sweep_id: str,
+    grace_s: float = STOP_GRACE_S,
+) -> _Context:
+    """What the launches of one sweep share, for :func:`run_launch` (``sweep --ray`` runs
+    each launch on its node with one of its own)."""
+    return _Context(plan, directory, url, bench, stop_command, sweep_id=sweep_id, grace_s=grace_s)
 
 
 def run_sweep(
@@ -660,7 +676,7 @@ def run_sweep(
         read_server_env(bench.server_env_from)  # refused now, before any server starts
     done, sweep_id = _done(directory, plan) if resume else ({}, "")
     if resume:
-        _refuse_another_plan(directory, plan)
+        refuse_another_plan(directory, plan)
     flag = "url" if url else "port"
     url = server_root(url or f"http://127.0.0.1:{plan.port}")  # refused now if malformed
     ctx = _Context(
@@ -677,7 +693,7 @@ def run_sweep(
     measured = [o for _, o in sorted(done.items()) if o.ok and o.fingerprint]
     if measured:
         ctx.reference = (measured[0].index, measured[0].fingerprint)
-    with _locked(directory), _sigterm_as_interrupt():
+    with locked(directory), sigterm_as_interrupt():
         notes = _end_leftovers(ctx) if sweep_id else []
         if _ready(url):
             raise BreakevenError(
@@ -724,6 +740,12 @@ __all__: Sequence[str] = (
     "LaunchOutcome",
     "Progress",
     "SweepRun",
+    "check_outcome",
+    "locked",
+    "refuse_another_plan",
     "run_launch",
     "run_sweep",
+    "sigterm_as_interrupt",
+    "sweep_context",
+    "unwritable",
 )
