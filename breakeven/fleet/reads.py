@@ -85,7 +85,7 @@ def read_fleet(
         if head is None:
             looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
             raise BreakevenError(
-                "{0}: no series of vLLM, SGLang or llama.cpp from "
+                "{0}: no series of vLLM, SGLang, llama.cpp or TensorRT-LLM from "
                 + f"{iso_timestamp(first)} to {iso_timestamp(last)}; looked for "
                 + escape_braces(looked[:600]),
                 "prometheus",
