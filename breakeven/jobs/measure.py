@@ -447,6 +447,7 @@ def fleet_from_prometheus(
     tolerance: float = 0.1,
     max_share_above: float = 0.1,
     token_env: str | None = None,
+    trtllm_stats: tuple[str, ...] = (),
     out: str | None = None,
     force: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
@@ -476,6 +477,10 @@ def fleet_from_prometheus(
         ``above_breakeven``: more than this share of the time above the break-even batch.
     token_env : str, optional
         The environment variable holding a bearer token (never shown).
+    trtllm_stats : tuple of str
+        trtllm-serve servers whose ``/metrics`` iteration stats are read once each (and so
+        taken off their queue), one row a server
+        (:func:`breakeven.fleet.reads.read_trtllm_stats`).
     out : str, optional
         Also write every server's steps as a measurements CSV (refused before any work if
         it exists, unless ``force``, or is ``fit_file``, even with ``force``).
@@ -505,6 +510,7 @@ def fleet_from_prometheus(
         step_s,
         matcher,
         rate_window,
+        trtllm_stats=tuple(trtllm_stats),
         out=out,
         force=force,
         surface=surface,
