@@ -478,9 +478,7 @@ def fleet_from_prometheus(
     token_env : str, optional
         The environment variable holding a bearer token (never shown).
     trtllm_stats : tuple of str
-        trtllm-serve servers whose ``/metrics`` iteration stats are read once each (and so
-        taken off their queue), one row a server
-        (:func:`breakeven.fleet.reads.read_trtllm_stats`).
+        trtllm-serve servers read once each (:func:`breakeven.fleet.reads.read_trtllm_stats`).
     out : str, optional
         Also write every server's steps as a measurements CSV (refused before any work if
         it exists, unless ``force``, or is ``fit_file``, even with ``force``).
@@ -489,10 +487,8 @@ def fleet_from_prometheus(
 
     Returns
     -------
-    summary : dict
-        :class:`breakeven.fleet.view.FleetResult` as a dict.
-    series : dict
-        Each server's accept_len over time.
+    (summary, series) : tuple
+        :class:`breakeven.fleet.view.FleetResult`, and each server's accept_len over time.
     """
     refuse_input_as_output(out, "out", [("fit_file", fit_file)])
     step_s = parse_duration(step, "step")
