@@ -2,7 +2,8 @@
 
 It generates ``max_tokens`` tokens at a configured rate, ``tokens_per_chunk``
 tokens per streamed chunk (as a speculative server emits several tokens per
-cycle), keeps vLLM-style spec-decode counters on ``/metrics``, and can be told
+cycle), keeps vLLM-style spec-decode counters on ``/metrics`` (as trtllm-serve, its
+``/prometheus/metrics`` and drained ``/metrics`` iteration stats: tests/fake_trtllm.py), and can be told
 to misbehave: a 404 on the models route, a 503 until it is "loaded", a
 connection reset mid-stream, malformed SSE, a slow first token.
 """
