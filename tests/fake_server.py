@@ -2,7 +2,8 @@
 
 It generates ``max_tokens`` tokens at a configured rate, ``tokens_per_chunk``
 tokens per streamed chunk (as a speculative server emits several tokens per
-cycle), keeps vLLM-style spec-decode counters on ``/metrics``, and can be told
+cycle), keeps vLLM-style spec-decode counters on ``/metrics`` (as trtllm-serve, its
+``/prometheus/metrics`` and drained ``/metrics`` iteration stats: tests/fake_trtllm.py), and can be told
 to misbehave: a 404 on the models route, a 503 until it is "loaded", a
 connection reset mid-stream, malformed SSE, a slow first token.
 """
@@ -20,6 +21,9 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import fake_trtllm
 
 
 @dataclass
@@ -32,6 +36,14 @@ class Behaviour:
     # trtllm-serve's /metrics: a JSON list of iteration stats, no Prometheus text
     # (tensorrt_llm/serve/openai_server.py, get_iteration_stats)
     trtllm: bool = False
+    # trtllm-serve's /prometheus/metrics (return_perf_metrics: true) and its iteration stats
+    # on /metrics (enable_iter_perf_stats: true), in TensorRT-LLM's formats (tests/fake_trtllm.py)
+    trtllm_prometheus: bool = False
+    iteration_stats: bool = False
+    stats: Any = None  # the iterations not yet read (a deque)
+    drafted_per_pos: list[int] = field(default_factory=list)
+    accepted_per_pos: list[int] = field(default_factory=list)
+    iterations: int = 0
     models_404: bool = False
     loading_until: float = 0.0  # 503 on every route before this time.monotonic()
     reset_after_chunks: int | None = None  # abort the connection mid-stream
@@ -132,6 +144,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _raw(self, status: int, data: bytes, content_type: str) -> None:
+        data = self._body(data)
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self._encoding()
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _body(self, data: bytes) -> bytes:
         """A reply's body as sent: gzip-encoded (or the gzip bomb) with gzip_replies; the
         caller sends the Content-Encoding header (:meth:`_encoding`)."""
@@ -168,7 +189,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/get_server_info" and b.sglang_spec:
             self._json(200, {"version": "fake-sglang-0.1", "speculative_algorithm": "EAGLE"})
         elif self.path == "/metrics" and b.trtllm:
-            self._json(200, [])
+            self._raw(200, fake_trtllm.iteration_stats(b), "application/json")
+        elif self.path == "/prometheus/metrics" and b.trtllm and b.trtllm_prometheus:
+            self._raw(200, fake_trtllm.prometheus_text(b).encode(), "text/plain; version=0.0.4")
         elif self.path == "/metrics":
             if b.metrics_delay and b.finished >= b.metrics_slow_after:
                 with b.lock:
@@ -307,6 +330,8 @@ class _Handler(BaseHTTPRequestHandler):
                     b.drafts += 1
                     b.draft_tokens += drafted_per_cycle
                     b.accepted += m - 1
+                    if b.trtllm:
+                        fake_trtllm.on_cycle(b, m, drafted_per_cycle, pause)
             delta = {"delta": {"content": "x" * m}} if chat else {"text": "x" * m}
             body = {"choices": [{"index": 0, **delta, "finish_reason": None}]}
             if b.usage_per_chunk:

@@ -11,6 +11,7 @@ the rows completed before a fault are kept.  Every wait is bounded (at most
 from __future__ import annotations
 
 import json
+import math
 import socket
 import struct
 import threading
@@ -70,6 +71,19 @@ METRICS_MODES = (
     "nan",  # NaN counters
     "huge_line",  # one 2 MB metric line
 )
+TRTLLM_STATS_MODES = (
+    "empty",  # [] (drained by an earlier read)
+    "not_list",  # one iteration object, not the list
+    "missing",  # iterations lacking fields: no iterLatencyMS, no numRequestsWithDraftTokens
+    "odd",  # items that are strings or lists, counts that are strings, null or booleans
+    "negative",  # negative counts, more tokens accepted than drafted
+    "digits",  # counts of 400 digits
+    "nan",  # NaN and Infinity counts (Python's json writes them; they are not JSON)
+    "backwards",  # iter going back to 1 (a restart between reads), counts valid
+    "deep",  # nested 100,000 deep
+)
+"""How a trtllm-serve-like /metrics (``Hostility.trtllm_stats``) answers: JSON iteration stats,
+valid and not, after one valid iteration (two requests drafting 3 each, 4 accepted)."""
 """Which route tells the engine (llama.cpp's /props, vLLM's /version with /metrics,
 SGLang's /get_server_info), each with the echoes in what bench records of it."""
 # A llama.cpp-like server (``Hostility.llamacpp``): /health, /props, ``timings`` in a stream's
@@ -101,6 +115,7 @@ class Hostility:
     echo: tuple[str, ...] = ()  # texts (secrets, their forms, their starts) the server echoes
     echo_route: str | None = None  # one of ECHO_ROUTES: answers with the echoes
     metrics: str | None = None  # one of METRICS_MODES: /metrics answers so (else 404)
+    trtllm_stats: str | None = None  # one of TRTLLM_STATS_MODES: /metrics answers so
     llamacpp: bool = False  # answer as llama-server does (see LLAMACPP_FAULTS)
     llamacpp_fault: str | None = None  # one of LLAMACPP_FAULTS
     scrapes: int = 0
@@ -163,6 +178,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         h = self.hostility
         if h.echo and self._echo_get():
+            return
+        if self.path == "/metrics" and h.trtllm_stats is not None:
+            self._send(200, _trtllm_stats(h.trtllm_stats))
             return
         if self.path == "/metrics" and h.metrics is not None:
             self._send(200, _metrics(h.metrics).encode(), "text/plain; version=0.0.4")
@@ -328,6 +346,48 @@ def _metrics(mode: str) -> str:
     if mode == "huge_line":
         return 'vllm:spec_decode_num_drafts_total{x="' + "y" * (2 << 20) + '"} 1\n'
     return "<html>not metrics</html>\n"
+
+
+def _trtllm_stats(mode: str) -> bytes:
+    """trtllm-serve's /metrics in ``mode`` (:data:`TRTLLM_STATS_MODES`)."""
+    if mode == "deep":
+        return b"[" * 100_000 + b"]" * 100_000
+    spec = {"numDraftTokens": 6, "numAcceptedTokens": 4, "numRequestsWithDraftTokens": 2}
+    good = {
+        "iter": 500,
+        "iterLatencyMS": 20.0,
+        "numActiveRequests": 2,
+        "inflightBatchingStats": {"numContextRequests": 0, "numGenRequests": 2},
+        "specDecodingStats": {**spec, "acceptanceLength": 3.0},
+    }
+    if mode == "empty":
+        return b"[]"
+    if mode == "not_list":
+        return json.dumps(good).encode()
+    bad: list = {
+        "missing": [
+            {k: v for k, v in good.items() if k != "iterLatencyMS"},
+            {**good, "specDecodingStats": {"numDraftTokens": 6, "numAcceptedTokens": 4}},
+        ],
+        "odd": [
+            json.dumps(good),
+            [good],
+            {**good, "numActiveRequests": "2"},
+            {**good, "iterLatencyMS": None},
+            {**good, "specDecodingStats": {**spec, "numAcceptedTokens": True}},
+        ],
+        "negative": [
+            {**good, "numActiveRequests": -2},
+            {**good, "specDecodingStats": {**spec, "numAcceptedTokens": 7}},
+        ],
+        "digits": [{**good, "specDecodingStats": {**spec, "numDraftTokens": int("9" * 400)}}],
+        "nan": [
+            {**good, "iterLatencyMS": math.nan},
+            {**good, "specDecodingStats": {**spec, "numAcceptedTokens": math.inf}},
+        ],
+        "backwards": [{**good, "iter": 1}, {**good, "iter": 2}],
+    }[mode]
+    return json.dumps([good, *bad]).encode()
 
 
 def _props(fault: str | None) -> str:

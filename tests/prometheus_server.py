@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,13 +39,16 @@ def backfill(openmetrics: str, tsdb: Path) -> None:
 
 
 @contextmanager
-def prometheus(tsdb: Path, scrape: str | None = None, interval: str = "1s") -> Iterator[str]:
-    """Prometheus on ``tsdb`` (scraping ``scrape``, host:port, if given); its URL."""
+def prometheus(
+    tsdb: Path, scrape: str | None = None, interval: str = "1s", path: str = "/metrics"
+) -> Iterator[str]:
+    """Prometheus on ``tsdb`` (scraping ``scrape``, host:port, at ``path``, if given); its URL."""
     exe, _ = binaries()
     config = tsdb.parent / "prometheus.yml"
     jobs = (
         (
             f"scrape_configs:\n  - job_name: engine\n    scrape_interval: {interval}\n"
+            f"    metrics_path: {path}\n"
             f"    static_configs:\n      - targets: ['{scrape}']\n"
         )
         if scrape
@@ -71,12 +74,13 @@ def prometheus(tsdb: Path, scrape: str | None = None, interval: str = "1s") -> I
 
 
 @contextmanager
-def exporter(text: str) -> Iterator[str]:
-    """A local /metrics endpoint serving ``text``; its host:port."""
+def exporter(text: str | Callable[[], str]) -> Iterator[str]:
+    """A local /metrics endpoint serving ``text`` (or what it returns at each scrape, when a
+    function), at any path; its host:port."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = text.encode()
+            body = (text() if callable(text) else text).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))

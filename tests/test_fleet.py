@@ -274,7 +274,10 @@ def test_the_report_page(prom, tmp_path):
     "args,message",
     [
         (["--match", '{job=~"("}'], "--match: Prometheus refused the query"),
-        (["--match", '{job="nothing"}'], "--prometheus: no series of vLLM, SGLang or llama.cpp"),
+        (
+            ["--match", '{job="nothing"}'],
+            "--prometheus: no series of vLLM, SGLang, llama.cpp or TensorRT-LLM",
+        ),
         (["--match", "job=vllm"], "--match: got 'job=vllm', expected a label matcher"),
         (["--step", "0s"], "--step: got '0s'"),
         (["--since", "1h"], "--since and --start cannot be given together"),

@@ -821,10 +821,10 @@ def test_a_connection_that_breaks_mid_answer_is_one_line():
 
 
 def test_every_query_of_a_read_is_answered_by_the_fake_server():
-    """The fake server answers each of the twelve queries a read makes (the tests above rely
-    on it): vLLM's four, llama.cpp's five, SGLang's three."""
+    """The fake server answers each of the seventeen queries a read makes (the tests above
+    rely on it): vLLM's four, llama.cpp's five, SGLang's three, TensorRT-LLM's five."""
     counts = {
         engine: len(list(qs))
         for engine, qs in itertools.groupby(_by_quantity().values(), key=lambda x: x[0])
     }
-    assert counts == {"vllm": 4, "llamacpp": 5, "sglang": 3}
+    assert counts == {"vllm": 4, "llamacpp": 5, "sglang": 3, "trtllm": 5}

@@ -175,6 +175,7 @@ GOOD = {
     "base_config": ['{"model": "x"}'],
     "engine": ["sglang"],
     "prometheus": ["<url:prometheus>", "<url:closed>"],
+    "trtllm_stats": ["<url:llamacpp>", "<url:closed>"],
     "url": ["<url:llamacpp>", "<url:closed>"],
     "since": ["30m"],
     "step": ["15s"],

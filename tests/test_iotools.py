@@ -126,11 +126,11 @@ def test_a_result_maps_to_record_columns_as_its_format_says():
 
 
 def test_fleet_queries_name_only_the_registrys_series():
-    assert fleet.FLEET_ENGINES == tuple(metrics.METRICS)
+    assert fleet.FLEET_ENGINES == tuple(metrics.FLEET_METRICS)
     assert deploy.SCHEDULE_ENGINES == ("vllm", "sglang", "vllm-legacy", "trtllm")
-    for engine, e in metrics.METRICS.items():
+    for engine, e in metrics.FLEET_METRICS.items():
         text = " ".join(fleet.queries(engine, "", "1m").values())
-        names = set(re.findall(r"[a-z]+:[a-z_]+", text))
+        names = set(re.findall(re.escape(e.prefix) + r"[a-z_]+", text))
         assert names and names <= {m.name for m in e.series.values()}, engine
 
 

@@ -82,6 +82,14 @@ from breakeven.cli.params import FLOAT, Bounded, emit, say, writable
     help="above_breakeven: more than this share of the time above the break-even batch.",
 )
 @click.option(
+    "--trtllm-stats",
+    "trtllm_stats",
+    multiple=True,
+    metavar="URL",
+    help="A trtllm-serve whose /metrics iteration stats to read too (repeatable): one "
+    "point a server, pooled over the iterations it held; the read takes them off its queue.",
+)
+@click.option(
     "--token-env",
     "token_env",
     metavar="VAR",
@@ -134,12 +142,15 @@ def fleet(
 ) -> None:
     """Is speculation paying across many servers? Read from Prometheus.
 
-    For every vLLM, SGLang and llama.cpp server whose metrics Prometheus keeps:
-    accept_len (1 + rate(accepted) / rate(drafts), bonus token included),
+    For every vLLM, SGLang, llama.cpp and TensorRT-LLM server whose metrics
+    Prometheus keeps: accept_len (1 + rate(accepted) / rate(drafts), bonus token
+    included; TensorRT-LLM's drafts are its drafted tokens at position 0),
     per-sequence and aggregate decode rates and running requests, over time;
     with --fit-file also the predicted speedup at the load it saw and the time
     above its break-even batch. One line per server, worst first; flags
-    acceptance_drop and above_breakeven.
+    acceptance_drop and above_breakeven. A trtllm-serve whose Prometheus text
+    has no spec-decode counters: --trtllm-stats URL reads its /metrics
+    iteration stats once (one point, pooled from counts; the read drains them).
 
     Prometheus' answers are checked before they are believed: each range query
     ends within --timeout and the whole read within --deadline, an answer is read

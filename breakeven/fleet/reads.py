@@ -11,8 +11,11 @@ the result's notes say how many.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import math
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from breakeven.core.errors import (
     BreakevenError,
@@ -27,6 +30,7 @@ from breakeven.iotools.query_range import (
     chunks,
 )
 from breakeven.iotools.records import iso_timestamp
+from breakeven.iotools.trtllm_stats import pool_iteration_stats
 
 
 def iter_fleet(
@@ -58,6 +62,61 @@ def iter_fleet(
                 yield row
 
 
+def read_trtllm_stats(urls: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row a trtllm-serve of ``urls`` (``--trtllm-stats``): the iterations its
+    ``/metrics`` held, pooled (:func:`breakeven.iotools.trtllm_stats.pool_iteration_stats`),
+    at the time of the read; and notes on what a read could not give."""
+    rows, notes = [], []
+    for url in urls:
+        api = PrometheusAPI(url, flag="trtllm_stats", server="trtllm-serve")
+        try:
+            answer = api.get_json("/metrics")
+        finally:
+            api.close()
+        where = f"{api.shown}/metrics"
+        totals = pool_iteration_stats(answer, where, "trtllm_stats")
+        if totals.skipped:
+            notes.append(
+                f"{where}: {totals.skipped:,} iteration(s) left out (not an object, or a field "
+                "absent, not a number or negative)"
+            )
+        if totals.restarted:
+            notes.append(f"{where}: the server restarted between the iterations read")
+        if not totals.iterations:
+            notes.append(
+                f"{where} held no iteration stats: none since the last read (a read takes them), "
+                "enable_iter_perf_stats is off, or return_perf_metrics' own collector took them "
+                "(read its Prometheus series then)"
+            )
+            continue
+        t = time.time()
+        instance = urlsplit(api.root).netloc
+        k = totals.k
+        rows.append(
+            {
+                "run_id": f"{instance}|",
+                "label": instance,
+                "engine": "trtllm",
+                "model": None,
+                "timestamp": iso_timestamp(t),
+                "concurrency": totals.batch if totals.batch > 0 else None,
+                "num_spec_tokens": round(k) if k > 0 else None,
+                "tok_s": _finite(totals.tok_s),
+                "aggregate_tok_s": _finite(totals.aggregate_tok_s),
+                "accept_len": _finite(totals.accept_len),
+                "origin": "server",
+                "source": f"trtllm-serve {where}: {totals.iterations:,} iterations "
+                f"at {iso_timestamp(t)}",
+                "time": t,
+            }
+        )
+    return rows, notes
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
 def read_fleet(
     api: PrometheusAPI,
     first: float,
@@ -66,6 +125,7 @@ def read_fleet(
     match: str,
     window: str,
     *,
+    trtllm_stats: Sequence[str] = (),
     out: str | None = None,
     force: bool = False,
     surface: Any = None,
@@ -78,16 +138,21 @@ def read_fleet(
 
     collector, stats = Collector(), {}
     try:
+        extra, extra_notes = read_trtllm_stats(trtllm_stats)
         rows = (
-            collector.add(r) for r in iter_fleet(api, first, last, step_s, match, window, stats)
+            collector.add(r)
+            for r in itertools.chain(
+                extra, iter_fleet(api, first, last, step_s, match, window, stats)
+            )
         )
         head = next(rows, None)
         if head is None:
             looked = "; ".join(q["accept_len"] for q in stats["queries"].values())
             raise BreakevenError(
-                "{0}: no series of vLLM, SGLang or llama.cpp from "
+                "{0}: no series of vLLM, SGLang, llama.cpp or TensorRT-LLM from "
                 + f"{iso_timestamp(first)} to {iso_timestamp(last)}; looked for "
-                + escape_braces(looked[:600]),
+                + escape_braces(looked[:600])
+                + "".join(f"; {escape_braces(note)}" for note in extra_notes),
                 "prometheus",
             )
         if out is None:
@@ -113,9 +178,9 @@ def read_fleet(
         iso_timestamp(last),
         step_s,
         stats["queries"],
-        stats["rows"],
+        stats["rows"] + len(extra),
         stats["chunks"],
-        notes=_notes(stats),
+        notes=(*_notes(stats), *extra_notes),
     )
     return result, collector.series()
 
@@ -131,4 +196,4 @@ def _notes(stats: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-__all__ = ["iter_fleet", "read_fleet"]
+__all__ = ["iter_fleet", "read_fleet", "read_trtllm_stats"]

@@ -3,13 +3,16 @@ Prometheus that already keeps every server's metrics (``breakeven fleet``).
 
 The series read, by engine, are named in :mod:`breakeven.iotools.metrics` (vLLM V1's
 spec-decode counters, generated tokens and running requests; SGLang's gauges; llama.cpp's
-spec-decode counters and its requests' generation time).
+spec-decode counters and its requests' generation time; TensorRT-LLM's per-position
+spec-decode counters, its finished requests' tokens and decode time, and its running requests).
 
 Over each step, ``accept_len = 1 + rate(accepted) / rate(drafts)`` (bonus token included, as
 everywhere in breakeven; SGLang's gauge counts it too), ``k = rate(draft tokens) /
 rate(drafts)``, the aggregate rate is ``rate(generated)`` (SGLang: its gauge) [tok/s], the
 batch is the running requests, and the per-sequence rate is aggregate / batch (llama.cpp:
-``rate(tokens) / rate(seconds)``).  Counter resets are ``rate()``'s job; a step without data
+``rate(tokens) / rate(seconds)``; TensorRT-LLM: ``(rate(tokens) - rate(requests)) /
+rate(decode seconds)`` of the requests that finished, where it has them).  TensorRT-LLM's
+drafts are its drafted tokens at position 0 (one a cycle that drafted).  Counter resets are ``rate()``'s job; a step without data
 is a gap, never a zero.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 from breakeven import render
 from breakeven.core.errors import BreakevenError
 from breakeven.core.quantities import MAX_K, STEPS_BETWEEN, plain_json
-from breakeven.iotools.metrics import METRICS
+from breakeven.iotools.metrics import FLEET_METRICS
 from breakeven.iotools.records import iso_timestamp
 from breakeven.model import _speedup
 from breakeven.model.acceptance import alpha_from_accept_len
@@ -34,23 +37,30 @@ from breakeven.model.surface import SurfaceCost
 from breakeven.planning.batch import speedup_grid
 from breakeven.planning.schedule import batch_weights, schedule_from_grid
 
-FLEET_ENGINES = tuple(METRICS)
-"""The engines whose series fleet reads (their names: :data:`breakeven.iotools.metrics.METRICS`)."""
+FLEET_ENGINES = tuple(FLEET_METRICS)
+"""The engines whose series fleet reads (their names:
+:data:`breakeven.iotools.metrics.FLEET_METRICS`)."""
 
 
-def _selector(name: str, match: str) -> str:
-    return f"{name}{match}" if match else name
+def _selector(name: str, match: str, select: str = "") -> str:
+    """``name`` with the label matcher ``match`` (``{...}`` or empty) and the series' own
+    ``select`` (a matcher without braces, or empty) joined."""
+    if not select:
+        return f"{name}{match}" if match else name
+    inner = match[1:-1].strip().rstrip(",").strip() if match else ""
+    return f"{name}{{{inner}, {select}}}" if inner else f"{name}{{{select}}}"
 
 
 def queries(engine: str, match: str, window: str) -> dict[str, str]:
     """PromQL for each quantity of ``engine`` (see the module): ``accept_len``, ``k``,
     ``aggregate_tok_s``, ``running`` and, where it differs from aggregate / running,
     ``tok_s``; ``match`` is a label matcher such as ``{job="vllm"}`` (or empty)."""
-    e = METRICS[engine]
+    e = FLEET_METRICS[engine]
     by = "sum by (" + ", ".join(e.group) + ")"
 
     def rate(key: str) -> str:
-        return f"{by} (rate({_selector(e.name(key), match)}[{window}]))"
+        m = e.series[key]
+        return f"{by} (rate({_selector(m.name, match, m.select)}[{window}]))"
 
     out = {"running": f"{by} ({_selector(e.name('running'), match)})"}
     if engine == "sglang":
@@ -64,6 +74,8 @@ def queries(engine: str, match: str, window: str) -> dict[str, str]:
     out["aggregate_tok_s"] = rate("generated")
     if engine == "llamacpp":
         out["tok_s"] = f"{rate('generated')} / {rate('seconds')}"
+    elif engine == "trtllm":  # a request's first token is the prefill's
+        out["tok_s"] = f"({rate('generated')} - {rate('requests')}) / {rate('decode_seconds')}"
     return out
 
 

@@ -352,18 +352,22 @@ class PrometheusAPI:
         timeout_s: float | None = None,
         *,
         limits: Limits | None = None,
+        flag: str = "prometheus",
+        server: str = "Prometheus",
     ) -> None:
+        self.flag, self.server = flag, server
+        """The flag the URL came from, and what serves it, for messages."""
         chosen = limits or _LIMITS.get() or Limits()
         if timeout_s is not None:
             chosen = replace(chosen, timeout_s=timeout_s)
         self.limits = chosen.check()
-        text = check_url(url, "prometheus")
+        text = check_url(url, flag)
         bare, auth = split_url(text)
         if urlsplit(bare).query:
             raise BreakevenError(
                 "{0}: got " + escape_braces(shorten(repr(masked_url(text)), 100)) + ", which "
                 "holds a query (?...); expected the server's URL, such as http://host:9090",
-                "prometheus",
+                flag,
             )
         if token and any(not " " <= c <= "~" for c in token):
             raise BreakevenError(
@@ -397,8 +401,8 @@ class PrometheusAPI:
         except (self.httpx.HTTPError, OSError, RuntimeError):  # a request given up on, still open
             pass
 
-    def _fail(self, message: str, name: str = "prometheus") -> BreakevenError:
-        return BreakevenError("{0}: " + escape_braces(self.redact(message)), name)
+    def _fail(self, message: str, name: str | None = None) -> BreakevenError:
+        return BreakevenError("{0}: " + escape_braces(self.redact(message)), name or self.flag)
 
     def _quoted(self, text: str, limit: int = MAX_SHOWN) -> str:
         """Text a server sent, as a message may show it: secrets masked in the whole text
@@ -418,9 +422,9 @@ class PrometheusAPI:
         return BreakevenError(
             "{0}: "
             + escape_braces(self.redact(self.shown))
-            + f" did not answer a range query in full within {lim.timeout_s:g} s (a slow or "
-            "stalled server, or one that sends its answer a few bytes at a time); give a "
-            "longer {0} or a longer --step",
+            + f" did not answer a {'range query' if self.flag == 'prometheus' else 'request'} "
+            f"in full within {lim.timeout_s:g} s (a slow or stalled server, or one that sends "
+            "its answer a few bytes at a time); give a longer {0} or a longer --step",
             "timeout",
         )
 
@@ -463,15 +467,31 @@ class PrometheusAPI:
             text = self._quoted(error) if isinstance(error, str) else "(no error text)"
             raise self._fail(
                 f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}",
-                blame if kind == "bad_data" else "prometheus",
+                blame if kind == "bad_data" else self.flag,
             )
         try:
             return matrix_result(answer)
         except MalformedAnswer as e:
             raise self._fail(f"{where} answered a range query with {e}") from None
 
-    def _post(self, url: str, params: dict[str, str]) -> tuple[int, bytearray]:
-        """The HTTP status and the body of one POST, read within the time left.
+    def get_json(self, path: str) -> Any:
+        """The JSON a GET of ``path`` answers (checked as every answer is: its time, its size
+        and its nesting); a status other than 200 or a body that is not JSON is one line
+        naming :attr:`flag`."""
+        where = f"{self.shown}{path}"
+        status, body = self._post(self.root + path, None, "GET")
+        try:
+            answer = loads_bounded(body, MAX_DEPTH, what="its body")
+        except UnreadableInput as e:
+            raise self._fail(f"{where} answered HTTP {status}, and {e}") from None
+        if status != 200:
+            raise self._fail(f"{where} answered HTTP {status}: {self._quoted(repr(answer), 160)}")
+        return answer
+
+    def _post(
+        self, url: str, params: dict[str, str] | None, method: str = "POST"
+    ) -> tuple[int, bytearray]:
+        """The HTTP status and the body of one POST (or GET), read within the time left.
 
         The request runs on a worker thread that the caller waits for at most the time left
         (``timeout_s``, or less where the deadline comes first): a server that trickles its
@@ -491,7 +511,7 @@ class PrometheusAPI:
 
         def work() -> None:
             try:
-                outcome.append(self._exchange(url, params, wait, end_at, which, cancel))
+                outcome.append(self._exchange(url, params, wait, end_at, which, cancel, method))
             except BaseException as e:  # handed to the waiting caller, never printed here
                 outcome.append(e)
 
@@ -508,16 +528,17 @@ class PrometheusAPI:
     def _exchange(
         self,
         url: str,
-        params: dict[str, str],
+        params: dict[str, str] | None,
         wait: float,
         end_at: float,
         which: str,
         cancel: threading.Event,
+        method: str = "POST",
     ) -> tuple[int, bytearray]:
         httpx = self.httpx
         answered = False
         try:
-            with self.client.stream("POST", url, data=params, timeout=wait) as reply:
+            with self.client.stream(method, url, data=params, timeout=wait) as reply:
                 answered = True
                 return reply.status_code, self._read(reply, end_at, which, cancel)
         except BreakevenError:
@@ -531,7 +552,7 @@ class PrometheusAPI:
                     f"the connection to {self.shown} failed while its answer was read ({why})"
                 ) from None
             raise self._fail(
-                f"cannot reach {self.shown} ({why}): is Prometheus running there?"
+                f"cannot reach {self.shown} ({why}): is {self.server} running there?"
             ) from None
 
     def _read(self, reply: Any, end_at: float, which: str, cancel: threading.Event) -> bytearray:

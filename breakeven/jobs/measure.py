@@ -447,6 +447,7 @@ def fleet_from_prometheus(
     tolerance: float = 0.1,
     max_share_above: float = 0.1,
     token_env: str | None = None,
+    trtllm_stats: tuple[str, ...] = (),
     out: str | None = None,
     force: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
@@ -476,6 +477,8 @@ def fleet_from_prometheus(
         ``above_breakeven``: more than this share of the time above the break-even batch.
     token_env : str, optional
         The environment variable holding a bearer token (never shown).
+    trtllm_stats : tuple of str
+        trtllm-serve servers read once each (:func:`breakeven.fleet.reads.read_trtllm_stats`).
     out : str, optional
         Also write every server's steps as a measurements CSV (refused before any work if
         it exists, unless ``force``, or is ``fit_file``, even with ``force``).
@@ -484,10 +487,8 @@ def fleet_from_prometheus(
 
     Returns
     -------
-    summary : dict
-        :class:`breakeven.fleet.view.FleetResult` as a dict.
-    series : dict
-        Each server's accept_len over time.
+    (summary, series) : tuple
+        :class:`breakeven.fleet.view.FleetResult`, and each server's accept_len over time.
     """
     refuse_input_as_output(out, "out", [("fit_file", fit_file)])
     step_s = parse_duration(step, "step")
@@ -505,6 +506,7 @@ def fleet_from_prometheus(
         step_s,
         matcher,
         rate_window,
+        trtllm_stats=tuple(trtllm_stats),
         out=out,
         force=force,
         surface=surface,
