@@ -98,6 +98,12 @@ class Behaviour:
     # known exactly, whatever the requests in flight: seconds_per_token (or cycle_s /
     # tokens_per_chunk) x (1 + rate_crowding x R).
     rate_crowding: float = 0.0
+    # Where set, a request's text ends after this many tokens (the model's end of text): the
+    # stream ends there, unless the request sends ignore_eos true,
+    # as vLLM's and SGLang's sampling params do.
+    natural_stop: int | None = None
+    # Each completion request's body, as sent (sampling settings included).
+    bodies: list[dict] = field(default_factory=list)
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -254,6 +260,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, b: Behaviour, request: dict, resetting: bool) -> None:
         """Stream a completion of ``request``."""
         max_tokens = int(request.get("max_tokens", 16))
+        with b.lock:
+            b.bodies.append(request)
+        if b.natural_stop is not None and request.get("ignore_eos") is not True:
+            max_tokens = min(max_tokens, b.natural_stop)
         chat = self.path.endswith("chat/completions")
         per_chunk = _chunk_tokens(b, request)
         drafted_per_cycle = b.num_spec_tokens if b.draft_len is None else b.draft_len
