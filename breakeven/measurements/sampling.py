@@ -65,7 +65,7 @@ def row_sampling(df: Any) -> Any:
         group = group.to_numpy()
         firsts = pd.Series(np.arange(len(df))).groupby(group).first().to_numpy()
         by_group = [_pairs_text(zip(columns, frame.iloc[i], strict=True)) for i in firsts]
-        texts = np.asarray(by_group + [""], dtype=object)[group]  # -1: a group of no value
+        texts = np.asarray(by_group, dtype=object)[group]
     if "env" in df.columns and len(df):
         envs = df["env"].astype("category")
         from_env = envs.map({e: env_sampling(e) for e in envs.cat.categories})
