@@ -534,6 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--daemonize", action="store_true", help="double fork, setsid, exit 0")
     parser.add_argument("--ready-after", type=float, default=0.0, help="listen only after S s")
     parser.add_argument("--print-args", action="store_true", help="print argv and escapes")
+    parser.add_argument("--natural-stop", type=int, default=None, help="Behaviour.natural_stop")
     args, _ = parser.parse_known_args(argv)
     _behave(args)
     seconds_per_token = args.seconds_per_token
@@ -544,7 +545,11 @@ def main(argv: list[str] | None = None) -> None:
             launch = len(f.read())
             f.write(".")
         seconds_per_token *= slowdowns[launch % len(slowdowns)]
-    behaviour = Behaviour(seconds_per_token=seconds_per_token, num_spec_tokens=args.num_spec_tokens)
+    behaviour = Behaviour(
+        seconds_per_token=seconds_per_token,
+        num_spec_tokens=args.num_spec_tokens,
+        natural_stop=args.natural_stop,
+    )
     trtllm_k = _trtllm_draft_len(args.extra_llm_api_options)
     behaviour.trtllm = args.trtllm or args.extra_llm_api_options is not None
     if args.speculative_config or args.spec_draft_n_max or trtllm_k:

@@ -230,3 +230,56 @@ def test_compare_is_quiet_on_the_same_sampling_and_on_files_that_do_not_say(tmp_
         assert r.exit_code == 0, r.output
         (run,) = json.loads(r.stdout)["runs"]
         assert "sampling_differs" not in run["flags"] and run["verdict"] == "faster"
+
+
+def test_sweep_passes_its_sampling_settings_to_every_launchs_bench(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from local_process import free_port
+
+    from breakeven.sweep.plan import plan_sweep
+    from breakeven.sweep.run import run_sweep
+
+    fake = Path(__file__).parent / "fake_server.py"
+    serve = f"{sys.executable} {fake} --port {{port}} --seconds-per-token 0.002 --natural-stop 5"
+    port = free_port()
+    plan = plan_sweep(
+        serve,
+        "vllm",
+        [2],
+        method="ngram",
+        ready_timeout_s=30,
+        port=port,
+        max_tokens=16,
+        ignore_eos=False,
+        temperature=0.5,
+    )
+    config = Config(url="http://unused", label="unused", max_tokens=16, requests=2)
+    result = run_sweep(plan, str(tmp_path / "sweep"), config)
+    assert all(o.ok for o in result.outcomes), result.report()
+    written = rows(result.runs_csv)
+    assert {row["label"] for row in written} == {"baseline", "ngram-k2"}
+    for row in written:
+        assert row["ignore_eos"] == "false" and float(row["temperature"]) == 0.5
+        assert row["max_tokens"] == "16"
+    client = [row for row in written if row["origin"] == "client"]
+    assert {row["completion_tokens"] for row in client} == {"5"}  # stopped, as the model ends
+    manifest = json.loads((tmp_path / "sweep" / "manifest.json").read_text())
+    assert manifest["plan"]["ignore_eos"] is False and manifest["plan"]["temperature"] == 0.5
+
+
+def test_sweep_plan_says_sampling_settings_only_where_they_are_not_the_defaults():
+    serve = "vllm serve /models/m --port {port}"
+    plan_json = ["sweep", "--serve", serve, "--engine", "vllm", "-k", 2, "--plan", "--json"]
+    default = run_cli(plan_json)
+    assert default.exit_code == 0, default.output
+    assert not {"ignore_eos", "temperature", "top_p"} & set(json.loads(default.stdout))
+    changed = run_cli([*plan_json, "--no-ignore-eos", "--top-p", 0.9])
+    assert changed.exit_code == 0, changed.output
+    plan = json.loads(changed.stdout)
+    assert plan["ignore_eos"] is False and plan["top_p"] == 0.9 and "temperature" not in plan
+    text = run_cli(["sweep", "--serve", serve, "--engine", "vllm", "-k", 2, "--plan"])
+    assert "tokens), in this order" in text.output
+    bad = run_cli(["sweep", "--serve", serve, "--engine", "vllm", "-k", 2, "--plan", "--top-p", 2])
+    one_line_exit_2(bad, "--top-p", "expected a fraction above 0 and at most 1")

@@ -192,7 +192,7 @@ class Config:
                 self.max_tokens,
                 f"a whole number of tokens from 2 (so that a decode rate exists) to {MAX_TOKENS:,}",
             )
-        self._check_sampling()
+        check_sampling(self.temperature, self.top_p, self.ignore_eos)
         if self.requests is not None and not 1 <= self.requests <= MAX_REQUESTS:
             raise invalid_value(
                 "requests", self.requests, f"a whole number from 1 to {MAX_REQUESTS:,}"
@@ -242,22 +242,6 @@ class Config:
         fewest, most = RATE_LEVEL_REQUESTS
         return min(most, max(fewest, math.ceil(RATE_LEVEL_SECONDS * load.request_rate)))
 
-    def _check_sampling(self) -> None:
-        """The sampling settings: a temperature of 0 or more, a top_p above 0 and at most 1, and
-        ignore_eos true or false."""
-        t = self.temperature
-        greedy = isinstance(t, (int, float)) and not isinstance(t, bool) and t == 0
-        if not (greedy or _positive(t, MAX_TEMPERATURE)):
-            raise invalid_value(
-                "temperature",
-                self.temperature,
-                f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}",
-            )
-        if not _positive(self.top_p, 1.0):
-            raise invalid_value("top_p", self.top_p, "a fraction above 0 and at most 1")
-        if not isinstance(self.ignore_eos, bool):
-            raise invalid_value("ignore_eos", self.ignore_eos, "true or false")
-
     def _check_open_loop(self) -> None:
         """The open-loop settings: rates, burstiness, seed and cap, and one load axis."""
         if self.request_rate and self.concurrency:
@@ -298,6 +282,24 @@ class Config:
                     "request_rate",
                     "concurrency",
                 )
+
+
+def check_sampling(temperature: float, top_p: float, ignore_eos: bool) -> None:
+    """Raise for a sampling setting out of range: a temperature from 0 to
+    :data:`MAX_TEMPERATURE`, a top_p above 0 and at most 1, ignore_eos true or false."""
+    greedy = (
+        isinstance(temperature, (int, float))
+        and not isinstance(temperature, bool)
+        and temperature == 0
+    )
+    if not (greedy or _positive(temperature, MAX_TEMPERATURE)):
+        raise invalid_value(
+            "temperature", temperature, f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}"
+        )
+    if not _positive(top_p, 1.0):
+        raise invalid_value("top_p", top_p, "a fraction above 0 and at most 1")
+    if not isinstance(ignore_eos, bool):
+        raise invalid_value("ignore_eos", ignore_eos, "true or false")
 
 
 def _positive(value: object, most: float) -> bool:

@@ -38,32 +38,7 @@ from breakeven.core.quantities import MAX_SPEC_TOKENS
     help="Tokens per request: each generates this many (--ignore-eos), or at most this many "
     "(--no-ignore-eos).",
 )
-@click.option(
-    "--ignore-eos/--no-ignore-eos",
-    "ignore_eos",
-    default=True,
-    show_default=True,
-    help="Generate every request to --max-tokens, past the end of its text, so that a baseline "
-    "and a speculative run decode the same tokens; --no-ignore-eos: each stops where the model "
-    "ends it, as in service (its rows count the tokens it generated).",
-)
-@click.option(
-    "--temperature",
-    type=float,
-    default=0.0,
-    show_default=True,
-    metavar="T",
-    help="Sampling temperature sent with every request (0: greedy) [-].",
-)
-@click.option(
-    "--top-p",
-    "top_p",
-    type=float,
-    default=1.0,
-    show_default=True,
-    metavar="P",
-    help="Nucleus sampling mass sent with every request (1: every token) [fraction].",
-)
+@o.sampling
 @click.option(
     "--requests",
     type=int,
