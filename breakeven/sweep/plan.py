@@ -377,15 +377,7 @@ def plan_sweep(
         The sampling settings every request is sent with, as bench takes them (default: to
         ``max_tokens``, greedy).
     """
-    if engine not in SPECULATION_ENGINES:
-        raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
-    if method is not None and not METHOD_NAME.fullmatch(method):
-        raise invalid_value(
-            "method",
-            method,
-            "a drafting method's name (eagle3, draft_model, ngram, mtp: letters, digits, "
-            "'_', '-' and '.'); a draft model's path or id goes in --draft",
-        )
+    _check_engine(engine, method)
     ks = _draft_lengths(num_spec_tokens)
     _check_sizes(len(ks), repeats, ready_timeout_s, max_tokens, requests, port)
     check_sampling(temperature, top_p, ignore_eos)
@@ -409,10 +401,21 @@ def plan_sweep(
         burstiness,
         seed,
         max_concurrency,
-        ignore_eos,
-        float(temperature),
-        float(top_p),
+        *(ignore_eos, float(temperature), float(top_p)),
     )
+
+
+def _check_engine(engine: str, method: str | None) -> None:
+    """Raise for an engine the sweep cannot launch, or a method that is not a method's name."""
+    if engine not in SPECULATION_ENGINES:
+        raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
+    if method is not None and not METHOD_NAME.fullmatch(method):
+        raise invalid_value(
+            "method",
+            method,
+            "a drafting method's name (eagle3, draft_model, ngram, mtp: letters, digits, "
+            "'_', '-' and '.'); a draft model's path or id goes in --draft",
+        )
 
 
 def _refuse_own_options(engine: str, serve: str, argv: list[str]) -> None:
