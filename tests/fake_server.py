@@ -111,6 +111,12 @@ class Behaviour:
     # known exactly, whatever the requests in flight: seconds_per_token (or cycle_s /
     # tokens_per_chunk) x (1 + rate_crowding x R).
     rate_crowding: float = 0.0
+    # Where set, a request's text ends after this many tokens (the model's end of text): the
+    # stream ends there, unless the request sends ignore_eos true,
+    # as vLLM's and SGLang's sampling params do.
+    natural_stop: int | None = None
+    # Each completion request's body, as sent (sampling settings included).
+    bodies: list[dict] = field(default_factory=list)
     finished: int = 0
     generated: int = 0
     decode_s: float = 0.0
@@ -278,6 +284,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _complete(self, b: Behaviour, request: dict, resetting: bool) -> None:
         """Stream a completion of ``request``."""
         max_tokens = int(request.get("max_tokens", 16))
+        with b.lock:
+            b.bodies.append(request)
+        if b.natural_stop is not None and request.get("ignore_eos") is not True:
+            max_tokens = min(max_tokens, b.natural_stop)
         chat = self.path.endswith("chat/completions")
         per_chunk = _chunk_tokens(b, request)
         drafted_per_cycle = b.num_spec_tokens if b.draft_len is None else b.draft_len
@@ -550,6 +560,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--daemonize", action="store_true", help="double fork, setsid, exit 0")
     parser.add_argument("--ready-after", type=float, default=0.0, help="listen only after S s")
     parser.add_argument("--print-args", action="store_true", help="print argv and escapes")
+    parser.add_argument("--natural-stop", type=int, default=None, help="Behaviour.natural_stop")
     args, _ = parser.parse_known_args(argv)
     _behave(args)
     seconds_per_token = args.seconds_per_token
@@ -560,7 +571,11 @@ def main(argv: list[str] | None = None) -> None:
             launch = len(f.read())
             f.write(".")
         seconds_per_token *= slowdowns[launch % len(slowdowns)]
-    behaviour = Behaviour(seconds_per_token=seconds_per_token, num_spec_tokens=args.num_spec_tokens)
+    behaviour = Behaviour(
+        seconds_per_token=seconds_per_token,
+        num_spec_tokens=args.num_spec_tokens,
+        natural_stop=args.natural_stop,
+    )
     trtllm_k = _trtllm_draft_len(args.extra_llm_api_options)
     behaviour.trtllm = args.trtllm or args.extra_llm_api_options is not None
     if args.speculative_config or args.spec_draft_n_max or trtllm_k:

@@ -108,7 +108,7 @@ def test_two_nodes_that_disagree_are_both_named_and_the_answer_widens():
     ],
 )
 def test_bad_cluster_options_are_one_line(tmp_path, args, names):
-    base = _sweep_args(None, "auto")[: -2]  # without --ray auto
+    base = _sweep_args(None, "auto")[:-2]  # without --ray auto
     r = run_cli([*base, *args, "--out", str(tmp_path / "s")])
     assert r.exit_code == 2, r.output
     line = r.output.strip()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from breakeven.bench.prompts import DEFAULT_PROMPTS, PromptRow
@@ -55,6 +56,8 @@ MAX_TOKENS = 1_000_000
 MAX_TIMEOUT_S = 86_400.0
 MAX_REQUEST_RATE = 100_000.0
 """The highest offered request rate [req/s]: gaps of 10 us, beyond what one client keeps."""
+MAX_TEMPERATURE = 100.0
+"""The highest sampling temperature [-]: far beyond any useful one (OpenAI's API takes up to 2)."""
 RATE_LEVEL_SECONDS = 30.0
 """An open-loop level's default requests arrive over about this long [s]."""
 RATE_LEVEL_REQUESTS = (8, 1000)
@@ -139,6 +142,24 @@ class Config:
     request_timeout_s: float = 600.0
     """How long one request may take in all [s] (a server that trickles bytes)."""
     ignore_eos: bool = True
+    """Generate every request to ``max_tokens``, past the end of text (vLLM's and SGLang's
+    ``ignore_eos``): a baseline and a speculative run then decode the same number of tokens.
+    False: each request stops where the model ends its text (its tokens are the server's
+    usage count), as in service."""
+    temperature: float = 0.0
+    """The sampling temperature sent with every request [-]: 0 is greedy."""
+    top_p: float = 1.0
+    """The nucleus sampling mass sent with every request [fraction]: 1 keeps every token."""
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling settings every request is sent with, as rows record them: ``temperature``,
+        ``top_p``, ``max_tokens`` and ``ignore_eos`` (``"true"`` or ``"false"``)."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "ignore_eos": "true" if self.ignore_eos else "false",
+        }
 
     def __repr__(self) -> str:
         """The fields, the API key as ``***``, the URL's password as ``***`` (whatever it
@@ -171,6 +192,7 @@ class Config:
                 self.max_tokens,
                 f"a whole number of tokens from 2 (so that a decode rate exists) to {MAX_TOKENS:,}",
             )
+        check_sampling(self.temperature, self.top_p, self.ignore_eos)
         if self.requests is not None and not 1 <= self.requests <= MAX_REQUESTS:
             raise invalid_value(
                 "requests", self.requests, f"a whole number from 1 to {MAX_REQUESTS:,}"
@@ -260,6 +282,24 @@ class Config:
                     "request_rate",
                     "concurrency",
                 )
+
+
+def check_sampling(temperature: float, top_p: float, ignore_eos: bool) -> None:
+    """Raise for a sampling setting out of range: a temperature from 0 to
+    :data:`MAX_TEMPERATURE`, a top_p above 0 and at most 1, ignore_eos true or false."""
+    greedy = (
+        isinstance(temperature, (int, float))
+        and not isinstance(temperature, bool)
+        and temperature == 0
+    )
+    if not (greedy or _positive(temperature, MAX_TEMPERATURE)):
+        raise invalid_value(
+            "temperature", temperature, f"a number from 0 (greedy) to {MAX_TEMPERATURE:g}"
+        )
+    if not _positive(top_p, 1.0):
+        raise invalid_value("top_p", top_p, "a fraction above 0 and at most 1")
+    if not isinstance(ignore_eos, bool):
+        raise invalid_value("ignore_eos", ignore_eos, "true or false")
 
 
 def _positive(value: object, most: float) -> bool:

@@ -21,9 +21,11 @@ from breakeven.bench.config import Config, Load
 from breakeven.bench.stream import RequestResult
 from breakeven.core.credentials import Redactor
 from breakeven.core.errors import BreakevenError, escape_braces
+from breakeven.core.provenance import SAMPLING_PREFIX
 from breakeven.core.schema import (
     COLUMN_NAMES,
     COUNTERS_OVER_LEVEL,
+    SAMPLING_COLUMNS,
     SPECULATIVE_SERVER,
     csv_row,
     text_column,
@@ -57,7 +59,8 @@ _PER_REQUEST_DRAFTS = (*_TREE_AND_DRAFTS, "num_drafts", "acceptance_histogram")
 _LAUNCH_COLUMNS = (*_PER_REQUEST_DRAFTS, "launch_id", "launched_at", "env_from")
 _CATEGORY = (*_LAUNCH_COLUMNS, "category")
 _OPEN_LOOP = (*_CATEGORY, "e2e_ms", "start_s", "request_rate")
-BENCH_COLUMNS = (*_OPEN_LOOP, "node")
+_SAMPLED = (*_OPEN_LOOP, *SAMPLING_COLUMNS)
+BENCH_COLUMNS = (*_SAMPLED, "node")
 """After the schema's and the timings: a tree's branches and verify tokens (``--topk``,
 ``--verify-tokens``); the tokens the server drafted and accepted for the request
 (llama.cpp's ``timings``, vLLM's ``metrics.speculative_decoding``); and, where the server says
@@ -69,10 +72,13 @@ drafted (``num_drafts``) and how many cycles accepted 0, 1, ... k drafted tokens
 and on the level's server row); last, its end-to-end latency ``e2e_ms`` (send to last token),
 when it was sent, ``start_s`` (due, open loop; since its level began), and its level's
 offered ``request_rate`` (open loop; empty for a closed-loop level), which the level's server
-row carries too; and the cluster ``node`` that measured it (``sweep --ray``; empty from bench
-itself)."""
+row carries too; then the sampling settings every request was sent with
+(:data:`~breakeven.core.schema.SAMPLING_COLUMNS`: ``temperature``, ``top_p``, ``max_tokens``,
+``ignore_eos``), on the server row too; and the cluster ``node`` that measured it
+(``sweep --ray``; empty from bench itself)."""
 HEADERS = (
     BENCH_COLUMNS,
+    _SAMPLED,
     _OPEN_LOOP,
     _CATEGORY,
     _LAUNCH_COLUMNS,
@@ -101,8 +107,10 @@ def environment(
 ) -> str:
     """The launch written to every row: the server's own settings (``launch``: its arguments
     and environment, or its endpoints' configuration), model and version, then the URL and
-    the client's host, and an open-loop run's arrivals (``config``'s ``burstiness`` and
-    ``arrival_seed``).  The URL and host are the client's choices, kept for provenance and
+    the client's host, an open-loop run's arrivals (``config``'s ``burstiness`` and
+    ``arrival_seed``) and the sampling settings every request was sent with
+    (``sampling_temperature``, ``sampling_top_p``, ``sampling_max_tokens``,
+    ``sampling_ignore_eos``).  The URL, host and sampling are the client's choices, kept for provenance and
     left out of the fingerprint ``check`` compares
     (:func:`breakeven.core.provenance.is_client_key`).  The client's own environment is not
     recorded: the variables that tune a server are the server's."""
@@ -113,6 +121,13 @@ def environment(
     pairs += [f"url={root}", f"client_host={platform.node()}"]
     if config is not None and config.request_rate:
         pairs += [f"burstiness={config.burstiness:g}", f"arrival_seed={config.seed}"]
+    if config is not None:  # the client's choice: kept out of the fingerprint
+        pairs += [
+            f"{SAMPLING_PREFIX}{key}={value:g}"
+            if isinstance(value, float)
+            else f"{SAMPLING_PREFIX}{key}={value}"
+            for key, value in config.sampling().items()
+        ]
     return " ".join(pairs)
 
 
@@ -205,6 +220,7 @@ def request_row(
         "e2e_ms": r.e2e_ms,
         "start_s": r.start_s,
         "request_rate": load.request_rate,
+        **c.sampling(),
     }
     return {key: bench.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 
@@ -270,6 +286,7 @@ def server_row(bench: RunStamp, load: Load, level: dict, server: dict[str, Any])
         "level_requests": level["requests"],
         **launch_columns(bench),
         "request_rate": load.request_rate,
+        **c.sampling(),
     }
     return {key: bench.redact(v) if isinstance(v, str) else v for key, v in row.items()}
 

@@ -318,6 +318,7 @@ class Bench:
             "env_from": self.launch.env_from,
             "read_from": self.launch.where,
             "settings": len(self.launch.pairs),
+            "sampling": self.config.sampling(),
         }
 
     def _payload(self, prompt: str) -> tuple[str, dict[str, Any]]:
@@ -326,7 +327,8 @@ class Bench:
             "model": self.model,
             "max_tokens": c.max_tokens,
             "stream": True,
-            "temperature": 0.0,
+            "temperature": c.temperature,
+            "top_p": c.top_p,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         }
         if c.ignore_eos:

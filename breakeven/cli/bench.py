@@ -35,8 +35,10 @@ from breakeven.core.quantities import MAX_SPEC_TOKENS
     type=int,
     default=512,
     show_default=True,
-    help="Tokens per request (generated to the end: ignore_eos).",
+    help="Tokens per request: each generates this many (--ignore-eos), or at most this many "
+    "(--no-ignore-eos).",
 )
+@o.sampling
 @click.option(
     "--requests",
     type=int,

@@ -533,6 +533,38 @@ open_loop = options(
 ``--burstiness``, ``--max-concurrency`` and ``--seed`` (bench's and sweep's)."""
 
 
+sampling = options(
+    click.option(
+        "--ignore-eos/--no-ignore-eos",
+        "ignore_eos",
+        default=True,
+        show_default=True,
+        help="Generate every request to --max-tokens, past the end of its text, so that a "
+        "baseline and a speculative run decode the same tokens; --no-ignore-eos: each stops "
+        "where the model ends it, as in service (its rows count the tokens it generated).",
+    ),
+    click.option(
+        "--temperature",
+        type=FLOAT,
+        default=0.0,
+        show_default=True,
+        metavar="T",
+        help="Sampling temperature sent with every request (0: greedy) [-].",
+    ),
+    click.option(
+        "--top-p",
+        "top_p",
+        type=FLOAT,
+        default=1.0,
+        show_default=True,
+        metavar="P",
+        help="Nucleus sampling mass sent with every request (1: every token) [fraction].",
+    ),
+)
+"""``--ignore-eos/--no-ignore-eos``, ``--temperature`` and ``--top-p``: the sampling settings
+sent with every request and recorded in every row (bench's and sweep's)."""
+
+
 def rates(param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
     """``1 4 16`` or ``1,4,16``: request rates [req/s], checked by the bench's settings."""
     if value is None:

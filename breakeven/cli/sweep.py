@@ -50,6 +50,7 @@ from breakeven.core.errors import BreakevenError, Terminated, escape_braces
 )
 @o.concurrency("Load levels each launch runs [requests in flight].")
 @o.open_loop
+@o.sampling
 @o.slo
 @click.option(
     "--repeats",
@@ -66,7 +67,7 @@ from breakeven.core.errors import BreakevenError, Terminated, escape_braces
     type=int,
     default=256,
     show_default=True,
-    help="Tokens each request generates [tokens].",
+    help="Tokens each request generates (at most, with --no-ignore-eos) [tokens].",
 )
 @click.option("--port", type=int, default=8000, show_default=True, help="What {port} stands for.")
 @click.option(

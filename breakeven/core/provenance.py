@@ -75,6 +75,10 @@ _SPEC_FILE_FLAGS = frozenset({"extra_llm_api_options"})
 """trtllm-serve's options file, which ``sweep --engine trtllm`` adds to a speculative launch
 holding its ``speculative_config`` alone (TensorRT-LLM takes speculation from no flag)."""
 _CLIENT_KEYS = frozenset({"url", "port", "host", "client_host", "llama_arg_port", "llama_arg_host"})
+SAMPLING_PREFIX = "sampling_"
+"""What begins the key of a sampling setting bench writes in ``env`` (``sampling_temperature=0``,
+``sampling_ignore_eos=true``): the client's choice, left out of a fingerprint, and compared on
+its own (``compare``'s ``sampling_differs``)."""
 _INLINE_SECRET = re.compile(
     r"(--?(?:[A-Za-z0-9]+[-_.])*(?:"
     + "|".join(sorted(SECRET_WORDS, key=len, reverse=True))
@@ -109,8 +113,10 @@ def is_spec_key(item: str) -> bool:
 def is_client_key(item: str) -> bool:
     """Whether a pair is what the client chose: the URL, host and port it reached the server
     at, and the machine it ran on.  Two servers launched alike on two ports are a fair
-    A/B, so these are kept for provenance and left out of a fingerprint."""
-    return key_of(item) in _CLIENT_KEYS
+    A/B, so these are kept for provenance and left out of a fingerprint; so are the sampling
+    settings bench sent (:data:`SAMPLING_PREFIX`), which ``compare`` compares on their own."""
+    key = key_of(item)
+    return key in _CLIENT_KEYS or key.startswith(SAMPLING_PREFIX)
 
 
 def is_environment_key(item: str) -> bool:
@@ -287,13 +293,23 @@ def launch_text(launch: Mapping[str, Any]) -> str:
             ". check cannot tell whether another launch had the same environment: run bench on "
             "the server's host as its user, or give --server-env-from"
         )
+    if launch.get("sampling"):
+        said += f". Requests sent with {sampling_text(launch['sampling'])}"
     return said + "."
+
+
+def sampling_text(sampling: Mapping[str, Any]) -> str:
+    """Sampling settings in words, in their order: ``temperature 0, top_p 1, max_tokens 512,
+    ignore_eos true`` (a number as ``:g`` writes it)."""
+    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in sampling.values())
+    return ", ".join(f"{key} {value}" for key, value in zip(sampling, shown, strict=True))
 
 
 __all__: Sequence[str] = (
     "ENVIRONMENT_KNOWN",
     "ENV_PREFIXES",
     "ENV_SOURCES",
+    "SAMPLING_PREFIX",
     "SECRET_NAME_PARTS",
     "age_text",
     "fingerprint",
@@ -303,6 +319,7 @@ __all__: Sequence[str] = (
     "launch_text",
     "one_word",
     "parse_time",
+    "sampling_text",
     "secret_free",
     "server_arguments",
     "server_environment",

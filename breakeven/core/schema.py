@@ -261,6 +261,34 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "(bench, from vLLM's per-request metrics.speculative_decoding)",
     ),
     Column(
+        "temperature",
+        "number",
+        "-",
+        "the sampling temperature the requests were sent with (bench --temperature; 0: greedy); "
+        "compare flags a pair measured with other sampling settings (sampling_differs)",
+    ),
+    Column(
+        "top_p",
+        "number",
+        "fraction",
+        "the nucleus sampling mass the requests were sent with (bench --top-p; 1: every token)",
+        highest=1.0,
+    ),
+    Column(
+        "max_tokens",
+        "number",
+        "tokens",
+        "the most tokens a request was asked for (bench --max-tokens): with ignore_eos true, "
+        "what each generated; else a cap, and completion_tokens says what each generated",
+    ),
+    Column(
+        "ignore_eos",
+        "text",
+        "-",
+        "true: each request was generated to max_tokens, past the end of its text (bench's "
+        "default); false: each stopped where the model ended it (bench --no-ignore-eos)",
+    ),
+    Column(
         "node",
         "text",
         "-",
@@ -269,6 +297,9 @@ OPTIONAL_COLUMNS: tuple[Column, ...] = (
         "nodes are never compared with each other; empty off a cluster",
     ),
 )
+SAMPLING_COLUMNS = ("temperature", "top_p", "max_tokens", "ignore_eos")
+"""The sampling settings a bench row records (:meth:`breakeven.bench.config.Config.sampling`):
+two runs measured with others are not a fair pair (``compare``'s ``sampling_differs``)."""
 
 COLUMN_NAMES = tuple(c.name for c in MEASUREMENT_COLUMNS)
 COUNTERS_OVER_LEVEL = "the server's counters over the level"

@@ -386,6 +386,8 @@ def bench_config(
     idle_timeout_s: float = 60.0,
     request_timeout_s: float = 600.0,
     ignore_eos: bool = True,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
 ) -> tuple[Config, str | None]:
     """``breakeven bench``'s :class:`breakeven.bench.config.Config`, checked, and a note of what
     was done to the API key, to tell the user (never the key).
@@ -408,7 +410,12 @@ def bench_config(
         A prompts file (:func:`~breakeven.bench.prompts.read_prompts`; default: built-in
         ones), and each prompt's workload category (default: the file's).
     chat, ignore_eos : bool
-        Ask ``/v1/chat/completions``; generate every request to ``max_tokens``.
+        Ask ``/v1/chat/completions``; generate every request to ``max_tokens`` (the default,
+        so that a baseline and a speculative run decode the same tokens), else let each stop
+        where the model ends it (its rows count the tokens the server says it generated).
+    temperature, top_p : float
+        The sampling settings sent with every request [-, fraction] (default 0 and 1:
+        greedy), recorded in every row.
     api_key_env : str, optional
         The environment variable holding the API key (see :func:`api_key_from_env`).
     num_spec_tokens, spec_topk, verify_tokens : int, optional

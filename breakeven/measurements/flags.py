@@ -46,6 +46,9 @@ FLAGS = {
     "is not per sequence, or a baseline from another load",
     "cycle_below_step": "the cycle a run's rate and accept_len imply is shorter than the "
     "baseline's plain step: faster than its accept_len allows",
+    "sampling_differs": "the speculative run and its baseline were measured with other "
+    "sampling settings (temperature, top_p, max_tokens, ignore_eos): their outputs differ in "
+    "length or text, and so their rates and acceptance",
     "aggregate_rate": "a per-sequence tok_s that equals or exceeds the aggregate rate of all "
     "sequences at concurrency > 1: an aggregate typed or recorded as per-sequence",
 }

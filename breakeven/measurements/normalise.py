@@ -15,10 +15,12 @@ from breakeven.core.errors import BreakevenError, escape_braces
 from breakeven.core.provenance import ENVIRONMENT_KNOWN, fingerprint
 from breakeven.core.schema import (
     ALL_COLUMNS,
+    SAMPLING_COLUMNS,
     SPECULATIVE_SERVER,
     bad_number_message,
     first_bad_number,
 )
+from breakeven.measurements.sampling import row_sampling
 from breakeven.model.pooling import (
     adopt_server_rates,
     decoded_tokens,
@@ -95,6 +97,7 @@ COLUMNS_USED = (
     "per_position",
     "acceptance_histogram",
     "source",
+    *SAMPLING_COLUMNS,
     "node",
 )
 
@@ -203,6 +206,7 @@ def normalise(data: Any) -> Any:
     df["concurrency_key"] = level_key(df["concurrency"], df["request_rate"])
     df["launch"] = _launches(df)
     df["decoded"] = decoded_tokens(df["completion_tokens"])
+    df["sampling"] = row_sampling(df)
     return df
 
 

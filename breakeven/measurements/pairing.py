@@ -38,6 +38,7 @@ from breakeven.measurements.normalise import (
     key_request_rate,
 )
 from breakeven.measurements.plausibility import speedup_bound
+from breakeven.measurements.sampling import sampling_difference
 from breakeven.model import _implied_cycle_ms, _speedup, _step_ms
 from breakeven.model.pooling import group_pooled_accept_len
 
@@ -158,6 +159,7 @@ def pair(
             codes_by_group.setdefault(int(number[i]), set()).update(findings.by_line[int(line[i])])
     key_columns = [_values_at(df[k], rows[first]) for k in _RUN_KEYS]
     caps = df["concurrency"].to_numpy(dtype=float)[rows[first]]
+    sampling = df["sampling"].astype(object).to_numpy()
     # Each run's side from its launches, all runs in one pass (rows in file order per run).
     spec_sides = sides_and_spreads(tok[order], launch[order], decoded[order], number[order], n)
     launches = provenance.sides(order, starts, [str(fp) for fp in key_columns[-1]])
@@ -177,6 +179,9 @@ def pair(
             findings,
             _source_files(df, rows[at]) if unnamed else None,
         )
+        if len(chosen):
+            spec_rows, base_rows = rows[at], base.provenance.rows[chosen]
+            codes |= _sampling_codes(key, lines, sampling[spec_rows], sampling[base_rows], findings)
         runs.append((key, at, lines, measured, chosen, codes | codes_by_group.get(g, set()), note))
     base.estimate([chosen for _, _, _, _, chosen, _, _ in runs])
     # One speedup (docs/concepts/intervals.md#one-speedup): the means of the launches' rates.
@@ -369,6 +374,34 @@ def _pair_one(
         launch_spread=spread,
     )
     return comparison
+
+
+def _sampling_codes(
+    key: tuple[Any, ...],
+    lines: tuple[int, ...],
+    spec: Any,
+    baseline: Any,
+    findings: _Findings,
+) -> set[str]:
+    """``sampling_differs`` where a run's rows (``spec``: their sampling texts,
+    :func:`~breakeven.measurements.sampling.row_sampling`) and its baseline's (``baseline``)
+    were sent with other sampling settings; nothing where either side's are not known."""
+    differs = sampling_difference(spec, baseline)
+    if differs is None:
+        return set()
+    label, conc = key[5], key[2]
+    findings.add(
+        Flag(
+            "sampling_differs",
+            f"{label} {_at_concurrency(conc)} was measured with {differs[0]}, its baseline "
+            f"with {differs[1]}: their outputs differ in length or text, so their rates and "
+            "acceptance are not like for like. Measure both with the same bench "
+            "--temperature, --top-p, --max-tokens and --ignore-eos/--no-ignore-eos.",
+            lines,
+        ),
+        lines,
+    )
+    return {"sampling_differs"}
 
 
 def _doubts(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from breakeven.bench.config import check_sampling
 from breakeven.core.errors import BreakevenError, invalid_value
 from breakeven.core.provenance import masked_argv
 from breakeven.render.engine_configs import (
@@ -84,6 +85,13 @@ class SweepPlan:
     """Seeds the open-loop schedules: every launch gets the same one."""
     max_concurrency: int | None = None
     """At most this many requests in flight at an open-loop level [requests]."""
+    ignore_eos: bool = True
+    """Every request generated to ``max_tokens`` (bench's default), else stopped where the
+    model ends it (``--no-ignore-eos``)."""
+    temperature: float = 0.0
+    """The sampling temperature every request is sent with [-]."""
+    top_p: float = 1.0
+    """The nucleus sampling mass every request is sent with [fraction]."""
 
     @property
     def requests_per_launch(self) -> int:
@@ -116,19 +124,34 @@ class SweepPlan:
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain data, each serve command's secrets masked (``--api-key ***``):
         what ``--plan --json`` prints and the manifest holds."""
-        return {
-            "engine": self.engine,
-            "launches": [
-                {**asdict(launch), "argv": masked_argv(launch.argv)} for launch in self.launches
-            ],
-            "concurrency": list(self.concurrency),
-            "requests": list(self.requests),
-            "max_tokens": self.max_tokens,
-            "ready_timeout_s": self.ready_timeout_s,
-            "port": self.port,
-            "speculation": dict(self.speculation),
-            "start_bound_s": self.start_bound_s(),
-        } | self._open_loop()
+        return (
+            {
+                "engine": self.engine,
+                "launches": [
+                    {**asdict(launch), "argv": masked_argv(launch.argv)} for launch in self.launches
+                ],
+                "concurrency": list(self.concurrency),
+                "requests": list(self.requests),
+                "max_tokens": self.max_tokens,
+                "ready_timeout_s": self.ready_timeout_s,
+                "port": self.port,
+                "speculation": dict(self.speculation),
+                "start_bound_s": self.start_bound_s(),
+            }
+            | self._open_loop()
+            | self._sampling()
+        )
+
+    def _sampling(self) -> dict[str, Any]:
+        """The sampling settings other than bench's defaults (a plan, and its manifest, at
+        the defaults holds none of them: a sweep begun before they existed resumes)."""
+        given = {
+            "ignore_eos": self.ignore_eos,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+        }
+        defaults = {"ignore_eos": True, "temperature": 0.0, "top_p": 1.0}
+        return {key: value for key, value in given.items() if value != defaults[key]}
 
     def _open_loop(self) -> dict[str, Any]:
         """The open-loop settings, where the levels are request rates (a closed-loop sweep's
@@ -176,7 +199,7 @@ class SweepPlan:
         lines = [
             f"{len(self.launches)} launches of {self.engine} (each runs {self.levels_text}: "
             f"{self.requests_per_launch} requests of "
-            f"{self.max_tokens} tokens), in this order:"
+            f"{'' if self.ignore_eos else 'at most '}{self.max_tokens} tokens), in this order:"
         ]
         lines += self._launch_lines()
         starts = self.start_bound_s()
@@ -318,6 +341,9 @@ def plan_sweep(
     seed: int | None = None,
     max_concurrency: int | None = None,
     config_dir: str = ".",
+    ignore_eos: bool = True,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
 ) -> SweepPlan:
     """The launches of a sweep, interleaved: for each repeat, every k in the order given
     (k = 0, the baseline, first if it is not given: a sweep without a baseline has no
@@ -347,18 +373,14 @@ def plan_sweep(
     ready_timeout_s, config_dir
         The longest a launch may take to become ready [s]; the sweep's directory, where
         TensorRT-LLM's launches' YAML goes (``configs/``, each written as its launch starts).
+    ignore_eos, temperature, top_p
+        The sampling settings every request is sent with, as bench takes them (default: to
+        ``max_tokens``, greedy).
     """
-    if engine not in SPECULATION_ENGINES:
-        raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
-    if method is not None and not METHOD_NAME.fullmatch(method):
-        raise invalid_value(
-            "method",
-            method,
-            "a drafting method's name (eagle3, draft_model, ngram, mtp: letters, digits, "
-            "'_', '-' and '.'); a draft model's path or id goes in --draft",
-        )
+    _check_engine(engine, method)
     ks = _draft_lengths(num_spec_tokens)
     _check_sizes(len(ks), repeats, ready_timeout_s, max_tokens, requests, port)
+    check_sampling(temperature, top_p, ignore_eos)
     levels, loads, burstiness, seed = _loads(
         concurrency, request_rate, burstiness, seed, max_concurrency, requests
     )
@@ -379,7 +401,21 @@ def plan_sweep(
         burstiness,
         seed,
         max_concurrency,
+        *(ignore_eos, float(temperature), float(top_p)),
     )
+
+
+def _check_engine(engine: str, method: str | None) -> None:
+    """Raise for an engine the sweep cannot launch, or a method that is not a method's name."""
+    if engine not in SPECULATION_ENGINES:
+        raise invalid_value("engine", engine, f"one of {', '.join(SPECULATION_ENGINES)}")
+    if method is not None and not METHOD_NAME.fullmatch(method):
+        raise invalid_value(
+            "method",
+            method,
+            "a drafting method's name (eagle3, draft_model, ngram, mtp: letters, digits, "
+            "'_', '-' and '.'); a draft model's path or id goes in --draft",
+        )
 
 
 def _refuse_own_options(engine: str, serve: str, argv: list[str]) -> None:

@@ -301,6 +301,9 @@ _SAME_SWEEP = (
     "burstiness",
     "seed",
     "max_concurrency",
+    "ignore_eos",
+    "temperature",
+    "top_p",
 )
 
 
@@ -457,6 +460,9 @@ def _bench_failures(launch: SweepLaunch, ctx: _Context) -> list[str]:
         burstiness=plan.burstiness,
         seed=plan.seed,
         max_concurrency=plan.max_concurrency,
+        ignore_eos=plan.ignore_eos,
+        temperature=plan.temperature,
+        top_p=plan.top_p,
     )
     ctx.tell(launch, "warming")
     top = _warming_wave(plan)
