@@ -149,3 +149,53 @@ class TestLlamaDraftsShortOfK:
         printed = as_written(PR2926, tmp_path)
         (r,) = ingest([printed]).records
         assert r["source"] == f"{printed}:1"
+
+
+NVFP4 = DATA / "trtllm_bench_nvfp4_repo_report_below_another_tools_summary.txt"
+
+
+class TestTrtllmReportBelowAnotherTool:
+    def test_the_rate_and_concurrency_are_the_reports_own_nvfp4_repo(self, tmp_path):
+        # Above the report: the author's own vLLM summary ("Per User Output Speed (tps/user):
+        # 178.8775", "Total Output Throughput (tokens/sec):   1431.0198") and an unheaded
+        # re-quote.  The report (not streamed: no TPOT) says "Number of concurrent requests:
+        # 7.9940", 13 in, 256 out, "Total Output Throughput (tokens/sec): 1216.0159".
+        for rs in both(NVFP4, tmp_path):
+            (r,) = rs
+            assert r["format"] == "trtllm_bench" and r["engine"] == "trtllm"
+            assert r["tok_s"] is None  # not 178.8775: that is another tool's line
+            assert r["concurrency"] == 7.9940
+            assert r["aggregate_tok_s"] == 1216.0159
+            assert r["context_tokens"] == 13.0 + 256.0 / 2
+            assert "run without --streaming" in r["note"]
+
+    def test_it_cites_the_reports_own_line(self, tmp_path):
+        # The record's last line is the report's "Total Output Throughput" under its
+        # "= PERFORMANCE OVERVIEW" (line 56 as printed), not the one above the report.
+        printed = as_written(NVFP4, tmp_path)
+        (r,) = ingest([printed]).records
+        lines = printed.read_text().splitlines()
+        cited = int(r["source"].rsplit(":", 1)[1])
+        assert lines[cited - 1].startswith("Total Output Throughput (tokens/sec):")
+        assert "= PERFORMANCE OVERVIEW" in lines[cited - 4]
+
+    @pytest.mark.parametrize("block", [64, 500])
+    def test_the_same_record_read_in_small_blocks(self, monkeypatch, block):
+        whole = ingest([NVFP4]).records
+        monkeypatch.setattr(sources, "BLOCK_BYTES", block)
+        assert ingest([NVFP4]).records == whole
+
+    def test_a_streamed_report_keeps_its_tpot_below_the_same_block(self, tmp_path):
+        # The other tool's block above the NVIDIA blog's streamed report (TPOT 7.3272,
+        # concurrency 94.6050): its "Per User Output Speed 178.8775" is not read.
+        above = as_written(NVFP4, tmp_path, "above.txt").read_text()
+        above = above[: above.index("=====")]
+        blog = as_written(
+            DATA / "trtllm_bench_nvblog_llama31_8b_report_then_tabbed_overview.txt", tmp_path
+        )
+        path = tmp_path / "log.txt"
+        path.write_text(above + blog.read_text())
+        rs = ingest([path]).records
+        assert [r["tpot_ms"] for r in rs] == [7.3272, 7.3272]
+        assert rs[0]["concurrency"] == 94.6050
+        assert all(r["tok_s"] == pytest.approx(1000 / 7.3272) for r in rs)
