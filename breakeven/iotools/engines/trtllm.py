@@ -260,8 +260,5 @@ ENGINE = Engine(
     "trtllm",
     KINDS,
     sequence,
-    tok_s={
-        FORMAT: "1000 / the report's average TPOT (Per User Output Speed where no TPOT; none "
-        "in a report run without --streaming)"
-    },
+    tok_s={FORMAT: "1000 / the report's average TPOT (Per User Output Speed where no TPOT)"},
 )
