@@ -12,8 +12,10 @@ cuts a real fixture the way the kind describes, and says so.
 
 import pytest
 from engine_fixtures import DATA, as_written, both, header_lines
+from hypothesis import given
+from hypothesis import strategies as st
 
-from breakeven.iotools import sources
+from breakeven.iotools import commented, sources
 from breakeven.iotools.ingest import ingest
 
 GLM = DATA / "vllm_bench_serve_specdecode_selfllm_glm52_mtp5.txt"
@@ -113,6 +115,35 @@ class TestCommentedOutTable:
         path.write_text("# see the Serving Benchmark Result table below\n" + rows + "\n")
         result = ingest([path])
         assert result.records == []
+
+
+_PIECES = st.sampled_from(
+    [
+        "# ============ Serving Benchmark Result ============",
+        "# ---------------Speculative Decoding---------------",
+        "# Mean TPOT (ms):   7.5",
+        "# ==================================================",
+        "  #   Position 0:   50.0",
+        "Mean TPOT (ms):   8.5",
+        "",
+        "# just a comment",
+        "\t# Output token throughput (tok/s):  10",
+    ]
+)
+
+
+@given(st.lists(_PIECES, max_size=30))
+def test_uncommenting_keeps_every_line_in_its_place(pieces):
+    """Whatever the comments, the table readers see as many lines as were read, each a
+    non-comment line unchanged, and no '#' line left as it was."""
+    text = "\n".join(pieces)
+    seen = commented.tables_uncommented(text).split("\n")
+    assert len(seen) == len(text.split("\n"))
+    for before, after in zip(text.split("\n"), seen, strict=True):
+        if not before.lstrip().startswith("#"):
+            assert after == before
+        else:
+            assert after == "" or not after.lstrip().startswith("#") or after != before
 
 
 class TestLlamaDraftsShortOfK:
