@@ -108,15 +108,18 @@ class TestLlamacpp:
 
 class TestTrtllm:
     def test_average_input_and_output_length(self, tmp_path):
-        """REQUEST DETAILS of the pr7104 report (1024 in, 1024 out; its excerpt stops before
-        any rate) followed by the pr5206 report's PERFORMANCE OVERVIEW and DECODING
-        STATISTICS: one report, context 1024 + 1024 / 2 = 1536."""
+        """REQUEST DETAILS of the pr7104 report (1024 in, 1024 out; taken up to its next
+        section, before its own PERFORMANCE OVERVIEW) followed by the pr5206 report's
+        PERFORMANCE OVERVIEW and DECODING STATISTICS: one report, context 1024 + 1024 / 2 =
+        1536."""
         details = as_written(DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt", tmp_path)
+        details = details.read_text()
+        details = details[: details.index("= WORLD + RUNTIME INFORMATION")]
         rest = as_written(
             DATA / "trtllm_bench_pr5206_qwen3_eagle3_old_ar_format.txt", tmp_path, "rest.txt"
         )
         path = tmp_path / "report.txt"
-        path.write_text(details.read_text() + rest.read_text())
+        path.write_text(details + rest.read_text())
         (r,) = ingest([path]).records
         assert r["context_tokens"] == 1024.0000 + 1024.0000 / 2 == 1536
         assert r["tpot_ms"] == 4.688 and r["accept_len"] == 1.81

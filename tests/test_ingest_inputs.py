@@ -486,8 +486,18 @@ class TestTensorRTLLM:
         ).records
         assert k["num_spec_tokens"] == 3
 
-    def test_a_report_with_neither_rate_nor_acceptance_gives_nothing(self):
-        result = ingest([DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt"])
+    def test_a_report_without_tpot_gives_its_aggregate_rate_and_concurrency(self):
+        # Issue 44: a report run without --streaming ("Total Output Throughput (tokens/sec):
+        # 7517.2584", "Number of concurrent requests:  1018.8281", no TPOT) was no record.
+        (r,) = ingest([DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt"]).records
+        assert r["aggregate_tok_s"] == 7517.2584 and r["concurrency"] == 1018.8281
+        assert r["tok_s"] is None and "run without --streaming" in r["note"]
+
+    def test_a_report_with_no_rate_nor_acceptance_gives_nothing(self, tmp_path):
+        text = (DATA / "trtllm_bench_pr7104_dsr1_no_spec_excerpt.txt").read_text()
+        path = tmp_path / "no_rate.txt"
+        path.write_text(text[: text.index("= PERFORMANCE OVERVIEW")])
+        result = ingest([path])
         assert result.records == [] and "holds nothing" in str(result.problems[0])
 
 

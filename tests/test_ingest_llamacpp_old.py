@@ -184,11 +184,22 @@ class TestLlamaSpeculative:
         monkeypatch.setattr(sources, "BLOCK_BYTES", block)
         assert ingest([path]).records == whole
 
-    def test_unknown_verify_steps_are_one_problem_not_a_record_pr2926(self, tmp_path, monkeypatch):
-        # August 2023: n_draft 8, n_predict 129, n_drafted 132, n_accept 47.  132 is neither
-        # 8 x (129 - 47 - 1) = 648 nor 8 x (129 - 47) = 656: the verify steps are unknown.  The
-        # run is skipped with one problem at its summary ("generated 129 tokens ..."), and the
-        # perf blocks after it ("214 runs") are no llama-cli runs.
+    def test_drafts_short_of_k_are_read_without_accept_len_pr2926(self, tmp_path):
+        # August 2023: n_draft 8, n_predict 129, n_drafted 132, n_accept 47.  132 is less than
+        # 8 x (129 - 47 - 1) = 648: the drafts stopped short of k (issue 44).  The run is read
+        # (its rate is the sequence's), and the perf blocks after it ("214 runs") are no
+        # llama-cli runs: one record, no problem.  tests/test_ingest_pasted_kinds.py reads the
+        # rest of what it says.
+        path = DATA / "llamacpp_speculative_pr2926_aug2023_verify_steps_unknown_excerpt.txt"
+        for p, first in ((path, header_lines(path) + 1), (as_written(path, tmp_path), 1)):
+            read = ingest([p])
+            assert not read.problems
+            (r,) = read.records
+            assert r["source"] == f"{p}:{first}" and r["tok_s"] == 0.519
+
+    def test_counts_that_do_not_add_up_are_one_problem_not_a_record(self, tmp_path, monkeypatch):
+        # pr2926's summary with n_drafted 700, more than 8 x (129 - 47) = 656 (no draft holds
+        # more than k tokens): one problem at its summary, no record.
         reported = []
         sequence = llamacpp.ENGINE.sequence
 
@@ -199,11 +210,13 @@ class TestLlamaSpeculative:
 
         monkeypatch.setattr(llamacpp.ENGINE, "sequence", spy)
         path = DATA / "llamacpp_speculative_pr2926_aug2023_verify_steps_unknown_excerpt.txt"
-        for p, first in ((path, header_lines(path) + 1), (as_written(path, tmp_path), 1)):
+        bad = tmp_path / "bad.txt"
+        bad.write_text(path.read_text().replace("n_drafted = 132", "n_drafted = 700"))
+        for p, first in ((bad, header_lines(bad) + 1), (as_written(bad, tmp_path), 1)):
             reported.clear()
             read = ingest([p])
             assert read.records == []
             assert read.problems and all(str(p) in str(problem) for problem in read.problems)
             ((line, message),) = reported
             assert line == first
-            assert "n_drafted = 132" in message and "= 648" in message and "= 656" in message
+            assert "n_drafted = 700" in message and "= 656" in message

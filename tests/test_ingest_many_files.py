@@ -33,7 +33,8 @@ REAL = [
     ENGINES / "vllm_engine_config__p2pbench_qwen36_mtp3_v0230.txt",  # launch lines, year
     ENGINES / "llamacpp_server_pr24536_eagle3_mean_acceptance_length_format.txt",
     ENGINES / "llamacpp_server_issue9013_plain_no_spec_2025.txt",  # held, then baselines
-    ENGINES / "llamacpp_speculative_pr2926_aug2023_verify_steps_unknown_excerpt.txt",  # problem
+    ENGINES
+    / "llamacpp_speculative_pr2926_aug2023_verify_steps_unknown_excerpt.txt",  # short drafts
     ENGINES / "trtllm_bench_pr5206_qwen3_eagle3_old_ar_format.txt",
     ENGINES / "aiperf_docs_speedbench_llama31_8b_draft_k5_report_console.txt",  # tables
     ENGINES / "vllm_bench_serve_specdecode_pr48892_mtp1_vs_mtp8.txt",  # result tables
@@ -142,7 +143,7 @@ def test_many_files_read_as_each_alone(tmp_path, monkeypatch, block_bytes, small
     paths = _mixed(tmp_path)
     csv, records, problems = _outputs(paths, tmp_path)
     assert (csv, records, problems) == _one_by_one(paths, tmp_path)
-    assert len(records) > 50 and len(problems) >= 8
+    assert len(records) > 50 and len(problems) >= 7
     # Line numbers are each file's: the second reading of the same file cites the same lines.
     cited = [r["source"] for r in records if r["source"].startswith(f"{SGLANG}:")]
     assert cited[: len(cited) // 3] == cited[len(cited) // 3 : 2 * len(cited) // 3]

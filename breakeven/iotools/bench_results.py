@@ -28,7 +28,7 @@ from breakeven.core.choices import (
     TRTLLM_ITERATION,
     VLLM_BENCH_SERVE,
 )
-from breakeven.iotools import aiperf, jsonsafe, replies
+from breakeven.iotools import aiperf, jsonsafe, replies, spec_tables
 from breakeven.iotools.records import PLACEHOLDERS
 from breakeven.iotools.replies import per_position_from_histogram
 
@@ -115,15 +115,20 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
 
 
 def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
-    """``vllm bench serve``: its request rates, and the spec-decode counts of the run."""
+    """``vllm bench serve``: its request rates, and the spec-decode counts of the run (k from
+    Draft tokens / Drafts where the Position rows may be cut:
+    :func:`breakeven.iotools.spec_tables.spec_counts`)."""
     _client_rates(obj, record)
+    if obj.get("_closed") is False and (note := spec_tables.cut_note(obj)) is not None:
+        record["note"] = note
     if "spec_decode_acceptance_length" not in obj:
         return
     drafts = _num(obj, "spec_decode_num_drafts")
     drafted = _num(obj, "spec_decode_draft_tokens")
     per_position = obj.get("spec_decode_per_position_acceptance_rates")
-    known = drafts > 0 and drafted >= 0  # NaN (not printed) compares False
-    k = len(per_position) if per_position else (round(drafted / drafts) if known else None)
+    k, note = spec_tables.spec_counts(obj, drafts, drafted, per_position)
+    if note:
+        record["note"] = "; ".join(filter(None, (record.get("note"), note)))
     record.update(
         accept_len=_num(obj, "spec_decode_acceptance_length"),
         acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
@@ -551,24 +556,28 @@ def parse_result_tables(
     (``text`` starting at line ``first_line``), and the title line of a last
     table that ``text`` ends inside (no closing rule yet), or None.  Per-position
     rates print as percents and become fractions; a placeholder (``not set``)
-    leaves its row out.
+    leaves its row out.  Each object also says whether its closing rule was read
+    (``_closed``: a table without one was cut) and the name of its last row read
+    (``_last``), for the record's note (:func:`breakeven.iotools.spec_tables.spec_counts`).
     """
     tables: list[tuple[int, dict[str, Any]]] = []
     current: dict[str, Any] | None = None
     for i, line in enumerate(text.splitlines(), start=first_line):
         stripped = line.strip()
         if TABLE_MARKER in stripped or (current is None and SPEC_SECTION in stripped):
-            current = {}
+            current = {"_closed": False, "_last": None}
             tables.append((i, current))
             continue
         if current is None or stripped.startswith("#"):
             continue
         if stripped and set(stripped) == {"="}:
-            current = None  # the closing rule
+            current["_closed"] = True  # the closing rule
+            current = None
             continue
         name, sep, value = stripped.partition(":")
         if not sep or not value.strip():
             continue
+        current["_last"] = name.strip()
         name, value = name.strip().lower(), value.strip()
         if value.lower() in PLACEHOLDERS:
             continue

@@ -39,16 +39,13 @@ import polars as pl
 
 from breakeven.core.credentials import MASK, hide_url_passwords
 from breakeven.core.provenance import is_secret_key
+from breakeven.iotools import commented
 from breakeven.iotools.records import PLACEHOLDERS, frame_of
 from breakeven.iotools.sources import AT_NEXT_LINE, Block, Problem
 
 PARSE_ROWS = 20_000  # marked lines parsed together (at most a block's more)
 COPY_BELOW = 10_000  # a block's marked lines are copied out of it when fewer than this
 TABLE = "_result_table"  # the kind of a result table's title line
-
-
-_COMMENT = re.compile(r"(?m)^[ \t]*#.*$")
-"""A comment line (the marking leaves them out: ``^\\s*#``)."""
 
 
 @dataclass(frozen=True)
@@ -613,7 +610,7 @@ class TextScanner:
             marked = marked.with_columns(at.str.split("\x1f")).explode("text")
         return (
             marked.filter(pl.col("text").str.contains(self.marker_pattern))
-            .filter(~pl.col("text").str.contains(r"^\s*#"))  # a comment
+            .filter(commented.kept(pl.col("text")))  # no comment (a commented table's title is)
             .with_columns(marker=pl.col("text").str.extract(self.marker_group, 1))
             .with_columns(self.kind_of.alias("kind"))
             .filter(pl.col("kind").is_not_null())
@@ -763,13 +760,13 @@ class TextScanner:
                 text += data.decode("utf-8", errors="replace")
         if first_line is None:
             return [], []
-        # Comments are blank to the table readers as they are to the marking (a '#' line never
-        # starts a table): the same records whichever block a comment falls in.
-        text = _COMMENT.sub("", text)
+        # Comments are blank to the table readers as they are to the marking, but for commented
+        # tables (:mod:`breakeven.iotools.commented`): the same records whichever block.
+        raw, text = text, commented.tables_uncommented(text)
         records, problems, open_at = self.table_reader(text, first_line, final)
         if open_at is not None and not final:
             offset = open_at - first_line
-            kept = text.split("\n")[offset:]
+            kept = raw.split("\n")[offset:]  # as read: a commented table is one again
             self.table_carry = (open_at, "\n".join(kept)[: 1 << 20])
         frame = [frame_of([dict(r, source=f"{self.name}:{r.pop('_line')}") for r in records])]
         return (frame if records else []), [Problem(self.name, ln, m) for ln, m in problems]

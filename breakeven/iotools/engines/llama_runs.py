@@ -45,8 +45,10 @@ def _runs(
     ``n_predict - n_accept - 1`` verify steps and ``n_drafted = k x`` that:
     ``accept_len = 1 + n_accept / (n_predict - n_accept - 1)``.  ``llama-speculative-simple``
     prints the same lines but verifies in every round (``n_predict - n_accept`` steps,
-    ``n_drafted`` the tokens of drafts of up to k): where ``n_drafted`` is k times neither
-    count, the steps are unknown and the run is a problem, not a record."""
+    ``n_drafted`` the tokens of drafts of up to k).  Drafts stop short of k where the draft
+    model's confidence falls below ``--draft-p-min`` (a draft under ``--draft-min`` is dropped):
+    then ``n_drafted`` is less than k times the steps, the decode rate is still the one
+    sequence's, and :func:`_short_drafts` says what acceptance the counts still give."""
     out, problems, run, spec_launch = _closed_runs(
         rows, state.get("run"), state.get("spec_launch"), final
     )
@@ -134,19 +136,19 @@ def _speculative_record(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str
     if missing:
         return None, "llama-speculative summary without " + ", ".join(missing) + ": not read"
     k, made, drafted, accepted = (int(run[n]) for n in names[1:])
-    steps = None
+    steps, note = None, None
     for rounds in (made - accepted - 1, made - accepted):  # -speculative, then -simple
         if k > 0 and rounds > 0 and drafted == k * rounds:
             steps = rounds
             break
     if steps is None:
-        return None, (
-            f"llama-speculative summary not read: n_drafted = {drafted} is neither "
-            f"n_draft x (n_predict - n_accept - 1) = {k * (made - accepted - 1)} "
-            f"(llama-speculative) nor n_draft x (n_predict - n_accept) = "
-            f"{k * (made - accepted)} (llama-speculative-simple with whole drafts), so its "
-            "verify steps are unknown"
-        )
+        steps, note = _short_drafts(k, made, drafted, accepted)
+        if note is None:
+            return None, (
+                f"llama-speculative summary not read: n_drafted = {drafted} is more than "
+                f"n_draft x (n_predict - n_accept) = {k * (made - accepted)}, or n_accept = "
+                f"{accepted} more than n_drafted: its counts do not add up"
+            )
     encoded = run.get("encoded")
     record = {
         "line": run["line"],
@@ -159,9 +161,47 @@ def _speculative_record(run: dict[str, Any]) -> tuple[dict[str, Any] | None, str
         "accepted_tokens": float(accepted),
         "draft_tokens": float(drafted),
         "acceptance_rate": accepted / drafted if drafted else None,
-        "num_drafts": float(steps),
-        "accept_len": 1 + accepted / steps,
+        "num_drafts": float(steps) if steps is not None else None,
+        "accept_len": 1 + accepted / steps if steps is not None else None,
         # its prompt, and half the tokens it made: the mean context while it decoded
         "context_tokens": encoded + run["n"] / 2 if encoded is not None else None,
+        "note": note,
     }
     return record, None
+
+
+def _short_drafts(k: int, made: int, drafted: int, accepted: int) -> tuple[int | None, str | None]:
+    """The verify steps of a summary whose drafts stopped short of k (``n_drafted`` below k
+    times the steps), where the counts tell them, and the record's note; ``(None, None)`` for
+    counts that do not add up (more drafted than k a step, or more accepted than drafted).
+
+    Every step yields its accepted tokens and one more, so the steps are ``n_predict -
+    n_accept - 1`` (``llama-speculative``, whose first token is the prompt's) or ``n_predict -
+    n_accept`` (``llama-speculative-simple``), whatever the drafts' lengths.  Drafts of at most
+    k tokens each fit ``n_drafted <= k x steps``: where only the second count fits, the run is
+    ``-simple`` and accept_len is known; where both fit, the summary does not tell the two
+    programs apart and accept_len is one of two values, given in the note, not in the record.
+    """
+    fits = [r for r in (made - accepted - 1, made - accepted) if r > 0 and drafted <= k * r]
+    if k <= 0 or not fits or accepted > drafted:
+        return None, None
+    short = (
+        f"drafts stopped short of k = {k} (n_drafted = {drafted} < n_draft x verify steps: "
+        "--draft-p-min ends a draft early, a draft under --draft-min is dropped): k is n_draft, "
+        "the most a draft "
+        f"held; acceptance_rate is n_accept / n_drafted = {accepted}/{drafted} over the "
+        "shorter drafts; the decode rate is the sequence's"
+    )
+    if len(fits) == 1:
+        (steps,) = fits
+        return steps, (
+            f"{short}; accept_len is 1 + {accepted}/{steps} verify steps "
+            "(n_predict - n_accept: only llama-speculative-simple's count fits)"
+        )
+    a, b = fits
+    return None, (
+        f"{short}; accept_len is 1 + {accepted}/{a} = {1 + accepted / a:.3f} "
+        f"(llama-speculative) or 1 + {accepted}/{b} = {1 + accepted / b:.3f} "
+        "(llama-speculative-simple): the summary does not tell which program printed it, "
+        "so accept_len is left empty"
+    )

@@ -87,7 +87,10 @@ Sources: ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingLogging.log``),
   a throughput line whose timestamp was clipped (one window with the spec line on the next
   line, :func:`_clipped`), or its prompt throughput (no ``tok_s``); prose that quotes a field
   (``_LOGGED``: no log line); records run together where newlines were lost (``line_start``
-  splits them, :func:`_in_print_order` orders them).
+  splits them, :func:`_in_print_order` orders them).  ``vllm bench serve``'s printed result
+  tables are read by :mod:`breakeven.iotools.bench_results`: a table cut in its Position rows
+  takes k from ``Draft tokens / Drafts`` (:mod:`breakeven.iotools.spec_tables`), and one
+  commented out line by line is read as the table (:mod:`breakeven.iotools.commented`).
 
 No line of the server log gives ``context_tokens``: it stays empty.  ``SpecDecoding metrics``
 counts drafted and accepted tokens, and the throughput line rates and requests; its ``GPU KV
