@@ -117,7 +117,8 @@ def _client_rates(obj: dict[str, Any], record: dict[str, Any]) -> None:
 def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
     """``vllm bench serve``: its request rates, and the spec-decode counts of the run (k from
     Draft tokens / Drafts where the Position rows may be cut:
-    :func:`breakeven.iotools.spec_tables.spec_counts`)."""
+    :func:`breakeven.iotools.spec_tables.spec_counts`; accept_len from Accepted tokens /
+    Drafts where they are printed, not the rounded length)."""
     _client_rates(obj, record)
     if obj.get("_closed") is False and (note := spec_tables.cut_note(obj)) is not None:
         record["note"] = note
@@ -129,12 +130,16 @@ def _vllm_serve(obj: dict[str, Any], record: dict[str, Any]) -> None:
     k, note = spec_tables.spec_counts(obj, drafts, drafted, per_position)
     if note:
         record["note"] = "; ".join(filter(None, (record.get("note"), note)))
+    accepted = _num(obj, "spec_decode_accepted_tokens")
+    # vLLM's own definition, 1 + accepted / drafts, from the counts where printed: the table
+    # rounds the length to two decimals (2.98 for 1 + 23321/11807 = 2.9752).
+    counted = drafts > 0 and accepted >= 0
     record.update(
-        accept_len=_num(obj, "spec_decode_acceptance_length"),
+        accept_len=1 + accepted / drafts if counted else _num(obj, "spec_decode_acceptance_length"),
         acceptance_rate=_num(obj, "spec_decode_acceptance_rate") / 100.0,
         num_drafts=drafts,
         draft_tokens=drafted,
-        accepted_tokens=_num(obj, "spec_decode_accepted_tokens"),
+        accepted_tokens=accepted,
         per_position=per_position,
         num_spec_tokens=k,
     )
