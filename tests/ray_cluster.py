@@ -104,10 +104,14 @@ def _end(cluster: Cluster) -> None:
 
 @contextmanager
 def ray_cluster(
-    tmp: Path, worker_env: Mapping[str, str] | None = None, cpus: int = 2
+    tmp: Path,
+    worker_env: Mapping[str, str] | None = None,
+    cpus: int = 2,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Cluster]:
     """Two nodes (the head and one worker node), each with ``cpus`` CPUs and a small object
-    store; ``worker_env`` is the worker node's own environment."""
+    store; ``worker_env`` is the worker node's own environment, ``env`` both nodes' (Ray's
+    own settings: ``RAY_health_check_period_ms``, say)."""
     port = free_port()
     # Ray's socket paths are long: a short temporary directory of the cluster's own.
     temp_dir = tempfile.mkdtemp(prefix="bkray-", dir="/tmp")
@@ -121,14 +125,14 @@ def ray_cluster(
             f"--temp-dir={temp_dir}",
             *common,
         ],
-        {},
+        dict(env or {}),
         tmp / "ray-head.log",
     )
     cluster = Cluster(f"{HEAD_IP}:{port}", temp_dir, [head])
     try:
         worker = _node(
             [f"--address={cluster.address}", f"--node-ip-address={WORKER_IP}", *common],
-            dict(worker_env or {}),
+            {**(env or {}), **(worker_env or {})},
             tmp / "ray-worker.log",
         )
         cluster.processes.append(worker)

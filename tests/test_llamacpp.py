@@ -750,3 +750,40 @@ def test_the_demo_on_the_real_engine(tmp_path):
     # The first next step runs on what the demo wrote.
     r = run_cli(["compare", str(out / "sweep"), "--json"])
     assert r.exit_code == 0, r.output
+
+
+def test_a_ray_sweep_across_two_local_nodes_on_the_real_engine(wide, tmp_path):
+    """sweep --ray (issue 45) on llama-server: a real two-node Ray cluster on this machine
+    (127.0.0.2 and 127.0.0.3: tests/ray_cluster.py), each node running the whole plan (the
+    baseline and k = 2) with launches of its own at ports free on it; rows carry their node,
+    the answer pools the nodes, and no Ray or llama-server process is left."""
+    import subprocess
+    import sys
+
+    from ray_cluster import have_ray, ray_cluster
+
+    if not have_ray():
+        pytest.skip("Ray is not installed (pip install '.[ray]'; CI installs it)")
+    target, draft = wide
+    out = tmp_path / "sweep"
+    serve = f"{binary()} -m {target} --host 127.0.0.1 --port {{port}} -t 1 -c 1024 -np 1 --metrics"
+    args = ["sweep", "--serve", serve, "--engine", "llamacpp", "--draft", str(draft)]
+    args += ["-k", "0", "2", "--requests", "3", "--max-tokens", "24", "--ready-timeout", "120"]
+    with ray_cluster(tmp_path) as cluster:
+        args += ["--ray", cluster.address, "--out", str(out), "--json"]
+        done = subprocess.run(
+            [sys.executable, "-m", "breakeven", *args], capture_output=True, text=True, timeout=1200
+        )
+    assert cluster.pids() == set()
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: no k faster on this host
+    answer = json.loads(done.stdout)
+    written = rows(out / "runs.csv")
+    nodes = {w["node"] for w in written}
+    assert len(nodes) == 2
+    for node in nodes:
+        labels = dict.fromkeys((w["launch_id"], w["label"]) for w in written if w["node"] == node)
+        assert [label for _, label in labels] == ["baseline", "spec-k2"]
+    (best,) = answer["best"]
+    assert {n["node"] for n in best["nodes"]} == {n[:12] for n in nodes}
+    left = subprocess.run(["pgrep", "-f", str(target)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a llama-server of the sweep was left"

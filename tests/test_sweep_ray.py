@@ -23,6 +23,7 @@ from ray_cluster import WORKER_IP, have_ray, ray_cluster
 
 from breakeven.measurements.check import check_file
 from breakeven.measurements.nodes import NodeSpeedup, pool_nodes
+from breakeven.measurements.normalise import node_of
 
 FAKE = Path(__file__).parent / "fake_server.py"
 needs_ray = pytest.mark.skipif(
@@ -188,7 +189,7 @@ def test_each_node_runs_its_block_and_the_answer_pools_them(alike, tmp_path):
     # check never pairs a node's runs with another node's baselines.
     comparisons = check_file(str(out / "runs.csv")).comparisons
     assert len(comparisons) == 2
-    assert {c.hardware.rsplit(" @ node ", 1)[1] for c in comparisons} == {n[:12] for n in nodes}
+    assert {node_of(c.hardware)[1] for c in comparisons} == {n[:12] for n in nodes}
     (best,) = answer["best"]
     assert best["num_spec_tokens"] == 2 and len(best["nodes"]) == 2
     assert not any(n["drift"] for n in best["nodes"])
@@ -215,3 +216,84 @@ def test_a_node_faster_at_speculation_only_is_flagged(tmp_path):
     by_node = {n["node"]: n["measured_speedup"] for n in best["nodes"]}
     head = next(n for n in by_node if n != worker)
     assert by_node[worker] > 1.5 * by_node[head]
+
+
+@needs_ray
+def test_a_node_lost_mid_sweep_fails_its_launches_and_the_other_goes_on(tmp_path):
+    import os
+    import signal
+
+    # Ray notices a dead node after its health checks fail: a few seconds here.
+    quick = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+    out = tmp_path / "s"
+    with ray_cluster(tmp_path, env=quick) as cluster:
+        args = _sweep_args(out, cluster.address, "--json")
+        serve = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03"
+        args[args.index("--serve") + 1] = serve
+        sweep = subprocess.Popen(
+            [sys.executable, "-m", "breakeven", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        worker = None
+        while time.monotonic() < deadline:  # until the worker node has done a launch
+            try:
+                manifest = json.loads((out / "manifest.json").read_text())
+            except (OSError, ValueError):
+                manifest = {"plan": {"nodes": []}, "done": []}
+            ids = [n["id"] for n in manifest["plan"].get("nodes", []) if n["address"] == WORKER_IP]
+            worker = ids[0] if ids else None
+            if worker and any(d["node"] == worker for d in manifest["done"]):
+                break
+            time.sleep(0.2)
+        assert worker, "the worker node did no launch"
+        os.killpg(cluster.processes[1].pid, signal.SIGKILL)  # the node, its raylet and workers
+        stdout, stderr = sweep.communicate(timeout=300)
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    lost = [d for d in done if d["node"] == worker and not d["ok"]]
+    kept = [d for d in done if d["node"] != worker]
+    assert len(kept) == 6 and all(d["ok"] for d in kept), stderr[-3000:]
+    assert lost and all("was lost" in d["error"] for d in lost)
+    assert len(lost) + sum(d["ok"] for d in done if d["node"] == worker) == 6
+    assert sweep.returncode == 0, stderr[-3000:]  # the head's block answers
+    json.loads(stdout)
+
+
+@needs_ray
+def test_sigterm_stops_every_nodes_launch_and_keeps_the_done_ones(alike, tmp_path):
+    import os
+    import signal
+
+    out, pids = tmp_path / "s", tmp_path / "pids"
+    args = _sweep_args(out, alike.address)
+    serve = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03 --pid-file {pids}"
+    args[args.index("--serve") + 1] = serve
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "breakeven", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until a launch is done and others run
+        try:
+            if json.loads((out / "manifest.json").read_text())["done"]:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    sweep.send_signal(signal.SIGTERM)
+    _, stderr = sweep.communicate(timeout=180)
+    assert sweep.returncode == 143, stderr[-2000:]
+    assert "Terminated (SIGTERM)" in stderr and "--resume" in stderr
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    assert any(d["ok"] for d in done)
+    started = {int(p) for p in pids.read_text().split()}
+    deadline = time.monotonic() + 30
+    while (alive := {p for p in started if os.path.exists(f"/proc/{p}")}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert alive == set(), "a launch's server outlived the interrupted sweep"

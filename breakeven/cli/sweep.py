@@ -329,12 +329,7 @@ def _sweep_run(
     except KeyboardInterrupt as e:
         settle_signals()  # decided: a second signal changes nothing
         show.end()
-        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
-        say(
-            f"{what}: the launch under way was stopped; every completed row is in "
-            f"{out}/runs.csv (continue with --resume)."
-        )
-        sys.exit(143 if isinstance(e, Terminated) else 130)
+        _interrupted(e, out, "the launch under way was stopped")
     show.end()
     return result
 
@@ -356,7 +351,7 @@ def _on_cluster(
 ) -> None:
     """``sweep --ray``: the plan on each node of the cluster (:mod:`breakeven.sweep.cluster`)."""
     from breakeven.bench.config import Config  # lazy: start-up
-    from breakeven.sweep.cluster import ClusterPlan, connect, run_on_nodes  # lazy: start-up
+    from breakeven.sweep.cluster import ClusterPlan, on_cluster, run_on_nodes  # lazy: start-up
 
     if address is None:
         raise BreakevenError(
@@ -371,11 +366,6 @@ def _on_cluster(
                 "ray_address",
             )
     plan_args.pop("port", None)
-    found = connect(address, nodes)
-    if plan_only:
-        shown = ClusterPlan(plan, tuple(found))
-        click.echo(json.dumps(shown.to_dict(), indent=2) if as_json else shown.report(), nl=False)
-        return
     bench = Config(
         url="http://127.0.0.1",
         label="sweep",
@@ -383,26 +373,35 @@ def _on_cluster(
         max_tokens=plan.max_tokens,
     )
     try:
-        result = run_on_nodes(
-            plan,
-            plan_args,
-            out,
-            bench,
-            found,
-            stop_command=stop_command,
-            resume=resume,
-            stop_grace_s=stop_grace_s,
-            on_progress=say,
-        )
+        with on_cluster(address, nodes) as found:  # Ray's own messages kept off stdout
+            if plan_only:
+                shown = ClusterPlan(plan, tuple(found))
+            else:
+                result = run_on_nodes(
+                    plan,
+                    plan_args,
+                    out,
+                    bench,
+                    found,
+                    stop_command=stop_command,
+                    resume=resume,
+                    stop_grace_s=stop_grace_s,
+                    on_progress=say,
+                )
     except KeyboardInterrupt as e:
-        settle_signals()
-        what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
-        say(
-            f"{what}: the launches under way were stopped; every completed row is in "
-            f"{out}/runs.csv (continue with --resume)."
-        )
-        sys.exit(143 if isinstance(e, Terminated) else 130)
+        settle_signals()  # decided: a second signal changes nothing
+        _interrupted(e, out, "the launches under way were stopped")
+    if plan_only:
+        click.echo(json.dumps(shown.to_dict(), indent=2) if as_json else shown.report(), nl=False)
+        return
     _answer(result, out, slo, as_json)
+
+
+def _interrupted(e: KeyboardInterrupt, out: str, stopped: str) -> None:
+    """Exit 130 after Ctrl-C, 143 after SIGTERM, saying where the completed rows are."""
+    what = "Terminated (SIGTERM)" if isinstance(e, Terminated) else "Interrupted"
+    say(f"{what}: {stopped}; every completed row is in {out}/runs.csv (continue with --resume).")
+    sys.exit(143 if isinstance(e, Terminated) else 130)
 
 
 def _answer(result: Any, out: str, slo: str | None, as_json: bool) -> None:

@@ -144,11 +144,14 @@ hardware: rows of two nodes are never paired (:func:`on_node`, :func:`node_of`).
 
 def on_node(hardware: Any, node: Any) -> Any:
     """Each row's hardware with its node (``sweep --ray``'s ``node`` column) where it has
-    one: ``8x H100 @ node d4e78599ef01``, so that a run is paired only with baselines of its
+    one: ``8x H100 @ node d4e78599ef01`` (``@ node d4e78599ef01`` where none is named), so that a run is paired only with baselines of its
     own node, as two machines' runs are."""
     hw = hardware.astype(str).to_numpy(dtype=object)
     where = node.astype(str).to_numpy(dtype=object)
-    marked = [h + NODE_MARK + n[:12] if n else h for h, n in zip(hw, where, strict=True)]
+    marked = [
+        (h + NODE_MARK if h else NODE_MARK.lstrip()) + n[:12] if n else h
+        for h, n in zip(hw, where, strict=True)
+    ]
     return pd.Series(marked, index=hardware.index, dtype=object)
 
 
@@ -156,7 +159,11 @@ def node_of(hardware: str) -> tuple[str, str]:
     """A comparison's hardware and its node's id ("" off a cluster), as :func:`on_node` joined
     them."""
     head, mark, node = hardware.rpartition(NODE_MARK)
-    return (head, node) if mark else (hardware, "")
+    if mark:
+        return head, node
+    if hardware.startswith(NODE_MARK.lstrip()):  # no hardware named: ``@ node ID``
+        return "", hardware[len(NODE_MARK.lstrip()) :]
+    return hardware, ""
 
 
 def normalise(data: Any) -> Any:

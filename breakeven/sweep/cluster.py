@@ -27,6 +27,7 @@ import io
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -133,8 +134,6 @@ def _reachable(address: str) -> None:
 def _quiet() -> Iterator[None]:
     """stdout (file descriptor 1) sent to stderr: Ray's own messages (its banner, a node's
     death) never mix with a result on stdout, --json above all."""
-    import sys  # lazy: only while connecting
-
     sys.stdout.flush()
     saved = os.dup(1)
     try:
@@ -210,6 +209,21 @@ class ClusterPlan:
         from breakeven.render.text import wrap_lines  # lazy: start-up
 
         return wrap_lines("\n".join(head) + "\n") + self.plan.report(tok_s)
+
+
+@contextlib.contextmanager
+def on_cluster(address: str, nodes: int | None = None) -> Iterator[list[Node]]:
+    """Joined to the Ray cluster at ``address`` (:func:`connect`) while inside, its nodes
+    given; stdout goes to stderr all that while, since Ray's driver prints what it hears (a
+    node's death, a worker's error) from threads of its own, and the driver leaves the cluster
+    (``ray.shutdown``) before stdout is back: a result printed after it is alone there."""
+    with _quiet():
+        try:
+            yield connect(address, nodes)
+        finally:
+            ray = sys.modules.get("ray")
+            if ray is not None and ray.is_initialized():
+                ray.shutdown()
 
 
 def _free_port() -> int:
@@ -518,5 +532,6 @@ __all__: Sequence[str] = (
     "Node",
     "connect",
     "launch_on_node",
+    "on_cluster",
     "run_on_nodes",
 )
