@@ -190,6 +190,10 @@ def test_each_node_runs_its_block_and_the_answer_pools_them(alike, tmp_path):
     comparisons = check_file(str(out / "runs.csv")).comparisons
     assert len(comparisons) == 2
     assert {node_of(c.hardware)[1] for c in comparisons} == {n[:12] for n in nodes}
+    r = run_cli(["compare", str(out), "--json"])  # compare DIR reads the node as check does
+    assert r.exit_code == 0, r.output
+    compared = json.loads(r.stdout)["runs"]
+    assert sorted(node_of(c["hardware"])[1] for c in compared) == sorted(n[:12] for n in nodes)
     (best,) = answer["best"]
     assert best["num_spec_tokens"] == 2 and len(best["nodes"]) == 2
     assert not any(n["drift"] for n in best["nodes"])
@@ -297,3 +301,10 @@ def test_sigterm_stops_every_nodes_launch_and_keeps_the_done_ones(alike, tmp_pat
     ):
         time.sleep(0.5)
     assert alive == set(), "a launch's server outlived the interrupted sweep"
+    # --resume continues each node where it stopped: every launch of both blocks done once.
+    again = _run([*args, "--resume", "--json"])
+    assert again.returncode == 0, again.stderr[-2000:]
+    done = json.loads((out / "manifest.json").read_text())["done"]
+    assert len(done) == 12 and all(d["ok"] for d in done)
+    launches = {(r["node"], r["launch_id"]) for r in _rows(out / "runs.csv")}
+    assert len(launches) >= 12
