@@ -187,8 +187,11 @@ def test_each_node_runs_its_block_and_the_answer_pools_them(alike, tmp_path):
     assert {d["node"] for d in manifest["done"]} == nodes
     assert len(list((out / "logs").iterdir())) == 2  # a folder of logs per node
     # check never pairs a node's runs with another node's baselines.
-    comparisons = check_file(str(out / "runs.csv")).comparisons
+    checked = check_file(str(out / "runs.csv"))
+    comparisons = checked.comparisons
     assert len(comparisons) == 2
+    (pooled,) = checked.across_nodes
+    assert pooled["drift"] == [] and "node_drift" not in [f.code for f in checked.flags]
     assert {node_of(c.hardware)[1] for c in comparisons} == {n[:12] for n in nodes}
     r = run_cli(["compare", str(out), "--json"])  # compare DIR reads the node as check does
     assert r.exit_code == 0, r.output
@@ -220,6 +223,12 @@ def test_a_node_faster_at_speculation_only_is_flagged(tmp_path):
     by_node = {n["node"]: n["measured_speedup"] for n in best["nodes"]}
     head = next(n for n in by_node if n != worker)
     assert by_node[worker] > 1.5 * by_node[head]
+    # check DIR/runs.csv says the same: the pooled row, and the flag on every node's lines.
+    checked = check_file(str(out / "runs.csv"))
+    (pooled,) = checked.across_nodes
+    assert worker in pooled["drift"] and pooled["ci_low"] <= pooled["measured_speedup"]
+    assert "node_drift" in [f.code for f in checked.flags]
+    assert "Across the cluster's nodes" in checked.report()
 
 
 @needs_ray

@@ -40,8 +40,17 @@ from breakeven.core.provenance import fingerprint
 from breakeven.core.quantities import DEFAULT_TOLERANCE, plain_json
 from breakeven.iotools.csvfile import read_measurements
 from breakeven.measurements.baselines import Baseline, baselines
-from breakeven.measurements.flags import FLAGS, Flag, ServerCheck, _Findings, cross_check, flag_rows
+from breakeven.measurements.flags import (
+    FLAGS,
+    LINES_SHOWN,
+    Flag,
+    ServerCheck,
+    _Findings,
+    cross_check,
+    flag_rows,
+)
 from breakeven.measurements.intervals import SpeedupInterval
+from breakeven.measurements.nodes import across_nodes
 from breakeven.measurements.normalise import COLUMNS_USED, TIME_COLUMNS, normalise
 from breakeven.measurements.pairing import Comparison, pair
 from breakeven.measurements.positions import PositionRow, by_run
@@ -93,6 +102,10 @@ class CheckResult:
     """The SLO applied (:func:`breakeven.measurements.slo.parse_slo`, normalised); None: none."""
     slo_note: str = ""
     """Why the SLO could not be applied (no row gives a request's latency); empty otherwise."""
+    across_nodes: tuple[dict[str, Any], ...] = ()
+    """A cluster's rows (``sweep --ray``'s ``node``): each k at each load pooled over the nodes,
+    the node as a block (:func:`breakeven.measurements.nodes.across_nodes`); none off a
+    cluster."""
 
     def to_dict(self) -> dict[str, Any]:
         """``comparisons``, ``flags`` (each ``{code, message, lines}``) and ``tolerance``;
@@ -120,6 +133,8 @@ class CheckResult:
             data["mix"] = as_dicts(self.mix)
         if self.positions:
             data["positions"] = as_dicts(self.positions)
+        if self.across_nodes:
+            data["across_nodes"] = [plain_json(row) for row in self.across_nodes]
         data.update(slo_dict(self))
         if self.schedule_check is not None:
             data["schedule_check"] = [dict(row) for row in self.schedule_check]
@@ -201,6 +216,7 @@ def check(
     base = baselines(df, tolerance, findings)
     comparisons, intervals, members = pair(df, base, tolerance, findings, named_pairs=named_pairs)
     levels, rates, note = slo_levels(df, comparisons, members, slo)
+    nodes = _across_nodes(comparisons, findings)
     order = list(FLAGS)
     flags = sorted(findings.flags, key=lambda f: order.index(f.code))
     return CheckResult(
@@ -216,7 +232,27 @@ def check(
         breakeven_rates=rates,
         slo=slo.text if slo is not None else None,
         slo_note=note,
+        across_nodes=nodes,
     )
+
+
+def _across_nodes(comparisons: Sequence[Any], findings: _Findings) -> tuple[dict[str, Any], ...]:
+    """A cluster's comparisons pooled over its nodes; ``node_drift`` flagged where they
+    disagree, on the lines of every node's run."""
+    pooled = across_nodes(comparisons)
+    for row, group in pooled:
+        if row["drift"]:
+            at = f"{row['label']} at concurrency {row['concurrency']:g}"
+            lines = sorted({line for c in group for line in c.lines})
+            findings.add(
+                Flag(
+                    "node_drift",
+                    f"{at}: {row['why']}; the pooled interval covers them",
+                    tuple(lines[:LINES_SHOWN]),
+                ),
+                lines,
+            )
+    return tuple(row for row, _ in pooled)
 
 
 def cycle_given(

@@ -46,6 +46,9 @@ FLAGS = {
     "is not per sequence, or a baseline from another load",
     "cycle_below_step": "the cycle a run's rate and accept_len imply is shorter than the "
     "baseline's plain step: faster than its accept_len allows",
+    "node_drift": "the nodes of a cluster (sweep --ray), each of which measured the whole "
+    "sweep, disagree beyond noise on a k's speedup at one load: the pooled interval widens to "
+    "cover them",
     "sampling_differs": "the speculative run and its baseline were measured with other "
     "sampling settings (temperature, top_p, max_tokens, ignore_eos): their outputs differ in "
     "length or text, and so their rates and acceptance",

@@ -185,9 +185,43 @@ def pool_comparisons(comparisons: Sequence[Any]) -> Pooled:
     )
 
 
+def across_nodes(comparisons: Sequence[Any]) -> list[tuple[dict[str, Any], Sequence[Any]]]:
+    """Each k and load of a cluster's comparisons pooled over its nodes, as plain data
+    (``label``, ``concurrency``, ``request_rate``, the pooled ``measured_speedup``, ``ci_low``,
+    ``ci_high`` and ``verdict``, each node's in ``nodes``, and ``drift`` and ``why``), with the
+    comparisons pooled; empty off a cluster."""
+    out = []
+    for (label, concurrency, rate), group in node_speedups(comparisons).items():
+        pooled = pool_comparisons(group)
+        row = {
+            "label": label,
+            "concurrency": concurrency,
+            "request_rate": rate if rate >= 0 else math.nan,
+            "measured_speedup": pooled.measured_speedup,
+            "ci_low": pooled.ci_low,
+            "ci_high": pooled.ci_high,
+            "verdict": pooled.verdict,
+            "nodes": [
+                {
+                    "node": s.node,
+                    "measured_speedup": s.measured_speedup,
+                    "ci_low": s.ci_low,
+                    "ci_high": s.ci_high,
+                    "drift": s.node in pooled.drift,
+                }
+                for s in pooled.nodes
+            ],
+            "drift": list(pooled.drift),
+            "why": pooled.why,
+        }
+        out.append((row, group))
+    return out
+
+
 __all__: Sequence[str] = (
     "NodeSpeedup",
     "Pooled",
+    "across_nodes",
     "node_speedups",
     "pool_comparisons",
     "pool_nodes",

@@ -29,6 +29,31 @@ def breakeven_rate_lines(result: Row) -> list[str]:
     return [printable(r["sentence"]) for r in result.get("breakeven_rates") or []]
 
 
+def across_nodes_lines(result: Row) -> list[str]:
+    """A cluster's runs pooled over its nodes (``across_nodes``): each k at each load, its
+    pooled speedup and interval, each node's speedup, and why they drift where they do."""
+    rows = result.get("across_nodes") or []
+    if not rows:
+        return []
+    lines = ["", "Across the cluster's nodes (each node its own block, then pooled):"]
+    for r in rows:
+        at = (
+            f"{num(r['request_rate'], 'g')} req/s"
+            if (r.get("request_rate") or 0) > 0
+            else f"concurrency {num(r['concurrency'], 'g')}"
+        )
+        each = ", ".join(
+            f"{printable(n['node'])} {num(n['measured_speedup'], '.2f')}x" for n in r["nodes"]
+        )
+        lines.append(
+            f"  {printable(r['label'])} at {at}: {num(r['measured_speedup'], '.2f')}x (95% "
+            f"{num(r['ci_low'], '.2f')}-{num(r['ci_high'], '.2f')}), {r['verdict']}; nodes {each}"
+        )
+        if r.get("why"):
+            lines.append(f"    node_drift: {printable(r['why'])}")
+    return lines
+
+
 def level_lines(result: Row) -> list[str]:
     """The levels' table (``levels``), the SLO applied, its note where it could not be, and
     how the figures were computed."""

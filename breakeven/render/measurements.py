@@ -6,7 +6,7 @@ import html
 import math
 from typing import Any
 
-from breakeven.render.levels import breakeven_rate_lines, level_lines
+from breakeven.render.levels import across_nodes_lines, breakeven_rate_lines, level_lines
 from breakeven.render.text import (
     VERDICT_ROLES,
     Row,
@@ -49,7 +49,7 @@ _CHECK_OPTIONAL = (
     "hardware",
 )
 """The check table's columns a narrow terminal leaves out, the first first (``--json`` and
-``--wide`` give them all)."""
+``--wide`` give them all; a cluster's hardware, which names its node, is kept)."""
 
 _NAMES = ("model", "hardware", "label", "run", "file")
 """Columns of names, which a narrow terminal shortens (marked ``~``) before it drops columns."""
@@ -171,13 +171,15 @@ def check_text(r: Row) -> str:
     ]
     heads, rows = _check_rows(r)
     if rows:
-        lines += grid(heads, rows, right=False, optional=_CHECK_OPTIONAL, cut=_NAMES)
+        keep = -1 if r.get("across_nodes") else None  # hardware names a cluster's node: kept
+        lines += grid(heads, rows, right=False, optional=_CHECK_OPTIONAL[:keep], cut=_NAMES)
     else:
         lines.append("  none: no row has num_spec_tokens > 0 and a rate")
     lines.append(
         "measured = tok_s / baseline tok_s (per sequence); predicted = accept_len x "
         "step_ms / cycle_ms; implied cycle = 1000 x accept_len / tok_s."
     )
+    lines += across_nodes_lines(r)
     if r["server_checks"]:
         lines += ["", "Server log against client benchmark:"]
         for c in r["server_checks"]:
