@@ -46,6 +46,16 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
     )
 
 
+def _start(args: list[str]) -> subprocess.Popen:
+    """The CLI started in a process of its own, to be signalled or outlived."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "breakeven", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -243,12 +253,7 @@ def test_a_node_lost_mid_sweep_fails_its_launches_and_the_other_goes_on(tmp_path
         args = _sweep_args(out, cluster.address, "--json")
         serve = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03"
         args[args.index("--serve") + 1] = serve
-        sweep = subprocess.Popen(
-            [sys.executable, "-m", "breakeven", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        sweep = _start(args)
         deadline = time.monotonic() + 120
         worker = None
         while time.monotonic() < deadline:  # until the worker node has done a launch
@@ -283,12 +288,7 @@ def test_sigterm_stops_every_nodes_launch_and_keeps_the_done_ones(alike, tmp_pat
     args = _sweep_args(out, alike.address)
     serve = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03 --pid-file {pids}"
     args[args.index("--serve") + 1] = serve
-    sweep = subprocess.Popen(
-        [sys.executable, "-m", "breakeven", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    sweep = _start(args)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # until a launch is done and others run
         try:

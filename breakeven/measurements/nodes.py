@@ -65,6 +65,20 @@ class Pooled:
     why: str = ""
     """The drift in words: each drifting node's speedup, and what differs in its settings."""
 
+    def node_rows(self) -> list[dict[str, Any]]:
+        """Each node's speedup as plain data: ``node``, ``measured_speedup``, ``ci_low``,
+        ``ci_high`` and whether it ``drift``\ s."""
+        return [
+            {
+                "node": s.node,
+                "measured_speedup": s.measured_speedup,
+                "ci_low": s.ci_low,
+                "ci_high": s.ci_high,
+                "drift": s.node in self.drift,
+            }
+            for s in self.nodes
+        ]
+
 
 def _log_se(s: NodeSpeedup) -> float:
     """A node's standard error on the log scale, from its interval (NaN: none)."""
@@ -201,16 +215,7 @@ def across_nodes(comparisons: Sequence[Any]) -> list[tuple[dict[str, Any], Seque
             "ci_low": pooled.ci_low,
             "ci_high": pooled.ci_high,
             "verdict": pooled.verdict,
-            "nodes": [
-                {
-                    "node": s.node,
-                    "measured_speedup": s.measured_speedup,
-                    "ci_low": s.ci_low,
-                    "ci_high": s.ci_high,
-                    "drift": s.node in pooled.drift,
-                }
-                for s in pooled.nodes
-            ],
+            "nodes": pooled.node_rows(),
             "drift": list(pooled.drift),
             "why": pooled.why,
         }

@@ -352,18 +352,7 @@ def _nodes_text(pooled: Any) -> str:
 
 
 def _node_rows(pooled: Any) -> tuple[dict[str, Any], ...]:
-    if pooled is None:
-        return ()
-    return tuple(
-        {
-            "node": s.node,
-            "measured_speedup": s.measured_speedup,
-            "ci_low": s.ci_low,
-            "ci_high": s.ci_high,
-            "drift": s.node in pooled.drift,
-        }
-        for s in pooled.nodes
-    )
+    return () if pooled is None else tuple(pooled.node_rows())
 
 
 def _cap(comparisons: list[Any]) -> float:
