@@ -66,7 +66,7 @@ class Pooled:
     """The drift in words: each drifting node's speedup, and what differs in its settings."""
 
     def node_rows(self) -> list[dict[str, Any]]:
-        """Each node's speedup as plain data: ``node``, ``measured_speedup``, ``ci_low``,
+        r"""Each node's speedup as plain data: ``node``, ``measured_speedup``, ``ci_low``,
         ``ci_high`` and whether it ``drift``\ s."""
         return [
             {
