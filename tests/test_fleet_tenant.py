@@ -250,6 +250,21 @@ def test_a_flood_of_distinct_warnings_is_bounded():
     assert len(notes) == 11 and "more warnings, not shown" in notes[-1]
 
 
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--header", f"X-Scope-OrgID: {SECRET}"], ["--header", "(X-Scope-OrgID: ***)"]),
+        ([], ["--prometheus", "--header 'X-Scope-OrgID: TENANT'"]),
+    ],
+)
+def test_a_401_in_prometheus_json_says_what_the_tenant_needs(args, fragments):
+    """A front that answers 401 in Prometheus' own JSON, echoing the headers."""
+    with FakePrometheus(_echo("json401")) as server:
+        r = fleet(server.url, *args)
+    one_error(r, "Prometheus refused the query", "HTTP 401", *fragments)
+    assert SECRET not in r.output and SECRET[:8] not in r.output
+
+
 # -- Fuzz: any --header, a server that echoes what it was sent ---------------------------------
 
 
@@ -261,9 +276,9 @@ def _echo(style):
         sent = "; ".join(f"{k}={v}" for k, v in handler.headers.items())
         if style == "401":
             send(handler, f"unauthorized: {sent}".encode(), 401)
-        elif style == "json":
+        elif style in ("json", "json401"):
             error = {"status": "error", "errorType": "bad_data", "error": f"bad tenant {sent}"}
-            send(handler, json.dumps(error).encode(), 400)
+            send(handler, json.dumps(error).encode(), 401 if style == "json401" else 400)
         else:
             send(handler, base64.b64encode(sent.encode()), 502)
 
@@ -280,7 +295,7 @@ _values = st.text(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=_names, value=_values, style=st.sampled_from(["401", "json", "base64"]))
+@given(name=_names, value=_values, style=st.sampled_from(["401", "json", "json401", "base64"]))
 def test_any_header_value_is_never_shown(name, value, style):
     """Whatever --header holds, fleet exits 2 in one line, never a traceback, and the value
     (marked by 'Zq', which no message holds) never appears, even echoed back."""

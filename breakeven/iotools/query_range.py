@@ -483,28 +483,25 @@ class PrometheusAPI:
         }
         where = f"{self.shown}/api/v1/query_range"
         status, body = self._post(self.root + "/api/v1/query_range", params)
-        if status in REFUSED_STATUS:  # Prometheus never answers them; a tenancy proxy does
-            raise self._refused(where, status, body)
         try:
             answer = loads_bounded(body, MAX_DEPTH, what="its body")
         except UnreadableInput as e:
+            if status in REFUSED_STATUS:  # a tenancy proxy's text (Prometheus never sends one)
+                text = bytes(body[:4096]).decode("utf-8", "replace")
+                raise self._refused(where, status, text) from None
             raise self._fail(
                 f"{where} answered HTTP {status}, and {e}: is this a Prometheus server?"
             ) from None
         del body
         if not isinstance(answer, dict) or answer.get("status") not in ("success", "error"):
+            if status in REFUSED_STATUS:
+                raise self._refused(where, status, repr(answer))
             raise self._fail(
                 f"{where} answered HTTP {status} without Prometheus' JSON (an object whose "
                 '"status" is "success" or "error"): is this a Prometheus server?'
             )
         if answer["status"] == "error":
-            kind, error = answer.get("errorType"), answer.get("error")
-            kind_text = f", {self._quoted(kind, 40)}" if isinstance(kind, str) and kind else ""
-            text = self._quoted(error) if isinstance(error, str) else "(no error text)"
-            raise self._fail(
-                f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}",
-                blame if kind == "bad_data" else self.flag,
-            )
+            raise self._refused_query(query, status, answer, blame)
         try:
             result = matrix_result(answer)
         except MalformedAnswer as e:
@@ -537,10 +534,26 @@ class PrometheusAPI:
             notes += (f"{self.shown} gave {self.more_warnings:,} more warnings, not shown",)
         return notes
 
-    def _refused(self, where: str, status: int, body: bytearray) -> BreakevenError:
-        """A 401 or 403: a tenant or credentials are missing or refused (the server's text
-        masked and cut)."""
-        text = self._quoted(bytes(body[:4096]).decode("utf-8", "replace"), 160) or "(no text)"
+    def _refused_query(
+        self, query: str, status: int, answer: dict[str, Any], blame: str
+    ) -> BreakevenError:
+        """Prometheus' error answer as one line, naming ``blame`` where the query is bad; a
+        401 or 403 says what a multi-tenant server needs (:meth:`_refused`'s advice)."""
+        kind, error = answer.get("errorType"), answer.get("error")
+        kind_text = f", {self._quoted(kind, 40)}" if isinstance(kind, str) and kind else ""
+        text = self._quoted(error) if isinstance(error, str) else "(no error text)"
+        message = f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}"
+        if status not in REFUSED_STATUS:
+            return self._fail(message, blame if kind == "bad_data" else self.flag)
+        if self.headers:
+            given = ", ".join(h.shown for h in self.headers)
+            return self._fail(f"{message}; with the headers given ({given})", "header")
+        return self._fail(f"{message}; a tenant may be needed: --header 'X-Scope-OrgID: TENANT'")
+
+    def _refused(self, where: str, status: int, body: str) -> BreakevenError:
+        """A 401 or 403 that is not Prometheus' JSON: a tenant or credentials are missing or
+        refused (the server's text masked and cut)."""
+        text = self._quoted(body, 160) or "(no text)"
         if self.headers:
             given = ", ".join(h.shown for h in self.headers)
             return self._fail(
