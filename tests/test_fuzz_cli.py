@@ -510,7 +510,12 @@ def _values(param: click.Parameter) -> st.SearchStrategy[str]:
 
 def _parse(command: click.Command, text: str) -> dict[str, list[str]]:
     """A valid invocation as {parameter name: its arguments}, in order."""
-    by_opt = {opt: p for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+    by_opt = {
+        opt: p
+        for p in command.params
+        if isinstance(p, click.Option)
+        for opt in (*p.opts, *p.secondary_opts)  # --no-dedup too
+    }
     positional = [p for p in command.params if isinstance(p, click.Argument)]
     words, out = text.split(), {}
     while words:
