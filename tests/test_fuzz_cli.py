@@ -129,6 +129,7 @@ HOSTILE = [
 ]
 # Plausible values by argument name, for arguments a mutation adds.
 GOOD = {
+    "header": ["X-Scope-OrgID:team", "X-Scope-OrgID:a|b", "X-Api-Key:k-123"],
     "baseline_tok_s": ["62.9", "90"],
     "step_ms": ["15.9"],
     "verify_ms": ["28.7"],
@@ -290,6 +291,8 @@ VALID = {
         "--token-env BREAKEVEN_FUZZ_KEY --out <out:fresh.csv>",
         "--prometheus <url:prometheus> --since 1h --token-env BREAKEVEN_FUZZ_KEY --report "
         "<out:fresh_dir>",
+        "--prometheus <url:prometheus> --since 1h --header X-Scope-OrgID:team --dedup "
+        "--no-partial-response --json",
     ],
     ("fit",): [
         "<in:case_study>",
@@ -507,7 +510,12 @@ def _values(param: click.Parameter) -> st.SearchStrategy[str]:
 
 def _parse(command: click.Command, text: str) -> dict[str, list[str]]:
     """A valid invocation as {parameter name: its arguments}, in order."""
-    by_opt = {opt: p for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+    by_opt = {
+        opt: p
+        for p in command.params
+        if isinstance(p, click.Option)
+        for opt in (*p.opts, *p.secondary_opts)  # --no-dedup too
+    }
     positional = [p for p in command.params if isinstance(p, click.Argument)]
     words, out = text.split(), {}
     while words:

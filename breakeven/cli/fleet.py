@@ -96,6 +96,28 @@ from breakeven.cli.params import FLOAT, Bounded, emit, say, writable
     help="Environment variable holding a bearer token (never printed or written).",
 )
 @click.option(
+    "--header",
+    "header",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="A header sent with every query to --prometheus (repeatable), such as "
+    "'X-Scope-OrgID: team' for a Mimir or Cortex tenant; its value is never printed.",
+)
+@click.option(
+    "--dedup/--no-dedup",
+    "dedup",
+    default=None,
+    help="Thanos: send dedup=true or dedup=false (merge or keep the replicas' series); "
+    "not sent unless given.",
+)
+@click.option(
+    "--partial-response/--no-partial-response",
+    "partial_response",
+    default=None,
+    help="Thanos: send partial_response=true or false (answer with the stores that answered, "
+    "with warnings, or fail); not sent unless given. Warnings become notes.",
+)
+@click.option(
     "--timeout",
     "timeout",
     type=FLOAT,
@@ -157,8 +179,14 @@ def fleet(
     up to 64 MiB (decompressed too), and one that is not the HTTP API's
     documented JSON is one line naming --prometheus.
 
+    A multi-tenant Prometheus (Mimir, Cortex, Thanos): --header
+    'X-Scope-OrgID: team' names the tenant, a base path is kept
+    (http://mimir:8080/prometheus), --dedup and --partial-response are sent
+    to Thanos as its query parameters, and its answers' warnings are notes.
+
     \b
       breakeven fleet --prometheus http://prom:9090 --since 6h --match '{job="vllm"}'
+      breakeven fleet --prometheus http://mimir:8080/prometheus --header 'X-Scope-OrgID: team'
     """
     from breakeven.iotools.paths import refuse_input_as_output, written_as  # lazy: start-up
     from breakeven.iotools.query_range import limits  # lazy: start-up

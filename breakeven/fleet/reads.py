@@ -180,7 +180,9 @@ def read_fleet(
         stats["queries"],
         stats["rows"] + len(extra),
         stats["chunks"],
-        notes=(*_notes(stats), *extra_notes),
+        notes=(*_notes(stats), *api.warning_notes(), *extra_notes),
+        headers=tuple(h.shown for h in api.headers),
+        query_params=dict(api.query_params),
     )
     return result, collector.series()
 

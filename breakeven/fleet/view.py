@@ -23,7 +23,7 @@ import math
 import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from breakeven import render
@@ -495,6 +495,10 @@ class FleetResult:
     chunks: int
     """Range queries per series (Prometheus answers at most 11,000 steps a query)."""
     notes: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    """The headers sent with every query (``--header``), their values shown as ``***``."""
+    query_params: dict[str, str] = field(default_factory=dict)
+    """Parameters added to every query (Thanos' ``dedup`` and ``partial_response``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The servers (worst first) and where they were read from, as plain data; a number
@@ -510,6 +514,8 @@ class FleetResult:
                 "instances": [asdict(i) for i in self.instances],
                 "queries": self.queries,
                 "notes": list(self.notes),
+                "headers": list(self.headers),
+                "query_params": dict(self.query_params),
             }
         )
 

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -39,6 +39,7 @@ from breakeven.core.errors import (
     invalid_value,
     shorten,
 )
+from breakeven.core.headers import Header
 from breakeven.iotools.httpclient import check_url, require_http
 from breakeven.iotools.jsonsafe import loads_bounded
 
@@ -82,6 +83,16 @@ MAX_DEPTH = 16
 
 MAX_SHOWN = 300
 """The most characters of a server's own text (an error) a message shows."""
+
+
+MAX_WARNINGS = 10
+"""The most distinct warnings of a server's answers kept (Thanos' partial responses): the
+rest are counted."""
+
+
+REFUSED_STATUS = (401, 403)
+"""HTTP statuses that say the request lacks its tenant or credentials (Mimir and Cortex
+answer 401 "no org id" without ``X-Scope-OrgID``)."""
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
@@ -333,6 +344,13 @@ def matrix_result(answer: Any) -> list[dict[str, Any]]:
     return out
 
 
+def thanos_params(*, dedup: bool | None, partial_response: bool | None) -> dict[str, str]:
+    """Thanos' query parameters ``dedup`` and ``partial_response`` (``true`` or ``false``), each
+    only where given: a plain Prometheus ignores them, but none is sent unasked."""
+    given = {"dedup": dedup, "partial_response": partial_response}
+    return {name: "true" if on else "false" for name, on in given.items() if on is not None}
+
+
 class PrometheusAPI:
     """A Prometheus server's range queries, with its errors as one line each.
 
@@ -354,9 +372,19 @@ class PrometheusAPI:
         limits: Limits | None = None,
         flag: str = "prometheus",
         server: str = "Prometheus",
+        headers: Sequence[Header] = (),
+        query_params: Mapping[str, str] | None = None,
     ) -> None:
         self.flag, self.server = flag, server
         """The flag the URL came from, and what serves it, for messages."""
+        self.headers = tuple(headers)
+        """Headers sent with every request (``--header``); their values are secrets."""
+        self.query_params = dict(query_params or {})
+        """Parameters added to every query (Thanos' ``dedup`` and ``partial_response``)."""
+        self.warnings: dict[str, int] = {}
+        """The distinct warnings of the answers (at most :data:`MAX_WARNINGS`), masked, with
+        how many answers carried each; :attr:`more_warnings` counts the rest."""
+        self.more_warnings = 0
         chosen = limits or _LIMITS.get() or Limits()
         if timeout_s is not None:
             chosen = replace(chosen, timeout_s=timeout_s)
@@ -377,15 +405,16 @@ class PrometheusAPI:
             )
         self.root = bare.rstrip("/")
         self.shown = shown_url(self.root, auth)
-        self.redact = Redactor(token, auth=auth)
+        self.redact = Redactor(token, *(h.value for h in self.headers), auth=auth)
         httpx, _ = require_http()
         self.httpx = httpx
-        headers = {"Accept-Encoding": "gzip, deflate"}  # what _read decompresses, nothing else
+        sent = {h.name: h.value for h in self.headers}
+        sent["Accept-Encoding"] = "gzip, deflate"  # what _read decompresses, nothing else
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            sent["Authorization"] = f"Bearer {token}"
         self.client = httpx.Client(
             timeout=self.limits.timeout_s,
-            headers=headers,
+            headers=sent,
             verify=True,
             auth=httpx.BasicAuth(*auth) if auth else None,
         )
@@ -394,6 +423,10 @@ class PrometheusAPI:
         """Bytes of every answer as they came [bytes] (compressed where they were)."""
         self.bytes_decoded = 0
         """Bytes of every answer once decompressed, as far as they were [bytes]."""
+
+    def __repr__(self) -> str:
+        shown = ", ".join(h.shown for h in self.headers)
+        return f"PrometheusAPI({self.shown!r}, headers=[{shown}])"
 
     def close(self) -> None:
         try:
@@ -446,33 +479,93 @@ class PrometheusAPI:
             "start": f"{start:.3f}",
             "end": f"{end:.3f}",
             "step": f"{step_s:g}",
+            **self.query_params,
         }
         where = f"{self.shown}/api/v1/query_range"
         status, body = self._post(self.root + "/api/v1/query_range", params)
         try:
             answer = loads_bounded(body, MAX_DEPTH, what="its body")
         except UnreadableInput as e:
+            if status in REFUSED_STATUS:  # a tenancy proxy's text (Prometheus never sends one)
+                text = bytes(body[:4096]).decode("utf-8", "replace")
+                raise self._refused(where, status, text) from None
             raise self._fail(
                 f"{where} answered HTTP {status}, and {e}: is this a Prometheus server?"
             ) from None
         del body
         if not isinstance(answer, dict) or answer.get("status") not in ("success", "error"):
+            if status in REFUSED_STATUS:
+                raise self._refused(where, status, repr(answer))
             raise self._fail(
                 f"{where} answered HTTP {status} without Prometheus' JSON (an object whose "
                 '"status" is "success" or "error"): is this a Prometheus server?'
             )
         if answer["status"] == "error":
-            kind, error = answer.get("errorType"), answer.get("error")
-            kind_text = f", {self._quoted(kind, 40)}" if isinstance(kind, str) and kind else ""
-            text = self._quoted(error) if isinstance(error, str) else "(no error text)"
-            raise self._fail(
-                f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}",
-                blame if kind == "bad_data" else self.flag,
-            )
+            raise self._refused_query(query, status, answer, blame)
         try:
-            return matrix_result(answer)
+            result = matrix_result(answer)
         except MalformedAnswer as e:
             raise self._fail(f"{where} answered a range query with {e}") from None
+        self._keep_warnings(answer.get("warnings"))
+        return result
+
+    def _keep_warnings(self, warnings: Any) -> None:
+        """Keep the ``warnings`` of a successful answer (Thanos' partial responses: a store
+        that did not answer), masked and cut, for the notes."""
+        if not isinstance(warnings, list):
+            return
+        for warning in warnings[:100]:
+            text = self._quoted(warning if isinstance(warning, str) else repr(warning), 200)
+            if text in self.warnings:
+                self.warnings[text] += 1
+            elif len(self.warnings) < MAX_WARNINGS:
+                self.warnings[text] = 1
+            else:
+                self.more_warnings += 1
+
+    def warning_notes(self) -> tuple[str, ...]:
+        """The answers' warnings as notes, one a distinct warning."""
+        notes = tuple(
+            f"{self.shown} warned, in {n:,} answer{'s' if n != 1 else ''}: {text} (the "
+            "series may be partial)"
+            for text, n in self.warnings.items()
+        )
+        if self.more_warnings:
+            notes += (f"{self.shown} gave {self.more_warnings:,} more warnings, not shown",)
+        return notes
+
+    def _refused_query(
+        self, query: str, status: int, answer: dict[str, Any], blame: str
+    ) -> BreakevenError:
+        """Prometheus' error answer as one line, naming ``blame`` where the query is bad; a
+        401 or 403 says what a multi-tenant server needs (:meth:`_refused`'s advice)."""
+        kind, error = answer.get("errorType"), answer.get("error")
+        kind_text = f", {self._quoted(kind, 40)}" if isinstance(kind, str) and kind else ""
+        text = self._quoted(error) if isinstance(error, str) else "(no error text)"
+        message = f"Prometheus refused the query {query!r} (HTTP {status}{kind_text}): {text}"
+        if status not in REFUSED_STATUS:
+            return self._fail(message, blame if kind == "bad_data" else self.flag)
+        if self.headers:
+            given = ", ".join(h.shown for h in self.headers)
+            return self._fail(f"{message}; with the headers given ({given})", "header")
+        return self._fail(f"{message}; a tenant may be needed: --header 'X-Scope-OrgID: TENANT'")
+
+    def _refused(self, where: str, status: int, body: str) -> BreakevenError:
+        """A 401 or 403 that is not Prometheus' JSON: a tenant or credentials are missing or
+        refused (the server's text masked and cut)."""
+        text = self._quoted(body, 160) or "(no text)"
+        if self.headers:
+            given = ", ".join(h.shown for h in self.headers)
+            return self._fail(
+                f"{where} answered HTTP {status} ({text}) to the headers given ({given}): "
+                "is the tenant or key right?",
+                "header",
+            )
+        return self._fail(
+            f"{where} answered HTTP {status} ({text}): a multi-tenant Prometheus (Mimir, "
+            "Cortex) needs its tenant, --header 'X-Scope-OrgID: TENANT'; one behind a proxy "
+            "a token (--token-env) or a user and password in the URL"
+        )
 
     def get_json(self, path: str) -> Any:
         """The JSON a GET of ``path`` answers (checked as every answer is: its time, its size
@@ -623,5 +716,6 @@ __all__ = [
     "matrix_result",
     "parse_duration",
     "parse_time",
+    "thanos_params",
     "time_range",
 ]

@@ -22,6 +22,7 @@ from breakeven.bench.config import Config
 from breakeven.bench.prompts import DEFAULT_PROMPTS, read_prompts
 from breakeven.core.credentials import clean_api_key
 from breakeven.core.errors import BreakevenError, escape_braces, invalid_value, shorten
+from breakeven.core.headers import parse_headers
 from breakeven.core.provenance import parse_time
 from breakeven.core.quantities import DEFAULT_TOLERANCE
 from breakeven.fitting.saved import load_surface
@@ -31,7 +32,12 @@ from breakeven.iotools.atomic import refuse_overwrite
 from breakeven.iotools.ingest import check_year
 from breakeven.iotools.paths import refuse_input_as_output
 from breakeven.iotools.pipeline import per_file
-from breakeven.iotools.query_range import PrometheusAPI, parse_duration, time_range
+from breakeven.iotools.query_range import (
+    PrometheusAPI,
+    parse_duration,
+    thanos_params,
+    time_range,
+)
 from breakeven.iotools.runs import sweep_runs
 from breakeven.iotools.server import read_server_env
 from breakeven.jobs.checking import check_from_file, with_fit, with_mix, with_schedule
@@ -454,6 +460,9 @@ def fleet_from_prometheus(
     tolerance: float = 0.1,
     max_share_above: float = 0.1,
     token_env: str | None = None,
+    header: Sequence[str] = (),
+    dedup: bool | None = None,
+    partial_response: bool | None = None,
     trtllm_stats: tuple[str, ...] = (),
     out: str | None = None,
     force: bool = False,
@@ -465,10 +474,9 @@ def fleet_from_prometheus(
     ----------
     prometheus : str
         The Prometheus server, ``http://host:9090``.
-    start, end : str, optional
-        Unix seconds or RFC 3339; ``end`` defaults to now.
-    since : str, optional
-        Instead of ``start``: this long before ``end`` (``6h``; default 1h).
+    start, end, since : str, optional
+        Unix seconds or RFC 3339; ``end`` defaults to now; ``since`` instead of ``start``:
+        this long before ``end`` (``6h``; default 1h).
     step : str
         Resolution of the range queries (``60s``).
     window : str, optional
@@ -482,15 +490,14 @@ def fleet_from_prometheus(
         ``acceptance_drop``: accept_len fell by more than this fraction.
     max_share_above : float
         ``above_breakeven``: more than this share of the time above the break-even batch.
-    token_env : str, optional
-        The environment variable holding a bearer token (never shown).
+    token_env, header, dedup, partial_response
+        How Prometheus is asked (:func:`prometheus_api`): a bearer token's variable, headers,
+        Thanos' parameters.
     trtllm_stats : tuple of str
         trtllm-serve servers read once each (:func:`breakeven.fleet.reads.read_trtllm_stats`).
-    out : str, optional
-        Also write every server's steps as a measurements CSV (refused before any work if
-        it exists, unless ``force``, or is ``fit_file``, even with ``force``).
-    force : bool
-        Replace ``out``.
+    out, force
+        Also write every server's steps as a measurements CSV to ``out`` (refused before any
+        work if it exists, unless ``force``, or is ``fit_file``, even with ``force``).
 
     Returns
     -------
@@ -502,12 +509,11 @@ def fleet_from_prometheus(
     first, last = time_range(start, end, since, step_s)
     rate_window = _rate_window(window, step_s)
     matcher = check_match(match)
-    token = secret_from_env(token_env, "token_env") if token_env is not None else None
     surface = _fleet_surface(fit_file, fit_surface)
     if out is not None:
         refuse_overwrite(out, force)
     return read_fleet(
-        PrometheusAPI(prometheus, token),
+        prometheus_api(prometheus, token_env, header, dedup, partial_response),
         first,
         last,
         step_s,
@@ -520,6 +526,34 @@ def fleet_from_prometheus(
         tolerance=tolerance,
         max_share_above=max_share_above,
     )
+
+
+def prometheus_api(
+    prometheus: str,
+    token_env: str | None = None,
+    header: Sequence[str] = (),
+    dedup: bool | None = None,
+    partial_response: bool | None = None,
+) -> PrometheusAPI:
+    """The client of the Prometheus at ``prometheus`` (a base path such as ``/prometheus``
+    kept), checked before any request.
+
+    Parameters
+    ----------
+    prometheus : str
+        The server's URL: ``http://host:9090``, ``http://mimir:8080/prometheus``.
+    token_env : str, optional
+        The environment variable holding a bearer token (never shown).
+    header : sequence of str
+        ``NAME: VALUE`` headers sent with every query (``X-Scope-OrgID: team`` for Mimir or
+        Cortex; :func:`breakeven.core.headers.parse_headers`); their values are never shown.
+    dedup, partial_response : bool, optional
+        Thanos' query parameters of those names, sent only when given (True or False).
+    """
+    token = secret_from_env(token_env, "token_env") if token_env is not None else None
+    headers = parse_headers(header)
+    params = thanos_params(dedup=dedup, partial_response=partial_response)
+    return PrometheusAPI(prometheus, token, headers=headers, query_params=params)
 
 
 def _rate_window(window: str | None, step_s: float) -> str:
@@ -546,6 +580,7 @@ __all__: Sequence[str] = (
     "check_from_file",
     "compare_from_files",
     "fleet_from_prometheus",
+    "prometheus_api",
     "report_from_file",
     "secret_from_env",
     "spec_runs",

@@ -241,8 +241,12 @@ def fleet_text(r: Row) -> str:
                 "-" if gain is None else f"{100 * gain:+.1f}",
             ]
         rows.append(row)
+    sent = [printable(h) for h in r.get("headers", ())]
+    sent += [f"{k}={printable(v)}" for k, v in r.get("query_params", {}).items()]
     lines = [
-        f"{len(r['instances'])} servers in {printable(r['prometheus'])} from {r['start']} to "
+        f"{len(r['instances'])} servers in {printable(r['prometheus'])}"
+        + (f" ({', '.join(sent)})" if sent else "")
+        + f" from {r['start']} to "
         f"{r['end']} (step {r['step_s']:g} s, {r['rows']} steps with data, "
         f"{r['chunks']} range quer{'y' if r['chunks'] == 1 else 'ies'} per series), worst "
         "first:"
