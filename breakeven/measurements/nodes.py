@@ -66,8 +66,8 @@ class Pooled:
     """The drift in words: each drifting node's speedup, and what differs in its settings."""
 
     def node_rows(self) -> list[dict[str, Any]]:
-        r"""Each node's speedup as plain data: ``node``, ``measured_speedup``, ``ci_low``,
-        ``ci_high`` and whether it ``drift``\ s."""
+        """Each node's speedup as plain data: ``node``, ``measured_speedup``, ``ci_low``,
+        ``ci_high``, and ``drift``: whether it is one of the nodes that disagree."""
         return [
             {
                 "node": s.node,
