@@ -23,6 +23,10 @@ from pathlib import Path
 from local_process import free_port
 
 RAY = Path(sys.executable).with_name("ray")
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+"""Every process of the test clusters, nodes and drivers alike: no usage report, and no token
+authentication (Ray 2.60 turns it on wherever a local ``ray.init()`` once left
+``~/.ray/auth_token``, and the nodes and drivers must agree)."""
 START_TIMEOUT_S = 120.0
 HEAD_IP, WORKER_IP = "127.0.0.2", "127.0.0.3"
 
@@ -33,6 +37,11 @@ def have_ray() -> bool:
     except ImportError:
         return False
     return RAY.exists()
+
+
+def driver_env() -> dict[str, str]:
+    """The environment of a driver (a sweep) of the test clusters."""
+    return {**os.environ, **RAY_ENV}
 
 
 @dataclass
@@ -66,7 +75,7 @@ def _node(args: list[str], env: Mapping[str, str], log: Path) -> subprocess.Pope
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env},
+            env={**os.environ, **RAY_ENV, **env},
             start_new_session=True,
         )
 
@@ -77,7 +86,11 @@ def _alive_nodes(address: str) -> int:
         "log_to_driver=False); print(sum(1 for n in ray.nodes() if n['Alive']))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=driver_env(),
     )
     return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else 0
 

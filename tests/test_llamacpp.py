@@ -760,7 +760,7 @@ def test_a_ray_sweep_across_two_local_nodes_on_the_real_engine(wide, tmp_path):
     import subprocess
     import sys
 
-    from ray_cluster import have_ray, ray_cluster
+    from ray_cluster import driver_env, have_ray, ray_cluster
 
     if not have_ray():
         pytest.skip("Ray is not installed (pip install '.[ray]'; CI installs it)")
@@ -772,7 +772,11 @@ def test_a_ray_sweep_across_two_local_nodes_on_the_real_engine(wide, tmp_path):
     with ray_cluster(tmp_path) as cluster:
         args += ["--ray", cluster.address, "--out", str(out), "--json"]
         done = subprocess.run(
-            [sys.executable, "-m", "breakeven", *args], capture_output=True, text=True, timeout=1200
+            [sys.executable, "-m", "breakeven", *args],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            env=driver_env(),
         )
     assert cluster.pids() == set()
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: no k faster on this host

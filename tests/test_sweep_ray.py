@@ -19,7 +19,7 @@ from cli_checks import run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 from local_process import free_port
-from ray_cluster import WORKER_IP, have_ray, ray_cluster
+from ray_cluster import WORKER_IP, driver_env, have_ray, ray_cluster
 
 from breakeven.measurements.check import check_file
 from breakeven.measurements.nodes import NodeSpeedup, pool_nodes
@@ -42,7 +42,11 @@ def _sweep_args(out: Path | None, address: str, *extra: str) -> list[str]:
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     """The CLI in a process of its own, as a user runs it (Ray's driver state is per process)."""
     return subprocess.run(
-        [sys.executable, "-m", "breakeven", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "breakeven", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=driver_env(),
     )
 
 
@@ -53,6 +57,7 @@ def _start(args: list[str]) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=driver_env(),
     )
 
 
@@ -303,6 +308,10 @@ def test_sigterm_stops_every_nodes_launch_and_keeps_the_done_ones(alike, tmp_pat
     assert "Terminated (SIGTERM)" in stderr and "--resume" in stderr
     done = json.loads((out / "manifest.json").read_text())["done"]
     assert any(d["ok"] for d in done)
+    # The launches under way were stopped and recorded (their rows so far kept), not dropped.
+    cut = [d for d in done if not d["ok"]]
+    assert cut and all(d["error"].startswith("interrupted") for d in cut), cut
+    assert all(Path(d["log"]).exists() for d in done)
     started = {int(p) for p in pids.read_text().split()}
     deadline = time.monotonic() + 30
     while (alive := {p for p in started if os.path.exists(f"/proc/{p}")}) and (

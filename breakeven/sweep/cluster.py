@@ -29,6 +29,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -38,7 +39,7 @@ from urllib.parse import urlsplit
 from breakeven.bench.config import Config
 from breakeven.bench.rows import RowWriter
 from breakeven.core.display import printable
-from breakeven.core.errors import BreakevenError, escape_braces, invalid_value
+from breakeven.core.errors import BreakevenError, Terminated, escape_braces, invalid_value
 from breakeven.iotools.manifest import read_manifest, write_manifest
 from breakeven.sweep.plan import SweepLaunch, SweepPlan, plan_sweep
 from breakeven.sweep.run import (
@@ -233,12 +234,46 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class StopFlag:
+    """The sweep's stop, told to its launches (a Ray actor): a launch asked to stop ends as
+    Ctrl-C ends it, and sends back what it measured.  Ray's own ``ray.cancel`` of a task that
+    then returns trips a check in Ray 2.60's task manager ("Tried to complete task that was
+    not pending") and kills the driver, so the launches are told, not cancelled."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def is_stopped(self) -> bool:
+        return self.stopped
+
+
+def _watch(flag: Any, done: threading.Event) -> None:
+    """Interrupt this task's launch (as Ctrl-C would) once the sweep's flag says stop."""
+    import _thread  # lazy: only on a node
+
+    ray = _ray()
+    while not done.wait(0.5):
+        try:
+            stopped = ray.get(flag.is_stopped.remote(), timeout=10)
+        except ray.exceptions.RayError:  # the driver is gone: the sweep ended
+            stopped = True
+        if stopped:
+            _thread.interrupt_main()
+            return
+
+
 def launch_on_node(job: dict[str, Any]) -> dict[str, Any]:
     """Run one launch on the node this task was placed on (a Ray task's body): the plan made
     again with a port free here, the launch run in a directory of its own (its rows, log and
-    outcome), then that directory read back for the driver and removed."""
+    outcome), then that directory read back for the driver and removed.  A launch the sweep
+    stops (``job['stop']``) is ended as Ctrl-C ends it, its rows so far sent back."""
     port = _free_port()
     work = tempfile.mkdtemp(prefix="breakeven-sweep-")
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(job["stop"], done), daemon=True).start()
     try:
         plan = plan_sweep(**job["plan"], port=port, config_dir=work)
         launch = plan.launches[job["index"] - 1]
@@ -253,7 +288,19 @@ def launch_on_node(job: dict[str, Any]) -> dict[str, Any]:
         )
         if job["reference"]:
             ctx.reference = tuple(job["reference"])
-        outcome = run_launch(launch, ctx)
+        try:
+            outcome = run_launch(launch, ctx)
+        except KeyboardInterrupt:  # the sweep stopped: run_launch ended the server
+            outcome = LaunchOutcome(
+                launch.index,
+                launch.label,
+                launch.num_spec_tokens,
+                ok=False,
+                error="interrupted: the sweep was stopped while this launch ran (its server "
+                "was stopped; --resume runs it again)",
+                log=os.path.join(work, "logs", f"{launch.index:03d}-{launch.label}.log"),
+            )
+        done.set()
         return {
             "outcome": asdict(outcome),
             "rows": _read(os.path.join(work, "runs.csv")),
@@ -261,6 +308,7 @@ def launch_on_node(job: dict[str, Any]) -> dict[str, Any]:
             "hostname": socket.gethostname(),
         }
     finally:
+        done.set()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -318,6 +366,8 @@ class ClusterSweep:
         self.grace_s, self.say = grace_s, on_progress
         self.done: dict[tuple[str, int], LaunchOutcome] = {}
         self.sweep_id = ""
+        self.stop_flag: Any = None
+        """The sweep's :class:`StopFlag` actor, which its launches watch."""
 
     def manifest(self) -> None:
         plan = self.plan.to_dict() | {"nodes": [asdict(n) for n in self.nodes]}
@@ -336,6 +386,7 @@ class ClusterSweep:
             "sweep_id": f"{self.sweep_id}-{block.node.short}",
             "grace_s": self.grace_s,
             "reference": block.reference,
+            "stop": self.stop_flag,
         }
 
     def keep(self, block: _Block, launch: SweepLaunch, result: dict[str, Any]) -> LaunchOutcome:
@@ -464,10 +515,16 @@ def run_on_nodes(
     )
     driver.done, sweep_id, resumed = _done_by_node(directory, plan, resume)
     driver.sweep_id = sweep_id or os.urandom(8).hex()
-    with locked(directory), sigterm_as_interrupt():
+    with locked(directory), sigterm_as_interrupt() as came:
+        driver.stop_flag = ray.remote(StopFlag).options(num_cpus=0).remote()
         driver.manifest()
         blocks = _blocks(driver, resumed)
-        _drive(ray, driver, blocks)
+        try:
+            _drive(ray, driver, blocks)
+        except KeyboardInterrupt as e:
+            if came and not isinstance(e, Terminated):  # Ray's wait made SIGTERM a Ctrl-C
+                raise Terminated() from e
+            raise
     notes = tuple(f"node {b.node.short} ({b.node.address}): {b.lost}" for b in blocks if b.lost)
     return SweepRun(directory, tuple(o for _, o in sorted(driver.done.items())), notes)
 
@@ -493,7 +550,8 @@ def _submit(ray: Any, driver: ClusterSweep, block: _Block) -> tuple[Any, SweepLa
 
 def _drive(ray: Any, driver: ClusterSweep, blocks: list[_Block]) -> None:
     """Each node's launches in turn, the nodes at once; results kept as they arrive.  Ctrl-C
-    or SIGTERM cancels the launches under way (each stops its server) and waits for them."""
+    or SIGTERM cancels the launches under way (each stops its server) and waits for them,
+    keeping the rows each measured and its outcome (failed: interrupted)."""
     pending: dict[Any, tuple[_Block, SweepLaunch]] = {}
     for block in blocks:
         if (sent := _submit(ray, driver, block)) is not None:
@@ -514,13 +572,16 @@ def _drive(ray: Any, driver: ClusterSweep, blocks: list[_Block]) -> None:
             if (sent := _submit(ray, driver, block)) is not None:
                 pending[sent[0]] = (block, sent[1])
     except KeyboardInterrupt:
-        for ref in pending:
-            ray.cancel(ref, force=False)
+        driver.stop_flag.stop.remote()  # each launch stops its server, and sends its rows
         end = time.monotonic() + driver.grace_s + 30
-        for ref, (block, launch) in pending.items():
-            with contextlib.suppress(Exception):
-                left = max(0.1, end - time.monotonic())
-                driver.keep(block, launch, ray.get(ref, timeout=left))
+        for ref, (block, launch) in pending.items():  # each stops its server, rows kept
+            try:
+                result = ray.get(ref, timeout=max(0.1, end - time.monotonic()))
+            except ray.exceptions.RayError as e:  # lost, or not stopped in time: killed
+                ray.cancel(ref, force=True)  # its keeper ends its server as the task dies
+                driver.say(f"node {block.node.short}: launch {launch.index}: {_failure(e)}")
+                continue
+            driver.keep(block, launch, result)
         raise
 
 
@@ -530,6 +591,7 @@ __all__: Sequence[str] = (
     "ClusterPlan",
     "ClusterSweep",
     "Node",
+    "StopFlag",
     "connect",
     "launch_on_node",
     "on_cluster",

@@ -181,20 +181,24 @@ def _ready(url: str) -> bool:
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[list[int]]:
     """SIGTERM raised as :class:`Terminated` outside bench's own handling (while a launch
-    starts), so that the launch is stopped and the rows kept."""
+    starts), so that the launch is stopped and the rows kept.  Yields the signals that came,
+    for a caller whose library turns every exception of a signal handler into a plain
+    KeyboardInterrupt (Ray's ``ray.wait``)."""
+    came: list[int] = []
 
     def handler(signum: int, frame: Any) -> None:
+        came.append(signum)
         raise Terminated()
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread
-        yield
+        yield came
         return
     try:
-        yield
+        yield came
     finally:
         signal.signal(signal.SIGTERM, previous)
 
