@@ -189,6 +189,21 @@ def test_any_part_of_a_fit_file_of_another_type_is_one_line(fit_json, tmp_path, 
     _refused_in_one_line_or_read(run_cli(_fit_commands(fit)[name]), "--fit-file")
 
 
+@pytest.mark.parametrize("text", ['["a", "b"]', "null", '"x"'])
+def test_a_tree_plan_from_a_surface_without_a_held_out_error_is_not_pasted(
+    fit_json, tmp_path, text
+):
+    """Found by the fuzz above: a surface's held_out_max_rel_error of another type is no error
+    (NaN), which --json wrote as NaN and then refused as an "overflow" naming no flag.  It is
+    null, and the tree is not pasted: nothing measured how far the fit is off."""
+    fit = tmp_path / "fit.json"
+    fit.write_text(_with(fit_json, ("surfaces", 0, "held_out_max_rel_error"), text))
+    r = run_cli(["optimize", "--tree", "--fit-file", fit, "--json"])
+    assert r.exit_code == 0, r.output
+    answer = json.loads(r.stdout)
+    assert answer["evidence"]["held_out_error"] is None and answer["pasted"] is False
+
+
 @FUZZ
 @given(data=st.data())
 def test_any_part_of_a_schedule_file_of_another_type_is_one_line(schedule_json, tmp_path, data):

@@ -335,7 +335,7 @@ class TreeSearch:
                 {
                     "pasted": not self.refused,
                     "refused": list(self.refused),
-                    "evidence": asdict(self.evidence),
+                    "evidence": self.evidence.to_dict(),  # strict JSON: NaN is None
                 }
                 if self.evidence is not None
                 else {}
