@@ -256,7 +256,10 @@ def test_a_node_lost_mid_sweep_fails_its_launches_and_the_other_goes_on(tmp_path
     out = tmp_path / "s"
     with ray_cluster(tmp_path, env=quick) as cluster:
         args = _sweep_args(out, cluster.address, "--json")
-        serve = f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03"
+        pids = tmp_path / "pids"
+        serve = (
+            f"{sys.executable} {FAKE} --port {{port}} --seconds-per-token 0.03 --pid-file {pids}"
+        )
         args[args.index("--serve") + 1] = serve
         sweep = _start(args)
         deadline = time.monotonic() + 120
@@ -282,6 +285,15 @@ def test_a_node_lost_mid_sweep_fails_its_launches_and_the_other_goes_on(tmp_path
     assert len(lost) + sum(d["ok"] for d in done if d["node"] == worker) == 6
     assert sweep.returncode == 0, stderr[-3000:]  # the head's block answers
     json.loads(stdout)
+    # The lost node's worker took its launch's keeper with it (Ray kills a worker's children):
+    # the server's parent-death signal ended it all the same.
+    started = {int(p) for p in pids.read_text().split()}
+    deadline = time.monotonic() + 30
+    while (alive := {p for p in started if os.path.exists(f"/proc/{p}")}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert alive == set(), "the lost node's server outlived its launch"
 
 
 @needs_ray

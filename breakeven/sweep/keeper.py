@@ -28,7 +28,9 @@ the process that asks for it and is cleared in its children (vLLM's engine core 
 a backgrounded server), and it follows the thread that forked, not the process; a cgroup
 holds a whole tree, but making one needs a delegated hierarchy (systemd's user slice, or
 root) that CI runners, containers and ssh logins often lack.  A subreaper needs neither.
-Without ``/proc`` and the subreaper (macOS), the keeper stops the server's process group.
+Without ``/proc`` and the subreaper (macOS), the keeper stops the server's process group.  The
+server's own process does get a parent-death SIGTERM, as a second line should the keeper be
+killed (a Ray worker's exit kills its children): it reaches the server, not what it forked.
 
 :class:`Keeper` is the sweep's side: it starts a keeper, reads what it says and stops it.
 """
@@ -61,6 +63,8 @@ from breakeven.core.provenance import secret_name, secret_values
 
 PR_SET_CHILD_SUBREAPER = 36
 """``prctl``'s option making a process the reaper of its orphaned descendants (Linux 3.4+)."""
+PR_SET_PDEATHSIG = 1
+"""``prctl``'s option giving a process a signal when its parent dies."""
 KILL_TIMEOUT_S = 10.0
 """How long SIGKILL may take to empty a tree [s] before what is left is reported."""
 LOG_LINE_BYTES = 1 << 16
@@ -81,6 +85,17 @@ def _subreaper() -> bool:
         return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def _term_with_parent() -> None:
+    """In the server's process, before it runs: SIGTERM to it should the keeper die first
+    (``PR_SET_PDEATHSIG``).  A second line behind the keeper, for the one case it cannot
+    cover: the keeper itself killed, as a Ray worker's exit kills its children (a lost node
+    of ``sweep --ray``), where no ``--resume`` on that node follows."""
+    import ctypes  # lazy: only the keeper process needs it
+
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the keeper alone
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def launch_tree(root: int | None, mark: str) -> list[int]:
@@ -262,6 +277,7 @@ class _Serving:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 env=env,
+                preexec_fn=_term_with_parent if sys.platform.startswith("linux") else None,
             )
         except OSError as e:
             os.close(read)
