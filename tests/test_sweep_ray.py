@@ -338,3 +338,10 @@ def test_sigterm_stops_every_nodes_launch_and_keeps_the_done_ones(alike, tmp_pat
     assert len(done) == 12 and all(d["ok"] for d in done)
     launches = {(r["node"], r["launch_id"]) for r in _rows(out / "runs.csv")}
     assert len(launches) >= 12
+
+
+@needs_ray
+def test_resume_of_a_directory_without_a_sweep_is_one_line(alike, tmp_path):
+    r = _run([*_sweep_args(tmp_path / "none", alike.address), "--resume"])
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "--resume" in r.stderr and "is missing" in r.stderr

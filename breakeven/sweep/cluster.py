@@ -47,8 +47,10 @@ from breakeven.sweep.run import (
     LaunchOutcome,
     SweepRun,
     check_outcome,
+    done_outcomes,
     locked,
     refuse_another_plan,
+    refuse_used_directory,
     run_launch,
     sigterm_as_interrupt,
     sweep_context,
@@ -337,14 +339,11 @@ def _done_by_node(
     """What an earlier run of this sweep did, by (node, index); its id and its nodes."""
     if not resume:
         return {}, "", []
+    kept, sweep_id = done_outcomes(directory, plan)  # one line where it is not a sweep's
     refuse_another_plan(directory, plan)
-    body = read_manifest(directory)
-    done = {}
-    for entry in body.get("done", []):
-        outcome = check_outcome(entry, len(plan.launches))
-        done[(outcome.node, outcome.index)] = outcome
-    nodes = body["plan"].get("nodes") if isinstance(body["plan"].get("nodes"), list) else []
-    return done, str(body.get("sweep", "")), [n for n in nodes if isinstance(n, dict)]
+    nodes = read_manifest(directory)["plan"].get("nodes")
+    nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
+    return {(o.node, o.index): o for o in kept}, sweep_id, nodes
 
 
 class ClusterSweep:
@@ -496,12 +495,7 @@ def run_on_nodes(
     launch's rows, log and outcome kept in ``directory`` as it ends.  ``plan_args`` are
     :func:`breakeven.sweep.plan.plan_sweep`'s arguments (less ``port`` and ``config_dir``):
     each launch is planned again on its node with a port free there."""
-    if os.path.exists(directory) and not resume:
-        raise BreakevenError(
-            "{0}: " + f"{directory} exists: a sweep writes a directory of its own "
-            "(continue one with --resume)",
-            "out",
-        )
+    refuse_used_directory(directory, resume)
     ray = _ray()
     driver = ClusterSweep(
         plan,

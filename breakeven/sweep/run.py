@@ -271,17 +271,14 @@ def check_outcome(entry: Any, launches: int) -> LaunchOutcome:
     return outcome
 
 
-def _done(directory: str, plan: SweepPlan) -> tuple[dict[int, LaunchOutcome], str]:
-    """What the sweep in ``directory`` has done (each launch's outcome) and its id; one line
-    naming the manifest where it is missing or is not a sweep's."""
+def done_outcomes(directory: str, plan: SweepPlan) -> tuple[list[LaunchOutcome], str]:
+    """What the sweep in ``directory`` has done (each launch's outcome, in the manifest's
+    order) and its id; one line naming the manifest where it is missing or is not a sweep's."""
     path = manifest_path(directory)
     try:
         body = read_manifest(directory)
-        done = {}
-        for entry in body.get("done", []):
-            outcome = check_outcome(entry, len(plan.launches))
-            done[outcome.index] = outcome
-        return done, body.get("sweep", "")
+        entries = body.get("done", [])
+        return [check_outcome(e, len(plan.launches)) for e in entries], body.get("sweep", "")
     except FileNotFoundError:
         why = f"{path} is missing"
     except UnreadableInput as e:
@@ -291,6 +288,16 @@ def _done(directory: str, plan: SweepPlan) -> tuple[dict[int, LaunchOutcome], st
     except (ValueError, TypeError, KeyError) as e:
         why = f"{path} is not a sweep's manifest: {e}"
     raise BreakevenError("{0}: " + escape_braces(f"{printable(why)}: nothing to resume"), "resume")
+
+
+def refuse_used_directory(directory: str, resume: bool) -> None:
+    """A sweep writes a directory of its own: one that exists is refused unless resumed."""
+    if os.path.exists(directory) and not resume:
+        raise BreakevenError(
+            "{0}: " + f"{directory} exists: a sweep writes a directory of its own "
+            "(continue one with --resume)",
+            "out",
+        )
 
 
 # What makes two plans one sweep: its launches (their order, k, labels and serve commands) and
@@ -674,17 +681,13 @@ def run_sweep(
     then needs its manifest).  A server already answering on the URL is refused before any
     launch, naming its process where it is local, unless it is this sweep's, left by an
     earlier run: that one is ended."""
-    if os.path.exists(directory) and not resume:
-        raise BreakevenError(
-            "{0}: " + f"{directory} exists: a sweep writes a directory of its own "
-            "(continue one with --resume)",
-            "out",
-        )
+    refuse_used_directory(directory, resume)
     if not (isinstance(stop_grace_s, (int, float)) and 0 <= stop_grace_s <= 3600):
         raise invalid_value("stop_grace_s", stop_grace_s, "seconds from 0 to 3600")
     if bench.server_env_from:
         read_server_env(bench.server_env_from)  # refused now, before any server starts
-    done, sweep_id = _done(directory, plan) if resume else ({}, "")
+    kept, sweep_id = done_outcomes(directory, plan) if resume else ([], "")
+    done = {o.index: o for o in kept}
     if resume:
         refuse_another_plan(directory, plan)
     flag = "url" if url else "port"
@@ -751,8 +754,10 @@ __all__: Sequence[str] = (
     "Progress",
     "SweepRun",
     "check_outcome",
+    "done_outcomes",
     "locked",
     "refuse_another_plan",
+    "refuse_used_directory",
     "run_launch",
     "run_sweep",
     "sigterm_as_interrupt",
